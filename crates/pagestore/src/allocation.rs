@@ -1,0 +1,414 @@
+//! The allocation table (SMILE §3.3.1.7): one bit per page, stored in bitmap pages at fixed
+//! positions and kept whole in memory.
+//!
+//! ## Layout
+//! Page 0 is the header. The rest of the file is cut into groups of `B` pages, where `B` is
+//! the number of bits a bitmap page holds (`(page_size - 24) * 8`: 32,576 pages per group at
+//! 4 KiB). Group `g` covers pages `[1 + g*B, 1 + (g+1)*B)`; its first two pages are the two
+//! copies of its bitmap. A bitmap page's payload is an 8-byte checkpoint sequence followed by
+//! the group's bits (bit `i` set = page `1 + g*B + i` allocated).
+//!
+//! ## Why two copies (SMILE has one)
+//! A checkpoint writes each changed group into the copy that does *not* hold the last durable
+//! version, stamped with the new checkpoint's sequence, and only then flips the header's root
+//! slot. On open, each group takes the valid copy with the highest sequence not above the
+//! header's current checkpoint. A crash in the middle of a checkpoint therefore leaves every
+//! group exactly as the previous checkpoint saw it, and a torn bitmap write never makes the
+//! file unopenable.
+//!
+//! ## Pending frees
+//! A page released after the last checkpoint may still be named by the durable root (for
+//! example by an SSTable the durable manifest lists). It must not be handed out again until a
+//! checkpoint records it free, or a crash would resurrect a root pointing at overwritten data.
+//! So a page is allocatable only if it is free both now (`current`) and at the last durable
+//! checkpoint (`durable`). A page allocated and released between two checkpoints was never
+//! durable and is reusable at once.
+//!
+//! Invariants: protected pages (header, bitmap copies) are set in both bit sets; `allocated`
+//! equals the number of bits set in `current`.
+
+use crate::error::{Error, Result};
+use crate::limits::{GROWTH_FRACTION_DENOMINATOR, MAX_GROWTH_BYTES, PAGE_HEADER_SIZE};
+use crate::page::{PageId, PageKind};
+use crate::storage::PageFile;
+use crate::aligned::AlignedBuf;
+
+/// Bytes of a bitmap page's payload before the bits: the checkpoint sequence.
+const BITMAP_SEQUENCE_SIZE: usize = 8;
+
+/// Where groups and bitmap pages are, for one page size.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    /// Pages per group (bits per bitmap page).
+    pub group_pages: u64,
+}
+
+impl Layout {
+    pub fn new(page_size: usize) -> Self {
+        let bits = (page_size - PAGE_HEADER_SIZE - BITMAP_SEQUENCE_SIZE) * 8;
+        debug_assert_eq!(bits % 64, 0);
+        Self { group_pages: bits as u64 }
+    }
+
+    /// First page of group `g` (its bitmap copy 0; copy 1 follows).
+    pub fn group_start(&self, group: u64) -> PageId {
+        1 + group * self.group_pages
+    }
+
+    /// Group of a page other than the header, and its bit index in that group.
+    pub fn locate(&self, page: PageId) -> (u64, u64) {
+        debug_assert!(page >= 1);
+        ((page - 1) / self.group_pages, (page - 1) % self.group_pages)
+    }
+
+    /// Number of groups touched by a file of `page_count` pages.
+    pub fn groups_for(&self, page_count: u64) -> u64 {
+        page_count.saturating_sub(1).div_ceil(self.group_pages)
+    }
+
+    /// True for the header and the bitmap copies.
+    pub fn is_protected(&self, page: PageId) -> bool {
+        page == 0 || self.locate(page).1 < 2
+    }
+
+    fn words_per_group(&self) -> usize {
+        (self.group_pages / 64) as usize
+    }
+}
+
+/// One group's bits and bookkeeping.
+#[derive(Debug, Clone)]
+struct Group {
+    current: Vec<u64>,
+    durable: Vec<u64>,
+    /// Copy (0 or 1) holding the last durable version; `None` if never persisted.
+    durable_copy: Option<usize>,
+    /// Changed since it was last handed to a checkpoint.
+    dirty: bool,
+}
+
+impl Group {
+    fn new(layout: &Layout) -> Self {
+        let mut bits = vec![0u64; layout.words_per_group()];
+        bits[0] = 0b11; // the two bitmap copies
+        Self { current: bits.clone(), durable: bits, durable_copy: None, dirty: true }
+    }
+}
+
+/// What a checkpoint writes for one group.
+#[derive(Debug)]
+pub struct GroupImage {
+    group: u64,
+    copy: usize,
+    bits: Vec<u64>,
+}
+
+/// The allocation table of one file.
+#[derive(Debug)]
+pub struct AllocationTable {
+    layout: Layout,
+    groups: Vec<Group>,
+    /// Pages covered (the file's page count when last grown or loaded).
+    page_count: u64,
+    /// Pages allocated now, protected pages included.
+    allocated: u64,
+    /// Lowest page that may be free (search starts here).
+    hint: PageId,
+}
+
+impl AllocationTable {
+    /// The table of a new file of `page_count` pages where only protected pages are allocated.
+    pub fn new(page_size: usize, page_count: u64) -> Self {
+        let layout = Layout::new(page_size);
+        let mut table = Self { layout, groups: Vec::new(), page_count: 1, allocated: 1, hint: 1 };
+        table.cover(page_count);
+        table
+    }
+
+    /// Loads the table of checkpoint (`sequence`, `page_count`) from `file`.
+    pub fn load(file: &PageFile, sequence: u64, page_count: u64) -> Result<Self> {
+        let mut table = Self::new(file.page_size(), 1);
+        let mut buf = AlignedBuf::zeroed(file.page_size());
+        for group in 0..table.layout.groups_for(page_count) {
+            let start = table.layout.group_start(group);
+            let mut best: Option<(u64, usize, Vec<u64>)> = None;
+            let mut failures = Vec::new();
+            for copy in 0..2 {
+                let page = start + copy as u64;
+                match file.read(page, &mut buf, PageKind::Bitmap) {
+                    Ok(()) => {
+                        let payload = &buf[PAGE_HEADER_SIZE..];
+                        let stamp = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
+                        if stamp <= sequence && best.as_ref().is_none_or(|(seen, _, _)| stamp > *seen) {
+                            best = Some((stamp, copy, decode_bits(&payload[8..])));
+                        }
+                    }
+                    Err(error) if error.is_corruption() => failures.push(error.to_string()),
+                    Err(error) => return Err(error),
+                }
+            }
+            let Some((_, copy, bits)) = best else {
+                return Err(Error::CorruptPage {
+                    page: start,
+                    detail: format!(
+                        "no valid copy of the allocation bitmap of group {group} for checkpoint {sequence} ({})",
+                        failures.join("; ")
+                    ),
+                });
+            };
+            if bits[0] & 0b11 != 0b11 {
+                return Err(Error::CorruptPage {
+                    page: start + copy as u64,
+                    detail: "allocation bitmap does not protect its own pages".into(),
+                });
+            }
+            table.groups.push(Group { current: bits.clone(), durable: bits, durable_copy: Some(copy), dirty: false });
+        }
+        table.page_count = page_count.max(1);
+        // Bits beyond the durable page count describe pages the checkpoint did not have.
+        for page in table.page_count..table.groups.len() as u64 * table.layout.group_pages + 1 {
+            let (group, index) = table.layout.locate(page);
+            if index >= 2 {
+                table.groups[group as usize].current[(index / 64) as usize] &= !(1 << (index % 64));
+                table.groups[group as usize].durable[(index / 64) as usize] &= !(1 << (index % 64));
+            }
+        }
+        table.allocated = 1 + table.groups.iter().map(|group| count_ones(&group.current)).sum::<u64>();
+        Ok(table)
+    }
+
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    pub fn page_count(&self) -> u64 {
+        self.page_count
+    }
+
+    /// Pages allocated now, the header and bitmap pages included.
+    pub fn allocated(&self) -> u64 {
+        self.allocated
+    }
+
+    /// Extends the table to cover `page_count` pages (after the file grew).
+    pub fn cover(&mut self, page_count: u64) {
+        if page_count <= self.page_count {
+            return;
+        }
+        while (self.groups.len() as u64) < self.layout.groups_for(page_count) {
+            self.groups.push(Group::new(&self.layout));
+            self.allocated += 2;
+        }
+        self.page_count = page_count;
+    }
+
+    /// True if `page` is allocated now (protected pages count as allocated).
+    pub fn is_allocated(&self, page: PageId) -> bool {
+        if page == 0 {
+            return true;
+        }
+        if page >= self.page_count {
+            return false;
+        }
+        let (group, index) = self.layout.locate(page);
+        bit(&self.groups[group as usize].current, index)
+    }
+
+
+    /// Allocates `n` contiguous pages, growing the file if no run is free.
+    pub fn allocate_run(&mut self, file: &PageFile, n: u64) -> Result<PageId> {
+        assert!(n >= 1);
+        if n > self.layout.group_pages - 2 {
+            return Err(Error::InvalidConfig(format!(
+                "a run of {n} pages exceeds the {} usable pages of one bitmap group",
+                self.layout.group_pages - 2
+            )));
+        }
+        // A new group can hold any run that fits in one, so at most two growths are needed:
+        // one that may end in the short tail of a group, one that reaches a fresh group.
+        for _ in 0..3 {
+            if let Some(first) = self.find_free_run(n) {
+                self.mark(first, n, true);
+                return Ok(first);
+            }
+            self.grow(file, n)?;
+        }
+        unreachable!("a file grown by a whole group has a free run of {n} pages")
+    }
+
+    /// Frees `page`. Errors for protected or unallocated pages.
+    pub fn release(&mut self, page: PageId) -> Result<()> {
+        if page < self.page_count && self.layout.is_protected(page) {
+            return Err(Error::ProtectedPage { page });
+        }
+        if !self.is_allocated(page) {
+            return Err(Error::PageNotAllocated { page });
+        }
+        self.mark(page, 1, false);
+        self.hint = self.hint.min(page);
+        Ok(())
+    }
+
+    /// Takes the images a checkpoint must write: every dirty group, into the copy that does
+    /// not hold its durable version. Marks them clean; `abandon` marks them dirty again.
+    pub fn begin_checkpoint(&mut self) -> Vec<GroupImage> {
+        let mut images = Vec::new();
+        for (index, group) in self.groups.iter_mut().enumerate() {
+            if group.dirty {
+                group.dirty = false;
+                let copy = match group.durable_copy {
+                    Some(copy) => 1 - copy,
+                    None => 0,
+                };
+                images.push(GroupImage { group: index as u64, copy, bits: group.current.clone() });
+            }
+        }
+        images
+    }
+
+    /// Writes the group images of checkpoint `sequence` (not yet synced).
+    pub fn write_images(&self, file: &PageFile, images: &[GroupImage], sequence: u64) -> Result<()> {
+        let mut buf = AlignedBuf::zeroed(file.page_size());
+        for image in images {
+            buf.fill(0);
+            let payload = &mut buf[PAGE_HEADER_SIZE..];
+            payload[..8].copy_from_slice(&sequence.to_le_bytes());
+            encode_bits(&image.bits, &mut payload[8..]);
+            let page = self.layout.group_start(image.group) + image.copy as u64;
+            file.write(page, &mut buf, PageKind::Bitmap)?;
+        }
+        Ok(())
+    }
+
+    /// The checkpoint holding `images` is durable: their bits become the durable bits.
+    pub fn finish_checkpoint(&mut self, images: Vec<GroupImage>) {
+        for image in images {
+            let group = &mut self.groups[image.group as usize];
+            group.durable = image.bits;
+            group.durable_copy = Some(image.copy);
+        }
+        self.hint = 1;
+    }
+
+    /// The checkpoint failed: its groups must be written again next time.
+    pub fn abandon_checkpoint(&mut self, images: Vec<GroupImage>) {
+        for image in images {
+            self.groups[image.group as usize].dirty = true;
+        }
+    }
+
+    /// Every allocated page that is not protected, in order.
+    pub fn allocated_pages(&self) -> Vec<PageId> {
+        (1..self.page_count).filter(|&page| !self.layout.is_protected(page) && self.is_allocated(page)).collect()
+    }
+
+    fn grow(&mut self, file: &PageFile, needed: u64) -> Result<()> {
+        let page_size = file.page_size() as u64;
+        let fraction = file.size() / GROWTH_FRACTION_DENOMINATOR;
+        let cap = (MAX_GROWTH_BYTES / page_size).max(needed + 2);
+        let step = (needed + 2).max(fraction).max(16).min(cap);
+        file.reserve(step)?;
+        self.cover(file.size());
+        Ok(())
+    }
+
+    fn find_free_run(&self, n: u64) -> Option<PageId> {
+        let mut page = self.hint.max(1);
+        let mut run_start = page;
+        let mut run = 0;
+        while page < self.page_count {
+            let (group, index) = self.layout.locate(page);
+            if index == 0 {
+                run = 0; // runs never cross a group: its bitmap pages sit in between
+            }
+            let group = &self.groups[group as usize];
+            let word = (index / 64) as usize;
+            let taken = group.current[word] | group.durable[word];
+            if run == 0 && taken == u64::MAX && index % 64 == 0 {
+                page += 64; // skip a full word
+                continue;
+            }
+            if taken & (1 << (index % 64)) == 0 {
+                if run == 0 {
+                    run_start = page;
+                }
+                run += 1;
+                if run == n {
+                    return Some(run_start);
+                }
+            } else {
+                run = 0;
+            }
+            page += 1;
+        }
+        None
+    }
+
+    fn mark(&mut self, first: PageId, n: u64, allocated: bool) {
+        for page in first..first + n {
+            let (group, index) = self.layout.locate(page);
+            let group = &mut self.groups[group as usize];
+            let word = &mut group.current[(index / 64) as usize];
+            let mask = 1 << (index % 64);
+            debug_assert_eq!(*word & mask == 0, allocated, "page {page} already in the requested state");
+            if allocated {
+                *word |= mask;
+            } else {
+                *word &= !mask;
+            }
+            group.dirty = true;
+        }
+        if allocated {
+            self.allocated += n;
+            self.hint = first + n;
+        } else {
+            self.allocated -= n;
+        }
+    }
+}
+
+fn bit(words: &[u64], index: u64) -> bool {
+    words[(index / 64) as usize] & (1 << (index % 64)) != 0
+}
+
+fn count_ones(words: &[u64]) -> u64 {
+    words.iter().map(|word| word.count_ones() as u64).sum()
+}
+
+fn encode_bits(words: &[u64], out: &mut [u8]) {
+    for (chunk, word) in out.chunks_exact_mut(8).zip(words) {
+        chunk.copy_from_slice(&word.to_le_bytes());
+    }
+}
+
+fn decode_bits(bytes: &[u8]) -> Vec<u64> {
+    bytes.chunks_exact(8).map(|chunk| u64::from_le_bytes(chunk.try_into().expect("8 bytes"))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_places_bitmap_copies_at_group_starts() {
+        let layout = Layout::new(4096);
+        assert_eq!(layout.group_pages, 32_576);
+        assert_eq!(layout.group_start(0), 1);
+        assert_eq!(layout.group_start(1), 32_577);
+        assert!(layout.is_protected(0) && layout.is_protected(1) && layout.is_protected(2));
+        assert!(!layout.is_protected(3));
+        assert!(layout.is_protected(32_577) && layout.is_protected(32_578) && !layout.is_protected(32_579));
+        assert_eq!(layout.groups_for(1), 0);
+        assert_eq!(layout.groups_for(3), 1);
+        assert_eq!(layout.groups_for(32_578), 2);
+        assert_eq!(layout.locate(32_579), (1, 2));
+    }
+
+    #[test]
+    fn bits_round_trip() {
+        let words = vec![1, u64::MAX, 0x8000_0000_0000_0001];
+        let mut bytes = vec![0; 24];
+        encode_bits(&words, &mut bytes);
+        assert_eq!(decode_bits(&bytes), words);
+    }
+}

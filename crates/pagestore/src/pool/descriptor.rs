@@ -1,0 +1,106 @@
+//! Buffer descriptors (SMILE §3.3.1.2): one per slot, all state in one atomic word as in
+//! PostgreSQL, plus the page id and the content latch.
+//!
+//! State word:
+//! ```text
+//! bits  0..18  pin count
+//! bits 18..22  usage count (0..=MAX_USAGE_COUNT)
+//! bit  22      VALID           the frame holds the page named by `page_id`
+//! bit  23      DIRTY           the frame differs from the page on disk
+//! bit  24      IO_IN_PROGRESS  the frame is being filled; others wait for the partition's condvar
+//! bit  25      PREFETCHED      filled by the prefetcher and not used since
+//! ```
+//! Who may change what:
+//! - pin count: incremented only under the partition lock; decremented anywhere (unpin).
+//! - usage count, VALID, IO_IN_PROGRESS, PREFETCHED and `page_id`: only under the partition
+//!   lock (or by the thread that owns the slot while IO_IN_PROGRESS is set).
+//! - DIRTY: set by a writer holding the exclusive latch; cleared by a flusher holding the
+//!   shared latch (so no writer can be between its change and the flusher's copy).
+
+use crate::limits::{MAX_PIN_COUNT, MAX_USAGE_COUNT};
+use parking_lot::lock_api::RawRwLock as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub const PIN_ONE: u64 = 1;
+pub const PIN_MASK: u64 = (1 << 18) - 1;
+pub const USAGE_SHIFT: u32 = 18;
+pub const USAGE_ONE: u64 = 1 << USAGE_SHIFT;
+pub const USAGE_MASK: u64 = 0xF << USAGE_SHIFT;
+pub const VALID: u64 = 1 << 22;
+pub const DIRTY: u64 = 1 << 23;
+pub const IO_IN_PROGRESS: u64 = 1 << 24;
+pub const PREFETCHED: u64 = 1 << 25;
+
+const _: () = assert!(PIN_MASK == MAX_PIN_COUNT as u64);
+
+/// One slot's metadata, on its own cache line so that threads pinning different slots do
+/// not slow each other down.
+#[repr(align(64))]
+pub struct Descriptor {
+    pub state: AtomicU64,
+    pub page_id: AtomicU64,
+    pub latch: parking_lot::RawRwLock,
+}
+
+impl Descriptor {
+    pub fn new() -> Self {
+        Self { state: AtomicU64::new(0), page_id: AtomicU64::new(0), latch: parking_lot::RawRwLock::INIT }
+    }
+
+    #[inline]
+    pub fn load(&self) -> u64 {
+        self.state.load(Ordering::Acquire)
+    }
+
+    /// Adds a pin and bumps the usage count. REQUIRES: the partition lock is held (so the
+    /// usage count cannot change under us and one fetch_add does it).
+    #[inline]
+    pub fn pin_locked(&self) -> u64 {
+        let state = self.state.load(Ordering::Relaxed);
+        assert!(pins(state) < MAX_PIN_COUNT as u64, "pin count overflow");
+        let delta = if usage(state) < MAX_USAGE_COUNT as u64 { PIN_ONE + USAGE_ONE } else { PIN_ONE };
+        self.state.fetch_add(delta, Ordering::Acquire) + delta
+    }
+
+    /// Adds a pin without counting a use (flushers). REQUIRES: the partition lock is held.
+    #[inline]
+    pub fn pin_quietly(&self) {
+        self.state.fetch_add(PIN_ONE, Ordering::Acquire);
+    }
+
+    #[inline]
+    pub fn unpin(&self) {
+        let previous = self.state.fetch_sub(PIN_ONE, Ordering::Release);
+        debug_assert!(pins(previous) > 0, "unpin of an unpinned slot");
+    }
+
+    pub fn lock_shared(&self) {
+        self.latch.lock_shared();
+    }
+
+    /// SAFETY: the caller holds a shared latch taken with `lock_shared`.
+    pub unsafe fn unlock_shared(&self) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.latch.unlock_shared() }
+    }
+
+    pub fn lock_exclusive(&self) {
+        self.latch.lock_exclusive();
+    }
+
+    /// SAFETY: the caller holds the exclusive latch taken with `lock_exclusive`.
+    pub unsafe fn unlock_exclusive(&self) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.latch.unlock_exclusive() }
+    }
+}
+
+#[inline]
+pub fn pins(state: u64) -> u64 {
+    state & PIN_MASK
+}
+
+#[inline]
+pub fn usage(state: u64) -> u64 {
+    (state & USAGE_MASK) >> USAGE_SHIFT
+}

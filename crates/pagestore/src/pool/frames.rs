@@ -1,0 +1,74 @@
+//! The memory of the buffer slots: one anonymous mapping per NUMA region, each slot a
+//! page-sized, page-aligned frame. Mappings are touched lazily, so a pool costs resident
+//! memory only for slots in use.
+
+use crate::numa::{MemoryBinder, Placement};
+use std::io;
+
+struct Region {
+    base: *mut u8,
+    len: usize,
+}
+
+/// Frames of all slots.
+pub struct Frames {
+    regions: Vec<Region>,
+    /// Address of each slot's frame.
+    addresses: Vec<*mut u8>,
+}
+
+// SAFETY: the mappings are plain memory owned by Frames; access to frame bytes is
+// synchronised by the buffer pool (pins and content latches).
+unsafe impl Send for Frames {}
+// SAFETY: as above.
+unsafe impl Sync for Frames {}
+
+impl Frames {
+    pub fn new(placement: &Placement, page_size: usize, binder: &dyn MemoryBinder) -> io::Result<Frames> {
+        let mut regions = Vec::new();
+        for (count, node) in placement.region_slots.iter().zip(&placement.region_nodes) {
+            let len = (count * page_size).max(page_size);
+            // SAFETY: anonymous private mapping, no file; checked for MAP_FAILED below.
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if base == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            let region = Region { base: base.cast(), len };
+            if let Some(node) = node {
+                binder.bind(region.base, len, *node)?;
+            }
+            regions.push(region);
+        }
+        let addresses = placement
+            .slot_location
+            .iter()
+            // SAFETY: index < region_slots[region], so the frame lies inside the mapping.
+            .map(|(region, index)| unsafe { regions[*region as usize].base.add(*index as usize * page_size) })
+            .collect();
+        Ok(Frames { regions, addresses })
+    }
+
+    /// Start of slot `slot`'s frame.
+    #[inline]
+    pub fn frame(&self, slot: usize) -> *mut u8 {
+        self.addresses[slot]
+    }
+}
+
+impl Drop for Frames {
+    fn drop(&mut self) {
+        for region in &self.regions {
+            // SAFETY: unmapping a mapping we created, once.
+            unsafe { libc::munmap(region.base.cast(), region.len) };
+        }
+    }
+}

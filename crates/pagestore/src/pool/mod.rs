@@ -1,0 +1,907 @@
+//! The buffer pool (SMILE §3.3): slots of page memory, their descriptors, a buffer table per
+//! partition, clock eviction with write-back, the allocation table, checkpoints and the
+//! prefetcher.
+//!
+//! ## Partitions
+//! Page `p` belongs to partition `p mod N` and slot `s` to partition `s mod N`; a page is only
+//! ever cached in a slot of its own partition. A partition owns its buffer table, its free
+//! slots, its clock hand and its counters under one mutex, so an eviction never takes a second
+//! partition's lock and threads working on different partitions never meet.
+//!
+//! ## Locking protocol (lock order: checkpoint lock, partition, allocation table, header)
+//! - A pin looks the page up under the partition lock and increments the pin count there; an
+//!   unpin is a single atomic decrement without the lock.
+//! - A miss takes a free slot or runs the clock over the partition's slots (PostgreSQL's
+//!   algorithm: skip pinned slots, decrement usage counts, take the first unpinned slot with
+//!   usage 0). A clean victim is renamed in place: its old table entry goes, the new one comes
+//!   in, IO_IN_PROGRESS is set, and the lock is dropped for the read. Threads that find the
+//!   page meanwhile wait on the partition's condition variable, so two threads missing on the
+//!   same page read it once. A failed read removes the entry and frees the slot; waiters then
+//!   retry and see the error themselves.
+//! - A dirty victim is pinned, written back outside the lock (copied under its shared latch),
+//!   and taken on the next round if nobody used it meanwhile.
+//! - Page bytes are guarded by each slot's content latch: a read guard holds it shared, a write
+//!   guard exclusive. A write guard marks the slot dirty on its first mutable access.
+
+mod descriptor;
+pub(crate) mod frames;
+mod guard;
+mod prefetch;
+mod stats;
+
+pub use guard::{PageReadGuard, PageWriteGuard};
+pub use stats::PoolStats;
+
+use crate::aligned::AlignedBuf;
+use crate::allocation::AllocationTable;
+use crate::config::PoolConfig;
+use crate::error::{Error, Result};
+use crate::header::Checkpoint;
+use crate::limits::{MAX_ROOT_SIZE, PAGE_HEADER_SIZE};
+use crate::numa::{MbindBinder, MemoryBinder, Placement, Topology};
+use crate::page::{PageId, PageKind};
+use crate::storage::PageFile;
+use crate::vfs::{OsVfs, Vfs};
+use descriptor::{DIRTY, Descriptor, IO_IN_PROGRESS, PREFETCHED, VALID, pins, usage};
+use frames::Frames;
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use prefetch::Prefetcher;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// A buffer pool over one database file. Cheap to share by reference between threads; all
+/// methods take `&self`.
+pub struct BufferPool {
+    shared: Arc<Shared>,
+    prefetcher: Option<Prefetcher>,
+}
+
+/// Mixes page ids for the buffer tables (splitmix64's finaliser): ids of one partition are
+/// all congruent modulo N and would collide in a plain identity hash.
+#[derive(Default, Clone, Copy)]
+struct PageHasher(u64);
+
+impl Hasher for PageHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.write_u64(self.0 ^ byte as u64);
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, value: u64) {
+        let mut z = value.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        self.0 = z ^ (z >> 31);
+    }
+}
+
+type BufferTable = HashMap<PageId, u32, BuildHasherDefault<PageHasher>>;
+
+/// What a partition's mutex protects.
+struct PartitionState {
+    table: BufferTable,
+    free_slots: Vec<u32>,
+    /// Every slot this partition owns, in clock order.
+    slots: Vec<u32>,
+    hand: usize,
+    hits: u64,
+    misses: u64,
+    evictions: u64,
+    prefetch_hits: u64,
+}
+
+#[repr(align(128))]
+struct Partition {
+    state: Mutex<PartitionState>,
+    io_done: Condvar,
+    reads: AtomicU64,
+    writes: AtomicU64,
+}
+
+/// Where a filled slot's bytes come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    /// Read the page from the file.
+    Read,
+    /// The caller overwrites the whole page: zero it, read nothing.
+    Zero,
+}
+
+/// Who asks for a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Demand,
+    Prefetch,
+}
+
+/// The header's two root slots and which one is current.
+struct HeaderState {
+    slots: [Option<Checkpoint>; 2],
+    current: usize,
+}
+
+pub(crate) struct Shared {
+    file: PageFile,
+    page_size: usize,
+    partition_count: usize,
+    /// `partition_count - 1` when it is a power of two (a mask instead of a division).
+    partition_mask: Option<u64>,
+    prefetch_degree: u64,
+    descriptors: Box<[Descriptor]>,
+    frames: Frames,
+    partitions: Box<[Partition]>,
+    placement: Placement,
+    allocation: Mutex<AllocationTable>,
+    header: Mutex<HeaderState>,
+    checkpoint_lock: Mutex<()>,
+    checkpoints: AtomicU64,
+    prefetch_queue: Option<prefetch::Queue>,
+    closed: AtomicBool,
+}
+
+/// Outcome of one look for a slot to fill.
+enum Victim {
+    Clean(u32),
+    Dirty(u32),
+}
+
+impl BufferPool {
+    /// Creates a database file at `path` with `page_size`-byte pages on the real file system.
+    pub fn create(path: impl AsRef<Path>, page_size: usize, config: PoolConfig) -> Result<BufferPool> {
+        Self::create_with(Arc::new(OsVfs), path.as_ref(), page_size, config)
+    }
+
+    /// Opens the database file at `path` on the real file system.
+    pub fn open(path: impl AsRef<Path>, config: PoolConfig) -> Result<BufferPool> {
+        Self::open_with(Arc::new(OsVfs), path.as_ref(), config)
+    }
+
+    /// Creates a database file through `vfs`.
+    pub fn create_with(vfs: Arc<dyn Vfs>, path: &Path, page_size: usize, config: PoolConfig) -> Result<BufferPool> {
+        if !crate::header::valid_page_size(page_size) {
+            return Err(Error::InvalidConfig(format!(
+                "page size {page_size} must be a power of two between 4 KiB and 64 KiB"
+            )));
+        }
+        config.validate(page_size)?;
+        let file = PageFile::create(vfs.as_ref(), path, page_size, config.direct_io)?;
+        let created = (|| {
+            // Checkpoint 1: the header and group 0's first bitmap copy.
+            file.reserve(3)?;
+            let mut allocation = AllocationTable::new(page_size, 3);
+            let images = allocation.begin_checkpoint();
+            allocation.write_images(&file, &images, 1)?;
+            allocation.finish_checkpoint(images);
+            let first = Checkpoint { sequence: 1, page_count: 3, root: Vec::new() };
+            let slots = [Some(first), None];
+            file.write_header(page_size, slots.clone())?;
+            file.sync()?;
+            Ok((allocation, HeaderState { slots, current: 0 }))
+        })();
+        let (allocation, header) = match created {
+            Ok(parts) => parts,
+            Err(error) => {
+                drop(file);
+                let _ = vfs.remove(path); // a half-made file is not a database
+                return Err(error);
+            }
+        };
+        Self::start(file, allocation, header, config, &Topology::detect(), &MbindBinder)
+    }
+
+    /// Opens a database file through `vfs`.
+    pub fn open_with(vfs: Arc<dyn Vfs>, path: &Path, config: PoolConfig) -> Result<BufferPool> {
+        let (file, header) = PageFile::open(vfs.as_ref(), path, config.direct_io)?;
+        let Some((current, checkpoint)) = header.current() else {
+            return Err(Error::NotADatabase {
+                path: path.to_path_buf(),
+                detail: "neither root slot of the header is valid".into(),
+            });
+        };
+        if file.size() < checkpoint.page_count {
+            return Err(Error::Truncated {
+                path: path.to_path_buf(),
+                detail: format!("{} pages on disk, checkpoint {} needs {}", file.size(), checkpoint.sequence, checkpoint.page_count),
+            });
+        }
+        config.validate(file.page_size())?;
+        let mut allocation = AllocationTable::load(&file, checkpoint.sequence, checkpoint.page_count)?;
+        allocation.cover(file.size());
+        let header = HeaderState { slots: header.slots.clone(), current };
+        Self::start(file, allocation, header, config, &Topology::detect(), &MbindBinder)
+    }
+
+    fn start(
+        file: PageFile,
+        allocation: AllocationTable,
+        header: HeaderState,
+        config: PoolConfig,
+        topology: &Topology,
+        binder: &dyn MemoryBinder,
+    ) -> Result<BufferPool> {
+        let page_size = file.page_size();
+        let slots = config.validate(page_size)?;
+        let placement = Placement::plan(slots, config.partitions, topology, config.numa);
+        let frames = Frames::new(&placement, page_size, binder)
+            .map_err(|error| Error::InvalidConfig(format!("cannot map {} bytes of pool memory: {error}", config.pool_size_bytes)))?;
+        let descriptors = (0..slots).map(|_| Descriptor::new()).collect();
+        let partitions = (0..config.partitions)
+            .map(|partition| {
+                let owned: Vec<u32> = (partition..slots).step_by(config.partitions).map(|slot| slot as u32).collect();
+                Partition {
+                    state: Mutex::new(PartitionState {
+                        table: BufferTable::with_capacity_and_hasher(owned.len(), Default::default()),
+                        free_slots: owned.iter().rev().copied().collect(),
+                        slots: owned,
+                        hand: 0,
+                        hits: 0,
+                        misses: 0,
+                        evictions: 0,
+                        prefetch_hits: 0,
+                    }),
+                    io_done: Condvar::new(),
+                    reads: AtomicU64::new(0),
+                    writes: AtomicU64::new(0),
+                }
+            })
+            .collect();
+        let (prefetch_queue, receiver) = if config.prefetch_degree > 0 {
+            let (queue, receiver) = prefetch::Queue::new();
+            (Some(queue), Some(receiver))
+        } else {
+            (None, None)
+        };
+        let shared = Arc::new(Shared {
+            file,
+            page_size,
+            partition_count: config.partitions,
+            partition_mask: config.partitions.is_power_of_two().then(|| config.partitions as u64 - 1),
+            prefetch_degree: config.prefetch_degree as u64,
+            descriptors,
+            frames,
+            partitions,
+            placement,
+            allocation: Mutex::new(allocation),
+            header: Mutex::new(header),
+            checkpoint_lock: Mutex::new(()),
+            checkpoints: AtomicU64::new(0),
+            prefetch_queue,
+            closed: AtomicBool::new(false),
+        });
+        let prefetcher = receiver.map(|receiver| Prefetcher::start(shared.clone(), receiver, config.prefetch_workers));
+        Ok(BufferPool { shared, prefetcher })
+    }
+
+    /// Page size of the file in bytes.
+    pub fn page_size(&self) -> usize {
+        self.shared.page_size
+    }
+
+    /// Bytes of a page the caller can use (the page size less the page header).
+    pub fn payload_size(&self) -> usize {
+        self.shared.page_size - PAGE_HEADER_SIZE
+    }
+
+    /// Pages in the file.
+    pub fn page_count(&self) -> u64 {
+        self.shared.file.size()
+    }
+
+    /// Partition of `page`.
+    pub fn partition_of(&self, page: PageId) -> usize {
+        self.shared.partition_of(page)
+    }
+
+    /// NUMA node holding the slots of `partition`, when placement is on.
+    pub fn node_of_partition(&self, partition: usize) -> Option<usize> {
+        self.shared.placement.node_of_partition(partition)
+    }
+
+    /// Pins `page` for reading. The guard unpins on drop.
+    pub fn pin_read(&self, page: PageId) -> Result<PageReadGuard<'_>> {
+        let slot = self.shared.pin(page, Fill::Read, Source::Demand)?;
+        Ok(PageReadGuard::new(&self.shared, slot, page))
+    }
+
+    /// Pins `page` for writing; the first mutable access marks it dirty.
+    pub fn pin_write(&self, page: PageId) -> Result<PageWriteGuard<'_>> {
+        let slot = self.shared.pin(page, Fill::Read, Source::Demand)?;
+        Ok(PageWriteGuard::new(&self.shared, slot, page))
+    }
+
+    /// Pins an allocated `page` that the caller will overwrite completely: nothing is read, the
+    /// payload starts zeroed, and the page is dirty.
+    pub fn pin_overwrite(&self, page: PageId) -> Result<PageWriteGuard<'_>> {
+        if !self.shared.allocation.lock().is_allocated(page) || self.shared.is_protected(page) {
+            return Err(self.shared.not_pinnable(page));
+        }
+        let slot = self.shared.pin(page, Fill::Zero, Source::Demand)?;
+        let mut guard = PageWriteGuard::new(&self.shared, slot, page);
+        guard.fill(0);
+        Ok(guard)
+    }
+
+    /// Allocates a page and pins it for writing, zeroed and dirty (SMILE's alloc).
+    pub fn alloc(&self) -> Result<PageWriteGuard<'_>> {
+        let page = self.alloc_run(1)?;
+        match self.pin_overwrite(page) {
+            Ok(guard) => Ok(guard),
+            Err(error) => {
+                let _ = self.shared.allocation.lock().release(page);
+                Err(error)
+            }
+        }
+    }
+
+    /// Allocates `n` contiguous pages (not pinned) and returns the first. Pin them with
+    /// [`pin_overwrite`](Self::pin_overwrite) to fill them without reading.
+    pub fn alloc_run(&self, n: u64) -> Result<PageId> {
+        self.shared.check_open()?;
+        if n == 0 {
+            return Err(Error::InvalidConfig("a run of zero pages".into()));
+        }
+        self.shared.allocation.lock().allocate_run(&self.shared.file, n)
+    }
+
+    /// Frees `page`: its cached copy is dropped unwritten, and it becomes allocatable again
+    /// after the next checkpoint (at once if it was allocated since the last one).
+    pub fn release(&self, page: PageId) -> Result<()> {
+        self.shared.release(page)
+    }
+
+    /// True if `page` is allocated.
+    pub fn is_allocated(&self, page: PageId) -> bool {
+        self.shared.allocation.lock().is_allocated(page)
+    }
+
+    /// Every allocated page other than the header and bitmap pages, in order.
+    pub fn allocated_pages(&self) -> Vec<PageId> {
+        self.shared.allocation.lock().allocated_pages()
+    }
+
+    /// Writes back every dirty page and the allocation table, keeps the root record, and makes
+    /// it all durable at once.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.shared.checkpoint(None)
+    }
+
+    /// As [`checkpoint`](Self::checkpoint), and makes `root` the durable root record in the
+    /// same atomic step.
+    pub fn checkpoint_with_root(&self, root: &[u8]) -> Result<()> {
+        if root.len() > MAX_ROOT_SIZE {
+            return Err(Error::RootTooLarge { len: root.len(), limit: MAX_ROOT_SIZE });
+        }
+        self.shared.checkpoint(Some(root))
+    }
+
+    /// The root record of the latest checkpoint.
+    pub fn root(&self) -> Vec<u8> {
+        let header = self.shared.header.lock();
+        header.slots[header.current].as_ref().map(|checkpoint| checkpoint.root.clone()).unwrap_or_default()
+    }
+
+    /// Sequence number of the latest checkpoint.
+    pub fn checkpoint_sequence(&self) -> u64 {
+        let header = self.shared.header.lock();
+        header.slots[header.current].as_ref().map_or(0, |checkpoint| checkpoint.sequence)
+    }
+
+    /// Writes back every dirty page, then empties every slot nobody has pinned (for cold runs
+    /// in benchmarks and tests). Does not checkpoint.
+    pub fn flush_and_evict(&self) -> Result<()> {
+        self.shared.check_open()?;
+        self.shared.flush_dirty()?;
+        for partition in self.shared.partitions.iter() {
+            let mut state = partition.state.lock();
+            let cached: Vec<(PageId, u32)> = state.table.iter().map(|(page, slot)| (*page, *slot)).collect();
+            for (page, slot) in cached {
+                let descriptor = &self.shared.descriptors[slot as usize];
+                let current = descriptor.load();
+                if pins(current) == 0 && current & (DIRTY | IO_IN_PROGRESS) == 0 {
+                    state.table.remove(&page);
+                    descriptor.state.store(0, Ordering::Release);
+                    state.free_slots.push(slot);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checkpoints and closes. Dropping the pool does the same, reporting errors only to the log.
+    pub fn close(mut self) -> Result<()> {
+        self.stop_prefetcher();
+        self.shared.close()
+    }
+
+    /// Counters and sizes.
+    pub fn stats(&self) -> PoolStats {
+        self.shared.stats()
+    }
+
+    /// Locks everything and cross-checks buffer tables, free lists, descriptors and the
+    /// allocation table; returns every inconsistency found.
+    pub fn check_consistency(&self) -> Result<()> {
+        self.shared.check_consistency()
+    }
+
+    fn stop_prefetcher(&mut self) {
+        if let Some(prefetcher) = self.prefetcher.take() {
+            prefetcher.stop(&self.shared);
+        }
+    }
+}
+
+impl Drop for BufferPool {
+    fn drop(&mut self) {
+        self.stop_prefetcher();
+        if !self.shared.closed.load(Ordering::Acquire)
+            && let Err(error) = self.shared.close()
+        {
+            tracing::warn!(path = %self.shared.file.path().display(), %error, "closing the buffer pool failed");
+        }
+    }
+}
+
+impl Shared {
+    #[inline]
+    fn partition_of(&self, page: PageId) -> usize {
+        match self.partition_mask {
+            Some(mask) => (page & mask) as usize,
+            None => (page % self.partition_count as u64) as usize,
+        }
+    }
+
+    fn is_protected(&self, page: PageId) -> bool {
+        self.allocation.lock().layout().is_protected(page)
+    }
+
+    fn not_pinnable(&self, page: PageId) -> Error {
+        let page_count = self.file.size();
+        if page >= page_count {
+            Error::PageOutOfRange { page, page_count }
+        } else if self.is_protected(page) {
+            Error::ProtectedPage { page }
+        } else {
+            Error::PageNotAllocated { page }
+        }
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) { Err(Error::Closed) } else { Ok(()) }
+    }
+
+    /// Address of the first payload byte of `slot`'s frame.
+    #[inline]
+    pub(crate) fn payload(&self, slot: u32) -> *mut u8 {
+        // SAFETY: the frame is page_size bytes long and the header is shorter.
+        unsafe { self.frames.frame(slot as usize).add(PAGE_HEADER_SIZE) }
+    }
+
+    #[inline]
+    pub(crate) fn descriptor(&self, slot: u32) -> &Descriptor {
+        &self.descriptors[slot as usize]
+    }
+
+    pub(crate) fn payload_size(&self) -> usize {
+        self.page_size - PAGE_HEADER_SIZE
+    }
+
+    /// Pins `page` and returns its slot; for a prefetch, returns `None`-like `u32::MAX` when
+    /// the page was already cached (nothing to do) — see `prefetch_page`.
+    fn pin(&self, page: PageId, fill: Fill, source: Source) -> Result<u32> {
+        let partition_index = self.partition_of(page);
+        let partition = &self.partitions[partition_index];
+        let mut state = partition.state.lock();
+        let mut flushed: Option<(u32, PageId)> = None;
+        let mut rounds = 0usize;
+        loop {
+            if let Some(&slot) = state.table.get(&page) {
+                let descriptor = &self.descriptors[slot as usize];
+                if descriptor.load() & IO_IN_PROGRESS != 0 {
+                    partition.io_done.wait(&mut state);
+                    continue;
+                }
+                if source == Source::Prefetch {
+                    return Ok(u32::MAX);
+                }
+                state.hits += 1;
+                let pinned = descriptor.pin_locked();
+                if pinned & PREFETCHED != 0 {
+                    descriptor.state.fetch_and(!PREFETCHED, Ordering::Relaxed);
+                    state.prefetch_hits += 1;
+                    drop(state);
+                    // Slide the read-ahead window: this page was read ahead, so read further.
+                    self.request_prefetch(page + self.prefetch_degree, 1);
+                }
+                return Ok(slot);
+            }
+            if rounds == 0 {
+                // First miss round: is the page a page one may read?
+                let page_count = self.file.size();
+                if page >= page_count {
+                    return Err(Error::PageOutOfRange { page, page_count });
+                }
+                let allocation = self.allocation.lock();
+                if allocation.layout().is_protected(page) {
+                    return Err(Error::ProtectedPage { page });
+                }
+                if !allocation.is_allocated(page) {
+                    return Err(Error::PageNotAllocated { page });
+                }
+            }
+            rounds += 1;
+            if rounds > state.slots.len() + 8 {
+                // Every round wrote back a dirty victim that somebody used again at once.
+                return Err(Error::PoolExhausted { partition: partition_index, slots: state.slots.len() });
+            }
+            let victim = match flushed.take().and_then(|(slot, old)| self.still_evictable(&state, slot, old)) {
+                Some(slot) => Victim::Clean(slot),
+                None => self.find_victim(&mut state, partition_index)?,
+            };
+            match victim {
+                Victim::Dirty(slot) => {
+                    let descriptor = &self.descriptors[slot as usize];
+                    let old_page = descriptor.page_id.load(Ordering::Relaxed);
+                    descriptor.pin_quietly();
+                    drop(state);
+                    let written = self.write_back(slot, old_page);
+                    descriptor.unpin();
+                    written?;
+                    flushed = Some((slot, old_page));
+                    state = partition.state.lock();
+                }
+                Victim::Clean(slot) => {
+                    if source == Source::Demand {
+                        state.misses += 1;
+                    }
+                    return self.fill_slot(partition, state, slot, page, fill, source);
+                }
+            }
+        }
+    }
+
+    /// Renames the clean, unpinned `slot` to `page`, fills it outside the lock and publishes
+    /// it. Returns with the slot pinned once (unpinned again for prefetches).
+    fn fill_slot(
+        &self,
+        partition: &Partition,
+        mut state: MutexGuard<'_, PartitionState>,
+        slot: u32,
+        page: PageId,
+        fill: Fill,
+        source: Source,
+    ) -> Result<u32> {
+        let descriptor = &self.descriptors[slot as usize];
+        let previous = descriptor.load();
+        if previous & VALID != 0 {
+            let old_page = descriptor.page_id.load(Ordering::Relaxed);
+            state.table.remove(&old_page);
+            state.evictions += 1;
+        }
+        descriptor.page_id.store(page, Ordering::Relaxed);
+        descriptor.state.store(IO_IN_PROGRESS | descriptor::PIN_ONE | descriptor::USAGE_ONE, Ordering::Release);
+        state.table.insert(page, slot);
+        drop(state);
+
+        // SAFETY: IO_IN_PROGRESS makes every other thread wait; the slot is ours alone.
+        let frame = unsafe { std::slice::from_raw_parts_mut(self.frames.frame(slot as usize), self.page_size) };
+        let filled = match fill {
+            Fill::Read => self.file.read(page, frame, PageKind::Data),
+            Fill::Zero => {
+                frame.fill(0);
+                Ok(())
+            }
+        };
+
+        let mut state = partition.state.lock();
+        match filled {
+            Ok(()) => {
+                let mut flags = VALID;
+                if fill == Fill::Zero {
+                    flags |= DIRTY;
+                }
+                if source == Source::Prefetch {
+                    flags |= PREFETCHED;
+                }
+                descriptor.state.fetch_and(!IO_IN_PROGRESS, Ordering::Relaxed);
+                descriptor.state.fetch_or(flags, Ordering::Release);
+                if fill == Fill::Read {
+                    partition.reads.fetch_add(1, Ordering::Relaxed);
+                }
+                partition.io_done.notify_all();
+                drop(state);
+                match source {
+                    Source::Prefetch => descriptor.unpin(),
+                    Source::Demand if fill == Fill::Read => self.request_prefetch(page + 1, self.prefetch_degree),
+                    Source::Demand => {}
+                }
+                Ok(slot)
+            }
+            Err(error) => {
+                state.table.remove(&page);
+                descriptor.state.store(0, Ordering::Release);
+                state.free_slots.push(slot);
+                partition.io_done.notify_all();
+                Err(error)
+            }
+        }
+    }
+
+    /// After writing back `slot` (which held `old_page`), takes it if it is still unpinned,
+    /// clean and holding the same page.
+    fn still_evictable(&self, state: &PartitionState, slot: u32, old_page: PageId) -> Option<u32> {
+        let descriptor = &self.descriptors[slot as usize];
+        let current = descriptor.load();
+        let same = descriptor.page_id.load(Ordering::Relaxed) == old_page && state.table.get(&old_page) == Some(&slot);
+        (same && pins(current) == 0 && current & (DIRTY | IO_IN_PROGRESS) == 0).then_some(slot)
+    }
+
+    /// A free slot, or the clock's victim (PostgreSQL's algorithm, bounded to
+    /// `(MAX_USAGE_COUNT + 1)` sweeps of the partition).
+    fn find_victim(&self, state: &mut PartitionState, partition: usize) -> Result<Victim> {
+        if let Some(slot) = state.free_slots.pop() {
+            return Ok(Victim::Clean(slot));
+        }
+        let count = state.slots.len();
+        for _ in 0..count * (crate::limits::MAX_USAGE_COUNT as usize + 1) {
+            let slot = state.slots[state.hand];
+            state.hand = (state.hand + 1) % count;
+            let descriptor = &self.descriptors[slot as usize];
+            let current = descriptor.load();
+            if pins(current) != 0 || current & IO_IN_PROGRESS != 0 {
+                continue;
+            }
+            if usage(current) > 0 {
+                descriptor.state.fetch_sub(descriptor::USAGE_ONE, Ordering::Relaxed);
+                continue;
+            }
+            return Ok(if current & DIRTY != 0 { Victim::Dirty(slot) } else { Victim::Clean(slot) });
+        }
+        Err(Error::PoolExhausted { partition, slots: count })
+    }
+
+    /// Writes `slot` (pinned by the caller, holding `page`) back to the file if it is dirty.
+    fn write_back(&self, slot: u32, page: PageId) -> Result<()> {
+        let descriptor = &self.descriptors[slot as usize];
+        let mut image = AlignedBuf::zeroed(self.page_size);
+        descriptor.lock_shared();
+        let was_dirty = descriptor.state.fetch_and(!DIRTY, Ordering::AcqRel) & DIRTY != 0;
+        if was_dirty {
+            // SAFETY: pinned (the frame stays this page's) and latched shared (no writer).
+            let frame = unsafe { std::slice::from_raw_parts(self.frames.frame(slot as usize), self.page_size) };
+            image.copy_from_slice(frame);
+        }
+        // SAFETY: taken above.
+        unsafe { descriptor.unlock_shared() };
+        if !was_dirty {
+            return Ok(());
+        }
+        match self.file.write(page, &mut image, PageKind::Data) {
+            Ok(()) => {
+                self.partitions[self.partition_of(page)].writes.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(error) => {
+                descriptor.state.fetch_or(DIRTY, Ordering::Release);
+                Err(error)
+            }
+        }
+    }
+
+    /// Writes back every dirty slot.
+    fn flush_dirty(&self) -> Result<()> {
+        for slot in 0..self.descriptors.len() as u32 {
+            let descriptor = &self.descriptors[slot as usize];
+            if descriptor.load() & (VALID | DIRTY) != VALID | DIRTY {
+                continue;
+            }
+            let page = descriptor.page_id.load(Ordering::Relaxed);
+            let partition = &self.partitions[self.partition_of(page)];
+            let state = partition.state.lock();
+            // Re-check under the lock: the slot may have been renamed meanwhile.
+            let current = descriptor.load();
+            if current & (VALID | DIRTY) != VALID | DIRTY || state.table.get(&page) != Some(&slot) {
+                continue;
+            }
+            descriptor.pin_quietly();
+            drop(state);
+            let written = self.write_back(slot, page);
+            descriptor.unpin();
+            written?;
+        }
+        Ok(())
+    }
+
+    fn release(&self, page: PageId) -> Result<()> {
+        self.check_open()?;
+        let page_count = self.file.size();
+        if page >= page_count {
+            return Err(Error::PageOutOfRange { page, page_count });
+        }
+        let partition = &self.partitions[self.partition_of(page)];
+        let mut state = partition.state.lock();
+        loop {
+            let Some(&slot) = state.table.get(&page) else { break };
+            let descriptor = &self.descriptors[slot as usize];
+            let current = descriptor.load();
+            if current & IO_IN_PROGRESS != 0 {
+                partition.io_done.wait(&mut state);
+                continue;
+            }
+            if pins(current) != 0 {
+                return Err(Error::PagePinned { page });
+            }
+            state.table.remove(&page);
+            descriptor.state.store(0, Ordering::Release);
+            state.free_slots.push(slot);
+            break;
+        }
+        self.allocation.lock().release(page)
+    }
+
+    fn checkpoint(&self, root: Option<&[u8]>) -> Result<()> {
+        self.check_open()?;
+        let _one_at_a_time = self.checkpoint_lock.lock();
+        let images = self.allocation.lock().begin_checkpoint();
+        let page_count = self.allocation.lock().page_count();
+        let (sequence, target) = {
+            let header = self.header.lock();
+            let current = header.slots[header.current].as_ref().expect("the current slot is valid");
+            (current.sequence + 1, 1 - header.current)
+        };
+        let durable = (|| {
+            self.flush_dirty()?;
+            self.allocation.lock().write_images(&self.file, &images, sequence)?;
+            self.file.sync()?;
+            let mut slots = self.header.lock().slots.clone();
+            let root = match root {
+                Some(root) => root.to_vec(),
+                None => slots[1 - target].as_ref().map(|checkpoint| checkpoint.root.clone()).unwrap_or_default(),
+            };
+            slots[target] = Some(Checkpoint { sequence, page_count, root });
+            self.file.write_header(self.page_size, slots.clone())?;
+            self.file.sync()?;
+            Ok(slots)
+        })();
+        match durable {
+            Ok(slots) => {
+                self.allocation.lock().finish_checkpoint(images);
+                let mut header = self.header.lock();
+                header.slots = slots;
+                header.current = target;
+                self.checkpoints.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(error) => {
+                self.allocation.lock().abandon_checkpoint(images);
+                Err(error)
+            }
+        }
+    }
+
+    fn close(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let result = if self.file.is_poisoned() { Ok(()) } else { self.checkpoint(None) };
+        self.closed.store(true, Ordering::Release);
+        result
+    }
+
+    fn stats(&self) -> PoolStats {
+        let mut stats = PoolStats { slots: self.descriptors.len() as u64, page_size: self.page_size as u64, ..Default::default() };
+        for partition in self.partitions.iter() {
+            let state = partition.state.lock();
+            stats.hits += state.hits;
+            stats.misses += state.misses;
+            stats.evictions += state.evictions;
+            stats.prefetch_hits += state.prefetch_hits;
+            stats.slots_in_use += state.table.len() as u64;
+            drop(state);
+            stats.reads += partition.reads.load(Ordering::Relaxed);
+            stats.writes += partition.writes.load(Ordering::Relaxed);
+        }
+        stats.dirty_slots = self.descriptors.iter().filter(|descriptor| descriptor.load() & DIRTY != 0).count() as u64;
+        if let Some(queue) = &self.prefetch_queue {
+            stats.prefetch_requests = queue.requests.load(Ordering::Relaxed);
+            stats.prefetch_dropped = queue.dropped.load(Ordering::Relaxed);
+            stats.prefetch_reads = queue.reads.load(Ordering::Relaxed);
+        }
+        stats.checkpoints = self.checkpoints.load(Ordering::Relaxed);
+        stats.file_pages = self.file.size();
+        stats.allocated_pages = self.allocation.lock().allocated();
+        stats
+    }
+
+    fn check_consistency(&self) -> Result<()> {
+        let states: Vec<MutexGuard<'_, PartitionState>> = self.partitions.iter().map(|partition| partition.state.lock()).collect();
+        let allocation = self.allocation.lock();
+        let layout = allocation.layout();
+        let mut problems = Vec::new();
+        let mut owner = vec![None::<(usize, bool)>; self.descriptors.len()];
+        for (index, state) in states.iter().enumerate() {
+            for (&page, &slot) in &state.table {
+                let descriptor = &self.descriptors[slot as usize];
+                let current = descriptor.load();
+                if slot as usize % self.partition_count != index || self.partition_of(page) != index {
+                    problems.push(format!("page {page} in slot {slot} is in partition {index}'s table"));
+                }
+                if descriptor.page_id.load(Ordering::Relaxed) != page {
+                    problems.push(format!("slot {slot} is mapped to page {page} but names page {}", descriptor.page_id.load(Ordering::Relaxed)));
+                }
+                if current & (VALID | IO_IN_PROGRESS) == 0 {
+                    problems.push(format!("slot {slot} of page {page} is neither valid nor being filled"));
+                }
+                if layout.is_protected(page) {
+                    problems.push(format!("protected page {page} is cached in slot {slot}"));
+                } else if !allocation.is_allocated(page) {
+                    problems.push(format!("free page {page} is cached in slot {slot}"));
+                }
+                if owner[slot as usize].replace((index, true)).is_some() {
+                    problems.push(format!("slot {slot} is mapped twice"));
+                }
+            }
+            for &slot in &state.free_slots {
+                let current = self.descriptors[slot as usize].load();
+                if current & (VALID | IO_IN_PROGRESS) != 0 || pins(current) != 0 {
+                    problems.push(format!("free slot {slot} has state {current:#x}"));
+                }
+                if owner[slot as usize].replace((index, false)).is_some() {
+                    problems.push(format!("free slot {slot} is also in use or listed twice"));
+                }
+            }
+            if state.table.len() + state.free_slots.len() != state.slots.len() {
+                problems.push(format!(
+                    "partition {index}: {} cached + {} free != {} slots",
+                    state.table.len(),
+                    state.free_slots.len(),
+                    state.slots.len()
+                ));
+            }
+        }
+        for (slot, descriptor) in self.descriptors.iter().enumerate() {
+            if descriptor.load() & VALID != 0 && owner[slot].is_none_or(|(_, mapped)| !mapped) {
+                problems.push(format!("slot {slot} is valid but in no buffer table"));
+            }
+        }
+        for page in 0..allocation.page_count() {
+            if layout.is_protected(page) && !allocation.is_allocated(page) {
+                problems.push(format!("protected page {page} is not marked allocated"));
+            }
+        }
+        if problems.is_empty() { Ok(()) } else { Err(Error::Inconsistent(problems)) }
+    }
+
+    /// Queues prefetches of `count` pages from `first` (skipping pages past the end).
+    fn request_prefetch(&self, first: PageId, count: u64) {
+        let Some(queue) = &self.prefetch_queue else { return };
+        let end = first.saturating_add(count).min(self.file.size());
+        for page in first..end {
+            queue.push(page);
+        }
+    }
+
+    /// Reads `page` into the pool for a future pin, without keeping it pinned.
+    pub(crate) fn prefetch_page(&self, page: PageId) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        match self.pin(page, Fill::Read, Source::Prefetch) {
+            Ok(u32::MAX) => Ok(()),
+            Ok(_) => {
+                if let Some(queue) = &self.prefetch_queue {
+                    queue.reads.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! The storage layer (SMILE §3.2): one file of fixed-size pages. It knows page numbers, the
+//! header page and checksums; it knows nothing of caching or allocation.
+//!
+//! Operations: create, open, close (drop), reserve(n), read, write, size, sync.
+//!
+//! Thread safety: every method takes `&self`; reads and writes of different pages run in
+//! parallel. `reserve` is serialised by its own lock.
+//!
+//! After a failed sync the file is poisoned: whether the kernel kept the dirty data is
+//! unknowable (Linux may drop it and report success next time), so every later write or
+//! sync fails with [`Error::Poisoned`] and the caller must reopen, which falls back to the
+//! last durable checkpoint.
+
+use crate::aligned::{AlignedBuf, IO_ALIGNMENT};
+use crate::error::{Error, IoOp, Result};
+use crate::header::{Checkpoint, FileHeader, valid_page_size};
+use crate::limits::{MAX_PAGE_ID, MIN_PAGE_SIZE};
+use crate::page::{self, PageId, PageKind};
+use crate::vfs::{OpenOptions, Vfs, VfsFile};
+use parking_lot::Mutex;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// An open database file.
+pub struct PageFile {
+    file: Box<dyn VfsFile>,
+    path: PathBuf,
+    page_size: usize,
+    /// Pages in the file (its length divided by the page size).
+    page_count: AtomicU64,
+    grow_lock: Mutex<()>,
+    poisoned: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for PageFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PageFile")
+            .field("path", &self.path)
+            .field("page_size", &self.page_size)
+            .field("page_count", &self.size())
+            .finish()
+    }
+}
+
+impl PageFile {
+    /// Creates `path` with the given page size and writes a header whose only checkpoint is
+    /// `first` (sequence 1). The caller syncs after writing whatever else checkpoint 1 names.
+    pub fn create(vfs: &dyn Vfs, path: &Path, page_size: usize, direct_io: bool) -> Result<PageFile> {
+        if !valid_page_size(page_size) {
+            return Err(Error::InvalidConfig(format!(
+                "page size {page_size} must be a power of two between 4 KiB and 64 KiB"
+            )));
+        }
+        let options = OpenOptions { create_new: true, direct_io };
+        let file = vfs.open(path, options).map_err(|error| open_error(path, error))?;
+        Ok(PageFile {
+            file,
+            path: path.to_path_buf(),
+            page_size,
+            page_count: AtomicU64::new(0),
+            grow_lock: Mutex::new(()),
+            poisoned: Mutex::new(None),
+        })
+    }
+
+    /// Opens an existing file and decodes its header.
+    pub fn open(vfs: &dyn Vfs, path: &Path, direct_io: bool) -> Result<(PageFile, FileHeader)> {
+        if !vfs.exists(path) {
+            return Err(Error::NotFound { path: path.to_path_buf() });
+        }
+        let options = OpenOptions { create_new: false, direct_io };
+        let file = vfs.open(path, options).map_err(|error| open_error(path, error))?;
+        let length = file.len().map_err(|error| Error::io(IoOp::Length, path, None, error))?;
+        if length < MIN_PAGE_SIZE as u64 {
+            return Err(Error::NotADatabase {
+                path: path.to_path_buf(),
+                detail: format!("file of {length} bytes is shorter than one page"),
+            });
+        }
+        let mut probe = AlignedBuf::zeroed(MIN_PAGE_SIZE);
+        file.read_exact_at(&mut probe, 0)
+            .map_err(|error| Error::io(IoOp::Read, path, Some(0), error))?;
+        let page_size = FileHeader::decode_page_size(path, &probe)?;
+        let mut first = AlignedBuf::zeroed(page_size);
+        file.read_exact_at(&mut first, 0)
+            .map_err(|error| Error::io(IoOp::Read, path, Some(0), error))?;
+        let header = FileHeader::decode(path, &first)?;
+        let page_count = length / page_size as u64;
+        let store = PageFile {
+            file,
+            path: path.to_path_buf(),
+            page_size,
+            page_count: AtomicU64::new(page_count),
+            grow_lock: Mutex::new(()),
+            poisoned: Mutex::new(None),
+        };
+        Ok((store, header))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Number of pages in the file.
+    pub fn size(&self) -> u64 {
+        self.page_count.load(Ordering::Acquire)
+    }
+
+    /// Grows the file by `n` pages and returns the id of the first new page. The new pages are
+    /// zero (never written) until somebody writes them.
+    pub fn reserve(&self, n: u64) -> Result<PageId> {
+        self.check_writable()?;
+        let _guard = self.grow_lock.lock();
+        let first = self.size();
+        let new_count = first.checked_add(n).filter(|&count| count <= MAX_PAGE_ID + 1).ok_or_else(|| {
+            Error::InvalidConfig(format!("file would exceed {} pages", MAX_PAGE_ID + 1))
+        })?;
+        let length = new_count * self.page_size as u64;
+        self.file
+            .allocate(length)
+            .map_err(|error| Error::io(IoOp::Extend, &self.path, Some(first), error))?;
+        self.page_count.store(new_count, Ordering::Release);
+        Ok(first)
+    }
+
+    /// Reads page `id` (a data or bitmap page) into `buf` and verifies it.
+    pub fn read(&self, id: PageId, buf: &mut [u8], kind: PageKind) -> Result<()> {
+        self.read_raw(id, buf)?;
+        page::verify(buf, id, kind)
+    }
+
+    /// Reads page `id` without verifying it (the header page, or a checker's raw look).
+    pub fn read_raw(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        self.check_buffer(buf);
+        let page_count = self.size();
+        if id >= page_count {
+            return Err(Error::PageOutOfRange { page: id, page_count });
+        }
+        self.file.read_exact_at(buf, self.offset(id)).map_err(|error| {
+            if error.kind() == io::ErrorKind::UnexpectedEof {
+                Error::Truncated { path: self.path.clone(), detail: format!("page {id} is cut short") }
+            } else {
+                Error::io(IoOp::Read, &self.path, Some(id), error)
+            }
+        })
+    }
+
+    /// Seals `buf` (header and checksum) as page `id` of the given kind and writes it.
+    pub fn write(&self, id: PageId, buf: &mut [u8], kind: PageKind) -> Result<()> {
+        page::seal(buf, id, kind);
+        self.write_raw(id, buf)
+    }
+
+    /// Writes a page image as it is (the header page).
+    pub fn write_raw(&self, id: PageId, buf: &[u8]) -> Result<()> {
+        self.check_buffer(buf);
+        self.check_writable()?;
+        let page_count = self.size();
+        if id >= page_count {
+            return Err(Error::PageOutOfRange { page: id, page_count });
+        }
+        self.file
+            .write_all_at(buf, self.offset(id))
+            .map_err(|error| Error::io(IoOp::Write, &self.path, Some(id), error))
+    }
+
+    /// Writes the header page.
+    pub fn write_header(&self, page_size: usize, slots: [Option<Checkpoint>; 2]) -> Result<()> {
+        let header = FileHeader { page_size, slots };
+        let mut buf = AlignedBuf::zeroed(self.page_size);
+        header.encode(&mut buf);
+        self.write_raw(0, &buf)
+    }
+
+    /// Makes every completed write durable. A failure poisons the file.
+    pub fn sync(&self) -> Result<()> {
+        self.check_writable()?;
+        self.file.sync().map_err(|error| {
+            let error = Error::io(IoOp::Sync, &self.path, None, error);
+            self.poison(error.to_string());
+            error
+        })
+    }
+
+    /// Refuses every later write and sync with `reason`.
+    pub fn poison(&self, reason: String) {
+        let mut poisoned = self.poisoned.lock();
+        if poisoned.is_none() {
+            tracing::error!(path = %self.path.display(), %reason, "page file poisoned");
+            *poisoned = Some(reason);
+        }
+    }
+
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.lock().is_some()
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        match &*self.poisoned.lock() {
+            Some(reason) => Err(Error::Poisoned(reason.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn check_buffer(&self, buf: &[u8]) {
+        assert_eq!(buf.len(), self.page_size, "page buffers are one page long");
+        debug_assert_eq!(buf.as_ptr() as usize % IO_ALIGNMENT, 0, "page buffers are aligned for direct I/O");
+    }
+
+    fn offset(&self, id: PageId) -> u64 {
+        id * self.page_size as u64
+    }
+}
+
+fn open_error(path: &Path, error: io::Error) -> Error {
+    match error.kind() {
+        io::ErrorKind::AlreadyExists => Error::AlreadyExists { path: path.to_path_buf() },
+        io::ErrorKind::NotFound => Error::NotFound { path: path.to_path_buf() },
+        io::ErrorKind::WouldBlock => Error::Locked { path: path.to_path_buf() },
+        _ => Error::io(IoOp::Open, path, None, error),
+    }
+}

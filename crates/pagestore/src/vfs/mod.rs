@@ -1,0 +1,54 @@
+//! The file system seen by the page store. Everything the store does to disk goes through
+//! [`Vfs`] and [`VfsFile`], so that tests can run in memory and inject faults.
+//!
+//! Three implementations: [`OsVfs`] (the real file: `pread`/`pwrite`, optional `O_DIRECT`),
+//! [`MemoryVfs`] (files are byte vectors) and [`FaultVfs`] (wraps another one and fails the Nth
+//! read, write or sync with EIO or ENOSPC, or tears a write at a chosen byte).
+
+mod fault;
+mod memory;
+mod os;
+
+pub use fault::{FaultKind, FaultOp, FaultVfs};
+pub use memory::MemoryVfs;
+pub use os::OsVfs;
+
+use std::io;
+use std::path::Path;
+
+/// How to open a file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Create the file; fail with `AlreadyExists` if it is there.
+    pub create_new: bool,
+    /// Bypass the operating system's page cache (`O_DIRECT`). Buffers, offsets and lengths
+    /// passed to the file must then be multiples of 4096 bytes; the page store guarantees it.
+    pub direct_io: bool,
+}
+
+/// A file system: opens files.
+pub trait Vfs: Send + Sync + std::fmt::Debug {
+    /// Opens `path`. Takes an exclusive lock on it where the file system supports locks, so that
+    /// two stores never write the same file; a held lock is `ErrorKind::WouldBlock`.
+    fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn VfsFile>>;
+    /// True if `path` exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Removes `path`.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+}
+
+/// An open file. All methods take `&self`: positioned reads and writes need no cursor, so one
+/// file is shared by every thread of the buffer pool.
+pub trait VfsFile: Send + Sync {
+    /// Reads exactly `buf.len()` bytes at `offset`; reading past the end is `UnexpectedEof`.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Writes all of `buf` at `offset`, extending the file if needed.
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Makes every completed write durable (`fdatasync`).
+    fn sync(&self) -> io::Result<()>;
+    /// Current length in bytes.
+    fn len(&self) -> io::Result<u64>;
+    /// Grows the file to `len` bytes, reserving the space on disk where the file system can, so
+    /// that a full disk shows up here rather than at a later write. Never shrinks.
+    fn allocate(&self, len: u64) -> io::Result<()>;
+}

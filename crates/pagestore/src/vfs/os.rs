@@ -1,0 +1,84 @@
+//! The real file: `pread`/`pwrite` on a file descriptor, `fdatasync`, `fallocate`, `flock`.
+
+use super::{OpenOptions, Vfs, VfsFile};
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+/// The operating system's file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OsVfs;
+
+impl Vfs for OsVfs {
+    fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn VfsFile>> {
+        let mut open = std::fs::OpenOptions::new();
+        open.read(true).write(true);
+        if options.create_new {
+            open.create_new(true);
+        }
+        if options.direct_io {
+            open.custom_flags(libc::O_DIRECT);
+        }
+        let file = open.open(path)?;
+        // An exclusive advisory lock: a second store on the same file (in this process or
+        // another) would overwrite pages the first one caches.
+        // SAFETY: flock on a valid, owned file descriptor.
+        let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if locked != 0 {
+            let error = io::Error::last_os_error();
+            if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                return Err(io::Error::new(io::ErrorKind::WouldBlock, "file is locked"));
+            }
+            return Err(error);
+        }
+        Ok(Box::new(OsFile { file }))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+}
+
+struct OsFile {
+    file: File,
+}
+
+impl VfsFile for OsFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.file.read_exact_at(buf, offset)
+    }
+
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.file.write_all_at(buf, offset)
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        let current = self.len()?;
+        if len <= current {
+            return Ok(());
+        }
+        let fd = self.file.as_raw_fd();
+        // SAFETY: posix_fallocate on a valid, owned file descriptor.
+        let result = unsafe { libc::posix_fallocate(fd, current as i64, (len - current) as i64) };
+        match result {
+            0 => Ok(()),
+            // File systems without fallocate: grow the file sparsely instead.
+            libc::EOPNOTSUPP | libc::EINVAL => self.file.set_len(len),
+            errno => Err(io::Error::from_raw_os_error(errno)),
+        }
+    }
+}
