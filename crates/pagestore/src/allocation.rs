@@ -24,6 +24,11 @@
 //! checkpoint (`durable`). A page allocated and released between two checkpoints was never
 //! durable and is reusable at once.
 //!
+//! Which copy is current is found by sequence, so a damaged newest copy would silently fall
+//! back to an older one. To catch that, each checkpoint's root slot stores a digest of every
+//! group's (group, copy sequence) pair; `load` recomputes it from the copies it picked and
+//! reports corruption when they differ.
+//!
 //! Invariants: protected pages (header, bitmap copies) are set in both bit sets; `allocated`
 //! equals the number of bits set in `current`.
 
@@ -83,6 +88,8 @@ struct Group {
     durable: Vec<u64>,
     /// Copy (0 or 1) holding the last durable version; `None` if never persisted.
     durable_copy: Option<usize>,
+    /// Checkpoint sequence stamped on the durable copy (0 if never persisted).
+    stamp: u64,
     /// Changed since it was last handed to a checkpoint.
     dirty: bool,
 }
@@ -91,7 +98,7 @@ impl Group {
     fn new(layout: &Layout) -> Self {
         let mut bits = vec![0u64; layout.words_per_group()];
         bits[0] = 0b11; // the two bitmap copies
-        Self { current: bits.clone(), durable: bits, durable_copy: None, dirty: true }
+        Self { current: bits.clone(), durable: bits, durable_copy: None, stamp: 0, dirty: true }
     }
 }
 
@@ -125,8 +132,8 @@ impl AllocationTable {
         table
     }
 
-    /// Loads the table of checkpoint (`sequence`, `page_count`) from `file`.
-    pub fn load(file: &PageFile, sequence: u64, page_count: u64) -> Result<Self> {
+    /// Loads the table of checkpoint (`sequence`, `page_count`, `digest`) from `file`.
+    pub fn load(file: &PageFile, sequence: u64, page_count: u64, digest: u64) -> Result<Self> {
         let mut table = Self::new(file.page_size(), 1);
         let mut buf = AlignedBuf::zeroed(file.page_size());
         for group in 0..table.layout.groups_for(page_count) {
@@ -147,7 +154,7 @@ impl AllocationTable {
                     Err(error) => return Err(error),
                 }
             }
-            let Some((_, copy, bits)) = best else {
+            let Some((stamp, copy, bits)) = best else {
                 return Err(Error::CorruptPage {
                     page: start,
                     detail: format!(
@@ -162,7 +169,15 @@ impl AllocationTable {
                     detail: "allocation bitmap does not protect its own pages".into(),
                 });
             }
-            table.groups.push(Group { current: bits.clone(), durable: bits, durable_copy: Some(copy), dirty: false });
+            table.groups.push(Group { current: bits.clone(), durable: bits, durable_copy: Some(copy), stamp, dirty: false });
+        }
+        if table.digest() != digest {
+            return Err(Error::CorruptPage {
+                page: 1,
+                detail: format!(
+                    "the allocation bitmap copies on disk do not match checkpoint {sequence} (a newer copy is damaged)"
+                ),
+            });
         }
         table.page_count = page_count.max(1);
         // Bits beyond the durable page count describe pages the checkpoint did not have.
@@ -266,6 +281,21 @@ impl AllocationTable {
         images
     }
 
+    /// Digest of every group's durable stamp, as recorded in the root slot.
+    pub fn digest(&self) -> u64 {
+        self.groups.iter().enumerate().map(|(group, state)| mix(group as u64, state.stamp)).fold(0, u64::wrapping_add)
+    }
+
+    /// The digest the table will have once `images` are durable as checkpoint `sequence`.
+    pub fn digest_after(&self, images: &[GroupImage], sequence: u64) -> u64 {
+        let mut digest = self.digest();
+        for image in images {
+            let old = self.groups[image.group as usize].stamp;
+            digest = digest.wrapping_sub(mix(image.group, old)).wrapping_add(mix(image.group, sequence));
+        }
+        digest
+    }
+
     /// Writes the group images of checkpoint `sequence` (not yet synced).
     pub fn write_images(&self, file: &PageFile, images: &[GroupImage], sequence: u64) -> Result<()> {
         let mut buf = AlignedBuf::zeroed(file.page_size());
@@ -281,11 +311,12 @@ impl AllocationTable {
     }
 
     /// The checkpoint holding `images` is durable: their bits become the durable bits.
-    pub fn finish_checkpoint(&mut self, images: Vec<GroupImage>) {
+    pub fn finish_checkpoint(&mut self, images: Vec<GroupImage>, sequence: u64) {
         for image in images {
             let group = &mut self.groups[image.group as usize];
             group.durable = image.bits;
             group.durable_copy = Some(image.copy);
+            group.stamp = sequence;
         }
         self.hint = 1;
     }
@@ -365,6 +396,14 @@ impl AllocationTable {
             self.allocated -= n;
         }
     }
+}
+
+/// splitmix64 of a (group, sequence) pair.
+fn mix(group: u64, sequence: u64) -> u64 {
+    let mut z = (group.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ sequence).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 fn bit(words: &[u64], index: u64) -> bool {

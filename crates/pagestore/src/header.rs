@@ -7,15 +7,16 @@
 //!      8     4  format version (1)
 //!     12     4  page size in bytes
 //!     16     4  CRC32C of bytes [0, 16)
-//!    512  1064  root slot 0
-//!   2048  1064  root slot 1
+//!    512  1060  root slot 0
+//!   2048  1060  root slot 1
 //! root slot:
 //!      0     8  checkpoint sequence (0 = slot never written)
 //!      8     8  page count of the file at that checkpoint
-//!     16     4  root record length
-//!     20     4  zero
-//!     24  1024  root record (bytes beyond the length are zero)
-//!   1048     4  CRC32C of bytes [0, 1048) of the slot
+//!     16     8  bitmap digest: sum over groups of mix(group, sequence of its bitmap copy)
+//!     24     4  root record length
+//!     28     4  zero
+//!     32  1024  root record (bytes beyond the length are zero)
+//!   1056     4  CRC32C of bytes [0, 1056) of the slot
 //! ```
 //! A checkpoint writes the slot that is *not* current, with the next sequence number, and
 //! syncs. A torn header write leaves the current slot's bytes as they were (the new image
@@ -30,7 +31,7 @@ pub(crate) const MAGIC: &[u8; 8] = b"TERNPAGE";
 pub(crate) const FORMAT_VERSION: u32 = 1;
 const FIXED_CHECKSUM_OFFSET: usize = 16;
 const SLOT_OFFSETS: [usize; 2] = [512, 2048];
-const SLOT_ROOT_OFFSET: usize = 24;
+const SLOT_ROOT_OFFSET: usize = 32;
 const SLOT_CHECKSUM_OFFSET: usize = SLOT_ROOT_OFFSET + MAX_ROOT_SIZE;
 const SLOT_SIZE: usize = SLOT_CHECKSUM_OFFSET + 4;
 const _: () = assert!(SLOT_OFFSETS[1] + SLOT_SIZE <= MIN_PAGE_SIZE);
@@ -43,6 +44,9 @@ pub struct Checkpoint {
     pub sequence: u64,
     /// Pages the file had; pages beyond are free whatever the file length says.
     pub page_count: u64,
+    /// Digest of which bitmap copy each group had at this checkpoint (see `allocation.rs`):
+    /// catches a damaged newest copy that would otherwise fall back to a stale one.
+    pub bitmap_digest: u64,
     /// The caller's root record (for example the location of the LSM manifest).
     pub root: Vec<u8>,
 }
@@ -130,7 +134,8 @@ fn encode_slot(checkpoint: &Checkpoint, slot: &mut [u8]) {
     slot.fill(0);
     slot[0..8].copy_from_slice(&checkpoint.sequence.to_le_bytes());
     slot[8..16].copy_from_slice(&checkpoint.page_count.to_le_bytes());
-    slot[16..20].copy_from_slice(&(checkpoint.root.len() as u32).to_le_bytes());
+    slot[16..24].copy_from_slice(&checkpoint.bitmap_digest.to_le_bytes());
+    slot[24..28].copy_from_slice(&(checkpoint.root.len() as u32).to_le_bytes());
     slot[SLOT_ROOT_OFFSET..SLOT_ROOT_OFFSET + checkpoint.root.len()].copy_from_slice(&checkpoint.root);
     let checksum = crc32c::crc32c(&slot[..SLOT_CHECKSUM_OFFSET]);
     slot[SLOT_CHECKSUM_OFFSET..SLOT_SIZE].copy_from_slice(&checksum.to_le_bytes());
@@ -143,12 +148,13 @@ fn decode_slot(slot: &[u8]) -> Option<Checkpoint> {
     }
     let sequence = u64::from_le_bytes(slot[0..8].try_into().ok()?);
     let page_count = u64::from_le_bytes(slot[8..16].try_into().ok()?);
-    let root_len = u32::from_le_bytes(slot[16..20].try_into().ok()?) as usize;
+    let bitmap_digest = u64::from_le_bytes(slot[16..24].try_into().ok()?);
+    let root_len = u32::from_le_bytes(slot[24..28].try_into().ok()?) as usize;
     if sequence == 0 || root_len > MAX_ROOT_SIZE {
         return None;
     }
     let root = slot[SLOT_ROOT_OFFSET..SLOT_ROOT_OFFSET + root_len].to_vec();
-    Some(Checkpoint { sequence, page_count, root })
+    Some(Checkpoint { sequence, page_count, bitmap_digest, root })
 }
 
 #[cfg(test)]
@@ -159,8 +165,8 @@ mod tests {
         FileHeader {
             page_size: 4096,
             slots: [
-                Some(Checkpoint { sequence: 7, page_count: 3, root: b"seven".to_vec() }),
-                Some(Checkpoint { sequence: 8, page_count: 9, root: vec![1; MAX_ROOT_SIZE] }),
+                Some(Checkpoint { sequence: 7, page_count: 3, bitmap_digest: 70, root: b"seven".to_vec() }),
+                Some(Checkpoint { sequence: 8, page_count: 9, bitmap_digest: 80, root: vec![1; MAX_ROOT_SIZE] }),
             ],
         }
     }

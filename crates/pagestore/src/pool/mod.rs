@@ -178,8 +178,9 @@ impl BufferPool {
             let mut allocation = AllocationTable::new(page_size, 3);
             let images = allocation.begin_checkpoint();
             allocation.write_images(&file, &images, 1)?;
-            allocation.finish_checkpoint(images);
-            let first = Checkpoint { sequence: 1, page_count: 3, root: Vec::new() };
+            let bitmap_digest = allocation.digest_after(&images, 1);
+            allocation.finish_checkpoint(images, 1);
+            let first = Checkpoint { sequence: 1, page_count: 3, bitmap_digest, root: Vec::new() };
             let slots = [Some(first), None];
             file.write_header(page_size, slots.clone())?;
             file.sync()?;
@@ -212,7 +213,7 @@ impl BufferPool {
             });
         }
         config.validate(file.page_size())?;
-        let mut allocation = AllocationTable::load(&file, checkpoint.sequence, checkpoint.page_count)?;
+        let mut allocation = AllocationTable::load(&file, checkpoint.sequence, checkpoint.page_count, checkpoint.bitmap_digest)?;
         allocation.cover(file.size());
         let header = HeaderState { slots: header.slots.clone(), current };
         Self::start(file, allocation, header, config, &Topology::detect(), &MbindBinder)
@@ -749,12 +750,16 @@ impl Shared {
     fn checkpoint(&self, root: Option<&[u8]>) -> Result<()> {
         self.check_open()?;
         let _one_at_a_time = self.checkpoint_lock.lock();
-        let images = self.allocation.lock().begin_checkpoint();
-        let page_count = self.allocation.lock().page_count();
         let (sequence, target) = {
             let header = self.header.lock();
             let current = header.slots[header.current].as_ref().expect("the current slot is valid");
             (current.sequence + 1, 1 - header.current)
+        };
+        let (images, page_count, bitmap_digest) = {
+            let mut allocation = self.allocation.lock();
+            let images = allocation.begin_checkpoint();
+            let digest = allocation.digest_after(&images, sequence);
+            (images, allocation.page_count(), digest)
         };
         let durable = (|| {
             self.flush_dirty()?;
@@ -765,14 +770,14 @@ impl Shared {
                 Some(root) => root.to_vec(),
                 None => slots[1 - target].as_ref().map(|checkpoint| checkpoint.root.clone()).unwrap_or_default(),
             };
-            slots[target] = Some(Checkpoint { sequence, page_count, root });
+            slots[target] = Some(Checkpoint { sequence, page_count, bitmap_digest, root });
             self.file.write_header(self.page_size, slots.clone())?;
             self.file.sync()?;
             Ok(slots)
         })();
         match durable {
             Ok(slots) => {
-                self.allocation.lock().finish_checkpoint(images);
+                self.allocation.lock().finish_checkpoint(images, sequence);
                 let mut header = self.header.lock();
                 header.slots = slots;
                 header.current = target;

@@ -79,7 +79,13 @@ impl FaultVfs {
         self.state.powered_off.store(false, Ordering::SeqCst);
     }
 
-    /// True after a torn write, until `heal`.
+    /// Simulates a power cut now: every later write, sync and allocation fails until `heal`,
+    /// so nothing the store does afterwards (such as closing) reaches the file.
+    pub fn power_off(&self) {
+        self.state.powered_off.store(true, Ordering::SeqCst);
+    }
+
+    /// True after a torn write or `power_off`, until `heal`.
     pub fn is_powered_off(&self) -> bool {
         self.state.powered_off.load(Ordering::SeqCst)
     }
