@@ -244,6 +244,11 @@ impl AllocationTable {
         for _ in 0..3 {
             if let Some(first) = self.find_free_run(n) {
                 self.mark(first, n, true);
+                // Every page between the hint and a single page's slot was taken; a longer
+                // run may have skipped free pages in gaps too short for it.
+                if n == 1 || first == self.hint {
+                    self.hint = first + n;
+                }
                 return Ok(first);
             }
             self.grow(file, n)?;
@@ -391,7 +396,6 @@ impl AllocationTable {
         }
         if allocated {
             self.allocated += n;
-            self.hint = first + n;
         } else {
             self.allocated -= n;
         }

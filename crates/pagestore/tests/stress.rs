@@ -1,0 +1,90 @@
+//! Many threads pin, unpin and dirty random pages of a file much larger than the pool, while
+//! one of them checkpoints and empties the pool now and then. Afterwards the pool must be
+//! consistent and every page must hold exactly the last version written to it.
+
+mod common;
+
+use common::*;
+use rand::{Rng, SeedableRng};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tern_pagestore::{BufferPool, OsVfs, PoolConfig, Vfs};
+
+const PAGES: usize = 1500;
+const THREADS: usize = 4;
+const OPERATIONS: usize = 6000;
+
+fn run(vfs: Arc<dyn Vfs>, path: &std::path::Path, partitions: usize, prefetch_degree: usize) {
+    let config = PoolConfig { prefetch_degree, ..config(64, partitions) };
+    let pool = BufferPool::create_with(vfs.clone(), path, PAGE, config.clone()).unwrap();
+    let pages: Vec<u64> = (0..PAGES)
+        .map(|_| {
+            let mut guard = pool.alloc().unwrap();
+            let page = guard.page_id();
+            fill(&mut guard, page, 0);
+            page
+        })
+        .collect();
+    let versions: Vec<AtomicU64> = (0..PAGES).map(|_| AtomicU64::new(0)).collect();
+
+    std::thread::scope(|scope| {
+        for thread in 0..THREADS {
+            let (pool, pages, versions) = (&pool, &pages, &versions);
+            scope.spawn(move || {
+                let mut rng = rand::rngs::SmallRng::seed_from_u64(thread as u64);
+                for operation in 0..OPERATIONS {
+                    let index = rng.random_range(0..PAGES);
+                    let page = pages[index];
+                    if rng.random_bool(0.3) {
+                        let mut guard = pool.pin_write(page).unwrap();
+                        let version = version_of(&guard, page).expect("whole page under the write latch");
+                        assert_eq!(version, versions[index].load(Ordering::SeqCst));
+                        fill(&mut guard, page, version + 1);
+                        versions[index].store(version + 1, Ordering::SeqCst);
+                    } else {
+                        let guard = pool.pin_read(page).unwrap();
+                        let version = version_of(&guard, page).expect("a reader never sees a torn page");
+                        assert!(version <= versions[index].load(Ordering::SeqCst));
+                    }
+                    if thread == 0 && operation % 1500 == 1499 {
+                        pool.checkpoint().unwrap();
+                    }
+                    if thread == 1 && operation % 2000 == 1999 {
+                        pool.flush_and_evict().unwrap();
+                    }
+                }
+            });
+        }
+    });
+
+    pool.check_consistency().unwrap();
+    let stats = pool.stats();
+    assert!(stats.evictions > 1000 && stats.writes > 100, "the pool was under pressure: {stats:?}");
+    let check = |pool: &BufferPool| {
+        for (index, page) in pages.iter().enumerate() {
+            let version = version_of(&pool.pin_read(*page).unwrap(), *page);
+            assert_eq!(version, Some(versions[index].load(Ordering::SeqCst)), "page {page}");
+        }
+    };
+    check(&pool);
+    pool.close().unwrap();
+    let pool = BufferPool::open_with(vfs, path, config).unwrap();
+    check(&pool);
+    pool.check_consistency().unwrap();
+}
+
+#[test]
+fn threads_hammering_a_small_pool_in_memory() {
+    run(Arc::new(tern_pagestore::MemoryVfs::new()), std::path::Path::new("stress.tern"), 4, 0);
+}
+
+#[test]
+fn threads_hammering_a_small_pool_on_a_real_file_with_prefetch() {
+    let dir = tempfile::tempdir().unwrap();
+    run(Arc::new(OsVfs), &dir.path().join("stress.tern"), 2, 2);
+}
+
+#[test]
+fn threads_hammering_one_partition() {
+    run(Arc::new(tern_pagestore::MemoryVfs::new()), std::path::Path::new("one.tern"), 1, 0);
+}
