@@ -11,9 +11,12 @@
 //! bit  25      PREFETCHED      filled by the prefetcher and not used since
 //! ```
 //! Who may change what:
-//! - pin count: incremented only under the partition lock; decremented anywhere (unpin).
-//! - usage count, VALID, IO_IN_PROGRESS, PREFETCHED and `page_id`: only under the partition
-//!   lock (or by the thread that owns the slot while IO_IN_PROGRESS is set).
+//! - pin count and usage count: incremented by compare-and-swap anywhere, but only while VALID
+//!   and not IO_IN_PROGRESS (the lock-free path) or under the partition lock; the pin count is
+//!   decremented anywhere (unpin); the usage count is lowered only by the clock, under the lock.
+//! - VALID, IO_IN_PROGRESS, PREFETCHED and `page_id`: only under the partition lock, or by the
+//!   thread that claimed the slot (IO_IN_PROGRESS set). Emptying or renaming a slot starts with
+//!   a compare-and-swap from an unpinned state, so it never overwrites a concurrent pin.
 //! - DIRTY: set by a writer holding the exclusive latch; cleared by a flusher holding the
 //!   shared latch (so no writer can be between its change and the flusher's copy).
 
@@ -40,11 +43,20 @@ pub struct Descriptor {
     pub state: AtomicU64,
     pub page_id: AtomicU64,
     pub latch: parking_lot::RawRwLock,
+    /// Lock-free hits served by this slot. Bumped with a plain load and store, not an atomic
+    /// add (which would cost the hot path a quarter of its time): two threads pinning the same
+    /// slot at the same instant may count once. Statistics only.
+    pub fast_hits: AtomicU64,
 }
 
 impl Descriptor {
     pub fn new() -> Self {
-        Self { state: AtomicU64::new(0), page_id: AtomicU64::new(0), latch: parking_lot::RawRwLock::INIT }
+        Self {
+            state: AtomicU64::new(0),
+            page_id: AtomicU64::new(0),
+            latch: parking_lot::RawRwLock::INIT,
+            fast_hits: AtomicU64::new(0),
+        }
     }
 
     #[inline]
@@ -52,20 +64,30 @@ impl Descriptor {
         self.state.load(Ordering::Acquire)
     }
 
-    /// Adds a pin and bumps the usage count. REQUIRES: the partition lock is held (so the
-    /// usage count cannot change under us and one fetch_add does it).
+    /// Adds a pin and bumps the usage count (capped at `MAX_USAGE_COUNT`); returns the new
+    /// state. A compare-and-swap loop, because lock-free pins change the word concurrently.
     #[inline]
     pub fn pin_locked(&self) -> u64 {
-        let state = self.state.load(Ordering::Relaxed);
-        assert!(pins(state) < MAX_PIN_COUNT as u64, "pin count overflow");
-        let delta = if usage(state) < MAX_USAGE_COUNT as u64 { PIN_ONE + USAGE_ONE } else { PIN_ONE };
-        self.state.fetch_add(delta, Ordering::Acquire) + delta
+        let mut state = self.state.load(Ordering::Relaxed);
+        loop {
+            assert!(pins(state) < MAX_PIN_COUNT as u64, "pin count overflow");
+            let delta = if usage(state) < MAX_USAGE_COUNT as u64 { PIN_ONE + USAGE_ONE } else { PIN_ONE };
+            match self.state.compare_exchange_weak(state, state + delta, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return state + delta,
+                Err(actual) => state = actual,
+            }
+        }
     }
 
     /// Adds a pin without counting a use (flushers). REQUIRES: the partition lock is held.
     #[inline]
     pub fn pin_quietly(&self) {
         self.state.fetch_add(PIN_ONE, Ordering::Acquire);
+    }
+
+    #[inline]
+    pub fn count_fast_hit(&self) {
+        self.fast_hits.store(self.fast_hits.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
     #[inline]

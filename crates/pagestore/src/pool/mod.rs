@@ -9,8 +9,14 @@
 //! partition's lock and threads working on different partitions never meet.
 //!
 //! ## Locking protocol (lock order: checkpoint lock, partition, allocation table, header)
-//! - A pin looks the page up under the partition lock and increments the pin count there; an
-//!   unpin is a single atomic decrement without the lock.
+//! - Fast path (no lock): each partition keeps a direct-mapped hint array, page -> slot. A pin
+//!   reads the hint, pins the slot with one compare-and-swap that requires VALID and no I/O,
+//!   then re-reads the slot's page id; if the slot was renamed in between, it unpins and takes
+//!   the slow path. An unpin is a single atomic decrement.
+//! - Slow path: the page is looked up in the partition's buffer table under the partition
+//!   lock, the authority on what is cached. Because pins also happen without the lock, anyone
+//!   who empties or renames a slot claims it first with a compare-and-swap from "unpinned, no
+//!   I/O" to its new state; a failed claim means somebody pinned it meanwhile.
 //! - A miss takes a free slot or runs the clock over the partition's slots (PostgreSQL's
 //!   algorithm: skip pinned slots, decrement usage counts, take the first unpinned slot with
 //!   usage 0). A clean victim is renamed in place: its old table entry goes, the new one comes
@@ -99,6 +105,10 @@ struct PartitionState {
 
 #[repr(align(128))]
 struct Partition {
+    /// Lock-free hints for the fast path: entry = (page + 1) << 24 | slot index within the
+    /// partition, or 0. Written only under the partition lock; may be stale (validated).
+    hints: Box<[AtomicU64]>,
+    hint_mask: u64,
     state: Mutex<PartitionState>,
     io_done: Condvar,
     reads: AtomicU64,
@@ -148,9 +158,16 @@ pub(crate) struct Shared {
 
 /// Outcome of one look for a slot to fill.
 enum Victim {
-    Clean(u32),
+    /// Claimed: its state is now IO_IN_PROGRESS with one pin (ours); it held this page before.
+    Clean(u32, Option<PageId>),
+    /// Dirty and unpinned: write it back, then try again.
     Dirty(u32),
 }
+
+/// Bits of a hint entry that hold the slot index within its partition.
+const HINT_SLOT_BITS: u32 = 24;
+/// The state a claimed slot starts in: being filled, pinned once by the claimer.
+const CLAIMED: u64 = IO_IN_PROGRESS | descriptor::PIN_ONE | descriptor::USAGE_ONE;
 
 impl BufferPool {
     /// Creates a database file at `path` with `page_size`-byte pages on the real file system.
@@ -229,6 +246,12 @@ impl BufferPool {
     ) -> Result<BufferPool> {
         let page_size = file.page_size();
         let slots = config.validate(page_size)?;
+        if slots / config.partitions >= 1 << HINT_SLOT_BITS {
+            return Err(Error::InvalidConfig(format!(
+                "more than {} slots per partition; use more partitions",
+                1u64 << HINT_SLOT_BITS
+            )));
+        }
         let placement = Placement::plan(slots, config.partitions, topology, config.numa);
         let frames = Frames::new(&placement, page_size, binder)
             .map_err(|error| Error::InvalidConfig(format!("cannot map {} bytes of pool memory: {error}", config.pool_size_bytes)))?;
@@ -236,7 +259,10 @@ impl BufferPool {
         let partitions = (0..config.partitions)
             .map(|partition| {
                 let owned: Vec<u32> = (partition..slots).step_by(config.partitions).map(|slot| slot as u32).collect();
+                let hint_count = (owned.len() * 4).next_power_of_two();
                 Partition {
+                    hints: (0..hint_count).map(|_| AtomicU64::new(0)).collect(),
+                    hint_mask: hint_count as u64 - 1,
                     state: Mutex::new(PartitionState {
                         table: BufferTable::with_capacity_and_hasher(owned.len(), Default::default()),
                         free_slots: owned.iter().rev().copied().collect(),
@@ -405,9 +431,12 @@ impl BufferPool {
             for (page, slot) in cached {
                 let descriptor = &self.shared.descriptors[slot as usize];
                 let current = descriptor.load();
-                if pins(current) == 0 && current & (DIRTY | IO_IN_PROGRESS) == 0 {
+                if pins(current) == 0
+                    && current & (DIRTY | IO_IN_PROGRESS) == 0
+                    && descriptor.state.compare_exchange(current, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+                {
                     state.table.remove(&page);
-                    descriptor.state.store(0, Ordering::Release);
+                    self.shared.clear_hint(partition, page);
                     state.free_slots.push(slot);
                 }
             }
@@ -499,6 +528,11 @@ impl Shared {
     fn pin(&self, page: PageId, fill: Fill, source: Source) -> Result<u32> {
         let partition_index = self.partition_of(page);
         let partition = &self.partitions[partition_index];
+        if source == Source::Demand
+            && let Some(slot) = self.pin_fast(partition, partition_index, page)
+        {
+            return Ok(slot);
+        }
         let mut state = partition.state.lock();
         let mut flushed: Option<(u32, PageId)> = None;
         let mut rounds = 0usize;
@@ -542,8 +576,8 @@ impl Shared {
                 // Every round wrote back a dirty victim that somebody used again at once.
                 return Err(Error::PoolExhausted { partition: partition_index, slots: state.slots.len() });
             }
-            let victim = match flushed.take().and_then(|(slot, old)| self.still_evictable(&state, slot, old)) {
-                Some(slot) => Victim::Clean(slot),
+            let victim = match flushed.take().and_then(|(slot, old)| self.claim_flushed(&state, slot, old)) {
+                Some(slot) => slot,
                 None => self.find_victim(&mut state, partition_index)?,
             };
             match victim {
@@ -558,9 +592,14 @@ impl Shared {
                     flushed = Some((slot, old_page));
                     state = partition.state.lock();
                 }
-                Victim::Clean(slot) => {
+                Victim::Clean(slot, previous) => {
                     if source == Source::Demand {
                         state.misses += 1;
+                    }
+                    if let Some(old_page) = previous {
+                        state.table.remove(&old_page);
+                        self.clear_hint(partition, old_page);
+                        state.evictions += 1;
                     }
                     return self.fill_slot(partition, state, slot, page, fill, source);
                 }
@@ -568,8 +607,70 @@ impl Shared {
         }
     }
 
-    /// Renames the clean, unpinned `slot` to `page`, fills it outside the lock and publishes
-    /// it. Returns with the slot pinned once (unpinned again for prefetches).
+    /// The lock-free hit path: pin `page` through its hint if it is cached, valid and not
+    /// being filled. `None` sends the caller to the locked path (no harm done).
+    #[inline]
+    fn pin_fast(&self, partition: &Partition, partition_index: usize, page: PageId) -> Option<u32> {
+        let entry = partition.hints[self.hint_index(partition, page)].load(Ordering::Acquire);
+        if entry >> HINT_SLOT_BITS != page + 1 {
+            return None;
+        }
+        let local = entry & ((1 << HINT_SLOT_BITS) - 1);
+        let slot = (partition_index as u64 + local * self.partition_count as u64) as u32;
+        let descriptor = self.descriptors.get(slot as usize)?;
+        let mut current = descriptor.state.load(Ordering::Relaxed);
+        loop {
+            if current & (VALID | IO_IN_PROGRESS | PREFETCHED) != VALID
+                || pins(current) >= crate::limits::MAX_PIN_COUNT as u64
+            {
+                return None;
+            }
+            let delta = if usage(current) < crate::limits::MAX_USAGE_COUNT as u64 {
+                descriptor::PIN_ONE + descriptor::USAGE_ONE
+            } else {
+                descriptor::PIN_ONE
+            };
+            match descriptor.state.compare_exchange_weak(current, current + delta, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(actual) => current = actual,
+            }
+        }
+        // Pinned while VALID: the slot cannot be renamed now, so its page id is stable. It may
+        // have been renamed before our pin, though: check.
+        if descriptor.page_id.load(Ordering::Acquire) != page {
+            descriptor.unpin();
+            return None;
+        }
+        descriptor.count_fast_hit();
+        Some(slot)
+    }
+
+    #[inline]
+    fn hint_index(&self, partition: &Partition, page: PageId) -> usize {
+        // Pages of a partition are p, p+N, p+2N...: dividing by N makes neighbours adjacent,
+        // so a sequential range of pages never collides.
+        let spread = match self.partition_mask {
+            Some(mask) => page >> mask.count_ones(),
+            None => page / self.partition_count as u64,
+        };
+        (spread & partition.hint_mask) as usize
+    }
+
+    fn set_hint(&self, partition: &Partition, page: PageId, slot: u32) {
+        let local = slot as u64 / self.partition_count as u64;
+        partition.hints[self.hint_index(partition, page)].store((page + 1) << HINT_SLOT_BITS | local, Ordering::Release);
+    }
+
+    /// REQUIRES: the partition lock.
+    fn clear_hint(&self, partition: &Partition, page: PageId) {
+        let hint = &partition.hints[self.hint_index(partition, page)];
+        if hint.load(Ordering::Relaxed) >> HINT_SLOT_BITS == page + 1 {
+            hint.store(0, Ordering::Release);
+        }
+    }
+
+    /// Fills the claimed `slot` with `page` outside the lock and publishes it. Returns with the
+    /// slot pinned once (unpinned again for prefetches).
     fn fill_slot(
         &self,
         partition: &Partition,
@@ -580,14 +681,8 @@ impl Shared {
         source: Source,
     ) -> Result<u32> {
         let descriptor = &self.descriptors[slot as usize];
-        let previous = descriptor.load();
-        if previous & VALID != 0 {
-            let old_page = descriptor.page_id.load(Ordering::Relaxed);
-            state.table.remove(&old_page);
-            state.evictions += 1;
-        }
-        descriptor.page_id.store(page, Ordering::Relaxed);
-        descriptor.state.store(IO_IN_PROGRESS | descriptor::PIN_ONE | descriptor::USAGE_ONE, Ordering::Release);
+        debug_assert_eq!(descriptor.load(), CLAIMED);
+        descriptor.page_id.store(page, Ordering::Release);
         state.table.insert(page, slot);
         drop(state);
 
@@ -613,6 +708,7 @@ impl Shared {
                 }
                 descriptor.state.fetch_and(!IO_IN_PROGRESS, Ordering::Relaxed);
                 descriptor.state.fetch_or(flags, Ordering::Release);
+                self.set_hint(partition, page, slot);
                 if fill == Fill::Read {
                     partition.reads.fetch_add(1, Ordering::Relaxed);
                 }
@@ -626,6 +722,7 @@ impl Shared {
                 Ok(slot)
             }
             Err(error) => {
+                // Nobody can have pinned a slot that is being filled: a plain store is safe.
                 state.table.remove(&page);
                 descriptor.state.store(0, Ordering::Release);
                 state.free_slots.push(slot);
@@ -635,20 +732,28 @@ impl Shared {
         }
     }
 
-    /// After writing back `slot` (which held `old_page`), takes it if it is still unpinned,
+    /// After writing back `slot` (which held `old_page`), claims it if it is still unpinned,
     /// clean and holding the same page.
-    fn still_evictable(&self, state: &PartitionState, slot: u32, old_page: PageId) -> Option<u32> {
+    fn claim_flushed(&self, state: &PartitionState, slot: u32, old_page: PageId) -> Option<Victim> {
         let descriptor = &self.descriptors[slot as usize];
         let current = descriptor.load();
         let same = descriptor.page_id.load(Ordering::Relaxed) == old_page && state.table.get(&old_page) == Some(&slot);
-        (same && pins(current) == 0 && current & (DIRTY | IO_IN_PROGRESS) == 0).then_some(slot)
+        let clean = pins(current) == 0 && current & (DIRTY | IO_IN_PROGRESS) == 0;
+        (same && clean && self.claim(descriptor, current)).then_some(Victim::Clean(slot, Some(old_page)))
+    }
+
+    /// Claims an unpinned slot whose state was `current`: fails if anybody pinned it since.
+    fn claim(&self, descriptor: &Descriptor, current: u64) -> bool {
+        descriptor.state.compare_exchange(current, CLAIMED, Ordering::AcqRel, Ordering::Relaxed).is_ok()
     }
 
     /// A free slot, or the clock's victim (PostgreSQL's algorithm, bounded to
     /// `(MAX_USAGE_COUNT + 1)` sweeps of the partition).
     fn find_victim(&self, state: &mut PartitionState, partition: usize) -> Result<Victim> {
         if let Some(slot) = state.free_slots.pop() {
-            return Ok(Victim::Clean(slot));
+            let claimed = self.claim(&self.descriptors[slot as usize], 0);
+            assert!(claimed, "free slot {slot} was in use");
+            return Ok(Victim::Clean(slot, None));
         }
         let count = state.slots.len();
         for _ in 0..count * (crate::limits::MAX_USAGE_COUNT as usize + 1) {
@@ -660,10 +765,17 @@ impl Shared {
                 continue;
             }
             if usage(current) > 0 {
+                // Only the clock lowers usage counts, under the lock: this cannot underflow.
                 descriptor.state.fetch_sub(descriptor::USAGE_ONE, Ordering::Relaxed);
                 continue;
             }
-            return Ok(if current & DIRTY != 0 { Victim::Dirty(slot) } else { Victim::Clean(slot) });
+            if current & DIRTY != 0 {
+                return Ok(Victim::Dirty(slot));
+            }
+            if self.claim(descriptor, current) {
+                let previous = (current & VALID != 0).then(|| descriptor.page_id.load(Ordering::Relaxed));
+                return Ok(Victim::Clean(slot, previous));
+            }
         }
         Err(Error::PoolExhausted { partition, slots: count })
     }
@@ -736,11 +848,13 @@ impl Shared {
                 partition.io_done.wait(&mut state);
                 continue;
             }
-            if pins(current) != 0 {
+            if pins(current) != 0
+                || descriptor.state.compare_exchange(current, 0, Ordering::AcqRel, Ordering::Relaxed).is_err()
+            {
                 return Err(Error::PagePinned { page });
             }
             state.table.remove(&page);
-            descriptor.state.store(0, Ordering::Release);
+            self.clear_hint(partition, page);
             state.free_slots.push(slot);
             break;
         }
@@ -813,7 +927,12 @@ impl Shared {
             stats.reads += partition.reads.load(Ordering::Relaxed);
             stats.writes += partition.writes.load(Ordering::Relaxed);
         }
-        stats.dirty_slots = self.descriptors.iter().filter(|descriptor| descriptor.load() & DIRTY != 0).count() as u64;
+        for descriptor in self.descriptors.iter() {
+            stats.hits += descriptor.fast_hits.load(Ordering::Relaxed);
+            if descriptor.load() & DIRTY != 0 {
+                stats.dirty_slots += 1;
+            }
+        }
         if let Some(queue) = &self.prefetch_queue {
             stats.prefetch_requests = queue.requests.load(Ordering::Relaxed);
             stats.prefetch_dropped = queue.dropped.load(Ordering::Relaxed);
