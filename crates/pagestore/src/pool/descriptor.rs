@@ -9,7 +9,11 @@
 //! bit  23      DIRTY           the frame differs from the page on disk
 //! bit  24      IO_IN_PROGRESS  the frame is being filled; others wait for the partition's condvar
 //! bit  25      PREFETCHED      filled by the prefetcher and not used since
+//! bit  26      WRITE_IN_PROGRESS  a flusher is writing the frame back; other flushers wait
 //! ```
+//! WRITE_IN_PROGRESS serialises write-backs of one slot. Without it two flushers could copy
+//! versions 5 and 6 and write them in the opposite order, leaving 5 on disk and the slot
+//! clean: an eviction would then lose version 6.
 //! Who may change what:
 //! - pin count and usage count: incremented by compare-and-swap anywhere, but only while VALID
 //!   and not IO_IN_PROGRESS (the lock-free path) or under the partition lock; the pin count is
@@ -33,6 +37,7 @@ pub const VALID: u64 = 1 << 22;
 pub const DIRTY: u64 = 1 << 23;
 pub const IO_IN_PROGRESS: u64 = 1 << 24;
 pub const PREFETCHED: u64 = 1 << 25;
+pub const WRITE_IN_PROGRESS: u64 = 1 << 26;
 
 const _: () = assert!(PIN_MASK == MAX_PIN_COUNT as u64);
 

@@ -48,7 +48,7 @@ use crate::numa::{MbindBinder, MemoryBinder, Placement, Topology};
 use crate::page::{PageId, PageKind};
 use crate::storage::PageFile;
 use crate::vfs::{OsVfs, Vfs};
-use descriptor::{DIRTY, Descriptor, IO_IN_PROGRESS, PREFETCHED, VALID, pins, usage};
+use descriptor::{DIRTY, Descriptor, IO_IN_PROGRESS, PREFETCHED, VALID, WRITE_IN_PROGRESS, pins, usage};
 use frames::Frames;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use prefetch::Prefetcher;
@@ -781,8 +781,42 @@ impl Shared {
     }
 
     /// Writes `slot` (pinned by the caller, holding `page`) back to the file if it is dirty.
+    /// Write-backs of one slot take turns (WRITE_IN_PROGRESS), so they reach the disk in the
+    /// order their images were copied.
     fn write_back(&self, slot: u32, page: PageId) -> Result<()> {
         let descriptor = &self.descriptors[slot as usize];
+        let partition = &self.partitions[self.partition_of(page)];
+        self.begin_write(partition, descriptor);
+        let result = self.write_back_exclusive(descriptor, slot, page);
+        descriptor.state.fetch_and(!WRITE_IN_PROGRESS, Ordering::Release);
+        // Taking the lock orders the wake-up after a waiter's check (no lost wake-up).
+        drop(partition.state.lock());
+        partition.io_done.notify_all();
+        result
+    }
+
+    /// Waits until no other flusher is writing `descriptor`'s slot, then becomes the writer.
+    fn begin_write(&self, partition: &Partition, descriptor: &Descriptor) {
+        loop {
+            let current = descriptor.load();
+            if current & WRITE_IN_PROGRESS == 0 {
+                if descriptor
+                    .state
+                    .compare_exchange_weak(current, current | WRITE_IN_PROGRESS, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return;
+                }
+                continue;
+            }
+            let mut state = partition.state.lock();
+            while descriptor.load() & WRITE_IN_PROGRESS != 0 {
+                partition.io_done.wait(&mut state);
+            }
+        }
+    }
+
+    fn write_back_exclusive(&self, descriptor: &Descriptor, slot: u32, page: PageId) -> Result<()> {
         let mut image = AlignedBuf::zeroed(self.page_size);
         descriptor.lock_shared();
         let was_dirty = descriptor.state.fetch_and(!DIRTY, Ordering::AcqRel) & DIRTY != 0;
