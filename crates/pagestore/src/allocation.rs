@@ -32,11 +32,11 @@
 //! Invariants: protected pages (header, bitmap copies) are set in both bit sets; `allocated`
 //! equals the number of bits set in `current`.
 
+use crate::aligned::AlignedBuf;
 use crate::error::{Error, Result};
 use crate::limits::{GROWTH_FRACTION_DENOMINATOR, MAX_GROWTH_BYTES, PAGE_HEADER_SIZE};
 use crate::page::{PageId, PageKind};
 use crate::storage::PageFile;
-use crate::aligned::AlignedBuf;
 
 /// Bytes of a bitmap page's payload before the bits: the checkpoint sequence.
 const BITMAP_SEQUENCE_SIZE: usize = 8;
@@ -169,7 +169,13 @@ impl AllocationTable {
                     detail: "allocation bitmap does not protect its own pages".into(),
                 });
             }
-            table.groups.push(Group { current: bits.clone(), durable: bits, durable_copy: Some(copy), stamp, dirty: false });
+            table.groups.push(Group {
+                current: bits.clone(),
+                durable: bits,
+                durable_copy: Some(copy),
+                stamp,
+                dirty: false,
+            });
         }
         if table.digest() != digest {
             return Err(Error::CorruptPage {
@@ -228,7 +234,6 @@ impl AllocationTable {
         let (group, index) = self.layout.locate(page);
         bit(&self.groups[group as usize].current, index)
     }
-
 
     /// Allocates `n` contiguous pages, growing the file if no run is free.
     pub fn allocate_run(&mut self, file: &PageFile, n: u64) -> Result<PageId> {

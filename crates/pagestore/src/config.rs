@@ -43,7 +43,7 @@ impl PoolConfig {
 
     /// Checks the settings against a page size; returns the number of slots.
     pub fn validate(&self, page_size: usize) -> Result<usize> {
-        if self.pool_size_bytes == 0 || self.pool_size_bytes % page_size != 0 {
+        if self.pool_size_bytes == 0 || !self.pool_size_bytes.is_multiple_of(page_size) {
             return Err(Error::InvalidConfig(format!(
                 "pool size {} bytes is not a positive multiple of the page size {page_size}",
                 self.pool_size_bytes

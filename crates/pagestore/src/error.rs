@@ -47,17 +47,9 @@ pub enum Error {
         source: io::Error,
     },
     #[error("disk full during {op} of {path}{}", page_suffix(*.page))]
-    DiskFull {
-        op: IoOp,
-        path: PathBuf,
-        page: Option<PageId>,
-    },
+    DiskFull { op: IoOp, path: PathBuf, page: Option<PageId> },
     #[error("page {page}: checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
-    ChecksumMismatch {
-        page: PageId,
-        stored: u32,
-        computed: u32,
-    },
+    ChecksumMismatch { page: PageId, stored: u32, computed: u32 },
     #[error("page {page}: corrupt: {detail}")]
     CorruptPage { page: PageId, detail: String },
     #[error("page {page} was allocated but never written")]
@@ -65,11 +57,7 @@ pub enum Error {
     #[error("{path}: not a Tern database file: {detail}")]
     NotADatabase { path: PathBuf, detail: String },
     #[error("{path}: file format version {found} is not supported (this build reads {supported})")]
-    UnsupportedVersion {
-        path: PathBuf,
-        found: u32,
-        supported: u32,
-    },
+    UnsupportedVersion { path: PathBuf, found: u32, supported: u32 },
     #[error("{path}: file is truncated: {detail}")]
     Truncated { path: PathBuf, detail: String },
     #[error("{path}: already exists")]

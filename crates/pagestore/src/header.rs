@@ -90,10 +90,8 @@ impl FileHeader {
 
     /// Reads the fixed part from the first bytes of the file; returns the page size.
     pub fn decode_page_size(path: &Path, bytes: &[u8]) -> Result<usize> {
-        let not_a_database = |detail: &str| Error::NotADatabase {
-            path: path.to_path_buf(),
-            detail: detail.to_string(),
-        };
+        let not_a_database =
+            |detail: &str| Error::NotADatabase { path: path.to_path_buf(), detail: detail.to_string() };
         if bytes.len() < 20 || &bytes[0..8] != MAGIC {
             return Err(not_a_database("bad magic number"));
         }
@@ -204,10 +202,7 @@ mod tests {
         newer[8..12].copy_from_slice(&2u32.to_le_bytes());
         let checksum = crc32c::crc32c(&newer[..16]);
         newer[16..20].copy_from_slice(&checksum.to_le_bytes());
-        assert!(matches!(
-            FileHeader::decode(Path::new("x"), &newer),
-            Err(Error::UnsupportedVersion { found: 2, .. })
-        ));
+        assert!(matches!(FileHeader::decode(Path::new("x"), &newer), Err(Error::UnsupportedVersion { found: 2, .. })));
         assert!(matches!(FileHeader::decode(Path::new("x"), &page[..10]), Err(Error::NotADatabase { .. })));
     }
 

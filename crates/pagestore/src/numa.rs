@@ -41,7 +41,9 @@ impl Topology {
     /// A made-up machine of `nodes` nodes with `cpus_per_node` CPUs each (for tests).
     pub fn simulated(nodes: usize, cpus_per_node: usize) -> Topology {
         Topology {
-            nodes: (0..nodes).map(|node| (node, (node * cpus_per_node..(node + 1) * cpus_per_node).collect())).collect(),
+            nodes: (0..nodes)
+                .map(|node| (node, (node * cpus_per_node..(node + 1) * cpus_per_node).collect()))
+                .collect(),
         }
     }
 
@@ -116,7 +118,7 @@ impl Placement {
 
 /// Binds memory to a node. The real one calls `mbind`; tests record the calls.
 pub trait MemoryBinder: Send + Sync {
-    fn bind(&self, address: *mut u8, len: usize, node: usize) -> io::Result<()>;
+    fn bind(&self, region: &mut [u8], node: usize) -> io::Result<()>;
 }
 
 /// Binds with the `mbind` system call (`MPOL_BIND`).
@@ -124,15 +126,23 @@ pub trait MemoryBinder: Send + Sync {
 pub struct MbindBinder;
 
 impl MemoryBinder for MbindBinder {
-    fn bind(&self, address: *mut u8, len: usize, node: usize) -> io::Result<()> {
+    fn bind(&self, region: &mut [u8], node: usize) -> io::Result<()> {
         const MPOL_BIND: libc::c_long = 2;
         let bits_per_word = 8 * std::mem::size_of::<libc::c_ulong>();
         let mut mask = vec![0 as libc::c_ulong; node / bits_per_word + 1];
         mask[node / bits_per_word] |= 1 << (node % bits_per_word);
         let max_node = (mask.len() * bits_per_word + 1) as libc::c_ulong;
-        // SAFETY: address/len describe a mapping we own; mask outlives the call.
+        // SAFETY: the region is memory we own; the mask outlives the call.
         let result = unsafe {
-            libc::syscall(libc::SYS_mbind, address, len, MPOL_BIND, mask.as_ptr(), max_node, 0 as libc::c_uint)
+            libc::syscall(
+                libc::SYS_mbind,
+                region.as_mut_ptr(),
+                region.len(),
+                MPOL_BIND,
+                mask.as_ptr(),
+                max_node,
+                0 as libc::c_uint,
+            )
         };
         if result == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
     }
@@ -182,7 +192,14 @@ mod tests {
             seen.dedup();
             assert_eq!(seen.len(), 96);
             for (region, count) in placement.region_slots.iter().enumerate() {
-                assert!(placement.slot_location.iter().filter(|(r, i)| *r as usize == region && (*i as usize) < *count).count() == *count);
+                assert!(
+                    placement
+                        .slot_location
+                        .iter()
+                        .filter(|(r, i)| *r as usize == region && (*i as usize) < *count)
+                        .count()
+                        == *count
+                );
             }
         }
     }
@@ -200,8 +217,8 @@ mod tests {
     #[derive(Default)]
     pub struct RecordingBinder(pub Mutex<Vec<(usize, usize)>>);
     impl MemoryBinder for RecordingBinder {
-        fn bind(&self, _address: *mut u8, len: usize, node: usize) -> io::Result<()> {
-            self.0.lock().unwrap().push((len, node));
+        fn bind(&self, region: &mut [u8], node: usize) -> io::Result<()> {
+            self.0.lock().unwrap().push((region.len(), node));
             Ok(())
         }
     }

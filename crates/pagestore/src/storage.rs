@@ -71,7 +71,7 @@ impl PageFile {
         }
         let options = OpenOptions { create_new: false, direct_io };
         let file = vfs.open(path, options).map_err(|error| open_error(path, error))?;
-        let length = file.len().map_err(|error| Error::io(IoOp::Length, path, None, error))?;
+        let length = file.size().map_err(|error| Error::io(IoOp::Length, path, None, error))?;
         if length < MIN_PAGE_SIZE as u64 {
             return Err(Error::NotADatabase {
                 path: path.to_path_buf(),
@@ -79,12 +79,10 @@ impl PageFile {
             });
         }
         let mut probe = AlignedBuf::zeroed(MIN_PAGE_SIZE);
-        file.read_exact_at(&mut probe, 0)
-            .map_err(|error| Error::io(IoOp::Read, path, Some(0), error))?;
+        file.read_exact_at(&mut probe, 0).map_err(|error| Error::io(IoOp::Read, path, Some(0), error))?;
         let page_size = FileHeader::decode_page_size(path, &probe)?;
         let mut first = AlignedBuf::zeroed(page_size);
-        file.read_exact_at(&mut first, 0)
-            .map_err(|error| Error::io(IoOp::Read, path, Some(0), error))?;
+        file.read_exact_at(&mut first, 0).map_err(|error| Error::io(IoOp::Read, path, Some(0), error))?;
         let header = FileHeader::decode(path, &first)?;
         let page_count = length / page_size as u64;
         let store = PageFile {
@@ -117,13 +115,12 @@ impl PageFile {
         self.check_writable()?;
         let _guard = self.grow_lock.lock();
         let first = self.size();
-        let new_count = first.checked_add(n).filter(|&count| count <= MAX_PAGE_ID + 1).ok_or_else(|| {
-            Error::InvalidConfig(format!("file would exceed {} pages", MAX_PAGE_ID + 1))
-        })?;
+        let new_count = first
+            .checked_add(n)
+            .filter(|&count| count <= MAX_PAGE_ID + 1)
+            .ok_or_else(|| Error::InvalidConfig(format!("file would exceed {} pages", MAX_PAGE_ID + 1)))?;
         let length = new_count * self.page_size as u64;
-        self.file
-            .allocate(length)
-            .map_err(|error| Error::io(IoOp::Extend, &self.path, Some(first), error))?;
+        self.file.allocate(length).map_err(|error| Error::io(IoOp::Extend, &self.path, Some(first), error))?;
         self.page_count.store(new_count, Ordering::Release);
         Ok(first)
     }

@@ -157,7 +157,8 @@ fn every_torn_checkpoint_write_leaves_an_openable_file() {
             let writes = fault.count(FaultOp::Write) - writes_before;
             drop(pool);
             fault.heal();
-            let pool = open(&fault, 16).unwrap_or_else(|error| panic!("write {write_index} torn at {at_byte}: {error}"));
+            let pool =
+                open(&fault, 16).unwrap_or_else(|error| panic!("write {write_index} torn at {at_byte}: {error}"));
             let allocated = pool.allocated_pages();
             let expected = if allocated == before.keys().copied().collect::<Vec<_>>() { &before } else { &after };
             assert_eq!(allocated, expected.keys().copied().collect::<Vec<_>>(), "write {write_index} at {at_byte}");
@@ -252,6 +253,9 @@ fn bad_configuration_on_open_leaves_the_file_alone() {
     let pages = write_pages(&pool, 2, 1);
     pool.close().unwrap();
     let bad = PoolConfig { pool_size_bytes: 1000, ..PoolConfig::default() };
-    assert!(matches!(BufferPool::open_with(Arc::new(fault.clone()), Path::new(PATH), bad), Err(Error::InvalidConfig(_))));
+    assert!(matches!(
+        BufferPool::open_with(Arc::new(fault.clone()), Path::new(PATH), bad),
+        Err(Error::InvalidConfig(_))
+    ));
     assert_pages(&open(&fault, 16).unwrap(), &pages);
 }

@@ -41,7 +41,10 @@ fn the_real_file_works_and_is_locked_while_open() {
         guard.page_id()
     };
     assert!(matches!(BufferPool::open(&path, PoolConfig::with_size(1 << 20)), Err(Error::Locked { .. })));
-    assert!(matches!(BufferPool::create(&path, 8192, PoolConfig::with_size(1 << 20)), Err(Error::AlreadyExists { .. })));
+    assert!(matches!(
+        BufferPool::create(&path, 8192, PoolConfig::with_size(1 << 20)),
+        Err(Error::AlreadyExists { .. })
+    ));
     drop(pool); // dropping closes
     let pool = BufferPool::open(&path, PoolConfig::with_size(1 << 20)).unwrap();
     assert_eq!(pool.page_size(), 8192);
@@ -78,8 +81,9 @@ fn page_size_is_recorded_and_validated() {
     for page_size in [4096, 8192, 16384, 32768, 65536] {
         let vfs = MemoryVfs::new();
         let path = Path::new("sized.tern");
-        let pool = BufferPool::create_with(Arc::new(vfs.clone()), path, page_size, PoolConfig::with_size(page_size * 64))
-            .unwrap();
+        let pool =
+            BufferPool::create_with(Arc::new(vfs.clone()), path, page_size, PoolConfig::with_size(page_size * 64))
+                .unwrap();
         assert_eq!(pool.payload_size(), page_size - 16);
         pool.close().unwrap();
         let pool = BufferPool::open_with(Arc::new(vfs), path, PoolConfig::with_size(page_size * 64)).unwrap();
@@ -303,8 +307,7 @@ fn read_and_write_guards_share_and_exclude() {
 #[test]
 fn two_threads_missing_on_one_page_read_it_once() {
     let vfs = SlowVfs { inner: MemoryVfs::new(), reads: Default::default(), delay: Duration::from_millis(30) };
-    let pool =
-        BufferPool::create_with(Arc::new(vfs.clone()), Path::new("slow.tern"), 4096, config(16, 1)).unwrap();
+    let pool = BufferPool::create_with(Arc::new(vfs.clone()), Path::new("slow.tern"), 4096, config(16, 1)).unwrap();
     let page = {
         let mut guard = pool.alloc().unwrap();
         fill(&mut guard, 3, 3);

@@ -44,7 +44,8 @@ impl Frames {
             }
             let region = Region { base: base.cast(), len };
             if let Some(node) = node {
-                binder.bind(region.base, len, *node)?;
+                // SAFETY: the mapping is `len` bytes, ours, and not yet shared with anyone.
+                binder.bind(unsafe { std::slice::from_raw_parts_mut(region.base, len) }, *node)?;
             }
             regions.push(region);
         }

@@ -226,11 +226,17 @@ impl BufferPool {
         if file.size() < checkpoint.page_count {
             return Err(Error::Truncated {
                 path: path.to_path_buf(),
-                detail: format!("{} pages on disk, checkpoint {} needs {}", file.size(), checkpoint.sequence, checkpoint.page_count),
+                detail: format!(
+                    "{} pages on disk, checkpoint {} needs {}",
+                    file.size(),
+                    checkpoint.sequence,
+                    checkpoint.page_count
+                ),
             });
         }
         config.validate(file.page_size())?;
-        let mut allocation = AllocationTable::load(&file, checkpoint.sequence, checkpoint.page_count, checkpoint.bitmap_digest)?;
+        let mut allocation =
+            AllocationTable::load(&file, checkpoint.sequence, checkpoint.page_count, checkpoint.bitmap_digest)?;
         allocation.cover(file.size());
         let header = HeaderState { slots: header.slots.clone(), current };
         Self::start(file, allocation, header, config, &Topology::detect(), &MbindBinder)
@@ -253,8 +259,9 @@ impl BufferPool {
             )));
         }
         let placement = Placement::plan(slots, config.partitions, topology, config.numa);
-        let frames = Frames::new(&placement, page_size, binder)
-            .map_err(|error| Error::InvalidConfig(format!("cannot map {} bytes of pool memory: {error}", config.pool_size_bytes)))?;
+        let frames = Frames::new(&placement, page_size, binder).map_err(|error| {
+            Error::InvalidConfig(format!("cannot map {} bytes of pool memory: {error}", config.pool_size_bytes))
+        })?;
         let descriptors = (0..slots).map(|_| Descriptor::new()).collect();
         let partitions = (0..config.partitions)
             .map(|partition| {
@@ -630,7 +637,8 @@ impl Shared {
             } else {
                 descriptor::PIN_ONE
             };
-            match descriptor.state.compare_exchange_weak(current, current + delta, Ordering::Acquire, Ordering::Relaxed) {
+            match descriptor.state.compare_exchange_weak(current, current + delta, Ordering::Acquire, Ordering::Relaxed)
+            {
                 Ok(_) => break,
                 Err(actual) => current = actual,
             }
@@ -658,7 +666,8 @@ impl Shared {
 
     fn set_hint(&self, partition: &Partition, page: PageId, slot: u32) {
         let local = slot as u64 / self.partition_count as u64;
-        partition.hints[self.hint_index(partition, page)].store((page + 1) << HINT_SLOT_BITS | local, Ordering::Release);
+        partition.hints[self.hint_index(partition, page)]
+            .store((page + 1) << HINT_SLOT_BITS | local, Ordering::Release);
     }
 
     /// REQUIRES: the partition lock.
@@ -874,8 +883,7 @@ impl Shared {
         }
         let partition = &self.partitions[self.partition_of(page)];
         let mut state = partition.state.lock();
-        loop {
-            let Some(&slot) = state.table.get(&page) else { break };
+        while let Some(&slot) = state.table.get(&page) {
             let descriptor = &self.descriptors[slot as usize];
             let current = descriptor.load();
             if current & IO_IN_PROGRESS != 0 {
@@ -949,7 +957,8 @@ impl Shared {
     }
 
     fn stats(&self) -> PoolStats {
-        let mut stats = PoolStats { slots: self.descriptors.len() as u64, page_size: self.page_size as u64, ..Default::default() };
+        let mut stats =
+            PoolStats { slots: self.descriptors.len() as u64, page_size: self.page_size as u64, ..Default::default() };
         for partition in self.partitions.iter() {
             let state = partition.state.lock();
             stats.hits += state.hits;
@@ -979,7 +988,8 @@ impl Shared {
     }
 
     fn check_consistency(&self) -> Result<()> {
-        let states: Vec<MutexGuard<'_, PartitionState>> = self.partitions.iter().map(|partition| partition.state.lock()).collect();
+        let states: Vec<MutexGuard<'_, PartitionState>> =
+            self.partitions.iter().map(|partition| partition.state.lock()).collect();
         let allocation = self.allocation.lock();
         let layout = allocation.layout();
         let mut problems = Vec::new();
@@ -992,7 +1002,10 @@ impl Shared {
                     problems.push(format!("page {page} in slot {slot} is in partition {index}'s table"));
                 }
                 if descriptor.page_id.load(Ordering::Relaxed) != page {
-                    problems.push(format!("slot {slot} is mapped to page {page} but names page {}", descriptor.page_id.load(Ordering::Relaxed)));
+                    problems.push(format!(
+                        "slot {slot} is mapped to page {page} but names page {}",
+                        descriptor.page_id.load(Ordering::Relaxed)
+                    ));
                 }
                 if current & (VALID | IO_IN_PROGRESS) == 0 {
                     problems.push(format!("slot {slot} of page {page} is neither valid nor being filled"));

@@ -65,10 +65,7 @@ impl FaultVfs {
     /// Fails the `n`th operation of kind `op` from now on (1 = the next one).
     pub fn fail_nth(&self, op: FaultOp, n: u64, kind: FaultKind) {
         assert!(n >= 1, "n counts from 1");
-        assert!(
-            op == FaultOp::Write || !matches!(kind, FaultKind::TornWrite { .. }),
-            "only writes can be torn"
-        );
+        assert!(op == FaultOp::Write || !matches!(kind, FaultKind::TornWrite { .. }), "only writes can be torn");
         let nth = self.count(op) + n;
         self.state.rules.lock().push(Rule { op, nth, kind });
     }
@@ -159,8 +156,8 @@ impl VfsFile for FaultFile {
         }
     }
 
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
+    fn size(&self) -> io::Result<u64> {
+        self.inner.size()
     }
 
     fn allocate(&self, len: u64) -> io::Result<()> {

@@ -96,7 +96,7 @@ impl VfsFile for MemoryFile {
         Ok(())
     }
 
-    fn len(&self) -> io::Result<u64> {
+    fn size(&self) -> io::Result<u64> {
         Ok(self.bytes.read().len() as u64)
     }
 

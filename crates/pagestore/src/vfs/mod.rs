@@ -46,8 +46,8 @@ pub trait VfsFile: Send + Sync {
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
     /// Makes every completed write durable (`fdatasync`).
     fn sync(&self) -> io::Result<()>;
-    /// Current length in bytes.
-    fn len(&self) -> io::Result<u64>;
+    /// Current size in bytes.
+    fn size(&self) -> io::Result<u64>;
     /// Grows the file to `len` bytes, reserving the space on disk where the file system can, so
     /// that a full disk shows up here rather than at a later write. Never shrinks.
     fn allocate(&self, len: u64) -> io::Result<()>;

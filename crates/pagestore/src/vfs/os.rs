@@ -62,12 +62,12 @@ impl VfsFile for OsFile {
         self.file.sync_data()
     }
 
-    fn len(&self) -> io::Result<u64> {
+    fn size(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
     }
 
     fn allocate(&self, len: u64) -> io::Result<()> {
-        let current = self.len()?;
+        let current = self.size()?;
         if len <= current {
             return Ok(());
         }

@@ -17,8 +17,9 @@ pub fn config(pool_pages: usize, partitions: usize) -> PoolConfig {
 
 pub fn memory_pool(pool_pages: usize, partitions: usize) -> (MemoryVfs, BufferPool) {
     let vfs = MemoryVfs::new();
-    let pool = BufferPool::create_with(Arc::new(vfs.clone()), Path::new("test.tern"), PAGE, config(pool_pages, partitions))
-        .expect("create");
+    let pool =
+        BufferPool::create_with(Arc::new(vfs.clone()), Path::new("test.tern"), PAGE, config(pool_pages, partitions))
+            .expect("create");
     (vfs, pool)
 }
 
@@ -91,8 +92,8 @@ impl VfsFile for SlowFile {
     fn sync(&self) -> io::Result<()> {
         self.inner.sync()
     }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
+    fn size(&self) -> io::Result<u64> {
+        self.inner.size()
     }
     fn allocate(&self, len: u64) -> io::Result<()> {
         self.inner.allocate(len)
