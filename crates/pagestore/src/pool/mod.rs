@@ -555,6 +555,8 @@ impl Shared {
                 }
                 state.hits += 1;
                 let pinned = descriptor.pin_locked();
+                // The hint may have been taken by a colliding page: the page used last gets it.
+                self.set_hint(partition, page, slot);
                 if pinned & PREFETCHED != 0 {
                     descriptor.state.fetch_and(!PREFETCHED, Ordering::Relaxed);
                     state.prefetch_hits += 1;
