@@ -10,14 +10,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tern_pagestore::{BufferPool, OsVfs, PoolConfig, Vfs};
 
-const PAGES: usize = 1500;
 const THREADS: usize = 4;
 const OPERATIONS: usize = 6000;
 
-fn run(vfs: Arc<dyn Vfs>, path: &std::path::Path, partitions: usize, prefetch_degree: usize) {
+fn run(vfs: Arc<dyn Vfs>, path: &std::path::Path, pages_in_file: usize, partitions: usize, prefetch_degree: usize) {
     let config = PoolConfig { prefetch_degree, ..config(64, partitions) };
     let pool = BufferPool::create_with(vfs.clone(), path, PAGE, config.clone()).unwrap();
-    let pages: Vec<u64> = (0..PAGES)
+    let pages: Vec<u64> = (0..pages_in_file)
         .map(|_| {
             let mut guard = pool.alloc().unwrap();
             let page = guard.page_id();
@@ -25,7 +24,7 @@ fn run(vfs: Arc<dyn Vfs>, path: &std::path::Path, partitions: usize, prefetch_de
             page
         })
         .collect();
-    let versions: Vec<AtomicU64> = (0..PAGES).map(|_| AtomicU64::new(0)).collect();
+    let versions: Vec<AtomicU64> = (0..pages_in_file).map(|_| AtomicU64::new(0)).collect();
 
     std::thread::scope(|scope| {
         for thread in 0..THREADS {
@@ -33,7 +32,7 @@ fn run(vfs: Arc<dyn Vfs>, path: &std::path::Path, partitions: usize, prefetch_de
             scope.spawn(move || {
                 let mut rng = rand::rngs::SmallRng::seed_from_u64(thread as u64);
                 for operation in 0..OPERATIONS {
-                    let index = rng.random_range(0..PAGES);
+                    let index = rng.random_range(0..pages_in_file);
                     let page = pages[index];
                     if rng.random_bool(0.3) {
                         let mut guard = pool.pin_write(page).unwrap();
@@ -59,7 +58,9 @@ fn run(vfs: Arc<dyn Vfs>, path: &std::path::Path, partitions: usize, prefetch_de
 
     pool.check_consistency().unwrap();
     let stats = pool.stats();
-    assert!(stats.evictions > 1000 && stats.writes > 100, "the pool was under pressure: {stats:?}");
+    if pages_in_file > 64 {
+        assert!(stats.evictions > 1000 && stats.writes > 100, "the pool was under pressure: {stats:?}");
+    }
     let check = |pool: &BufferPool| {
         for (index, page) in pages.iter().enumerate() {
             let version = version_of(&pool.pin_read(*page).unwrap(), *page);
@@ -75,16 +76,22 @@ fn run(vfs: Arc<dyn Vfs>, path: &std::path::Path, partitions: usize, prefetch_de
 
 #[test]
 fn threads_hammering_a_small_pool_in_memory() {
-    run(Arc::new(tern_pagestore::MemoryVfs::new()), std::path::Path::new("stress.tern"), 4, 0);
+    run(Arc::new(tern_pagestore::MemoryVfs::new()), std::path::Path::new("stress.tern"), 1500, 4, 0);
 }
 
 #[test]
 fn threads_hammering_a_small_pool_on_a_real_file_with_prefetch() {
     let dir = tempfile::tempdir().unwrap();
-    run(Arc::new(OsVfs), &dir.path().join("stress.tern"), 2, 2);
+    run(Arc::new(OsVfs), &dir.path().join("stress.tern"), 1500, 2, 2);
 }
 
 #[test]
 fn threads_hammering_one_partition() {
-    run(Arc::new(tern_pagestore::MemoryVfs::new()), std::path::Path::new("one.tern"), 1, 0);
+    run(Arc::new(tern_pagestore::MemoryVfs::new()), std::path::Path::new("one.tern"), 1500, 1, 0);
+}
+
+/// Few pages, all cached: threads keep meeting on the same content latches.
+#[test]
+fn threads_contending_for_the_latches_of_a_few_pages() {
+    run(Arc::new(tern_pagestore::MemoryVfs::new()), std::path::Path::new("hot.tern"), 6, 2, 0);
 }

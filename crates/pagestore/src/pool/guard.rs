@@ -3,7 +3,7 @@
 //! only: the page header belongs to the page store.
 
 use super::Shared;
-use super::descriptor::DIRTY;
+use super::descriptor::{DIRTY, Latch};
 use crate::page::PageId;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::Ordering;
@@ -16,9 +16,8 @@ pub struct PageReadGuard<'a> {
 }
 
 impl<'a> PageReadGuard<'a> {
-    /// REQUIRES: `slot` is pinned by the caller for `page`; the guard takes over that pin.
+    /// REQUIRES: `slot` is pinned and latched shared for `page`; the guard takes both over.
     pub(super) fn new(shared: &'a Shared, slot: u32, page: PageId) -> Self {
-        shared.descriptor(slot).lock_shared();
         Self { shared, slot, page }
     }
 
@@ -38,10 +37,7 @@ impl Deref for PageReadGuard<'_> {
 
 impl Drop for PageReadGuard<'_> {
     fn drop(&mut self) {
-        let descriptor = self.shared.descriptor(self.slot);
-        // SAFETY: taken in `new`.
-        unsafe { descriptor.unlock_shared() };
-        descriptor.unpin();
+        self.shared.descriptor(self.slot).unlatch_and_unpin(Latch::Shared);
     }
 }
 
@@ -54,9 +50,8 @@ pub struct PageWriteGuard<'a> {
 }
 
 impl<'a> PageWriteGuard<'a> {
-    /// REQUIRES: `slot` is pinned by the caller for `page`; the guard takes over that pin.
+    /// REQUIRES: `slot` is pinned and latched exclusively for `page`; the guard takes both over.
     pub(super) fn new(shared: &'a Shared, slot: u32, page: PageId) -> Self {
-        shared.descriptor(slot).lock_exclusive();
         Self { shared, slot, page, marked_dirty: false }
     }
 
@@ -93,9 +88,6 @@ impl DerefMut for PageWriteGuard<'_> {
 
 impl Drop for PageWriteGuard<'_> {
     fn drop(&mut self) {
-        let descriptor = self.shared.descriptor(self.slot);
-        // SAFETY: taken in `new`.
-        unsafe { descriptor.unlock_exclusive() };
-        descriptor.unpin();
+        self.shared.descriptor(self.slot).unlatch_and_unpin(Latch::Exclusive);
     }
 }

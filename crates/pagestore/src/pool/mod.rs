@@ -48,7 +48,7 @@ use crate::numa::{MbindBinder, MemoryBinder, Placement, Topology};
 use crate::page::{PageId, PageKind};
 use crate::storage::PageFile;
 use crate::vfs::{OsVfs, Vfs};
-use descriptor::{DIRTY, Descriptor, IO_IN_PROGRESS, PREFETCHED, VALID, WRITE_IN_PROGRESS, pins, usage};
+use descriptor::{DIRTY, Descriptor, IO_IN_PROGRESS, Latch, PREFETCHED, VALID, WRITE_IN_PROGRESS, pins, usage};
 use frames::Frames;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use prefetch::Prefetcher;
@@ -340,13 +340,13 @@ impl BufferPool {
 
     /// Pins `page` for reading. The guard unpins on drop.
     pub fn pin_read(&self, page: PageId) -> Result<PageReadGuard<'_>> {
-        let slot = self.shared.pin(page, Fill::Read, Source::Demand)?;
+        let slot = self.shared.pin(page, Fill::Read, Source::Demand, Latch::Shared)?;
         Ok(PageReadGuard::new(&self.shared, slot, page))
     }
 
     /// Pins `page` for writing; the first mutable access marks it dirty.
     pub fn pin_write(&self, page: PageId) -> Result<PageWriteGuard<'_>> {
-        let slot = self.shared.pin(page, Fill::Read, Source::Demand)?;
+        let slot = self.shared.pin(page, Fill::Read, Source::Demand, Latch::Exclusive)?;
         Ok(PageWriteGuard::new(&self.shared, slot, page))
     }
 
@@ -356,7 +356,7 @@ impl BufferPool {
         if !self.shared.allocation.lock().is_allocated(page) || self.shared.is_protected(page) {
             return Err(self.shared.not_pinnable(page));
         }
-        let slot = self.shared.pin(page, Fill::Zero, Source::Demand)?;
+        let slot = self.shared.pin(page, Fill::Zero, Source::Demand, Latch::Exclusive)?;
         let mut guard = PageWriteGuard::new(&self.shared, slot, page);
         guard.fill(0);
         Ok(guard)
@@ -530,16 +530,32 @@ impl Shared {
         self.page_size - PAGE_HEADER_SIZE
     }
 
-    /// Pins `page` and returns its slot; for a prefetch, returns `None`-like `u32::MAX` when
-    /// the page was already cached (nothing to do) — see `prefetch_page`.
-    fn pin(&self, page: PageId, fill: Fill, source: Source) -> Result<u32> {
+    /// Pins `page`, takes its content latch in mode `latch` and returns its slot. A prefetch
+    /// takes no pin and no latch; it returns `u32::MAX` when the page was already cached.
+    fn pin(&self, page: PageId, fill: Fill, source: Source, latch: Latch) -> Result<u32> {
         let partition_index = self.partition_of(page);
         let partition = &self.partitions[partition_index];
         if source == Source::Demand
-            && let Some(slot) = self.pin_fast(partition, partition_index, page)
+            && let Some(slot) = self.pin_fast(partition, partition_index, page, latch)
         {
             return Ok(slot);
         }
+        let slot = self.pin_slow(partition, partition_index, page, fill, source)?;
+        if source == Source::Demand {
+            self.descriptors[slot as usize].acquire_latch(latch);
+        }
+        Ok(slot)
+    }
+
+    /// The locked path of `pin`: returns the slot pinned but not latched.
+    fn pin_slow(
+        &self,
+        partition: &Partition,
+        partition_index: usize,
+        page: PageId,
+        fill: Fill,
+        source: Source,
+    ) -> Result<u32> {
         let mut state = partition.state.lock();
         let mut flushed: Option<(u32, PageId)> = None;
         let mut rounds = 0usize;
@@ -619,7 +635,7 @@ impl Shared {
     /// The lock-free hit path: pin `page` through its hint if it is cached, valid and not
     /// being filled. `None` sends the caller to the locked path (no harm done).
     #[inline]
-    fn pin_fast(&self, partition: &Partition, partition_index: usize, page: PageId) -> Option<u32> {
+    fn pin_fast(&self, partition: &Partition, partition_index: usize, page: PageId, latch: Latch) -> Option<u32> {
         let entry = partition.hints[self.hint_index(partition, page)].load(Ordering::Acquire);
         if entry >> HINT_SLOT_BITS != page + 1 {
             return None;
@@ -628,28 +644,36 @@ impl Shared {
         let slot = (partition_index as u64 + local * self.partition_count as u64) as u32;
         let descriptor = self.descriptors.get(slot as usize)?;
         let mut current = descriptor.state.load(Ordering::Relaxed);
-        loop {
+        let latched = loop {
             if current & (VALID | IO_IN_PROGRESS | PREFETCHED) != VALID
                 || pins(current) >= crate::limits::MAX_PIN_COUNT as u64
             {
                 return None;
             }
-            let delta = if usage(current) < crate::limits::MAX_USAGE_COUNT as u64 {
-                descriptor::PIN_ONE + descriptor::USAGE_ONE
-            } else {
-                descriptor::PIN_ONE
-            };
+            // Pin and latch in one step when the latch is free; otherwise pin now, latch below.
+            let latched = latch.available(current);
+            let mut delta = descriptor::PIN_ONE + descriptor::usage_increment(current);
+            if latched {
+                delta += latch.delta();
+            }
             match descriptor.state.compare_exchange_weak(current, current + delta, Ordering::Acquire, Ordering::Relaxed)
             {
-                Ok(_) => break,
+                Ok(_) => break latched,
                 Err(actual) => current = actual,
             }
-        }
+        };
         // Pinned while VALID: the slot cannot be renamed now, so its page id is stable. It may
         // have been renamed before our pin, though: check.
         if descriptor.page_id.load(Ordering::Acquire) != page {
-            descriptor.unpin();
+            if latched {
+                descriptor.unlatch_and_unpin(latch);
+            } else {
+                descriptor.unpin();
+            }
             return None;
+        }
+        if !latched {
+            descriptor.acquire_latch(latch);
         }
         descriptor.count_fast_hit();
         Some(slot)
@@ -829,15 +853,14 @@ impl Shared {
 
     fn write_back_exclusive(&self, descriptor: &Descriptor, slot: u32, page: PageId) -> Result<()> {
         let mut image = AlignedBuf::zeroed(self.page_size);
-        descriptor.lock_shared();
+        descriptor.acquire_latch(Latch::Shared);
         let was_dirty = descriptor.state.fetch_and(!DIRTY, Ordering::AcqRel) & DIRTY != 0;
         if was_dirty {
             // SAFETY: pinned (the frame stays this page's) and latched shared (no writer).
             let frame = unsafe { std::slice::from_raw_parts(self.frames.frame(slot as usize), self.page_size) };
             image.copy_from_slice(frame);
         }
-        // SAFETY: taken above.
-        unsafe { descriptor.unlock_shared() };
+        descriptor.release_latch(Latch::Shared);
         if !was_dirty {
             return Ok(());
         }
@@ -1066,7 +1089,7 @@ impl Shared {
         if self.closed.load(Ordering::Acquire) {
             return Ok(());
         }
-        match self.pin(page, Fill::Read, Source::Prefetch) {
+        match self.pin(page, Fill::Read, Source::Prefetch, Latch::Shared) {
             Ok(u32::MAX) => Ok(()),
             Ok(_) => {
                 if let Some(queue) = &self.prefetch_queue {
