@@ -234,7 +234,7 @@ mod tests {
 
     fn pinned() -> Descriptor {
         let descriptor = Descriptor::new();
-        descriptor.state.store(VALID | 8 * PIN_ONE, Ordering::Relaxed);
+        descriptor.state.store(VALID | (8 * PIN_ONE), Ordering::Relaxed);
         descriptor
     }
 
@@ -247,11 +247,11 @@ mod tests {
         assert!(!Latch::Exclusive.available(descriptor.load()));
         descriptor.release_latch(Latch::Shared);
         descriptor.unlatch_and_unpin(Latch::Shared);
-        assert_eq!(descriptor.load(), VALID | 7 * PIN_ONE);
+        assert_eq!(descriptor.load(), VALID | (7 * PIN_ONE));
         descriptor.acquire_latch(Latch::Exclusive);
         assert!(!Latch::Shared.available(descriptor.load()));
         descriptor.unlatch_and_unpin(Latch::Exclusive);
-        assert_eq!(descriptor.load(), VALID | 6 * PIN_ONE);
+        assert_eq!(descriptor.load(), VALID | (6 * PIN_ONE));
     }
 
     #[test]
