@@ -1,1 +1,80 @@
-//! placeholder
+//! Tern's workloads and their peers: `tern bench <workload>`.
+//!
+//! Each workload comes from a source design (see the `pool-*` ones from SMILE), builds its
+//! own data under a work directory, runs Tern and a peer on the same bytes in the same process,
+//! prints readable measurements, writes `<out>/<name>.json` and a chart `<out>/<name>.svg`, and
+//! ends with one line `RESULT <name> <metric> = <value>`.
+//!
+//! | workload | source | peer | RESULT |
+//! |---|---|---|---|
+//! | `pool-scan` | SMILE Algorithm 2 | plain file read (cold), in-memory `Vec` (warm) | `warm_vs_memory` |
+//! | `pool-groupby` | SMILE Algorithm 3 | in-memory `Vec` | `warm_vs_memory` |
+//! | `pool-hashjoin` | SMILE Algorithm 4 | in-memory `Vec` | `warm_vs_memory` |
+//! | `pool-bfs` | SMILE Algorithm 5 | in-memory CSR | `warm_vs_memory` |
+//!
+//! Shared pieces: [`pages`] (page sources and the paper's thread split), [`kernels`] (the
+//! per-page work), [`peer`] (the pool-vs-memory comparison), [`data`] (data generation, cold caches, the file-read peer), [`graph`]
+//! (R-MAT, CSR, paged CSR, BFS), [`report`], [`chart`] and [`timing`].
+
+pub mod bfs;
+pub mod chart;
+pub mod common;
+pub mod data;
+pub mod error;
+pub mod graph;
+pub mod groupby;
+pub mod hashjoin;
+pub mod kernels;
+pub mod pages;
+pub mod peer;
+pub mod report;
+pub mod scan;
+pub mod timing;
+
+pub use common::CommonArgs;
+pub use error::{BenchError, Result};
+
+/// `tern bench`: run one workload. The `tern` binary flattens this into its `bench`
+/// subcommand; it also parses on its own (`BenchArgs::parse_from(["bench", "pool-scan"])`).
+#[derive(Debug, Clone, clap::Parser)]
+#[command(name = "bench", about = "Run a workload against Tern and its peer, and report the ratio")]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub workload: Workload,
+}
+
+/// The workloads.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Workload {
+    /// SMILE's sequential scan (Algorithm 2): cold vs file read, warm vs memory, threads x
+    /// partitions, page sizes, prefetch, out-of-core, pin latency.
+    PoolScan(scan::ScanArgs),
+    /// SMILE's group-by (Algorithm 3): count of each byte value, pool vs memory.
+    PoolGroupby(groupby::GroupByArgs),
+    /// SMILE's hash join (Algorithm 4): build from the first 1/16 of the pages, probe the rest.
+    PoolHashjoin(hashjoin::HashJoinArgs),
+    /// SMILE's breadth-first search (Algorithm 5) over an R-MAT graph stored as paged CSR.
+    PoolBfs(bfs::BfsArgs),
+}
+
+impl Workload {
+    /// The workload's name, as in `tern bench <name>` and `RESULT <name> ...`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Workload::PoolScan(_) => scan::NAME,
+            Workload::PoolGroupby(_) => groupby::NAME,
+            Workload::PoolHashjoin(_) => hashjoin::NAME,
+            Workload::PoolBfs(_) => bfs::NAME,
+        }
+    }
+}
+
+/// Runs the chosen workload; its report has been printed and written when this returns.
+pub fn run(args: &BenchArgs) -> Result<()> {
+    match &args.workload {
+        Workload::PoolScan(args) => scan::run(args).map(drop),
+        Workload::PoolGroupby(args) => groupby::run(args).map(drop),
+        Workload::PoolHashjoin(args) => hashjoin::run(args).map(drop),
+        Workload::PoolBfs(args) => bfs::run(args).map(drop),
+    }
+}

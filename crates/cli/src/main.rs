@@ -1,1 +1,68 @@
-fn main() {}
+//! The `tern` command. Subcommands: `bench` (workloads against their peers); `shell`,
+//! `serve` and `check` come later.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(name = "tern", version, about = "Tern database engine")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a workload against Tern and a peer on the same data, and report the ratio.
+    Bench(tern_bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Bench(args) => {
+            let name = args.workload.name();
+            tern_bench::run(&args).with_context(|| format!("tern bench {name} failed"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn bench_takes_a_workload_and_its_flags() {
+        let cli =
+            Cli::try_parse_from(["tern", "bench", "pool-scan", "--quick", "--seed", "7", "--data-mib", "8"]).unwrap();
+        match cli.command {
+            Command::Bench(args) => {
+                assert_eq!(args.workload.name(), "pool-scan");
+                let tern_bench::Workload::PoolScan(scan) = args.workload else { panic!("not pool-scan") };
+                assert_eq!((scan.common.seed, scan.common.quick, scan.data_mib), (7, true, Some(8)));
+            }
+        }
+        for workload in ["pool-groupby", "pool-hashjoin", "pool-bfs"] {
+            assert!(Cli::try_parse_from(["tern", "bench", workload]).is_ok(), "{workload}");
+        }
+        assert!(Cli::try_parse_from(["tern", "bench"]).is_err());
+        assert!(Cli::try_parse_from(["tern", "bench", "pool-scan", "--no-such-flag"]).is_err());
+    }
+}

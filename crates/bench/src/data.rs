@@ -1,0 +1,238 @@
+//! Data for the workloads: seeded random pages written through the buffer pool (SMILE §5.1.1,
+//! the "allocator"), pool sizes that do or do not hold them, dropping a file from the
+//! operating system's cache for cold runs, and the plain sequential file read that is the cold
+//! runs' peer.
+
+use crate::error::{BenchError, Result};
+use crate::kernels::count_above;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rand::rngs::SmallRng;
+use rand::{RngCore, SeedableRng};
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::time::Instant;
+use tern_pagestore::limits::MIN_SLOTS_PER_PARTITION;
+use tern_pagestore::{BufferPool, NumaMode, PageId, PoolConfig};
+
+/// Bytes in a MiB.
+pub const MIB: u64 = 1024 * 1024;
+
+/// Extra slots per partition in a pool meant to hold all of the data: pages are dealt to
+/// partitions by `page id mod partitions`, so a partition's share may exceed the average.
+const SLACK_SLOTS_PER_PARTITION: usize = 8;
+
+/// Pages of random data, as written through the pool, and the same payload bytes in memory.
+pub struct PagedData {
+    /// Ids of the pages in allocation order.
+    pub page_ids: Vec<PageId>,
+    /// Every page's payload, concatenated in the same order.
+    pub memory: Vec<u8>,
+    /// Bytes of one payload.
+    pub payload_size: usize,
+    /// How long making the data took.
+    pub load: LoadTimes,
+}
+
+impl PagedData {
+    /// Payload bytes over all pages.
+    pub fn payload_bytes(&self) -> u64 {
+        self.memory.len() as u64
+    }
+}
+
+/// Phases of [`write_random_pages`], in seconds.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct LoadTimes {
+    /// Generating the random bytes in memory.
+    pub generate_seconds: f64,
+    /// `alloc()` and copying each payload into its page.
+    pub write_seconds: f64,
+    /// The checkpoint that writes every page to the file and syncs it.
+    pub checkpoint_seconds: f64,
+}
+
+impl LoadTimes {
+    pub fn summary(&self) -> String {
+        format!(
+            "generate {:.3} s, alloc + copy {:.3} s, checkpoint {:.3} s",
+            self.generate_seconds, self.write_seconds, self.checkpoint_seconds
+        )
+    }
+}
+
+/// A pool configuration with `slots` page slots and `partitions` partitions, nothing else.
+pub fn pool_config(slots: usize, page_size: usize, partitions: usize) -> PoolConfig {
+    PoolConfig {
+        pool_size_bytes: slots * page_size,
+        partitions,
+        prefetch_degree: 0,
+        prefetch_workers: 2,
+        numa: NumaMode::Auto,
+        direct_io: false,
+    }
+}
+
+/// Slots for a pool that holds `pages` pages without evicting: every partition gets its share
+/// rounded up plus some slack.
+pub fn slots_to_hold(pages: usize, partitions: usize) -> usize {
+    (pages.div_ceil(partitions) + SLACK_SLOTS_PER_PARTITION).max(MIN_SLOTS_PER_PARTITION) * partitions
+}
+
+/// Slots for a pool of about `pages / divisor` pages (out-of-core runs), never fewer than the
+/// pool's minimum per partition.
+pub fn slots_fraction(pages: usize, divisor: usize, partitions: usize) -> usize {
+    (pages / divisor).max(MIN_SLOTS_PER_PARTITION * partitions)
+}
+
+/// A progress bar on stderr (not drawn when stderr is not a terminal).
+pub fn progress_bar(total: u64, message: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template("{msg:>12} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
+        .expect("a valid progress template")
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_message(message.to_string());
+    bar
+}
+
+/// Fills `pages` new pages of `pool` with seeded random bytes (equivalently, random
+/// little-endian `u32` values), keeps the same payloads in memory, and checkpoints so that
+/// every page is on disk.
+pub fn write_random_pages(pool: &BufferPool, pages: usize, seed: u64, message: &str) -> Result<PagedData> {
+    let payload_size = pool.payload_size();
+    let start = Instant::now();
+    let mut memory = vec![0u8; pages * payload_size];
+    SmallRng::seed_from_u64(seed).fill_bytes(&mut memory);
+    let generated = Instant::now();
+    let bar = progress_bar(memory.len() as u64, message);
+    let mut page_ids = Vec::with_capacity(pages);
+    for (index, payload) in memory.chunks_exact(payload_size).enumerate() {
+        let mut guard = pool.alloc()?;
+        guard.copy_from_slice(payload);
+        page_ids.push(guard.page_id());
+        if index % 256 == 255 {
+            bar.inc(256 * payload_size as u64);
+        }
+    }
+    bar.set_position(memory.len() as u64);
+    let written = Instant::now();
+    pool.checkpoint()?;
+    bar.finish_and_clear();
+    let load = LoadTimes {
+        generate_seconds: (generated - start).as_secs_f64(),
+        write_seconds: (written - generated).as_secs_f64(),
+        checkpoint_seconds: written.elapsed().as_secs_f64(),
+    };
+    Ok(PagedData { page_ids, memory, payload_size, load })
+}
+
+/// Writes back `path`'s dirty pages and asks the kernel to drop its cached pages, so the next
+/// read comes from the device. Returns the fraction of the file still resident afterwards
+/// (0 when the drop worked).
+pub fn drop_os_cache(path: &Path) -> Result<f64> {
+    let file = File::open(path).map_err(|error| BenchError::io("open", path, error))?;
+    file.sync_all().map_err(|error| BenchError::io("sync", path, error))?;
+    // SAFETY: a plain system call on a file descriptor we own.
+    let code = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if code != 0 {
+        return Err(BenchError::io("posix_fadvise(DONTNEED)", path, std::io::Error::from_raw_os_error(code)));
+    }
+    resident_fraction(path)
+}
+
+/// Fraction of `path`'s bytes in the operating system's page cache (`mincore`).
+pub fn resident_fraction(path: &Path) -> Result<f64> {
+    let file = File::open(path).map_err(|error| BenchError::io("open", path, error))?;
+    let length = file.metadata().map_err(|error| BenchError::io("stat", path, error))?.len() as usize;
+    if length == 0 {
+        return Ok(0.0);
+    }
+    // SAFETY: sysconf has no preconditions.
+    let os_page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+    // SAFETY: a read-only shared mapping of a file we hold open; checked for MAP_FAILED and
+    // unmapped below. Its bytes are never read, only its residency.
+    let base =
+        unsafe { libc::mmap(std::ptr::null_mut(), length, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0) };
+    if base == libc::MAP_FAILED {
+        return Err(BenchError::io("mmap", path, std::io::Error::last_os_error()));
+    }
+    let mut residency = vec![0u8; length.div_ceil(os_page)];
+    // SAFETY: `residency` has one byte per OS page of the mapping.
+    let code = unsafe { libc::mincore(base, length, residency.as_mut_ptr()) };
+    let error = std::io::Error::last_os_error();
+    // SAFETY: unmapping the mapping made above, once.
+    unsafe { libc::munmap(base, length) };
+    if code != 0 {
+        return Err(BenchError::io("mincore", path, error));
+    }
+    let resident = residency.iter().filter(|&&flags| flags & 1 != 0).count();
+    Ok(resident as f64 / residency.len() as f64)
+}
+
+/// What a plain read of a file found.
+#[derive(Debug, Clone, Copy)]
+pub struct FileRead {
+    pub bytes: u64,
+    /// Values above the threshold over every byte read (headers included).
+    pub count: u64,
+}
+
+/// Reads `path` from start to end with `std::fs::File` in chunks of `chunk_bytes` and counts
+/// values above `threshold` in what it read, with the scan's own kernel.
+pub fn read_file_counting(path: &Path, chunk_bytes: usize, threshold: u32) -> Result<FileRead> {
+    let mut file = File::open(path).map_err(|error| BenchError::io("open", path, error))?;
+    let mut buffer = vec![0u8; chunk_bytes];
+    let mut bytes = 0u64;
+    let mut count = 0u64;
+    loop {
+        let read = file.read(&mut buffer).map_err(|error| BenchError::io("read", path, error))?;
+        if read == 0 {
+            break;
+        }
+        bytes += read as u64;
+        count += count_above(&buffer[..read], threshold);
+    }
+    Ok(FileRead { bytes, count })
+}
+
+/// Size of `path` in bytes.
+pub fn file_size(path: &Path) -> Result<u64> {
+    Ok(std::fs::metadata(path).map_err(|error| BenchError::io("stat", path, error))?.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pools_that_hold_the_data_have_room_in_every_partition() {
+        for partitions in [1, 4, 16, 128] {
+            let slots = slots_to_hold(1000, partitions);
+            assert_eq!(slots % partitions, 0);
+            assert!(slots / partitions >= 1000usize.div_ceil(partitions));
+        }
+        assert_eq!(slots_fraction(1000, 4, 16), 250);
+        assert_eq!(slots_fraction(40, 4, 16), 64);
+    }
+
+    #[test]
+    fn random_pages_match_their_memory_copy_and_survive_a_cold_read() {
+        let temp = tempfile::tempdir().unwrap();
+        let path = temp.path().join("random.tern");
+        let pool = BufferPool::create(&path, 4096, pool_config(slots_to_hold(20, 4), 4096, 4)).unwrap();
+        let data = write_random_pages(&pool, 20, 7, "test").unwrap();
+        assert_eq!(data.page_ids.len(), 20);
+        assert_eq!(data.memory.len(), 20 * pool.payload_size());
+        pool.flush_and_evict().unwrap();
+        let resident = drop_os_cache(&path).unwrap();
+        assert!((0.0..=1.0).contains(&resident));
+        for (index, &page) in data.page_ids.iter().enumerate() {
+            let guard = pool.pin_read(page).unwrap();
+            assert_eq!(&guard[..], &data.memory[index * data.payload_size..(index + 1) * data.payload_size]);
+        }
+        let read = read_file_counting(&path, 1 << 20, 0).unwrap();
+        assert_eq!(read.bytes, file_size(&path).unwrap());
+    }
+}

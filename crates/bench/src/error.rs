@@ -1,0 +1,55 @@
+//! The benchmark crate's error type. Anything the page store, the file system or a bad flag
+//! can cause is a variant; so is a peer disagreeing with the pool, which would make every
+//! number of the run meaningless. Causes are chained as `source()`, not repeated in the
+//! message: print with anyhow's `{:#}` to see the whole chain.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Result of benchmark operations.
+pub type Result<T, E = BenchError> = std::result::Result<T, E>;
+
+/// Errors of `tern bench`.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// The page store refused or failed an operation.
+    #[error(transparent)]
+    Pool(#[from] tern_pagestore::Error),
+    /// A file-system operation of the benchmark itself failed.
+    #[error("{action} {path}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A flag or a combination of flags that cannot run.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// The pool and its peer computed different answers over the same bytes.
+    #[error("results differ: {0}")]
+    Mismatch(String),
+    /// A stored structure (the graph's metadata page) does not decode.
+    #[error("corrupt benchmark data: {0}")]
+    Corrupt(String),
+    /// Writing the JSON report failed.
+    #[error("JSON report {path}")]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Drawing the chart failed.
+    #[error("chart {path}: {message}")]
+    Chart { path: PathBuf, message: String },
+    /// A worker thread panicked (a bug).
+    #[error("a benchmark thread panicked: {0}")]
+    Panic(String),
+}
+
+impl BenchError {
+    /// An I/O error with what was being done and to which path.
+    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        BenchError::Io { action, path: path.into(), source }
+    }
+}

@@ -1,0 +1,175 @@
+//! Where a workload's pages come from, and the paper's way of dealing them to threads.
+//!
+//! A [`PageSource`] hands out page `i` of a sequence of equal-sized payloads: [`PoolPages`]
+//! pins the `i`-th page id through the buffer pool, [`MemoryPages`] slices the `i`-th chunk of
+//! an in-memory copy of the same bytes. Every workload is written once, generic over the
+//! source, so the pool and its memory peer run the same machine code apart from the pin.
+//!
+//! [`for_each_page`] runs a visitor over a range of pages on `threads` threads, thread `t`
+//! taking the pages whose index `i` (counted from the start of the range) satisfies
+//! `i mod threads == t` (SMILE §4.2), each with its own accumulator padded to a cache line.
+
+use crate::error::{BenchError, Result};
+use std::ops::Range;
+use tern_pagestore::{BufferPool, PageId};
+
+/// A sequence of pages of equal payload size.
+pub trait PageSource: Sync {
+    /// Number of pages.
+    fn page_count(&self) -> usize;
+
+    /// Calls `visit` with the payload of page `index` and returns what it returns.
+    fn with_page<R>(&self, index: usize, visit: impl FnOnce(&[u8]) -> R) -> Result<R>;
+}
+
+/// Pages of a buffer pool, in the order of `page_ids`; each visit pins and unpins one page.
+pub struct PoolPages<'a> {
+    pool: &'a BufferPool,
+    page_ids: &'a [PageId],
+}
+
+impl<'a> PoolPages<'a> {
+    pub fn new(pool: &'a BufferPool, page_ids: &'a [PageId]) -> Self {
+        Self { pool, page_ids }
+    }
+}
+
+impl PageSource for PoolPages<'_> {
+    fn page_count(&self) -> usize {
+        self.page_ids.len()
+    }
+
+    #[inline]
+    fn with_page<R>(&self, index: usize, visit: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        let guard = self.pool.pin_read(self.page_ids[index])?;
+        Ok(visit(&guard))
+    }
+}
+
+/// The memory peer: `bytes` cut into chunks of `page_bytes` (the pool's payload size).
+pub struct MemoryPages<'a> {
+    bytes: &'a [u8],
+    page_bytes: usize,
+}
+
+impl<'a> MemoryPages<'a> {
+    /// REQUIRES: `page_bytes > 0` and `bytes.len()` is a multiple of it.
+    pub fn new(bytes: &'a [u8], page_bytes: usize) -> Self {
+        assert!(page_bytes > 0 && bytes.len().is_multiple_of(page_bytes), "memory pages must be whole");
+        Self { bytes, page_bytes }
+    }
+}
+
+impl PageSource for MemoryPages<'_> {
+    fn page_count(&self) -> usize {
+        self.bytes.len() / self.page_bytes
+    }
+
+    #[inline]
+    fn with_page<R>(&self, index: usize, visit: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        let start = index * self.page_bytes;
+        Ok(visit(&self.bytes[start..start + self.page_bytes]))
+    }
+}
+
+/// A value alone on its cache line, so that threads updating neighbouring accumulators do
+/// not invalidate each other's lines (false sharing).
+#[repr(align(64))]
+pub struct CacheAligned<T>(pub T);
+
+/// Runs `visit` over the pages of `range` on `threads` threads (thread `t` takes the pages
+/// whose offset in the range is `t mod threads`) and returns each thread's accumulator, in
+/// thread order. One thread runs on the caller's thread.
+pub fn for_each_page<S, A, I, V>(source: &S, range: Range<usize>, threads: usize, init: I, visit: V) -> Result<Vec<A>>
+where
+    S: PageSource,
+    A: Send,
+    I: Fn() -> A,
+    V: Fn(&mut A, &[u8]) + Sync,
+{
+    assert!(threads >= 1, "at least one thread");
+    assert!(range.end <= source.page_count(), "page range {range:?} past the source's end");
+    let mut accumulators: Vec<CacheAligned<A>> = (0..threads).map(|_| CacheAligned(init())).collect();
+    if threads == 1 {
+        visit_stride(source, range, 0, 1, &mut accumulators[0].0, &visit)?;
+    } else {
+        let visit = &visit;
+        let outcomes: Vec<Result<()>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = accumulators
+                .iter_mut()
+                .enumerate()
+                .map(|(thread, accumulator)| {
+                    let range = range.clone();
+                    scope.spawn(move || visit_stride(source, range, thread, threads, &mut accumulator.0, visit))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| handle.join().unwrap_or_else(|panic| Err(BenchError::Panic(panic_message(&panic)))))
+                .collect()
+        });
+        outcomes.into_iter().collect::<Result<Vec<()>>>()?;
+    }
+    Ok(accumulators.into_iter().map(|accumulator| accumulator.0).collect())
+}
+
+/// One thread's share of [`for_each_page`].
+#[inline]
+fn visit_stride<S, A, V>(
+    source: &S,
+    range: Range<usize>,
+    thread: usize,
+    threads: usize,
+    accumulator: &mut A,
+    visit: &V,
+) -> Result<()>
+where
+    S: PageSource,
+    V: Fn(&mut A, &[u8]),
+{
+    let start = range.start + thread;
+    if start >= range.end {
+        return Ok(());
+    }
+    for index in (start..range.end).step_by(threads) {
+        source.with_page(index, |bytes| visit(accumulator, bytes))?;
+    }
+    Ok(())
+}
+
+/// The text of a panic payload.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_string()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_take_pages_by_index_modulo() {
+        let bytes: Vec<u8> = (0..10u8).flat_map(|page| [page; 4]).collect();
+        let source = MemoryPages::new(&bytes, 4);
+        let seen =
+            for_each_page(&source, 0..10, 3, Vec::new, |pages: &mut Vec<u8>, payload| pages.push(payload[0])).unwrap();
+        assert_eq!(seen, vec![vec![0, 3, 6, 9], vec![1, 4, 7], vec![2, 5, 8]]);
+        let seen =
+            for_each_page(&source, 4..9, 2, Vec::new, |pages: &mut Vec<u8>, payload| pages.push(payload[0])).unwrap();
+        assert_eq!(seen, vec![vec![4, 6, 8], vec![5, 7]]);
+        let seen =
+            for_each_page(&source, 8..10, 4, Vec::new, |pages: &mut Vec<u8>, payload| pages.push(payload[0])).unwrap();
+        assert_eq!(seen, vec![vec![8], vec![9], vec![], vec![]]);
+    }
+
+    #[test]
+    fn accumulators_sit_on_their_own_cache_lines() {
+        assert_eq!(std::mem::align_of::<CacheAligned<u64>>(), 64);
+        assert_eq!(std::mem::size_of::<CacheAligned<u64>>(), 64);
+    }
+}

@@ -1,0 +1,83 @@
+//! What a workload writes: readable lines on stdout, `<name>.json` with the configuration and
+//! every measurement, and the closing `RESULT <name> <metric> = <value>` line.
+
+use crate::error::{BenchError, Result};
+use serde::Serialize;
+use std::path::Path;
+use tern_pagestore::PoolStats;
+
+/// Change of the pool's counters over one measurement.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StatsDelta {
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub prefetch_requests: u64,
+    pub prefetch_dropped: u64,
+    pub prefetch_reads: u64,
+    pub prefetch_hits: u64,
+}
+
+impl StatsDelta {
+    /// Counters of `after` less those of `before` (both from the same pool).
+    pub fn between(before: &PoolStats, after: &PoolStats) -> StatsDelta {
+        StatsDelta {
+            hits: after.hits - before.hits,
+            misses: after.misses - before.misses,
+            evictions: after.evictions - before.evictions,
+            reads: after.reads - before.reads,
+            writes: after.writes - before.writes,
+            prefetch_requests: after.prefetch_requests - before.prefetch_requests,
+            prefetch_dropped: after.prefetch_dropped - before.prefetch_dropped,
+            prefetch_reads: after.prefetch_reads - before.prefetch_reads,
+            prefetch_hits: after.prefetch_hits - before.prefetch_hits,
+        }
+    }
+
+    /// The counters a reader wants first, in one short string.
+    pub fn summary(&self) -> String {
+        let mut text =
+            format!("hits {} misses {} evictions {} reads {}", self.hits, self.misses, self.evictions, self.reads);
+        if self.prefetch_requests > 0 {
+            text.push_str(&format!(
+                " prefetch requests {} reads {} hits {} dropped {}",
+                self.prefetch_requests, self.prefetch_reads, self.prefetch_hits, self.prefetch_dropped
+            ));
+        }
+        text
+    }
+}
+
+/// The last line of every workload: `RESULT <name> <metric> = <value>` with 3 decimals.
+pub fn result_line(name: &str, metric: &str, value: f64) -> String {
+    format!("RESULT {name} {metric} = {value:.3}")
+}
+
+/// Writes `report` as pretty JSON to `path`.
+pub fn write_json<T: Serialize>(path: &Path, report: &T) -> Result<()> {
+    let text =
+        serde_json::to_string_pretty(report).map_err(|source| BenchError::Json { path: path.to_path_buf(), source })?;
+    std::fs::write(path, text + "\n").map_err(|error| BenchError::io("write", path, error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_lines_have_three_decimals() {
+        assert_eq!(result_line("pool-scan", "warm_vs_memory", 0.91234), "RESULT pool-scan warm_vs_memory = 0.912");
+        assert_eq!(result_line("x", "y", 2.0), "RESULT x y = 2.000");
+    }
+
+    #[test]
+    fn stats_delta_subtracts_counters() {
+        let before = PoolStats { hits: 1, misses: 2, reads: 2, ..Default::default() };
+        let after = PoolStats { hits: 11, misses: 5, reads: 6, evictions: 1, ..Default::default() };
+        let delta = StatsDelta::between(&before, &after);
+        assert_eq!(delta, StatsDelta { hits: 10, misses: 3, reads: 4, evictions: 1, ..Default::default() });
+        assert!(delta.summary().starts_with("hits 10 misses 3"));
+    }
+}
