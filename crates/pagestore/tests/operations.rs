@@ -426,3 +426,25 @@ fn numa_placement_is_a_runtime_setting() {
         }
     }
 }
+
+#[test]
+fn consecutive_pages_land_in_consecutive_frames_whatever_emptied_the_pool() {
+    for partitions in [1, 4, 16] {
+        let (_vfs, pool) = memory_pool(1024, partitions);
+        let pages: Vec<u64> = (0..600).map(|_| pool.alloc().unwrap().page_id()).collect();
+        for round in 0..2 {
+            pool.flush_and_evict().unwrap();
+            // Re-read in reverse first on the second round, to scramble any stack order.
+            if round == 1 {
+                for page in pages.iter().rev().take(300) {
+                    drop(pool.pin_read(*page).unwrap());
+                }
+                pool.flush_and_evict().unwrap();
+            }
+            let addresses: Vec<usize> =
+                pages.iter().map(|page| pool.pin_read(*page).unwrap().as_ptr() as usize).collect();
+            let adjacent = addresses.windows(2).filter(|pair| pair[1] == pair[0] + PAGE).count();
+            assert!(adjacent >= 590, "{partitions} partitions, round {round}: only {adjacent} of 599 pairs adjacent");
+        }
+    }
+}

@@ -31,6 +31,7 @@
 
 mod descriptor;
 pub(crate) mod frames;
+mod free_slots;
 mod guard;
 mod prefetch;
 mod stats;
@@ -50,6 +51,7 @@ use crate::storage::PageFile;
 use crate::vfs::{OsVfs, Vfs};
 use descriptor::{DIRTY, Descriptor, IO_IN_PROGRESS, Latch, PREFETCHED, VALID, WRITE_IN_PROGRESS, pins, usage};
 use frames::Frames;
+use free_slots::FreeSlots;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use prefetch::Prefetcher;
 use std::collections::HashMap;
@@ -93,7 +95,7 @@ type BufferTable = HashMap<PageId, u32, BuildHasherDefault<PageHasher>>;
 /// What a partition's mutex protects.
 struct PartitionState {
     table: BufferTable,
-    free_slots: Vec<u32>,
+    free_slots: FreeSlots,
     /// Every slot this partition owns, in clock order.
     slots: Vec<u32>,
     hand: usize,
@@ -272,7 +274,7 @@ impl BufferPool {
                     hint_mask: hint_count as u64 - 1,
                     state: Mutex::new(PartitionState {
                         table: BufferTable::with_capacity_and_hasher(owned.len(), Default::default()),
-                        free_slots: owned.iter().rev().copied().collect(),
+                        free_slots: FreeSlots::full(owned.len()),
                         slots: owned,
                         hand: 0,
                         hits: 0,
@@ -444,7 +446,7 @@ impl BufferPool {
                 {
                     state.table.remove(&page);
                     self.shared.clear_hint(partition, page);
-                    state.free_slots.push(slot);
+                    state.free_slots.insert(self.shared.local_index(slot));
                 }
             }
         }
@@ -603,7 +605,7 @@ impl Shared {
             }
             let victim = match flushed.take().and_then(|(slot, old)| self.claim_flushed(&state, slot, old)) {
                 Some(slot) => slot,
-                None => self.find_victim(&mut state, partition_index)?,
+                None => self.find_victim(&mut state, partition_index, page)?,
             };
             match victim {
                 Victim::Dirty(slot) => {
@@ -760,7 +762,7 @@ impl Shared {
                 // Nobody can have pinned a slot that is being filled: a plain store is safe.
                 state.table.remove(&page);
                 descriptor.state.store(0, Ordering::Release);
-                state.free_slots.push(slot);
+                state.free_slots.insert(self.local_index(slot));
                 partition.io_done.notify_all();
                 Err(error)
             }
@@ -782,10 +784,32 @@ impl Shared {
         descriptor.state.compare_exchange(current, CLAIMED, Ordering::AcqRel, Ordering::Relaxed).is_ok()
     }
 
-    /// A free slot, or the clock's victim (PostgreSQL's algorithm, bounded to
+    /// Local index of `slot` within its partition.
+    fn local_index(&self, slot: u32) -> usize {
+        slot as usize / self.partition_count
+    }
+
+    /// The local slot index page `page` would like: `(page / N) mod slots`, which puts
+    /// consecutive pages in consecutive frames (see `free_slots.rs`).
+    fn preferred_index(&self, page: PageId, slots: usize) -> usize {
+        let spread = match self.partition_mask {
+            Some(mask) => page >> mask.count_ones(),
+            None => page / self.partition_count as u64,
+        };
+        (spread % slots as u64) as usize
+    }
+
+    /// A free slot (preferably the page's own), or the clock's victim (PostgreSQL's algorithm, bounded to
     /// `(MAX_USAGE_COUNT + 1)` sweeps of the partition).
-    fn find_victim(&self, state: &mut PartitionState, partition: usize) -> Result<Victim> {
-        if let Some(slot) = state.free_slots.pop() {
+    fn find_victim(&self, state: &mut PartitionState, partition: usize, page: PageId) -> Result<Victim> {
+        if state.free_slots.len() > 0 {
+            let preferred = self.preferred_index(page, state.slots.len());
+            let index = if state.free_slots.take(preferred) {
+                preferred
+            } else {
+                state.free_slots.take_lowest().expect("a free slot exists")
+            };
+            let slot = state.slots[index];
             let claimed = self.claim(&self.descriptors[slot as usize], 0);
             assert!(claimed, "free slot {slot} was in use");
             return Ok(Victim::Clean(slot, None));
@@ -922,7 +946,7 @@ impl Shared {
             }
             state.table.remove(&page);
             self.clear_hint(partition, page);
-            state.free_slots.push(slot);
+            state.free_slots.insert(self.local_index(slot));
             break;
         }
         self.allocation.lock().release(page)
@@ -1044,7 +1068,7 @@ impl Shared {
                     problems.push(format!("slot {slot} is mapped twice"));
                 }
             }
-            for &slot in &state.free_slots {
+            for slot in state.free_slots.iter().map(|index| state.slots[index]) {
                 let current = self.descriptors[slot as usize].load();
                 if current & (VALID | IO_IN_PROGRESS) != 0 || pins(current) != 0 {
                     problems.push(format!("free slot {slot} has state {current:#x}"));
