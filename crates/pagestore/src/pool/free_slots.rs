@@ -16,7 +16,7 @@ impl FreeSlots {
     /// All `count` indices free.
     pub fn full(count: usize) -> Self {
         let mut bits = vec![u64::MAX; count.div_ceil(64)];
-        if count % 64 != 0 {
+        if !count.is_multiple_of(64) {
             *bits.last_mut().expect("at least one word") = (1 << (count % 64)) - 1;
         }
         Self { bits, count, lowest_word: 0 }
