@@ -44,6 +44,10 @@ pub const PREFETCH_QUEUE_CAPACITY: usize = 1024;
 /// Largest number of prefetch worker threads.
 pub const MAX_PREFETCH_WORKERS: usize = 16;
 
+/// Largest single read or write of consecutive pages (checkpoint write-back, prefetch).
+/// Large enough to reach a disk's sequential bandwidth, small enough to bound the copy buffer.
+pub const MAX_IO_RUN_BYTES: usize = 1024 * 1024;
+
 /// Largest page id. Keeps byte offsets (`page_id * page_size`) far from `u64` overflow.
 pub const MAX_PAGE_ID: u64 = (1 << 40) - 1;
 

@@ -147,6 +147,47 @@ impl PageFile {
         })
     }
 
+    /// Reads the consecutive pages `first ..` into `bufs` (one page each) with one vectored
+    /// read, then verifies each page. The outer error is the read's; the inner ones say which
+    /// pages failed verification.
+    pub fn read_run(&self, first: PageId, bufs: &mut [&mut [u8]], kind: PageKind) -> Result<Vec<Result<()>>> {
+        let count = bufs.len() as u64;
+        let page_count = self.size();
+        if first.saturating_add(count) > page_count {
+            return Err(Error::PageOutOfRange { page: first + count - 1, page_count });
+        }
+        for buf in bufs.iter() {
+            self.check_buffer(buf);
+        }
+        self.file.read_vectored_exact_at(bufs, self.offset(first)).map_err(|error| {
+            if error.kind() == io::ErrorKind::UnexpectedEof {
+                Error::Truncated { path: self.path.clone(), detail: format!("pages from {first} are cut short") }
+            } else {
+                Error::io(IoOp::Read, &self.path, Some(first), error)
+            }
+        })?;
+        Ok(bufs.iter().zip(first..).map(|(buf, id)| page::verify(buf, id, kind)).collect())
+    }
+
+    /// Seals every page of `run` (a whole number of consecutive page images starting at page
+    /// `first`) and writes them with one call.
+    pub fn write_run(&self, first: PageId, run: &mut [u8], kind: PageKind) -> Result<()> {
+        assert!(!run.is_empty() && run.len().is_multiple_of(self.page_size), "a run is whole pages");
+        debug_assert_eq!(run.as_ptr() as usize % IO_ALIGNMENT, 0, "runs are aligned for direct I/O");
+        self.check_writable()?;
+        let last = first + (run.len() / self.page_size) as u64 - 1;
+        let page_count = self.size();
+        if last >= page_count {
+            return Err(Error::PageOutOfRange { page: last, page_count });
+        }
+        for (page, id) in run.chunks_exact_mut(self.page_size).zip(first..) {
+            page::seal(page, id, kind);
+        }
+        self.file
+            .write_all_at(run, self.offset(first))
+            .map_err(|error| Error::io(IoOp::Write, &self.path, Some(first), error))
+    }
+
     /// Seals `buf` (header and checksum) as page `id` of the given kind and writes it.
     pub fn write(&self, id: PageId, buf: &mut [u8], kind: PageKind) -> Result<()> {
         page::seal(buf, id, kind);

@@ -138,7 +138,8 @@ fn a_torn_data_page_is_reported_by_page_and_the_file_still_opens() {
 /// either the old or the new checkpoint, with the allocation state of that checkpoint.
 #[test]
 fn every_torn_checkpoint_write_leaves_an_openable_file() {
-    for at_byte in [0, 1, 600, 2100, 4095] {
+    // Offsets past 4096 tear inside a multi-page write-back run.
+    for at_byte in [0, 1, 600, 2100, 4095, 4096 * 2 + 5, 4096 * 5 + 3000] {
         let mut write_index = 1;
         loop {
             let (_memory, fault, pool) = faulty_pool(16);

@@ -126,13 +126,6 @@ enum Fill {
     Zero,
 }
 
-/// Who asks for a page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Source {
-    Demand,
-    Prefetch,
-}
-
 /// The header's two root slots and which one is current.
 struct HeaderState {
     slots: [Option<Checkpoint>; 2],
@@ -342,13 +335,13 @@ impl BufferPool {
 
     /// Pins `page` for reading. The guard unpins on drop.
     pub fn pin_read(&self, page: PageId) -> Result<PageReadGuard<'_>> {
-        let slot = self.shared.pin(page, Fill::Read, Source::Demand, Latch::Shared)?;
+        let slot = self.shared.pin(page, Fill::Read, Latch::Shared)?;
         Ok(PageReadGuard::new(&self.shared, slot, page))
     }
 
     /// Pins `page` for writing; the first mutable access marks it dirty.
     pub fn pin_write(&self, page: PageId) -> Result<PageWriteGuard<'_>> {
-        let slot = self.shared.pin(page, Fill::Read, Source::Demand, Latch::Exclusive)?;
+        let slot = self.shared.pin(page, Fill::Read, Latch::Exclusive)?;
         Ok(PageWriteGuard::new(&self.shared, slot, page))
     }
 
@@ -358,7 +351,7 @@ impl BufferPool {
         if !self.shared.allocation.lock().is_allocated(page) || self.shared.is_protected(page) {
             return Err(self.shared.not_pinnable(page));
         }
-        let slot = self.shared.pin(page, Fill::Zero, Source::Demand, Latch::Exclusive)?;
+        let slot = self.shared.pin(page, Fill::Zero, Latch::Exclusive)?;
         let mut guard = PageWriteGuard::new(&self.shared, slot, page);
         guard.fill(0);
         Ok(guard)
@@ -534,30 +527,19 @@ impl Shared {
 
     /// Pins `page`, takes its content latch in mode `latch` and returns its slot. A prefetch
     /// takes no pin and no latch; it returns `u32::MAX` when the page was already cached.
-    fn pin(&self, page: PageId, fill: Fill, source: Source, latch: Latch) -> Result<u32> {
+    fn pin(&self, page: PageId, fill: Fill, latch: Latch) -> Result<u32> {
         let partition_index = self.partition_of(page);
         let partition = &self.partitions[partition_index];
-        if source == Source::Demand
-            && let Some(slot) = self.pin_fast(partition, partition_index, page, latch)
-        {
+        if let Some(slot) = self.pin_fast(partition, partition_index, page, latch) {
             return Ok(slot);
         }
-        let slot = self.pin_slow(partition, partition_index, page, fill, source)?;
-        if source == Source::Demand {
-            self.descriptors[slot as usize].acquire_latch(latch);
-        }
+        let slot = self.pin_slow(partition, partition_index, page, fill)?;
+        self.descriptors[slot as usize].acquire_latch(latch);
         Ok(slot)
     }
 
     /// The locked path of `pin`: returns the slot pinned but not latched.
-    fn pin_slow(
-        &self,
-        partition: &Partition,
-        partition_index: usize,
-        page: PageId,
-        fill: Fill,
-        source: Source,
-    ) -> Result<u32> {
+    fn pin_slow(&self, partition: &Partition, partition_index: usize, page: PageId, fill: Fill) -> Result<u32> {
         let mut state = partition.state.lock();
         let mut flushed: Option<(u32, PageId)> = None;
         let mut rounds = 0usize;
@@ -568,9 +550,6 @@ impl Shared {
                     partition.io_done.wait(&mut state);
                     continue;
                 }
-                if source == Source::Prefetch {
-                    return Ok(u32::MAX);
-                }
                 state.hits += 1;
                 let pinned = descriptor.pin_locked();
                 // The hint may have been taken by a colliding page: the page used last gets it.
@@ -579,8 +558,7 @@ impl Shared {
                     descriptor.state.fetch_and(!PREFETCHED, Ordering::Relaxed);
                     state.prefetch_hits += 1;
                     drop(state);
-                    // Slide the read-ahead window: this page was read ahead, so read further.
-                    self.request_prefetch(page + self.prefetch_degree, 1);
+                    self.read_ahead_on_prefetched_hit(page);
                 }
                 return Ok(slot);
             }
@@ -620,15 +598,9 @@ impl Shared {
                     state = partition.state.lock();
                 }
                 Victim::Clean(slot, previous) => {
-                    if source == Source::Demand {
-                        state.misses += 1;
-                    }
-                    if let Some(old_page) = previous {
-                        state.table.remove(&old_page);
-                        self.clear_hint(partition, old_page);
-                        state.evictions += 1;
-                    }
-                    return self.fill_slot(partition, state, slot, page, fill, source);
+                    state.misses += 1;
+                    self.rename(partition, &mut state, slot, previous, page);
+                    return self.fill_slot(partition, state, slot, page, fill);
                 }
             }
         }
@@ -706,23 +678,37 @@ impl Shared {
         }
     }
 
-    /// Fills the claimed `slot` with `page` outside the lock and publishes it. Returns with the
-    /// slot pinned once (unpinned again for prefetches).
+    /// Points the claimed `slot` at `page` in the buffer table, dropping the page it held.
+    /// REQUIRES: the partition lock (`state`).
+    fn rename(
+        &self,
+        partition: &Partition,
+        state: &mut PartitionState,
+        slot: u32,
+        previous: Option<PageId>,
+        page: PageId,
+    ) {
+        debug_assert_eq!(self.descriptors[slot as usize].load(), CLAIMED);
+        if let Some(old_page) = previous {
+            state.table.remove(&old_page);
+            self.clear_hint(partition, old_page);
+            state.evictions += 1;
+        }
+        self.descriptors[slot as usize].page_id.store(page, Ordering::Release);
+        state.table.insert(page, slot);
+    }
+
+    /// Fills the claimed and renamed `slot` with `page` outside the lock and publishes it.
+    /// Returns with the slot pinned once.
     fn fill_slot(
         &self,
         partition: &Partition,
-        mut state: MutexGuard<'_, PartitionState>,
+        state: MutexGuard<'_, PartitionState>,
         slot: u32,
         page: PageId,
         fill: Fill,
-        source: Source,
     ) -> Result<u32> {
-        let descriptor = &self.descriptors[slot as usize];
-        debug_assert_eq!(descriptor.load(), CLAIMED);
-        descriptor.page_id.store(page, Ordering::Release);
-        state.table.insert(page, slot);
         drop(state);
-
         // SAFETY: IO_IN_PROGRESS makes every other thread wait; the slot is ours alone.
         let frame = unsafe { std::slice::from_raw_parts_mut(self.frames.frame(slot as usize), self.page_size) };
         let filled = match fill {
@@ -732,41 +718,45 @@ impl Shared {
                 Ok(())
             }
         };
-
         let mut state = partition.state.lock();
         match filled {
             Ok(()) => {
-                let mut flags = VALID;
-                if fill == Fill::Zero {
-                    flags |= DIRTY;
-                }
-                if source == Source::Prefetch {
-                    flags |= PREFETCHED;
-                }
-                descriptor.state.fetch_and(!IO_IN_PROGRESS, Ordering::Relaxed);
-                descriptor.state.fetch_or(flags, Ordering::Release);
-                self.set_hint(partition, page, slot);
-                if fill == Fill::Read {
-                    partition.reads.fetch_add(1, Ordering::Relaxed);
-                }
-                partition.io_done.notify_all();
+                let flags = if fill == Fill::Zero { VALID | DIRTY } else { VALID };
+                self.publish(partition, slot, page, flags, fill == Fill::Read);
                 drop(state);
-                match source {
-                    Source::Prefetch => descriptor.unpin(),
-                    Source::Demand if fill == Fill::Read => self.request_prefetch(page + 1, self.prefetch_degree),
-                    Source::Demand => {}
+                if fill == Fill::Read {
+                    self.read_ahead_on_miss(page);
                 }
                 Ok(slot)
             }
             Err(error) => {
-                // Nobody can have pinned a slot that is being filled: a plain store is safe.
-                state.table.remove(&page);
-                descriptor.state.store(0, Ordering::Release);
-                state.free_slots.insert(self.local_index(slot));
-                partition.io_done.notify_all();
+                self.discard(partition, &mut state, slot, page);
                 Err(error)
             }
         }
+    }
+
+    /// Makes a filled slot visible: VALID (plus `flags`), no longer IO_IN_PROGRESS, hinted,
+    /// and wakes the threads waiting for it. REQUIRES: the partition lock.
+    fn publish(&self, partition: &Partition, slot: u32, page: PageId, flags: u64, was_read: bool) {
+        let descriptor = &self.descriptors[slot as usize];
+        descriptor.state.fetch_and(!IO_IN_PROGRESS, Ordering::Relaxed);
+        descriptor.state.fetch_or(flags, Ordering::Release);
+        self.set_hint(partition, page, slot);
+        if was_read {
+            partition.reads.fetch_add(1, Ordering::Relaxed);
+        }
+        partition.io_done.notify_all();
+    }
+
+    /// Gives back a claimed slot whose fill failed, and wakes its waiters (who retry and meet
+    /// the error themselves). REQUIRES: the partition lock (`state`).
+    fn discard(&self, partition: &Partition, state: &mut PartitionState, slot: u32, page: PageId) {
+        // Nobody can have pinned a slot that is being filled: a plain store is safe.
+        state.table.remove(&page);
+        self.descriptors[slot as usize].state.store(0, Ordering::Release);
+        state.free_slots.insert(self.local_index(slot));
+        partition.io_done.notify_all();
     }
 
     /// After writing back `slot` (which held `old_page`), claims it if it is still unpinned,
@@ -900,28 +890,79 @@ impl Shared {
         }
     }
 
-    /// Writes back every dirty slot.
+    /// Writes back every dirty slot in page order, each run of consecutive pages (up to
+    /// `MAX_IO_RUN_BYTES`) with one write.
     fn flush_dirty(&self) -> Result<()> {
+        let mut dirty: Vec<(PageId, u32)> = Vec::new();
         for slot in 0..self.descriptors.len() as u32 {
             let descriptor = &self.descriptors[slot as usize];
             if descriptor.load() & (VALID | DIRTY) != VALID | DIRTY {
                 continue;
             }
             let page = descriptor.page_id.load(Ordering::Relaxed);
-            let partition = &self.partitions[self.partition_of(page)];
-            let state = partition.state.lock();
+            let state = self.partitions[self.partition_of(page)].state.lock();
             // Re-check under the lock: the slot may have been renamed meanwhile.
             let current = descriptor.load();
-            if current & (VALID | DIRTY) != VALID | DIRTY || state.table.get(&page) != Some(&slot) {
-                continue;
+            if current & (VALID | DIRTY) == VALID | DIRTY && state.table.get(&page) == Some(&slot) {
+                descriptor.pin_quietly();
+                dirty.push((page, slot));
             }
-            descriptor.pin_quietly();
-            drop(state);
-            let written = self.write_back(slot, page);
-            descriptor.unpin();
-            written?;
         }
-        Ok(())
+        dirty.sort_unstable();
+        let longest = (crate::limits::MAX_IO_RUN_BYTES / self.page_size).max(1);
+        let mut result = Ok(());
+        let mut start = 0;
+        while start < dirty.len() {
+            let mut end = start + 1;
+            while end < dirty.len() && end - start < longest && dirty[end].0 == dirty[end - 1].0 + 1 {
+                end += 1;
+            }
+            if result.is_ok() {
+                result = self.write_back_run(&dirty[start..end]);
+            }
+            for (_, slot) in &dirty[start..end] {
+                self.descriptors[*slot as usize].unpin();
+            }
+            start = end;
+        }
+        result
+    }
+
+    /// Writes the consecutive pages of `run` (pinned by the caller) with one call. Takes each
+    /// slot's write turn in ascending page order, so two flushers of overlapping runs cannot
+    /// deadlock (an eviction's single-slot write-back never waits while holding a turn).
+    fn write_back_run(&self, run: &[(PageId, u32)]) -> Result<()> {
+        for (page, slot) in run {
+            self.begin_write(&self.partitions[self.partition_of(*page)], &self.descriptors[*slot as usize]);
+        }
+        let mut image = AlignedBuf::zeroed(run.len() * self.page_size);
+        let mut was_dirty = Vec::with_capacity(run.len());
+        for ((_, slot), target) in run.iter().zip(image.chunks_exact_mut(self.page_size)) {
+            let descriptor = &self.descriptors[*slot as usize];
+            descriptor.acquire_latch(Latch::Shared);
+            was_dirty.push(descriptor.state.fetch_and(!DIRTY, Ordering::AcqRel) & DIRTY != 0);
+            // SAFETY: pinned (the frame stays this page's) and latched shared (no writer).
+            target.copy_from_slice(unsafe {
+                std::slice::from_raw_parts(self.frames.frame(*slot as usize), self.page_size)
+            });
+            descriptor.release_latch(Latch::Shared);
+        }
+        // Pages an eviction cleaned meanwhile are written again with the same bytes: harmless.
+        let result = self.file.write_run(run[0].0, &mut image, PageKind::Data);
+        for ((page, slot), dirty) in run.iter().zip(was_dirty) {
+            let descriptor = &self.descriptors[*slot as usize];
+            if result.is_err() && dirty {
+                descriptor.state.fetch_or(DIRTY, Ordering::Release);
+            }
+            let partition = &self.partitions[self.partition_of(*page)];
+            if result.is_ok() {
+                partition.writes.fetch_add(1, Ordering::Relaxed);
+            }
+            descriptor.state.fetch_and(!WRITE_IN_PROGRESS, Ordering::Release);
+            drop(partition.state.lock());
+            partition.io_done.notify_all();
+        }
+        result
     }
 
     fn release(&self, page: PageId) -> Result<()> {
@@ -1099,29 +1140,101 @@ impl Shared {
         if problems.is_empty() { Ok(()) } else { Err(Error::Inconsistent(problems)) }
     }
 
-    /// Queues prefetches of `count` pages from `first` (skipping pages past the end).
-    fn request_prefetch(&self, first: PageId, count: u64) {
+    /// Read-ahead after a demand miss on `page`: request the window `page+1 ..` unless this
+    /// stream's window already covers it. One global horizon (the end of what was requested)
+    /// follows one sequential stream; a miss far from it starts a new window.
+    fn read_ahead_on_miss(&self, page: PageId) {
         let Some(queue) = &self.prefetch_queue else { return };
-        let end = first.saturating_add(count).min(self.file.size());
-        for page in first..end {
-            queue.push(page);
+        let degree = self.prefetch_degree;
+        let first = page + 1;
+        let horizon = queue.horizon.load(Ordering::Relaxed);
+        if horizon > first && horizon <= first + 2 * degree {
+            return; // already requested, or being read
+        }
+        queue.horizon.store(first + degree, Ordering::Relaxed);
+        queue.push(first, degree, self.file.size());
+    }
+
+    /// Read-ahead when a pin finds a page the prefetcher read: once the reader is within one
+    /// window of the horizon, request the next window, so `degree` to `2 * degree` pages stay
+    /// in flight ahead of a sequential reader.
+    fn read_ahead_on_prefetched_hit(&self, page: PageId) {
+        let Some(queue) = &self.prefetch_queue else { return };
+        let degree = self.prefetch_degree;
+        let horizon = queue.horizon.load(Ordering::Relaxed);
+        if page < horizon
+            && page + degree >= horizon
+            && queue.horizon.compare_exchange(horizon, horizon + degree, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        {
+            queue.push(horizon, degree, self.file.size());
         }
     }
 
-    /// Reads `page` into the pool for a future pin, without keeping it pinned.
-    pub(crate) fn prefetch_page(&self, page: PageId) -> Result<()> {
+    /// The prefetcher's work: reads the pages of `first .. first + count` that are allocated
+    /// and not cached into free or clean slots, each run of consecutive pages with one vectored
+    /// read, and leaves them unpinned. It never writes back a dirty victim and never waits for
+    /// a slot: a page that would need either is skipped.
+    pub(crate) fn prefetch_run(&self, first: PageId, count: u64) {
         if self.closed.load(Ordering::Acquire) {
-            return Ok(());
+            return;
         }
-        match self.pin(page, Fill::Read, Source::Prefetch, Latch::Shared) {
-            Ok(u32::MAX) => Ok(()),
-            Ok(_) => {
+        let end = first.saturating_add(count).min(self.file.size());
+        let wanted: Vec<PageId> = {
+            let allocation = self.allocation.lock();
+            (first..end)
+                .filter(|&page| !allocation.layout().is_protected(page) && allocation.is_allocated(page))
+                .collect()
+        };
+        let mut claimed: Vec<(PageId, u32)> = Vec::with_capacity(wanted.len());
+        for page in wanted {
+            let partition_index = self.partition_of(page);
+            let partition = &self.partitions[partition_index];
+            let mut state = partition.state.lock();
+            if state.table.contains_key(&page) {
+                continue;
+            }
+            if let Ok(Victim::Clean(slot, previous)) = self.find_victim(&mut state, partition_index, page) {
+                self.rename(partition, &mut state, slot, previous, page);
+                claimed.push((page, slot));
+            }
+        }
+        let longest = (crate::limits::MAX_IO_RUN_BYTES / self.page_size).max(1);
+        let mut start = 0;
+        while start < claimed.len() {
+            let mut end = start + 1;
+            while end < claimed.len() && end - start < longest && claimed[end].0 == claimed[end - 1].0 + 1 {
+                end += 1;
+            }
+            self.read_claimed_run(&claimed[start..end]);
+            start = end;
+        }
+    }
+
+    /// Reads a run of consecutive claimed pages with one call and publishes (or discards) each.
+    fn read_claimed_run(&self, run: &[(PageId, u32)]) {
+        let mut frames: Vec<&mut [u8]> = run
+            .iter()
+            // SAFETY: each slot is claimed (IO_IN_PROGRESS): ours alone until published.
+            .map(|(_, slot)| unsafe {
+                std::slice::from_raw_parts_mut(self.frames.frame(*slot as usize), self.page_size)
+            })
+            .collect();
+        let results = self.file.read_run(run[0].0, &mut frames, PageKind::Data);
+        for (index, (page, slot)) in run.iter().enumerate() {
+            let ok = matches!(&results, Ok(pages) if pages[index].is_ok());
+            let partition = &self.partitions[self.partition_of(*page)];
+            let mut state = partition.state.lock();
+            if ok {
+                self.publish(partition, *slot, *page, VALID | PREFETCHED, true);
+                drop(state);
+                self.descriptors[*slot as usize].unpin();
                 if let Some(queue) = &self.prefetch_queue {
                     queue.reads.fetch_add(1, Ordering::Relaxed);
                 }
-                Ok(())
+            } else {
+                // A demand pin will read the page again and report the error itself.
+                self.discard(partition, &mut state, *slot, *page);
             }
-            Err(error) => Err(error),
         }
     }
 }

@@ -1,7 +1,12 @@
-//! The prefetcher (SMILE §3.3.1.6): a miss on page `p` queues `p+1 ..= p+degree`; a pin that
-//! finds a page the prefetcher read queues one more page ahead, so a sequential reader keeps a
-//! window of `degree` pages in flight. A small pool of worker threads reads the pages into the
-//! buffer pool and unpins them at once: the prefetcher never holds a page past its own read.
+//! The prefetcher (SMILE §3.3.1.6), with the read coalescing SMILE proposed as future work.
+//!
+//! A demand miss on page `p` requests the window `p+1 .. p+1+degree`; a pin that finds a page
+//! the prefetcher read requests the next window once the reader is within one window of the
+//! horizon (the end of what was requested), so a sequential reader keeps `degree` to
+//! `2 * degree` pages in flight and each request is a whole window, never a page at a time.
+//! A small pool of worker threads takes the requests; a worker reads each run of consecutive
+//! missing pages with one vectored read straight into the pool's frames, and unpins them at
+//! once: the prefetcher never holds a page past its own read.
 //!
 //! The queue is bounded and never blocks the caller: a request that does not fit is dropped
 //! (prefetching is advice), and counted.
@@ -15,26 +20,45 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::thread::JoinHandle;
 
-/// Tells a worker to exit.
-const STOP: PageId = u64::MAX;
+/// A range of pages to read ahead; `count == 0` tells a worker to exit.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Request {
+    first: PageId,
+    count: u64,
+}
+
+const STOP: Request = Request { first: 0, count: 0 };
 
 /// The sending side, kept in the pool's shared state.
 pub(crate) struct Queue {
-    sender: SyncSender<PageId>,
+    sender: SyncSender<Request>,
+    /// End (exclusive) of the pages requested for the stream being followed.
+    pub horizon: AtomicU64,
     pub requests: AtomicU64,
     pub dropped: AtomicU64,
     pub reads: AtomicU64,
 }
 
 impl Queue {
-    pub fn new() -> (Queue, Receiver<PageId>) {
+    pub fn new() -> (Queue, Receiver<Request>) {
         let (sender, receiver) = sync_channel(PREFETCH_QUEUE_CAPACITY);
-        let queue = Queue { sender, requests: AtomicU64::new(0), dropped: AtomicU64::new(0), reads: AtomicU64::new(0) };
+        let queue = Queue {
+            sender,
+            horizon: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
+        };
         (queue, receiver)
     }
 
-    pub fn push(&self, page: PageId) {
-        match self.sender.try_send(page) {
+    /// Queues pages `first .. first + count`, clipped to the file's `page_count`.
+    pub fn push(&self, first: PageId, count: u64, page_count: u64) {
+        let count = count.min(page_count.saturating_sub(first));
+        if count == 0 {
+            return;
+        }
+        match self.sender.try_send(Request { first, count }) {
             Ok(()) => self.requests.fetch_add(1, Ordering::Relaxed),
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => self.dropped.fetch_add(1, Ordering::Relaxed),
         };
@@ -47,7 +71,7 @@ pub(crate) struct Prefetcher {
 }
 
 impl Prefetcher {
-    pub fn start(shared: Arc<Shared>, receiver: Receiver<PageId>, workers: usize) -> Prefetcher {
+    pub fn start(shared: Arc<Shared>, receiver: Receiver<Request>, workers: usize) -> Prefetcher {
         let receiver = Arc::new(Mutex::new(receiver));
         let workers = (0..workers)
             .map(|index| {
@@ -75,18 +99,15 @@ impl Prefetcher {
     }
 }
 
-fn run(shared: &Shared, receiver: &Mutex<Receiver<PageId>>) {
+fn run(shared: &Shared, receiver: &Mutex<Receiver<Request>>) {
     loop {
-        let page = match receiver.lock().recv() {
-            Ok(page) => page,
+        let request = match receiver.lock().recv() {
+            Ok(request) => request,
             Err(_) => return,
         };
-        if page == STOP {
+        if request.count == 0 {
             return;
         }
-        if let Err(error) = shared.prefetch_page(page) {
-            // Pages past the end, free pages or a full partition: advice that did not apply.
-            tracing::trace!(page, %error, "prefetch skipped");
-        }
+        shared.prefetch_run(request.first, request.count);
     }
 }

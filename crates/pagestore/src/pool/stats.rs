@@ -14,7 +14,7 @@ pub struct PoolStats {
     pub reads: u64,
     /// Pages written to the file (write-back of dirty pages).
     pub writes: u64,
-    /// Prefetch requests queued.
+    /// Prefetch requests queued (each a window of up to `prefetch_degree` pages).
     pub prefetch_requests: u64,
     /// Prefetch requests dropped because the queue was full.
     pub prefetch_dropped: u64,

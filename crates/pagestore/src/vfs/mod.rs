@@ -42,6 +42,16 @@ pub trait Vfs: Send + Sync + std::fmt::Debug {
 pub trait VfsFile: Send + Sync {
     /// Reads exactly `buf.len()` bytes at `offset`; reading past the end is `UnexpectedEof`.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Reads consecutive bytes from `offset` into `bufs` in order, filling each completely
+    /// (`preadv`). The default reads one buffer at a time.
+    fn read_vectored_exact_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
+        let mut position = offset;
+        for buf in bufs.iter_mut() {
+            self.read_exact_at(buf, position)?;
+            position += buf.len() as u64;
+        }
+        Ok(())
+    }
     /// Writes all of `buf` at `offset`, extending the file if needed.
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
     /// Makes every completed write durable (`fdatasync`).

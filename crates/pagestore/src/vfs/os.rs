@@ -58,6 +58,49 @@ impl VfsFile for OsFile {
         self.file.write_all_at(buf, offset)
     }
 
+    fn read_vectored_exact_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> io::Result<()> {
+        let mut iovecs: Vec<libc::iovec> =
+            bufs.iter_mut().map(|buf| libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() }).collect();
+        let mut first = 0;
+        let mut position = offset;
+        while first < iovecs.len() {
+            let count = (iovecs.len() - first).min(libc::UIO_MAXIOV as usize);
+            // SAFETY: every iovec points into a live, exclusively borrowed buffer of its length.
+            let read = unsafe {
+                libc::preadv(self.file.as_raw_fd(), iovecs[first..].as_ptr(), count as i32, position as libc::off_t)
+            };
+            if read < 0 {
+                let error = io::Error::last_os_error();
+                if error.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(error);
+            }
+            if read == 0 {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end of the file"));
+            }
+            // Skip the buffers filled completely; shorten the one filled in part.
+            let mut remaining = read as usize;
+            position += read as u64;
+            while remaining > 0 {
+                let iovec = &mut iovecs[first];
+                if remaining >= iovec.iov_len {
+                    remaining -= iovec.iov_len;
+                    first += 1;
+                } else {
+                    // SAFETY: stays inside the same buffer.
+                    iovec.iov_base = unsafe { iovec.iov_base.cast::<u8>().add(remaining).cast() };
+                    iovec.iov_len -= remaining;
+                    remaining = 0;
+                }
+            }
+            while first < iovecs.len() && iovecs[first].iov_len == 0 {
+                first += 1;
+            }
+        }
+        Ok(())
+    }
+
     fn sync(&self) -> io::Result<()> {
         self.file.sync_data()
     }
