@@ -140,13 +140,16 @@ impl AllocationTable {
             let start = table.layout.group_start(group);
             let mut best: Option<(u64, usize, Vec<u64>)> = None;
             let mut failures = Vec::new();
+            let mut newer_copy = false;
             for copy in 0..2 {
                 let page = start + copy as u64;
                 match file.read(page, &mut buf, PageKind::Bitmap) {
                     Ok(()) => {
                         let payload = &buf[PAGE_HEADER_SIZE..];
                         let stamp = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
-                        if stamp <= sequence && best.as_ref().is_none_or(|(seen, _, _)| stamp > *seen) {
+                        if stamp > sequence {
+                            newer_copy = true;
+                        } else if best.as_ref().is_none_or(|(seen, _, _)| stamp > *seen) {
                             best = Some((stamp, copy, decode_bits(&payload[8..])));
                         }
                     }
@@ -169,12 +172,15 @@ impl AllocationTable {
                     detail: "allocation bitmap does not protect its own pages".into(),
                 });
             }
+            // A copy stamped after this checkpoint comes from one that never finished. The next
+            // checkpoint reuses that sequence number, so it must overwrite the copy (it writes
+            // the non-durable copy of every dirty group), or the copy would pass for its own.
             table.groups.push(Group {
                 current: bits.clone(),
                 durable: bits,
                 durable_copy: Some(copy),
                 stamp,
-                dirty: false,
+                dirty: newer_copy,
             });
         }
         if table.digest() != digest {

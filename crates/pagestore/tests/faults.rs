@@ -260,3 +260,70 @@ fn bad_configuration_on_open_leaves_the_file_alone() {
     ));
     assert_pages(&open(&fault, 16).unwrap(), &pages);
 }
+
+/// A checkpoint must not return while an eviction's write-back of a page written before the
+/// call is still in flight: otherwise a power cut right after it loses the page.
+#[test]
+fn a_checkpoint_waits_for_write_backs_in_flight() {
+    let memory = MemoryVfs::new();
+    let fault = FaultVfs::new(Arc::new(memory.clone()));
+    let gate = GateVfs {
+        inner: Arc::new(fault.clone()),
+        slow_offset: Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
+        delay: std::time::Duration::from_millis(300),
+    };
+    let pool = BufferPool::create_with(Arc::new(gate.clone()), Path::new(PATH), PAGE, config(8, 1)).unwrap();
+    let pages: Vec<u64> = write_pages(&pool, 9, 1).into_keys().collect();
+    pool.checkpoint().unwrap();
+    pool.flush_and_evict().unwrap();
+    // Seven pages pinned, the eighth slot holds page P, rewritten (dirty).
+    let held: Vec<_> = pages[1..8].iter().map(|page| pool.pin_read(*page).unwrap()).collect();
+    let victim = pages[0];
+    fill(&mut pool.pin_write(victim).unwrap(), victim, 2);
+    gate.slow_offset.store(victim * PAGE as u64 + 100, std::sync::atomic::Ordering::SeqCst);
+    std::thread::scope(|scope| {
+        // Missing on the ninth page evicts P: its write-back takes 300 ms.
+        let evictor = scope.spawn(|| drop(pool.pin_read(pages[8]).unwrap()));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        pool.checkpoint().unwrap();
+        fault.power_off(); // right after the checkpoint returned
+        let _ = evictor.join();
+    });
+    drop(held);
+    drop(pool);
+    fault.heal();
+    let pool = open(&fault, 8).unwrap();
+    assert_eq!(version_of(&pool.pin_read(victim).unwrap(), victim), Some(2), "the checkpoint lost page {victim}");
+}
+
+/// A checkpoint that wrote its bitmap copies but not its header leaves copies stamped with a
+/// sequence that the next checkpoint reuses: they must not be taken for that checkpoint's.
+#[test]
+fn an_unfinished_checkpoint_never_makes_a_later_open_fail() {
+    let (_memory, fault, pool) = faulty_pool(16);
+    let durable = write_pages(&pool, 3, 1);
+    pool.checkpoint().unwrap();
+    write_pages(&pool, 3, 2); // one run of three pages, then group 0's bitmap, then the header
+    fault.fail_nth(FaultOp::Write, 3, FaultKind::TornWrite { at_byte: 0 });
+    assert!(pool.checkpoint().is_err());
+    drop(pool);
+    fault.heal();
+    let pool = open(&fault, 16).unwrap();
+    assert_pages(&pool, &durable);
+    pool.close().unwrap(); // nothing changed: checkpoint with the reused sequence
+    let pool = open(&fault, 16).unwrap();
+    assert_pages(&pool, &durable);
+    drop(pool);
+    let pool = open(&fault, 16).unwrap();
+    assert_pages(&pool, &durable);
+}
+
+#[test]
+fn closing_a_poisoned_pool_reports_the_loss() {
+    let (_memory, fault, pool) = faulty_pool(16);
+    write_pages(&pool, 2, 1);
+    fault.fail_nth(FaultOp::Sync, 1, FaultKind::Eio);
+    assert!(pool.checkpoint().is_err());
+    let error = pool.close().err().expect("close of a poisoned pool must fail");
+    assert!(matches!(error, Error::Poisoned(_)), "{error}");
+}

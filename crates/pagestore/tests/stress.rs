@@ -95,3 +95,80 @@ fn threads_hammering_one_partition() {
 fn threads_contending_for_the_latches_of_a_few_pages() {
     run(Arc::new(tern_pagestore::MemoryVfs::new()), std::path::Path::new("hot.tern"), 6, 2, 0);
 }
+
+/// Writers hold one write guard while pinning another page (latch coupling, in page order),
+/// which makes them evict dirty pages, while another thread checkpoints and empties the pool in
+/// a loop. Nothing may deadlock (a watchdog aborts the test run if it hangs) and no write may
+/// be lost.
+#[test]
+fn latch_coupling_writers_and_concurrent_checkpoints_never_deadlock() {
+    use std::sync::atomic::AtomicBool;
+    let pool = BufferPool::create_with(
+        Arc::new(tern_pagestore::MemoryVfs::new()),
+        std::path::Path::new("coupling.tern"),
+        PAGE,
+        config(16, 2),
+    )
+    .unwrap();
+    let pages: Vec<u64> = (0..120).map(|_| pool.alloc().unwrap().page_id()).collect();
+    let versions: Vec<AtomicU64> = (0..pages.len()).map(|_| AtomicU64::new(0)).collect();
+    for (index, page) in pages.iter().enumerate() {
+        fill(&mut pool.pin_write(*page).unwrap(), *page, 0);
+        versions[index].store(0, Ordering::SeqCst);
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let watchdog = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            for _ in 0..600 {
+                if done.load(Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            eprintln!("deadlock: latch coupling + checkpoints did not finish in 60 s");
+            std::process::abort();
+        })
+    };
+    let writers_left = AtomicU64::new(3);
+    std::thread::scope(|scope| {
+        for thread in 0..3u64 {
+            let (pool, pages, versions, writers_left) = (&pool, &pages, &versions, &writers_left);
+            scope.spawn(move || {
+                let mut rng = rand::rngs::SmallRng::seed_from_u64(100 + thread);
+                for _ in 0..1500 {
+                    let mut first = rng.random_range(0..pages.len());
+                    let mut second = rng.random_range(0..pages.len());
+                    if first == second {
+                        continue;
+                    }
+                    if first > second {
+                        std::mem::swap(&mut first, &mut second);
+                    }
+                    let mut outer = pool.pin_write(pages[first]).unwrap();
+                    let version = version_of(&outer, pages[first]).unwrap();
+                    fill(&mut outer, pages[first], version + 1);
+                    versions[first].store(version + 1, Ordering::SeqCst);
+                    let mut inner = pool.pin_write(pages[second]).unwrap();
+                    let version = version_of(&inner, pages[second]).unwrap();
+                    fill(&mut inner, pages[second], version + 1);
+                    versions[second].store(version + 1, Ordering::SeqCst);
+                }
+                writers_left.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+        let (pool, writers_left) = (&pool, &writers_left);
+        scope.spawn(move || {
+            while writers_left.load(Ordering::SeqCst) > 0 {
+                pool.checkpoint().unwrap();
+                pool.flush_and_evict().unwrap();
+            }
+        });
+    });
+    done.store(true, Ordering::SeqCst);
+    watchdog.join().unwrap();
+    pool.check_consistency().unwrap();
+    for (index, page) in pages.iter().enumerate() {
+        assert_eq!(version_of(&pool.pin_read(*page).unwrap(), *page), Some(versions[index].load(Ordering::SeqCst)));
+    }
+}

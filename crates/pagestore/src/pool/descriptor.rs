@@ -14,12 +14,18 @@
 //! bits 27..43  SHARED             holders of the content latch in shared mode
 //! bit  43      EXCLUSIVE          the content latch is held exclusively
 //! bit  44      LATCH_WAITERS      a thread is (about to be) parked waiting for the latch
+//! bit  45      WRITER_WAITING     an exclusive waiter is parked: new shared holders wait too
+//! bits 46..54  INTERNAL           pins the pool holds for its own work (flush, write-back,
+//!                                 prefetch), kept apart from callers' pins so that `release`
+//!                                 and the clock wait for them instead of failing
 //! ```
 //! WRITE_IN_PROGRESS serialises write-backs of one slot. Without it two flushers could copy
 //! versions 5 and 6 and write them in the opposite order, leaving 5 on disk and the slot
 //! clean: an eviction would then lose version 6.
 //!
 //! Who may change what:
+//! - internal pins: taken under the partition lock, dropped anywhere; dropping one wakes the
+//!   partition's waiters (`Shared::unpin_internal`).
 //! - pin count and usage count: incremented by compare-and-swap anywhere, but only while VALID
 //!   and not IO_IN_PROGRESS (the lock-free path) or under the partition lock; the pin count is
 //!   decremented anywhere (unpin); the usage count is lowered only by the clock, under the lock.
@@ -52,6 +58,9 @@ pub const SHARED_ONE: u64 = 1 << 27;
 pub const SHARED_MASK: u64 = 0xFFFF << 27;
 pub const EXCLUSIVE: u64 = 1 << 43;
 pub const LATCH_WAITERS: u64 = 1 << 44;
+pub const WRITER_WAITING: u64 = 1 << 45;
+pub const INTERNAL_ONE: u64 = 1 << 46;
+pub const INTERNAL_MASK: u64 = 0xFF << 46;
 
 const _: () = assert!(PIN_MASK == MAX_PIN_COUNT as u64);
 
@@ -67,7 +76,8 @@ impl Latch {
     #[inline]
     pub fn available(self, state: u64) -> bool {
         match self {
-            Latch::Shared => state & EXCLUSIVE == 0 && state & SHARED_MASK != SHARED_MASK,
+            // A parked writer holds new readers back, so a stream of readers cannot starve it.
+            Latch::Shared => state & (EXCLUSIVE | WRITER_WAITING) == 0 && state & SHARED_MASK != SHARED_MASK,
             Latch::Exclusive => state & (EXCLUSIVE | SHARED_MASK) == 0,
         }
     }
@@ -119,10 +129,12 @@ impl Descriptor {
         }
     }
 
-    /// Adds a pin without counting a use (flushers). REQUIRES: the partition lock is held.
+    /// Adds an internal pin (the pool's own, not a caller's; no use counted).
+    /// REQUIRES: the partition lock is held. Drop it with `Shared::unpin_internal`.
     #[inline]
-    pub fn pin_quietly(&self) {
-        self.state.fetch_add(PIN_ONE, Ordering::Acquire);
+    pub fn pin_internal(&self) {
+        let previous = self.state.fetch_add(INTERNAL_ONE, Ordering::Acquire);
+        assert!(previous & INTERNAL_MASK != INTERNAL_MASK, "internal pin count overflow");
     }
 
     #[inline]
@@ -134,6 +146,18 @@ impl Descriptor {
     pub fn unpin(&self) {
         let previous = self.state.fetch_sub(PIN_ONE, Ordering::Release);
         debug_assert!(pins(previous) > 0, "unpin of an unpinned slot");
+    }
+
+    /// Takes the content latch if it is free now. REQUIRES: the caller holds a pin.
+    pub fn try_acquire_latch(&self, latch: Latch) -> bool {
+        let mut state = self.state.load(Ordering::Relaxed);
+        while latch.available(state) {
+            match self.state.compare_exchange_weak(state, state + latch.delta(), Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(actual) => state = actual,
+            }
+        }
+        false
     }
 
     /// Takes the content latch, waiting as long as needed. REQUIRES: the caller holds a pin.
@@ -152,9 +176,13 @@ impl Descriptor {
                 }
                 continue;
             }
-            if state & LATCH_WAITERS == 0
+            let flags = match latch {
+                Latch::Shared => LATCH_WAITERS,
+                Latch::Exclusive => LATCH_WAITERS | WRITER_WAITING,
+            };
+            if state & flags != flags
                 && let Err(actual) =
-                    self.state.compare_exchange_weak(state, state | LATCH_WAITERS, Ordering::Relaxed, Ordering::Relaxed)
+                    self.state.compare_exchange_weak(state, state | flags, Ordering::Relaxed, Ordering::Relaxed)
             {
                 state = actual;
                 continue;
@@ -193,7 +221,8 @@ impl Descriptor {
             Latch::Exclusive => previous & EXCLUSIVE != 0,
         });
         // Waiters need a wake-up when the latch becomes free: after a writer, or after the
-        // last reader (readers only ever wait for a writer).
+        // last reader (readers wait for a writer, a parked writer or a full shared count; in
+        // the last case the wake-up comes late but comes).
         let freed = latch == Latch::Exclusive || previous & SHARED_MASK == SHARED_ONE;
         if previous & LATCH_WAITERS != 0 && freed {
             self.wake_waiters();
@@ -202,7 +231,9 @@ impl Descriptor {
 
     #[cold]
     fn wake_waiters(&self) {
-        self.state.fetch_and(!LATCH_WAITERS, Ordering::Relaxed);
+        // Everyone wakes and retries; a writer that loses the race parks again and sets
+        // WRITER_WAITING again.
+        self.state.fetch_and(!(LATCH_WAITERS | WRITER_WAITING), Ordering::Relaxed);
         // SAFETY: the key is this descriptor's address, as used by `acquire_latch`.
         unsafe {
             parking_lot_core::unpark_all(self as *const Descriptor as usize, parking_lot_core::DEFAULT_UNPARK_TOKEN);
@@ -219,6 +250,19 @@ pub fn usage_increment(state: u64) -> u64 {
 #[inline]
 pub fn pins(state: u64) -> u64 {
     state & PIN_MASK
+}
+
+/// Pins the pool holds for its own work.
+#[inline]
+pub fn internal_pins(state: u64) -> u64 {
+    (state & INTERNAL_MASK) >> 46
+}
+
+/// True if a slot is held by the pool's own work (being filled, written back, flushed or
+/// prefetched): it will be free again without any caller doing anything.
+#[inline]
+pub fn busy(state: u64) -> bool {
+    state & (IO_IN_PROGRESS | WRITE_IN_PROGRESS) != 0 || internal_pins(state) != 0
 }
 
 #[inline]

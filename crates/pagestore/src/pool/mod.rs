@@ -49,7 +49,7 @@ use crate::numa::{MbindBinder, MemoryBinder, Placement, Topology};
 use crate::page::{PageId, PageKind};
 use crate::storage::PageFile;
 use crate::vfs::{OsVfs, Vfs};
-use descriptor::{DIRTY, Descriptor, IO_IN_PROGRESS, Latch, PREFETCHED, VALID, WRITE_IN_PROGRESS, pins, usage};
+use descriptor::{DIRTY, Descriptor, IO_IN_PROGRESS, Latch, PREFETCHED, VALID, WRITE_IN_PROGRESS, busy, pins, usage};
 use frames::Frames;
 use free_slots::FreeSlots;
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -146,6 +146,8 @@ pub(crate) struct Shared {
     allocation: Mutex<AllocationTable>,
     header: Mutex<HeaderState>,
     checkpoint_lock: Mutex<()>,
+    /// One flusher at a time (checkpoints and `flush_and_evict`): see `flush_dirty`.
+    flush_lock: Mutex<()>,
     checkpoints: AtomicU64,
     prefetch_queue: Option<prefetch::Queue>,
     closed: AtomicBool,
@@ -157,12 +159,50 @@ enum Victim {
     Clean(u32, Option<PageId>),
     /// Dirty and unpinned: write it back, then try again.
     Dirty(u32),
+    /// No slot is free or evictable now, but some are held only by the pool's own work
+    /// (being filled, written back, flushed, prefetched): wait for one to finish.
+    Busy,
+}
+
+/// Consecutive page images being gathered for one write.
+struct Run {
+    image: AlignedBuf,
+    page_size: usize,
+    /// (page, slot) of each image, pages consecutive; the slots are pinned internally and
+    /// their write turns held until the run is written.
+    pages: Vec<(PageId, u32)>,
+}
+
+impl Run {
+    fn new(page_size: usize) -> Run {
+        let capacity = (crate::limits::MAX_IO_RUN_BYTES / page_size).max(1);
+        Run { image: AlignedBuf::zeroed(capacity * page_size), page_size, pages: Vec::with_capacity(capacity) }
+    }
+
+    /// True if `page` can extend the run.
+    fn follows(&self, page: PageId) -> bool {
+        self.pages.last().is_none_or(|(last, _)| *last + 1 == page)
+    }
+
+    fn is_full(&self) -> bool {
+        self.pages.len() * self.page_size == self.image.len()
+    }
+
+    fn push(&mut self, page: PageId, slot: u32, frame: &[u8]) {
+        debug_assert!(self.follows(page) && !self.is_full());
+        let at = self.pages.len() * self.page_size;
+        self.image[at..at + self.page_size].copy_from_slice(frame);
+        self.pages.push((page, slot));
+    }
 }
 
 /// Bits of a hint entry that hold the slot index within its partition.
 const HINT_SLOT_BITS: u32 = 24;
-/// The state a claimed slot starts in: being filled, pinned once by the claimer.
+/// The state a slot claimed for a demand pin starts in: being filled, pinned once by the
+/// claimer (the pin the caller's guard will own).
 const CLAIMED: u64 = IO_IN_PROGRESS | descriptor::PIN_ONE | descriptor::USAGE_ONE;
+/// The state a slot claimed by the prefetcher starts in: being filled, pinned internally.
+const CLAIMED_FOR_PREFETCH: u64 = IO_IN_PROGRESS | descriptor::INTERNAL_ONE | descriptor::USAGE_ONE;
 
 impl BufferPool {
     /// Creates a database file at `path` with `page_size`-byte pages on the real file system.
@@ -300,6 +340,7 @@ impl BufferPool {
             allocation: Mutex::new(allocation),
             header: Mutex::new(header),
             checkpoint_lock: Mutex::new(()),
+            flush_lock: Mutex::new(()),
             checkpoints: AtomicU64::new(0),
             prefetch_queue,
             closed: AtomicBool::new(false),
@@ -434,7 +475,8 @@ impl BufferPool {
                 let descriptor = &self.shared.descriptors[slot as usize];
                 let current = descriptor.load();
                 if pins(current) == 0
-                    && current & (DIRTY | IO_IN_PROGRESS) == 0
+                    && !busy(current)
+                    && current & DIRTY == 0
                     && descriptor.state.compare_exchange(current, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
                 {
                     state.table.remove(&page);
@@ -528,6 +570,9 @@ impl Shared {
     /// Pins `page`, takes its content latch in mode `latch` and returns its slot. A prefetch
     /// takes no pin and no latch; it returns `u32::MAX` when the page was already cached.
     fn pin(&self, page: PageId, fill: Fill, latch: Latch) -> Result<u32> {
+        if page > crate::limits::MAX_PAGE_ID {
+            return Err(Error::PageOutOfRange { page, page_count: self.file.size() });
+        }
         let partition_index = self.partition_of(page);
         let partition = &self.partitions[partition_index];
         if let Some(slot) = self.pin_fast(partition, partition_index, page, latch) {
@@ -542,7 +587,7 @@ impl Shared {
     fn pin_slow(&self, partition: &Partition, partition_index: usize, page: PageId, fill: Fill) -> Result<u32> {
         let mut state = partition.state.lock();
         let mut flushed: Option<(u32, PageId)> = None;
-        let mut rounds = 0usize;
+        let mut write_backs = 0usize;
         loop {
             if let Some(&slot) = state.table.get(&page) {
                 let descriptor = &self.descriptors[slot as usize];
@@ -562,48 +607,64 @@ impl Shared {
                 }
                 return Ok(slot);
             }
-            if rounds == 0 {
-                // First miss round: is the page a page one may read?
-                let page_count = self.file.size();
-                if page >= page_count {
-                    return Err(Error::PageOutOfRange { page, page_count });
-                }
-                let allocation = self.allocation.lock();
-                if allocation.layout().is_protected(page) {
-                    return Err(Error::ProtectedPage { page });
-                }
-                if !allocation.is_allocated(page) {
-                    return Err(Error::PageNotAllocated { page });
-                }
-            }
-            rounds += 1;
-            if rounds > state.slots.len() + 8 {
-                // Every round wrote back a dirty victim that somebody used again at once.
-                return Err(Error::PoolExhausted { partition: partition_index, slots: state.slots.len() });
-            }
+            // Checked every round, under the partition lock: `release` clears the page's bit
+            // under the same lock, so a page freed meanwhile is never read and cached.
+            self.check_readable(page)?;
             let victim = match flushed.take().and_then(|(slot, old)| self.claim_flushed(&state, slot, old)) {
-                Some(slot) => slot,
-                None => self.find_victim(&mut state, partition_index, page)?,
+                Some(victim) => victim,
+                None => self.find_victim(&mut state, partition_index, page, CLAIMED)?,
             };
             match victim {
-                Victim::Dirty(slot) => {
-                    let descriptor = &self.descriptors[slot as usize];
-                    let old_page = descriptor.page_id.load(Ordering::Relaxed);
-                    descriptor.pin_quietly();
-                    drop(state);
-                    let written = self.write_back(slot, old_page);
-                    descriptor.unpin();
-                    written?;
-                    flushed = Some((slot, old_page));
-                    state = partition.state.lock();
-                }
                 Victim::Clean(slot, previous) => {
                     state.misses += 1;
                     self.rename(partition, &mut state, slot, previous, page);
                     return self.fill_slot(partition, state, slot, page, fill);
                 }
+                Victim::Dirty(slot) => {
+                    write_backs += 1;
+                    if write_backs > 4 * state.slots.len() + 16 {
+                        // Every dirty victim was used again or being written by someone else.
+                        return Err(Error::PoolExhausted { partition: partition_index, slots: state.slots.len() });
+                    }
+                    let descriptor = &self.descriptors[slot as usize];
+                    let old_page = descriptor.page_id.load(Ordering::Relaxed);
+                    descriptor.pin_internal();
+                    drop(state);
+                    let written = self.try_write_back(slot, old_page);
+                    self.unpin_internal(partition, slot);
+                    if written? {
+                        flushed = Some((slot, old_page));
+                    }
+                    state = partition.state.lock();
+                }
+                Victim::Busy => partition.io_done.wait(&mut state),
             }
         }
+    }
+
+    /// Errors unless `page` is an allocated page other than the header and bitmap pages.
+    fn check_readable(&self, page: PageId) -> Result<()> {
+        let page_count = self.file.size();
+        if page >= page_count {
+            return Err(Error::PageOutOfRange { page, page_count });
+        }
+        let allocation = self.allocation.lock();
+        if allocation.layout().is_protected(page) {
+            return Err(Error::ProtectedPage { page });
+        }
+        if !allocation.is_allocated(page) {
+            return Err(Error::PageNotAllocated { page });
+        }
+        Ok(())
+    }
+
+    /// Drops an internal pin and wakes the partition's waiters (a `release` or a miss may be
+    /// waiting for the slot). REQUIRES: the partition lock is not held by the caller.
+    fn unpin_internal(&self, partition: &Partition, slot: u32) {
+        self.descriptors[slot as usize].state.fetch_sub(descriptor::INTERNAL_ONE, Ordering::Release);
+        // Taking the lock orders the wake-up after a waiter's check (no lost wake-up).
+        drop(partition.state.lock());
+        partition.io_done.notify_all();
     }
 
     /// The lock-free hit path: pin `page` through its hint if it is cached, valid and not
@@ -688,7 +749,7 @@ impl Shared {
         previous: Option<PageId>,
         page: PageId,
     ) {
-        debug_assert_eq!(self.descriptors[slot as usize].load(), CLAIMED);
+        debug_assert_ne!(self.descriptors[slot as usize].load() & IO_IN_PROGRESS, 0, "slot {slot} is claimed");
         if let Some(old_page) = previous {
             state.table.remove(&old_page);
             self.clear_hint(partition, old_page);
@@ -760,18 +821,19 @@ impl Shared {
     }
 
     /// After writing back `slot` (which held `old_page`), claims it if it is still unpinned,
-    /// clean and holding the same page.
+    /// idle, clean and holding the same page.
     fn claim_flushed(&self, state: &PartitionState, slot: u32, old_page: PageId) -> Option<Victim> {
         let descriptor = &self.descriptors[slot as usize];
         let current = descriptor.load();
         let same = descriptor.page_id.load(Ordering::Relaxed) == old_page && state.table.get(&old_page) == Some(&slot);
-        let clean = pins(current) == 0 && current & (DIRTY | IO_IN_PROGRESS) == 0;
-        (same && clean && self.claim(descriptor, current)).then_some(Victim::Clean(slot, Some(old_page)))
+        let clean = pins(current) == 0 && !busy(current) && current & DIRTY == 0;
+        (same && clean && self.claim(descriptor, current, CLAIMED)).then_some(Victim::Clean(slot, Some(old_page)))
     }
 
-    /// Claims an unpinned slot whose state was `current`: fails if anybody pinned it since.
-    fn claim(&self, descriptor: &Descriptor, current: u64) -> bool {
-        descriptor.state.compare_exchange(current, CLAIMED, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+    /// Claims an unpinned, idle slot whose state was `current`, putting it in state `claimed`:
+    /// fails if anybody pinned it since.
+    fn claim(&self, descriptor: &Descriptor, current: u64, claimed: u64) -> bool {
+        descriptor.state.compare_exchange(current, claimed, Ordering::AcqRel, Ordering::Relaxed).is_ok()
     }
 
     /// Local index of `slot` within its partition.
@@ -791,7 +853,7 @@ impl Shared {
 
     /// A free slot (preferably the page's own), or the clock's victim (PostgreSQL's algorithm, bounded to
     /// `(MAX_USAGE_COUNT + 1)` sweeps of the partition).
-    fn find_victim(&self, state: &mut PartitionState, partition: usize, page: PageId) -> Result<Victim> {
+    fn find_victim(&self, state: &mut PartitionState, partition: usize, page: PageId, claimed: u64) -> Result<Victim> {
         if state.free_slots.len() > 0 {
             let preferred = self.preferred_index(page, state.slots.len());
             let index = if state.free_slots.take(preferred) {
@@ -800,17 +862,22 @@ impl Shared {
                 state.free_slots.take_lowest().expect("a free slot exists")
             };
             let slot = state.slots[index];
-            let claimed = self.claim(&self.descriptors[slot as usize], 0);
-            assert!(claimed, "free slot {slot} was in use");
+            let taken = self.claim(&self.descriptors[slot as usize], 0, claimed);
+            assert!(taken, "free slot {slot} was in use");
             return Ok(Victim::Clean(slot, None));
         }
         let count = state.slots.len();
+        let mut busy_seen = false;
         for _ in 0..count * (crate::limits::MAX_USAGE_COUNT as usize + 1) {
             let slot = state.slots[state.hand];
             state.hand = (state.hand + 1) % count;
             let descriptor = &self.descriptors[slot as usize];
             let current = descriptor.load();
-            if pins(current) != 0 || current & IO_IN_PROGRESS != 0 {
+            if pins(current) != 0 {
+                continue;
+            }
+            if busy(current) {
+                busy_seen = true;
                 continue;
             }
             if usage(current) > 0 {
@@ -821,43 +888,73 @@ impl Shared {
             if current & DIRTY != 0 {
                 return Ok(Victim::Dirty(slot));
             }
-            if self.claim(descriptor, current) {
+            if self.claim(descriptor, current, claimed) {
                 let previous = (current & VALID != 0).then(|| descriptor.page_id.load(Ordering::Relaxed));
                 return Ok(Victim::Clean(slot, previous));
             }
         }
-        Err(Error::PoolExhausted { partition, slots: count })
+        if busy_seen { Ok(Victim::Busy) } else { Err(Error::PoolExhausted { partition, slots: count }) }
     }
 
-    /// Writes `slot` (pinned by the caller, holding `page`) back to the file if it is dirty.
-    /// Write-backs of one slot take turns (WRITE_IN_PROGRESS), so they reach the disk in the
-    /// order their images were copied.
-    fn write_back(&self, slot: u32, page: PageId) -> Result<()> {
+    /// An eviction's write-back of `slot` (internally pinned by the caller, holding `page`).
+    /// It never waits: it takes the slot's write turn and its shared latch only if both are
+    /// free now, and otherwise returns `Ok(false)` so that the caller picks another victim (the
+    /// page is being written already, or somebody is using it). Waiting here could deadlock:
+    /// the evicting thread may hold latches of its own that a flusher is waiting for.
+    fn try_write_back(&self, slot: u32, page: PageId) -> Result<bool> {
         let descriptor = &self.descriptors[slot as usize];
         let partition = &self.partitions[self.partition_of(page)];
-        self.begin_write(partition, descriptor);
-        let result = self.write_back_exclusive(descriptor, slot, page);
-        descriptor.state.fetch_and(!WRITE_IN_PROGRESS, Ordering::Release);
-        // Taking the lock orders the wake-up after a waiter's check (no lost wake-up).
-        drop(partition.state.lock());
-        partition.io_done.notify_all();
-        result
+        if !self.try_begin_write(descriptor) {
+            return Ok(false);
+        }
+        if !descriptor.try_acquire_latch(Latch::Shared) {
+            self.end_write(partition, descriptor);
+            return Ok(false);
+        }
+        let was_dirty = descriptor.state.fetch_and(!DIRTY, Ordering::AcqRel) & DIRTY != 0;
+        let mut image = AlignedBuf::zeroed(self.page_size);
+        if was_dirty {
+            // SAFETY: pinned (the frame stays this page's) and latched shared (no writer).
+            image.copy_from_slice(unsafe {
+                std::slice::from_raw_parts(self.frames.frame(slot as usize), self.page_size)
+            });
+        }
+        descriptor.release_latch(Latch::Shared);
+        let result = if was_dirty { self.file.write(page, &mut image, PageKind::Data) } else { Ok(()) };
+        match &result {
+            Ok(()) if was_dirty => {
+                partition.writes.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(()) => {}
+            Err(_) => {
+                descriptor.state.fetch_or(DIRTY, Ordering::Release);
+            }
+        }
+        self.end_write(partition, descriptor);
+        result.map(|()| true)
     }
 
-    /// Waits until no other flusher is writing `descriptor`'s slot, then becomes the writer.
-    fn begin_write(&self, partition: &Partition, descriptor: &Descriptor) {
-        loop {
-            let current = descriptor.load();
-            if current & WRITE_IN_PROGRESS == 0 {
-                if descriptor
-                    .state
-                    .compare_exchange_weak(current, current | WRITE_IN_PROGRESS, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    return;
-                }
-                continue;
+    /// Takes the slot's write turn if nobody holds it.
+    fn try_begin_write(&self, descriptor: &Descriptor) -> bool {
+        let mut current = descriptor.load();
+        while current & WRITE_IN_PROGRESS == 0 {
+            match descriptor.state.compare_exchange_weak(
+                current,
+                current | WRITE_IN_PROGRESS,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => current = actual,
             }
+        }
+        false
+    }
+
+    /// Waits for the slot's write turn (flushers only). The holder is an eviction in
+    /// `try_write_back`, which never waits while holding it, so the wait ends.
+    fn begin_write(&self, partition: &Partition, descriptor: &Descriptor) {
+        while !self.try_begin_write(descriptor) {
             let mut state = partition.state.lock();
             while descriptor.load() & WRITE_IN_PROGRESS != 0 {
                 partition.io_done.wait(&mut state);
@@ -865,102 +962,95 @@ impl Shared {
         }
     }
 
-    fn write_back_exclusive(&self, descriptor: &Descriptor, slot: u32, page: PageId) -> Result<()> {
-        let mut image = AlignedBuf::zeroed(self.page_size);
-        descriptor.acquire_latch(Latch::Shared);
-        let was_dirty = descriptor.state.fetch_and(!DIRTY, Ordering::AcqRel) & DIRTY != 0;
-        if was_dirty {
-            // SAFETY: pinned (the frame stays this page's) and latched shared (no writer).
-            let frame = unsafe { std::slice::from_raw_parts(self.frames.frame(slot as usize), self.page_size) };
-            image.copy_from_slice(frame);
+    /// Gives the write turn back and wakes whoever waits for it.
+    fn end_write(&self, partition: &Partition, descriptor: &Descriptor) {
+        descriptor.state.fetch_and(!WRITE_IN_PROGRESS, Ordering::Release);
+        // Taking the lock orders the wake-up after a waiter's check (no lost wake-up).
+        drop(partition.state.lock());
+        partition.io_done.notify_all();
+    }
+
+    /// Writes back every page that is dirty, or being written back by an eviction, when the
+    /// call starts, in page order, each run of consecutive pages (up to `MAX_IO_RUN_BYTES`)
+    /// with one write. When it returns, every such page is on the file.
+    ///
+    /// Protocol (see the design note): one flusher at a time; it takes write turns in page
+    /// order and keeps them until its run is written; it waits for a page's latch only while
+    /// holding nothing but that page's pin (it writes out its run first), and it waits for a
+    /// turn only while the holder is an eviction, which never waits. So no cycle can form with
+    /// evictions, which never wait for a turn or a latch.
+    ///
+    /// REQUIRES: the calling thread holds no write guard on a dirty page (it would wait for
+    /// its own latch).
+    fn flush_dirty(&self) -> Result<()> {
+        let _one_flusher = self.flush_lock.lock();
+        let mut candidates: Vec<(PageId, u32)> = (0..self.descriptors.len() as u32)
+            .filter_map(|slot| {
+                let descriptor = &self.descriptors[slot as usize];
+                let current = descriptor.load();
+                let pending = current & VALID != 0 && current & (DIRTY | WRITE_IN_PROGRESS) != 0;
+                pending.then(|| (descriptor.page_id.load(Ordering::Acquire), slot))
+            })
+            .collect();
+        candidates.sort_unstable();
+        let mut run = Run::new(self.page_size);
+        let mut result = Ok(());
+        for (page, slot) in candidates {
+            let partition = &self.partitions[self.partition_of(page)];
+            let descriptor = &self.descriptors[slot as usize];
+            {
+                let state = partition.state.lock();
+                if state.table.get(&page) != Some(&slot) || descriptor.load() & VALID == 0 {
+                    continue; // renamed or dropped since: its write-back is done
+                }
+                descriptor.pin_internal();
+            }
+            if !run.follows(page) {
+                result = result.and(self.write_run(&mut run));
+            }
+            if !descriptor.try_acquire_latch(Latch::Shared) {
+                result = result.and(self.write_run(&mut run));
+                descriptor.acquire_latch(Latch::Shared);
+            }
+            self.begin_write(partition, descriptor);
+            let was_dirty = descriptor.state.fetch_and(!DIRTY, Ordering::AcqRel) & DIRTY != 0;
+            if was_dirty {
+                // SAFETY: pinned (the frame stays this page's) and latched shared (no writer).
+                run.push(page, slot, unsafe {
+                    std::slice::from_raw_parts(self.frames.frame(slot as usize), self.page_size)
+                });
+            }
+            descriptor.release_latch(Latch::Shared);
+            if !was_dirty {
+                // An eviction wrote it while we waited for the turn: it is on the file.
+                self.end_write(partition, descriptor);
+                self.unpin_internal(partition, slot);
+            }
+            if run.is_full() {
+                result = result.and(self.write_run(&mut run));
+            }
         }
-        descriptor.release_latch(Latch::Shared);
-        if !was_dirty {
+        result.and(self.write_run(&mut run))
+    }
+
+    /// Writes the pages collected in `run` with one call, gives back their turns and pins, and
+    /// empties it. On failure the pages are dirty again.
+    fn write_run(&self, run: &mut Run) -> Result<()> {
+        if run.pages.is_empty() {
             return Ok(());
         }
-        match self.file.write(page, &mut image, PageKind::Data) {
-            Ok(()) => {
-                self.partitions[self.partition_of(page)].writes.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            }
-            Err(error) => {
-                descriptor.state.fetch_or(DIRTY, Ordering::Release);
-                Err(error)
-            }
-        }
-    }
-
-    /// Writes back every dirty slot in page order, each run of consecutive pages (up to
-    /// `MAX_IO_RUN_BYTES`) with one write.
-    fn flush_dirty(&self) -> Result<()> {
-        let mut dirty: Vec<(PageId, u32)> = Vec::new();
-        for slot in 0..self.descriptors.len() as u32 {
+        let length = run.pages.len() * self.page_size;
+        let result = self.file.write_run(run.pages[0].0, &mut run.image[..length], PageKind::Data);
+        for (page, slot) in run.pages.drain(..) {
+            let partition = &self.partitions[self.partition_of(page)];
             let descriptor = &self.descriptors[slot as usize];
-            if descriptor.load() & (VALID | DIRTY) != VALID | DIRTY {
-                continue;
-            }
-            let page = descriptor.page_id.load(Ordering::Relaxed);
-            let state = self.partitions[self.partition_of(page)].state.lock();
-            // Re-check under the lock: the slot may have been renamed meanwhile.
-            let current = descriptor.load();
-            if current & (VALID | DIRTY) == VALID | DIRTY && state.table.get(&page) == Some(&slot) {
-                descriptor.pin_quietly();
-                dirty.push((page, slot));
-            }
-        }
-        dirty.sort_unstable();
-        let longest = (crate::limits::MAX_IO_RUN_BYTES / self.page_size).max(1);
-        let mut result = Ok(());
-        let mut start = 0;
-        while start < dirty.len() {
-            let mut end = start + 1;
-            while end < dirty.len() && end - start < longest && dirty[end].0 == dirty[end - 1].0 + 1 {
-                end += 1;
-            }
-            if result.is_ok() {
-                result = self.write_back_run(&dirty[start..end]);
-            }
-            for (_, slot) in &dirty[start..end] {
-                self.descriptors[*slot as usize].unpin();
-            }
-            start = end;
-        }
-        result
-    }
-
-    /// Writes the consecutive pages of `run` (pinned by the caller) with one call. Takes each
-    /// slot's write turn in ascending page order, so two flushers of overlapping runs cannot
-    /// deadlock (an eviction's single-slot write-back never waits while holding a turn).
-    fn write_back_run(&self, run: &[(PageId, u32)]) -> Result<()> {
-        for (page, slot) in run {
-            self.begin_write(&self.partitions[self.partition_of(*page)], &self.descriptors[*slot as usize]);
-        }
-        let mut image = AlignedBuf::zeroed(run.len() * self.page_size);
-        let mut was_dirty = Vec::with_capacity(run.len());
-        for ((_, slot), target) in run.iter().zip(image.chunks_exact_mut(self.page_size)) {
-            let descriptor = &self.descriptors[*slot as usize];
-            descriptor.acquire_latch(Latch::Shared);
-            was_dirty.push(descriptor.state.fetch_and(!DIRTY, Ordering::AcqRel) & DIRTY != 0);
-            // SAFETY: pinned (the frame stays this page's) and latched shared (no writer).
-            target.copy_from_slice(unsafe {
-                std::slice::from_raw_parts(self.frames.frame(*slot as usize), self.page_size)
-            });
-            descriptor.release_latch(Latch::Shared);
-        }
-        // Pages an eviction cleaned meanwhile are written again with the same bytes: harmless.
-        let result = self.file.write_run(run[0].0, &mut image, PageKind::Data);
-        for ((page, slot), dirty) in run.iter().zip(was_dirty) {
-            let descriptor = &self.descriptors[*slot as usize];
-            if result.is_err() && dirty {
-                descriptor.state.fetch_or(DIRTY, Ordering::Release);
-            }
-            let partition = &self.partitions[self.partition_of(*page)];
             if result.is_ok() {
                 partition.writes.fetch_add(1, Ordering::Relaxed);
+            } else {
+                descriptor.state.fetch_or(DIRTY, Ordering::Release);
             }
-            descriptor.state.fetch_and(!WRITE_IN_PROGRESS, Ordering::Release);
-            drop(partition.state.lock());
-            partition.io_done.notify_all();
+            self.end_write(partition, descriptor);
+            self.unpin_internal(partition, slot);
         }
         result
     }
@@ -976,14 +1066,16 @@ impl Shared {
         while let Some(&slot) = state.table.get(&page) {
             let descriptor = &self.descriptors[slot as usize];
             let current = descriptor.load();
-            if current & IO_IN_PROGRESS != 0 {
+            if pins(current) != 0 {
+                return Err(Error::PagePinned { page });
+            }
+            if busy(current) {
+                // Held by the pool's own work (a fill, a write-back, a flush): wait for it.
                 partition.io_done.wait(&mut state);
                 continue;
             }
-            if pins(current) != 0
-                || descriptor.state.compare_exchange(current, 0, Ordering::AcqRel, Ordering::Relaxed).is_err()
-            {
-                return Err(Error::PagePinned { page });
+            if descriptor.state.compare_exchange(current, 0, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+                continue; // pinned or changed meanwhile: look again
             }
             state.table.remove(&page);
             self.clear_hint(partition, page);
@@ -1037,11 +1129,13 @@ impl Shared {
         }
     }
 
+    /// Checkpoints and marks the pool closed. A poisoned file cannot checkpoint: closing it
+    /// reports `Poisoned`, since the changes since the last durable checkpoint are lost.
     fn close(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Ok(());
         }
-        let result = if self.file.is_poisoned() { Ok(()) } else { self.checkpoint(None) };
+        let result = self.checkpoint(None);
         self.closed.store(true, Ordering::Release);
         result
     }
@@ -1111,7 +1205,7 @@ impl Shared {
             }
             for slot in state.free_slots.iter().map(|index| state.slots[index]) {
                 let current = self.descriptors[slot as usize].load();
-                if current & (VALID | IO_IN_PROGRESS) != 0 || pins(current) != 0 {
+                if current & VALID != 0 || pins(current) != 0 || busy(current) {
                     problems.push(format!("free slot {slot} has state {current:#x}"));
                 }
                 if owner[slot as usize].replace((index, false)).is_some() {
@@ -1179,23 +1273,26 @@ impl Shared {
             return;
         }
         let end = first.saturating_add(count).min(self.file.size());
-        let wanted: Vec<PageId> = {
-            let allocation = self.allocation.lock();
-            (first..end)
-                .filter(|&page| !allocation.layout().is_protected(page) && allocation.is_allocated(page))
-                .collect()
-        };
-        let mut claimed: Vec<(PageId, u32)> = Vec::with_capacity(wanted.len());
-        for page in wanted {
+        let mut claimed: Vec<(PageId, u32)> = Vec::new();
+        let mut claimed_per_partition = vec![0usize; self.partition_count];
+        for page in first..end {
             let partition_index = self.partition_of(page);
             let partition = &self.partitions[partition_index];
             let mut state = partition.state.lock();
-            if state.table.contains_key(&page) {
+            // Never take more than half a partition for read-ahead, and never a page freed
+            // meanwhile (checked under the partition lock, as `release` clears it under it).
+            if state.table.contains_key(&page)
+                || claimed_per_partition[partition_index] >= state.slots.len() / 2
+                || self.check_readable(page).is_err()
+            {
                 continue;
             }
-            if let Ok(Victim::Clean(slot, previous)) = self.find_victim(&mut state, partition_index, page) {
+            if let Ok(Victim::Clean(slot, previous)) =
+                self.find_victim(&mut state, partition_index, page, CLAIMED_FOR_PREFETCH)
+            {
                 self.rename(partition, &mut state, slot, previous, page);
                 claimed.push((page, slot));
+                claimed_per_partition[partition_index] += 1;
             }
         }
         let longest = (crate::limits::MAX_IO_RUN_BYTES / self.page_size).max(1);
@@ -1227,7 +1324,7 @@ impl Shared {
             if ok {
                 self.publish(partition, *slot, *page, VALID | PREFETCHED, true);
                 drop(state);
-                self.descriptors[*slot as usize].unpin();
+                self.unpin_internal(partition, *slot);
                 if let Some(queue) = &self.prefetch_queue {
                     queue.reads.fetch_add(1, Ordering::Relaxed);
                 }

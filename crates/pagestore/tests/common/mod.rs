@@ -99,3 +99,56 @@ impl VfsFile for SlowFile {
         self.inner.allocate(len)
     }
 }
+
+/// A file system whose writes at one chosen offset take `delay` (then go through), to hold a
+/// write-back in flight while something else runs.
+#[derive(Debug, Clone)]
+pub struct GateVfs {
+    pub inner: Arc<dyn Vfs>,
+    pub slow_offset: Arc<AtomicU64>,
+    pub delay: Duration,
+}
+
+impl Vfs for GateVfs {
+    fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn VfsFile>> {
+        Ok(Box::new(GateFile {
+            inner: self.inner.open(path, options)?,
+            slow_offset: self.slow_offset.clone(),
+            delay: self.delay,
+        }))
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove(path)
+    }
+}
+
+struct GateFile {
+    inner: Box<dyn VfsFile>,
+    slow_offset: Arc<AtomicU64>,
+    delay: Duration,
+}
+
+impl VfsFile for GateFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.inner.read_exact_at(buf, offset)
+    }
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        let slow = self.slow_offset.load(Ordering::SeqCst);
+        if (offset..offset + buf.len() as u64).contains(&slow) {
+            std::thread::sleep(self.delay);
+        }
+        self.inner.write_all_at(buf, offset)
+    }
+    fn sync(&self) -> io::Result<()> {
+        self.inner.sync()
+    }
+    fn size(&self) -> io::Result<u64> {
+        self.inner.size()
+    }
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        self.inner.allocate(len)
+    }
+}
