@@ -324,6 +324,6 @@ fn closing_a_poisoned_pool_reports_the_loss() {
     write_pages(&pool, 2, 1);
     fault.fail_nth(FaultOp::Sync, 1, FaultKind::Eio);
     assert!(pool.checkpoint().is_err());
-    let error = pool.close().err().expect("close of a poisoned pool must fail");
+    let error = pool.close().expect_err("close of a poisoned pool must fail");
     assert!(matches!(error, Error::Poisoned(_)), "{error}");
 }
