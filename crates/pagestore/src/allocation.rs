@@ -20,9 +20,12 @@
 //! A page released after the last checkpoint may still be named by the durable root (for
 //! example by an SSTable the durable manifest lists). It must not be handed out again until a
 //! checkpoint records it free, or a crash would resurrect a root pointing at overwritten data.
-//! So a page is allocatable only if it is free both now (`current`) and at the last durable
-//! checkpoint (`durable`). A page allocated and released between two checkpoints was never
-//! durable and is reusable at once.
+//! The header also keeps the checkpoint before the last one, as a fallback should the newest
+//! root slot be damaged; so a page is allocatable only if it is free now (`current`), at the
+//! last checkpoint (`durable`) and at the one before (`previous`). A page allocated and
+//! released between two checkpoints was never durable and is reusable at once. (Right after
+//! `open`, the checkpoint before the one opened is not known: until the next checkpoint,
+//! falling back past a damaged newest slot may meet pages reused in that window.)
 //!
 //! Which copy is current is found by sequence, so a damaged newest copy would silently fall
 //! back to an older one. To catch that, each checkpoint's root slot stores a digest of every
@@ -86,6 +89,8 @@ impl Layout {
 struct Group {
     current: Vec<u64>,
     durable: Vec<u64>,
+    /// The bits at the checkpoint before the last one.
+    previous: Vec<u64>,
     /// Copy (0 or 1) holding the last durable version; `None` if never persisted.
     durable_copy: Option<usize>,
     /// Checkpoint sequence stamped on the durable copy (0 if never persisted).
@@ -98,7 +103,7 @@ impl Group {
     fn new(layout: &Layout) -> Self {
         let mut bits = vec![0u64; layout.words_per_group()];
         bits[0] = 0b11; // the two bitmap copies
-        Self { current: bits.clone(), durable: bits, durable_copy: None, stamp: 0, dirty: true }
+        Self { current: bits.clone(), durable: bits.clone(), previous: bits, durable_copy: None, stamp: 0, dirty: true }
     }
 }
 
@@ -177,7 +182,8 @@ impl AllocationTable {
             // the non-durable copy of every dirty group), or the copy would pass for its own.
             table.groups.push(Group {
                 current: bits.clone(),
-                durable: bits,
+                durable: bits.clone(),
+                previous: bits,
                 durable_copy: Some(copy),
                 stamp,
                 dirty: newer_copy,
@@ -198,6 +204,7 @@ impl AllocationTable {
             if index >= 2 {
                 table.groups[group as usize].current[(index / 64) as usize] &= !(1 << (index % 64));
                 table.groups[group as usize].durable[(index / 64) as usize] &= !(1 << (index % 64));
+                table.groups[group as usize].previous[(index / 64) as usize] &= !(1 << (index % 64));
             }
         }
         table.allocated = 1 + table.groups.iter().map(|group| count_ones(&group.current)).sum::<u64>();
@@ -328,6 +335,10 @@ impl AllocationTable {
 
     /// The checkpoint holding `images` is durable: their bits become the durable bits.
     pub fn finish_checkpoint(&mut self, images: Vec<GroupImage>, sequence: u64) {
+        // The last checkpoint becomes the one before; groups without an image are unchanged.
+        for group in &mut self.groups {
+            group.previous.clone_from(&group.durable);
+        }
         for image in images {
             let group = &mut self.groups[image.group as usize];
             group.durable = image.bits;
@@ -370,7 +381,7 @@ impl AllocationTable {
             }
             let group = &self.groups[group as usize];
             let word = (index / 64) as usize;
-            let taken = group.current[word] | group.durable[word];
+            let taken = group.current[word] | group.durable[word] | group.previous[word];
             if run == 0 && taken == u64::MAX && index % 64 == 0 {
                 page += 64; // skip a full word
                 continue;

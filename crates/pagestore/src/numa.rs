@@ -121,13 +121,14 @@ pub trait MemoryBinder: Send + Sync {
     fn bind(&self, region: &mut [u8], node: usize) -> io::Result<()>;
 }
 
-/// Binds with the `mbind` system call (`MPOL_BIND`).
+/// Places memory with the `mbind` system call, `MPOL_PREFERRED`: the node is preferred, and a
+/// node that runs out of memory falls back to another instead of failing the allocation.
 #[derive(Debug, Default)]
 pub struct MbindBinder;
 
 impl MemoryBinder for MbindBinder {
     fn bind(&self, region: &mut [u8], node: usize) -> io::Result<()> {
-        const MPOL_BIND: libc::c_long = 2;
+        const MPOL_PREFERRED: libc::c_long = 1;
         let bits_per_word = 8 * std::mem::size_of::<libc::c_ulong>();
         let mut mask = vec![0 as libc::c_ulong; node / bits_per_word + 1];
         mask[node / bits_per_word] |= 1 << (node % bits_per_word);
@@ -138,7 +139,7 @@ impl MemoryBinder for MbindBinder {
                 libc::SYS_mbind,
                 region.as_mut_ptr(),
                 region.len(),
-                MPOL_BIND,
+                MPOL_PREFERRED,
                 mask.as_ptr(),
                 max_node,
                 0 as libc::c_uint,
@@ -221,6 +222,23 @@ mod tests {
             self.0.lock().unwrap().push((region.len(), node));
             Ok(())
         }
+    }
+
+    /// Refuses every bind, as `mbind` does without permission.
+    struct RefusingBinder;
+    impl MemoryBinder for RefusingBinder {
+        fn bind(&self, _region: &mut [u8], _node: usize) -> io::Result<()> {
+            Err(io::Error::from_raw_os_error(libc::EPERM))
+        }
+    }
+
+    #[test]
+    fn a_refused_bind_costs_placement_not_the_pool() {
+        let placement = Placement::plan(8, 4, &Topology::simulated(2, 1), NumaMode::Auto);
+        let frames = crate::pool::frames::Frames::new(&placement, 4096, &RefusingBinder).unwrap();
+        // The memory is usable.
+        // SAFETY: the frame is a page of our own mapping.
+        unsafe { frames.frame(5).write_bytes(7, 4096) };
     }
 
     #[test]

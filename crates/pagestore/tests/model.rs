@@ -1,8 +1,8 @@
 //! Model-based property test: random sequences of alloc, release, write, read, checkpoint,
 //! reopen, crash (power cut) and eviction against a simple in-memory model.
 //!
-//! The model knows which pages are allocated, what each holds, which released pages are still
-//! durable (not reusable until a checkpoint), and the state of the last checkpoint. After a
+//! The model knows which pages are allocated, what each holds, and the allocated pages of the
+//! last two checkpoints (a released page is reusable only once neither names it). After a
 //! crash the allocation state must be the last checkpoint's exactly, and each page must hold
 //! one of the versions written to it since that checkpoint (write-back is in place).
 
@@ -48,9 +48,9 @@ type Content = Option<u64>;
 #[derive(Debug, Clone, Default)]
 struct Model {
     pages: BTreeMap<u64, Content>,
-    /// Released since the last checkpoint but allocated in it: not reusable yet.
-    pending: BTreeSet<u64>,
     durable_pages: BTreeMap<u64, Content>,
+    /// Pages allocated at the checkpoint before the last one.
+    previous_pages: BTreeSet<u64>,
     /// Contents written since the last checkpoint, per durable page.
     since_checkpoint: BTreeMap<u64, Vec<Content>>,
 }
@@ -61,7 +61,10 @@ impl Model {
     }
 
     fn allocatable(&self, page: u64, layout: &Layout) -> bool {
-        !layout.is_protected(page) && !self.pages.contains_key(&page) && !self.pending.contains(&page)
+        !layout.is_protected(page)
+            && !self.pages.contains_key(&page)
+            && !self.durable_pages.contains_key(&page)
+            && !self.previous_pages.contains(&page)
     }
 
     fn set(&mut self, page: u64, content: Content) {
@@ -72,8 +75,15 @@ impl Model {
     }
 
     fn checkpointed(&mut self) {
+        self.previous_pages = self.durable_pages.keys().copied().collect();
         self.durable_pages = self.pages.clone();
-        self.pending.clear();
+        self.since_checkpoint.clear();
+    }
+
+    /// After an open, the pool knows only the checkpoint it opened.
+    fn opened(&mut self) {
+        self.durable_pages = self.pages.clone();
+        self.previous_pages = self.durable_pages.keys().copied().collect();
         self.since_checkpoint.clear();
     }
 }
@@ -126,9 +136,6 @@ fn run(ops: Vec<Op>) {
                 model.pages.remove(&page);
                 // Its history stays: an eviction may have written a newer version in place,
                 // and a crash brings the durable page back with whatever is on disk.
-                if model.durable_pages.contains_key(&page) {
-                    model.pending.insert(page);
-                }
                 assert!(matches!(current.pin_read(page), Err(Error::PageNotAllocated { .. })));
             }
             Op::Write(index) => {
@@ -148,6 +155,7 @@ fn run(ops: Vec<Op>) {
             Op::Reopen => {
                 pool.take().unwrap().close().unwrap();
                 model.checkpointed();
+                model.opened();
                 pool = Some(open());
             }
             Op::Crash => {
@@ -165,7 +173,7 @@ fn run(ops: Vec<Op>) {
                     pages.insert(*page, found);
                 }
                 model.pages = pages;
-                model.checkpointed();
+                model.opened();
                 pool = Some(reopened);
             }
             Op::Evict => current.flush_and_evict().unwrap(),

@@ -143,11 +143,11 @@ fn storage_layer_operations() {
 }
 
 #[test]
-fn alloc_reuses_released_pages_only_after_a_checkpoint() {
+fn released_pages_are_reused_only_when_no_kept_checkpoint_names_them() {
     let (_vfs, pool) = memory_pool(64, 4);
     let kept = pool.alloc().unwrap().page_id();
     pool.checkpoint().unwrap();
-    // Durable page released: not reusable until the release is checkpointed.
+    // Durable page released: not reusable while a checkpoint the header keeps names it.
     pool.release(kept).unwrap();
     assert!(!pool.is_allocated(kept));
     let next = pool.alloc().unwrap().page_id();
@@ -155,7 +155,9 @@ fn alloc_reuses_released_pages_only_after_a_checkpoint() {
     // A page allocated and released since the checkpoint is reusable at once.
     pool.release(next).unwrap();
     assert_eq!(pool.alloc().unwrap().page_id(), next);
-    pool.checkpoint().unwrap();
+    pool.checkpoint().unwrap(); // the newest checkpoint has it free, the older one does not
+    assert_ne!(pool.alloc().unwrap().page_id(), kept);
+    pool.checkpoint().unwrap(); // now neither kept checkpoint names it
     assert_eq!(pool.alloc().unwrap().page_id(), kept);
     pool.check_consistency().unwrap();
 }

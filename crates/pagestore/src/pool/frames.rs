@@ -5,14 +5,23 @@
 use crate::numa::{MemoryBinder, Placement};
 use std::io;
 
+/// One anonymous mapping, unmapped on drop.
 struct Region {
     base: *mut u8,
     len: usize,
 }
 
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: unmapping a mapping we created, once.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
 /// Frames of all slots.
 pub struct Frames {
-    regions: Vec<Region>,
+    /// Owned for their `Drop` (unmapping).
+    _regions: Vec<Region>,
     /// Address of each slot's frame.
     addresses: Vec<*mut u8>,
 }
@@ -45,7 +54,12 @@ impl Frames {
             let region = Region { base: base.cast(), len };
             if let Some(node) = node {
                 // SAFETY: the mapping is `len` bytes, ours, and not yet shared with anyone.
-                binder.bind(unsafe { std::slice::from_raw_parts_mut(region.base, len) }, *node)?;
+                let memory = unsafe { std::slice::from_raw_parts_mut(region.base, len) };
+                // Placement is advice: a refused bind (no permission, a node without memory)
+                // costs locality, not correctness.
+                if let Err(error) = binder.bind(memory, *node) {
+                    tracing::warn!(node, %error, "cannot place buffer slots on their NUMA node; using any node");
+                }
             }
             regions.push(region);
         }
@@ -55,21 +69,12 @@ impl Frames {
             // SAFETY: index < region_slots[region], so the frame lies inside the mapping.
             .map(|(region, index)| unsafe { regions[*region as usize].base.add(*index as usize * page_size) })
             .collect();
-        Ok(Frames { regions, addresses })
+        Ok(Frames { _regions: regions, addresses })
     }
 
     /// Start of slot `slot`'s frame.
     #[inline]
     pub fn frame(&self, slot: usize) -> *mut u8 {
         self.addresses[slot]
-    }
-}
-
-impl Drop for Frames {
-    fn drop(&mut self) {
-        for region in &self.regions {
-            // SAFETY: unmapping a mapping we created, once.
-            unsafe { libc::munmap(region.base.cast(), region.len) };
-        }
     }
 }
