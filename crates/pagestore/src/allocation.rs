@@ -320,14 +320,14 @@ impl AllocationTable {
     }
 
     /// Writes the group images of checkpoint `sequence` (not yet synced).
-    pub fn write_images(&self, file: &PageFile, images: &[GroupImage], sequence: u64) -> Result<()> {
+    pub fn write_images(layout: Layout, file: &PageFile, images: &[GroupImage], sequence: u64) -> Result<()> {
         let mut buf = AlignedBuf::zeroed(file.page_size());
         for image in images {
             buf.fill(0);
             let payload = &mut buf[PAGE_HEADER_SIZE..];
             payload[..8].copy_from_slice(&sequence.to_le_bytes());
             encode_bits(&image.bits, &mut payload[8..]);
-            let page = self.layout.group_start(image.group) + image.copy as u64;
+            let page = layout.group_start(image.group) + image.copy as u64;
             file.write(page, &mut buf, PageKind::Bitmap)?;
         }
         Ok(())

@@ -16,7 +16,6 @@ pub enum IoOp {
     Write,
     Sync,
     Extend,
-    Lock,
     Length,
 }
 
@@ -28,7 +27,6 @@ impl std::fmt::Display for IoOp {
             IoOp::Write => "write",
             IoOp::Sync => "sync",
             IoOp::Extend => "extend",
-            IoOp::Lock => "lock",
             IoOp::Length => "length",
         };
         f.write_str(name)
@@ -68,7 +66,9 @@ pub enum Error {
     Locked { path: PathBuf },
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
-    #[error("buffer pool exhausted: all {slots} slots of partition {partition} are pinned")]
+    #[error(
+        "buffer pool exhausted: none of the {slots} slots of partition {partition} can be freed (pinned, or dirtied again as fast as they are written back)"
+    )]
     PoolExhausted { partition: usize, slots: usize },
     #[error("page {page} is out of range (the file has {page_count} pages)")]
     PageOutOfRange { page: PageId, page_count: u64 },

@@ -44,8 +44,8 @@ impl std::fmt::Debug for PageFile {
 }
 
 impl PageFile {
-    /// Creates `path` with the given page size and writes a header whose only checkpoint is
-    /// `first` (sequence 1). The caller syncs after writing whatever else checkpoint 1 names.
+    /// Creates an empty file at `path` for pages of `page_size` bytes. The caller reserves and
+    /// writes the header and the first bitmap, then syncs.
     pub fn create(vfs: &dyn Vfs, path: &Path, page_size: usize, direct_io: bool) -> Result<PageFile> {
         if !valid_page_size(page_size) {
             return Err(Error::InvalidConfig(format!(
@@ -82,6 +82,12 @@ impl PageFile {
         file.read_exact_at(&mut probe, 0).map_err(|error| Error::io(IoOp::Read, path, Some(0), error))?;
         let page_size = FileHeader::decode_page_size(path, &probe)?;
         let mut first = AlignedBuf::zeroed(page_size);
+        if length < page_size as u64 {
+            return Err(Error::Truncated {
+                path: path.to_path_buf(),
+                detail: format!("{length} bytes, less than one page of {page_size}"),
+            });
+        }
         file.read_exact_at(&mut first, 0).map_err(|error| Error::io(IoOp::Read, path, Some(0), error))?;
         let header = FileHeader::decode(path, &first)?;
         let page_count = length / page_size as u64;

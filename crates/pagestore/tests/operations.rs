@@ -450,3 +450,37 @@ fn consecutive_pages_land_in_consecutive_frames_whatever_emptied_the_pool() {
         }
     }
 }
+
+#[test]
+fn a_file_shorter_than_its_page_size_is_truncated() {
+    let vfs = MemoryVfs::new();
+    let pool = BufferPool::create_with(
+        Arc::new(vfs.clone()),
+        Path::new("big-pages.tern"),
+        16384,
+        PoolConfig::with_size(1 << 20),
+    )
+    .unwrap();
+    pool.close().unwrap();
+    let mut bytes = vfs.contents(Path::new("big-pages.tern")).unwrap();
+    bytes.truncate(9000);
+    vfs.set_contents(Path::new("big-pages.tern"), bytes);
+    let error = BufferPool::open_with(Arc::new(vfs), Path::new("big-pages.tern"), PoolConfig::with_size(1 << 20))
+        .err()
+        .unwrap();
+    assert!(matches!(error, Error::Truncated { .. }), "{error}");
+}
+
+#[test]
+fn a_create_that_cannot_make_its_file_durable_leaves_no_file() {
+    use tern_pagestore::{FaultKind, FaultOp, FaultVfs};
+    let memory = MemoryVfs::new();
+    let fault = FaultVfs::new(Arc::new(memory.clone()));
+    // The second sync of a create is the directory's.
+    fault.fail_nth(FaultOp::Sync, 2, FaultKind::Eio);
+    let error = BufferPool::create_with(Arc::new(fault), Path::new("d.tern"), 4096, PoolConfig::with_size(1 << 20))
+        .err()
+        .unwrap();
+    assert!(matches!(error, Error::Io { .. }), "{error}");
+    assert!(!memory.exists(Path::new("d.tern")));
+}

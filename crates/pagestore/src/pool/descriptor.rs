@@ -31,7 +31,9 @@
 //!   decremented anywhere (unpin); the usage count is lowered only by the clock, under the lock.
 //! - VALID, IO_IN_PROGRESS, PREFETCHED and `page_id`: only under the partition lock, or by the
 //!   thread that claimed the slot (IO_IN_PROGRESS set). Emptying or renaming a slot starts with
-//!   a compare-and-swap from an unpinned state, so it never overwrites a concurrent pin.
+//!   a compare-and-swap from an unpinned, idle state, so it never overwrites a concurrent pin
+//!   (a failed fill empties its claimed slot with a plain store: while IO_IN_PROGRESS is set
+//!   nobody else can pin it).
 //! - DIRTY: set by a writer holding the exclusive latch; cleared by a flusher holding the
 //!   shared latch (so no writer can be between its change and the flusher's copy).
 //! - The latch is only taken by a thread that holds a pin, so an unpinned slot has no latch

@@ -229,7 +229,7 @@ impl BufferPool {
             file.reserve(3)?;
             let mut allocation = AllocationTable::new(page_size, 3);
             let images = allocation.begin_checkpoint();
-            allocation.write_images(&file, &images, 1)?;
+            AllocationTable::write_images(allocation.layout(), &file, &images, 1)?;
             let bitmap_digest = allocation.digest_after(&images, 1);
             allocation.finish_checkpoint(images, 1);
             let first = Checkpoint { sequence: 1, page_count: 3, bitmap_digest, root: Vec::new() };
@@ -246,7 +246,13 @@ impl BufferPool {
                 return Err(error);
             }
         };
-        Self::start(file, allocation, header, config, &Topology::detect(), &MbindBinder)
+        if let Err(error) = vfs.sync_directory(path) {
+            let _ = vfs.remove(path);
+            return Err(Error::io(crate::error::IoOp::Sync, path, None, error));
+        }
+        Self::start(file, allocation, header, config, &Topology::detect(), &MbindBinder).inspect_err(|_| {
+            let _ = vfs.remove(path); // the pool never started: leave no file behind
+        })
     }
 
     /// Opens a database file through `vfs`.
@@ -1091,7 +1097,11 @@ impl Shared {
         let (sequence, target) = {
             let header = self.header.lock();
             let current = header.slots[header.current].as_ref().expect("the current slot is valid");
-            (current.sequence + 1, 1 - header.current)
+            let next = current.sequence.checked_add(1).ok_or_else(|| Error::CorruptPage {
+                page: 0,
+                detail: "the checkpoint sequence number is exhausted".into(),
+            })?;
+            (next, 1 - header.current)
         };
         let (images, page_count, bitmap_digest) = {
             let mut allocation = self.allocation.lock();
@@ -1101,7 +1111,9 @@ impl Shared {
         };
         let durable = (|| {
             self.flush_dirty()?;
-            self.allocation.lock().write_images(&self.file, &images, sequence)?;
+            // Written without the allocation lock, which every miss takes.
+            let layout = self.allocation.lock().layout();
+            AllocationTable::write_images(layout, &self.file, &images, sequence)?;
             self.file.sync()?;
             let mut slots = self.header.lock().slots.clone();
             let root = match root {

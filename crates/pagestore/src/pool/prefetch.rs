@@ -16,7 +16,7 @@ use crate::limits::PREFETCH_QUEUE_CAPACITY;
 use crate::page::PageId;
 use parking_lot::Mutex;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::thread::JoinHandle;
 
@@ -32,6 +32,8 @@ const STOP: Request = Request { first: 0, count: 0 };
 /// The sending side, kept in the pool's shared state.
 pub(crate) struct Queue {
     sender: SyncSender<Request>,
+    /// Set when the pool shuts the prefetcher down: queued requests are skipped.
+    stopping: AtomicBool,
     /// End (exclusive) of the pages requested for the stream being followed.
     pub horizon: AtomicU64,
     pub requests: AtomicU64,
@@ -44,6 +46,7 @@ impl Queue {
         let (sender, receiver) = sync_channel(PREFETCH_QUEUE_CAPACITY);
         let queue = Queue {
             sender,
+            stopping: AtomicBool::new(false),
             horizon: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
@@ -86,9 +89,10 @@ impl Prefetcher {
         Prefetcher { workers }
     }
 
-    /// Stops and joins the workers. Requests still queued are dropped.
+    /// Stops and joins the workers. Requests still queued are skipped.
     pub fn stop(self, shared: &Shared) {
         let queue = shared.prefetch_queue.as_ref().expect("a prefetcher has a queue");
+        queue.stopping.store(true, Ordering::Release);
         for _ in &self.workers {
             // Blocking send: a worker will make room.
             let _ = queue.sender.send(STOP);
@@ -108,6 +112,9 @@ fn run(shared: &Shared, receiver: &Mutex<Receiver<Request>>) {
         if request.count == 0 {
             return;
         }
-        shared.prefetch_run(request.first, request.count);
+        let stopping = shared.prefetch_queue.as_ref().is_some_and(|queue| queue.stopping.load(Ordering::Acquire));
+        if !stopping {
+            shared.prefetch_run(request.first, request.count);
+        }
     }
 }

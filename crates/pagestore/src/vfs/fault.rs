@@ -121,6 +121,13 @@ impl Vfs for FaultVfs {
     fn remove(&self, path: &Path) -> io::Result<()> {
         self.inner.remove(path)
     }
+
+    fn sync_directory(&self, path: &Path) -> io::Result<()> {
+        match self.state.next(FaultOp::Sync) {
+            Some(kind) => Err(injected(kind)),
+            None => self.inner.sync_directory(path),
+        }
+    }
 }
 
 struct FaultFile {

@@ -35,6 +35,10 @@ pub trait Vfs: Send + Sync + std::fmt::Debug {
     fn exists(&self, path: &Path) -> bool;
     /// Removes `path`.
     fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Makes the directory entry of a newly created `path` durable (fsync of its directory).
+    fn sync_directory(&self, _path: &Path) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// An open file. All methods take `&self`: positioned reads and writes need no cursor, so one

@@ -43,6 +43,14 @@ impl Vfs for OsVfs {
     fn remove(&self, path: &Path) -> io::Result<()> {
         std::fs::remove_file(path)
     }
+
+    fn sync_directory(&self, path: &Path) -> io::Result<()> {
+        let directory = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        File::open(directory)?.sync_all()
+    }
 }
 
 struct OsFile {
