@@ -443,7 +443,12 @@ impl BufferPool {
     }
 
     /// Writes back every dirty page and the allocation table, keeps the root record, and makes
-    /// it all durable at once.
+    /// it all durable at once: every write whose guard was dropped before the call survives a
+    /// crash after it returns.
+    ///
+    /// REQUIRES: the calling thread holds no write guard on a dirty page (the checkpoint would
+    /// wait for that guard's latch). The same holds for `checkpoint_with_root`, `close` and
+    /// `flush_and_evict`.
     pub fn checkpoint(&self) -> Result<()> {
         self.shared.checkpoint(None)
     }
