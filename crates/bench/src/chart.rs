@@ -34,6 +34,9 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Drawn dashed (peers and reference lines).
     pub dashed: bool,
+    /// Index into the palette, so that related lines (a measurement and its peer) share a
+    /// colour; `None`: the series' position in its panel.
+    pub color: Option<usize>,
 }
 
 /// A line chart. When `x_names` is given, x values are indices into it and the axis shows the
@@ -141,7 +144,7 @@ where
         .axis_desc_style(("sans-serif", 15))
         .draw()?;
     for (index, series) in panel.series.iter().enumerate() {
-        let color = COLORS[index % COLORS.len()];
+        let color = COLORS[series.color.unwrap_or(index) % COLORS.len()];
         let style = color.stroke_width(2);
         let annotation = if series.dashed {
             chart.draw_series(DashedLineSeries::new(series.points.iter().copied(), 8, 5, style))?
@@ -227,8 +230,18 @@ mod tests {
                 x_label: "threads".into(),
                 y_label: "GB/s".into(),
                 series: vec![
-                    Series { name: "16 partitions".into(), points: vec![(1.0, 2.0), (2.0, 3.5)], dashed: false },
-                    Series { name: "memory".into(), points: vec![(1.0, 4.0), (2.0, 6.0)], dashed: true },
+                    Series {
+                        name: "16 partitions".into(),
+                        points: vec![(1.0, 2.0), (2.0, 3.5)],
+                        dashed: false,
+                        color: None,
+                    },
+                    Series {
+                        name: "memory".into(),
+                        points: vec![(1.0, 4.0), (2.0, 6.0)],
+                        dashed: true,
+                        color: Some(0),
+                    },
                 ],
                 x_names: None,
             }),

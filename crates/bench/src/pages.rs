@@ -8,8 +8,12 @@
 //! [`for_each_page`] runs a visitor over a range of pages on `threads` threads, thread `t`
 //! taking the pages whose index `i` (counted from the start of the range) satisfies
 //! `i mod threads == t` (SMILE §4.2), each with its own accumulator padded to a cache line.
+//! [`for_each_page_split`] does the same with a choice of [`Split`]: the paper's interleaving
+//! or contiguous ranges.
 
 use crate::error::{BenchError, Result};
+use serde::Serialize;
+use std::iter::StepBy;
 use std::ops::Range;
 use tern_pagestore::{BufferPool, PageId};
 
@@ -72,6 +76,48 @@ impl PageSource for MemoryPages<'_> {
     }
 }
 
+/// How the pages of a range are dealt to threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Split {
+    /// SMILE §4.2: thread `t` of `T` takes the pages whose offset `i` in the range has
+    /// `i mod T == t`. Every thread walks the whole range, one page in `T`.
+    #[default]
+    Interleaved,
+    /// Morsel-style: thread `t` of `T` takes the contiguous offsets `[t*n/T, (t+1)*n/T)` of a
+    /// range of `n` pages.
+    Ranges,
+}
+
+impl Split {
+    /// The name used by `--split`, the reports and the charts.
+    pub fn name(self) -> &'static str {
+        match self {
+            Split::Interleaved => "interleaved",
+            Split::Ranges => "ranges",
+        }
+    }
+
+    /// The page indexes that thread `thread` of `threads` visits in `range`, in increasing
+    /// order. Over all threads they cover `range` exactly once.
+    ///
+    /// REQUIRES: `thread < threads`.
+    #[inline]
+    pub fn pages(self, range: Range<usize>, thread: usize, threads: usize) -> StepBy<Range<usize>> {
+        debug_assert!(thread < threads, "thread {thread} of {threads}");
+        match self {
+            // An empty range when `start > end` (more threads than pages).
+            Split::Interleaved => (range.start + thread..range.end).step_by(threads),
+            Split::Ranges => {
+                let count = range.len();
+                let first = range.start + thread * count / threads;
+                let end = range.start + (thread + 1) * count / threads;
+                (first..end).step_by(1)
+            }
+        }
+    }
+}
+
 /// A value alone on its cache line, so that threads updating neighbouring accumulators do
 /// not invalidate each other's lines (false sharing).
 #[repr(align(64))]
@@ -87,11 +133,29 @@ where
     I: Fn() -> A,
     V: Fn(&mut A, &[u8]) + Sync,
 {
+    for_each_page_split(source, range, threads, Split::Interleaved, init, visit)
+}
+
+/// [`for_each_page`] with the pages dealt to threads by `split`.
+pub fn for_each_page_split<S, A, I, V>(
+    source: &S,
+    range: Range<usize>,
+    threads: usize,
+    split: Split,
+    init: I,
+    visit: V,
+) -> Result<Vec<A>>
+where
+    S: PageSource,
+    A: Send,
+    I: Fn() -> A,
+    V: Fn(&mut A, &[u8]) + Sync,
+{
     assert!(threads >= 1, "at least one thread");
     assert!(range.end <= source.page_count(), "page range {range:?} past the source's end");
     let mut accumulators: Vec<CacheAligned<A>> = (0..threads).map(|_| CacheAligned(init())).collect();
     if threads == 1 {
-        visit_stride(source, range, 0, 1, &mut accumulators[0].0, &visit)?;
+        visit_share(source, split.pages(range, 0, 1), &mut accumulators[0].0, &visit)?;
     } else {
         let visit = &visit;
         let outcomes: Vec<Result<()>> = std::thread::scope(|scope| {
@@ -99,8 +163,8 @@ where
                 .iter_mut()
                 .enumerate()
                 .map(|(thread, accumulator)| {
-                    let range = range.clone();
-                    scope.spawn(move || visit_stride(source, range, thread, threads, &mut accumulator.0, visit))
+                    let pages = split.pages(range.clone(), thread, threads);
+                    scope.spawn(move || visit_share(source, pages, &mut accumulator.0, visit))
                 })
                 .collect();
             handles
@@ -113,25 +177,14 @@ where
     Ok(accumulators.into_iter().map(|accumulator| accumulator.0).collect())
 }
 
-/// One thread's share of [`for_each_page`].
+/// One thread's share of [`for_each_page_split`]: the pages `pages`.
 #[inline]
-fn visit_stride<S, A, V>(
-    source: &S,
-    range: Range<usize>,
-    thread: usize,
-    threads: usize,
-    accumulator: &mut A,
-    visit: &V,
-) -> Result<()>
+fn visit_share<S, A, V>(source: &S, pages: impl Iterator<Item = usize>, accumulator: &mut A, visit: &V) -> Result<()>
 where
     S: PageSource,
     V: Fn(&mut A, &[u8]),
 {
-    let start = range.start + thread;
-    if start >= range.end {
-        return Ok(());
-    }
-    for index in (start..range.end).step_by(threads) {
+    for index in pages {
         source.with_page(index, |bytes| visit(accumulator, bytes))?;
     }
     Ok(())
@@ -165,6 +218,40 @@ mod tests {
         let seen =
             for_each_page(&source, 8..10, 4, Vec::new, |pages: &mut Vec<u8>, payload| pages.push(payload[0])).unwrap();
         assert_eq!(seen, vec![vec![8], vec![9], vec![], vec![]]);
+    }
+
+    #[test]
+    fn ranges_give_each_thread_a_contiguous_share() {
+        let bytes: Vec<u8> = (0..10u8).flat_map(|page| [page; 4]).collect();
+        let source = MemoryPages::new(&bytes, 4);
+        let split = Split::Ranges;
+        let seen = for_each_page_split(&source, 0..10, 3, split, Vec::new, |pages: &mut Vec<u8>, payload| {
+            pages.push(payload[0])
+        })
+        .unwrap();
+        assert_eq!(seen, vec![vec![0, 1, 2], vec![3, 4, 5], vec![6, 7, 8, 9]]);
+        let seen = for_each_page_split(&source, 4..9, 2, split, Vec::new, |pages: &mut Vec<u8>, payload| {
+            pages.push(payload[0])
+        })
+        .unwrap();
+        assert_eq!(seen, vec![vec![4, 5], vec![6, 7, 8]]);
+        let seen = for_each_page_split(&source, 8..10, 4, split, Vec::new, |pages: &mut Vec<u8>, payload| {
+            pages.push(payload[0])
+        })
+        .unwrap();
+        assert_eq!(seen, vec![vec![], vec![8], vec![], vec![9]]);
+    }
+
+    #[test]
+    fn every_split_covers_the_range_once() {
+        for split in [Split::Interleaved, Split::Ranges] {
+            for (range, threads) in [(0..0, 1), (0..1, 3), (3..17, 1), (3..17, 2), (3..17, 5), (0..1000, 7)] {
+                let mut seen: Vec<usize> =
+                    (0..threads).flat_map(|thread| split.pages(range.clone(), thread, threads)).collect();
+                seen.sort_unstable();
+                assert_eq!(seen, range.clone().collect::<Vec<_>>(), "{split:?} {range:?} on {threads} threads");
+            }
+        }
     }
 
     #[test]

@@ -2,6 +2,14 @@
 //! little-endian `u32` values above a threshold in every page, through the buffer pool, with
 //! thread `t` of `T` taking the pages whose index `i` (in allocation order) has `i mod T = t`.
 //!
+//! Two kernels ([`ScanKernel`]): `vector` ([`count_above`], vectorised, memory-bandwidth-bound
+//! on a warm scan) and `paper` ([`count_above_paper`], the paper's loop with its counter
+//! increment in memory, compute-bound like the paper's ~2 GB/s per thread). Two thread splits
+//! ([`Split`]): `interleaved` (the paper's `i mod T = t`) and `ranges` (contiguous ranges of
+//! page indexes). `--kernel` and `--split` choose them for every measurement but 4 [default:
+//! vector, interleaved]; 4 always runs (paper, interleaved), (vector, interleaved) and
+//! (vector, ranges), and the chosen pair as well when it is another one.
+//!
 //! Measurements, all in one run over the same file:
 //! 1. cold vs file: a 1-thread scan from an empty pool and an empty OS cache, against a plain
 //!    sequential read of the file in 1 MiB chunks (metric `cold_vs_file`, throughput ratio);
@@ -9,7 +17,11 @@
 //! 3. warm vs memory: a warm 1-thread scan against the same scan of an in-memory copy of the
 //!    payloads (metric `warm_vs_memory` = memory time / pool time);
 //! 4. threads x partitions: warm throughput for 1, 4, 16, 128 partitions and 1, 2, ... threads,
-//!    and the 2-thread speedup;
+//!    for each kernel-and-split combination, with the memory peer under the same kernel and
+//!    split, and the 2-thread speedup of both. Each timing holds whole scans for at least
+//!    `--min-timing-ms`, on scoped threads started once per timing that read the clock
+//!    themselves; within a row, every (threads, pool or memory) series is timed once per round,
+//!    in turn, so that drift on the shared machine cancels in the ratios;
 //! 5. page size: a separate file per page size, one cold scan, then warm scans and the memory
 //!    peer (medians);
 //! 6. prefetch: cold scans with prefetch degree 0, 1, 4;
@@ -23,8 +35,8 @@ use crate::chart::{self, BarPanel, LinePanel, Panel, Series};
 use crate::common::{CommonArgs, Machine, Outputs, WorkDir, thread_counts};
 use crate::data::{self, LoadTimes, MIB, PagedData, pool_config, slots_fraction, slots_to_hold};
 use crate::error::{BenchError, Result};
-use crate::kernels::{SCAN_THRESHOLD, count_above};
-use crate::pages::{MemoryPages, PageSource, PoolPages, for_each_page};
+use crate::kernels::{SCAN_THRESHOLD, ScanKernel, count_above, count_above_paper};
+use crate::pages::{CacheAligned, MemoryPages, PageSource, PoolPages, Split, for_each_page_split, panic_message};
 use crate::report::{StatsDelta, result_line, write_json};
 use crate::timing::{format_bytes, format_seconds, gigabytes_per_second, median_seconds, ratio, timed};
 use serde::Serialize;
@@ -53,6 +65,36 @@ const WARM_REPEATS: usize = 5;
 const PIN_WORKING_SET: usize = 1024;
 /// Chunk size of the file-read peer.
 const FILE_READ_CHUNK: usize = 1 << 20;
+/// Kernel-and-split combinations of the threads x partitions measurement, with the name of
+/// each one's headline figure.
+const THREADS_COMBINATIONS: [(ScanMode, &str, &str); 3] = [
+    (
+        ScanMode { kernel: ScanKernel::Paper, split: Split::Interleaved },
+        "two_thread_speedup_paper_kernel",
+        "the paper's experiment",
+    ),
+    (
+        ScanMode { kernel: ScanKernel::Vector, split: Split::Interleaved },
+        "two_thread_speedup_vector_interleaved",
+        "the fast kernel, the paper's split",
+    ),
+    (
+        ScanMode { kernel: ScanKernel::Vector, split: Split::Ranges },
+        "two_thread_speedup_vector_ranges",
+        "the fast kernel, contiguous ranges",
+    ),
+];
+/// Partition count whose cells the chart draws by threads.
+const CHART_PARTITIONS: usize = 16;
+/// Calibration aims each timing this much above `--min-timing-ms`, so that a calibration scan
+/// that ran a little slow still leaves the timings above it.
+const TIMING_MARGIN: f64 = 1.25;
+/// Fewest timing rounds of measurement 4, whatever `--repeats` says: a 1-thread compute-bound
+/// scan on the shared VM varies by about 10% from one timing to the next, and the 2-thread
+/// speedup divides two such medians.
+const THREADS_MIN_ROUNDS: usize = 5;
+/// Most whole scans in one timing of measurement 4 (for tiny data and a long minimum).
+const MAX_SCANS_PER_TIMING: usize = 1 << 20;
 
 /// Flags of `tern bench pool-scan`.
 #[derive(Debug, Clone, clap::Args)]
@@ -73,6 +115,45 @@ pub struct ScanArgs {
     /// Pin+unpin pairs timed for the pin latency [default: 5000000, or 500000 with --quick].
     #[arg(long)]
     pub pin_iterations: Option<u64>,
+
+    /// Per-value kernel of the scans: `vector` (vectorised, the fast path) or `paper` (SMILE
+    /// Algorithm 2 literally: a compare per value and a counter increment in memory per
+    /// match). Used by every measurement but 4, which always runs (paper, interleaved),
+    /// (vector, interleaved) and (vector, ranges), and adds --kernel/--split when that is
+    /// another pair.
+    #[arg(long, value_enum, default_value_t = ScanKernel::Vector)]
+    pub kernel: ScanKernel,
+
+    /// How multi-threaded scans deal pages to threads: `interleaved` (SMILE: page index i mod
+    /// T = thread t) or `ranges` (thread t takes the contiguous indexes [t*n/T, (t+1)*n/T)).
+    /// The other measurements scan on one thread, so this matters in measurement 4 (see
+    /// --kernel).
+    #[arg(long, value_enum, default_value_t = Split::Interleaved)]
+    pub split: Split,
+
+    /// Shortest timing of measurement 4 in milliseconds: a timing repeats whole scans until
+    /// it lasts at least this long, and reports the time per scan.
+    #[arg(long, default_value_t = 50)]
+    pub min_timing_ms: u64,
+}
+
+/// A scan's kernel and thread split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ScanMode {
+    pub kernel: ScanKernel,
+    pub split: Split,
+}
+
+impl ScanMode {
+    /// What a reader sees: `paper kernel, interleaved split`.
+    pub fn label(self) -> String {
+        format!("{} kernel, {} split", self.kernel.name(), self.split.name())
+    }
+
+    /// For chart legends: `paper/interleaved`.
+    pub fn short(self) -> String {
+        format!("{}/{}", self.kernel.name(), self.split.name())
+    }
 }
 
 /// The configuration a run resolved from its flags.
@@ -86,11 +167,17 @@ pub struct ScanConfig {
     pub pages: usize,
     pub payload_bytes: u64,
     pub threshold: u32,
+    /// Kernel and split of every measurement but 4 (`--kernel`, `--split`).
+    pub mode: ScanMode,
     pub partitions: usize,
     pub pool_slots: usize,
     pub threads: Vec<usize>,
     pub repeats: usize,
     pub warm_repeats: usize,
+    /// Shortest timing of measurement 4 (`--min-timing-ms`).
+    pub min_timing_seconds: f64,
+    /// Timing rounds of measurement 4: `repeats`, at least `THREADS_MIN_ROUNDS`.
+    pub threads_rounds: usize,
     pub sweep_mib: u64,
     pub pin_iterations: u64,
     pub pin_working_set: usize,
@@ -142,48 +229,112 @@ pub struct WarmVsMemory {
     pub ratio: f64,
 }
 
-/// Measurement 4: one cell of the table.
+/// Measurement 4: the timings of one side (pool or memory peer) of one cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScanTiming {
+    /// Median of `runs`: seconds per scan.
+    pub seconds: f64,
+    pub gbps: f64,
+    /// Seconds per scan of each timing (the timing over its number of scans).
+    pub runs: Vec<f64>,
+    /// Seconds of each timing, all of its scans.
+    pub timing_seconds: Vec<f64>,
+    /// Whole scans inside each timing, so that it lasts at least `min_timing_seconds`.
+    pub scans_per_timing: Vec<usize>,
+    /// Timings thrown away for being shorter than `min_timing_seconds` (and taken again with
+    /// more scans).
+    pub retakes: usize,
+}
+
+impl ScanTiming {
+    fn new(bytes: u64, timings: &[Duration], scans_per_timing: &[usize], retakes: usize) -> ScanTiming {
+        let per_scan: Vec<Duration> =
+            timings.iter().zip(scans_per_timing).map(|(time, &scans)| time.div_f64(scans as f64)).collect();
+        let seconds = median_seconds(&per_scan);
+        ScanTiming {
+            seconds,
+            gbps: gigabytes_per_second(bytes, seconds),
+            runs: self::seconds(&per_scan),
+            timing_seconds: self::seconds(timings),
+            scans_per_timing: scans_per_timing.to_vec(),
+            retakes,
+        }
+    }
+
+    fn shortest_timing_seconds(&self) -> f64 {
+        self.timing_seconds.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+}
+
+/// Measurement 4: one cell of a combination's table (a partition count and a thread count),
+/// the pool and the memory peer timed alternately.
 #[derive(Debug, Clone, Serialize)]
 pub struct ThreadsCell {
     pub partitions: usize,
     pub threads: usize,
-    pub seconds: f64,
-    pub gbps: f64,
-    pub runs: Vec<f64>,
+    pub pool: ScanTiming,
+    /// The memory peer, same kernel, split and thread count.
+    pub memory: ScanTiming,
+    /// Pool counters over the scans of the cell's row (every thread count of this combination
+    /// and partition count, warm-ups included; a warm scan has no misses).
     pub stats: StatsDelta,
     /// Fraction of consecutive pages in adjacent frames (see `frame_adjacency`).
     pub frame_adjacency: f64,
-}
-
-/// Measurement 4: the memory peer at each thread count.
-#[derive(Debug, Clone, Serialize)]
-pub struct MemoryThreads {
-    pub threads: usize,
-    pub seconds: f64,
-    pub gbps: f64,
 }
 
 /// Measurement 4: 2-thread over 1-thread throughput for one partition count.
 #[derive(Debug, Clone, Serialize)]
 pub struct Speedup {
     pub partitions: usize,
-    pub two_thread_speedup: f64,
+    /// Of the pool.
+    pub pool: f64,
+    /// Of the memory peer timed alongside (what the machine allows).
+    pub memory: f64,
+    /// `pool / memory`: 1.0 when the pool keeps the machine's own scaling.
+    pub pool_vs_memory: f64,
+}
+
+/// Measurement 4: one kernel-and-split combination.
+#[derive(Debug, Clone, Serialize)]
+pub struct Combination {
+    pub kernel: ScanKernel,
+    pub split: Split,
+    pub label: String,
+    pub note: String,
+    pub cells: Vec<ThreadsCell>,
+    pub speedups: Vec<Speedup>,
+}
+
+impl Combination {
+    /// The partition count with the best 2-thread speedup of the pool.
+    pub fn best_speedup(&self) -> Option<&Speedup> {
+        self.speedups.iter().max_by(|a, b| a.pool.total_cmp(&b.pool))
+    }
+
+    fn cell(&self, partitions: usize, threads: usize) -> Option<&ThreadsCell> {
+        self.cells.iter().find(|cell| cell.partitions == partitions && cell.threads == threads)
+    }
+
+    /// The kernel and split.
+    pub fn mode(&self) -> ScanMode {
+        ScanMode { kernel: self.kernel, split: self.split }
+    }
 }
 
 /// Measurement 4.
 #[derive(Debug, Clone, Serialize)]
 pub struct ThreadsPartitions {
-    pub pool: Vec<ThreadsCell>,
-    pub memory: Vec<MemoryThreads>,
-    pub speedups: Vec<Speedup>,
+    /// Each timing repeats whole scans to last at least this long.
+    pub min_timing_seconds: f64,
+    /// Shortest timing taken, pool or memory.
+    pub shortest_timing_seconds: f64,
+    pub combinations: Vec<Combination>,
 }
 
 impl ThreadsPartitions {
-    /// 2-thread over 1-thread throughput of the memory peer.
-    pub fn memory_speedup(&self) -> Option<f64> {
-        let one = self.memory.iter().find(|cell| cell.threads == 1)?;
-        let two = self.memory.iter().find(|cell| cell.threads == 2)?;
-        Some(ratio(two.gbps, one.gbps))
+    /// The combination run with `mode`.
+    pub fn combination(&self, mode: ScanMode) -> Option<&Combination> {
+        self.combinations.iter().find(|combination| combination.mode() == mode)
     }
 }
 
@@ -256,6 +407,8 @@ pub struct Verification {
     pub memory_count: u64,
     /// What the first pool scan counted.
     pub pool_count: u64,
+    /// What the paper kernel counted over the in-memory copy (must equal the vector kernel's).
+    pub paper_kernel_count: u64,
     /// Pool and memory scans whose count was checked against `expected_count`.
     pub scans_checked: u64,
 }
@@ -266,10 +419,13 @@ pub struct ScanResults {
     pub cold_vs_file: f64,
     pub warm_vs_memory: f64,
     pub pin_unpin_ns: f64,
-    pub two_thread_speedup: Option<f64>,
-    pub two_thread_speedup_partitions: Option<usize>,
-    /// The same ratio for the in-memory peer (what the machine allows).
-    pub memory_two_thread_speedup: Option<f64>,
+    /// Measurement 4, best pool 2thr/1thr over partition counts of (paper, interleaved), with
+    /// the memory peer's at that partition count; `None` with fewer than 2 threads.
+    pub two_thread_speedup_paper_kernel: Option<Speedup>,
+    /// The same for (vector, ranges).
+    pub two_thread_speedup_vector_ranges: Option<Speedup>,
+    /// The same for (vector, interleaved).
+    pub two_thread_speedup_vector_interleaved: Option<Speedup>,
 }
 
 /// Everything `pool-scan` measured; written as `pool-scan.json`.
@@ -317,24 +473,89 @@ impl Setup<'_> {
     fn memory(&self) -> MemoryPages<'_> {
         MemoryPages::new(&self.data.memory, self.data.payload_size)
     }
+
+    /// Kernel and split of every measurement but 4.
+    fn mode(&self) -> ScanMode {
+        self.config.mode
+    }
 }
 
-/// Counts values above the threshold in every page of `source` on `threads` threads.
-pub fn count_pages<S: PageSource>(source: &S, threads: usize) -> Result<u64> {
-    let counters = for_each_page(
+/// Counts values above the threshold in every page of `source` on `threads` threads, with
+/// `mode`'s kernel and split.
+pub fn count_pages<S: PageSource>(source: &S, threads: usize, mode: ScanMode) -> Result<u64> {
+    let counters = for_each_page_split(
         source,
         0..source.page_count(),
         threads,
+        mode.split,
         || 0u64,
-        |count, bytes| {
-            *count += count_above(bytes, SCAN_THRESHOLD);
-        },
+        |count, bytes| mode.kernel.count_into(bytes, SCAN_THRESHOLD, count),
     )?;
     Ok(counters.iter().sum())
 }
 
-fn scan_pool(pool: &BufferPool, page_ids: &[PageId], threads: usize) -> Result<u64> {
-    count_pages(&PoolPages::new(pool, page_ids), threads)
+fn scan_pool(pool: &BufferPool, page_ids: &[PageId], threads: usize, mode: ScanMode) -> Result<u64> {
+    count_pages(&PoolPages::new(pool, page_ids), threads, mode)
+}
+
+/// Runs `scans` whole scans of `source` with `mode` on `threads` scoped threads started once,
+/// and returns the count of each scan and the time from the earliest thread's start to the
+/// latest thread's end. The threads read the clock themselves, after a barrier that releases
+/// them together: the caller's thread would not do, because with as many workers as cores it
+/// may not run again until a worker is done. Thread start-up and joining are outside the time.
+///
+/// Each thread counts into its own element of an array of counters padded to a cache line
+/// (the paper's `counters[tid]`), resets it before each scan and records it after.
+pub fn run_scans<S: PageSource>(
+    source: &S,
+    threads: usize,
+    mode: ScanMode,
+    scans: usize,
+) -> Result<(Vec<u64>, Duration)> {
+    assert!(threads >= 1, "at least one thread");
+    let pages = source.page_count();
+    let barrier = Barrier::new(threads);
+    let mut counters: Vec<CacheAligned<u64>> = (0..threads).map(|_| CacheAligned(0)).collect();
+    let outcomes: Vec<Result<(Vec<u64>, Instant, Instant)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = counters
+            .iter_mut()
+            .enumerate()
+            .map(|(thread, counter)| {
+                let barrier = &barrier;
+                scope.spawn(move || -> Result<(Vec<u64>, Instant, Instant)> {
+                    barrier.wait();
+                    let start = Instant::now();
+                    let mut per_scan = Vec::with_capacity(scans);
+                    for _ in 0..scans {
+                        counter.0 = 0;
+                        for index in mode.split.pages(0..pages, thread, threads) {
+                            source.with_page(index, |bytes| {
+                                mode.kernel.count_into(bytes, SCAN_THRESHOLD, &mut counter.0)
+                            })?;
+                        }
+                        per_scan.push(counter.0);
+                    }
+                    Ok((per_scan, start, Instant::now()))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().unwrap_or_else(|panic| Err(BenchError::Panic(panic_message(&panic)))))
+            .collect()
+    });
+    let mut counts = vec![0u64; scans];
+    let (mut first_start, mut last_end): (Option<Instant>, Option<Instant>) = (None, None);
+    for outcome in outcomes {
+        let (per_scan, start, end) = outcome?;
+        for (total, count) in counts.iter_mut().zip(per_scan) {
+            *total += count;
+        }
+        first_start = Some(first_start.map_or(start, |first| first.min(start)));
+        last_end = Some(last_end.map_or(end, |last| last.max(end)));
+    }
+    let elapsed = first_start.zip(last_end).map_or(Duration::ZERO, |(start, end)| end.duration_since(start));
+    Ok((counts, elapsed))
 }
 
 /// Empties the pool and drops the file from the OS cache; returns the fraction still resident.
@@ -375,11 +596,14 @@ impl ScanArgs {
             pages,
             payload_bytes: (pages * payload_size) as u64,
             threshold: SCAN_THRESHOLD,
+            mode: ScanMode { kernel: self.kernel, split: self.split },
             partitions: common.partitions,
             pool_slots: slots_to_hold(pages, common.partitions),
             threads: thread_counts(common.threads()),
             repeats: common.repeats,
             warm_repeats: WARM_REPEATS,
+            min_timing_seconds: self.min_timing_ms as f64 / 1e3,
+            threads_rounds: common.repeats.max(THREADS_MIN_ROUNDS),
             sweep_mib,
             pin_iterations,
             pin_working_set: PIN_WORKING_SET.min(pages),
@@ -395,12 +619,13 @@ pub fn run(args: &ScanArgs) -> Result<ScanReport> {
     let outputs = Outputs::create(&args.common.out, NAME)?;
     let machine = Machine::detect();
     println!(
-        "{NAME}: {} pages of {} bytes ({} of u32 payload), seed {}, threshold {}, {} partitions, threads {:?}, {} CPUs{}",
+        "{NAME}: {} pages of {} bytes ({} of u32 payload), seed {}, threshold {}, {}, {} partitions, threads {:?}, {} CPUs{}",
         config.pages,
         config.page_size,
         format_bytes(config.payload_bytes),
         config.seed,
         config.threshold,
+        config.mode.label(),
         config.partitions,
         config.threads,
         machine.cpus,
@@ -416,8 +641,16 @@ pub fn run(args: &ScanArgs) -> Result<ScanReport> {
     let (data, load) = timed(|| data::write_random_pages(&pool, config.pages, config.seed, "loading"))?;
     let file_bytes = data::file_size(&path)?;
     let expected = count_above(&data.memory, SCAN_THRESHOLD);
+    let mut paper_kernel_count = 0;
+    count_above_paper(&data.memory, SCAN_THRESHOLD, &mut paper_kernel_count);
+    if paper_kernel_count != expected {
+        return Err(BenchError::Mismatch(format!(
+            "the paper kernel counted {paper_kernel_count} values above the threshold, the vector kernel {expected}"
+        )));
+    }
     println!(
-        "load: {} pages through alloc() + checkpoint in {} ({}); file {}; {expected} values above the threshold",
+        "load: {} pages through alloc() + checkpoint in {} ({}); file {}; {expected} values above the threshold \
+         (both kernels)",
         data.page_ids.len(),
         format_seconds(load.as_secs_f64()),
         data.load.summary(),
@@ -435,17 +668,24 @@ pub fn run(args: &ScanArgs) -> Result<ScanReport> {
     let out_of_core = measure_out_of_core(&mut setup)?;
     let page_sizes = measure_page_sizes(&work, &config)?;
 
-    let best = threads_partitions.speedups.iter().max_by(|a, b| a.two_thread_speedup.total_cmp(&b.two_thread_speedup));
+    let best = |index: usize| {
+        threads_partitions.combination(THREADS_COMBINATIONS[index].0).and_then(Combination::best_speedup).cloned()
+    };
     let results = ScanResults {
         cold_vs_file: cold_vs_file.ratio,
         warm_vs_memory: warm_vs_memory.ratio,
         pin_unpin_ns: pin_latency.read_ns,
-        two_thread_speedup: best.map(|best| best.two_thread_speedup),
-        two_thread_speedup_partitions: best.map(|best| best.partitions),
-        memory_two_thread_speedup: threads_partitions.memory_speedup(),
+        two_thread_speedup_paper_kernel: best(0),
+        two_thread_speedup_vector_ranges: best(2),
+        two_thread_speedup_vector_interleaved: best(1),
     };
-    let verification =
-        Verification { expected_count: expected, memory_count, pool_count, scans_checked: setup.checked };
+    let verification = Verification {
+        expected_count: expected,
+        memory_count,
+        pool_count,
+        paper_kernel_count,
+        scans_checked: setup.checked,
+    };
     let report = ScanReport {
         workload: NAME,
         machine,
@@ -469,12 +709,25 @@ pub fn run(args: &ScanArgs) -> Result<ScanReport> {
     println!("verification: {} scans matched the in-memory count {expected}", report.verification.scans_checked);
     println!("report: {}  chart: {}", outputs.json.display(), outputs.chart.display());
     println!("pin_unpin_ns = {:.3}", report.results.pin_unpin_ns);
-    match (report.results.two_thread_speedup, report.results.two_thread_speedup_partitions) {
-        (Some(speedup), Some(partitions)) => println!(
-            "two_thread_speedup = {speedup:.3} (best: {partitions} partitions; the memory peer's: {})",
-            report.results.memory_two_thread_speedup.map_or("-".to_string(), |speedup| format!("{speedup:.3}"))
-        ),
-        _ => println!("two_thread_speedup = n/a (fewer than 2 threads)"),
+    let speedups = [
+        (THREADS_COMBINATIONS[0].1, &report.results.two_thread_speedup_paper_kernel),
+        (THREADS_COMBINATIONS[2].1, &report.results.two_thread_speedup_vector_ranges),
+        (THREADS_COMBINATIONS[1].1, &report.results.two_thread_speedup_vector_interleaved),
+    ];
+    for (name, speedup) in speedups {
+        match speedup {
+            Some(speedup) => {
+                println!(
+                    "{name} = {:.3} (partitions {}; memory peer {:.3})",
+                    speedup.pool, speedup.partitions, speedup.memory
+                );
+                println!(
+                    "  pool/memory scaling = {:.3}/{:.3} = {:.3}",
+                    speedup.pool, speedup.memory, speedup.pool_vs_memory
+                );
+            }
+            None => println!("{name} = n/a (fewer than 2 threads)"),
+        }
     }
     println!("{}", result_line(NAME, "cold_vs_file", report.results.cold_vs_file));
     println!("{}", result_line(NAME, "warm_vs_memory", report.results.warm_vs_memory));
@@ -495,7 +748,7 @@ fn measure_cold_vs_file(pool: &BufferPool, setup: &mut Setup<'_>, file_bytes: u6
     for _ in 0..repeats {
         resident_before_pool = resident_before_pool.max(make_cold(pool, setup.path)?);
         let before = pool.stats();
-        let (count, pool_time) = timed(|| scan_pool(pool, &setup.data.page_ids, 1))?;
+        let (count, pool_time) = timed(|| scan_pool(pool, &setup.data.page_ids, 1, setup.mode()))?;
         pool_stats = StatsDelta::between(&before, &pool.stats());
         setup.check(count, "the cold pool scan")?;
         first_count.get_or_insert(count);
@@ -562,7 +815,7 @@ fn measure_iterations(pool: &BufferPool, setup: &mut Setup<'_>) -> Result<Vec<It
         make_cold(pool, setup.path)?;
         let mut scan_seconds = Vec::with_capacity(iterations);
         for _ in 0..iterations {
-            let (count, time) = timed(|| scan_pool(pool, &setup.data.page_ids, 1))?;
+            let (count, time) = timed(|| scan_pool(pool, &setup.data.page_ids, 1, setup.mode()))?;
             setup.check(count, "a pool scan of the iterations series")?;
             scan_seconds.push(time.as_secs_f64());
         }
@@ -587,18 +840,18 @@ fn measure_iterations(pool: &BufferPool, setup: &mut Setup<'_>) -> Result<Vec<It
 fn measure_warm_vs_memory(pool: &BufferPool, setup: &mut Setup<'_>) -> Result<(WarmVsMemory, u64)> {
     let repeats = setup.config.warm_repeats;
     println!("\n[3] warm: 1-thread pool scan vs the same scan of the in-memory copy (median of {repeats})");
-    let count = scan_pool(pool, &setup.data.page_ids, 1)?;
+    let count = scan_pool(pool, &setup.data.page_ids, 1, setup.mode())?;
     setup.check(count, "the warm-up pool scan")?;
-    let memory_count = count_pages(&setup.memory(), 1)?;
+    let memory_count = count_pages(&setup.memory(), 1, setup.mode())?;
     setup.check(memory_count, "the memory scan")?;
     let before = pool.stats();
     let mut pool_runs = Vec::with_capacity(repeats);
     let mut memory_runs = Vec::with_capacity(repeats);
     for _ in 0..repeats {
-        let (count, time) = timed(|| scan_pool(pool, &setup.data.page_ids, 1))?;
+        let (count, time) = timed(|| scan_pool(pool, &setup.data.page_ids, 1, setup.mode()))?;
         setup.check(count, "a warm pool scan")?;
         pool_runs.push(time);
-        let (count, time) = timed(|| count_pages(&setup.memory(), 1))?;
+        let (count, time) = timed(|| count_pages(&setup.memory(), 1, setup.mode()))?;
         setup.check(count, "a memory scan")?;
         memory_runs.push(time);
     }
@@ -715,81 +968,233 @@ fn time_pins(
     Ok(start.elapsed())
 }
 
+/// The combinations measurement 4 runs: those of [`THREADS_COMBINATIONS`], and `chosen` (the
+/// `--kernel`/`--split` pair) as well when it is another one.
+fn threads_combinations(chosen: ScanMode) -> Vec<(ScanMode, String)> {
+    let mut modes: Vec<(ScanMode, String)> =
+        THREADS_COMBINATIONS.iter().map(|(mode, _, note)| (*mode, note.to_string())).collect();
+    if !modes.iter().any(|(mode, _)| *mode == chosen) {
+        modes.push((chosen, "chosen with --kernel and --split".to_string()));
+    }
+    modes
+}
+
 fn measure_threads_partitions(setup: &mut Setup<'_>) -> Result<ThreadsPartitions> {
     let config = setup.config;
+    let data = setup.data;
     let threads = config.threads.clone();
-    let repeats = config.repeats;
-    println!("\n[4] threads x partitions: warm scan throughput in GB/s (median of {repeats}; paper Fig. 4.3)");
-    let bytes = setup.data.payload_bytes();
-    let mut memory = Vec::new();
-    for &count in &threads {
-        let mut runs = Vec::new();
-        for _ in 0..repeats {
-            let (found, time) = timed(|| count_pages(&setup.memory(), count))?;
-            setup.check(found, "a multi-threaded memory scan")?;
-            runs.push(time);
-        }
-        let seconds = median_seconds(&runs);
-        memory.push(MemoryThreads { threads: count, seconds, gbps: gigabytes_per_second(bytes, seconds) });
-    }
-    let mut cells = Vec::new();
+    let min_timing_seconds = config.min_timing_seconds;
+    println!(
+        "\n[4] threads x partitions: warm scan throughput in GB/s (paper Fig. 4.3), median of {} timings \
+         (--repeats, at least {THREADS_MIN_ROUNDS}), each of whole scans lasting >= {} on threads started once per \
+         timing; per row, after a warm-up and a calibration, the pool and the memory peer (same kernel and split) \
+         at every thread count are timed in turn, round after round",
+        config.threads_rounds,
+        format_seconds(min_timing_seconds)
+    );
+    let memory = MemoryPages::new(&data.memory, data.payload_size);
+    let mut combinations: Vec<Combination> = threads_combinations(config.mode)
+        .into_iter()
+        .map(|(mode, note)| Combination {
+            kernel: mode.kernel,
+            split: mode.split,
+            label: mode.label(),
+            note,
+            cells: Vec::new(),
+            speedups: Vec::new(),
+        })
+        .collect();
     for partitions in PARTITIONS {
         let pool_config = pool_config(slots_to_hold(config.pages, partitions), config.page_size, partitions);
         let pool = BufferPool::open(setup.path, pool_config)?;
-        let count = scan_pool(&pool, &setup.data.page_ids, 1)?;
+        // One thread in page order loads every page, into consecutive frames.
+        let load = ScanMode { kernel: ScanKernel::Vector, split: Split::Interleaved };
+        let count = scan_pool(&pool, &data.page_ids, 1, load)?;
         setup.check(count, "a warm-up pool scan")?;
-        let adjacency = frame_adjacency(&pool, &setup.data.page_ids)?;
-        for &count in &threads {
+        let adjacency = frame_adjacency(&pool, &data.page_ids)?;
+        let pages = PoolPages::new(&pool, &data.page_ids);
+        for combination in &mut combinations {
             let before = pool.stats();
-            let mut runs = Vec::new();
-            for _ in 0..repeats {
-                let (found, time) = timed(|| scan_pool(&pool, &setup.data.page_ids, count))?;
-                setup.check(found, "a multi-threaded pool scan")?;
-                runs.push(time);
+            let row = time_row(setup, &pages, &memory, &threads, combination.mode())?;
+            let stats = StatsDelta::between(&before, &pool.stats());
+            for (&count, (pool_timing, memory_timing)) in threads.iter().zip(row) {
+                combination.cells.push(ThreadsCell {
+                    partitions,
+                    threads: count,
+                    pool: pool_timing,
+                    memory: memory_timing,
+                    stats,
+                    frame_adjacency: adjacency,
+                });
             }
-            let seconds = median_seconds(&runs);
-            cells.push(ThreadsCell {
-                partitions,
-                threads: count,
-                seconds,
-                gbps: gigabytes_per_second(bytes, seconds),
-                runs: self::seconds(&runs),
-                stats: StatsDelta::between(&before, &pool.stats()),
-                frame_adjacency: adjacency,
-            });
         }
         pool.close()?;
     }
-    let header: String = threads.iter().map(|count| format!("{:>12}", format!("{count} thr"))).collect();
-    println!("  {:<16}{header}{:>12}{:>18}", "", "2thr/1thr", "adjacent frames");
-    let mut speedups = Vec::new();
+    for (index, combination) in combinations.iter_mut().enumerate() {
+        combination.speedups = PARTITIONS
+            .iter()
+            .filter_map(|&partitions| {
+                let one = combination.cell(partitions, 1)?;
+                let two = combination.cell(partitions, 2)?;
+                let pool = ratio(two.pool.gbps, one.pool.gbps);
+                let memory = ratio(two.memory.gbps, one.memory.gbps);
+                Some(Speedup { partitions, pool, memory, pool_vs_memory: ratio(pool, memory) })
+            })
+            .collect();
+        print_combination(index, combination, &threads);
+    }
+    let timings =
+        combinations.iter().flat_map(|combination| &combination.cells).flat_map(|cell| [&cell.pool, &cell.memory]);
+    let shortest_timing_seconds =
+        timings.clone().map(ScanTiming::shortest_timing_seconds).fold(f64::INFINITY, f64::min);
+    let scans = timings.clone().flat_map(|timing| timing.scans_per_timing.iter().copied());
+    let (fewest, most) = (scans.clone().min().unwrap_or(0), scans.max().unwrap_or(0));
+    let retakes: usize = timings.map(|timing| timing.retakes).sum();
+    println!(
+        "  timings: shortest {}, {fewest} to {most} whole scans each, {retakes} retaken for being too short; the \
+         memory columns are the peer timed in the same rounds as the row",
+        format_seconds(shortest_timing_seconds)
+    );
+    Ok(ThreadsPartitions { min_timing_seconds, shortest_timing_seconds, combinations })
+}
+
+/// Prints one combination's table of measurement 4.
+fn print_combination(index: usize, combination: &Combination, threads: &[usize]) {
+    let letter = char::from(b'a' + (index % 26) as u8);
+    println!("\n  ({letter}) {}: {}", combination.label, combination.note);
+    let group = 9 * threads.len();
+    let thread_names: String = threads.iter().map(|count| format!("{:>9}", format!("{count} thr"))).collect();
+    println!("  {:<14}{:>group$}  {:>group$}  {:>27}{:>10}", "", "pool GB/s", "memory GB/s", "2thr/1thr", "adjacent");
+    println!(
+        "  {:<14}{thread_names}  {thread_names}  {:>9}{:>9}{:>9}{:>10}",
+        "", "pool", "memory", "pool/mem", "frames"
+    );
     for partitions in PARTITIONS {
-        let row: Vec<&ThreadsCell> = cells.iter().filter(|cell| cell.partitions == partitions).collect();
-        let values: String = row.iter().map(|cell| format!("{:>12.3}", cell.gbps)).collect();
-        let one = row.iter().find(|cell| cell.threads == 1);
-        let two = row.iter().find(|cell| cell.threads == 2);
-        let speedup = one.zip(two).map(|(one, two)| ratio(two.gbps, one.gbps));
+        let row: Vec<&ThreadsCell> = threads.iter().filter_map(|&count| combination.cell(partitions, count)).collect();
+        let pool: String = row.iter().map(|cell| format!("{:>9.3}", cell.pool.gbps)).collect();
+        let memory: String = row.iter().map(|cell| format!("{:>9.3}", cell.memory.gbps)).collect();
+        let speedup = combination.speedups.iter().find(|speedup| speedup.partitions == partitions);
+        let ratios = speedup.map_or(format!("{:>9}{:>9}{:>9}", "-", "-", "-"), |speedup| {
+            format!(
+                "{:>9}{:>9}{:>9.3}",
+                format!("{:.3}x", speedup.pool),
+                format!("{:.3}x", speedup.memory),
+                speedup.pool_vs_memory
+            )
+        });
         let misses: u64 = row.iter().map(|cell| cell.stats.misses).sum();
         let adjacency = row.first().map_or(0.0, |cell| cell.frame_adjacency);
         println!(
-            "  {:<16}{values}{:>12}{:>17.1}%{}",
-            format!("{partitions} partitions"),
-            speedup.map_or("-".to_string(), |speedup| format!("{speedup:.3}x")),
+            "  {:<14}{pool}  {memory}  {ratios}{:>9.1}%{}",
+            if partitions == 1 { "1 partition".to_string() } else { format!("{partitions} partitions") },
             adjacency * 100.0,
             if misses > 0 { format!("  ({misses} misses!)") } else { String::new() }
         );
-        if let Some(two_thread_speedup) = speedup {
-            speedups.push(Speedup { partitions, two_thread_speedup });
+    }
+}
+
+/// Where a series of measurement 4 scans.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Pool,
+    Memory,
+}
+
+/// One series of a row of measurement 4 (a side and a thread count): its scans per timing and
+/// its timings so far.
+struct RowSeries {
+    side: Side,
+    threads: usize,
+    scans: usize,
+    timings: Vec<Duration>,
+    scans_per_timing: Vec<usize>,
+    retakes: usize,
+}
+
+/// One row of measurement 4 (a partition count and a combination): for each thread count, the
+/// pool's pages and the memory peer with the same `mode`. Each series gets a warm-up scan and a
+/// calibration (the number of whole scans that makes a timing of at least `--min-timing-ms`
+/// with a margin, found by timing until one is); then `threads_rounds` rounds time every series once
+/// in turn (1 thread pool, 1 thread memory, 2 threads pool, ...), so that slow drift on the
+/// shared machine moves all of them alike and cancels in the ratios. A timing shorter than
+/// `--min-timing-ms` is retaken with more scans.
+///
+/// Returns the (pool, memory) timings of each thread count of `threads`, in order.
+fn time_row(
+    setup: &mut Setup<'_>,
+    pool: &PoolPages<'_>,
+    memory: &MemoryPages<'_>,
+    threads: &[usize],
+    mode: ScanMode,
+) -> Result<Vec<(ScanTiming, ScanTiming)>> {
+    let config = setup.config;
+    let (min, target) = (config.min_timing_seconds, config.min_timing_seconds * TIMING_MARGIN);
+    let mut series: Vec<RowSeries> = threads
+        .iter()
+        .flat_map(|&threads| {
+            [Side::Pool, Side::Memory].map(|side| RowSeries {
+                side,
+                threads,
+                scans: 1,
+                timings: Vec::with_capacity(config.threads_rounds),
+                scans_per_timing: Vec::with_capacity(config.threads_rounds),
+                retakes: 0,
+            })
+        })
+        .collect();
+    let time = |setup: &mut Setup<'_>, series: &RowSeries, scans: usize, what: &str| match series.side {
+        Side::Pool => timed_scans(setup, pool, series.threads, mode, scans, &format!("{what} pool scan")),
+        Side::Memory => timed_scans(setup, memory, series.threads, mode, scans, &format!("{what} memory scan")),
+    };
+    for series in &mut series {
+        time(setup, series, 1, "a warm-up")?;
+        loop {
+            let elapsed = time(setup, series, series.scans, "a calibration")?.as_secs_f64();
+            if elapsed >= target || series.scans >= MAX_SCANS_PER_TIMING {
+                break;
+            }
+            series.scans = more_scans(series.scans, elapsed, target);
         }
     }
-    let values: String = memory.iter().map(|cell| format!("{:>12.3}", cell.gbps)).collect();
-    let measurement = ThreadsPartitions { pool: cells, memory, speedups };
-    println!(
-        "  {:<16}{values}{:>12}",
-        "memory (peer)",
-        measurement.memory_speedup().map_or("-".to_string(), |speedup| format!("{speedup:.3}x"))
-    );
-    Ok(measurement)
+    for _ in 0..config.threads_rounds {
+        for series in &mut series {
+            loop {
+                let elapsed = time(setup, series, series.scans, "a multi-threaded")?;
+                if elapsed.as_secs_f64() >= min || series.scans >= MAX_SCANS_PER_TIMING {
+                    series.timings.push(elapsed);
+                    series.scans_per_timing.push(series.scans);
+                    break;
+                }
+                series.retakes += 1;
+                series.scans = more_scans(series.scans, elapsed.as_secs_f64(), target);
+            }
+        }
+    }
+    let bytes = setup.data.payload_bytes();
+    let timing = |series: &RowSeries| ScanTiming::new(bytes, &series.timings, &series.scans_per_timing, series.retakes);
+    Ok(series.chunks_exact(2).map(|pair| (timing(&pair[0]), timing(&pair[1]))).collect())
+}
+
+/// Scans per timing after a timing of `scans` scans took `elapsed` seconds, to reach `target`.
+fn more_scans(scans: usize, elapsed: f64, target: f64) -> usize {
+    let estimate = if elapsed > 0.0 { (scans as f64 * target / elapsed).ceil() as usize } else { scans * 2 };
+    estimate.max(scans + 1).min(MAX_SCANS_PER_TIMING)
+}
+
+/// [`run_scans`], with every scan's count checked; returns the time of all `scans`.
+fn timed_scans<S: PageSource>(
+    setup: &mut Setup<'_>,
+    source: &S,
+    threads: usize,
+    mode: ScanMode,
+    scans: usize,
+    what: &str,
+) -> Result<Duration> {
+    let (counts, time) = run_scans(source, threads, mode, scans)?;
+    for count in counts {
+        setup.check(count, &format!("{what} ({})", mode.label()))?;
+    }
+    Ok(time)
 }
 
 fn measure_prefetch(setup: &mut Setup<'_>) -> Result<Vec<PrefetchRun>> {
@@ -805,7 +1210,7 @@ fn measure_prefetch(setup: &mut Setup<'_>) -> Result<Vec<PrefetchRun>> {
         let pool = BufferPool::open(setup.path, pool_config)?;
         let resident_before = make_cold(&pool, setup.path)?;
         let before = pool.stats();
-        let (count, time) = timed(|| scan_pool(&pool, &setup.data.page_ids, 1))?;
+        let (count, time) = timed(|| scan_pool(&pool, &setup.data.page_ids, 1, setup.mode()))?;
         let stats = StatsDelta::between(&before, &pool.stats());
         setup.check(count, "a prefetching pool scan")?;
         pool.close()?;
@@ -843,7 +1248,7 @@ fn measure_out_of_core(setup: &mut Setup<'_>) -> Result<OutOfCore> {
     let mut scans = Vec::new();
     for scan in 1..=2 {
         let before = pool.stats();
-        let (count, time) = timed(|| scan_pool(&pool, &setup.data.page_ids, 1))?;
+        let (count, time) = timed(|| scan_pool(&pool, &setup.data.page_ids, 1, setup.mode()))?;
         let stats = StatsDelta::between(&before, &pool.stats());
         setup.check(count, "an out-of-core pool scan")?;
         let gbps = gigabytes_per_second(setup.data.payload_bytes(), time.as_secs_f64());
@@ -878,16 +1283,16 @@ fn measure_page_sizes(work: &WorkDir, config: &ScanConfig) -> Result<Vec<PageSiz
         let mut setup = Setup { path: &path, data: &data, expected, config, checked: 0 };
         let resident_before_cold = make_cold(&pool, &path)?;
         let before = pool.stats();
-        let (count, cold) = timed(|| scan_pool(&pool, &data.page_ids, 1))?;
+        let (count, cold) = timed(|| scan_pool(&pool, &data.page_ids, 1, config.mode))?;
         let cold_stats = StatsDelta::between(&before, &pool.stats());
         setup.check(count, "a cold scan of the page-size sweep")?;
         let mut warm_runs = Vec::new();
         let mut memory_runs = Vec::new();
         for _ in 0..config.repeats {
-            let (count, time) = timed(|| scan_pool(&pool, &data.page_ids, 1))?;
+            let (count, time) = timed(|| scan_pool(&pool, &data.page_ids, 1, config.mode))?;
             setup.check(count, "a warm scan of the page-size sweep")?;
             warm_runs.push(time);
-            let (count, time) = timed(|| count_pages(&setup.memory(), 1))?;
+            let (count, time) = timed(|| count_pages(&setup.memory(), 1, setup.mode()))?;
             setup.check(count, "a memory scan of the page-size sweep")?;
             memory_runs.push(time);
         }
@@ -931,31 +1336,68 @@ fn seconds(durations: &[Duration]) -> Vec<f64> {
 
 fn draw_chart(path: &Path, report: &ScanReport) -> Result<()> {
     let table = &report.threads_partitions;
-    let mut threads_series: Vec<Series> = PARTITIONS
-        .iter()
-        .map(|&partitions| Series {
-            name: format!("pool, {partitions} partitions"),
-            points: table
-                .pool
+    // 2thr/1thr of every combination by partitions: the pool solid, its memory peer dashed in
+    // the same colour.
+    let partition_names: Vec<String> = PARTITIONS.iter().map(|partitions| partitions.to_string()).collect();
+    let speedups = |memory: bool| {
+        table.combinations.iter().enumerate().map(move |(index, combination)| Series {
+            name: format!("{} {}", if memory { "memory" } else { "pool" }, combination.mode().short()),
+            points: combination
+                .speedups
                 .iter()
-                .filter(|cell| cell.partitions == partitions)
-                .map(|cell| (cell.threads as f64, cell.gbps))
+                .filter_map(|speedup| {
+                    let position = PARTITIONS.iter().position(|&partitions| partitions == speedup.partitions)?;
+                    Some((position as f64, if memory { speedup.memory } else { speedup.pool }))
+                })
                 .collect(),
-            dashed: false,
+            dashed: memory,
+            color: Some(index),
         })
-        .collect();
-    threads_series.push(Series {
-        name: "in-memory Vec (peer)".into(),
-        points: table.memory.iter().map(|cell| (cell.threads as f64, cell.gbps)).collect(),
-        dashed: true,
-    });
-    let threads_panel = Panel::Line(LinePanel {
-        title: "Warm scan throughput by threads and partitions".into(),
-        x_label: "threads".into(),
-        y_label: "GB/s".into(),
-        series: threads_series,
-        x_names: None,
-    });
+    };
+    let mut panels = vec![Panel::Line(LinePanel {
+        title: "Warm scan, 2 threads / 1 thread (pool solid, memory peer dashed)".into(),
+        x_label: "pool partitions (the memory peer has none)".into(),
+        y_label: "2thr/1thr throughput".into(),
+        series: speedups(false).chain(speedups(true)).collect(),
+        x_names: Some(partition_names),
+    })];
+    // One panel of GB/s by threads per combination (their scales differ by 20x): the pool at
+    // every partition count, and the memory peer timed with the CHART_PARTITIONS row.
+    for combination in &table.combinations {
+        let mut series: Vec<Series> = PARTITIONS
+            .iter()
+            .enumerate()
+            .map(|(index, &partitions)| Series {
+                name: format!("pool, {partitions} partition{}", if partitions == 1 { "" } else { "s" }),
+                points: combination
+                    .cells
+                    .iter()
+                    .filter(|cell| cell.partitions == partitions)
+                    .map(|cell| (cell.threads as f64, cell.pool.gbps))
+                    .collect(),
+                dashed: false,
+                color: Some(index),
+            })
+            .collect();
+        series.push(Series {
+            name: format!("memory peer ({CHART_PARTITIONS}-partition row)"),
+            points: combination
+                .cells
+                .iter()
+                .filter(|cell| cell.partitions == CHART_PARTITIONS)
+                .map(|cell| (cell.threads as f64, cell.memory.gbps))
+                .collect(),
+            dashed: true,
+            color: Some(7),
+        });
+        panels.push(Panel::Line(LinePanel {
+            title: format!("Warm scan, {} (Fig. 4.3)", combination.label),
+            x_label: "threads".into(),
+            y_label: "GB/s (median)".into(),
+            series,
+            x_names: None,
+        }));
+    }
     let iterations_panel = Panel::Line(LinePanel {
         title: "n consecutive scans from cold (Fig. 4.1)".into(),
         x_label: "scans".into(),
@@ -964,6 +1406,7 @@ fn draw_chart(path: &Path, report: &ScanReport) -> Result<()> {
             name: "pool, 1 thread".into(),
             points: report.iterations.iter().map(|run| (run.iterations as f64, run.total_seconds)).collect(),
             dashed: false,
+            color: None,
         }],
         x_names: None,
     });
@@ -972,6 +1415,7 @@ fn draw_chart(path: &Path, report: &ScanReport) -> Result<()> {
         name: name.into(),
         points: report.page_sizes.iter().enumerate().map(|(index, run)| (index as f64, value(run))).collect(),
         dashed,
+        color: None,
     };
     let page_panel = Panel::Line(LinePanel {
         title: format!("Page size, {} MiB file, 1 thread (Fig. 4.2)", report.config.sweep_mib),
@@ -1006,5 +1450,6 @@ fn draw_chart(path: &Path, report: &ScanReport) -> Result<()> {
         report.results.cold_vs_file,
         report.results.warm_vs_memory
     );
-    chart::draw(path, &title, &[threads_panel, peers_panel, iterations_panel, page_panel], 2)
+    panels.extend([peers_panel, iterations_panel, page_panel]);
+    chart::draw(path, &title, &panels, 2)
 }

@@ -4,7 +4,20 @@
 
 use clap::Parser;
 use std::path::{Path, PathBuf};
+use tern_bench::data::{pool_config, slots_to_hold, write_random_pages};
+use tern_bench::kernels::{SCAN_THRESHOLD, ScanKernel, count_above};
+use tern_bench::pages::{MemoryPages, PoolPages, Split};
+use tern_bench::scan::{ScanMode, count_pages, run_scans};
 use tern_bench::{BenchArgs, Workload};
+use tern_pagestore::BufferPool;
+
+/// Every kernel-and-split pair.
+const MODES: [ScanMode; 4] = [
+    ScanMode { kernel: ScanKernel::Vector, split: Split::Interleaved },
+    ScanMode { kernel: ScanKernel::Vector, split: Split::Ranges },
+    ScanMode { kernel: ScanKernel::Paper, split: Split::Interleaved },
+    ScanMode { kernel: ScanKernel::Paper, split: Split::Ranges },
+];
 
 /// Parses `tern bench <args> --dir <temp>/work --out <temp>/out`.
 fn workload(args: &[&str], temp: &Path) -> Workload {
@@ -49,6 +62,8 @@ fn pool_scan_end_to_end() {
         "1",
         "--max-threads",
         "2",
+        "--min-timing-ms",
+        "2",
     ];
     let Workload::PoolScan(args) = workload(&flags, temp.path()) else { panic!("not pool-scan") };
     let report = tern_bench::scan::run(&args).unwrap();
@@ -56,21 +71,118 @@ fn pool_scan_end_to_end() {
     assert!(verification.expected_count > 0);
     assert_eq!(verification.pool_count, verification.expected_count);
     assert_eq!(verification.memory_count, verification.expected_count);
-    // 1 cold + 31 iterations + 11 warm/memory + memory and pool per thread count and partition
-    // count + 4 warm-ups + 3 prefetch + 2 out-of-core: every one of them was checked.
-    assert!(verification.scans_checked >= 60, "{} scans checked", verification.scans_checked);
-    assert_eq!(report.threads_partitions.pool.len(), 4 * 2);
-    assert!(report.threads_partitions.pool.iter().all(|cell| cell.stats.misses == 0), "warm scans do not miss");
+    assert_eq!(verification.paper_kernel_count, verification.expected_count);
+    // 1 cold + 31 iterations + 12 warm/memory + 4 warm-ups + 3 combinations x 4 partition
+    // counts x 2 thread counts x (pool + memory) x (a warm-up + a calibration + 5 timings of at
+    // least one scan) + 3 prefetch + 2 out-of-core: every one of them was checked.
+    assert!(verification.scans_checked >= 389, "{} scans checked", verification.scans_checked);
+    let table = &report.threads_partitions;
+    assert_eq!(table.combinations.len(), 3, "the default --kernel/--split pair is one of the three");
+    let modes: Vec<ScanMode> = table.combinations.iter().map(|combination| combination.mode()).collect();
+    assert_eq!(modes, [MODES[2], MODES[0], MODES[1]]);
+    for combination in &table.combinations {
+        assert_eq!(combination.cells.len(), 4 * 2);
+        assert_eq!(combination.speedups.len(), 4);
+        assert!(combination.cells.iter().all(|cell| cell.stats.misses == 0), "warm scans do not miss");
+        for cell in &combination.cells {
+            for timing in [&cell.pool, &cell.memory] {
+                assert!(timing.gbps > 0.0);
+                assert_eq!(timing.runs.len(), 5, "--repeats 1, at least 5 rounds");
+                assert!(timing.scans_per_timing.iter().all(|&scans| scans >= 1));
+                // Every kept timing lasted at least --min-timing-ms.
+                assert!(timing.timing_seconds.iter().all(|&seconds| seconds >= 0.002), "{:?}", timing.timing_seconds);
+            }
+        }
+    }
     assert_eq!(report.page_sizes.len(), 5);
     assert_eq!(report.prefetch.len(), 3);
     assert!(report.out_of_core.scans.iter().all(|scan| scan.stats.evictions > 0), "a quarter-size pool evicts");
     assert!(report.pin_latency.read_ns > 0.0);
-    assert!(report.results.two_thread_speedup.is_some());
+    assert!(report.results.two_thread_speedup_paper_kernel.is_some());
+    assert!(report.results.two_thread_speedup_vector_ranges.is_some());
+    assert!(report.results.two_thread_speedup_vector_interleaved.is_some());
 
     let json = outputs(temp.path(), "pool-scan");
     assert!(json["results"]["cold_vs_file"].as_f64().unwrap() > 0.0);
     assert!(json["results"]["warm_vs_memory"].as_f64().unwrap() > 0.0);
     assert_eq!(json["verification"]["pool_count"], json["verification"]["expected_count"]);
+    let paper = &json["results"]["two_thread_speedup_paper_kernel"];
+    assert!(paper["pool"].as_f64().unwrap() > 0.0 && paper["memory"].as_f64().unwrap() > 0.0);
+    assert_eq!(json["threads_partitions"]["combinations"][0]["kernel"], "paper");
+    assert_eq!(json["threads_partitions"]["combinations"][0]["split"], "interleaved");
+    assert_eq!(json["threads_partitions"]["combinations"][2]["split"], "ranges");
+}
+
+#[test]
+fn pool_scan_with_the_paper_kernel_and_ranges() {
+    let temp = tempfile::tempdir().unwrap();
+    let flags = [
+        "pool-scan",
+        "--data-mib",
+        "1",
+        "--sweep-mib",
+        "1",
+        "--pin-iterations",
+        "2000",
+        "--repeats",
+        "1",
+        "--max-threads",
+        "3",
+        "--min-timing-ms",
+        "1",
+        "--kernel",
+        "paper",
+        "--split",
+        "ranges",
+    ];
+    let Workload::PoolScan(args) = workload(&flags, temp.path()) else { panic!("not pool-scan") };
+    let config = args.config().unwrap();
+    assert_eq!(config.mode, MODES[3]);
+    let report = tern_bench::scan::run(&args).unwrap();
+    assert_eq!(report.verification.pool_count, report.verification.expected_count);
+    let table = &report.threads_partitions;
+    assert_eq!(table.combinations.len(), 4, "the --kernel/--split pair is added to the three");
+    assert_eq!(table.combinations[3].mode(), MODES[3]);
+    // Threads 1, 2 and 3.
+    assert!(table.combinations.iter().all(|combination| combination.cells.len() == 4 * 3));
+    assert!(report.results.two_thread_speedup_paper_kernel.is_some());
+    outputs(temp.path(), "pool-scan");
+}
+
+/// Both kernels and both splits count the same values, through the pool and in memory, on 1
+/// to 5 threads (more threads than some splits have pages for).
+#[test]
+fn kernels_and_splits_count_the_same() {
+    let temp = tempfile::tempdir().unwrap();
+    let path = temp.path().join("scan.tern");
+    let (pages, partitions) = (37, 4);
+    let pool =
+        BufferPool::create(&path, 4096, pool_config(slots_to_hold(pages, partitions), 4096, partitions)).unwrap();
+    let data = write_random_pages(&pool, pages, 7, "test").unwrap();
+    let expected = count_above(&data.memory, SCAN_THRESHOLD);
+    assert!(expected > 0);
+    let pool_pages = PoolPages::new(&pool, &data.page_ids);
+    let memory_pages = MemoryPages::new(&data.memory, data.payload_size);
+    for mode in MODES {
+        for threads in 1..=5 {
+            let what = format!("{} on {threads} threads", mode.label());
+            assert_eq!(count_pages(&pool_pages, threads, mode).unwrap(), expected, "pool, {what}");
+            assert_eq!(count_pages(&memory_pages, threads, mode).unwrap(), expected, "memory, {what}");
+            let (counts, _) = run_scans(&pool_pages, threads, mode, 3).unwrap();
+            assert_eq!(counts, [expected; 3], "timed pool scans, {what}");
+            let (counts, _) = run_scans(&memory_pages, threads, mode, 2).unwrap();
+            assert_eq!(counts, [expected; 2], "timed memory scans, {what}");
+        }
+    }
+    // Pages past the last thread's share are an empty share, not an error.
+    let few = MemoryPages::new(&data.memory[..2 * data.payload_size], data.payload_size);
+    for mode in MODES {
+        assert_eq!(
+            count_pages(&few, 5, mode).unwrap(),
+            count_above(&data.memory[..2 * data.payload_size], SCAN_THRESHOLD)
+        );
+    }
+    pool.close().unwrap();
 }
 
 #[test]

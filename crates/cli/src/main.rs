@@ -59,6 +59,13 @@ mod tests {
                 assert_eq!((scan.common.seed, scan.common.quick, scan.data_mib), (7, true, Some(8)));
             }
         }
+        let cli =
+            Cli::try_parse_from(["tern", "bench", "pool-scan", "--kernel", "paper", "--split", "ranges"]).unwrap();
+        let Command::Bench(args) = cli.command;
+        let tern_bench::Workload::PoolScan(scan) = args.workload else { panic!("not pool-scan") };
+        assert_eq!(scan.kernel, tern_bench::kernels::ScanKernel::Paper);
+        assert_eq!(scan.split, tern_bench::pages::Split::Ranges);
+        assert!(Cli::try_parse_from(["tern", "bench", "pool-scan", "--kernel", "scalar"]).is_err());
         for workload in ["pool-groupby", "pool-hashjoin", "pool-bfs"] {
             assert!(Cli::try_parse_from(["tern", "bench", workload]).is_ok(), "{workload}");
         }
