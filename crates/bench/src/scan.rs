@@ -24,7 +24,8 @@
 //!    in turn, so that drift on the shared machine cancels in the ratios;
 //! 5. page size: a separate file per page size, one cold scan, then warm scans and the memory
 //!    peer (medians);
-//! 6. prefetch: cold scans with prefetch degree 0, 1, 4;
+//! 6. prefetch: cold scans with prefetch degree 0, 1, 4, 16 through the OS cache, and 0, 4, 16
+//!    with O_DIRECT (no kernel read-ahead: where a prefetcher matters);
 //! 7. out-of-core: a pool of a quarter of the data, two consecutive scans;
 //! 8. pin latency: ns per `pin_read` + drop (and `pin_write` + drop) on a warm working set.
 //!
@@ -56,7 +57,11 @@ const PARTITIONS: [usize; 4] = [1, 4, 16, 128];
 /// Page sizes of the page-size sweep (paper Fig. 4.2).
 const PAGE_SIZES: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
 /// Prefetch degrees (paper Fig. 4.6).
-const PREFETCH_DEGREES: [usize; 3] = [0, 1, 4];
+const PREFETCH_DEGREES: [usize; 4] = [0, 1, 4, 16];
+/// Prefetch degrees measured with O_DIRECT (one scan each: a direct scan without prefetch is slow).
+const DIRECT_PREFETCH_DEGREES: [usize; 3] = [0, 4, 16];
+/// Rounds of measurement 6 through the OS cache (every degree once per round, in turn).
+const PREFETCH_ROUNDS: usize = 3;
 /// Prefetch worker threads.
 const PREFETCH_WORKERS: usize = 2;
 /// Timed repetitions of the warm-vs-memory measurement.
@@ -360,6 +365,8 @@ pub struct PageSizeRun {
 #[derive(Debug, Clone, Serialize)]
 pub struct PrefetchRun {
     pub degree: usize,
+    /// Opened with O_DIRECT (no OS cache, no kernel read-ahead).
+    pub direct_io: bool,
     pub workers: usize,
     pub seconds: f64,
     pub gbps: f64,
@@ -1201,41 +1208,89 @@ fn timed_scans<S: PageSource>(
 }
 
 fn measure_prefetch(setup: &mut Setup<'_>) -> Result<Vec<PrefetchRun>> {
-    let config = setup.config;
-    println!("\n[6] prefetch: cold 1-thread scans, {PREFETCH_WORKERS} prefetch workers (paper Fig. 4.6)");
-    let mut runs = Vec::new();
-    for degree in PREFETCH_DEGREES {
-        let pool_config = PoolConfig {
-            prefetch_degree: degree,
-            prefetch_workers: PREFETCH_WORKERS,
-            ..pool_config(config.pool_slots, config.page_size, config.partitions)
-        };
-        let pool = BufferPool::open(setup.path, pool_config)?;
-        let resident_before = make_cold(&pool, setup.path)?;
-        let before = pool.stats();
-        let (count, time) = timed(|| scan_pool(&pool, &setup.data.page_ids, 1, setup.mode()))?;
-        let stats = StatsDelta::between(&before, &pool.stats());
-        setup.check(count, "a prefetching pool scan")?;
-        pool.close()?;
-        let gbps = gigabytes_per_second(setup.data.payload_bytes(), time.as_secs_f64());
-        println!(
-            "  degree {degree}  {:>10}  {gbps:7.3} GB/s  ({})",
-            format_seconds(time.as_secs_f64()),
-            stats.summary()
-        );
-        runs.push(PrefetchRun {
-            degree,
-            workers: PREFETCH_WORKERS,
-            seconds: time.as_secs_f64(),
-            gbps,
-            stats,
-            resident_before,
-        });
+    println!(
+        "\n[6] prefetch: cold 1-thread scans, {PREFETCH_WORKERS} prefetch workers (paper Fig. 4.6): through the OS cache \
+         (median of {PREFETCH_ROUNDS} rounds, every degree once per round), then with O_DIRECT (one scan each)"
+    );
+    let mut samples: Vec<Vec<PrefetchRun>> = vec![Vec::new(); PREFETCH_DEGREES.len()];
+    for _ in 0..PREFETCH_ROUNDS {
+        for (index, degree) in PREFETCH_DEGREES.into_iter().enumerate() {
+            samples[index].push(cold_prefetch_scan(setup, degree, false)?);
+        }
     }
-    if let (Some(off), Some(on)) = (runs.first(), runs.iter().skip(1).max_by(|a, b| a.gbps.total_cmp(&b.gbps))) {
-        println!("  best prefetch (degree {}) / no prefetch = {:.3}", on.degree, ratio(on.gbps, off.gbps));
+    let mut runs: Vec<PrefetchRun> = samples
+        .into_iter()
+        .map(|mut runs| {
+            runs.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+            runs.swap_remove(runs.len() / 2)
+        })
+        .collect();
+    for run in &runs {
+        print_prefetch_run(run);
     }
+    print_best_prefetch(&runs, "through the OS cache");
+    let mut direct = Vec::new();
+    for degree in DIRECT_PREFETCH_DEGREES {
+        match cold_prefetch_scan(setup, degree, true) {
+            Ok(run) => {
+                print_prefetch_run(&run);
+                direct.push(run);
+            }
+            Err(BenchError::Pool(error @ tern_pagestore::Error::Io { .. })) => {
+                println!("  O_DIRECT skipped: {error}");
+                break;
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    print_best_prefetch(&direct, "with O_DIRECT");
+    runs.extend(direct);
     Ok(runs)
+}
+
+/// One cold 1-thread scan through a pool opened with `degree` and `direct_io`.
+fn cold_prefetch_scan(setup: &mut Setup<'_>, degree: usize, direct_io: bool) -> Result<PrefetchRun> {
+    let config = setup.config;
+    let pool_config = PoolConfig {
+        prefetch_degree: degree,
+        prefetch_workers: PREFETCH_WORKERS,
+        direct_io,
+        ..pool_config(config.pool_slots, config.page_size, config.partitions)
+    };
+    let pool = BufferPool::open(setup.path, pool_config)?;
+    let resident_before = make_cold(&pool, setup.path)?;
+    let before = pool.stats();
+    let (count, time) = timed(|| scan_pool(&pool, &setup.data.page_ids, 1, setup.mode()))?;
+    let stats = StatsDelta::between(&before, &pool.stats());
+    setup.check(count, "a prefetching pool scan")?;
+    pool.close()?;
+    Ok(PrefetchRun {
+        degree,
+        direct_io,
+        workers: PREFETCH_WORKERS,
+        seconds: time.as_secs_f64(),
+        gbps: gigabytes_per_second(setup.data.payload_bytes(), time.as_secs_f64()),
+        stats,
+        resident_before,
+    })
+}
+
+fn print_prefetch_run(run: &PrefetchRun) {
+    println!(
+        "  {:9} degree {:2}  {:>10}  {:7.3} GB/s  ({})",
+        if run.direct_io { "O_DIRECT" } else { "OS cache" },
+        run.degree,
+        format_seconds(run.seconds),
+        run.gbps,
+        run.stats.summary()
+    );
+}
+
+/// Prints the best prefetching run of `runs` against the first (degree 0).
+fn print_best_prefetch(runs: &[PrefetchRun], how: &str) {
+    if let (Some(off), Some(on)) = (runs.first(), runs.iter().skip(1).max_by(|a, b| a.gbps.total_cmp(&b.gbps))) {
+        println!("  best prefetch {how} (degree {}) / no prefetch = {:.3}", on.degree, ratio(on.gbps, off.gbps));
+    }
 }
 
 fn measure_out_of_core(setup: &mut Setup<'_>) -> Result<OutOfCore> {
@@ -1437,12 +1492,17 @@ fn draw_chart(path: &Path, report: &ScanReport) -> Result<()> {
         ("warm".to_string(), report.warm_vs_memory.pool_gbps),
         ("memory".to_string(), report.warm_vs_memory.memory_gbps),
     ];
-    bars.extend(report.prefetch.iter().map(|run| (format!("pf {}", run.degree), run.gbps)));
+    bars.extend(
+        report
+            .prefetch
+            .iter()
+            .map(|run| (format!("pf {}{}", run.degree, if run.direct_io { " dio" } else { "" }), run.gbps)),
+    );
     bars.extend(
         report.out_of_core.scans.iter().enumerate().map(|(index, scan)| (format!("ooc {}", index + 1), scan.gbps)),
     );
     let peers_panel = Panel::Bars(BarPanel {
-        title: "Pool vs peers, 1 thread (pf n: cold, prefetch degree n; ooc: 1/4 pool)".into(),
+        title: "Pool vs peers, 1 thread (pf n: cold, prefetch degree n, dio: O_DIRECT; ooc: 1/4 pool)".into(),
         y_label: "GB/s".into(),
         bars,
     });

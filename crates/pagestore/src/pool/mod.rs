@@ -196,6 +196,24 @@ impl Run {
     }
 }
 
+/// Polls `done` for a short while (spinning, then yielding the processor) and returns
+/// whether it became true; the caller then sleeps if it must.
+fn wait_briefly(done: impl Fn() -> bool) -> bool {
+    for round in 0..64 {
+        if done() {
+            return true;
+        }
+        if round < 48 {
+            for _ in 0..64 {
+                std::hint::spin_loop();
+            }
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    done()
+}
+
 /// Bits of a hint entry that hold the slot index within its partition.
 const HINT_SLOT_BITS: u32 = 24;
 /// The state a slot claimed for a demand pin starts in: being filled, pinned once by the
@@ -603,7 +621,14 @@ impl Shared {
             if let Some(&slot) = state.table.get(&page) {
                 let descriptor = &self.descriptors[slot as usize];
                 if descriptor.load() & IO_IN_PROGRESS != 0 {
-                    partition.io_done.wait(&mut state);
+                    // A read in flight (often the prefetcher's) ends within microseconds, less
+                    // than a sleep and wake-up costs: spin, then yield, then sleep.
+                    drop(state);
+                    let filled = wait_briefly(|| descriptor.load() & IO_IN_PROGRESS == 0);
+                    state = partition.state.lock();
+                    if !filled && descriptor.load() & IO_IN_PROGRESS != 0 {
+                        partition.io_done.wait(&mut state);
+                    }
                     continue;
                 }
                 state.hits += 1;
