@@ -8,7 +8,9 @@
 //! slots, its clock hand and its counters under one mutex, so an eviction never takes a second
 //! partition's lock and threads working on different partitions never meet.
 //!
-//! ## Locking protocol (lock order: checkpoint lock, partition, allocation table, header)
+//! ## Locking protocol (lock order: checkpoint lock, flush lock, partition, allocation, header)
+//! (The design note, docs/design/pagestore.md, gives the whole protocol and why it cannot
+//! deadlock; this is the summary.)
 //! - Fast path (no lock): each partition keeps a direct-mapped hint array, page -> slot. A pin
 //!   reads the hint, pins the slot with one compare-and-swap that requires VALID and no I/O,
 //!   then re-reads the slot's page id; if the slot was renamed in between, it unpins and takes
@@ -17,17 +19,20 @@
 //!   lock, the authority on what is cached. Because pins also happen without the lock, anyone
 //!   who empties or renames a slot claims it first with a compare-and-swap from "unpinned, no
 //!   I/O" to its new state; a failed claim means somebody pinned it meanwhile.
-//! - A miss takes a free slot or runs the clock over the partition's slots (PostgreSQL's
-//!   algorithm: skip pinned slots, decrement usage counts, take the first unpinned slot with
-//!   usage 0). A clean victim is renamed in place: its old table entry goes, the new one comes
-//!   in, IO_IN_PROGRESS is set, and the lock is dropped for the read. Threads that find the
-//!   page meanwhile wait on the partition's condition variable, so two threads missing on the
-//!   same page read it once. A failed read removes the entry and frees the slot; waiters then
-//!   retry and see the error themselves.
-//! - A dirty victim is pinned, written back outside the lock (copied under its shared latch),
-//!   and taken on the next round if nobody used it meanwhile.
-//! - Page bytes are guarded by each slot's content latch: a read guard holds it shared, a write
-//!   guard exclusive. A write guard marks the slot dirty on its first mutable access.
+//! - A miss takes the page's preferred free slot, another free slot, or the clock's victim
+//!   (PostgreSQL's algorithm: skip pinned slots, decrement usage counts, take the first unpinned
+//!   slot with usage 0; slots busy with the pool's own work are waited for, not failed on). A
+//!   clean victim is renamed in place: its old table entry goes, the new one comes in,
+//!   IO_IN_PROGRESS is set, and the lock is dropped for the read. Threads that find the page
+//!   meanwhile wait for it (briefly spinning, then on the partition's condition variable), so
+//!   two threads missing on the same page read it once. A failed read removes the entry and
+//!   frees the slot; waiters then retry and see the error themselves.
+//! - A dirty victim is pinned internally and written back outside the lock, never waiting for
+//!   its write turn or its latch (it moves on to another victim instead); flushers
+//!   (checkpoints) take turns in page order and wait for a latch only holding nothing else.
+//! - Page bytes are guarded by each slot's content latch, kept in the slot's state word: a read
+//!   guard holds it shared, a write guard exclusive. A write guard marks the slot dirty on its
+//!   first mutable access.
 
 mod descriptor;
 pub(crate) mod frames;
@@ -155,7 +160,8 @@ pub(crate) struct Shared {
 
 /// Outcome of one look for a slot to fill.
 enum Victim {
-    /// Claimed: its state is now IO_IN_PROGRESS with one pin (ours); it held this page before.
+    /// Claimed: its state is now the claimer's (IO_IN_PROGRESS and one pin); it held this
+    /// page before, if any.
     Clean(u32, Option<PageId>),
     /// Dirty and unpinned: write it back, then try again.
     Dirty(u32),
@@ -445,7 +451,9 @@ impl BufferPool {
     }
 
     /// Frees `page`: its cached copy is dropped unwritten, and it becomes allocatable again
-    /// after the next checkpoint (at once if it was allocated since the last one).
+    /// once neither of the two checkpoints the header keeps names it (at once if it was
+    /// allocated since the last one). Waits if the pool itself is writing the page back;
+    /// fails with `PagePinned` if a caller holds it.
     pub fn release(&self, page: PageId) -> Result<()> {
         self.shared.release(page)
     }
@@ -596,8 +604,7 @@ impl Shared {
         self.page_size - PAGE_HEADER_SIZE
     }
 
-    /// Pins `page`, takes its content latch in mode `latch` and returns its slot. A prefetch
-    /// takes no pin and no latch; it returns `u32::MAX` when the page was already cached.
+    /// Pins `page`, takes its content latch in mode `latch` and returns its slot.
     fn pin(&self, page: PageId, fill: Fill, latch: Latch) -> Result<u32> {
         if page > crate::limits::MAX_PAGE_ID {
             return Err(Error::PageOutOfRange { page, page_count: self.file.size() });
