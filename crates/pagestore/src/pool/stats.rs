@@ -3,8 +3,7 @@
 /// A snapshot of the pool's counters (SMILE's "get statistics", extended).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PoolStats {
-    /// Pins served from the pool. Hits on the lock-free path are counted without atomic
-    /// adds and may undercount when threads pin the same page at the same instant.
+    /// Pins served from the pool.
     pub hits: u64,
     /// Pins that had to fill a slot (read or zero a page).
     pub misses: u64,
