@@ -5,6 +5,11 @@ use crate::error::{BenchError, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
+/// Most `--partitions`.
+pub const MAX_PARTITIONS: usize = 1024;
+/// Most `--max-threads`.
+pub const MAX_THREADS: usize = 64;
+
 /// Flags shared by every `tern bench pool-*` workload.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CommonArgs {
@@ -51,11 +56,16 @@ impl CommonArgs {
                 self.page_size
             )));
         }
-        if self.partitions == 0 {
-            return Err(BenchError::Config("--partitions must be at least 1".into()));
+        if !(1..=MAX_PARTITIONS).contains(&self.partitions) {
+            return Err(BenchError::Config(format!(
+                "--partitions {} must be between 1 and {MAX_PARTITIONS}",
+                self.partitions
+            )));
         }
-        if self.max_threads == Some(0) {
-            return Err(BenchError::Config("--max-threads must be at least 1".into()));
+        if let Some(threads) = self.max_threads
+            && !(1..=MAX_THREADS).contains(&threads)
+        {
+            return Err(BenchError::Config(format!("--max-threads {threads} must be between 1 and {MAX_THREADS}")));
         }
         if self.repeats == 0 {
             return Err(BenchError::Config("--repeats must be at least 1".into()));

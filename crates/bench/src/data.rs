@@ -4,20 +4,28 @@
 //! runs' peer.
 
 use crate::error::{BenchError, Result};
-use crate::kernels::count_above;
+use crate::kernels::ScanKernel;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 use std::fs::File;
-use std::io::Read;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::Instant;
-use tern_pagestore::limits::MIN_SLOTS_PER_PARTITION;
+use tern_pagestore::limits::{MIN_SLOTS_PER_PARTITION, PAGE_HEADER_SIZE};
 use tern_pagestore::{BufferPool, NumaMode, PageId, PoolConfig};
 
 /// Bytes in a MiB.
 pub const MIB: u64 = 1024 * 1024;
+
+/// `mib` MiB in bytes, or a configuration error naming `flag` when that overflows (a `u64`,
+/// or a `usize` on this machine).
+pub fn mib_to_bytes(flag: &str, mib: u64) -> Result<u64> {
+    mib.checked_mul(MIB)
+        .filter(|&bytes| usize::try_from(bytes).is_ok())
+        .ok_or_else(|| BenchError::Config(format!("{flag} {mib} is too large: {mib} MiB overflows a byte count")))
+}
 
 /// Extra slots per partition in a pool meant to hold all of the data: pages are dealt to
 /// partitions by `page id mod partitions`, so a partition's share may exceed the average.
@@ -69,7 +77,8 @@ pub fn pool_config(slots: usize, page_size: usize, partitions: usize) -> PoolCon
         partitions,
         prefetch_degree: 0,
         prefetch_workers: 2,
-        numa: NumaMode::Auto,
+        // Placed like the memory peer's Vec: by the OS, on first touch.
+        numa: NumaMode::Off,
         direct_io: false,
     }
 }
@@ -171,30 +180,86 @@ pub fn resident_fraction(path: &Path) -> Result<f64> {
     Ok(resident as f64 / residency.len() as f64)
 }
 
-/// What a plain read of a file found.
+/// Most of a file that may stay in the OS cache after [`drop_os_cache`] for a run to count as
+/// cold.
+pub const MAX_COLD_RESIDENT: f64 = 0.01;
+
+/// [`drop_os_cache`], and an error when more than [`MAX_COLD_RESIDENT`] of the file stays
+/// resident (a file system that ignores `POSIX_FADV_DONTNEED`, such as tmpfs): a "cold" figure
+/// measured from the OS cache would be a warm one. Returns the fraction still resident.
+pub fn drop_os_cache_checked(path: &Path) -> Result<f64> {
+    let resident = drop_os_cache(path)?;
+    if resident > MAX_COLD_RESIDENT {
+        return Err(BenchError::NotCold(format!(
+            "{:.1}% of {} is still in the OS page cache after POSIX_FADV_DONTNEED (at most {:.0}% allowed); \
+             put --dir on a file system that drops cached pages (not tmpfs)",
+            resident * 100.0,
+            path.display(),
+            MAX_COLD_RESIDENT * 100.0
+        )));
+    }
+    Ok(resident)
+}
+
+/// Empties `pool` (flushing dirty pages) and drops its file at `path` from the OS cache, so
+/// that the next scan reads every page from the device. An error when a slot still holds a
+/// page or the file stays in the OS cache (see [`drop_os_cache_checked`]). Returns the
+/// fraction of the file still resident.
+pub fn make_cold(pool: &BufferPool, path: &Path) -> Result<f64> {
+    pool.flush_and_evict()?;
+    let in_use = pool.stats().slots_in_use;
+    if in_use != 0 {
+        return Err(BenchError::NotCold(format!("{in_use} pool slots still hold a page after flush_and_evict")));
+    }
+    drop_os_cache_checked(path)
+}
+
+/// What the file-read peer read and counted.
 #[derive(Debug, Clone, Copy)]
 pub struct FileRead {
-    pub bytes: u64,
-    /// Values above the threshold over every byte read (headers included).
+    /// Payload bytes counted (headers excluded): the pool scan's numerator.
+    pub payload_bytes: u64,
+    /// Bytes read from the file, page headers included.
+    pub bytes_read: u64,
+    /// Values above the threshold over the payloads.
     pub count: u64,
 }
 
-/// Reads `path` from start to end with `std::fs::File` in chunks of `chunk_bytes` and counts
-/// values above `threshold` in what it read, with the scan's own kernel.
-pub fn read_file_counting(path: &Path, chunk_bytes: usize, threshold: u32) -> Result<FileRead> {
-    let mut file = File::open(path).map_err(|error| BenchError::io("open", path, error))?;
-    let mut buffer = vec![0u8; chunk_bytes];
-    let mut bytes = 0u64;
-    let mut count = 0u64;
-    loop {
-        let read = file.read(&mut buffer).map_err(|error| BenchError::io("read", path, error))?;
-        if read == 0 {
-            break;
+/// The file-read peer of a scan: reads the pages `page_ids` of the `page_size`-page file at
+/// `path` with plain `pread`s of up to `chunk_bytes` (whole pages, never past a run of
+/// consecutive page ids), and counts the values above `threshold` in each page's payload (the
+/// page less its [`PAGE_HEADER_SIZE`]-byte header) with `kernel`, the pool scan's own kernel.
+/// It reads what the pool reads and nothing else (no file header, bitmap pages or free tail).
+pub fn read_pages_counting(
+    path: &Path,
+    page_ids: &[PageId],
+    page_size: usize,
+    chunk_bytes: usize,
+    kernel: ScanKernel,
+    threshold: u32,
+) -> Result<FileRead> {
+    let file = File::open(path).map_err(|error| BenchError::io("open", path, error))?;
+    let chunk_pages = (chunk_bytes / page_size).max(1);
+    let mut buffer = vec![0u8; chunk_pages * page_size];
+    let mut read = FileRead { payload_bytes: 0, bytes_read: 0, count: 0 };
+    let mut index = 0;
+    while index < page_ids.len() {
+        // The longest run of consecutive ids from `index`, at most one chunk.
+        let first = page_ids[index];
+        let mut pages = 1;
+        while pages < chunk_pages && index + pages < page_ids.len() && page_ids[index + pages] == first + pages as u64 {
+            pages += 1;
         }
-        bytes += read as u64;
-        count += count_above(&buffer[..read], threshold);
+        let bytes = &mut buffer[..pages * page_size];
+        file.read_exact_at(bytes, first * page_size as u64).map_err(|error| BenchError::io("read", path, error))?;
+        for page in bytes.chunks_exact(page_size) {
+            kernel.count_into(&page[PAGE_HEADER_SIZE..], threshold, &mut read.count);
+        }
+        read.bytes_read += (pages * page_size) as u64;
+        read.payload_bytes += (pages * (page_size - PAGE_HEADER_SIZE)) as u64;
+        index += pages;
     }
-    Ok(FileRead { bytes, count })
+    Ok(read)
 }
 
 /// Size of `path` in bytes.
@@ -226,13 +291,25 @@ mod tests {
         assert_eq!(data.page_ids.len(), 20);
         assert_eq!(data.memory.len(), 20 * pool.payload_size());
         pool.flush_and_evict().unwrap();
-        let resident = drop_os_cache(&path).unwrap();
-        assert!((0.0..=1.0).contains(&resident));
+        assert_eq!(pool.stats().slots_in_use, 0, "the pool is empty");
+        drop_os_cache(&path).unwrap();
+        let before = pool.stats();
         for (index, &page) in data.page_ids.iter().enumerate() {
             let guard = pool.pin_read(page).unwrap();
             assert_eq!(&guard[..], &data.memory[index * data.payload_size..(index + 1) * data.payload_size]);
         }
-        let read = read_file_counting(&path, 1 << 20, 0).unwrap();
-        assert_eq!(read.bytes, file_size(&path).unwrap());
+        let after = pool.stats();
+        assert_eq!((after.misses - before.misses, after.hits - before.hits), (20, 0), "a cold read misses every page");
+        for kernel in [ScanKernel::Vector, ScanKernel::Paper] {
+            // Chunks of 3 pages: runs are split at chunk boundaries.
+            let read = read_pages_counting(&path, &data.page_ids, 4096, 3 * 4096, kernel, 1 << 31).unwrap();
+            assert_eq!(read.payload_bytes, data.payload_bytes());
+            assert_eq!(read.bytes_read, 20 * 4096);
+            assert_eq!(read.count, crate::kernels::count_above(&data.memory, 1 << 31));
+        }
+        // Non-consecutive ids: every other page.
+        let odd: Vec<PageId> = data.page_ids.iter().copied().skip(1).step_by(2).collect();
+        let read = read_pages_counting(&path, &odd, 4096, 1 << 20, ScanKernel::Vector, 0).unwrap();
+        assert_eq!(read.payload_bytes, 10 * data.payload_size as u64);
     }
 }

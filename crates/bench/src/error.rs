@@ -26,6 +26,10 @@ pub enum BenchError {
     /// A flag or a combination of flags that cannot run.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A cold measurement could not be made cold: a pool slot still held a page, the file
+    /// stayed in the OS cache, or a cold scan hit the pool.
+    #[error("cannot measure cold here: {0}")]
+    NotCold(String),
     /// The pool and its peer computed different answers over the same bytes.
     #[error("results differ: {0}")]
     Mismatch(String),

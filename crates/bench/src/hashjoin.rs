@@ -11,7 +11,7 @@
 
 use crate::chart::{self, BarPanel, Panel};
 use crate::common::{CommonArgs, Machine, Outputs, WorkDir};
-use crate::data::{self, MIB, pool_config, slots_to_hold};
+use crate::data::{self, pool_config, slots_to_hold};
 use crate::error::{BenchError, Result};
 use crate::kernels::{JoinTable, join_build, join_probe};
 use crate::pages::{PageSource, for_each_page};
@@ -127,7 +127,7 @@ impl HashJoinArgs {
         let common = &self.common;
         common.validate()?;
         let data_mib = self.data_mib.unwrap_or(if common.quick { 16 } else { 128 });
-        let pages = (data_mib * MIB / common.page_size as u64) as usize;
+        let pages = (data::mib_to_bytes("--data-mib", data_mib)? / common.page_size as u64) as usize;
         if pages < BUILD_FRACTION {
             return Err(BenchError::Config(format!(
                 "--data-mib {data_mib} gives {pages} pages; the join needs at least {BUILD_FRACTION}"

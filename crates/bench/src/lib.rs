@@ -3,11 +3,13 @@
 //! Each workload comes from a source design (see the `pool-*` ones from SMILE), builds its
 //! own data under a work directory, runs Tern and a peer on the same bytes in the same process,
 //! prints readable measurements, writes `<out>/<name>.json` and a chart `<out>/<name>.svg`, and
-//! ends with one line `RESULT <name> <metric> = <value>`.
+//! ends with its `RESULT <name> <metric> = <value>` lines: one, `warm_vs_memory`, for every
+//! workload but `pool-scan`, which prints two, `RESULT pool-scan cold_vs_file` and then, last,
+//! `RESULT pool-scan warm_vs_memory`.
 //!
-//! | workload | source | peer | RESULT |
+//! | workload | source | peer | RESULT lines, in order |
 //! |---|---|---|---|
-//! | `pool-scan` | SMILE Algorithm 2 | plain file read (cold), in-memory `Vec` (warm) | `warm_vs_memory` |
+//! | `pool-scan` | SMILE Algorithm 2 | plain reads of the same pages (cold), in-memory `Vec` (warm) | `cold_vs_file`, `warm_vs_memory` |
 //! | `pool-groupby` | SMILE Algorithm 3 | in-memory `Vec` | `warm_vs_memory` |
 //! | `pool-hashjoin` | SMILE Algorithm 4 | in-memory `Vec` | `warm_vs_memory` |
 //! | `pool-bfs` | SMILE Algorithm 5 | in-memory CSR | `warm_vs_memory` |

@@ -1,6 +1,7 @@
 //! The pool-against-memory comparison shared by the operators over random pages (group-by,
-//! hash join): one cold run through the pool, a warm-up, then warm runs through the pool and
-//! over the in-memory copy, alternating, with every answer checked against the memory peer's.
+//! hash join): one cold run through the pool (from an empty pool and an empty OS cache, both
+//! checked, and it must miss every page), a warm-up, then warm runs through the pool and over
+//! the in-memory copy, alternating, with every answer checked against the memory peer's.
 
 use crate::data::{self, PagedData};
 use crate::error::{BenchError, Result};
@@ -72,11 +73,11 @@ pub fn compare<O: PageOperator>(
         Ok(())
     };
 
-    pool.flush_and_evict()?;
-    let resident_before_cold = data::drop_os_cache(path)?;
+    let resident_before_cold = data::make_cold(pool, path)?;
     let before = pool.stats();
     let (answer, cold) = timed(|| operator.run(&pool_pages, threads))?;
     let cold_stats = StatsDelta::between(&before, &pool.stats());
+    cold_stats.check_cold(data.page_ids.len(), "the cold run")?;
     check(answer, "the cold run")?;
     check(operator.run(&pool_pages, threads)?, "the warm-up run")?;
 

@@ -1,5 +1,6 @@
 //! What a workload writes: readable lines on stdout, `<name>.json` with the configuration and
-//! every measurement, and the closing `RESULT <name> <metric> = <value>` line.
+//! every measurement, and the closing `RESULT <name> <metric> = <value>` line(s) (two for
+//! `pool-scan`: `cold_vs_file`, then `warm_vs_memory` last).
 
 use crate::error::{BenchError, Result};
 use serde::Serialize;
@@ -21,19 +22,33 @@ pub struct StatsDelta {
 }
 
 impl StatsDelta {
-    /// Counters of `after` less those of `before` (both from the same pool).
+    /// Counters of `after` less those of `before` (both from the same pool), saturating at 0:
+    /// a counter that went backwards (the hit counter is not monotonic in some page-store
+    /// builds) gives 0, never a panic or a wrapped value.
     pub fn between(before: &PoolStats, after: &PoolStats) -> StatsDelta {
         StatsDelta {
-            hits: after.hits - before.hits,
-            misses: after.misses - before.misses,
-            evictions: after.evictions - before.evictions,
-            reads: after.reads - before.reads,
-            writes: after.writes - before.writes,
-            prefetch_requests: after.prefetch_requests - before.prefetch_requests,
-            prefetch_dropped: after.prefetch_dropped - before.prefetch_dropped,
-            prefetch_reads: after.prefetch_reads - before.prefetch_reads,
-            prefetch_hits: after.prefetch_hits - before.prefetch_hits,
+            hits: after.hits.saturating_sub(before.hits),
+            misses: after.misses.saturating_sub(before.misses),
+            evictions: after.evictions.saturating_sub(before.evictions),
+            reads: after.reads.saturating_sub(before.reads),
+            writes: after.writes.saturating_sub(before.writes),
+            prefetch_requests: after.prefetch_requests.saturating_sub(before.prefetch_requests),
+            prefetch_dropped: after.prefetch_dropped.saturating_sub(before.prefetch_dropped),
+            prefetch_reads: after.prefetch_reads.saturating_sub(before.prefetch_reads),
+            prefetch_hits: after.prefetch_hits.saturating_sub(before.prefetch_hits),
         }
+    }
+
+    /// An error unless these are the counters of a cold scan without prefetch of `pages`
+    /// pages: every pin missed (`misses == pages`) and none hit.
+    pub fn check_cold(&self, pages: usize, what: &str) -> Result<()> {
+        if self.misses != pages as u64 || self.hits != 0 {
+            return Err(BenchError::NotCold(format!(
+                "{what} over {pages} pages had {} misses and {} hits; a cold scan misses every page",
+                self.misses, self.hits
+            )));
+        }
+        Ok(())
     }
 
     /// The counters a reader wants first, in one short string.
@@ -50,7 +65,7 @@ impl StatsDelta {
     }
 }
 
-/// The last line of every workload: `RESULT <name> <metric> = <value>` with 3 decimals.
+/// A closing line of a workload: `RESULT <name> <metric> = <value>` with 3 decimals.
 pub fn result_line(name: &str, metric: &str, value: f64) -> String {
     format!("RESULT {name} {metric} = {value:.3}")
 }
@@ -79,5 +94,13 @@ mod tests {
         let delta = StatsDelta::between(&before, &after);
         assert_eq!(delta, StatsDelta { hits: 10, misses: 3, reads: 4, evictions: 1, ..Default::default() });
         assert!(delta.summary().starts_with("hits 10 misses 3"));
+    }
+
+    #[test]
+    fn stats_delta_saturates_when_a_counter_goes_back() {
+        let before = PoolStats { hits: 10, misses: 2, ..Default::default() };
+        let after = PoolStats { hits: 7, misses: 5, ..Default::default() };
+        let delta = StatsDelta::between(&before, &after);
+        assert_eq!(delta, StatsDelta { hits: 0, misses: 3, ..Default::default() });
     }
 }

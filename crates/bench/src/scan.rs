@@ -11,14 +11,17 @@
 //! (vector, ranges), and the chosen pair as well when it is another one.
 //!
 //! Measurements, all in one run over the same file:
-//! 1. cold vs file: a 1-thread scan from an empty pool and an empty OS cache, against a plain
-//!    sequential read of the file in 1 MiB chunks (metric `cold_vs_file`, throughput ratio);
+//! 1. cold vs file: a 1-thread scan from an empty pool and an empty OS cache, against plain
+//!    reads of the same data pages (1 MiB `pread`s along runs of consecutive pages) counted with
+//!    the same kernel over each page's payload (metric `cold_vs_file`, pool GB/s / file-read GB/s,
+//!    both over the payload bytes);
 //! 2. iterations: total time of 1, 2, 4, 8, 16 consecutive scans from cold (paper Fig. 4.1);
 //! 3. warm vs memory: a warm 1-thread scan against the same scan of an in-memory copy of the
 //!    payloads (metric `warm_vs_memory` = memory time / pool time);
-//! 4. threads x partitions: warm throughput for 1, 4, 16, 128 partitions and 1, 2, ... threads,
-//!    for each kernel-and-split combination, with the memory peer under the same kernel and
-//!    split, and the 2-thread speedup of both. Each timing holds whole scans for at least
+//! 4. threads x partitions: warm throughput for 1, 4, 16, 128 partitions (and `--partitions`)
+//!    and 1, 2, ... threads, for each kernel-and-split combination, with the memory peer under
+//!    the same kernel and split, and the 2-thread speedup of both; the headline speedups are
+//!    read at `--partitions` (not the best partition count), with their range over all. Each timing holds whole scans for at least
 //!    `--min-timing-ms`, on scoped threads started once per timing that read the clock
 //!    themselves; within a row, every (threads, pool or memory) series is timed once per round,
 //!    in turn, so that drift on the shared machine cancels in the ratios;
@@ -30,11 +33,14 @@
 //! 8. pin latency: ns per `pin_read` + drop (and `pin_write` + drop) on a warm working set.
 //!
 //! They run in the order 1, 2, 3, 8 (while that pool is warm), 4, 6, 7, 5, and print with these
-//! numbers. Every scan's count is checked against the count over the in-memory copy.
+//! numbers. Every scan's count is checked against the count over the in-memory copy. Every cold
+//! scan starts from an empty pool with at most 1% of the file in the OS cache, and one without
+//! prefetch must miss every page and hit none; otherwise the run stops with
+//! [`BenchError::NotCold`] rather than print a cold figure that is not one.
 
 use crate::chart::{self, BarPanel, LinePanel, Panel, Series};
 use crate::common::{CommonArgs, Machine, Outputs, WorkDir, thread_counts};
-use crate::data::{self, LoadTimes, MIB, PagedData, pool_config, slots_fraction, slots_to_hold};
+use crate::data::{self, LoadTimes, MIB, PagedData, make_cold, pool_config, slots_fraction, slots_to_hold};
 use crate::error::{BenchError, Result};
 use crate::kernels::{SCAN_THRESHOLD, ScanKernel, count_above, count_above_paper};
 use crate::pages::{CacheAligned, MemoryPages, PageSource, PoolPages, Split, for_each_page_split, panic_message};
@@ -45,7 +51,7 @@ use std::hint::black_box;
 use std::path::Path;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
-use tern_pagestore::{BufferPool, PageId, PoolConfig};
+use tern_pagestore::{BufferPool, IoOp, PageId, PoolConfig};
 
 /// Name of the workload.
 pub const NAME: &str = "pool-scan";
@@ -64,8 +70,6 @@ const DIRECT_PREFETCH_DEGREES: [usize; 3] = [0, 4, 16];
 const PREFETCH_ROUNDS: usize = 3;
 /// Prefetch worker threads.
 const PREFETCH_WORKERS: usize = 2;
-/// Timed repetitions of the warm-vs-memory measurement.
-const WARM_REPEATS: usize = 5;
 /// Pages cycled through by the pin-latency loop.
 const PIN_WORKING_SET: usize = 1024;
 /// Chunk size of the file-read peer.
@@ -89,8 +93,6 @@ const THREADS_COMBINATIONS: [(ScanMode, &str, &str); 3] = [
         "the fast kernel, contiguous ranges",
     ),
 ];
-/// Partition count whose cells the chart draws by threads.
-const CHART_PARTITIONS: usize = 16;
 /// Calibration aims each timing this much above `--min-timing-ms`, so that a calibration scan
 /// that ran a little slow still leaves the timings above it.
 const TIMING_MARGIN: f64 = 1.25;
@@ -98,6 +100,8 @@ const TIMING_MARGIN: f64 = 1.25;
 /// scan on the shared VM varies by about 10% from one timing to the next, and the 2-thread
 /// speedup divides two such medians.
 const THREADS_MIN_ROUNDS: usize = 5;
+/// Most `--min-timing-ms`.
+const MAX_MIN_TIMING_MS: u64 = 10_000;
 /// Most whole scans in one timing of measurement 4 (for tiny data and a long minimum).
 const MAX_SCANS_PER_TIMING: usize = 1 << 20;
 
@@ -175,10 +179,11 @@ pub struct ScanConfig {
     /// Kernel and split of every measurement but 4 (`--kernel`, `--split`).
     pub mode: ScanMode,
     pub partitions: usize,
+    /// Partition counts of measurement 4: 1, 4, 16, 128 and `partitions`.
+    pub partition_counts: Vec<usize>,
     pub pool_slots: usize,
     pub threads: Vec<usize>,
     pub repeats: usize,
-    pub warm_repeats: usize,
     /// Shortest timing of measurement 4 (`--min-timing-ms`).
     pub min_timing_seconds: f64,
     /// Timing rounds of measurement 4: `repeats`, at least `THREADS_MIN_ROUNDS`.
@@ -191,14 +196,21 @@ pub struct ScanConfig {
 /// Measurement 1.
 #[derive(Debug, Clone, Serialize)]
 pub struct ColdVsFile {
+    /// Size of the file.
     pub file_bytes: u64,
+    /// Payload bytes of the data pages: what both sides count, and the numerator of both GB/s.
+    pub payload_bytes: u64,
+    /// Bytes the file-read peer read: the data pages, headers included (no file header,
+    /// bitmap pages or free tail).
+    pub file_bytes_read: u64,
     /// Median of `pool_runs`.
     pub pool_seconds: f64,
     pub pool_gbps: f64,
     pub pool_runs: Vec<f64>,
     /// Counters of the last cold pool scan.
     pub pool_stats: StatsDelta,
-    /// Largest fraction of the file in the OS cache right before a pool scan (0 = truly cold).
+    /// Largest fraction of the file in the OS cache right before a pool scan (0 = truly cold;
+    /// above 1% the run stops with an error).
     pub resident_before_pool: f64,
     /// Median of `file_runs`.
     pub file_seconds: f64,
@@ -299,6 +311,26 @@ pub struct Speedup {
     pub pool_vs_memory: f64,
 }
 
+/// A headline figure of measurement 4: the 2-thread speedup at the configured `--partitions`,
+/// and its range over every partition count measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct HeadlineSpeedup {
+    /// The configured `--partitions`.
+    pub partitions: usize,
+    /// Of the pool, at `partitions`.
+    pub pool: f64,
+    /// Of the memory peer timed alongside, at `partitions`.
+    pub memory: f64,
+    /// `pool / memory` at `partitions`.
+    pub pool_vs_memory: f64,
+    /// Partition counts the ranges are over.
+    pub range_partitions: Vec<usize>,
+    /// `[min, max]` of the pool's speedup over `range_partitions`.
+    pub pool_range: [f64; 2],
+    /// `[min, max]` of the memory peer's speedup over `range_partitions`.
+    pub memory_range: [f64; 2],
+}
+
 /// Measurement 4: one kernel-and-split combination.
 #[derive(Debug, Clone, Serialize)]
 pub struct Combination {
@@ -311,9 +343,23 @@ pub struct Combination {
 }
 
 impl Combination {
-    /// The partition count with the best 2-thread speedup of the pool.
-    pub fn best_speedup(&self) -> Option<&Speedup> {
-        self.speedups.iter().max_by(|a, b| a.pool.total_cmp(&b.pool))
+    /// The 2-thread speedup at `partitions` (the configured `--partitions`, not the best
+    /// partition count, which would bias it upward), with the range over every partition count.
+    pub fn headline_speedup(&self, partitions: usize) -> Option<HeadlineSpeedup> {
+        let at = self.speedups.iter().find(|speedup| speedup.partitions == partitions)?;
+        let range = |value: fn(&Speedup) -> f64| {
+            let values = self.speedups.iter().map(value);
+            [values.clone().fold(f64::INFINITY, f64::min), values.fold(f64::NEG_INFINITY, f64::max)]
+        };
+        Some(HeadlineSpeedup {
+            partitions,
+            pool: at.pool,
+            memory: at.memory,
+            pool_vs_memory: at.pool_vs_memory,
+            range_partitions: self.speedups.iter().map(|speedup| speedup.partitions).collect(),
+            pool_range: range(|speedup| speedup.pool),
+            memory_range: range(|speedup| speedup.memory),
+        })
     }
 
     fn cell(&self, partitions: usize, threads: usize) -> Option<&ThreadsCell> {
@@ -374,6 +420,16 @@ pub struct PrefetchRun {
     pub resident_before: f64,
 }
 
+/// Measurement 6.
+#[derive(Debug, Clone, Serialize)]
+pub struct Prefetch {
+    /// Through the OS cache, degrees 0, 1, 4, 16 (the median of the rounds), then with O_DIRECT,
+    /// degrees 0, 4, 16 (none when skipped).
+    pub runs: Vec<PrefetchRun>,
+    /// Why the O_DIRECT runs were skipped (the file would not open with O_DIRECT), if they were.
+    pub direct_io_skipped: Option<String>,
+}
+
 /// Measurement 7: one scan.
 #[derive(Debug, Clone, Serialize)]
 pub struct OutOfCoreScan {
@@ -388,6 +444,9 @@ pub struct OutOfCore {
     pub pool_slots: usize,
     /// Pool slots / data pages.
     pub pool_fraction: f64,
+    /// The pool (never below the minimum slots per partition) holds every data page: not a
+    /// quarter, and not out of core.
+    pub holds_all_data: bool,
     pub resident_before: f64,
     pub scans: Vec<OutOfCoreScan>,
 }
@@ -426,13 +485,14 @@ pub struct ScanResults {
     pub cold_vs_file: f64,
     pub warm_vs_memory: f64,
     pub pin_unpin_ns: f64,
-    /// Measurement 4, best pool 2thr/1thr over partition counts of (paper, interleaved), with
-    /// the memory peer's at that partition count; `None` with fewer than 2 threads.
-    pub two_thread_speedup_paper_kernel: Option<Speedup>,
+    /// Measurement 4, pool 2thr/1thr of (paper, interleaved) at the configured `--partitions`,
+    /// with the memory peer's, and both ranges over partition counts; `None` with fewer than 2
+    /// threads.
+    pub two_thread_speedup_paper_kernel: Option<HeadlineSpeedup>,
     /// The same for (vector, ranges).
-    pub two_thread_speedup_vector_ranges: Option<Speedup>,
+    pub two_thread_speedup_vector_ranges: Option<HeadlineSpeedup>,
     /// The same for (vector, interleaved).
-    pub two_thread_speedup_vector_interleaved: Option<Speedup>,
+    pub two_thread_speedup_vector_interleaved: Option<HeadlineSpeedup>,
 }
 
 /// Everything `pool-scan` measured; written as `pool-scan.json`.
@@ -449,7 +509,7 @@ pub struct ScanReport {
     pub warm_vs_memory: WarmVsMemory,
     pub threads_partitions: ThreadsPartitions,
     pub page_sizes: Vec<PageSizeRun>,
-    pub prefetch: Vec<PrefetchRun>,
+    pub prefetch: Prefetch,
     pub out_of_core: OutOfCore,
     pub pin_latency: PinLatency,
     pub verification: Verification,
@@ -565,12 +625,6 @@ pub fn run_scans<S: PageSource>(
     Ok((counts, elapsed))
 }
 
-/// Empties the pool and drops the file from the OS cache; returns the fraction still resident.
-fn make_cold(pool: &BufferPool, path: &Path) -> Result<f64> {
-    pool.flush_and_evict()?;
-    data::drop_os_cache(path)
-}
-
 impl ScanArgs {
     /// Resolves defaults and `--quick`.
     pub fn config(&self) -> Result<ScanConfig> {
@@ -581,13 +635,21 @@ impl ScanArgs {
         let sweep_mib = self.sweep_mib.unwrap_or(if quick { 8 } else { 64 });
         let pin_iterations = self.pin_iterations.unwrap_or(if quick { 500_000 } else { 5_000_000 });
         let page_size = common.page_size;
-        let pages = (data_mib * MIB / page_size as u64) as usize;
+        let data_bytes = data::mib_to_bytes("--data-mib", data_mib)?;
+        let sweep_bytes = data::mib_to_bytes("--sweep-mib", sweep_mib)?;
+        if self.min_timing_ms > MAX_MIN_TIMING_MS {
+            return Err(BenchError::Config(format!(
+                "--min-timing-ms {} must be at most {MAX_MIN_TIMING_MS}",
+                self.min_timing_ms
+            )));
+        }
+        let pages = (data_bytes / page_size as u64) as usize;
         if pages < 16 {
             return Err(BenchError::Config(format!(
                 "--data-mib {data_mib} gives {pages} pages of {page_size} bytes; need 16"
             )));
         }
-        if sweep_mib * MIB / (*PAGE_SIZES.last().expect("page sizes") as u64) < 4 {
+        if sweep_bytes / (*PAGE_SIZES.last().expect("page sizes") as u64) < 4 {
             return Err(BenchError::Config(format!("--sweep-mib {sweep_mib} must give at least 4 pages of 64 KiB")));
         }
         if pin_iterations == 0 {
@@ -605,10 +667,10 @@ impl ScanArgs {
             threshold: SCAN_THRESHOLD,
             mode: ScanMode { kernel: self.kernel, split: self.split },
             partitions: common.partitions,
+            partition_counts: partition_counts(common.partitions),
             pool_slots: slots_to_hold(pages, common.partitions),
             threads: thread_counts(common.threads()),
             repeats: common.repeats,
-            warm_repeats: WARM_REPEATS,
             min_timing_seconds: self.min_timing_ms as f64 / 1e3,
             threads_rounds: common.repeats.max(THREADS_MIN_ROUNDS),
             sweep_mib,
@@ -616,6 +678,17 @@ impl ScanArgs {
             pin_working_set: PIN_WORKING_SET.min(pages),
         })
     }
+}
+
+/// Partition counts of measurement 4: [`PARTITIONS`] and `configured` (`--partitions`, where
+/// the headline speedups are read), in increasing order.
+fn partition_counts(configured: usize) -> Vec<usize> {
+    let mut counts = PARTITIONS.to_vec();
+    if !counts.contains(&configured) {
+        counts.push(configured);
+        counts.sort_unstable();
+    }
+    counts
 }
 
 /// Runs `pool-scan`: prints the measurements, writes the JSON and the chart, prints the
@@ -676,7 +749,9 @@ pub fn run(args: &ScanArgs) -> Result<ScanReport> {
     let page_sizes = measure_page_sizes(&work, &config)?;
 
     let best = |index: usize| {
-        threads_partitions.combination(THREADS_COMBINATIONS[index].0).and_then(Combination::best_speedup).cloned()
+        threads_partitions
+            .combination(THREADS_COMBINATIONS[index].0)
+            .and_then(|combination| combination.headline_speedup(config.partitions))
     };
     let results = ScanResults {
         cold_vs_file: cold_vs_file.ratio,
@@ -729,6 +804,14 @@ pub fn run(args: &ScanArgs) -> Result<ScanReport> {
                     speedup.pool, speedup.partitions, speedup.memory
                 );
                 println!(
+                    "  range over partitions {:?}: pool {:.3}..{:.3}, memory {:.3}..{:.3}",
+                    speedup.range_partitions,
+                    speedup.pool_range[0],
+                    speedup.pool_range[1],
+                    speedup.memory_range[0],
+                    speedup.memory_range[1]
+                );
+                println!(
                     "  pool/memory scaling = {:.3}/{:.3} = {:.3}",
                     speedup.pool, speedup.memory, speedup.pool_vs_memory
                 );
@@ -743,36 +826,60 @@ pub fn run(args: &ScanArgs) -> Result<ScanReport> {
 
 fn measure_cold_vs_file(pool: &BufferPool, setup: &mut Setup<'_>, file_bytes: u64) -> Result<(ColdVsFile, u64)> {
     let repeats = setup.config.repeats;
+    let mode = setup.mode();
+    let pages = setup.data.page_ids.len();
     println!(
-        "\n[1] cold: 1-thread pool scan from an empty pool and OS cache vs plain file read ({} chunks), alternating, median of {repeats}",
-        format_bytes(FILE_READ_CHUNK as u64)
+        "\n[1] cold: 1-thread pool scan from an empty pool and OS cache vs plain reads of the same pages ({} reads \
+         along runs of consecutive pages, the {} kernel over each page's payload), alternating, median of {repeats}; \
+         GB/s of payload bytes on both sides",
+        format_bytes(FILE_READ_CHUNK as u64),
+        mode.kernel.name()
     );
     let mut pool_runs = Vec::with_capacity(repeats);
     let mut file_runs = Vec::with_capacity(repeats);
     let mut pool_stats = StatsDelta::default();
     let (mut resident_before_pool, mut resident_before_file) = (0.0f64, 0.0f64);
     let mut first_count = None;
+    let mut file_bytes_read = 0;
+    let payload_bytes = setup.data.payload_bytes();
     for _ in 0..repeats {
         resident_before_pool = resident_before_pool.max(make_cold(pool, setup.path)?);
         let before = pool.stats();
-        let (count, pool_time) = timed(|| scan_pool(pool, &setup.data.page_ids, 1, setup.mode()))?;
+        let (count, pool_time) = timed(|| scan_pool(pool, &setup.data.page_ids, 1, mode))?;
         pool_stats = StatsDelta::between(&before, &pool.stats());
+        pool_stats.check_cold(pages, "the cold pool scan")?;
         setup.check(count, "the cold pool scan")?;
         first_count.get_or_insert(count);
         pool_runs.push(pool_time);
-        resident_before_file = resident_before_file.max(data::drop_os_cache(setup.path)?);
-        let (read, file_time) = timed(|| data::read_file_counting(setup.path, FILE_READ_CHUNK, SCAN_THRESHOLD))?;
-        if read.bytes != file_bytes {
-            return Err(BenchError::Mismatch(format!("read {} bytes of a {file_bytes}-byte file", read.bytes)));
+        resident_before_file = resident_before_file.max(data::drop_os_cache_checked(setup.path)?);
+        let (read, file_time) = timed(|| {
+            data::read_pages_counting(
+                setup.path,
+                &setup.data.page_ids,
+                setup.config.page_size,
+                FILE_READ_CHUNK,
+                mode.kernel,
+                SCAN_THRESHOLD,
+            )
+        })?;
+        if read.payload_bytes != payload_bytes {
+            return Err(BenchError::Mismatch(format!(
+                "the file-read peer counted {} payload bytes, the pool scans {payload_bytes}",
+                read.payload_bytes
+            )));
         }
+        setup.check(read.count, "the file-read peer")?;
+        file_bytes_read = read.bytes_read;
         file_runs.push(file_time);
     }
     let pool_seconds = median_seconds(&pool_runs);
     let file_seconds = median_seconds(&file_runs);
-    let pool_gbps = gigabytes_per_second(file_bytes, pool_seconds);
-    let file_gbps = gigabytes_per_second(file_bytes, file_seconds);
+    let pool_gbps = gigabytes_per_second(payload_bytes, pool_seconds);
+    let file_gbps = gigabytes_per_second(payload_bytes, file_seconds);
     let measurement = ColdVsFile {
         file_bytes,
+        payload_bytes,
+        file_bytes_read,
         pool_seconds,
         pool_gbps,
         pool_runs: seconds(&pool_runs),
@@ -791,9 +898,12 @@ fn measure_cold_vs_file(pool: &BufferPool, setup: &mut Setup<'_>, file_bytes: u6
         pool_stats.summary()
     );
     println!(
-        "  file read  {:>10}  {file_gbps:7.3} GB/s  (OS cache before: {:.1}% resident)",
+        "  file read  {:>10}  {file_gbps:7.3} GB/s  (OS cache before: {:.1}% resident; {} read of a {} file, {} counted)",
         format_seconds(file_seconds),
-        resident_before_file * 100.0
+        resident_before_file * 100.0,
+        format_bytes(file_bytes_read),
+        format_bytes(file_bytes),
+        format_bytes(payload_bytes)
     );
     println!("  cold_vs_file = {:.3}", measurement.ratio);
     Ok((measurement, first_count.unwrap_or_default()))
@@ -821,8 +931,13 @@ fn measure_iterations(pool: &BufferPool, setup: &mut Setup<'_>) -> Result<Vec<It
     for iterations in ITERATIONS {
         make_cold(pool, setup.path)?;
         let mut scan_seconds = Vec::with_capacity(iterations);
-        for _ in 0..iterations {
+        for scan in 0..iterations {
+            let before = pool.stats();
             let (count, time) = timed(|| scan_pool(pool, &setup.data.page_ids, 1, setup.mode()))?;
+            if scan == 0 {
+                StatsDelta::between(&before, &pool.stats())
+                    .check_cold(setup.data.page_ids.len(), "the first scan of the iterations series")?;
+            }
             setup.check(count, "a pool scan of the iterations series")?;
             scan_seconds.push(time.as_secs_f64());
         }
@@ -1014,7 +1129,7 @@ fn measure_threads_partitions(setup: &mut Setup<'_>) -> Result<ThreadsPartitions
             speedups: Vec::new(),
         })
         .collect();
-    for partitions in PARTITIONS {
+    for &partitions in &config.partition_counts {
         let pool_config = pool_config(slots_to_hold(config.pages, partitions), config.page_size, partitions);
         let pool = BufferPool::open(setup.path, pool_config)?;
         // One thread in page order loads every page, into consecutive frames.
@@ -1041,7 +1156,8 @@ fn measure_threads_partitions(setup: &mut Setup<'_>) -> Result<ThreadsPartitions
         pool.close()?;
     }
     for (index, combination) in combinations.iter_mut().enumerate() {
-        combination.speedups = PARTITIONS
+        combination.speedups = config
+            .partition_counts
             .iter()
             .filter_map(|&partitions| {
                 let one = combination.cell(partitions, 1)?;
@@ -1051,7 +1167,7 @@ fn measure_threads_partitions(setup: &mut Setup<'_>) -> Result<ThreadsPartitions
                 Some(Speedup { partitions, pool, memory, pool_vs_memory: ratio(pool, memory) })
             })
             .collect();
-        print_combination(index, combination, &threads);
+        print_combination(index, combination, &threads, &config.partition_counts);
     }
     let timings =
         combinations.iter().flat_map(|combination| &combination.cells).flat_map(|cell| [&cell.pool, &cell.memory]);
@@ -1069,7 +1185,7 @@ fn measure_threads_partitions(setup: &mut Setup<'_>) -> Result<ThreadsPartitions
 }
 
 /// Prints one combination's table of measurement 4.
-fn print_combination(index: usize, combination: &Combination, threads: &[usize]) {
+fn print_combination(index: usize, combination: &Combination, threads: &[usize], partition_counts: &[usize]) {
     let letter = char::from(b'a' + (index % 26) as u8);
     println!("\n  ({letter}) {}: {}", combination.label, combination.note);
     let group = 9 * threads.len();
@@ -1079,7 +1195,7 @@ fn print_combination(index: usize, combination: &Combination, threads: &[usize])
         "  {:<14}{thread_names}  {thread_names}  {:>9}{:>9}{:>9}{:>10}",
         "", "pool", "memory", "pool/mem", "frames"
     );
-    for partitions in PARTITIONS {
+    for &partitions in partition_counts {
         let row: Vec<&ThreadsCell> = threads.iter().filter_map(|&count| combination.cell(partitions, count)).collect();
         let pool: String = row.iter().map(|cell| format!("{:>9.3}", cell.pool.gbps)).collect();
         let memory: String = row.iter().map(|cell| format!("{:>9.3}", cell.memory.gbps)).collect();
@@ -1092,7 +1208,8 @@ fn print_combination(index: usize, combination: &Combination, threads: &[usize])
                 speedup.pool_vs_memory
             )
         });
-        let misses: u64 = row.iter().map(|cell| cell.stats.misses).sum();
+        // Every cell of a row carries the row's counters: take them once.
+        let misses = row.first().map_or(0, |cell| cell.stats.misses);
         let adjacency = row.first().map_or(0.0, |cell| cell.frame_adjacency);
         println!(
             "  {:<14}{pool}  {memory}  {ratios}{:>9.1}%{}",
@@ -1207,7 +1324,7 @@ fn timed_scans<S: PageSource>(
     Ok(time)
 }
 
-fn measure_prefetch(setup: &mut Setup<'_>) -> Result<Vec<PrefetchRun>> {
+fn measure_prefetch(setup: &mut Setup<'_>) -> Result<Prefetch> {
     println!(
         "\n[6] prefetch: cold 1-thread scans, {PREFETCH_WORKERS} prefetch workers (paper Fig. 4.6): through the OS cache \
          (median of {PREFETCH_ROUNDS} rounds, every degree once per round), then with O_DIRECT (one scan each)"
@@ -1230,14 +1347,18 @@ fn measure_prefetch(setup: &mut Setup<'_>) -> Result<Vec<PrefetchRun>> {
     }
     print_best_prefetch(&runs, "through the OS cache");
     let mut direct = Vec::new();
+    let mut direct_io_skipped = None;
     for degree in DIRECT_PREFETCH_DEGREES {
         match cold_prefetch_scan(setup, degree, true) {
             Ok(run) => {
                 print_prefetch_run(&run);
                 direct.push(run);
             }
-            Err(BenchError::Pool(error @ tern_pagestore::Error::Io { .. })) => {
+            // Only a file system that refuses to open the file with O_DIRECT skips these runs;
+            // any other error (a read, a check) stops the run.
+            Err(BenchError::Pool(error @ tern_pagestore::Error::Io { op: IoOp::Open, .. })) if direct.is_empty() => {
                 println!("  O_DIRECT skipped: {error}");
+                direct_io_skipped = Some(error.to_string());
                 break;
             }
             Err(other) => return Err(other),
@@ -1245,7 +1366,7 @@ fn measure_prefetch(setup: &mut Setup<'_>) -> Result<Vec<PrefetchRun>> {
     }
     print_best_prefetch(&direct, "with O_DIRECT");
     runs.extend(direct);
-    Ok(runs)
+    Ok(Prefetch { runs, direct_io_skipped })
 }
 
 /// One cold 1-thread scan through a pool opened with `degree` and `direct_io`.
@@ -1262,6 +1383,9 @@ fn cold_prefetch_scan(setup: &mut Setup<'_>, degree: usize, direct_io: bool) -> 
     let before = pool.stats();
     let (count, time) = timed(|| scan_pool(&pool, &setup.data.page_ids, 1, setup.mode()))?;
     let stats = StatsDelta::between(&before, &pool.stats());
+    if degree == 0 {
+        stats.check_cold(setup.data.page_ids.len(), "a cold scan without prefetch")?;
+    }
     setup.check(count, "a prefetching pool scan")?;
     pool.close()?;
     Ok(PrefetchRun {
@@ -1297,9 +1421,15 @@ fn measure_out_of_core(setup: &mut Setup<'_>) -> Result<OutOfCore> {
     let config = setup.config;
     let pool_slots = slots_fraction(config.pages, 4, config.partitions);
     let pool_fraction = pool_slots as f64 / config.pages as f64;
+    let holds_all_data = pool_slots >= config.pages;
     println!(
-        "\n[7] out-of-core: pool of {pool_slots} slots ({:.0}% of the data), two consecutive 1-thread scans from cold",
-        pool_fraction * 100.0
+        "\n[7] out-of-core: pool of {pool_slots} slots ({:.0}% of the data), two consecutive 1-thread scans from cold{}",
+        pool_fraction * 100.0,
+        if holds_all_data {
+            "; note: the smallest pool allowed for these partitions holds all of the data, so this is not out of core"
+        } else {
+            ""
+        }
     );
     let pool = BufferPool::open(setup.path, pool_config(pool_slots, config.page_size, config.partitions))?;
     let resident_before = make_cold(&pool, setup.path)?;
@@ -1308,13 +1438,16 @@ fn measure_out_of_core(setup: &mut Setup<'_>) -> Result<OutOfCore> {
         let before = pool.stats();
         let (count, time) = timed(|| scan_pool(&pool, &setup.data.page_ids, 1, setup.mode()))?;
         let stats = StatsDelta::between(&before, &pool.stats());
+        if scan == 1 {
+            stats.check_cold(setup.data.page_ids.len(), "the first out-of-core scan")?;
+        }
         setup.check(count, "an out-of-core pool scan")?;
         let gbps = gigabytes_per_second(setup.data.payload_bytes(), time.as_secs_f64());
         println!("  scan {scan}  {:>10}  {gbps:7.3} GB/s  ({})", format_seconds(time.as_secs_f64()), stats.summary());
         scans.push(OutOfCoreScan { seconds: time.as_secs_f64(), gbps, stats });
     }
     pool.close()?;
-    Ok(OutOfCore { pool_slots, pool_fraction, resident_before, scans })
+    Ok(OutOfCore { pool_slots, pool_fraction, holds_all_data, resident_before, scans })
 }
 
 fn measure_page_sizes(work: &WorkDir, config: &ScanConfig) -> Result<Vec<PageSizeRun>> {
@@ -1343,6 +1476,7 @@ fn measure_page_sizes(work: &WorkDir, config: &ScanConfig) -> Result<Vec<PageSiz
         let before = pool.stats();
         let (count, cold) = timed(|| scan_pool(&pool, &data.page_ids, 1, config.mode))?;
         let cold_stats = StatsDelta::between(&before, &pool.stats());
+        cold_stats.check_cold(pages, "a cold scan of the page-size sweep")?;
         setup.check(count, "a cold scan of the page-size sweep")?;
         let mut warm_runs = Vec::new();
         let mut memory_runs = Vec::new();
@@ -1396,7 +1530,8 @@ fn draw_chart(path: &Path, report: &ScanReport) -> Result<()> {
     let table = &report.threads_partitions;
     // 2thr/1thr of every combination by partitions: the pool solid, its memory peer dashed in
     // the same colour.
-    let partition_names: Vec<String> = PARTITIONS.iter().map(|partitions| partitions.to_string()).collect();
+    let partition_counts = &report.config.partition_counts;
+    let partition_names: Vec<String> = partition_counts.iter().map(|partitions| partitions.to_string()).collect();
     let speedups = |memory: bool| {
         table.combinations.iter().enumerate().map(move |(index, combination)| Series {
             name: format!("{} {}", if memory { "memory" } else { "pool" }, combination.mode().short()),
@@ -1404,7 +1539,7 @@ fn draw_chart(path: &Path, report: &ScanReport) -> Result<()> {
                 .speedups
                 .iter()
                 .filter_map(|speedup| {
-                    let position = PARTITIONS.iter().position(|&partitions| partitions == speedup.partitions)?;
+                    let position = partition_counts.iter().position(|&partitions| partitions == speedup.partitions)?;
                     Some((position as f64, if memory { speedup.memory } else { speedup.pool }))
                 })
                 .collect(),
@@ -1420,9 +1555,9 @@ fn draw_chart(path: &Path, report: &ScanReport) -> Result<()> {
         x_names: Some(partition_names),
     })];
     // One panel of GB/s by threads per combination (their scales differ by 20x): the pool at
-    // every partition count, and the memory peer timed with the CHART_PARTITIONS row.
+    // every partition count, and the memory peer timed with the `--partitions` row.
     for combination in &table.combinations {
-        let mut series: Vec<Series> = PARTITIONS
+        let mut series: Vec<Series> = partition_counts
             .iter()
             .enumerate()
             .map(|(index, &partitions)| Series {
@@ -1438,11 +1573,11 @@ fn draw_chart(path: &Path, report: &ScanReport) -> Result<()> {
             })
             .collect();
         series.push(Series {
-            name: format!("memory peer ({CHART_PARTITIONS}-partition row)"),
+            name: format!("memory peer ({}-partition row)", report.config.partitions),
             points: combination
                 .cells
                 .iter()
-                .filter(|cell| cell.partitions == CHART_PARTITIONS)
+                .filter(|cell| cell.partitions == report.config.partitions)
                 .map(|cell| (cell.threads as f64, cell.memory.gbps))
                 .collect(),
             dashed: true,
@@ -1495,6 +1630,7 @@ fn draw_chart(path: &Path, report: &ScanReport) -> Result<()> {
     bars.extend(
         report
             .prefetch
+            .runs
             .iter()
             .map(|run| (format!("pf {}{}", run.degree, if run.direct_io { " dio" } else { "" }), run.gbps)),
     );

@@ -27,9 +27,10 @@ pub fn gigabytes_per_second(bytes: u64, seconds: f64) -> f64 {
     if seconds > 0.0 { bytes as f64 / seconds / 1e9 } else { 0.0 }
 }
 
-/// `numerator / denominator`, or 0 when the denominator is 0.
+/// `numerator / denominator`, or NaN when the denominator is not positive: a broken figure
+/// must not look like a real one (NaN prints as `NaN` and is `null` in the JSON).
 pub fn ratio(numerator: f64, denominator: f64) -> f64 {
-    if denominator > 0.0 { numerator / denominator } else { 0.0 }
+    if denominator > 0.0 { numerator / denominator } else { f64::NAN }
 }
 
 /// Seconds as printed in reports.
@@ -63,7 +64,7 @@ mod tests {
     fn throughput_and_ratio_handle_zero() {
         assert_eq!(gigabytes_per_second(2_000_000_000, 2.0), 1.0);
         assert_eq!(gigabytes_per_second(1, 0.0), 0.0);
-        assert_eq!(ratio(1.0, 0.0), 0.0);
+        assert!(ratio(1.0, 0.0).is_nan());
         assert_eq!(ratio(3.0, 2.0), 1.5);
     }
 }

@@ -72,10 +72,13 @@ fn pool_scan_end_to_end() {
     assert_eq!(verification.pool_count, verification.expected_count);
     assert_eq!(verification.memory_count, verification.expected_count);
     assert_eq!(verification.paper_kernel_count, verification.expected_count);
-    // 1 cold + 31 iterations + 12 warm/memory + 4 warm-ups + 3 combinations x 4 partition
-    // counts x 2 thread counts x (pool + memory) x (a warm-up + a calibration + 5 timings of at
-    // least one scan) + 3 prefetch + 2 out-of-core: every one of them was checked.
-    assert!(verification.scans_checked >= 389, "{} scans checked", verification.scans_checked);
+    // [1] a cold pool scan + the file-read peer; [2] 1+2+4+8+16 scans; [3] a pool and a memory
+    // warm-up + 2 series x (a warm-up + a calibration + 5 timings of at least one scan); [4] 4
+    // partition warm-ups + 3 combinations x 4 partition counts x 2 thread counts x (pool +
+    // memory) x (a warm-up + a calibration + 5 timings); [6] 4 degrees x 3 rounds through the
+    // OS cache (+ 3 with O_DIRECT); [7] 2 out-of-core scans: every one of them was checked.
+    let at_least = 2 + 31 + (2 + 2 * 7) + (4 + 3 * 4 * 2 * 2 * 7) + 4 * 3 + 2;
+    assert!(verification.scans_checked >= at_least, "{} scans checked", verification.scans_checked);
     let table = &report.threads_partitions;
     assert_eq!(table.combinations.len(), 3, "the default --kernel/--split pair is one of the three");
     let modes: Vec<ScanMode> = table.combinations.iter().map(|combination| combination.mode()).collect();
@@ -84,30 +87,70 @@ fn pool_scan_end_to_end() {
         assert_eq!(combination.cells.len(), 4 * 2);
         assert_eq!(combination.speedups.len(), 4);
         assert!(combination.cells.iter().all(|cell| cell.stats.misses == 0), "warm scans do not miss");
+        let partitions: Vec<usize> = combination.speedups.iter().map(|speedup| speedup.partitions).collect();
+        assert_eq!(partitions, [1, 4, 16, 128]);
         for cell in &combination.cells {
             for timing in [&cell.pool, &cell.memory] {
-                assert!(timing.gbps > 0.0);
+                assert!(timing.gbps.is_finite());
                 assert_eq!(timing.runs.len(), 5, "--repeats 1, at least 5 rounds");
+                assert_eq!(timing.timing_seconds.len(), 5);
+                assert_eq!(timing.scans_per_timing.len(), 5);
                 assert!(timing.scans_per_timing.iter().all(|&scans| scans >= 1));
-                // Every kept timing lasted at least --min-timing-ms.
-                assert!(timing.timing_seconds.iter().all(|&seconds| seconds >= 0.002), "{:?}", timing.timing_seconds);
             }
         }
     }
     assert_eq!(report.page_sizes.len(), 5);
-    assert_eq!(report.prefetch.len(), 3);
+    let pages = report.config.pages as u64;
+    for run in &report.page_sizes {
+        assert_eq!((run.cold_stats.misses, run.cold_stats.hits), (run.pages as u64, 0), "a cold sweep scan misses");
+    }
+    // [1]: the pool's cold scan missed every page; both sides counted the same payload bytes.
+    let cold = &report.cold_vs_file;
+    assert_eq!((cold.pool_stats.misses, cold.pool_stats.hits), (pages, 0));
+    assert_eq!(cold.payload_bytes, report.config.payload_bytes);
+    assert_eq!(cold.file_bytes_read, pages * report.config.page_size as u64);
+    assert!(cold.file_bytes_read < cold.file_bytes, "the file-read peer skips the header and bitmap pages");
+    assert!(cold.resident_before_pool <= 0.01 && cold.resident_before_file <= 0.01);
+    // [6]: degrees 0, 1, 4, 16 through the OS cache, then 0, 4, 16 with O_DIRECT or none.
+    let prefetch = &report.prefetch;
+    let cached: Vec<usize> = prefetch.runs.iter().filter(|run| !run.direct_io).map(|run| run.degree).collect();
+    assert_eq!(cached, [0, 1, 4, 16]);
+    let direct: Vec<usize> = prefetch.runs.iter().filter(|run| run.direct_io).map(|run| run.degree).collect();
+    assert!(direct == [0, 4, 16] || direct.is_empty(), "O_DIRECT runs {direct:?}");
+    assert_eq!(direct.is_empty(), prefetch.direct_io_skipped.is_some());
+    for run in prefetch.runs.iter().filter(|run| run.degree == 0) {
+        assert_eq!((run.stats.misses, run.stats.hits), (pages, 0), "a cold scan without prefetch misses every page");
+    }
+    assert!(prefetch.runs.iter().all(|run| run.stats.reads >= pages), "every page is read from the file");
+    // [7]
+    assert_eq!(report.out_of_core.scans.len(), 2);
+    assert_eq!((report.out_of_core.scans[0].stats.misses, report.out_of_core.scans[0].stats.hits), (pages, 0));
+    assert!(!report.out_of_core.holds_all_data);
     assert!(report.out_of_core.scans.iter().all(|scan| scan.stats.evictions > 0), "a quarter-size pool evicts");
-    assert!(report.pin_latency.read_ns > 0.0);
-    assert!(report.results.two_thread_speedup_paper_kernel.is_some());
-    assert!(report.results.two_thread_speedup_vector_ranges.is_some());
-    assert!(report.results.two_thread_speedup_vector_interleaved.is_some());
+    assert_eq!(report.pin_latency.iterations, 20000);
+    assert!(report.pin_latency.read_ns.is_finite());
+    // The headline speedups are read at --partitions (16), with ranges over the 4 counts.
+    for speedup in [
+        &report.results.two_thread_speedup_paper_kernel,
+        &report.results.two_thread_speedup_vector_ranges,
+        &report.results.two_thread_speedup_vector_interleaved,
+    ] {
+        let speedup = speedup.as_ref().expect("2 threads were run");
+        assert_eq!(speedup.partitions, 16);
+        assert_eq!(speedup.range_partitions, [1, 4, 16, 128]);
+        assert!(speedup.pool_range[0] <= speedup.pool && speedup.pool <= speedup.pool_range[1]);
+        assert!(speedup.memory_range[0] <= speedup.memory && speedup.memory <= speedup.memory_range[1]);
+    }
 
     let json = outputs(temp.path(), "pool-scan");
-    assert!(json["results"]["cold_vs_file"].as_f64().unwrap() > 0.0);
-    assert!(json["results"]["warm_vs_memory"].as_f64().unwrap() > 0.0);
+    assert!(json["results"]["cold_vs_file"].as_f64().is_some());
+    assert!(json["results"]["warm_vs_memory"].as_f64().is_some());
     assert_eq!(json["verification"]["pool_count"], json["verification"]["expected_count"]);
     let paper = &json["results"]["two_thread_speedup_paper_kernel"];
-    assert!(paper["pool"].as_f64().unwrap() > 0.0 && paper["memory"].as_f64().unwrap() > 0.0);
+    assert_eq!(paper["partitions"], 16);
+    assert!(paper["pool"].as_f64().is_some() && paper["memory"].as_f64().is_some());
+    assert_eq!(paper["pool_range"].as_array().unwrap().len(), 2);
+    assert_eq!(json["prefetch"]["runs"].as_array().unwrap().len(), 4 + direct.len());
     assert_eq!(json["threads_partitions"]["combinations"][0]["kernel"], "paper");
     assert_eq!(json["threads_partitions"]["combinations"][0]["split"], "interleaved");
     assert_eq!(json["threads_partitions"]["combinations"][2]["split"], "ranges");
@@ -195,12 +238,13 @@ fn pool_groupby_end_to_end() {
     assert_eq!(report.counts.iter().sum::<u64>(), report.comparison.bytes);
     // cold + warm-up + 2 warm runs, each equal to the memory peer's table.
     assert_eq!(report.comparison.answers_checked, 4);
-    assert!(report.comparison.cold_stats.misses > 0);
+    let pages = report.comparison.bytes.div_ceil(4096 - 16);
+    assert_eq!((report.comparison.cold_stats.misses, report.comparison.cold_stats.hits), (pages, 0));
     assert_eq!(report.comparison.pool_stats.misses, 0);
 
     let json = outputs(temp.path(), "pool-groupby");
     assert_eq!(json["counts"].as_array().unwrap().len(), 256);
-    assert!(json["warm_vs_memory"].as_f64().unwrap() > 0.0);
+    assert!(json["warm_vs_memory"].as_f64().is_some());
 }
 
 #[test]
@@ -230,11 +274,14 @@ fn pool_bfs_end_to_end() {
     assert!(report.results.iter().all(|result| result.visited > 1 && result.level_sum > 0));
     let out_of_core = report.pool_out_of_core.stats.expect("pool stats");
     assert!(out_of_core.evictions > 0, "the quarter-size pool evicts");
+    assert!(!report.out_of_core_holds_graph);
     assert_eq!(report.pool_warm.stats.expect("pool stats").misses, 0);
+    assert_eq!((report.memory.runs.len(), report.pool_warm.runs.len(), report.pool_out_of_core.runs.len()), (1, 1, 1));
 
     let json = outputs(temp.path(), "pool-bfs");
     assert_eq!(json["results"].as_array().unwrap().len(), 3);
-    assert!(json["warm_vs_memory"].as_f64().unwrap() > 0.0);
+    assert!(json["warm_vs_memory"].as_f64().is_some());
+    assert!(json["out_of_core_misses_served_from"].as_str().unwrap().contains("OS page cache"));
 }
 
 #[test]
@@ -245,4 +292,19 @@ fn bad_flags_are_errors() {
     let Workload::PoolHashjoin(args) = workload(&["pool-hashjoin", "--data-mib", "0"], temp.path()) else { panic!() };
     assert!(args.config().is_err());
     assert!(BenchArgs::try_parse_from(["bench", "pool-nothing"]).is_err());
+    for flags in [
+        &["pool-scan", "--partitions", "1025"][..],
+        &["pool-scan", "--max-threads", "65"],
+        &["pool-scan", "--min-timing-ms", "10001"],
+        &["pool-scan", "--data-mib", "18446744073709551615"],
+        &["pool-scan", "--sweep-mib", "18446744073709551615"],
+    ] {
+        let Workload::PoolScan(args) = workload(flags, temp.path()) else { panic!() };
+        assert!(matches!(args.config(), Err(tern_bench::BenchError::Config(_))), "{flags:?}");
+    }
+    let Workload::PoolGroupby(args) = workload(&["pool-groupby", "--data-mib", "18446744073709551615"], temp.path())
+    else {
+        panic!()
+    };
+    assert!(matches!(args.config(), Err(tern_bench::BenchError::Config(_))));
 }
