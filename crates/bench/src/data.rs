@@ -113,6 +113,9 @@ pub fn write_random_pages(pool: &BufferPool, pages: usize, seed: u64, message: &
     let payload_size = pool.payload_size();
     let start = Instant::now();
     let mut memory = vec![0u8; pages * payload_size];
+    // The peer gets the pool's memory treatment (the pool asks for huge pages for its frames):
+    // advised before it is first touched, so that its pages fault in huge where THP allows.
+    advise_huge_pages(&mut memory);
     SmallRng::seed_from_u64(seed).fill_bytes(&mut memory);
     let generated = Instant::now();
     let bar = progress_bar(memory.len() as u64, message);
@@ -311,5 +314,17 @@ mod tests {
         let odd: Vec<PageId> = data.page_ids.iter().copied().skip(1).step_by(2).collect();
         let read = read_pages_counting(&path, &odd, 4096, 1 << 20, ScanKernel::Vector, 0).unwrap();
         assert_eq!(read.payload_bytes, 10 * data.payload_size as u64);
+    }
+}
+
+/// Asks for transparent huge pages over the page-aligned part of `bytes` (advice only; ignored
+/// where THP is off).
+pub fn advise_huge_pages(bytes: &mut [u8]) {
+    const PAGE: usize = 4096;
+    let start = (bytes.as_mut_ptr() as usize).next_multiple_of(PAGE);
+    let end = (bytes.as_mut_ptr() as usize + bytes.len()) / PAGE * PAGE;
+    if end > start {
+        // SAFETY: advice on memory we own; madvise does not change its contents.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
     }
 }
