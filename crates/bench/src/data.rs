@@ -270,6 +270,18 @@ pub fn file_size(path: &Path) -> Result<u64> {
     Ok(std::fs::metadata(path).map_err(|error| BenchError::io("stat", path, error))?.len())
 }
 
+/// Asks for transparent huge pages over the page-aligned part of `bytes` (advice only; ignored
+/// where THP is off).
+pub fn advise_huge_pages(bytes: &mut [u8]) {
+    const PAGE: usize = 4096;
+    let start = (bytes.as_mut_ptr() as usize).next_multiple_of(PAGE);
+    let end = (bytes.as_mut_ptr() as usize + bytes.len()) / PAGE * PAGE;
+    if end > start {
+        // SAFETY: advice on memory we own; madvise does not change its contents.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,17 +326,5 @@ mod tests {
         let odd: Vec<PageId> = data.page_ids.iter().copied().skip(1).step_by(2).collect();
         let read = read_pages_counting(&path, &odd, 4096, 1 << 20, ScanKernel::Vector, 0).unwrap();
         assert_eq!(read.payload_bytes, 10 * data.payload_size as u64);
-    }
-}
-
-/// Asks for transparent huge pages over the page-aligned part of `bytes` (advice only; ignored
-/// where THP is off).
-pub fn advise_huge_pages(bytes: &mut [u8]) {
-    const PAGE: usize = 4096;
-    let start = (bytes.as_mut_ptr() as usize).next_multiple_of(PAGE);
-    let end = (bytes.as_mut_ptr() as usize + bytes.len()) / PAGE * PAGE;
-    if end > start {
-        // SAFETY: advice on memory we own; madvise does not change its contents.
-        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
     }
 }
