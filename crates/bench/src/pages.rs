@@ -50,6 +50,32 @@ impl PageSource for PoolPages<'_> {
     }
 }
 
+/// The frames peer: the pool's own frames, every page pinned once up front, read without any
+/// further pool call. The same bytes in the same physical memory as the pool scan, so the
+/// ratio of the two is exactly what the pool's per-page pin and unpin cost.
+pub struct PinnedPages<'a> {
+    guards: Vec<tern_pagestore::PageReadGuard<'a>>,
+}
+
+impl<'a> PinnedPages<'a> {
+    /// Pins every page of `page_ids` (they must all fit in the pool at once).
+    pub fn new(pool: &'a BufferPool, page_ids: &[PageId]) -> Result<Self> {
+        let guards = page_ids.iter().map(|&page| pool.pin_read(page)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Self { guards })
+    }
+}
+
+impl PageSource for PinnedPages<'_> {
+    fn page_count(&self) -> usize {
+        self.guards.len()
+    }
+
+    #[inline]
+    fn with_page<R>(&self, index: usize, visit: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        Ok(visit(&self.guards[index]))
+    }
+}
+
 /// The memory peer: `bytes` cut into chunks of `page_bytes` (the pool's payload size).
 pub struct MemoryPages<'a> {
     bytes: &'a [u8],

@@ -43,7 +43,9 @@ use crate::common::{CommonArgs, Machine, Outputs, WorkDir, thread_counts};
 use crate::data::{self, LoadTimes, MIB, PagedData, make_cold, pool_config, slots_fraction, slots_to_hold};
 use crate::error::{BenchError, Result};
 use crate::kernels::{SCAN_THRESHOLD, ScanKernel, count_above, count_above_paper};
-use crate::pages::{CacheAligned, MemoryPages, PageSource, PoolPages, Split, for_each_page_split, panic_message};
+use crate::pages::{
+    CacheAligned, MemoryPages, PageSource, PinnedPages, PoolPages, Split, for_each_page_split, panic_message,
+};
 use crate::report::{StatsDelta, result_line, write_json};
 use crate::timing::{format_bytes, format_seconds, gigabytes_per_second, median_seconds, ratio, timed};
 use serde::Serialize;
@@ -244,6 +246,12 @@ pub struct WarmVsMemory {
     pub memory_runs: Vec<f64>,
     /// Memory time / pool time.
     pub ratio: f64,
+    /// The frames peer: the pool's own frames, all pinned once, scanned without pool calls
+    /// (same bytes, same physical memory), timed in its own alternating rounds with the pool.
+    pub frames_pool_gbps: f64,
+    pub frames_gbps: f64,
+    /// Frames time / pool time: what the pool's per-page pin and unpin cost.
+    pub ratio_to_frames: f64,
 }
 
 /// Measurement 4: the timings of one side (pool or memory peer) of one cell.
@@ -981,6 +989,14 @@ fn measure_warm_vs_memory(pool: &BufferPool, setup: &mut Setup<'_>) -> Result<(W
     let pool_runs: Vec<Duration> = pool_timing.runs.iter().map(|&run| Duration::from_secs_f64(run)).collect();
     let memory_runs: Vec<Duration> = memory_timing.runs.iter().map(|&run| Duration::from_secs_f64(run)).collect();
     let pool_stats = StatsDelta::between(&before, &pool.stats());
+    // Second peer: the same scan over the pool's own frames, pinned once (no pool call per
+    // page), so that where the host put each buffer's memory cannot tilt the ratio.
+    let (pool_again, frames_timing) = {
+        let frames = PinnedPages::new(pool, &data.page_ids)?;
+        let frames_count = count_pages(&frames, 1, mode)?;
+        setup.check(frames_count, "the scan of the pinned frames")?;
+        time_row(setup, &pages, &frames, &[1], mode)?.pop().expect("one thread count, one pair of timings")
+    };
     let frame_adjacency = frame_adjacency(pool, &setup.data.page_ids)?;
     let bytes = setup.data.payload_bytes();
     let pool_seconds = median_seconds(&pool_runs);
@@ -995,6 +1011,9 @@ fn measure_warm_vs_memory(pool: &BufferPool, setup: &mut Setup<'_>) -> Result<(W
         memory_gbps: gigabytes_per_second(bytes, memory_seconds),
         memory_runs: seconds(&memory_runs),
         ratio: ratio(memory_seconds, pool_seconds),
+        frames_pool_gbps: pool_again.gbps,
+        frames_gbps: frames_timing.gbps,
+        ratio_to_frames: ratio(frames_timing.seconds, pool_again.seconds),
     };
     println!(
         "  pool scan    {:>10}  {:7.3} GB/s  ({}; frames adjacent in page order: {:.1}%)",
@@ -1011,6 +1030,17 @@ fn measure_warm_vs_memory(pool: &BufferPool, setup: &mut Setup<'_>) -> Result<(W
         );
     }
     println!("  warm_vs_memory = {:.3}", measurement.ratio);
+    println!(
+        "  pool scan    {:>10}  {:7.3} GB/s  (second set of rounds, against the frames peer)",
+        format_seconds(pool_again.seconds),
+        pool_again.gbps
+    );
+    println!(
+        "  frames scan  {:>10}  {:7.3} GB/s  (the pool's own frames, every page pinned once, no pool call per page)",
+        format_seconds(frames_timing.seconds),
+        frames_timing.gbps
+    );
+    println!("  warm_vs_frames = {:.3}", measurement.ratio_to_frames);
     Ok((measurement, memory_count))
 }
 
@@ -1247,10 +1277,10 @@ struct RowSeries {
 /// `--min-timing-ms` is retaken with more scans.
 ///
 /// Returns the (pool, memory) timings of each thread count of `threads`, in order.
-fn time_row(
+fn time_row<P: PageSource>(
     setup: &mut Setup<'_>,
     pool: &PoolPages<'_>,
-    memory: &MemoryPages<'_>,
+    memory: &P,
     threads: &[usize],
     mode: ScanMode,
 ) -> Result<Vec<(ScanTiming, ScanTiming)>> {
