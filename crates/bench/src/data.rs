@@ -106,6 +106,22 @@ pub fn progress_bar(total: u64, message: &str) -> ProgressBar {
     bar
 }
 
+/// Creates a database at `path` (`page_size`-byte pages, a pool of `pool_slots` slots over
+/// `partitions` partitions) and fills `pages` pages with seeded random bytes through the pool:
+/// the load every byte-oriented workload starts with. Returns the pool, the data and the time.
+pub fn create_random_pages(
+    path: &Path,
+    page_size: usize,
+    pool_slots: usize,
+    partitions: usize,
+    pages: usize,
+    seed: u64,
+) -> Result<(tern_pagestore::BufferPool, PagedData, std::time::Duration)> {
+    let pool = tern_pagestore::BufferPool::create(path, page_size, pool_config(pool_slots, page_size, partitions))?;
+    let (data, load) = crate::timing::timed(|| write_random_pages(&pool, pages, seed, "loading"))?;
+    Ok((pool, data, load))
+}
+
 /// Fills `pages` new pages of `pool` with seeded random bytes (equivalently, random
 /// little-endian `u32` values), keeps the same payloads in memory, and checkpoints so that
 /// every page is on disk.

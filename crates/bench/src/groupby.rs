@@ -3,17 +3,16 @@
 //! pages dealt to threads as in the scan. Runs through the pool (cold, then warm) and over the
 //! same bytes in memory; the tables must be identical.
 
-use crate::chart::{self, BarPanel, Panel};
+use crate::chart::{BarPanel, Panel};
 use crate::common::{CommonArgs, Machine, Outputs, WorkDir};
-use crate::data::{self, pool_config, slots_to_hold};
+use crate::data::{self, slots_to_hold};
 use crate::error::{BenchError, Result};
 use crate::kernels::ByteCounts;
 use crate::pages::{PageSource, for_each_page};
 use crate::peer::{Comparison, PageOperator, compare};
-use crate::report::{result_line, write_json};
-use crate::timing::{format_bytes, format_seconds, timed};
+use crate::report::publish;
+use crate::timing::{format_bytes, format_seconds};
 use serde::Serialize;
-use tern_pagestore::BufferPool;
 
 /// Name of the workload.
 pub const NAME: &str = "pool-groupby";
@@ -118,12 +117,14 @@ pub fn run(args: &GroupByArgs) -> Result<GroupByReport> {
         if config.quick { ", quick" } else { "" }
     );
     let path = work.file("groupby.tern");
-    let pool = BufferPool::create(
+    let (pool, data, load) = data::create_random_pages(
         &path,
         config.page_size,
-        pool_config(config.pool_slots, config.page_size, config.partitions),
+        config.pool_slots,
+        config.partitions,
+        config.pages,
+        config.seed,
     )?;
-    let (data, load) = timed(|| data::write_random_pages(&pool, config.pages, config.seed, "loading"))?;
     println!("load: {} pages in {} ({})", data.page_ids.len(), format_seconds(load.as_secs_f64()), data.load.summary());
 
     println!("\ncount of each byte value, {} threads, pool vs memory:", config.threads);
@@ -147,7 +148,6 @@ pub fn run(args: &GroupByArgs) -> Result<GroupByReport> {
         comparison,
         counts,
     };
-    write_json(&outputs.json, &report)?;
     let title = format!(
         "tern bench pool-groupby: {} MiB, {} threads, warm_vs_memory {:.3}",
         config.data_mib, config.threads, report.warm_vs_memory
@@ -157,8 +157,6 @@ pub fn run(args: &GroupByArgs) -> Result<GroupByReport> {
         y_label: "GB/s".into(),
         bars: report.comparison.bars(),
     });
-    chart::draw(&outputs.chart, &title, &[panel], 1)?;
-    println!("report: {}  chart: {}", outputs.json.display(), outputs.chart.display());
-    println!("{}", result_line(NAME, "warm_vs_memory", report.warm_vs_memory));
+    publish(&outputs, &report, &title, &[panel], (NAME, "warm_vs_memory", report.warm_vs_memory))?;
     Ok(report)
 }

@@ -9,17 +9,16 @@
 //! infinite loop on the first odd key), here `n` always steps by 2; and its probe set is
 //! `Index(p) > NumPages/16`, which skips one page, here it is every page not in the build set.
 
-use crate::chart::{self, BarPanel, Panel};
+use crate::chart::{BarPanel, Panel};
 use crate::common::{CommonArgs, Machine, Outputs, WorkDir};
-use crate::data::{self, pool_config, slots_to_hold};
+use crate::data::{self, slots_to_hold};
 use crate::error::{BenchError, Result};
 use crate::kernels::{JoinTable, join_build, join_probe};
 use crate::pages::{PageSource, for_each_page};
 use crate::peer::{Comparison, PageOperator, compare};
-use crate::report::{result_line, write_json};
-use crate::timing::{format_bytes, format_seconds, timed};
+use crate::report::publish;
+use crate::timing::{format_bytes, format_seconds};
 use serde::Serialize;
-use tern_pagestore::BufferPool;
 
 /// Name of the workload.
 pub const NAME: &str = "pool-hashjoin";
@@ -170,12 +169,14 @@ pub fn run(args: &HashJoinArgs) -> Result<HashJoinReport> {
         if config.quick { ", quick" } else { "" }
     );
     let path = work.file("hashjoin.tern");
-    let pool = BufferPool::create(
+    let (pool, data, load) = data::create_random_pages(
         &path,
         config.page_size,
-        pool_config(config.pool_slots, config.page_size, config.partitions),
+        config.pool_slots,
+        config.partitions,
+        config.pages,
+        config.seed,
     )?;
-    let (data, load) = timed(|| data::write_random_pages(&pool, config.pages, config.seed, "loading"))?;
     println!("load: {} pages in {} ({})", data.page_ids.len(), format_seconds(load.as_secs_f64()), data.load.summary());
 
     println!("\nhash join (1-thread build, {}-thread probe), pool vs memory:", config.threads);
@@ -194,7 +195,6 @@ pub fn run(args: &HashJoinArgs) -> Result<HashJoinReport> {
         comparison,
         joined,
     };
-    write_json(&outputs.json, &report)?;
     let title = format!(
         "tern bench pool-hashjoin: {} MiB, {} probe threads, warm_vs_memory {:.3}",
         config.data_mib, config.threads, report.warm_vs_memory
@@ -204,8 +204,6 @@ pub fn run(args: &HashJoinArgs) -> Result<HashJoinReport> {
         y_label: "GB/s".into(),
         bars: report.comparison.bars(),
     });
-    chart::draw(&outputs.chart, &title, &[panel], 1)?;
-    println!("report: {}  chart: {}", outputs.json.display(), outputs.chart.display());
-    println!("{}", result_line(NAME, "warm_vs_memory", report.warm_vs_memory));
+    publish(&outputs, &report, &title, &[panel], (NAME, "warm_vs_memory", report.warm_vs_memory))?;
     Ok(report)
 }

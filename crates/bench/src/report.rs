@@ -2,6 +2,8 @@
 //! every measurement, and the closing `RESULT <name> <metric> = <value>` line(s) (two for
 //! `pool-scan`: `cold_vs_file`, then `warm_vs_memory` last).
 
+use crate::chart::{self, Panel};
+use crate::common::Outputs;
 use crate::error::{BenchError, Result};
 use serde::Serialize;
 use std::path::Path;
@@ -66,6 +68,22 @@ impl StatsDelta {
 }
 
 /// A closing line of a workload: `RESULT <name> <metric> = <value>` with 3 decimals.
+/// Writes a workload's JSON report and chart, says where, and prints its RESULT line.
+pub fn publish<T: Serialize>(
+    outputs: &Outputs,
+    report: &T,
+    title: &str,
+    panels: &[Panel],
+    result: (&str, &str, f64),
+) -> Result<()> {
+    write_json(&outputs.json, report)?;
+    chart::draw(&outputs.chart, title, panels, 1)?;
+    println!("report: {}  chart: {}", outputs.json.display(), outputs.chart.display());
+    let (name, metric, value) = result;
+    println!("{}", result_line(name, metric, value));
+    Ok(())
+}
+
 pub fn result_line(name: &str, metric: &str, value: f64) -> String {
     format!("RESULT {name} {metric} = {value:.3}")
 }

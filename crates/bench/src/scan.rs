@@ -721,12 +721,14 @@ pub fn run(args: &ScanArgs) -> Result<ScanReport> {
     );
 
     let path = work.file("scan.tern");
-    let pool = BufferPool::create(
+    let (pool, data, load) = data::create_random_pages(
         &path,
         config.page_size,
-        pool_config(config.pool_slots, config.page_size, config.partitions),
+        config.pool_slots,
+        config.partitions,
+        config.pages,
+        config.seed,
     )?;
-    let (data, load) = timed(|| data::write_random_pages(&pool, config.pages, config.seed, "loading"))?;
     let file_bytes = data::file_size(&path)?;
     let expected = count_above(&data.memory, SCAN_THRESHOLD);
     let mut paper_kernel_count = 0;

@@ -267,11 +267,7 @@ fn bad_configuration_on_open_leaves_the_file_alone() {
 fn a_checkpoint_waits_for_write_backs_in_flight() {
     let memory = MemoryVfs::new();
     let fault = FaultVfs::new(Arc::new(memory.clone()));
-    let gate = GateVfs {
-        inner: Arc::new(fault.clone()),
-        slow_offset: Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
-        delay: std::time::Duration::from_millis(300),
-    };
+    let gate = SlowVfs::slow_writes(Arc::new(fault.clone()), std::time::Duration::from_millis(300));
     let pool = BufferPool::create_with(Arc::new(gate.clone()), Path::new(PATH), PAGE, config(8, 1)).unwrap();
     let pages: Vec<u64> = write_pages(&pool, 9, 1).into_keys().collect();
     pool.checkpoint().unwrap();
@@ -280,7 +276,7 @@ fn a_checkpoint_waits_for_write_backs_in_flight() {
     let held: Vec<_> = pages[1..8].iter().map(|page| pool.pin_read(*page).unwrap()).collect();
     let victim = pages[0];
     fill(&mut pool.pin_write(victim).unwrap(), victim, 2);
-    gate.slow_offset.store(victim * PAGE as u64 + 100, std::sync::atomic::Ordering::SeqCst);
+    gate.slow_write_offset.store(victim * PAGE as u64 + 100, std::sync::atomic::Ordering::SeqCst);
     std::thread::scope(|scope| {
         // Missing on the ninth page evicts P: its write-back takes 300 ms.
         let evictor = scope.spawn(|| drop(pool.pin_read(pages[8]).unwrap()));

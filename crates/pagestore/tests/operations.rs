@@ -308,7 +308,7 @@ fn read_and_write_guards_share_and_exclude() {
 
 #[test]
 fn two_threads_missing_on_one_page_read_it_once() {
-    let vfs = SlowVfs { inner: MemoryVfs::new(), reads: Default::default(), delay: Duration::from_millis(30) };
+    let vfs = SlowVfs::slow_reads(Arc::new(MemoryVfs::new()), Duration::from_millis(30));
     let pool = BufferPool::create_with(Arc::new(vfs.clone()), Path::new("slow.tern"), 4096, config(16, 1)).unwrap();
     let page = {
         let mut guard = pool.alloc().unwrap();
@@ -331,7 +331,7 @@ fn two_threads_missing_on_one_page_read_it_once() {
 #[test]
 fn prefetch_reads_ahead_and_pins_nothing_for_long() {
     // Slow reads, so that the workers' reads overlap the reader's.
-    let vfs = SlowVfs { inner: MemoryVfs::new(), reads: Default::default(), delay: Duration::from_millis(2) };
+    let vfs = SlowVfs::slow_reads(Arc::new(MemoryVfs::new()), Duration::from_millis(2));
     let config = PoolConfig { prefetch_degree: 4, prefetch_workers: 2, ..config(256, 4) };
     let pool = BufferPool::create_with(Arc::new(vfs.clone()), Path::new("ahead.tern"), 4096, config.clone()).unwrap();
     let pages: Vec<u64> = (0..100)

@@ -54,17 +54,43 @@ pub fn version_of(payload: &[u8], page: u64) -> Option<u64> {
     (expected == payload).then_some(version)
 }
 
-/// A file system that counts reads and makes each one slow, to provoke concurrent misses.
+/// A file system that wraps another and slows it down on purpose: every read takes
+/// `read_delay` (and is counted), and a write covering byte `slow_write_offset` takes
+/// `write_delay`. Tests use it to provoke concurrent misses and to hold a write-back in flight.
 #[derive(Debug, Clone)]
 pub struct SlowVfs {
-    pub inner: MemoryVfs,
+    pub inner: Arc<dyn Vfs>,
     pub reads: Arc<AtomicU64>,
-    pub delay: Duration,
+    pub read_delay: Duration,
+    pub slow_write_offset: Arc<AtomicU64>,
+    pub write_delay: Duration,
+}
+
+impl SlowVfs {
+    /// Slow reads over `inner`, writes at full speed.
+    pub fn slow_reads(inner: Arc<dyn Vfs>, read_delay: Duration) -> Self {
+        Self::new(inner, read_delay, Duration::ZERO)
+    }
+
+    /// Reads at full speed; writes covering `slow_write_offset` (set it later) take `write_delay`.
+    pub fn slow_writes(inner: Arc<dyn Vfs>, write_delay: Duration) -> Self {
+        Self::new(inner, Duration::ZERO, write_delay)
+    }
+
+    fn new(inner: Arc<dyn Vfs>, read_delay: Duration, write_delay: Duration) -> Self {
+        Self {
+            inner,
+            reads: Arc::default(),
+            read_delay,
+            slow_write_offset: Arc::new(AtomicU64::new(u64::MAX)),
+            write_delay,
+        }
+    }
 }
 
 impl Vfs for SlowVfs {
     fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn VfsFile>> {
-        Ok(Box::new(SlowFile { inner: self.inner.open(path, options)?, reads: self.reads.clone(), delay: self.delay }))
+        Ok(Box::new(SlowFile { inner: self.inner.open(path, options)?, vfs: self.clone() }))
     }
     fn exists(&self, path: &Path) -> bool {
         self.inner.exists(path)
@@ -76,69 +102,19 @@ impl Vfs for SlowVfs {
 
 struct SlowFile {
     inner: Box<dyn VfsFile>,
-    reads: Arc<AtomicU64>,
-    delay: Duration,
+    vfs: SlowVfs,
 }
 
 impl VfsFile for SlowFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.reads.fetch_add(1, Ordering::SeqCst);
-        std::thread::sleep(self.delay);
+        self.vfs.reads.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(self.vfs.read_delay);
         self.inner.read_exact_at(buf, offset)
     }
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.inner.write_all_at(buf, offset)
-    }
-    fn sync(&self) -> io::Result<()> {
-        self.inner.sync()
-    }
-    fn size(&self) -> io::Result<u64> {
-        self.inner.size()
-    }
-    fn allocate(&self, len: u64) -> io::Result<()> {
-        self.inner.allocate(len)
-    }
-}
-
-/// A file system whose writes at one chosen offset take `delay` (then go through), to hold a
-/// write-back in flight while something else runs.
-#[derive(Debug, Clone)]
-pub struct GateVfs {
-    pub inner: Arc<dyn Vfs>,
-    pub slow_offset: Arc<AtomicU64>,
-    pub delay: Duration,
-}
-
-impl Vfs for GateVfs {
-    fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn VfsFile>> {
-        Ok(Box::new(GateFile {
-            inner: self.inner.open(path, options)?,
-            slow_offset: self.slow_offset.clone(),
-            delay: self.delay,
-        }))
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove(path)
-    }
-}
-
-struct GateFile {
-    inner: Box<dyn VfsFile>,
-    slow_offset: Arc<AtomicU64>,
-    delay: Duration,
-}
-
-impl VfsFile for GateFile {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.inner.read_exact_at(buf, offset)
-    }
-    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        let slow = self.slow_offset.load(Ordering::SeqCst);
+        let slow = self.vfs.slow_write_offset.load(Ordering::SeqCst);
         if (offset..offset + buf.len() as u64).contains(&slow) {
-            std::thread::sleep(self.delay);
+            std::thread::sleep(self.vfs.write_delay);
         }
         self.inner.write_all_at(buf, offset)
     }
