@@ -209,17 +209,21 @@ mod tests {
         assert_eq!(count_above(&[], 0), 0);
     }
 
-    #[test]
-    fn count_above_crosses_blocks() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let bytes: Vec<u8> = (0..100_003)
+    /// `len` bytes of a xorshift64 sequence from `seed`.
+    fn pseudo_random_bytes(len: usize, mut state: u64) -> Vec<u8> {
+        (0..len)
             .map(|_| {
                 state ^= state << 13;
                 state ^= state >> 7;
                 state ^= state << 17;
                 state as u8
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn count_above_crosses_blocks() {
+        let bytes = pseudo_random_bytes(100_003, 0x2545_f491_4f6c_dd1du64);
         for threshold in [0, 1000, SCAN_THRESHOLD, u32::MAX - 5] {
             assert_eq!(count_above(&bytes, threshold), naive_count_above(&bytes, threshold));
         }
@@ -227,15 +231,7 @@ mod tests {
 
     #[test]
     fn the_paper_kernel_counts_what_the_vector_kernel_counts() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let bytes: Vec<u8> = (0..40_003)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            })
-            .collect();
+        let bytes = pseudo_random_bytes(40_003, 0x9e37_79b9_7f4a_7c15u64);
         for threshold in [0, 1000, SCAN_THRESHOLD, u32::MAX - 5, u32::MAX] {
             let mut counter = 7;
             count_above_paper(&bytes, threshold, &mut counter);

@@ -24,14 +24,7 @@ fn open(fault: &FaultVfs, pool_pages: usize) -> tern_pagestore::Result<BufferPoo
 
 /// Writes `count` pages with their own version and returns page -> version.
 fn write_pages(pool: &BufferPool, count: u64, version: u64) -> BTreeMap<u64, u64> {
-    (0..count)
-        .map(|_| {
-            let mut guard = pool.alloc().unwrap();
-            let page = guard.page_id();
-            fill(&mut guard, page, version);
-            (page, version)
-        })
-        .collect()
+    (0..count).map(|_| (alloc_filled(pool, version), version)).collect()
 }
 
 fn assert_pages(pool: &BufferPool, expected: &BTreeMap<u64, u64>) {

@@ -235,14 +235,7 @@ fn the_file_grows_across_bitmap_groups() {
 #[test]
 fn eviction_writes_back_dirty_pages() {
     let (vfs, pool) = memory_pool(16, 1);
-    let pages: Vec<u64> = (0..200)
-        .map(|version| {
-            let mut guard = pool.alloc().unwrap();
-            let page = guard.page_id();
-            fill(&mut guard, page, version);
-            page
-        })
-        .collect();
+    let pages: Vec<u64> = (0..200).map(|version| alloc_filled(&pool, version)).collect();
     let stats = pool.stats();
     assert!(stats.evictions >= 180 && stats.writes >= 180, "{stats:?}");
     for (version, page) in pages.iter().enumerate() {
@@ -334,14 +327,7 @@ fn prefetch_reads_ahead_and_pins_nothing_for_long() {
     let vfs = SlowVfs::slow_reads(Arc::new(MemoryVfs::new()), Duration::from_millis(2));
     let config = PoolConfig { prefetch_degree: 4, prefetch_workers: 2, ..config(256, 4) };
     let pool = BufferPool::create_with(Arc::new(vfs.clone()), Path::new("ahead.tern"), 4096, config.clone()).unwrap();
-    let pages: Vec<u64> = (0..100)
-        .map(|version| {
-            let mut guard = pool.alloc().unwrap();
-            let page = guard.page_id();
-            fill(&mut guard, page, version);
-            page
-        })
-        .collect();
+    let pages: Vec<u64> = (0..100).map(|version| alloc_filled(&pool, version)).collect();
     pool.close().unwrap();
     let pool = BufferPool::open_with(Arc::new(vfs), Path::new("ahead.tern"), config).unwrap();
     for (version, page) in pages.iter().enumerate() {

@@ -16,14 +16,7 @@ const OPERATIONS: usize = 6000;
 fn run(vfs: Arc<dyn Vfs>, path: &std::path::Path, pages_in_file: usize, partitions: usize, prefetch_degree: usize) {
     let config = PoolConfig { prefetch_degree, ..config(64, partitions) };
     let pool = BufferPool::create_with(vfs.clone(), path, PAGE, config.clone()).unwrap();
-    let pages: Vec<u64> = (0..pages_in_file)
-        .map(|_| {
-            let mut guard = pool.alloc().unwrap();
-            let page = guard.page_id();
-            fill(&mut guard, page, 0);
-            page
-        })
-        .collect();
+    let pages: Vec<u64> = (0..pages_in_file).map(|_| alloc_filled(&pool, 0)).collect();
     let versions: Vec<AtomicU64> = (0..pages_in_file).map(|_| AtomicU64::new(0)).collect();
 
     std::thread::scope(|scope| {

@@ -37,6 +37,14 @@ impl<T: Vfs + Clone + 'static> VfsClone for T {
     }
 }
 
+/// Allocates a page, fills it with the pattern of `version`, and returns its id.
+pub fn alloc_filled(pool: &BufferPool, version: u64) -> u64 {
+    let mut guard = pool.alloc().unwrap();
+    let page = guard.page_id();
+    fill(&mut guard, page, version);
+    page
+}
+
 /// Fills a payload with a pattern derived from (page, version).
 pub fn fill(payload: &mut [u8], page: u64, version: u64) {
     let seed = page.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ version;
