@@ -16,6 +16,11 @@ pub struct PoolConfig {
     pub prefetch_degree: usize,
     /// Threads that serve prefetch requests.
     pub prefetch_workers: usize,
+    /// Read ahead automatically after a miss (and keep reading ahead of a sequential reader).
+    /// With `false` and a non-zero degree, the workers only serve explicit
+    /// [`BufferPool::prefetch`](crate::BufferPool::prefetch) calls: right for callers that know
+    /// their access pattern, such as an LSM doing random gets and sequential scans at once.
+    pub read_ahead: bool,
     /// NUMA-aware slot placement.
     pub numa: NumaMode,
     /// Open the file with `O_DIRECT`, bypassing the operating system's cache.
@@ -29,6 +34,7 @@ impl Default for PoolConfig {
             partitions: 16,
             prefetch_degree: 0,
             prefetch_workers: 2,
+            read_ahead: true,
             numa: NumaMode::Auto,
             direct_io: false,
         }

@@ -144,6 +144,7 @@ pub(crate) struct Shared {
     /// `partition_count - 1` when it is a power of two (a mask instead of a division).
     partition_mask: Option<u64>,
     prefetch_degree: u64,
+    read_ahead: bool,
     descriptors: Box<[Descriptor]>,
     frames: Frames,
     partitions: Box<[Partition]>,
@@ -363,6 +364,7 @@ impl BufferPool {
             partition_count: config.partitions,
             partition_mask: config.partitions.is_power_of_two().then(|| config.partitions as u64 - 1),
             prefetch_degree: config.prefetch_degree as u64,
+            read_ahead: config.read_ahead,
             descriptors,
             frames,
             partitions,
@@ -448,6 +450,14 @@ impl BufferPool {
             return Err(Error::InvalidConfig("a run of zero pages".into()));
         }
         self.shared.allocation.lock().allocate_run(&self.shared.file, n)
+    }
+
+    /// Asks the prefetcher to read `first .. first + count` into the pool in the background
+    /// (advice: pages already cached, not allocated or beyond the file are skipped, and a full
+    /// queue drops the request). Does nothing when the pool has no prefetcher
+    /// (`prefetch_degree` 0).
+    pub fn prefetch(&self, first: PageId, count: u64) {
+        self.shared.prefetch(first, count);
     }
 
     /// Frees `page`: its cached copy is dropped unwritten, and it becomes allocatable again
@@ -1283,11 +1293,17 @@ impl Shared {
         if problems.is_empty() { Ok(()) } else { Err(Error::Inconsistent(problems)) }
     }
 
+    fn prefetch(&self, first: PageId, count: u64) {
+        if let Some(queue) = &self.prefetch_queue {
+            queue.push(first, count, self.file.size());
+        }
+    }
+
     /// Read-ahead after a demand miss on `page`: request the window `page+1 ..` unless this
     /// stream's window already covers it. One global horizon (the end of what was requested)
     /// follows one sequential stream; a miss far from it starts a new window.
     fn read_ahead_on_miss(&self, page: PageId) {
-        let Some(queue) = &self.prefetch_queue else { return };
+        let Some(queue) = self.prefetch_queue.as_ref().filter(|_| self.read_ahead) else { return };
         let degree = self.prefetch_degree;
         let first = page + 1;
         let horizon = queue.horizon.load(Ordering::Relaxed);
@@ -1302,7 +1318,7 @@ impl Shared {
     /// window of the horizon, request the next window, so `degree` to `2 * degree` pages stay
     /// in flight ahead of a sequential reader.
     fn read_ahead_on_prefetched_hit(&self, page: PageId) {
-        let Some(queue) = &self.prefetch_queue else { return };
+        let Some(queue) = self.prefetch_queue.as_ref().filter(|_| self.read_ahead) else { return };
         let degree = self.prefetch_degree;
         let horizon = queue.horizon.load(Ordering::Relaxed);
         if page < horizon

@@ -122,6 +122,13 @@ impl Vfs for FaultVfs {
         self.inner.remove(path)
     }
 
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        if self.is_powered_off() {
+            return Err(injected(FaultKind::Eio));
+        }
+        self.inner.rename(from, to)
+    }
+
     fn sync_directory(&self, path: &Path) -> io::Result<()> {
         match self.state.next(FaultOp::Sync) {
             Some(kind) => Err(injected(kind)),

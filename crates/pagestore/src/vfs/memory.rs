@@ -65,6 +65,17 @@ impl Vfs for MemoryVfs {
             None => Err(io::Error::new(io::ErrorKind::NotFound, "no such file")),
         }
     }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut files = self.files.lock();
+        match files.remove(from) {
+            Some(bytes) => {
+                files.insert(to.to_path_buf(), bytes);
+                Ok(())
+            }
+            None => Err(io::Error::new(io::ErrorKind::NotFound, "no such file")),
+        }
+    }
 }
 
 struct MemoryFile {

@@ -35,6 +35,9 @@ pub trait Vfs: Send + Sync + std::fmt::Debug {
     fn exists(&self, path: &Path) -> bool;
     /// Removes `path`.
     fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Renames `from` to `to`, replacing `to` if it exists (atomic, as `rename(2)`). Files open
+    /// under the old name stay usable. Durable once the directory is synced.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Makes the directory entry of a newly created `path` durable (fsync of its directory).
     fn sync_directory(&self, _path: &Path) -> io::Result<()> {
         Ok(())

@@ -44,6 +44,10 @@ impl Vfs for OsVfs {
         std::fs::remove_file(path)
     }
 
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
     fn sync_directory(&self, path: &Path) -> io::Result<()> {
         let directory = match path.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent,

@@ -106,6 +106,9 @@ impl Vfs for SlowVfs {
     fn remove(&self, path: &Path) -> io::Result<()> {
         self.inner.remove(path)
     }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
 }
 
 struct SlowFile {

@@ -1,0 +1,105 @@
+//! Leveled compaction: which tables to merge next.
+//!
+//! Each level L1.. has a target size (`base_level_size * ratio^(L-1)`); level 0 is scored by
+//! its number of tables against `level0_compaction_trigger`. The level with the highest score
+//! of at least 1 is compacted: for L0, all of its tables (they overlap) with the L1 tables they
+//! overlap; for a deeper level, the next table after the level's compact pointer (round robin
+//! over the key space, as LevelDB) with the tables of the next level it overlaps. A table with
+//! nothing to merge with below moves down without being rewritten.
+
+use crate::limits::NUM_LEVELS;
+use crate::options::Options;
+use crate::table::Table;
+use crate::version::Version;
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// Tables of `level` (`inputs[0]`) and of `level + 1` (`inputs[1]`) to merge into `level + 1`.
+#[derive(Debug)]
+pub struct Compaction {
+    pub level: usize,
+    pub inputs: [Vec<Arc<Table>>; 2],
+}
+
+impl Compaction {
+    /// One table with nothing below it: move it instead of rewriting it.
+    pub fn is_trivial_move(&self) -> bool {
+        self.inputs[0].len() == 1 && self.inputs[1].is_empty()
+    }
+
+    fn with_overlaps(version: &Version, level: usize, inputs: Vec<Arc<Table>>) -> Compaction {
+        let smallest = inputs.iter().map(|table| table.meta.smallest_user_key()).min().expect("inputs").to_vec();
+        let largest = inputs.iter().map(|table| table.meta.largest_user_key()).max().expect("inputs").to_vec();
+        let below = version.overlapping(level + 1, &smallest, &largest);
+        Compaction { level, inputs: [inputs, below] }
+    }
+}
+
+/// Target size of `level` (1 and deeper).
+pub fn target_size(options: &Options, level: usize) -> u64 {
+    options.base_level_size.saturating_mul(options.level_size_ratio.saturating_pow(level as u32 - 1))
+}
+
+/// The most urgent compaction, if any level is over its target.
+pub fn pick(version: &Version, options: &Options, pointers: &mut [Vec<u8>; NUM_LEVELS]) -> Option<Compaction> {
+    let mut best: Option<(f64, usize)> = None;
+    for level in 0..NUM_LEVELS - 1 {
+        let score = if level == 0 {
+            version.levels[0].len() as f64 / options.level0_compaction_trigger as f64
+        } else {
+            version.level_bytes(level) as f64 / target_size(options, level) as f64
+        };
+        if score >= 1.0 && best.is_none_or(|(best_score, _)| score > best_score) {
+            best = Some((score, level));
+        }
+    }
+    let (_, level) = best?;
+    if level == 0 {
+        return Some(Compaction::with_overlaps(version, 0, version.levels[0].clone()));
+    }
+    let tables = &version.levels[level];
+    let pointer = &pointers[level];
+    let table = tables
+        .iter()
+        .find(|table| pointer.is_empty() || table.meta.smallest_user_key() > pointer.as_slice())
+        .unwrap_or(&tables[0])
+        .clone();
+    pointers[level] = table.meta.largest_user_key().to_vec();
+    Some(Compaction::with_overlaps(version, level, vec![table]))
+}
+
+fn meets(table: &Table, range: &(Bound<Vec<u8>>, Bound<Vec<u8>>)) -> bool {
+    let above_start = match &range.0 {
+        Bound::Included(start) => table.meta.largest_user_key() >= start.as_slice(),
+        Bound::Excluded(start) => table.meta.largest_user_key() > start.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below_end = match &range.1 {
+        Bound::Included(end) => table.meta.smallest_user_key() <= end.as_slice(),
+        Bound::Excluded(end) => table.meta.smallest_user_key() < end.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above_start && below_end
+}
+
+/// A manual compaction of the tables of `level` that meet `range` (for level 0: all of them,
+/// because an older L0 table left behind could hide newer versions moved below it).
+pub fn manual(version: &Version, level: usize, range: &(Bound<Vec<u8>>, Bound<Vec<u8>>)) -> Option<Compaction> {
+    let inputs: Vec<Arc<Table>> = if level == 0 {
+        if version.levels[0].iter().any(|table| meets(table, range)) { version.levels[0].clone() } else { Vec::new() }
+    } else {
+        version.levels[level].iter().filter(|table| meets(table, range)).cloned().collect()
+    };
+    if inputs.is_empty() {
+        return None;
+    }
+    Some(Compaction::with_overlaps(version, level, inputs))
+}
+
+/// True if no level below `output_level` holds `user_key`: a tombstone written there has
+/// nothing left to hide.
+pub fn is_bottom_for(version: &Version, output_level: usize, user_key: &[u8]) -> bool {
+    version.levels[output_level + 1..].iter().all(|tables| {
+        tables.iter().all(|table| user_key < table.meta.smallest_user_key() || user_key > table.meta.largest_user_key())
+    })
+}

@@ -1,0 +1,1128 @@
+//! The database: write path with group commit, read path over memtables and levels, snapshots,
+//! the flush and compaction threads, recovery.
+//!
+//! Locks, always taken in this order: `install` (manifest changes) → `state` (coordination and
+//! the current read view) → `wal`. Readers take none of them but the read view's `RwLock` for
+//! the time of one `Arc` clone.
+
+use crate::batch::WriteBatch;
+use crate::compaction::{self, Compaction};
+use crate::error::{Error, Result};
+use crate::iter::{Cursor, DbIter, LevelCursor, MergingCursor};
+use crate::keys::{self, KIND_FOR_SEEK, Kind};
+use crate::limits::{MAX_SEQUENCE, MAX_WRITE_GROUP_BYTES, NUM_LEVELS};
+use crate::memtable::{MemCursor, Memtable};
+use crate::options::{Options, SyncPolicy};
+use crate::table::{Lookup, Table, TableBuilder, TableCounters, TableCursor, TableMeta};
+use crate::version::{self, ManifestHeader, ManifestLocation, Version};
+use crate::wal::{self, Wal};
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::ops::{Bound, RangeBounds};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tern_pagestore::{BufferPool, OsVfs, PoolStats, Vfs};
+
+/// What a read sees: the memtables and the tables of one moment.
+pub struct ReadView {
+    pub(crate) mem: Arc<Memtable>,
+    pub(crate) imm: Option<Arc<Memtable>>,
+    pub(crate) version: Arc<Version>,
+}
+
+impl ReadView {
+    fn get(&self, key: &[u8], sequence: u64) -> Result<Option<Vec<u8>>> {
+        let lookup = keys::internal_key(key, sequence, KIND_FOR_SEEK);
+        let found = |lookup: Lookup| match lookup {
+            Lookup::Value(value) => Some(Some(value)),
+            Lookup::Deleted => Some(None),
+            Lookup::Absent => None,
+        };
+        for memtable in std::iter::once(&self.mem).chain(self.imm.as_ref()) {
+            if let Some(result) = found(memtable.get(key, &lookup)?) {
+                return Ok(result);
+            }
+        }
+        for table in &self.version.levels[0] {
+            if table.meta.smallest_user_key() <= key
+                && key <= table.meta.largest_user_key()
+                && let Some(result) = found(table.get(key, &lookup)?)
+            {
+                return Ok(result);
+            }
+        }
+        for tables in &self.version.levels[1..] {
+            if let Some(table) = version::find_in_level(tables, &lookup)
+                && let Some(result) = found(table.get(key, &lookup)?)
+            {
+                return Ok(result);
+            }
+        }
+        Ok(None)
+    }
+
+    /// A merged cursor over every source, positioned as [`TableCursor::new`] describes.
+    pub(crate) fn merged(&self, target: Option<&[u8]>, forward: bool) -> Result<MergingCursor> {
+        let mut cursors: Vec<Box<dyn Cursor>> = Vec::new();
+        for memtable in std::iter::once(&self.mem).chain(self.imm.as_ref()) {
+            cursors.push(Box::new(MemCursor::new(memtable.clone(), target, forward)));
+        }
+        for table in &self.version.levels[0] {
+            cursors.push(Box::new(TableCursor::new(table.clone(), target, forward)?));
+        }
+        for tables in &self.version.levels[1..] {
+            if !tables.is_empty() {
+                cursors.push(Box::new(LevelCursor::new(tables.clone(), target, forward)?));
+            }
+        }
+        Ok(MergingCursor::new(cursors, forward))
+    }
+}
+
+/// A consistent view for reads: everything written before it was taken, nothing after.
+/// Versions it can see are kept by compaction until it is dropped.
+pub struct Snapshot {
+    sequence: u64,
+    registry: Arc<Mutex<BTreeMap<u64, usize>>>,
+}
+
+impl Snapshot {
+    pub fn sequence(&self) -> u64 {
+        self.sequence
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot").field("sequence", &self.sequence).finish()
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut registry = self.registry.lock();
+        if let Some(count) = registry.get_mut(&self.sequence) {
+            *count -= 1;
+            if *count == 0 {
+                registry.remove(&self.sequence);
+            }
+        }
+    }
+}
+
+/// Size of one level.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LevelStats {
+    pub tables: usize,
+    pub bytes: u64,
+}
+
+/// Counters and sizes of a database.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub levels: Vec<LevelStats>,
+    pub memtable_bytes: usize,
+    pub immutable_memtable_bytes: usize,
+    pub last_sequence: u64,
+    pub live_snapshots: usize,
+    /// Batches written, write groups (one log write each) and log syncs.
+    pub batches: u64,
+    pub write_groups: u64,
+    pub wal_bytes: u64,
+    pub wal_syncs: u64,
+    pub flushes: u64,
+    pub compactions: u64,
+    pub trivial_moves: u64,
+    pub compaction_bytes_read: u64,
+    pub compaction_bytes_written: u64,
+    /// Write groups delayed by the level-0 slowdown, and writes that waited for compaction
+    /// or a flush.
+    pub slowdowns: u64,
+    pub stops: u64,
+    pub filter_checks: u64,
+    pub filter_negatives: u64,
+    pub block_reads: u64,
+    /// Bytes of index and filter kept in memory (tables of the resident levels).
+    pub resident_index_bytes: u64,
+    /// Bytes of index and filter of deeper tables, read through the buffer pool instead of
+    /// being held in memory: what SQLiteKV's index management saves.
+    pub pooled_index_bytes: u64,
+    pub pool: PoolStats,
+}
+
+#[derive(Default)]
+struct Counters {
+    batches: AtomicU64,
+    write_groups: AtomicU64,
+    wal_bytes: AtomicU64,
+    wal_syncs: AtomicU64,
+    flushes: AtomicU64,
+    compactions: AtomicU64,
+    trivial_moves: AtomicU64,
+    compaction_bytes_read: AtomicU64,
+    compaction_bytes_written: AtomicU64,
+    slowdowns: AtomicU64,
+    stops: AtomicU64,
+}
+
+fn bump(counter: &AtomicU64, by: u64) {
+    counter.fetch_add(by, Ordering::Relaxed);
+}
+
+/// Coordination state, under `Inner::state`.
+struct State {
+    bg_error: Option<String>,
+    shutting_down: bool,
+    compacting: bool,
+    /// Per level, the largest user key of the last table compacted from it (round robin).
+    compact_pointers: [Vec<u8>; NUM_LEVELS],
+}
+
+/// The log being appended to and the last sequence assigned, under `Inner::wal`.
+struct WalState {
+    wal: Wal,
+    last_sequence: u64,
+    buffer: Vec<u8>,
+}
+
+/// The manifest's location and header, under `Inner::install`.
+struct ManifestState {
+    location: ManifestLocation,
+    header: ManifestHeader,
+}
+
+/// One batch waiting in the write queue.
+struct Writer {
+    batch: WriteBatch,
+    /// Make the memtable immutable now (for `flush`).
+    rotate: bool,
+    result: Mutex<Option<Result<u64>>>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) options: Options,
+    pub(crate) pool: Arc<BufferPool>,
+    vfs: Arc<dyn Vfs>,
+    wal_path: PathBuf,
+    next_wal_path: PathBuf,
+    current: RwLock<Arc<ReadView>>,
+    state: Mutex<State>,
+    /// Signalled whenever the read view, `compacting` or the error state changes.
+    changed: Condvar,
+    queue: Mutex<VecDeque<Arc<Writer>>>,
+    queue_changed: Condvar,
+    wal: Mutex<WalState>,
+    visible_sequence: AtomicU64,
+    snapshots: Arc<Mutex<BTreeMap<u64, usize>>>,
+    install: Mutex<ManifestState>,
+    pub(crate) next_table_id: AtomicU64,
+    pub(crate) table_counters: Arc<TableCounters>,
+    counters: Counters,
+    syncer_stop: (Mutex<bool>, Condvar),
+}
+
+/// An LSM-tree key-value store inside one page-store file, with its log beside it.
+///
+/// ```
+/// use tern_lsm::{Db, Options};
+/// use tern_pagestore::MemoryVfs;
+/// use std::sync::Arc;
+///
+/// let db = Db::open_with(Arc::new(MemoryVfs::new()), "demo.tern".as_ref(), Options::default())?;
+/// db.put(b"apple", b"red")?;
+/// let before = db.snapshot();
+/// db.put(b"apple", b"green")?;
+/// db.delete(b"pear")?;
+/// assert_eq!(db.get(b"apple", None)?, Some(b"green".to_vec()));
+/// assert_eq!(db.get(b"apple", Some(&before))?, Some(b"red".to_vec()));
+/// let keys: Vec<Vec<u8>> = db.range(&b"a"[..]..&b"b"[..], None).map(|item| item.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+/// assert_eq!(keys, vec![b"apple".to_vec()]);
+/// db.close()?;
+/// # Ok::<(), tern_lsm::Error>(())
+/// ```
+pub struct Db {
+    inner: Arc<Inner>,
+    threads: Vec<JoinHandle<()>>,
+    closed: bool,
+}
+
+/// The log's path for a database file: `<file>.tern-wal` when the file is `<name>.tern`, else
+/// `<file>.tern-wal` appended.
+pub fn wal_path(path: &Path) -> PathBuf {
+    let mut wal = path.with_extension("");
+    if path.extension().is_some_and(|extension| extension != "tern") {
+        wal = path.to_path_buf();
+    }
+    let mut name = wal.into_os_string();
+    name.push(".tern-wal");
+    PathBuf::from(name)
+}
+
+impl Db {
+    /// Opens (or creates) the database at `path` on the real file system.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Self::open_with(Arc::new(OsVfs), path.as_ref(), options)
+    }
+
+    /// Opens (or creates) the database at `path` on `vfs`, replaying its log.
+    pub fn open_with(vfs: Arc<dyn Vfs>, path: &Path, options: Options) -> Result<Db> {
+        options.validate()?;
+        let fresh = !vfs.exists(path);
+        let pool = if fresh {
+            BufferPool::create_with(vfs.clone(), path, options.page_size, options.pool.clone())?
+        } else {
+            BufferPool::open_with(vfs.clone(), path, options.pool.clone())?
+        };
+        let pool = Arc::new(pool);
+        let wal_path = wal_path(path);
+        let mut next_wal_path = wal_path.clone().into_os_string();
+        next_wal_path.push(".next");
+        let table_counters = Arc::new(TableCounters::default());
+
+        let root = pool.root();
+        let (location, header, metas) = if root.is_empty() {
+            (None, ManifestHeader { next_table_id: 1, ..ManifestHeader::default() }, Vec::new())
+        } else {
+            let location = version::decode_root(&root)?;
+            let bytes = version::read_pages(&pool, &location)?;
+            let (header, metas) = version::decode(&bytes)?;
+            (Some(location), header, metas)
+        };
+        let mut version = Version::default();
+        for (level, meta) in metas {
+            let resident = level < options.resident_index_levels;
+            version.levels[level].push(Arc::new(Table::open(pool.clone(), meta, resident, table_counters.clone())?));
+        }
+        version.sort();
+        version.check()?;
+        let mut last_sequence = header.last_sequence;
+
+        // Replay the logs into a memtable.
+        let recovered = Memtable::new();
+        let mut replayed_to = 0u64;
+        for log in [&wal_path, &PathBuf::from(&next_wal_path)] {
+            let replay = wal::replay(vfs.as_ref(), log, &mut replayed_to, |record| {
+                let mut sequence = record.first_sequence;
+                WriteBatch::for_each(record.batch, record.count, |kind, key, value| {
+                    if sequence > header.flushed_sequence {
+                        recovered.insert(key, sequence, kind, value);
+                    }
+                    sequence += 1;
+                })
+            })?;
+            if let Some((offset, reason)) = &replay.tail {
+                tracing::warn!(log = %log.display(), offset, reason, "log ends in a torn or damaged record; replayed up to it");
+            }
+        }
+        last_sequence = last_sequence.max(replayed_to).max(recovered.max_sequence());
+        if last_sequence >= MAX_SEQUENCE {
+            return Err(Error::corruption("log", "sequence numbers exhausted"));
+        }
+
+        let inner = Arc::new(Inner {
+            options,
+            pool: pool.clone(),
+            vfs: vfs.clone(),
+            wal_path: wal_path.clone(),
+            next_wal_path: PathBuf::from(next_wal_path),
+            current: RwLock::new(Arc::new(ReadView {
+                mem: Arc::new(Memtable::new()),
+                imm: None,
+                version: Arc::new(version),
+            })),
+            state: Mutex::new(State {
+                bg_error: None,
+                shutting_down: false,
+                compacting: false,
+                compact_pointers: Default::default(),
+            }),
+            changed: Condvar::new(),
+            queue: Mutex::new(VecDeque::new()),
+            queue_changed: Condvar::new(),
+            wal: Mutex::new(WalState {
+                wal: Wal { path: wal_path.clone(), file: Arc::new(NoFile), offset: 0, unsynced: false },
+                last_sequence,
+                buffer: Vec::new(),
+            }),
+            visible_sequence: AtomicU64::new(last_sequence),
+            snapshots: Arc::default(),
+            install: Mutex::new(ManifestState {
+                location: location.unwrap_or(ManifestLocation { first_page: 0, pages: 0, len: 0, crc: 0 }),
+                header,
+            }),
+            next_table_id: AtomicU64::new(header.next_table_id),
+            table_counters,
+            counters: Counters::default(),
+            syncer_stop: (Mutex::new(false), Condvar::new()),
+        });
+
+        // Recovered writes go to a level-0 table, so the logs can start afresh.
+        {
+            let mut install = inner.install.lock();
+            let mut version = (*inner.view().version).clone();
+            if !recovered.is_empty() {
+                let metas = inner.write_tables(&mut MemCursor::new(Arc::new(recovered), None, true), None, 32 << 20)?;
+                for meta in metas {
+                    version.levels[0].push(Arc::new(inner.open_table(meta, 0)?));
+                }
+                version.sort();
+            }
+            if location.is_none() || replayed_to > header.flushed_sequence {
+                let header = ManifestHeader {
+                    next_table_id: inner.next_table_id.load(Ordering::SeqCst),
+                    flushed_sequence: last_sequence,
+                    last_sequence,
+                };
+                inner.persist(&mut install, &version, header)?;
+            }
+            inner.sweep_orphans(&install, &version)?;
+            *inner.current.write() =
+                Arc::new(ReadView { mem: Arc::new(Memtable::new()), imm: None, version: Arc::new(version) });
+        }
+        if vfs.exists(&inner.next_wal_path) {
+            vfs.remove(&inner.next_wal_path).map_err(|error| Error::io("remove", &inner.next_wal_path, error))?;
+        }
+        inner.wal.lock().wal = Wal::create(vfs.as_ref(), &wal_path)?;
+
+        let mut threads = Vec::new();
+        let spawn = |name: &str, work: fn(Arc<Inner>), inner: &Arc<Inner>| {
+            let inner = inner.clone();
+            std::thread::Builder::new()
+                .name(name.to_string())
+                .spawn(move || work(inner))
+                .map_err(|error| Error::io("spawn a thread for", Path::new(name), error))
+        };
+        threads.push(spawn("tern-lsm-flush", flush_loop, &inner)?);
+        threads.push(spawn("tern-lsm-compact", compaction_loop, &inner)?);
+        if let SyncPolicy::Interval(_) = inner.options.sync {
+            threads.push(spawn("tern-lsm-sync", sync_loop, &inner)?);
+        }
+        Ok(Db { inner, threads, closed: false })
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put(key, value)?;
+        self.write(batch).map(drop)
+    }
+
+    /// Removes `key`.
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete(key)?;
+        self.write(batch).map(drop)
+    }
+
+    /// Applies `batch` atomically and returns the sequence number of its last entry. Under
+    /// [`SyncPolicy::EveryCommit`] the batch is durable when this returns.
+    pub fn write(&self, batch: WriteBatch) -> Result<u64> {
+        if batch.is_empty() {
+            return Ok(self.inner.visible_sequence.load(Ordering::Acquire));
+        }
+        self.inner.submit(batch, false)
+    }
+
+    /// The value of `key` as of `snapshot` (or now).
+    pub fn get(&self, key: &[u8], snapshot: Option<&Snapshot>) -> Result<Option<Vec<u8>>> {
+        let sequence = self.read_sequence(snapshot);
+        let view = self.inner.view();
+        view.get(key, sequence)
+    }
+
+    /// Key-value pairs with keys in `range`, in key order (`.rev()` for descending), as of
+    /// `snapshot` (or now).
+    pub fn range<'k>(&self, range: impl RangeBounds<&'k [u8]>, snapshot: Option<&Snapshot>) -> DbIter {
+        let sequence = self.read_sequence(snapshot);
+        let owned = |bound: Bound<&&[u8]>| bound.map(|key| key.to_vec());
+        DbIter::new(self.inner.view(), sequence, owned(range.start_bound()), owned(range.end_bound()))
+    }
+
+    /// Every key-value pair, in key order.
+    pub fn iter(&self, snapshot: Option<&Snapshot>) -> DbIter {
+        DbIter::new(self.inner.view(), self.read_sequence(snapshot), Bound::Unbounded, Bound::Unbounded)
+    }
+
+    fn read_sequence(&self, snapshot: Option<&Snapshot>) -> u64 {
+        // The sequence is read before the view: every write at or below it is in the view.
+        snapshot.map_or_else(|| self.inner.visible_sequence.load(Ordering::Acquire), |snapshot| snapshot.sequence)
+    }
+
+    /// Pins the current state for reads until the snapshot is dropped.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut registry = self.inner.snapshots.lock();
+        let sequence = self.inner.visible_sequence.load(Ordering::Acquire);
+        *registry.entry(sequence).or_insert(0) += 1;
+        Snapshot { sequence, registry: self.inner.snapshots.clone() }
+    }
+
+    /// The sequence number of the latest write visible to reads.
+    pub fn latest_sequence(&self) -> u64 {
+        self.inner.visible_sequence.load(Ordering::Acquire)
+    }
+
+    /// Writes the memtable to a level-0 table and waits until it is durable in the page store.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.submit(WriteBatch::new(), true)?;
+        let mut state = self.inner.state.lock();
+        while self.inner.view().imm.is_some() {
+            if let Some(error) = &state.bg_error {
+                return Err(Error::ReadOnly(error.clone()));
+            }
+            self.inner.changed.wait(&mut state);
+        }
+        Ok(())
+    }
+
+    /// Flushes, then compacts every table whose keys meet `range` down to the deepest level
+    /// that holds data, dropping versions no snapshot needs and tombstones at the bottom.
+    pub fn compact_range<'k>(&self, range: impl RangeBounds<&'k [u8]>) -> Result<()> {
+        let owned = |bound: Bound<&&[u8]>| bound.map(|key| key.to_vec());
+        let range = (owned(range.start_bound()), owned(range.end_bound()));
+        self.flush()?;
+        let inner = &self.inner;
+        {
+            let mut state = inner.state.lock();
+            while state.compacting {
+                inner.changed.wait(&mut state);
+            }
+            state.compacting = true;
+        }
+        let result = (|| {
+            let deepest = {
+                let view = inner.view();
+                (0..NUM_LEVELS).rev().find(|&level| !view.version.levels[level].is_empty()).unwrap_or(0)
+            };
+            for level in 0..deepest.max(1).min(NUM_LEVELS - 1) {
+                let view = inner.view();
+                if let Some(compaction) = compaction::manual(&view.version, level, &range) {
+                    inner.run_compaction(compaction)?;
+                }
+            }
+            Ok(())
+        })();
+        inner.state.lock().compacting = false;
+        inner.changed.notify_all();
+        result
+    }
+
+    /// Sizes and counters.
+    pub fn stats(&self) -> Stats {
+        let inner = &self.inner;
+        let view = inner.view();
+        let counter = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let mut stats = Stats {
+            levels: (0..NUM_LEVELS)
+                .map(|level| LevelStats {
+                    tables: view.version.levels[level].len(),
+                    bytes: view.version.level_bytes(level),
+                })
+                .collect(),
+            memtable_bytes: view.mem.approximate_bytes(),
+            immutable_memtable_bytes: view.imm.as_ref().map_or(0, |imm| imm.approximate_bytes()),
+            last_sequence: inner.visible_sequence.load(Ordering::Acquire),
+            live_snapshots: inner.snapshots.lock().values().sum(),
+            batches: counter(&inner.counters.batches),
+            write_groups: counter(&inner.counters.write_groups),
+            wal_bytes: counter(&inner.counters.wal_bytes),
+            wal_syncs: counter(&inner.counters.wal_syncs),
+            flushes: counter(&inner.counters.flushes),
+            compactions: counter(&inner.counters.compactions),
+            trivial_moves: counter(&inner.counters.trivial_moves),
+            compaction_bytes_read: counter(&inner.counters.compaction_bytes_read),
+            compaction_bytes_written: counter(&inner.counters.compaction_bytes_written),
+            slowdowns: counter(&inner.counters.slowdowns),
+            stops: counter(&inner.counters.stops),
+            filter_checks: counter(&inner.table_counters.filter_checks),
+            filter_negatives: counter(&inner.table_counters.filter_negatives),
+            block_reads: counter(&inner.table_counters.block_reads),
+            pool: inner.pool.stats(),
+            ..Stats::default()
+        };
+        for (_, table) in view.version.tables() {
+            let resident = table.resident_bytes() as u64;
+            stats.resident_index_bytes += resident;
+            if resident == 0 {
+                stats.pooled_index_bytes += table.index_and_filter_bytes() as u64;
+            }
+        }
+        stats
+    }
+
+    /// Verifies every table (checksums through the page store, key order, filters, entry
+    /// counts), the level invariants, and that the allocated pages are exactly the tables' and
+    /// the manifest's. Returns the number of entries in tables.
+    pub fn check(&self) -> Result<u64> {
+        let inner = &self.inner;
+        let install = inner.install.lock();
+        let view = inner.view();
+        view.version.check()?;
+        let mut entries = 0;
+        for (_, table) in view.version.tables() {
+            entries += table.verify()?;
+        }
+        let mut owner: BTreeMap<u64, String> = BTreeMap::new();
+        let mut claim = |pages: std::ops::Range<u64>, name: String| {
+            for page in pages {
+                if let Some(previous) = owner.insert(page, name.clone()) {
+                    return Err(Error::corruption(
+                        "page ownership",
+                        format!("page {page} belongs to {previous} and {name}"),
+                    ));
+                }
+            }
+            Ok(())
+        };
+        claim(
+            install.location.first_page..install.location.first_page + install.location.pages,
+            "the manifest".into(),
+        )?;
+        for (level, table) in view.version.tables() {
+            claim(table.meta.pages(), format!("table {} of level {level}", table.meta.id))?;
+        }
+        for (page, name) in &owner {
+            if !inner.pool.is_allocated(*page) {
+                return Err(Error::corruption("allocation bitmap", format!("page {page} of {name} is not allocated")));
+            }
+        }
+        Ok(entries)
+    }
+
+    /// The buffer pool (statistics, tests).
+    pub fn pool(&self) -> &BufferPool {
+        &self.inner.pool
+    }
+
+    /// Stops the background threads, syncs the log and checkpoints the page store.
+    pub fn close(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        self.inner.state.lock().shutting_down = true;
+        self.inner.changed.notify_all();
+        *self.inner.syncer_stop.0.lock() = true;
+        self.inner.syncer_stop.1.notify_all();
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+        let failed = self.inner.state.lock().bg_error.clone();
+        let mut wal = self.inner.wal.lock();
+        if wal.wal.unsynced && failed.is_none() {
+            wal.wal.sync()?;
+        }
+        drop(wal);
+        if failed.is_none() {
+            self.inner.pool.checkpoint()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if let Err(error) = self.shutdown() {
+            tracing::warn!(%error, "closing the database failed");
+        }
+    }
+}
+
+/// Placeholder for the log before recovery has created it; never written.
+struct NoFile;
+
+impl tern_pagestore::vfs::VfsFile for NoFile {
+    fn read_exact_at(&self, _: &mut [u8], _: u64) -> std::io::Result<()> {
+        Err(std::io::Error::other("the log is not open"))
+    }
+    fn write_all_at(&self, _: &[u8], _: u64) -> std::io::Result<()> {
+        Err(std::io::Error::other("the log is not open"))
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn size(&self) -> std::io::Result<u64> {
+        Ok(0)
+    }
+    fn allocate(&self, _: u64) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Inner {
+    pub(crate) fn view(&self) -> Arc<ReadView> {
+        self.current.read().clone()
+    }
+
+    fn set_view(&self, view: ReadView) {
+        *self.current.write() = Arc::new(view);
+    }
+
+    pub(crate) fn open_table(&self, meta: TableMeta, level: usize) -> Result<Table> {
+        Table::open(self.pool.clone(), meta, level < self.options.resident_index_levels, self.table_counters.clone())
+    }
+
+    fn fail(&self, error: &Error) {
+        let mut state = self.state.lock();
+        if state.bg_error.is_none() {
+            tracing::error!(%error, "the database stops accepting writes");
+            state.bg_error = Some(error.to_string());
+        }
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// Queues a batch; the writer at the head of the queue commits everyone queued behind it
+    /// (up to `MAX_WRITE_GROUP_BYTES`) with one log write and one sync.
+    fn submit(&self, batch: WriteBatch, rotate: bool) -> Result<u64> {
+        let writer = Arc::new(Writer { batch, rotate, result: Mutex::new(None) });
+        let mut queue = self.queue.lock();
+        queue.push_back(writer.clone());
+        loop {
+            if let Some(result) = writer.result.lock().take() {
+                return result;
+            }
+            if Arc::ptr_eq(queue.front().expect("queued"), &writer) {
+                break;
+            }
+            self.queue_changed.wait(&mut queue);
+        }
+        let mut bytes = 0;
+        let group: Vec<Arc<Writer>> = queue
+            .iter()
+            .take_while(|member| {
+                bytes += member.batch.size_bytes();
+                bytes <= MAX_WRITE_GROUP_BYTES || Arc::ptr_eq(member, &writer)
+            })
+            .cloned()
+            .collect();
+        drop(queue);
+        let result = self.commit_group(&group);
+        let mut queue = self.queue.lock();
+        for (index, member) in group.iter().enumerate() {
+            queue.pop_front();
+            if index > 0 {
+                *member.result.lock() = Some(match &result {
+                    Ok(sequences) => Ok(sequences[index]),
+                    Err(error) => Err(error.share()),
+                });
+            }
+        }
+        drop(queue);
+        self.queue_changed.notify_all();
+        result.map(|sequences| sequences[0])
+    }
+
+    /// Logs and applies a write group; returns the last sequence of each member's batch.
+    fn commit_group(&self, group: &[Arc<Writer>]) -> Result<Vec<u64>> {
+        self.make_room(group.iter().any(|member| member.rotate))?;
+        let mut wal = self.wal.lock();
+        let wal = &mut *wal;
+        let mut sequence = wal.last_sequence;
+        let mut last = Vec::with_capacity(group.len());
+        wal.buffer.clear();
+        for member in group {
+            if !member.batch.is_empty() {
+                wal::encode_record(&mut wal.buffer, sequence + 1, &member.batch);
+                sequence += member.batch.count as u64;
+            }
+            last.push(sequence);
+        }
+        if sequence >= MAX_SEQUENCE {
+            return Err(Error::ReadOnly("sequence numbers exhausted".into()));
+        }
+        if wal.buffer.is_empty() {
+            return Ok(last);
+        }
+        let logged = wal.wal.append(&wal.buffer).and_then(|()| match self.options.sync {
+            SyncPolicy::EveryCommit => {
+                bump(&self.counters.wal_syncs, 1);
+                wal.wal.sync()
+            }
+            _ => Ok(()),
+        });
+        if let Err(error) = logged {
+            // What reached the log is unknown: refuse writes until the log is replayed.
+            self.fail(&error);
+            return Err(error);
+        }
+        bump(&self.counters.write_groups, 1);
+        bump(&self.counters.batches, group.iter().filter(|member| !member.batch.is_empty()).count() as u64);
+        bump(&self.counters.wal_bytes, wal.buffer.len() as u64);
+        let mem = self.view().mem.clone();
+        let mut next = wal.last_sequence + 1;
+        for member in group {
+            WriteBatch::for_each(&member.batch.data, member.batch.count, |kind, key, value| {
+                mem.insert(key, next, kind, value);
+                next += 1;
+            })?;
+        }
+        wal.last_sequence = sequence;
+        self.visible_sequence.store(sequence, Ordering::Release);
+        Ok(last)
+    }
+
+    /// Called by the group leader before logging: delays or stops writes while level 0 backs
+    /// up, and makes a full memtable immutable (switching to a new log file) for the flush
+    /// thread. With `rotate`, makes a non-empty memtable immutable even if it is not full.
+    fn make_room(&self, mut rotate: bool) -> Result<()> {
+        let mut slowed = false;
+        let mut state = self.state.lock();
+        loop {
+            if let Some(error) = &state.bg_error {
+                return Err(Error::ReadOnly(error.clone()));
+            }
+            if state.shutting_down {
+                return Err(Error::Closed);
+            }
+            let view = self.view();
+            let level0 = view.version.levels[0].len();
+            if level0 >= self.options.level0_stop_trigger {
+                bump(&self.counters.stops, 1);
+                self.changed.wait(&mut state);
+                continue;
+            }
+            if level0 >= self.options.level0_slowdown_trigger && !slowed {
+                bump(&self.counters.slowdowns, 1);
+                slowed = true;
+                parking_lot::MutexGuard::unlocked(&mut state, || std::thread::sleep(Duration::from_millis(1)));
+                continue;
+            }
+            let full = view.mem.approximate_bytes() >= self.options.memtable_size;
+            if !(full || rotate && !view.mem.is_empty()) {
+                return Ok(());
+            }
+            if view.imm.is_some() {
+                bump(&self.counters.stops, 1);
+                self.changed.wait(&mut state);
+                continue;
+            }
+            // Seal the current log (it must be complete before the next one starts), then
+            // direct writes to the next one.
+            let switched = {
+                let mut wal = self.wal.lock();
+                wal.wal
+                    .sync()
+                    .and_then(|()| Wal::create(self.vfs.as_ref(), &self.next_wal_path))
+                    .map(|next| wal.wal = next)
+            };
+            if let Err(error) = switched {
+                state.bg_error = Some(error.to_string());
+                self.changed.notify_all();
+                return Err(error);
+            }
+            self.set_view(ReadView {
+                mem: Arc::new(Memtable::new()),
+                imm: Some(view.mem.clone()),
+                version: view.version.clone(),
+            });
+            self.changed.notify_all();
+            rotate = false;
+        }
+    }
+
+    /// The oldest sequence some reader may still read at.
+    pub(crate) fn smallest_snapshot(&self) -> u64 {
+        let registry = self.snapshots.lock();
+        let visible = self.visible_sequence.load(Ordering::Acquire);
+        registry.keys().next().copied().unwrap_or(visible).min(visible)
+    }
+
+    /// Writes the entries of `cursor` to new tables, starting a new table once one reaches
+    /// `split_at` bytes at a user-key boundary (so that all versions of a key stay in one
+    /// table). `keep` decides for each entry whether it survives (compaction); `None` keeps
+    /// all. Returns the tables' descriptions.
+    pub(crate) fn write_tables(
+        &self,
+        cursor: &mut dyn Cursor,
+        mut keep: Option<&mut dyn FnMut(&[u8]) -> Result<bool>>,
+        split_at: usize,
+    ) -> Result<Vec<TableMeta>> {
+        let payload = self.pool.payload_size();
+        let mut metas = Vec::new();
+        let mut builder = TableBuilder::new(payload, self.options.bloom_bits_per_key);
+        let result = (|| {
+            let mut since_check = 0u32;
+            while cursor.valid() {
+                let key = cursor.key();
+                if let Some(keep) = keep.as_mut()
+                    && !keep(key)?
+                {
+                    cursor.advance()?;
+                    continue;
+                }
+                if builder.estimated_size() >= split_at && keys::user_key(builder.last_key()) != keys::user_key(key) {
+                    let id = self.next_table_id.fetch_add(1, Ordering::SeqCst);
+                    let full =
+                        std::mem::replace(&mut builder, TableBuilder::new(payload, self.options.bloom_bits_per_key));
+                    metas.push(full.finish(&self.pool, id)?);
+                }
+                builder.add(key, cursor.value());
+                cursor.advance()?;
+                since_check += 1;
+                if since_check == 4096 {
+                    since_check = 0;
+                    if self.state.lock().shutting_down {
+                        return Err(Error::Closed);
+                    }
+                }
+            }
+            if !builder.is_empty() {
+                let id = self.next_table_id.fetch_add(1, Ordering::SeqCst);
+                metas.push(builder.finish(&self.pool, id)?);
+            }
+            Ok(())
+        })();
+        if let Err(error) = result {
+            for meta in &metas {
+                for page in meta.pages() {
+                    let _ = self.pool.release(page);
+                }
+            }
+            return Err(error);
+        }
+        Ok(metas)
+    }
+
+    /// Writes a manifest for `version` and makes it current with a checkpoint of the page
+    /// store (which also makes every table page written so far durable).
+    fn persist(&self, manifest: &mut ManifestState, version: &Version, header: ManifestHeader) -> Result<()> {
+        let tables: Vec<(usize, &TableMeta)> = version.tables().map(|(level, table)| (level, &table.meta)).collect();
+        let bytes = version::encode(&header, &tables);
+        let location = version::write_pages(&self.pool, &bytes)?;
+        if let Err(error) = self.pool.checkpoint_with_root(&version::encode_root(&location)) {
+            for page in location.first_page..location.first_page + location.pages {
+                let _ = self.pool.release(page);
+            }
+            return Err(error.into());
+        }
+        let old = std::mem::replace(&mut manifest.location, location);
+        for page in old.first_page..old.first_page + old.pages {
+            self.pool.release(page)?;
+        }
+        manifest.header = header;
+        Ok(())
+    }
+
+    /// Frees pages no table or manifest owns: tables a crash interrupted before their
+    /// manifest was written, or obsolete tables a crash kept from being freed.
+    fn sweep_orphans(&self, manifest: &ManifestState, version: &Version) -> Result<()> {
+        let mut owned: HashSet<u64> =
+            (manifest.location.first_page..manifest.location.first_page + manifest.location.pages).collect();
+        for (_, table) in version.tables() {
+            owned.extend(table.meta.pages());
+        }
+        let orphans: Vec<u64> = self.pool.allocated_pages().into_iter().filter(|page| !owned.contains(page)).collect();
+        if !orphans.is_empty() {
+            tracing::info!(pages = orphans.len(), "freeing pages no table owns");
+            for page in orphans {
+                self.pool.release(page)?;
+            }
+            self.pool.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    fn manifest_header(&self, manifest: &ManifestState, flushed_sequence: u64) -> ManifestHeader {
+        ManifestHeader {
+            next_table_id: self.next_table_id.load(Ordering::SeqCst),
+            flushed_sequence,
+            last_sequence: self.visible_sequence.load(Ordering::Acquire).max(manifest.header.last_sequence),
+        }
+    }
+
+    /// Writes the immutable memtable to a level-0 table, installs it, and retires the log
+    /// that covered it.
+    fn flush_immutable(&self, imm: Arc<Memtable>) -> Result<()> {
+        let metas = self.write_tables(&mut MemCursor::new(imm.clone(), None, true), None, usize::MAX)?;
+        let mut manifest = self.install.lock();
+        let view = self.view();
+        let mut version = (*view.version).clone();
+        for meta in metas {
+            version.levels[0].push(Arc::new(self.open_table(meta, 0)?));
+        }
+        version.sort();
+        let header = self.manifest_header(&manifest, imm.max_sequence().max(manifest.header.flushed_sequence));
+        self.persist(&mut manifest, &version, header)?;
+        // The tables now hold everything the sealed log did.
+        let io = |op, path: &Path, result: std::io::Result<()>| result.map_err(|error| Error::io(op, path, error));
+        io("remove", &self.wal_path, self.vfs.remove(&self.wal_path))?;
+        io("rename", &self.next_wal_path, self.vfs.rename(&self.next_wal_path, &self.wal_path))?;
+        io("sync directory of", &self.wal_path, self.vfs.sync_directory(&self.wal_path))?;
+        self.wal.lock().wal.path = self.wal_path.clone();
+        let state = self.state.lock();
+        let current = self.view();
+        self.set_view(ReadView { mem: current.mem.clone(), imm: None, version: Arc::new(version) });
+        drop(state);
+        bump(&self.counters.flushes, 1);
+        self.changed.notify_all();
+        Ok(())
+    }
+
+    /// Runs one compaction and installs its result.
+    fn run_compaction(&self, compaction: Compaction) -> Result<()> {
+        let output_level = compaction.level + 1;
+        if compaction.is_trivial_move() {
+            let table = &compaction.inputs[0][0];
+            let mut manifest = self.install.lock();
+            let view = self.view();
+            let mut version = (*view.version).clone();
+            version.levels[compaction.level].retain(|other| other.meta.id != table.meta.id);
+            version.levels[output_level].push(Arc::new(self.open_table(table.meta.clone(), output_level)?));
+            version.sort();
+            let header = self.manifest_header(&manifest, manifest.header.flushed_sequence);
+            self.persist(&mut manifest, &version, header)?;
+            self.install_version(version);
+            bump(&self.counters.trivial_moves, 1);
+            return Ok(());
+        }
+        let smallest_snapshot = self.smallest_snapshot();
+        let view = self.view();
+        let inputs: Vec<Arc<Table>> = compaction.inputs.iter().flatten().cloned().collect();
+        let cursors: Vec<Box<dyn Cursor>> = inputs
+            .iter()
+            .map(|table| TableCursor::new(table.clone(), None, true).map(|cursor| Box::new(cursor) as Box<dyn Cursor>))
+            .collect::<Result<_>>()?;
+        let mut merged = MergingCursor::new(cursors, true);
+        let mut last_user: Option<Vec<u8>> = None;
+        let mut newer_sequence = u64::MAX;
+        let mut keep = |key: &[u8]| -> Result<bool> {
+            let user = keys::user_key(key);
+            if last_user.as_deref() != Some(user) {
+                last_user = Some(user.to_vec());
+                newer_sequence = u64::MAX;
+            }
+            let sequence = keys::sequence_of(key);
+            // A newer version every reader sees hides this one.
+            let hidden = newer_sequence <= smallest_snapshot;
+            let dead_tombstone = keys::kind_of(key)? == Kind::Delete
+                && sequence <= smallest_snapshot
+                && compaction::is_bottom_for(&view.version, output_level, user);
+            newer_sequence = sequence;
+            Ok(!hidden && !dead_tombstone)
+        };
+        let metas = self.write_tables(&mut merged, Some(&mut keep), self.options.table_target_size)?;
+        let written: u64 = metas.iter().map(|meta| meta.page_count * self.pool.page_size() as u64).sum();
+        let read: u64 = inputs.iter().map(|table| table.size_bytes()).sum();
+        let mut manifest = self.install.lock();
+        let current = self.view();
+        let mut version = (*current.version).clone();
+        for (offset, tables) in compaction.inputs.iter().enumerate() {
+            let ids: HashSet<u64> = tables.iter().map(|table| table.meta.id).collect();
+            version.levels[compaction.level + offset].retain(|table| !ids.contains(&table.meta.id));
+        }
+        for meta in metas {
+            version.levels[output_level].push(Arc::new(self.open_table(meta, output_level)?));
+        }
+        version.sort();
+        version.check()?;
+        let header = self.manifest_header(&manifest, manifest.header.flushed_sequence);
+        self.persist(&mut manifest, &version, header)?;
+        for table in &inputs {
+            table.mark_obsolete();
+        }
+        self.install_version(version);
+        bump(&self.counters.compactions, 1);
+        bump(&self.counters.compaction_bytes_read, read);
+        bump(&self.counters.compaction_bytes_written, written);
+        Ok(())
+    }
+
+    fn install_version(&self, version: Version) {
+        let state = self.state.lock();
+        let current = self.view();
+        self.set_view(ReadView { mem: current.mem.clone(), imm: current.imm.clone(), version: Arc::new(version) });
+        drop(state);
+        self.changed.notify_all();
+    }
+}
+
+fn flush_loop(inner: Arc<Inner>) {
+    loop {
+        let imm = {
+            let mut state = inner.state.lock();
+            loop {
+                if state.shutting_down {
+                    return;
+                }
+                if state.bg_error.is_none()
+                    && let Some(imm) = inner.view().imm.clone()
+                {
+                    break imm;
+                }
+                inner.changed.wait(&mut state);
+            }
+        };
+        if let Err(error) = inner.flush_immutable(imm) {
+            if !matches!(error, Error::Closed) {
+                inner.fail(&error);
+            }
+        }
+    }
+}
+
+fn compaction_loop(inner: Arc<Inner>) {
+    loop {
+        let compaction = {
+            let mut state = inner.state.lock();
+            loop {
+                if state.shutting_down {
+                    return;
+                }
+                if state.bg_error.is_none() && !state.compacting {
+                    let view = inner.view();
+                    if let Some(compaction) =
+                        compaction::pick(&view.version, &inner.options, &mut state.compact_pointers)
+                    {
+                        state.compacting = true;
+                        break compaction;
+                    }
+                }
+                inner.changed.wait(&mut state);
+            }
+        };
+        let result = inner.run_compaction(compaction);
+        inner.state.lock().compacting = false;
+        inner.changed.notify_all();
+        if let Err(error) = result {
+            if !matches!(error, Error::Closed) {
+                inner.fail(&error);
+            }
+        }
+    }
+}
+
+fn sync_loop(inner: Arc<Inner>) {
+    let SyncPolicy::Interval(interval) = inner.options.sync else { return };
+    let (stop, wake) = &inner.syncer_stop;
+    loop {
+        {
+            let mut stopped = stop.lock();
+            if *stopped {
+                return;
+            }
+            wake.wait_for(&mut stopped, interval);
+            if *stopped {
+                return;
+            }
+        }
+        let file = {
+            let mut wal = inner.wal.lock();
+            if !wal.wal.unsynced {
+                continue;
+            }
+            wal.wal.unsynced = false;
+            (wal.wal.file.clone(), wal.wal.path.clone())
+        };
+        bump(&inner.counters.wal_syncs, 1);
+        if let Err(error) = file.0.sync() {
+            inner.fail(&Error::io("sync", &file.1, error));
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! Iteration: cursors over each source (memtables, tables, levels), a merging cursor over all
+//! of them, and [`DbIter`], which turns internal entries into the user's view at a snapshot.
+//!
+//! A cursor moves in one direction only. `DbIter` is double-ended by keeping two merged
+//! cursors, one from each end, that stop where they meet.
+
+use crate::db::ReadView;
+use crate::error::Result;
+use crate::keys::{self, KIND_FOR_SEEK, Kind};
+use crate::limits::MAX_SEQUENCE;
+use crate::table::{Table, TableCursor};
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// A position in a sorted run of internal entries, moving one way.
+pub trait Cursor: Send {
+    fn valid(&self) -> bool;
+    /// The internal key (only while valid).
+    fn key(&self) -> &[u8];
+    fn value(&self) -> &[u8];
+    fn advance(&mut self) -> Result<()>;
+}
+
+/// The tables of one level L1+ (sorted, not overlapping), opened one at a time.
+pub struct LevelCursor {
+    tables: Vec<Arc<Table>>,
+    index: usize,
+    current: Option<TableCursor>,
+    forward: bool,
+}
+
+impl LevelCursor {
+    pub fn new(tables: Vec<Arc<Table>>, target: Option<&[u8]>, forward: bool) -> Result<LevelCursor> {
+        let index = match (target, forward) {
+            (Some(target), true) => {
+                tables.partition_point(|table| keys::compare(&table.meta.largest, target) == Ordering::Less)
+            }
+            (Some(target), false) => {
+                let after =
+                    tables.partition_point(|table| keys::compare(&table.meta.smallest, target) == Ordering::Less);
+                after.wrapping_sub(1)
+            }
+            (None, true) => 0,
+            (None, false) => tables.len().wrapping_sub(1),
+        };
+        let mut cursor = LevelCursor { tables, index, current: None, forward };
+        if cursor.index < cursor.tables.len() {
+            let table = cursor.tables[cursor.index].clone();
+            cursor.current = Some(TableCursor::new(table, target, forward)?);
+            cursor.skip_exhausted()?;
+        }
+        Ok(cursor)
+    }
+
+    fn skip_exhausted(&mut self) -> Result<()> {
+        while self.current.as_ref().is_some_and(|cursor| !cursor.valid()) {
+            self.index = if self.forward { self.index + 1 } else { self.index.wrapping_sub(1) };
+            self.current = match self.tables.get(self.index) {
+                Some(table) => Some(TableCursor::new(table.clone(), None, self.forward)?),
+                None => None,
+            };
+        }
+        Ok(())
+    }
+}
+
+impl Cursor for LevelCursor {
+    fn valid(&self) -> bool {
+        self.current.as_ref().is_some_and(|cursor| cursor.valid())
+    }
+
+    fn key(&self) -> &[u8] {
+        self.current.as_ref().expect("valid cursor").key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.current.as_ref().expect("valid cursor").value()
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        self.current.as_mut().expect("valid cursor").advance()?;
+        self.skip_exhausted()
+    }
+}
+
+/// Merges cursors that all move the same way; internal keys are unique across sources.
+pub struct MergingCursor {
+    cursors: Vec<Box<dyn Cursor>>,
+    forward: bool,
+    current: Option<usize>,
+}
+
+impl MergingCursor {
+    pub fn new(cursors: Vec<Box<dyn Cursor>>, forward: bool) -> MergingCursor {
+        let mut merging = MergingCursor { cursors, forward, current: None };
+        merging.pick();
+        merging
+    }
+
+    fn pick(&mut self) {
+        let wanted = if self.forward { Ordering::Less } else { Ordering::Greater };
+        let mut best: Option<usize> = None;
+        for (index, cursor) in self.cursors.iter().enumerate() {
+            if !cursor.valid() {
+                continue;
+            }
+            match best {
+                Some(best_index) if keys::compare(cursor.key(), self.cursors[best_index].key()) != wanted => {}
+                _ => best = Some(index),
+            }
+        }
+        self.current = best;
+    }
+}
+
+impl Cursor for MergingCursor {
+    fn valid(&self) -> bool {
+        self.current.is_some()
+    }
+
+    fn key(&self) -> &[u8] {
+        self.cursors[self.current.expect("valid cursor")].key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.cursors[self.current.expect("valid cursor")].value()
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        let current = self.current.expect("valid cursor");
+        self.cursors[current].advance()?;
+        self.pick();
+        Ok(())
+    }
+}
+
+/// Seek keys for user-key bounds: forward cursors start at the first entry at or after the
+/// key, backward cursors at the last entry before it. Sequence 0 is never assigned, so
+/// `(key, 0, 0)` sorts after every version of `key`.
+fn forward_target(lower: &Bound<Vec<u8>>) -> Option<Vec<u8>> {
+    match lower {
+        Bound::Included(key) => Some(keys::internal_key(key, MAX_SEQUENCE, KIND_FOR_SEEK)),
+        Bound::Excluded(key) => Some(keys::internal_key(key, 0, 0)),
+        Bound::Unbounded => None,
+    }
+}
+
+fn backward_target(upper: &Bound<Vec<u8>>) -> Option<Vec<u8>> {
+    match upper {
+        Bound::Included(key) => Some(keys::internal_key(key, 0, 0)),
+        Bound::Excluded(key) => Some(keys::internal_key(key, MAX_SEQUENCE, KIND_FOR_SEEK)),
+        Bound::Unbounded => None,
+    }
+}
+
+fn below_upper(upper: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+    match upper {
+        Bound::Included(bound) => key <= bound.as_slice(),
+        Bound::Excluded(bound) => key < bound.as_slice(),
+        Bound::Unbounded => true,
+    }
+}
+
+fn above_lower(lower: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+    match lower {
+        Bound::Included(bound) => key >= bound.as_slice(),
+        Bound::Excluded(bound) => key > bound.as_slice(),
+        Bound::Unbounded => true,
+    }
+}
+
+/// Key-value pairs of a key range as of a snapshot, in key order; `.rev()` and `next_back`
+/// go from the other end. Holds the tables and memtables it reads alive, not a page pin.
+pub struct DbIter {
+    view: Arc<ReadView>,
+    sequence: u64,
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+    front: Option<MergingCursor>,
+    back: Option<MergingCursor>,
+    /// The user key the front cursor stands in (its older versions are skipped).
+    front_key: Option<Vec<u8>>,
+    /// The last key returned from the back.
+    back_key: Option<Vec<u8>>,
+    done: bool,
+}
+
+impl DbIter {
+    pub(crate) fn new(view: Arc<ReadView>, sequence: u64, lower: Bound<Vec<u8>>, upper: Bound<Vec<u8>>) -> DbIter {
+        DbIter { view, sequence, lower, upper, front: None, back: None, front_key: None, back_key: None, done: false }
+    }
+
+    fn fail<T>(&mut self, error: crate::Error) -> Option<Result<T>> {
+        self.done = true;
+        Some(Err(error))
+    }
+
+    fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if self.front.is_none() {
+            let target = forward_target(&self.lower);
+            self.front = Some(self.view.merged(target.as_deref(), true)?);
+        }
+        let cursor = self.front.as_mut().expect("front cursor");
+        while cursor.valid() {
+            let key = cursor.key();
+            let user = keys::user_key(key);
+            if keys::sequence_of(key) > self.sequence || self.front_key.as_deref() == Some(user) {
+                cursor.advance()?;
+                continue;
+            }
+            if !below_upper(&self.upper, user) || self.back_key.as_deref().is_some_and(|back| user >= back) {
+                return Ok(None);
+            }
+            self.front_key = Some(user.to_vec());
+            if keys::kind_of(key)? == Kind::Put {
+                return Ok(Some((user.to_vec(), cursor.value().to_vec())));
+            }
+            cursor.advance()?;
+        }
+        Ok(None)
+    }
+
+    fn next_back_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if self.back.is_none() {
+            let target = backward_target(&self.upper);
+            self.back = Some(self.view.merged(target.as_deref(), false)?);
+        }
+        let cursor = self.back.as_mut().expect("back cursor");
+        // Versions of one user key arrive oldest first; the last visible one wins.
+        let mut pending: Option<(Vec<u8>, Option<Vec<u8>>)> = None;
+        loop {
+            let entry = if cursor.valid() {
+                let user = keys::user_key(cursor.key());
+                let stop = !above_lower(&self.lower, user)
+                    || self.front_key.as_deref().is_some_and(|front| user <= front)
+                    || self.back_key.as_deref().is_some_and(|back| user >= back);
+                (!stop).then_some(user)
+            } else {
+                None
+            };
+            let changed = match (&pending, entry) {
+                (Some((pending_user, _)), Some(user)) => pending_user.as_slice() != user,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if changed {
+                let (user, value) = pending.take().expect("pending entry");
+                if let Some(value) = value {
+                    self.back_key = Some(user.clone());
+                    return Ok(Some((user, value)));
+                }
+            }
+            let Some(user) = entry else { return Ok(None) };
+            let key = cursor.key();
+            if pending.is_none() {
+                pending = Some((user.to_vec(), None));
+            }
+            if keys::sequence_of(key) <= self.sequence {
+                let value = (keys::kind_of(key)? == Kind::Put).then(|| cursor.value().to_vec());
+                pending.as_mut().expect("pending entry").1 = value;
+            }
+            cursor.advance()?;
+        }
+    }
+}
+
+impl Iterator for DbIter {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.next_entry() {
+            Ok(Some(entry)) => Some(Ok(entry)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(error) => self.fail(error),
+        }
+    }
+}
+
+impl DoubleEndedIterator for DbIter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.next_back_entry() {
+            Ok(Some(entry)) => Some(Ok(entry)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(error) => self.fail(error),
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Versions (the set of tables of each level) and the manifest that records them.
+//!
+//! The manifest is written copy-on-write: a new manifest goes to freshly allocated pages, and
+//! the page store's checkpoint makes a root record pointing at it current in the same atomic
+//! step that makes the tables' pages durable. The old manifest's pages are then released.
+//!
+//! ```text
+//! root     := "TERNLSM\0" | format u32 | first_page u64 | pages u64 | len u64 | crc32c u32
+//! manifest := "TERNMANI" | next_table_id u64 | flushed_sequence u64 | last_sequence u64
+//!             | tables u32 | (level u8 | table meta)*
+//! ```
+
+use crate::error::{Error, Result};
+use crate::keys::{self, Reader};
+use crate::limits::NUM_LEVELS;
+use crate::table::{Table, TableMeta};
+use std::cmp::Ordering;
+use std::sync::Arc;
+use tern_pagestore::{BufferPool, PageId};
+
+const ROOT_MAGIC: &[u8; 8] = b"TERNLSM\0";
+const MANIFEST_MAGIC: &[u8; 8] = b"TERNMANI";
+const FORMAT: u32 = 1;
+
+/// The tables of every level. L0 tables may overlap and are ordered newest first; the tables of
+/// L1 and below are ordered by key and do not overlap.
+#[derive(Debug, Clone, Default)]
+pub struct Version {
+    pub levels: [Vec<Arc<Table>>; NUM_LEVELS],
+}
+
+impl Version {
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.levels[level].iter().map(|table| table.size_bytes()).sum()
+    }
+
+    pub fn tables(&self) -> impl Iterator<Item = (usize, &Arc<Table>)> {
+        self.levels.iter().enumerate().flat_map(|(level, tables)| tables.iter().map(move |table| (level, table)))
+    }
+
+    /// Tables of `level` whose user-key range meets `[smallest, largest]`.
+    pub fn overlapping(&self, level: usize, smallest: &[u8], largest: &[u8]) -> Vec<Arc<Table>> {
+        self.levels[level]
+            .iter()
+            .filter(|table| table.meta.largest_user_key() >= smallest && table.meta.smallest_user_key() <= largest)
+            .cloned()
+            .collect()
+    }
+
+    /// Puts each level in its order: L0 newest first, deeper levels by smallest key.
+    pub fn sort(&mut self) {
+        self.levels[0].sort_by(|a, b| b.meta.max_sequence.cmp(&a.meta.max_sequence).then(b.meta.id.cmp(&a.meta.id)));
+        for level in &mut self.levels[1..] {
+            level.sort_by(|a, b| keys::compare(&a.meta.smallest, &b.meta.smallest));
+        }
+    }
+
+    /// Checks the invariants of the levels (deeper levels sorted and disjoint).
+    pub fn check(&self) -> Result<()> {
+        for (level, tables) in self.levels.iter().enumerate().skip(1) {
+            for pair in tables.windows(2) {
+                if pair[0].meta.largest_user_key() >= pair[1].meta.smallest_user_key() {
+                    return Err(Error::corruption(
+                        "manifest",
+                        format!("tables {} and {} of level {level} overlap", pair[0].meta.id, pair[1].meta.id),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the manifest holds besides the tables.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ManifestHeader {
+    pub next_table_id: u64,
+    /// Every write with a sequence at or below this is in a table.
+    pub flushed_sequence: u64,
+    /// Highest sequence assigned when the manifest was written.
+    pub last_sequence: u64,
+}
+
+pub fn encode(header: &ManifestHeader, tables: &[(usize, &TableMeta)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(MANIFEST_MAGIC);
+    for value in [header.next_table_id, header.flushed_sequence, header.last_sequence] {
+        out.extend_from_slice(&value.to_le_bytes());
+    }
+    out.extend_from_slice(&(tables.len() as u32).to_le_bytes());
+    for (level, meta) in tables {
+        out.push(*level as u8);
+        meta.encode(&mut out);
+    }
+    out
+}
+
+pub fn decode(bytes: &[u8]) -> Result<(ManifestHeader, Vec<(usize, TableMeta)>)> {
+    let mut reader = Reader::new(bytes, "manifest");
+    if reader.bytes(8)? != MANIFEST_MAGIC {
+        return Err(Error::corruption("manifest", "bad magic number"));
+    }
+    let header =
+        ManifestHeader { next_table_id: reader.u64()?, flushed_sequence: reader.u64()?, last_sequence: reader.u64()? };
+    let count = reader.u32()?;
+    let mut tables = Vec::new();
+    for _ in 0..count {
+        let level = reader.u8()? as usize;
+        if level >= NUM_LEVELS {
+            return Err(Error::corruption("manifest", format!("level {level} out of range")));
+        }
+        let meta = TableMeta::decode(&mut reader)?;
+        if meta.id >= header.next_table_id || meta.max_sequence > header.last_sequence {
+            return Err(Error::corruption("manifest", format!("table {} is newer than the manifest", meta.id)));
+        }
+        tables.push((level, meta));
+    }
+    if !reader.is_empty() {
+        return Err(Error::corruption("manifest", "bytes after the last table"));
+    }
+    Ok((header, tables))
+}
+
+/// Where the current manifest lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ManifestLocation {
+    pub first_page: PageId,
+    pub pages: u64,
+    pub len: u64,
+    pub crc: u32,
+}
+
+pub fn encode_root(location: &ManifestLocation) -> Vec<u8> {
+    let mut out = Vec::with_capacity(44);
+    out.extend_from_slice(ROOT_MAGIC);
+    out.extend_from_slice(&FORMAT.to_le_bytes());
+    for value in [location.first_page, location.pages, location.len] {
+        out.extend_from_slice(&value.to_le_bytes());
+    }
+    out.extend_from_slice(&location.crc.to_le_bytes());
+    out
+}
+
+pub fn decode_root(root: &[u8]) -> Result<ManifestLocation> {
+    let mut reader = Reader::new(root, "root record");
+    if reader.bytes(8).ok() != Some(ROOT_MAGIC.as_slice()) {
+        return Err(Error::NotAnLsm("the page store's root record does not point to an LSM manifest".into()));
+    }
+    let format = reader.u32()?;
+    if format != FORMAT {
+        return Err(Error::NotAnLsm(format!("LSM format {format} is not supported")));
+    }
+    Ok(ManifestLocation { first_page: reader.u64()?, pages: reader.u64()?, len: reader.u64()?, crc: reader.u32()? })
+}
+
+/// Writes `bytes` to a fresh run of pages (dirty in the pool; the caller checkpoints).
+pub fn write_pages(pool: &BufferPool, bytes: &[u8]) -> Result<ManifestLocation> {
+    let payload = pool.payload_size();
+    let pages = bytes.len().div_ceil(payload).max(1) as u64;
+    let first_page = pool.alloc_run(pages)?;
+    let written = (|| {
+        for (index, chunk) in bytes.chunks(payload).enumerate() {
+            let mut guard = pool.pin_overwrite(first_page + index as u64)?;
+            guard[..chunk.len()].copy_from_slice(chunk);
+        }
+        Ok::<_, Error>(())
+    })();
+    if let Err(error) = written {
+        for page in first_page..first_page + pages {
+            let _ = pool.release(page);
+        }
+        return Err(error);
+    }
+    Ok(ManifestLocation { first_page, pages, len: bytes.len() as u64, crc: crc32c::crc32c(bytes) })
+}
+
+/// Reads the manifest at `location` and checks its checksum.
+pub fn read_pages(pool: &BufferPool, location: &ManifestLocation) -> Result<Vec<u8>> {
+    let payload = pool.payload_size() as u64;
+    if location.pages == 0 || location.len > location.pages * payload || location.len.div_ceil(payload) > location.pages
+    {
+        return Err(Error::corruption("root record", "manifest length does not match its pages"));
+    }
+    let mut bytes = Vec::with_capacity(location.len as usize);
+    for page in location.first_page..location.first_page + location.pages {
+        let guard = pool.pin_read(page)?;
+        let take = (location.len as usize - bytes.len()).min(guard.len());
+        bytes.extend_from_slice(&guard[..take]);
+    }
+    if crc32c::crc32c(&bytes) != location.crc {
+        return Err(Error::corruption("manifest", format!("checksum mismatch (pages from {})", location.first_page)));
+    }
+    Ok(bytes)
+}
+
+/// Orders tables of one level by key for binary search (used by gets).
+pub fn find_in_level<'a>(tables: &'a [Arc<Table>], lookup: &[u8]) -> Option<&'a Arc<Table>> {
+    let index = tables.partition_point(|table| keys::compare(&table.meta.largest, lookup) == Ordering::Less);
+    tables.get(index).filter(|table| table.meta.smallest_user_key() <= keys::user_key(lookup))
+}

@@ -1,0 +1,155 @@
+//! The write-ahead log: `<name>.tern-wal`, plus `<name>.tern-wal.next` while a full memtable is
+//! being written to a table.
+//!
+//! ```text
+//! file   := header (16 bytes: "TERNWAL\0", format u32, 0 u32) | record*
+//! record := crc32c u32 (of everything after it) | len u32 | first_sequence u64 | count u32 | batch
+//! ```
+//! One record per write batch; a write group appends its records with one write and, under
+//! the default policy, one fsync. Recovery reads records until the first one that is short,
+//! fails its checksum or does not continue the sequence numbers: that is the torn tail of a
+//! crash, and everything before it is replayed.
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::keys::Reader;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tern_pagestore::vfs::{OpenOptions, Vfs, VfsFile};
+
+const MAGIC: &[u8; 8] = b"TERNWAL\0";
+const FORMAT: u32 = 1;
+pub const HEADER_SIZE: u64 = 16;
+/// Record bytes before the batch: crc, len, first sequence, count.
+pub const RECORD_OVERHEAD: usize = 20;
+
+/// The log file being appended to.
+pub struct Wal {
+    pub path: PathBuf,
+    pub file: Arc<dyn VfsFile>,
+    pub offset: u64,
+    /// Bytes written since the last sync.
+    pub unsynced: bool,
+}
+
+impl Wal {
+    /// Creates an empty log at `path` (replacing any file there) and makes it durable.
+    pub fn create(vfs: &dyn Vfs, path: &Path) -> Result<Wal> {
+        if vfs.exists(path) {
+            vfs.remove(path).map_err(|error| Error::io("remove", path, error))?;
+        }
+        let file = vfs
+            .open(path, OpenOptions { create_new: true, direct_io: false })
+            .map_err(|e| Error::io("create", path, e))?;
+        let mut header = Vec::with_capacity(HEADER_SIZE as usize);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&FORMAT.to_le_bytes());
+        header.extend_from_slice(&0u32.to_le_bytes());
+        file.write_all_at(&header, 0).map_err(|error| Error::io("write", path, error))?;
+        file.sync().map_err(|error| Error::io("sync", path, error))?;
+        vfs.sync_directory(path).map_err(|error| Error::io("sync directory of", path, error))?;
+        Ok(Wal { path: path.to_path_buf(), file: Arc::from(file), offset: HEADER_SIZE, unsynced: false })
+    }
+
+    /// Appends `records` (already encoded) with one write.
+    pub fn append(&mut self, records: &[u8]) -> Result<()> {
+        self.file.write_all_at(records, self.offset).map_err(|error| Error::io("write", &self.path, error))?;
+        self.offset += records.len() as u64;
+        self.unsynced = true;
+        Ok(())
+    }
+
+    pub fn sync(&mut self) -> Result<()> {
+        self.file.sync().map_err(|error| Error::io("sync", &self.path, error))?;
+        self.unsynced = false;
+        Ok(())
+    }
+}
+
+/// Appends one record for `batch` starting at `first_sequence` to `out`.
+pub fn encode_record(out: &mut Vec<u8>, first_sequence: u64, batch: &WriteBatch) {
+    let start = out.len();
+    out.extend_from_slice(&[0; 8]);
+    out.extend_from_slice(&first_sequence.to_le_bytes());
+    out.extend_from_slice(&batch.count.to_le_bytes());
+    out.extend_from_slice(&batch.data);
+    let len = (out.len() - start - 8) as u32;
+    out[start + 4..start + 8].copy_from_slice(&len.to_le_bytes());
+    let crc = crc32c::crc32c(&out[start + 4..]);
+    out[start..start + 4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// One replayed record.
+pub struct Record<'a> {
+    pub first_sequence: u64,
+    pub count: u32,
+    pub batch: &'a [u8],
+}
+
+/// What reading a log found.
+pub struct Replay {
+    pub records: usize,
+    /// Offset where reading stopped, and why, if it stopped before the end of the file.
+    pub tail: Option<(u64, String)>,
+}
+
+/// Reads the log at `path` (a missing file is an empty log) and hands every good record to
+/// `apply`, in order. `after` is the last sequence replayed from an earlier log file (0 for the
+/// first file); a record must continue it.
+pub fn replay(
+    vfs: &dyn Vfs,
+    path: &Path,
+    after: &mut u64,
+    mut apply: impl FnMut(Record<'_>) -> Result<()>,
+) -> Result<Replay> {
+    let mut result = Replay { records: 0, tail: None };
+    if !vfs.exists(path) {
+        return Ok(result);
+    }
+    let file = vfs.open(path, OpenOptions::default()).map_err(|error| Error::io("open", path, error))?;
+    let size = file.size().map_err(|error| Error::io("size", path, error))?;
+    if size < HEADER_SIZE {
+        // Created but its header never reached the disk: no record was ever acknowledged.
+        return Ok(result);
+    }
+    let mut bytes = vec![0u8; size as usize];
+    file.read_exact_at(&mut bytes, 0).map_err(|error| Error::io("read", path, error))?;
+    if &bytes[..8] != MAGIC {
+        return Err(Error::corruption(format!("log {}", path.display()), "bad magic number"));
+    }
+    let format = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if format != FORMAT {
+        return Err(Error::NotAnLsm(format!("{}: log format {format} is not supported", path.display())));
+    }
+    let mut offset = HEADER_SIZE as usize;
+    while offset < bytes.len() {
+        let stop = |reason: &str| Some((offset as u64, reason.to_string()));
+        if bytes.len() - offset < RECORD_OVERHEAD {
+            result.tail = stop("short record header");
+            break;
+        }
+        let crc = u32::from_le_bytes(bytes[offset..offset + 4].try_into().expect("4 bytes"));
+        let len = u32::from_le_bytes(bytes[offset + 4..offset + 8].try_into().expect("4 bytes")) as usize;
+        if len < RECORD_OVERHEAD - 8 || len > bytes.len() - offset - 8 {
+            result.tail = stop(if len == 0 { "zeroed record" } else { "record runs past the end of the file" });
+            break;
+        }
+        let body = &bytes[offset + 4..offset + 8 + len];
+        if crc32c::crc32c(body) != crc {
+            result.tail = stop("checksum mismatch");
+            break;
+        }
+        let mut reader = Reader::new(&body[4..], "log record");
+        let first_sequence = reader.u64()?;
+        let count = reader.u32()?;
+        if count == 0 || (*after != 0 && first_sequence != *after + 1) {
+            result.tail = stop("sequence numbers do not continue (a stale record)");
+            break;
+        }
+        apply(Record { first_sequence, count, batch: &body[16..] })?;
+        *after = first_sequence + count as u64 - 1;
+        result.records += 1;
+        offset += 8 + len;
+    }
+    Ok(result)
+}
