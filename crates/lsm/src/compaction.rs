@@ -14,24 +14,27 @@ use crate::version::Version;
 use std::ops::Bound;
 use std::sync::Arc;
 
-/// Tables of `level` (`inputs[0]`) and of `level + 1` (`inputs[1]`) to merge into `level + 1`.
+/// Tables of `level` (`inputs[0]`) and of `level + 1` (`inputs[1]`) to merge into
+/// `output_level`: `level + 1`, or `level` itself when a manual compaction rewrites the
+/// bottom level to drop what no snapshot needs.
 #[derive(Debug)]
 pub struct Compaction {
     pub level: usize,
+    pub output_level: usize,
     pub inputs: [Vec<Arc<Table>>; 2],
 }
 
 impl Compaction {
     /// One table with nothing below it: move it instead of rewriting it.
     pub fn is_trivial_move(&self) -> bool {
-        self.inputs[0].len() == 1 && self.inputs[1].is_empty()
+        self.output_level == self.level + 1 && self.inputs[0].len() == 1 && self.inputs[1].is_empty()
     }
 
     fn with_overlaps(version: &Version, level: usize, inputs: Vec<Arc<Table>>) -> Compaction {
         let smallest = inputs.iter().map(|table| table.meta.smallest_user_key()).min().expect("inputs").to_vec();
         let largest = inputs.iter().map(|table| table.meta.largest_user_key()).max().expect("inputs").to_vec();
         let below = version.overlapping(level + 1, &smallest, &largest);
-        Compaction { level, inputs: [inputs, below] }
+        Compaction { level, output_level: level + 1, inputs: [inputs, below] }
     }
 }
 
@@ -94,6 +97,12 @@ pub fn manual(version: &Version, level: usize, range: &(Bound<Vec<u8>>, Bound<Ve
         return None;
     }
     Some(Compaction::with_overlaps(version, level, inputs))
+}
+
+/// A manual compaction that rewrites the tables of the bottom `level` meeting `range` in place.
+pub fn rewrite(version: &Version, level: usize, range: &(Bound<Vec<u8>>, Bound<Vec<u8>>)) -> Option<Compaction> {
+    let inputs: Vec<Arc<Table>> = version.levels[level].iter().filter(|table| meets(table, range)).cloned().collect();
+    (!inputs.is_empty()).then(|| Compaction { level, output_level: level, inputs: [inputs, Vec::new()] })
 }
 
 /// True if no level below `output_level` holds `user_key`: a tombstone written there has

@@ -502,6 +502,13 @@ impl Db {
                     inner.run_compaction(compaction)?;
                 }
             }
+            let view = inner.view();
+            let bottom = (0..NUM_LEVELS).rev().find(|&level| !view.version.levels[level].is_empty()).unwrap_or(0);
+            if bottom > 0
+                && let Some(compaction) = compaction::rewrite(&view.version, bottom, &range)
+            {
+                inner.run_compaction(compaction)?;
+            }
             Ok(())
         })();
         inner.state.lock().compacting = false;
@@ -967,7 +974,7 @@ impl Inner {
 
     /// Runs one compaction and installs its result.
     fn run_compaction(&self, compaction: Compaction) -> Result<()> {
-        let output_level = compaction.level + 1;
+        let output_level = compaction.output_level;
         if compaction.is_trivial_move() {
             let table = &compaction.inputs[0][0];
             let mut manifest = self.install.lock();
