@@ -513,6 +513,11 @@ impl Db {
         })();
         inner.state.lock().compacting = false;
         inner.changed.notify_all();
+        if let Err(error) = &result
+            && !matches!(error, Error::Closed | Error::ReadOnly(_))
+        {
+            inner.fail(error);
+        }
         result
     }
 
@@ -957,19 +962,26 @@ impl Inner {
         version.sort();
         let header = self.manifest_header(&manifest, imm.max_sequence().max(manifest.header.flushed_sequence));
         self.persist(&mut manifest, &version, header)?;
-        // The tables now hold everything the sealed log did.
+        // The tables now hold everything the sealed log did: retire it. The memtable stays
+        // immutable until then, so no writer starts another log meanwhile.
         let io = |op, path: &Path, result: std::io::Result<()>| result.map_err(|error| Error::io(op, path, error));
-        io("remove", &self.wal_path, self.vfs.remove(&self.wal_path))?;
-        io("rename", &self.next_wal_path, self.vfs.rename(&self.next_wal_path, &self.wal_path))?;
-        io("sync directory of", &self.wal_path, self.vfs.sync_directory(&self.wal_path))?;
-        self.wal.lock().wal.path = self.wal_path.clone();
-        let state = self.state.lock();
-        let current = self.view();
-        self.set_view(ReadView { mem: current.mem.clone(), imm: None, version: Arc::new(version) });
-        drop(state);
+        let retired = io("remove", &self.wal_path, self.vfs.remove(&self.wal_path))
+            .and_then(|()| io("rename", &self.next_wal_path, self.vfs.rename(&self.next_wal_path, &self.wal_path)))
+            .and_then(|()| io("sync directory of", &self.wal_path, self.vfs.sync_directory(&self.wal_path)));
+        if retired.is_ok() {
+            self.wal.lock().wal.path = self.wal_path.clone();
+        }
+        // The manifest is durable: the view must show it even if retiring the log failed, or a
+        // later manifest written from the view would lose the new table.
+        {
+            let _state = self.state.lock();
+            let current = self.view();
+            self.set_view(ReadView { mem: current.mem.clone(), imm: None, version: Arc::new(version) });
+        }
+        drop(manifest);
         bump(&self.counters.flushes, 1);
         self.changed.notify_all();
-        Ok(())
+        retired
     }
 
     /// Runs one compaction and installs its result.
