@@ -1,7 +1,7 @@
 //! Blocked Bloom filters: each key sets and tests `k` bits inside one 64-byte block chosen by
 //! its hash, so a lookup touches one cache line — and, for tables whose filter lives in the
-//! buffer pool, one page. The price is a slightly higher false-positive rate than a classic
-//! filter with the same bits per key (about 1.2% instead of 0.8% at 10 bits per key).
+//! buffer pool, one page. The price is a somewhat higher false-positive rate than a classic
+//! filter with the same bits per key (0.8% at 10 bits per key); the test bounds it at 3%.
 
 /// Bytes per filter block (one cache line).
 pub const FILTER_BLOCK_BYTES: usize = 64;
