@@ -14,6 +14,8 @@ const PANEL_SIZE: (u32, u32) = (640, 440);
 const MIN_WIDTH: u32 = 960;
 /// Height of the chart's title band.
 const TITLE_HEIGHT: u32 = 44;
+/// Most labels on a numeric x axis.
+const MAX_NUMERIC_X_LABELS: usize = 12;
 
 /// Colours of successive series and bars (colour-blind-safe palette of Okabe and Ito).
 const COLORS: [RGBColor; 8] = [
@@ -133,11 +135,14 @@ where
         xs.dedup();
         xs.len().max(2)
     };
+    // Named x values get a label each; numbers (a timeline of a hundred points) at most
+    // MAX_NUMERIC_X_LABELS, or the mesh turns grey.
+    let x_labels = if panel.x_names.is_some() { distinct_x.max(6) } else { distinct_x.clamp(6, MAX_NUMERIC_X_LABELS) };
     chart
         .configure_mesh()
         .x_desc(&panel.x_label)
         .y_desc(&panel.y_label)
-        .x_labels(distinct_x.max(6))
+        .x_labels(x_labels)
         .x_label_formatter(&x_formatter)
         .y_label_formatter(&|y| format!("{y:.2}"))
         .label_style(("sans-serif", 13))

@@ -77,6 +77,8 @@ pub fn pool_config(slots: usize, page_size: usize, partitions: usize) -> PoolCon
         partitions,
         prefetch_degree: 0,
         prefetch_workers: 2,
+        // The SMILE workloads measure the pool's own read-ahead after a miss.
+        read_ahead: true,
         // Placed like the memory peer's Vec: by the OS, on first touch.
         numa: NumaMode::Off,
         direct_io: false,

@@ -15,6 +15,16 @@ pub enum BenchError {
     /// The page store refused or failed an operation.
     #[error(transparent)]
     Pool(#[from] tern_pagestore::Error),
+    /// Tern's key-value engine refused or failed an operation.
+    #[error("Tern LSM")]
+    Lsm(#[from] tern_lsm::Error),
+    /// RocksDB, the peer of `tern bench kv`, refused or failed an operation.
+    #[cfg(feature = "rocksdb")]
+    #[error("RocksDB")]
+    Rocks(#[from] rocksdb::Error),
+    /// The workload's peer is not compiled into this binary; the message says how to build it.
+    #[error("{0}")]
+    PeerMissing(String),
     /// A file-system operation of the benchmark itself failed.
     #[error("{action} {path}")]
     Io {
@@ -33,6 +43,9 @@ pub enum BenchError {
     /// The pool and its peer computed different answers over the same bytes.
     #[error("results differ: {0}")]
     Mismatch(String),
+    /// Background work (flushes, compactions) did not finish in time.
+    #[error("stuck: {0}")]
+    Stuck(String),
     /// A stored structure (the graph's metadata page) does not decode.
     #[error("corrupt benchmark data: {0}")]
     Corrupt(String),

@@ -4,8 +4,8 @@
 //! own data under a work directory, runs Tern and a peer on the same bytes in the same process,
 //! prints readable measurements, writes `<out>/<name>.json` and a chart `<out>/<name>.svg`, and
 //! ends with its `RESULT <name> <metric> = <value>` lines: one, `warm_vs_memory`, for every
-//! workload but `pool-scan`, which prints two, `RESULT pool-scan cold_vs_file` and then, last,
-//! `RESULT pool-scan warm_vs_memory`.
+//! `pool-*` workload but `pool-scan`, which prints two, `RESULT pool-scan cold_vs_file` and
+//! then, last, `RESULT pool-scan warm_vs_memory`; `kv` prints one per key-value workload.
 //!
 //! | workload | source | peer | RESULT lines, in order |
 //! |---|---|---|---|
@@ -13,6 +13,7 @@
 //! | `pool-groupby` | SMILE Algorithm 3 | in-memory `Vec` | `warm_vs_memory` |
 //! | `pool-hashjoin` | SMILE Algorithm 4 | in-memory `Vec` | `warm_vs_memory` |
 //! | `pool-bfs` | SMILE Algorithm 5 | in-memory CSR | `warm_vs_memory` |
+//! | `kv` | db_bench (LevelDB, RocksDB) | RocksDB (feature `rocksdb`) | `<workload> tern/rocksdb` for fillseq, fillrandom, readrandom, readseq, readwhilewriting |
 //!
 //! Shared pieces: [`pages`] (page sources and the paper's thread split), [`kernels`] (the
 //! per-page work), [`peer`] (the pool-vs-memory comparison), [`data`] (data generation, cold caches, the file-read peer), [`graph`]
@@ -27,6 +28,7 @@ pub mod graph;
 pub mod groupby;
 pub mod hashjoin;
 pub mod kernels;
+pub mod kv;
 pub mod pages;
 pub mod peer;
 pub mod report;
@@ -57,6 +59,9 @@ pub enum Workload {
     PoolHashjoin(hashjoin::HashJoinArgs),
     /// SMILE's breadth-first search (Algorithm 5) over an R-MAT graph stored as paged CSR.
     PoolBfs(bfs::BfsArgs),
+    /// db_bench's key-value workloads (fillseq, fillrandom, readrandom, readseq,
+    /// readwhilewriting) on Tern's LSM engine and on RocksDB (build with `--features rocksdb`).
+    Kv(kv::KvArgs),
 }
 
 impl Workload {
@@ -67,6 +72,7 @@ impl Workload {
             Workload::PoolGroupby(_) => groupby::NAME,
             Workload::PoolHashjoin(_) => hashjoin::NAME,
             Workload::PoolBfs(_) => bfs::NAME,
+            Workload::Kv(_) => kv::NAME,
         }
     }
 }
@@ -78,5 +84,6 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Workload::PoolGroupby(args) => groupby::run(args).map(drop),
         Workload::PoolHashjoin(args) => hashjoin::run(args).map(drop),
         Workload::PoolBfs(args) => bfs::run(args).map(drop),
+        Workload::Kv(args) => kv::run(args).map(drop),
     }
 }

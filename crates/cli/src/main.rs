@@ -69,6 +69,12 @@ mod tests {
         for workload in ["pool-groupby", "pool-hashjoin", "pool-bfs"] {
             assert!(Cli::try_parse_from(["tern", "bench", workload]).is_ok(), "{workload}");
         }
+        let cli = Cli::try_parse_from(["tern", "bench", "kv", "--keys", "200000", "--sync"]).unwrap();
+        let Command::Bench(args) = cli.command;
+        assert_eq!(args.workload.name(), "kv");
+        let tern_bench::Workload::Kv(kv) = args.workload else { panic!("not kv") };
+        assert_eq!((kv.keys, kv.sync, kv.memtable_mib, kv.cache_mib), (Some(200_000), true, 64, 128));
+        assert!(Cli::try_parse_from(["tern", "bench", "kv"]).is_ok());
         assert!(Cli::try_parse_from(["tern", "bench"]).is_err());
         assert!(Cli::try_parse_from(["tern", "bench", "pool-scan", "--no-such-flag"]).is_err());
     }
