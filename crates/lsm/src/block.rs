@@ -229,7 +229,9 @@ mod tests {
     use super::*;
     use crate::keys::internal_key;
 
-    fn build(count: u64) -> (Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>) {
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn build(count: u64) -> (Vec<u8>, Entries) {
         let mut builder = BlockBuilder::default();
         let mut entries = Vec::new();
         for i in 0..count {

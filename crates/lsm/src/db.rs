@@ -26,6 +26,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use tern_pagestore::{BufferPool, OsVfs, PoolStats, Vfs};
 
+/// Decides for each entry of a compaction whether it survives.
+pub(crate) type KeepEntry<'a> = &'a mut dyn FnMut(&[u8]) -> Result<bool>;
+
 /// What a read sees: the memtables and the tables of one moment.
 pub struct ReadView {
     pub(crate) mem: Arc<Memtable>,
@@ -186,6 +189,11 @@ struct WalState {
     wal: Wal,
     last_sequence: u64,
     buffer: Vec<u8>,
+    /// The log of the immutable memtable, until the flush thread has synced it.
+    sealed: Option<Wal>,
+    /// `<name>.tern-wal.next`, created ahead of time by the flush thread so that switching
+    /// logs costs a writer no file creation and no fsync.
+    spare: Option<Wal>,
 }
 
 /// The manifest's location and header, under `Inner::install`.
@@ -346,6 +354,8 @@ impl Db {
                 wal: Wal { path: wal_path.clone(), file: Arc::new(NoFile), offset: 0, unsynced: false },
                 last_sequence,
                 buffer: Vec::new(),
+                sealed: None,
+                spare: None,
             }),
             visible_sequence: AtomicU64::new(last_sequence),
             snapshots: Arc::default(),
@@ -386,6 +396,7 @@ impl Db {
             vfs.remove(&inner.next_wal_path).map_err(|error| Error::io("remove", &inner.next_wal_path, error))?;
         }
         inner.wal.lock().wal = Wal::create(vfs.as_ref(), &wal_path)?;
+        inner.wal.lock().spare = Some(Wal::create(vfs.as_ref(), &inner.next_wal_path)?);
 
         let mut threads = Vec::new();
         let spawn = |name: &str, work: fn(Arc<Inner>), inner: &Arc<Inner>| {
@@ -496,7 +507,7 @@ impl Db {
                 let view = inner.view();
                 (0..NUM_LEVELS).rev().find(|&level| !view.version.levels[level].is_empty()).unwrap_or(0)
             };
-            for level in 0..deepest.max(1).min(NUM_LEVELS - 1) {
+            for level in 0..deepest.clamp(1, NUM_LEVELS - 1) {
                 let view = inner.view();
                 if let Some(compaction) = compaction::manual(&view.version, level, &range) {
                     inner.run_compaction(compaction)?;
@@ -627,8 +638,13 @@ impl Db {
         }
         let failed = self.inner.state.lock().bg_error.clone();
         let mut wal = self.inner.wal.lock();
-        if wal.wal.unsynced && failed.is_none() {
-            wal.wal.sync()?;
+        if failed.is_none() && self.inner.options.sync != SyncPolicy::Never {
+            if let Some(sealed) = wal.sealed.as_mut().filter(|sealed| sealed.unsynced) {
+                sealed.sync()?;
+            }
+            if wal.wal.unsynced {
+                wal.wal.sync()?;
+            }
         }
         drop(wal);
         if failed.is_none() {
@@ -815,14 +831,20 @@ impl Inner {
                 self.changed.wait(&mut state);
                 continue;
             }
-            // Seal the current log (it must be complete before the next one starts), then
-            // direct writes to the next one.
+            // Seal the current log and direct writes to the next one. The flush thread syncs
+            // the sealed log (unless the policy is `Never`); until then a crash may tear its
+            // tail, and replay then stops there without reading the next log, whose first
+            // record would not continue the sequence: what survives is always a prefix.
             let switched = {
                 let mut wal = self.wal.lock();
-                wal.wal
-                    .sync()
-                    .and_then(|()| Wal::create(self.vfs.as_ref(), &self.next_wal_path))
-                    .map(|next| wal.wal = next)
+                let next = match wal.spare.take() {
+                    Some(spare) => Ok(spare),
+                    None => Wal::create(self.vfs.as_ref(), &self.next_wal_path),
+                };
+                next.map(|next| {
+                    let sealed = std::mem::replace(&mut wal.wal, next);
+                    wal.sealed = Some(sealed);
+                })
             };
             if let Err(error) = switched {
                 state.bg_error = Some(error.to_string());
@@ -853,7 +875,7 @@ impl Inner {
     pub(crate) fn write_tables(
         &self,
         cursor: &mut dyn Cursor,
-        mut keep: Option<&mut dyn FnMut(&[u8]) -> Result<bool>>,
+        mut keep: Option<KeepEntry<'_>>,
         split_at: usize,
     ) -> Result<Vec<TableMeta>> {
         let payload = self.pool.payload_size();
@@ -951,7 +973,14 @@ impl Inner {
 
     /// Writes the immutable memtable to a level-0 table, installs it, and retires the log
     /// that covered it.
-    fn flush_immutable(&self, imm: Arc<Memtable>) -> Result<()> {
+    fn flush_immutable(&self, imm: &Arc<Memtable>) -> Result<()> {
+        let sealed = self.wal.lock().sealed.take();
+        if let Some(mut sealed) = sealed
+            && sealed.unsynced
+            && self.options.sync != SyncPolicy::Never
+        {
+            sealed.sync()?;
+        }
         let metas = self.write_tables(&mut MemCursor::new(imm.clone(), None, true), None, usize::MAX)?;
         let mut manifest = self.install.lock();
         let view = self.view();
@@ -970,6 +999,10 @@ impl Inner {
             .and_then(|()| io("sync directory of", &self.wal_path, self.vfs.sync_directory(&self.wal_path)));
         if retired.is_ok() {
             self.wal.lock().wal.path = self.wal_path.clone();
+            match Wal::create(self.vfs.as_ref(), &self.next_wal_path) {
+                Ok(spare) => self.wal.lock().spare = Some(spare),
+                Err(error) => tracing::warn!(%error, "could not create the next log ahead of time"),
+            }
         }
         // The manifest is durable: the view must show it even if retiring the log failed, or a
         // later manifest written from the view would lose the new table.
@@ -1078,11 +1111,20 @@ fn flush_loop(inner: Arc<Inner>) {
                 inner.changed.wait(&mut state);
             }
         };
-        if let Err(error) = inner.flush_immutable(imm) {
-            if !matches!(error, Error::Closed) {
-                inner.fail(&error);
-            }
+        if let Err(error) = inner.flush_immutable(&imm)
+            && !matches!(error, Error::Closed)
+        {
+            inner.fail(&error);
         }
+        // Free the memtable here rather than in whichever reader drops it last: freeing
+        // hundreds of thousands of entries takes a while.
+        for _ in 0..200 {
+            if Arc::strong_count(&imm) == 1 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(imm);
     }
 }
 
@@ -1109,10 +1151,10 @@ fn compaction_loop(inner: Arc<Inner>) {
         let result = inner.run_compaction(compaction);
         inner.state.lock().compacting = false;
         inner.changed.notify_all();
-        if let Err(error) = result {
-            if !matches!(error, Error::Closed) {
-                inner.fail(&error);
-            }
+        if let Err(error) = result
+            && !matches!(error, Error::Closed)
+        {
+            inner.fail(&error);
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::error::Result;
 use crate::iter::Cursor;
-use crate::keys::{self, InternalKey, InternalKeyRef, Kind};
+use crate::keys::{self, InternalKeyRef, Kind, PackedEntry};
 use crate::table::Lookup;
 use crossbeam_skiplist::SkipMap;
 use crossbeam_skiplist::map::Entry;
@@ -18,7 +18,7 @@ const ENTRY_OVERHEAD: usize = 64;
 
 #[derive(Default)]
 pub struct Memtable {
-    map: SkipMap<InternalKey, Box<[u8]>>,
+    map: SkipMap<PackedEntry, ()>,
     bytes: AtomicUsize,
     max_sequence: AtomicU64,
 }
@@ -29,10 +29,9 @@ impl Memtable {
     }
 
     pub fn insert(&self, user_key: &[u8], sequence: u64, kind: Kind, value: &[u8]) {
-        let key = keys::internal_key(user_key, sequence, kind as u8);
-        self.bytes.fetch_add(key.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        self.bytes.fetch_add(user_key.len() + 12 + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
         self.max_sequence.fetch_max(sequence, Ordering::Relaxed);
-        self.map.insert(InternalKey(key.into_boxed_slice()), value.into());
+        self.map.insert(PackedEntry::new(user_key, sequence, kind as u8, value), ());
     }
 
     /// Approximate memory used by the entries.
@@ -54,12 +53,12 @@ impl Memtable {
         let Some(entry) = self.map.lower_bound(Bound::Included(InternalKeyRef::new(lookup))) else {
             return Ok(Lookup::Absent);
         };
-        let key = &entry.key().0;
+        let key = entry.key().key();
         if keys::user_key(key) != user_key {
             return Ok(Lookup::Absent);
         }
         Ok(match keys::kind_of(key)? {
-            Kind::Put => Lookup::Value(entry.value().to_vec()),
+            Kind::Put => Lookup::Value(entry.key().value().to_vec()),
             Kind::Delete => Lookup::Deleted,
         })
     }
@@ -69,7 +68,7 @@ impl Memtable {
 /// stays valid.
 pub struct MemCursor {
     // Declared first: dropped before the memtable it points into.
-    entry: Option<Entry<'static, InternalKey, Box<[u8]>>>,
+    entry: Option<Entry<'static, PackedEntry, ()>>,
     forward: bool,
     _memtable: Arc<Memtable>,
 }
@@ -81,7 +80,7 @@ impl MemCursor {
         let entry = {
             // SAFETY: the entry borrows the skiplist inside `memtable`; the cursor owns an Arc of
             // that memtable and drops the entry first, so the borrow never outlives the map.
-            let map: &'static SkipMap<InternalKey, Box<[u8]>> = unsafe { &*(&memtable.map as *const _) };
+            let map: &'static SkipMap<PackedEntry, ()> = unsafe { &*(&memtable.map as *const _) };
             match (target, forward) {
                 (Some(target), true) => map.lower_bound(Bound::Included(InternalKeyRef::new(target))),
                 (Some(target), false) => map.upper_bound(Bound::Excluded(InternalKeyRef::new(target))),
@@ -99,11 +98,11 @@ impl Cursor for MemCursor {
     }
 
     fn key(&self) -> &[u8] {
-        &self.entry.as_ref().expect("valid cursor").key().0
+        self.entry.as_ref().expect("valid cursor").key().key()
     }
 
     fn value(&self) -> &[u8] {
-        self.entry.as_ref().expect("valid cursor").value()
+        self.entry.as_ref().expect("valid cursor").key().value()
     }
 
     fn advance(&mut self) -> Result<()> {

@@ -249,6 +249,9 @@ pub struct IndexEntry {
     pub handle: BlockHandle,
 }
 
+/// Where an index search ended: the index page, its entries, the position among them.
+type IndexSeek = (u32, Arc<[IndexEntry]>, usize);
+
 /// Index and filter held in memory for a table of a top level.
 struct Resident {
     index: Arc<[IndexEntry]>,
@@ -385,7 +388,7 @@ impl Table {
     /// The index page (for a resident index: 0, the whole index) and the entries of the page
     /// holding the first block whose last key is at or after `target`; `None` if `target` is
     /// after the table's last key.
-    fn seek_index(&self, target: &[u8]) -> Result<Option<(u32, Arc<[IndexEntry]>, usize)>> {
+    fn seek_index(&self, target: &[u8]) -> Result<Option<IndexSeek>> {
         if let Some(resident) = &self.resident {
             let position = resident.index.partition_point(|entry| keys::compare(&entry.key, target) == Ordering::Less);
             return Ok((position < resident.index.len()).then(|| (0, resident.index.clone(), position)));
