@@ -57,8 +57,6 @@ pub const ROCKSDB_DIR: &str = "rocksdb";
 pub const CHUNK: u64 = 1024;
 /// Points of each workload's throughput-over-time line.
 const TIMELINE_POINTS: u64 = 100;
-/// Longest wait for background flushes and compactions to finish before the reads.
-const SETTLE_TIMEOUT: Duration = Duration::from_secs(600);
 /// Bytes of pseudo-random data that values are cut from.
 const VALUE_SOURCE_BYTES: usize = 1 << 20;
 /// Keeps RNG streams of the same `--seed` apart.
@@ -254,7 +252,6 @@ pub trait Engine: Sync + Sized {
 /// Tern's LSM engine in `<dir>/kv.tern`, its log in `<dir>/kv.tern-wal`.
 pub struct TernKv {
     db: Db,
-    options: Options,
 }
 
 /// Tern's options for a run: the shared sizes, defaults for the rest.
@@ -269,30 +266,12 @@ pub fn tern_options(config: &KvConfig) -> Options {
     }
 }
 
-impl TernKv {
-    /// True while a flush is pending or some level is at or over its compaction trigger (the
-    /// rule of Tern's compaction picker, from the outside).
-    fn compaction_due(&self, stats: &tern_lsm::Stats) -> bool {
-        let options = &self.options;
-        if stats.immutable_memtable_bytes > 0 || stats.levels[0].tables >= options.level0_compaction_trigger {
-            return true;
-        }
-        let last = stats.levels.len().saturating_sub(1);
-        (1..last).any(|level| {
-            let target =
-                options.base_level_size.saturating_mul(options.level_size_ratio.saturating_pow(level as u32 - 1));
-            stats.levels[level].bytes >= target
-        })
-    }
-}
-
 impl Engine for TernKv {
     const NAME: &'static str = "tern";
 
     fn open(config: &KvConfig, dir: &Path) -> Result<TernKv> {
-        let options = tern_options(config);
-        let db = Db::open(dir.join(TERN_FILE), options.clone())?;
-        Ok(TernKv { db, options })
+        let db = Db::open(dir.join(TERN_FILE), tern_options(config))?;
+        Ok(TernKv { db })
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -313,27 +292,7 @@ impl Engine for TernKv {
 
     fn settle(&self) -> Result<()> {
         self.db.flush()?;
-        let start = Instant::now();
-        let mut last_check = start;
-        loop {
-            let stats = self.db.stats();
-            if !self.compaction_due(&stats) {
-                return Ok(());
-            }
-            if start.elapsed() > SETTLE_TIMEOUT {
-                return Err(BenchError::Stuck(format!(
-                    "Tern's compactions did not settle within {} s: {}",
-                    SETTLE_TIMEOUT.as_secs(),
-                    tern_level_summary(&stats)
-                )));
-            }
-            // A flush reports an error of the background threads (they stop on one).
-            if last_check.elapsed() > Duration::from_secs(1) {
-                self.db.flush()?;
-                last_check = Instant::now();
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        Ok(self.db.wait_for_background_work()?)
     }
 
     fn stats(&self) -> EngineStats {

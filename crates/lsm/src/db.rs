@@ -532,6 +532,27 @@ impl Db {
         result
     }
 
+    /// Waits until no flush or compaction is due or running (after a load, before measuring
+    /// reads). Fails if the background threads stopped on an error.
+    pub fn wait_for_background_work(&self) -> Result<()> {
+        let inner = &self.inner;
+        let mut state = inner.state.lock();
+        loop {
+            if let Some(error) = &state.bg_error {
+                return Err(Error::ReadOnly(error.clone()));
+            }
+            let view = inner.view();
+            let mut pointers = state.compact_pointers.clone();
+            if view.imm.is_none()
+                && !state.compacting
+                && compaction::pick(&view.version, &inner.options, &mut pointers).is_none()
+            {
+                return Ok(());
+            }
+            inner.changed.wait(&mut state);
+        }
+    }
+
     /// Sizes and counters.
     pub fn stats(&self) -> Stats {
         let inner = &self.inner;
