@@ -103,6 +103,13 @@ pub struct KvArgs {
     #[arg(long)]
     pub quick: bool,
 
+    /// Puts per second of readwhilewriting's writer, the same on both sides, so that both
+    /// engines serve the same writes while their reads are measured (db_bench's
+    /// --benchmark_write_rate_limit). 0 leaves the writer unthrottled (db_bench's default):
+    /// on two cores the faster writer then takes CPU from its own reader.
+    #[arg(long, default_value_t = 50_000)]
+    pub write_rate: u64,
+
     /// Directory for the databases; a subdirectory is created for the run and deleted at its
     /// end (and this directory too, if that leaves it empty).
     #[arg(long, default_value = "bench-results/work")]
@@ -127,6 +134,8 @@ pub struct KvConfig {
     pub bloom_bits_per_key: u32,
     pub seed: u64,
     pub quick: bool,
+    /// Puts per second of readwhilewriting's writer (0: unthrottled).
+    pub write_rate: u64,
 }
 
 impl KvArgs {
@@ -157,6 +166,7 @@ impl KvArgs {
             bloom_bits_per_key: 10,
             seed: self.seed,
             quick: self.quick,
+            write_rate: self.write_rate,
         })
     }
 }
@@ -651,11 +661,19 @@ fn read_while_writing<E: Engine>(db: &E, plan: &Plan) -> Result<Phase> {
             let mut key = [0u8; KEY_SIZE];
             let start = Instant::now();
             let mut puts = 0u64;
+            let rate = plan.config.write_rate;
             while !stop.load(Ordering::Relaxed) {
                 let index = rng.random_range(0..keys);
                 write_key(&mut key, index);
                 db.put(&key, plan.values.get(index, 1))?;
                 puts += 1;
+                if rate > 0 && puts.is_multiple_of(64) {
+                    // Keep to the rate: sleep until this many puts are due.
+                    let due = Duration::from_secs_f64(puts as f64 / rate as f64);
+                    if let Some(early) = due.checked_sub(start.elapsed()) {
+                        std::thread::sleep(early);
+                    }
+                }
             }
             Ok((puts, start.elapsed()))
         });
@@ -914,6 +932,10 @@ fn print_header(config: &KvConfig, peer: &str) {
         config.bloom_bits_per_key,
         if config.quick { ", quick" } else { "" }
     );
+    match config.write_rate {
+        0 => println!("readwhilewriting: the writer is unthrottled on both sides"),
+        rate => println!("readwhilewriting: the writer puts {rate} keys per second on both sides"),
+    }
     if config.sync && config.keys > 100_000 {
         println!("note: --sync fsyncs every put; {} keys may take very long (try --keys 10000)", config.keys);
     }
@@ -975,6 +997,7 @@ mod tests {
             bloom_bits_per_key: 10,
             seed: 7,
             quick: true,
+            write_rate: 0,
         }
     }
 

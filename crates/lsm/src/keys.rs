@@ -5,7 +5,6 @@
 //! comes first, so a lookup at snapshot `s` seeks to `(key, s, MAX)` and takes the first entry.
 
 use crate::error::{Error, Result};
-use std::borrow::Borrow;
 use std::cmp::Ordering;
 
 /// What an entry records.
@@ -62,80 +61,6 @@ pub fn kind_of(internal: &[u8]) -> Result<Kind> {
 /// Orders two internal keys.
 pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
     user_key(a).cmp(user_key(b)).then_with(|| trailer_of(b).cmp(&trailer_of(a)))
-}
-
-/// A memtable entry in one allocation: `key_len u32 | internal key | value`, ordered by its
-/// internal key. One allocation per entry (instead of one for the key and one for the value)
-/// halves what a flushed memtable gives back to the allocator.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PackedEntry(Box<[u8]>);
-
-impl PackedEntry {
-    pub fn new(user_key: &[u8], sequence: u64, kind: u8, value: &[u8]) -> PackedEntry {
-        let key_len = user_key.len() + 8;
-        let mut bytes = Vec::with_capacity(4 + key_len + value.len());
-        bytes.extend_from_slice(&(key_len as u32).to_le_bytes());
-        bytes.extend_from_slice(user_key);
-        bytes.extend_from_slice(&trailer(sequence, kind).to_le_bytes());
-        bytes.extend_from_slice(value);
-        PackedEntry(bytes.into_boxed_slice())
-    }
-
-    fn key_len(&self) -> usize {
-        u32::from_le_bytes(self.0[..4].try_into().expect("4 bytes")) as usize
-    }
-
-    /// The internal key.
-    pub fn key(&self) -> &[u8] {
-        &self.0[4..4 + self.key_len()]
-    }
-
-    pub fn value(&self) -> &[u8] {
-        &self.0[4 + self.key_len()..]
-    }
-}
-
-/// A borrowed internal key with the internal-key order, so the skiplist can be searched
-/// without building an entry.
-#[derive(Debug, PartialEq, Eq)]
-#[repr(transparent)]
-pub struct InternalKeyRef(pub [u8]);
-
-impl InternalKeyRef {
-    pub fn new(bytes: &[u8]) -> &InternalKeyRef {
-        // SAFETY: InternalKeyRef is a repr(transparent) wrapper of [u8].
-        unsafe { &*(bytes as *const [u8] as *const InternalKeyRef) }
-    }
-}
-
-impl Ord for InternalKeyRef {
-    fn cmp(&self, other: &Self) -> Ordering {
-        compare(&self.0, &other.0)
-    }
-}
-
-impl PartialOrd for InternalKeyRef {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Borrow<InternalKeyRef> for PackedEntry {
-    fn borrow(&self) -> &InternalKeyRef {
-        InternalKeyRef::new(self.key())
-    }
-}
-
-impl Ord for PackedEntry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        compare(self.key(), other.key())
-    }
-}
-
-impl PartialOrd for PackedEntry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
 }
 
 /// Appends `value` as a LEB128 varint.

@@ -1,113 +1,405 @@
-//! The memtable: a lock-free skiplist (crossbeam) of internal keys. Writes come from one
-//! thread at a time (the leader of a write group); reads and scans run concurrently without
-//! locks. Entries are never removed: a full memtable becomes immutable, is written to an L0
-//! table and then dropped as a whole.
+//! The memtable: a skiplist of internal keys whose nodes live in an arena, as in LevelDB.
+//!
+//! Inserts are serialized by a mutex (in practice only the leader of a write group inserts);
+//! reads and scans run concurrently without locks. A node is published by a release store of
+//! the pointer to it, after it is fully written, and readers follow pointers with acquire
+//! loads, so a reader sees either the old list or the new node complete. Nodes are never
+//! removed or moved: the arena's chunks stay put until the memtable is dropped, which frees a
+//! few large chunks instead of one allocation per entry.
+//!
+//! Node layout in the arena (8-byte aligned):
+//! `key_len u32 | value_len u32 | height u32 | pad u32 | next AtomicPtr * height | key | value`
 
 use crate::error::Result;
 use crate::iter::Cursor;
-use crate::keys::{self, InternalKeyRef, Kind, PackedEntry};
+use crate::keys::{self, Kind};
 use crate::table::Lookup;
-use crossbeam_skiplist::SkipMap;
-use crossbeam_skiplist::map::Entry;
-use std::ops::Bound;
+use parking_lot::Mutex;
+use std::cmp::Ordering as KeyOrdering;
+use std::marker::PhantomData;
+use std::mem::size_of;
+use std::ptr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
-/// Bytes a skiplist entry costs beyond its key and value (node, tower, allocation headers).
-const ENTRY_OVERHEAD: usize = 64;
+/// Tallest tower. With a branching factor of 4, 12 levels index 4^12 = 16 million entries.
+const MAX_HEIGHT: usize = 12;
+/// Arena chunk size; an entry larger than a quarter of it gets a chunk of its own.
+const CHUNK_BYTES: usize = 256 << 10;
 
-#[derive(Default)]
+#[repr(C)]
+struct Node {
+    key_len: u32,
+    value_len: u32,
+    height: u32,
+    _pad: u32,
+    // followed by `height` next pointers, the key and the value
+}
+
+impl Node {
+    fn size(height: usize, key_len: usize, value_len: usize) -> usize {
+        size_of::<Node>() + height * size_of::<AtomicPtr<Node>>() + key_len + value_len
+    }
+}
+
+/// A node of a memtable, valid for `'a` (the memtable's lifetime). It is a raw pointer with
+/// the provenance of the arena chunk, so the tower, key and value after the header may be
+/// reached through it.
+#[derive(Clone, Copy)]
+struct NodeRef<'a>(*const Node, PhantomData<&'a Memtable>);
+
+impl<'a> NodeRef<'a> {
+    fn height(self) -> usize {
+        // SAFETY (all accessors): the pointer is the head or a node written by
+        // `Memtable::insert` into an arena chunk that outlives 'a; the tower, key and value
+        // lie in the same chunk, right after the header.
+        unsafe { (*self.0).height as usize }
+    }
+
+    fn next(self, level: usize) -> &'a AtomicPtr<Node> {
+        debug_assert!(level < self.height());
+        // SAFETY: see `height`; level < height.
+        unsafe { &*(self.0.add(1) as *const AtomicPtr<Node>).add(level) }
+    }
+
+    fn data(self) -> *const u8 {
+        // SAFETY: see `height`.
+        unsafe { (self.0.add(1) as *const u8).add(self.height() * size_of::<AtomicPtr<Node>>()) }
+    }
+
+    fn key(self) -> &'a [u8] {
+        // SAFETY: see `height`.
+        unsafe { std::slice::from_raw_parts(self.data(), (*self.0).key_len as usize) }
+    }
+
+    fn value(self) -> &'a [u8] {
+        // SAFETY: see `height`.
+        unsafe { std::slice::from_raw_parts(self.data().add((*self.0).key_len as usize), (*self.0).value_len as usize) }
+    }
+}
+
+/// Chunks of 8-byte words, handed out front to back. Chunks never move once allocated.
+struct Arena {
+    chunks: Vec<Box<[u64]>>,
+    next: *mut u8,
+    remaining: usize,
+    rng: u64,
+}
+
+impl Arena {
+    fn allocate(&mut self, bytes: usize) -> (*mut u8, usize) {
+        let bytes = bytes.next_multiple_of(8);
+        if bytes > CHUNK_BYTES / 4 {
+            let mut chunk = vec![0u64; bytes / 8].into_boxed_slice();
+            let pointer = chunk.as_mut_ptr() as *mut u8;
+            self.chunks.push(chunk);
+            return (pointer, bytes);
+        }
+        if bytes > self.remaining {
+            let mut chunk = vec![0u64; CHUNK_BYTES / 8].into_boxed_slice();
+            self.next = chunk.as_mut_ptr() as *mut u8;
+            self.remaining = CHUNK_BYTES;
+            self.chunks.push(chunk);
+        }
+        let pointer = self.next;
+        // SAFETY: `bytes <= remaining`, so the result stays inside the current chunk.
+        self.next = unsafe { self.next.add(bytes) };
+        self.remaining -= bytes;
+        (pointer, bytes)
+    }
+
+    /// Height of a new node: each level with probability 1/4 of the one below.
+    fn random_height(&mut self) -> usize {
+        let mut height = 1;
+        while height < MAX_HEIGHT {
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            if self.rng & 3 != 0 {
+                break;
+            }
+            height += 1;
+        }
+        height
+    }
+
+    /// Writes a node into the arena; its next pointers are null.
+    fn node(&mut self, height: usize, user_key: &[u8], trailer: u64, value: &[u8]) -> (*mut Node, usize) {
+        let key_len = user_key.len() + 8;
+        let (memory, bytes) = self.allocate(Node::size(height, key_len, value.len()));
+        let node = memory as *mut Node;
+        // SAFETY: `memory` is 8-byte aligned, zeroed (so every next pointer is null) and large
+        // enough for the header, the tower, the key and the value.
+        unsafe {
+            ptr::write(node, Node { key_len: key_len as u32, value_len: value.len() as u32, height: height as u32, _pad: 0 });
+            let data = NodeRef(node, PhantomData).data() as *mut u8;
+            ptr::copy_nonoverlapping(user_key.as_ptr(), data, user_key.len());
+            ptr::copy_nonoverlapping(trailer.to_le_bytes().as_ptr(), data.add(user_key.len()), 8);
+            ptr::copy_nonoverlapping(value.as_ptr(), data.add(key_len), value.len());
+        }
+        (node, bytes)
+    }
+}
+
 pub struct Memtable {
-    map: SkipMap<PackedEntry, ()>,
+    head: *const Node,
+    height: AtomicUsize,
+    /// Serializes inserts; owns the arena.
+    writer: Mutex<Arena>,
     bytes: AtomicUsize,
     max_sequence: AtomicU64,
 }
 
+// SAFETY: the raw pointers point into the arena, which the memtable owns and never frees or
+// moves before it is dropped; shared access follows the publication protocol described at the
+// top (release stores of fully written nodes, acquire loads), and inserts hold `writer`.
+unsafe impl Send for Memtable {}
+unsafe impl Sync for Memtable {}
+
+impl Default for Memtable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Memtable {
     pub fn new() -> Self {
-        Self::default()
+        let mut arena = Arena { chunks: Vec::new(), next: ptr::null_mut(), remaining: 0, rng: 0x2545_f491_4f6c_dd1d };
+        let (head, bytes) = arena.node(MAX_HEIGHT, &[], 0, &[]);
+        Memtable {
+            head,
+            height: AtomicUsize::new(1),
+            writer: Mutex::new(arena),
+            bytes: AtomicUsize::new(bytes),
+            max_sequence: AtomicU64::new(0),
+        }
+    }
+
+    fn head(&self) -> NodeRef<'_> {
+        NodeRef(self.head, PhantomData)
+    }
+
+    /// Follows a next pointer. A non-null pointer was published after its node was written.
+    fn follow(&self, node: NodeRef<'_>, level: usize) -> Option<NodeRef<'_>> {
+        let next = node.next(level).load(Ordering::Acquire);
+        (!next.is_null()).then_some(NodeRef(next, PhantomData))
     }
 
     pub fn insert(&self, user_key: &[u8], sequence: u64, kind: Kind, value: &[u8]) {
-        self.bytes.fetch_add(user_key.len() + 12 + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        let mut arena = self.writer.lock();
+        let mut key = Vec::with_capacity(user_key.len() + 8);
+        key.extend_from_slice(user_key);
+        key.extend_from_slice(&keys::trailer(sequence, kind as u8).to_le_bytes());
+        // The last node before `key` at every level.
+        let mut previous: [*const Node; MAX_HEIGHT] = [self.head; MAX_HEIGHT];
+        let height = self.height.load(Ordering::Relaxed);
+        let mut node = self.head();
+        for level in (0..height).rev() {
+            while let Some(next) = self.follow(node, level) {
+                if keys::compare(next.key(), &key) != KeyOrdering::Less {
+                    break;
+                }
+                node = next;
+            }
+            previous[level] = node.0;
+        }
+        let new_height = arena.random_height();
+        if new_height > height {
+            // Readers that see the new height before the new node find null pointers in the
+            // head at the new levels and simply go down.
+            self.height.store(new_height, Ordering::Relaxed);
+        }
+        let (new, bytes) = arena.node(new_height, user_key, keys::trailer(sequence, kind as u8), value);
+        let new_node = NodeRef(new, PhantomData);
+        for (level, before) in previous.iter().enumerate().take(new_height) {
+            // `new` is not reachable yet: its tower is filled before the release store that
+            // publishes it at each level.
+            let before = NodeRef(*before, PhantomData);
+            new_node.next(level).store(before.next(level).load(Ordering::Relaxed), Ordering::Relaxed);
+            before.next(level).store(new, Ordering::Release);
+        }
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
         self.max_sequence.fetch_max(sequence, Ordering::Relaxed);
-        self.map.insert(PackedEntry::new(user_key, sequence, kind as u8, value), ());
     }
 
-    /// Approximate memory used by the entries.
+    /// Memory used by the entries (arena bytes handed out).
     pub fn approximate_bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.follow(self.head(), 0).is_none()
     }
 
     pub fn max_sequence(&self) -> u64 {
         self.max_sequence.load(Ordering::Relaxed)
     }
 
+    /// The first node at or after `target`.
+    fn seek(&self, target: &[u8]) -> Option<NodeRef<'_>> {
+        let mut node = self.head();
+        for level in (0..self.height.load(Ordering::Relaxed)).rev() {
+            while let Some(next) = self.follow(node, level) {
+                if keys::compare(next.key(), target) != KeyOrdering::Less {
+                    break;
+                }
+                node = next;
+            }
+        }
+        self.follow(node, 0)
+    }
+
+    /// The last node before `target` (`None`: the last node of all).
+    fn seek_before(&self, target: Option<&[u8]>) -> Option<NodeRef<'_>> {
+        let mut node = self.head();
+        for level in (0..self.height.load(Ordering::Relaxed)).rev() {
+            while let Some(next) = self.follow(node, level) {
+                if target.is_some_and(|target| keys::compare(next.key(), target) != KeyOrdering::Less) {
+                    break;
+                }
+                node = next;
+            }
+        }
+        (!ptr::eq(node.0, self.head)).then_some(node)
+    }
+
     /// The newest version of `user_key` visible at the sequence inside `lookup`
     /// (`(user_key, sequence, KIND_FOR_SEEK)`).
     pub fn get(&self, user_key: &[u8], lookup: &[u8]) -> Result<Lookup> {
-        let Some(entry) = self.map.lower_bound(Bound::Included(InternalKeyRef::new(lookup))) else {
-            return Ok(Lookup::Absent);
-        };
-        let key = entry.key().key();
+        let Some(node) = self.seek(lookup) else { return Ok(Lookup::Absent) };
+        let key = node.key();
         if keys::user_key(key) != user_key {
             return Ok(Lookup::Absent);
         }
         Ok(match keys::kind_of(key)? {
-            Kind::Put => Lookup::Value(entry.key().value().to_vec()),
+            Kind::Put => Lookup::Value(node.value().to_vec()),
             Kind::Delete => Lookup::Deleted,
         })
     }
 }
 
-/// A cursor over a memtable. It holds the memtable alive, so the skiplist entry it stands on
-/// stays valid.
+/// A cursor over a memtable; it holds the memtable (and so the node it stands on) alive.
 pub struct MemCursor {
-    // Declared first: dropped before the memtable it points into.
-    entry: Option<Entry<'static, PackedEntry, ()>>,
+    node: *const Node,
     forward: bool,
-    _memtable: Arc<Memtable>,
+    memtable: Arc<Memtable>,
 }
+
+// SAFETY: `node` points into the arena of `memtable`, which the cursor keeps alive.
+unsafe impl Send for MemCursor {}
 
 impl MemCursor {
     /// Forward: at the first entry at or after `target`; backward: at the last entry before
     /// it. `None` means the first (or last) entry.
     pub fn new(memtable: Arc<Memtable>, target: Option<&[u8]>, forward: bool) -> MemCursor {
-        let entry = {
-            // SAFETY: the entry borrows the skiplist inside `memtable`; the cursor owns an Arc of
-            // that memtable and drops the entry first, so the borrow never outlives the map.
-            let map: &'static SkipMap<PackedEntry, ()> = unsafe { &*(&memtable.map as *const _) };
-            match (target, forward) {
-                (Some(target), true) => map.lower_bound(Bound::Included(InternalKeyRef::new(target))),
-                (Some(target), false) => map.upper_bound(Bound::Excluded(InternalKeyRef::new(target))),
-                (None, true) => map.front(),
-                (None, false) => map.back(),
-            }
+        let node = match (target, forward) {
+            (Some(target), true) => memtable.seek(target),
+            (None, true) => memtable.follow(memtable.head(), 0),
+            (target, false) => memtable.seek_before(target),
         };
-        MemCursor { entry, forward, _memtable: memtable }
+        let node = node.map_or(ptr::null(), |node| node.0);
+        MemCursor { node, forward, memtable }
+    }
+
+    fn node(&self) -> NodeRef<'_> {
+        assert!(!self.node.is_null(), "cursor is valid");
+        NodeRef(self.node, PhantomData)
     }
 }
 
 impl Cursor for MemCursor {
     fn valid(&self) -> bool {
-        self.entry.is_some()
+        !self.node.is_null()
     }
 
     fn key(&self) -> &[u8] {
-        self.entry.as_ref().expect("valid cursor").key().key()
+        self.node().key()
     }
 
     fn value(&self) -> &[u8] {
-        self.entry.as_ref().expect("valid cursor").key().value()
+        self.node().value()
     }
 
     fn advance(&mut self) -> Result<()> {
-        let entry = self.entry.take().expect("valid cursor");
-        self.entry = if self.forward { entry.next() } else { entry.prev() };
+        let node = self.node();
+        let next = if self.forward {
+            self.memtable.follow(node, 0)
+        } else {
+            // No back pointers (as LevelDB): search again for the node before this one.
+            self.memtable.seek_before(Some(node.key()))
+        };
+        self.node = next.map_or(ptr::null(), |node| node.0);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::{KIND_FOR_SEEK, internal_key};
+
+    #[test]
+    fn entries_come_back_in_internal_key_order_both_ways() {
+        let memtable = Arc::new(Memtable::new());
+        let mut expected = Vec::new();
+        for i in 0..2000u64 {
+            let user = format!("k{:04}", (i * 7919) % 1000).into_bytes();
+            let value = vec![b'v'; (i % 300) as usize];
+            memtable.insert(&user, i + 1, Kind::Put, &value);
+            expected.push((internal_key(&user, i + 1, 1), value));
+        }
+        let big = vec![7u8; 600 << 10];
+        memtable.insert(b"big", 5000, Kind::Put, &big);
+        expected.push((internal_key(b"big", 5000, 1), big));
+        expected.sort_by(|a, b| keys::compare(&a.0, &b.0));
+        let mut forward = MemCursor::new(memtable.clone(), None, true);
+        for (key, value) in &expected {
+            assert!(forward.valid());
+            assert_eq!((forward.key(), forward.value()), (key.as_slice(), value.as_slice()));
+            forward.advance().unwrap();
+        }
+        assert!(!forward.valid());
+        let mut backward = MemCursor::new(memtable.clone(), None, false);
+        for (key, _) in expected.iter().rev() {
+            assert_eq!(backward.key(), key.as_slice());
+            backward.advance().unwrap();
+        }
+        assert!(!backward.valid());
+        let lookup = internal_key(b"k0500", 1500, KIND_FOR_SEEK);
+        assert!(matches!(memtable.get(b"k0500", &lookup).unwrap(), Lookup::Value(_)));
+        assert_eq!(memtable.get(b"k0500", &internal_key(b"k0500", 0, KIND_FOR_SEEK)).unwrap(), Lookup::Absent);
+        assert!(memtable.approximate_bytes() > 600 << 10);
+    }
+
+    #[test]
+    fn readers_run_while_one_thread_inserts() {
+        let memtable = Arc::new(Memtable::new());
+        let writer = {
+            let memtable = memtable.clone();
+            std::thread::spawn(move || {
+                for i in 0..20_000u64 {
+                    memtable.insert(format!("{:08}", i % 5000).as_bytes(), i + 1, Kind::Put, &i.to_le_bytes());
+                }
+            })
+        };
+        while !writer.is_finished() {
+            let mut cursor = MemCursor::new(memtable.clone(), None, true);
+            let mut previous: Option<Vec<u8>> = None;
+            while cursor.valid() {
+                if let Some(previous) = &previous {
+                    assert_eq!(keys::compare(previous, cursor.key()), KeyOrdering::Less);
+                }
+                previous = Some(cursor.key().to_vec());
+                cursor.advance().unwrap();
+            }
+        }
+        writer.join().unwrap();
+        let mut count = 0;
+        let mut cursor = MemCursor::new(memtable, None, true);
+        while cursor.valid() {
+            count += 1;
+            cursor.advance().unwrap();
+        }
+        assert_eq!(count, 20_000);
     }
 }

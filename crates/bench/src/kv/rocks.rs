@@ -164,6 +164,7 @@ mod tests {
             bloom_bits_per_key: 10,
             seed: 3,
             quick: true,
+            write_rate: 0,
         };
         let plan = Plan::new(&config);
         let rocks = run_side::<RocksKv>(&plan, temp.path()).unwrap();
