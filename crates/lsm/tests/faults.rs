@@ -41,18 +41,30 @@ fn verify_acknowledged(memory: &MemoryVfs, options: &Options, acknowledged: &[(u
     db.close().unwrap();
 }
 
-#[test]
-fn a_torn_log_tail_is_dropped_and_everything_before_it_replays() {
+/// A memory file system, the fault-injecting one over it, and the latter as a `Vfs`.
+fn faulty() -> (MemoryVfs, FaultVfs, Arc<dyn Vfs>) {
     let memory = MemoryVfs::new();
     let fault = FaultVfs::new(Arc::new(memory.clone()));
     let vfs: Arc<dyn Vfs> = Arc::new(fault.clone());
+    (memory, fault, vfs)
+}
+
+/// Puts keys `0..count` at `version`; returns them as acknowledged.
+fn load(db: &Db, count: u32, version: u32, len: usize) -> Vec<(u32, u32)> {
+    (0..count)
+        .map(|k| {
+            db.put(&key(k), &value(k, version, len)).unwrap();
+            (k, version)
+        })
+        .collect()
+}
+
+#[test]
+fn a_torn_log_tail_is_dropped_and_everything_before_it_replays() {
+    let (memory, fault, vfs) = faulty();
     let options = Options { memtable_size: 4 << 20, ..synced_options() };
     let db = open_on(&vfs, &options).unwrap();
-    let mut acknowledged = Vec::new();
-    for k in 0..100 {
-        db.put(&key(k), &value(k, 1, 50)).unwrap();
-        acknowledged.push((k, 1));
-    }
+    let acknowledged = load(&db, 100, 1, 50);
     fault.fail_nth(FaultOp::Write, 1, FaultKind::TornWrite { at_byte: 30 });
     assert!(db.put(&key(500), &value(500, 1, 50)).is_err());
     assert!(matches!(db.put(&key(501), b"x"), Err(Error::ReadOnly(_))), "writes stop after a failed log write");
@@ -89,16 +101,10 @@ fn a_damaged_log_record_ends_replay_at_the_last_good_one() {
 #[test]
 fn torn_writes_during_a_flush_reopen_cleanly() {
     for n in 1..=16 {
-        let memory = MemoryVfs::new();
-        let fault = FaultVfs::new(Arc::new(memory.clone()));
-        let vfs: Arc<dyn Vfs> = Arc::new(fault.clone());
+        let (memory, fault, vfs) = faulty();
         let options = Options { memtable_size: 4 << 20, ..synced_options() };
         let db = open_on(&vfs, &options).unwrap();
-        let mut acknowledged = Vec::new();
-        for k in 0..400 {
-            db.put(&key(k), &value(k, 1, 80)).unwrap();
-            acknowledged.push((k, 1));
-        }
+        let acknowledged = load(&db, 400, 1, 80);
         fault.fail_nth(FaultOp::Write, n, FaultKind::TornWrite { at_byte: 1000 });
         let _ = db.flush();
         drop(db);
@@ -151,9 +157,7 @@ fn io_errors_and_full_disks_at_any_point_lose_nothing_acknowledged() {
     let options = synced_options();
     for (op, kind) in cases {
         for n in [1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610] {
-            let memory = MemoryVfs::new();
-            let fault = FaultVfs::new(Arc::new(memory.clone()));
-            let vfs: Arc<dyn Vfs> = Arc::new(fault.clone());
+            let (memory, fault, vfs) = faulty();
             let acknowledged = workload_with_fault(&fault, &vfs, &options, op, n, kind);
             fault.heal();
             if memory.contents(Path::new(PATH)).is_none() {
@@ -171,17 +175,9 @@ fn faults_during_flush_and_compaction_lose_nothing_acknowledged() {
         [(FaultOp::Write, FaultKind::Eio), (FaultOp::Write, FaultKind::Enospc), (FaultOp::Sync, FaultKind::Eio)]
     {
         for n in 1..=10 {
-            let memory = MemoryVfs::new();
-            let fault = FaultVfs::new(Arc::new(memory.clone()));
-            let vfs: Arc<dyn Vfs> = Arc::new(fault.clone());
+            let (memory, fault, vfs) = faulty();
             let db = open_on(&vfs, &options).unwrap();
-            let mut acknowledged = Vec::new();
-            for round in 1..=3 {
-                for k in 0..300 {
-                    db.put(&key(k), &value(k, round, 100)).unwrap();
-                    acknowledged.push((k, round));
-                }
-            }
+            let acknowledged: Vec<(u32, u32)> = (1..=3).flat_map(|round| load(&db, 300, round, 100)).collect();
             fault.fail_nth(op, n, kind);
             if let Err(error) = db.compact_range(..) {
                 assert!(!error.is_corruption(), "{error}");
