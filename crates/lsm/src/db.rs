@@ -26,6 +26,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use tern_pagestore::{BufferPool, OsVfs, PoolStats, Vfs};
 
+/// Largest table a flush writes before it starts another (at a user-key boundary). A memtable
+/// can overshoot its size by one write group, and a table must fit in one run of pages.
+const MAX_FLUSH_TABLE_BYTES: usize = 32 << 20;
+
 /// Decides for each entry of a compaction whether it survives.
 pub(crate) type KeepEntry<'a> = &'a mut dyn FnMut(&[u8]) -> Result<bool>;
 
@@ -312,7 +316,7 @@ impl Db {
         let recovered = Memtable::new();
         let mut replayed_to = 0u64;
         for log in [&wal_path, &PathBuf::from(&next_wal_path)] {
-            let replay = wal::replay(vfs.as_ref(), log, &mut replayed_to, |record| {
+            let replay = wal::replay(vfs.as_ref(), log, header.flushed_sequence, &mut replayed_to, |record| {
                 let mut sequence = record.first_sequence;
                 WriteBatch::for_each(record.batch, record.count, |kind, key, value| {
                     if sequence > header.flushed_sequence {
@@ -374,13 +378,16 @@ impl Db {
             let mut install = inner.install.lock();
             let mut version = (*inner.view().version).clone();
             if !recovered.is_empty() {
-                let metas = inner.write_tables(&mut MemCursor::new(Arc::new(recovered), None, true), None, 32 << 20)?;
+                let metas =
+                    inner.write_tables(&mut MemCursor::new(Arc::new(recovered), None, true), None, MAX_FLUSH_TABLE_BYTES)?;
                 for meta in metas {
                     version.levels[0].push(Arc::new(inner.open_table(meta, 0)?));
                 }
                 version.sort();
             }
-            if location.is_none() || replayed_to > header.flushed_sequence {
+            // From here on every write is in a table or in the new log, which starts at
+            // `last_sequence + 1`: record that as flushed, or the next replay would find a gap.
+            if location.is_none() || last_sequence > header.flushed_sequence {
                 let header = ManifestHeader {
                     next_table_id: inner.next_table_id.load(Ordering::SeqCst),
                     flushed_sequence: last_sequence,
@@ -439,26 +446,31 @@ impl Db {
 
     /// The value of `key` as of `snapshot` (or now).
     pub fn get(&self, key: &[u8], snapshot: Option<&Snapshot>) -> Result<Option<Vec<u8>>> {
-        let sequence = self.read_sequence(snapshot);
         let view = self.inner.view();
+        let sequence = self.read_sequence(snapshot);
         view.get(key, sequence)
     }
 
     /// Key-value pairs with keys in `range`, in key order (`.rev()` for descending), as of
     /// `snapshot` (or now).
     pub fn range<'k>(&self, range: impl RangeBounds<&'k [u8]>, snapshot: Option<&Snapshot>) -> DbIter {
+        let view = self.inner.view();
         let sequence = self.read_sequence(snapshot);
         let owned = |bound: Bound<&&[u8]>| bound.map(|key| key.to_vec());
-        DbIter::new(self.inner.view(), sequence, owned(range.start_bound()), owned(range.end_bound()))
+        DbIter::new(view, sequence, owned(range.start_bound()), owned(range.end_bound()))
     }
 
     /// Every key-value pair, in key order.
     pub fn iter(&self, snapshot: Option<&Snapshot>) -> DbIter {
-        DbIter::new(self.inner.view(), self.read_sequence(snapshot), Bound::Unbounded, Bound::Unbounded)
+        let view = self.inner.view();
+        DbIter::new(view, self.read_sequence(snapshot), Bound::Unbounded, Bound::Unbounded)
     }
 
+    /// The sequence a read runs at. Callers load the read view first: a compaction installed
+    /// before that load dropped only versions hidden by writes at or below the sequence read
+    /// afterwards; and writes the view misses (they went to a newer memtable) come after every
+    /// write it holds, so the read still sees one consistent prefix of the writes.
     fn read_sequence(&self, snapshot: Option<&Snapshot>) -> u64 {
-        // The sequence is read before the view: every write at or below it is in the view.
         snapshot.map_or_else(|| self.inner.visible_sequence.load(Ordering::Acquire), |snapshot| snapshot.sequence)
     }
 
@@ -771,8 +783,8 @@ impl Inner {
     /// Logs and applies a write group; returns the last sequence of each member's batch.
     fn commit_group(&self, group: &[Arc<Writer>]) -> Result<Vec<u64>> {
         self.make_room(group.iter().any(|member| member.rotate))?;
-        let mut wal = self.wal.lock();
-        let wal = &mut *wal;
+        let mut guard = self.wal.lock();
+        let wal = &mut *guard;
         let mut sequence = wal.last_sequence;
         let mut last = Vec::with_capacity(group.len());
         wal.buffer.clear();
@@ -798,6 +810,7 @@ impl Inner {
         });
         if let Err(error) = logged {
             // What reached the log is unknown: refuse writes until the log is replayed.
+            drop(guard); // `fail` takes `state`, which comes before `wal` in the lock order
             self.fail(&error);
             return Err(error);
         }
@@ -958,10 +971,14 @@ impl Inner {
             return Err(error.into());
         }
         let old = std::mem::replace(&mut manifest.location, location);
-        for page in old.first_page..old.first_page + old.pages {
-            self.pool.release(page)?;
-        }
         manifest.header = header;
+        // The new manifest is durable: nothing may fail from here on (a failure would keep it
+        // out of the read view). A page not freed here is freed by the next open's sweep.
+        for page in old.first_page..old.first_page + old.pages {
+            if let Err(error) = self.pool.release(page) {
+                tracing::warn!(page, %error, "could not free a page of the previous manifest");
+            }
+        }
         Ok(())
     }
 
@@ -1002,7 +1019,7 @@ impl Inner {
         {
             sealed.sync()?;
         }
-        let metas = self.write_tables(&mut MemCursor::new(imm.clone(), None, true), None, usize::MAX)?;
+        let metas = self.write_tables(&mut MemCursor::new(imm.clone(), None, true), None, MAX_FLUSH_TABLE_BYTES)?;
         let mut manifest = self.install.lock();
         let view = self.view();
         let mut version = (*view.version).clone();
@@ -1047,7 +1064,8 @@ impl Inner {
             let view = self.view();
             let mut version = (*view.version).clone();
             version.levels[compaction.level].retain(|other| other.meta.id != table.meta.id);
-            version.levels[output_level].push(Arc::new(self.open_table(table.meta.clone(), output_level)?));
+            let resident = output_level < self.options.resident_index_levels;
+            version.levels[output_level].push(Arc::new(table.reopen(resident)?));
             version.sort();
             let header = self.manifest_header(&manifest, manifest.header.flushed_sequence);
             self.persist(&mut manifest, &version, header)?;
@@ -1194,17 +1212,25 @@ fn sync_loop(inner: Arc<Inner>) {
                 return;
             }
         }
-        let file = {
-            let mut wal = inner.wal.lock();
-            if !wal.wal.unsynced {
-                continue;
-            }
-            wal.wal.unsynced = false;
-            (wal.wal.file.clone(), wal.wal.path.clone())
+        // The current log, and the sealed one until the flush thread has synced it: both hold
+        // acknowledged writes the interval promises to make durable.
+        let files: Vec<_> = {
+            let mut guard = inner.wal.lock();
+            let wal = &mut *guard;
+            std::iter::once(&mut wal.wal)
+                .chain(wal.sealed.as_mut())
+                .filter(|log| log.unsynced)
+                .map(|log| {
+                    log.unsynced = false;
+                    (log.file.clone(), log.path.clone())
+                })
+                .collect()
         };
-        bump(&inner.counters.wal_syncs, 1);
-        if let Err(error) = file.0.sync() {
-            inner.fail(&Error::io("sync", &file.1, error));
+        for (file, path) in files {
+            bump(&inner.counters.wal_syncs, 1);
+            if let Err(error) = file.sync() {
+                inner.fail(&Error::io("sync", &path, error));
+            }
         }
     }
 }

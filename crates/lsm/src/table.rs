@@ -274,13 +274,33 @@ pub struct TableCounters {
     pub block_reads: AtomicU64,
 }
 
-/// An open table. Dropping the last reference to a table that compaction made obsolete frees
-/// its pages back to the page store.
+/// The pages of a table. Every `Table` object over the same pages (a table moved to another
+/// level is reopened there) shares one; when the last of them is gone and compaction made the
+/// table obsolete, the pages go back to the page store.
+struct PageRun {
+    pool: Arc<BufferPool>,
+    pages: std::ops::Range<PageId>,
+    obsolete: AtomicBool,
+}
+
+impl Drop for PageRun {
+    fn drop(&mut self) {
+        if self.obsolete.load(AtomicOrdering::Acquire) {
+            for page in self.pages.clone() {
+                if let Err(error) = self.pool.release(page) {
+                    tracing::warn!(page, %error, "could not free a page of an obsolete table");
+                }
+            }
+        }
+    }
+}
+
+/// An open table.
 pub struct Table {
     pub meta: TableMeta,
     pool: Arc<BufferPool>,
     resident: Option<Resident>,
-    obsolete: AtomicBool,
+    run: Arc<PageRun>,
     counters: Arc<TableCounters>,
 }
 
@@ -293,7 +313,34 @@ impl std::fmt::Debug for Table {
 impl Table {
     /// Opens a table; with `resident`, reads its index and filter into memory now.
     pub fn open(pool: Arc<BufferPool>, meta: TableMeta, resident: bool, counters: Arc<TableCounters>) -> Result<Table> {
-        let mut table = Table { meta, pool, resident: None, obsolete: AtomicBool::new(false), counters };
+        let fits = meta.first_page.checked_add(meta.page_count).is_some_and(|end| end <= pool.page_count())
+            && meta.first_page > 0
+            && (meta.filter_blocks as u64).div_ceil((pool.payload_size() / FILTER_BLOCK_BYTES) as u64)
+                <= meta.page_count - meta.filter_page as u64;
+        if !fits {
+            return Err(Error::corruption(
+                format!("manifest entry of table {}", meta.id),
+                format!("pages {}+{} do not fit the file of {} pages", meta.first_page, meta.page_count, pool.page_count()),
+            ));
+        }
+        let run = Arc::new(PageRun { pool: pool.clone(), pages: meta.pages(), obsolete: AtomicBool::new(false) });
+        Self::with_run(pool, meta, resident, counters, run)
+    }
+
+    /// The same table at another level: shares the pages (and whether they are obsolete),
+    /// with the residency of its new level.
+    pub fn reopen(&self, resident: bool) -> Result<Table> {
+        Self::with_run(self.pool.clone(), self.meta.clone(), resident, self.counters.clone(), self.run.clone())
+    }
+
+    fn with_run(
+        pool: Arc<BufferPool>,
+        meta: TableMeta,
+        resident: bool,
+        counters: Arc<TableCounters>,
+        run: Arc<PageRun>,
+    ) -> Result<Table> {
+        let mut table = Table { meta, pool, resident: None, run, counters };
         if resident {
             let mut index = Vec::new();
             for page in 0..table.meta.index_pages {
@@ -325,8 +372,9 @@ impl Table {
         self.meta.page_count * self.pool.page_size() as u64
     }
 
+    /// Compaction replaced this table: its pages are freed once no reader holds it.
     pub fn mark_obsolete(&self) {
-        self.obsolete.store(true, AtomicOrdering::Release);
+        self.run.obsolete.store(true, AtomicOrdering::Release);
     }
 
     fn corrupt(&self, detail: impl Into<String>) -> Error {
@@ -478,7 +526,7 @@ impl Table {
     /// the number of entries (for `tern check` and tests).
     pub fn verify(&self) -> Result<u64> {
         use crate::iter::Cursor;
-        let mut cursor = TableCursor::new(Arc::new(self.shallow_clone()), None, true)?;
+        let mut cursor = TableCursor::new(Arc::new(self.reopen(false)?), None, true)?;
         let mut count = 0u64;
         let mut previous: Option<Vec<u8>> = None;
         while cursor.valid() {
@@ -499,29 +547,6 @@ impl Table {
             return Err(self.corrupt(format!("{count} entries, the manifest says {}", self.meta.entries)));
         }
         Ok(count)
-    }
-
-    /// A second handle on the same pages that never frees them (for verification).
-    fn shallow_clone(&self) -> Table {
-        Table {
-            meta: self.meta.clone(),
-            pool: self.pool.clone(),
-            resident: None,
-            obsolete: AtomicBool::new(false),
-            counters: self.counters.clone(),
-        }
-    }
-}
-
-impl Drop for Table {
-    fn drop(&mut self) {
-        if self.obsolete.load(AtomicOrdering::Acquire) {
-            for page in self.meta.pages() {
-                if let Err(error) = self.pool.release(page) {
-                    tracing::warn!(page, %error, "could not free a page of an obsolete table");
-                }
-            }
-        }
     }
 }
 

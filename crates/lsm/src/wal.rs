@@ -13,6 +13,7 @@
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::keys::Reader;
+use crate::limits::MAX_SEQUENCE;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tern_pagestore::vfs::{OpenOptions, Vfs, VfsFile};
@@ -94,11 +95,14 @@ pub struct Replay {
 }
 
 /// Reads the log at `path` (a missing file is an empty log) and hands every good record to
-/// `apply`, in order. `after` is the last sequence replayed from an earlier log file (0 for the
-/// first file); a record must continue it.
+/// `apply`, in order. `after` is the last sequence replayed so far (0 before the first record
+/// of the first file); a record must continue it. The first record must start at or below
+/// `flushed + 1` (everything up to `flushed` is in tables), so that a lost record between the
+/// tables and the log can never be skipped over.
 pub fn replay(
     vfs: &dyn Vfs,
     path: &Path,
+    flushed: u64,
     after: &mut u64,
     mut apply: impl FnMut(Record<'_>) -> Result<()>,
 ) -> Result<Replay> {
@@ -114,6 +118,11 @@ pub fn replay(
     }
     let mut bytes = vec![0u8; size as usize];
     file.read_exact_at(&mut bytes, 0).map_err(|error| Error::io("read", path, error))?;
+    if bytes[..HEADER_SIZE as usize].iter().all(|&byte| byte == 0) {
+        // Created, but its header never reached the disk: no record was ever acknowledged.
+        tracing::warn!(log = %path.display(), "log with an empty header: treated as empty");
+        return Ok(result);
+    }
     if &bytes[..8] != MAGIC {
         return Err(Error::corruption(format!("log {}", path.display()), "bad magic number"));
     }
@@ -142,12 +151,18 @@ pub fn replay(
         let mut reader = Reader::new(&body[4..], "log record");
         let first_sequence = reader.u64()?;
         let count = reader.u32()?;
-        if count == 0 || (*after != 0 && first_sequence != *after + 1) {
-            result.tail = stop("sequence numbers do not continue (a stale record)");
+        let continues = if *after == 0 {
+            (1..=flushed.saturating_add(1)).contains(&first_sequence)
+        } else {
+            Some(first_sequence) == after.checked_add(1)
+        };
+        let last = first_sequence.checked_add(count as u64).map(|end| end - 1).filter(|&last| last <= MAX_SEQUENCE);
+        let Some(last) = last.filter(|_| count > 0 && continues) else {
+            result.tail = stop("sequence numbers do not continue (a stale record, or one after a lost one)");
             break;
-        }
+        };
         apply(Record { first_sequence, count, batch: &body[16..] })?;
-        *after = first_sequence + count as u64 - 1;
+        *after = last;
         result.records += 1;
         offset += 8 + len;
     }
