@@ -378,8 +378,11 @@ impl Db {
             let mut install = inner.install.lock();
             let mut version = (*inner.view().version).clone();
             if !recovered.is_empty() {
-                let metas =
-                    inner.write_tables(&mut MemCursor::new(Arc::new(recovered), None, true), None, MAX_FLUSH_TABLE_BYTES)?;
+                let metas = inner.write_tables(
+                    &mut MemCursor::new(Arc::new(recovered), None, true),
+                    None,
+                    MAX_FLUSH_TABLE_BYTES,
+                )?;
                 for meta in metas {
                     version.levels[0].push(Arc::new(inner.open_table(meta, 0)?));
                 }

@@ -131,7 +131,10 @@ impl Arena {
         // SAFETY: `memory` is 8-byte aligned, zeroed (so every next pointer is null) and large
         // enough for the header, the tower, the key and the value.
         unsafe {
-            ptr::write(node, Node { key_len: key_len as u32, value_len: value.len() as u32, height: height as u32, _pad: 0 });
+            ptr::write(
+                node,
+                Node { key_len: key_len as u32, value_len: value.len() as u32, height: height as u32, _pad: 0 },
+            );
             let data = NodeRef(node, PhantomData).data() as *mut u8;
             ptr::copy_nonoverlapping(user_key.as_ptr(), data, user_key.len());
             ptr::copy_nonoverlapping(trailer.to_le_bytes().as_ptr(), data.add(user_key.len()), 8);

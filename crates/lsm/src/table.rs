@@ -320,7 +320,12 @@ impl Table {
         if !fits {
             return Err(Error::corruption(
                 format!("manifest entry of table {}", meta.id),
-                format!("pages {}+{} do not fit the file of {} pages", meta.first_page, meta.page_count, pool.page_count()),
+                format!(
+                    "pages {}+{} do not fit the file of {} pages",
+                    meta.first_page,
+                    meta.page_count,
+                    pool.page_count()
+                ),
             ));
         }
         let run = Arc::new(PageRun { pool: pool.clone(), pages: meta.pages(), obsolete: AtomicBool::new(false) });
