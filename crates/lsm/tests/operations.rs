@@ -165,3 +165,18 @@ fn deeper_levels_keep_their_index_out_of_memory() {
     }
     assert!(db.stats().filter_negatives > 0, "the pooled filters answer for absent keys");
 }
+
+#[test]
+fn forward_scans_ask_the_prefetcher_for_the_next_pages() {
+    let options = Options { memtable_size: 1 << 20, ..small_options() };
+    let db = open(&memory(), &options);
+    for k in 0..6000 {
+        db.put(&key(k), &value(k, 1, 200)).unwrap();
+    }
+    db.compact_range(..).unwrap();
+    db.pool().flush_and_evict().unwrap();
+    let before = db.pool().stats().prefetch_requests;
+    assert_eq!(collect(db.iter(None)).len(), 6000);
+    let stats = db.pool().stats();
+    assert!(stats.prefetch_requests > before, "a scan of {} pages queued no prefetch", stats.allocated_pages);
+}
