@@ -241,15 +241,20 @@ impl Memtable {
     /// The first node at or after `target`.
     fn seek(&self, target: &[u8]) -> Option<NodeRef<'_>> {
         let mut node = self.head();
+        let mut found = None;
         for level in (0..self.height.load(Ordering::Relaxed)).rev() {
+            found = None;
             while let Some(next) = self.follow(node, level) {
                 if keys::compare(next.key(), target) != KeyOrdering::Less {
+                    found = Some(next);
                     break;
                 }
                 node = next;
             }
         }
-        self.follow(node, 0)
+        // The answer is the node compared at level 0, not a second load of the pointer: an
+        // insert may have linked a smaller node in between since.
+        found
     }
 
     /// The last node before `target` (`None`: the last node of all).

@@ -392,12 +392,29 @@ impl Table {
 
     /// Decodes one index page.
     fn index_page(&self, page: u32) -> Result<Vec<IndexEntry>> {
+        let mut entries = Vec::new();
+        self.scan_index_page(page, |key, handle| {
+            entries.push(IndexEntry { key: key.to_vec(), handle });
+            false
+        })?;
+        Ok(entries)
+    }
+
+    /// Calls `visit` with each entry of one index page, in place, until it returns true;
+    /// returns that entry's handle.
+    fn scan_index_page(
+        &self,
+        page: u32,
+        mut visit: impl FnMut(&[u8], BlockHandle) -> bool,
+    ) -> Result<Option<BlockHandle>> {
         let guard = self.pool.pin_read(self.page(self.meta.index_page + page))?;
         let mut reader = Reader::new(&guard, "index page");
         let count = reader.u16()?;
-        let mut entries = Vec::with_capacity(count as usize);
+        if count == 0 {
+            return Err(self.corrupt(format!("index page {page} is empty")));
+        }
         for _ in 0..count {
-            let key = reader.internal_key()?.to_vec();
+            let key = reader.internal_key()?;
             let handle = BlockHandle { page: reader.u32()?, pages: reader.u32()?, len: reader.u32()? };
             let fits = handle.pages > 0
                 && handle.page as u64 + handle.pages as u64 <= self.meta.index_page as u64
@@ -405,12 +422,30 @@ impl Table {
             if !fits {
                 return Err(self.corrupt(format!("index entry points outside the data pages: {handle:?}")));
             }
-            entries.push(IndexEntry { key, handle });
+            if visit(key, handle) {
+                return Ok(Some(handle));
+            }
         }
-        if count == 0 {
-            return Err(self.corrupt(format!("index page {page} is empty")));
+        Ok(None)
+    }
+
+    /// The index page that holds the first entry at or after `target`, or whose successor's
+    /// first entry is it: the last page whose first key is before `target` (binary search, one
+    /// pin per step).
+    fn index_page_for(&self, target: &[u8]) -> Result<u32> {
+        let (mut low, mut high) = (0u32, self.meta.index_pages - 1);
+        while low < high {
+            let mid = (low + high).div_ceil(2);
+            let guard = self.pool.pin_read(self.page(self.meta.index_page + mid))?;
+            let mut reader = Reader::new(&guard, "index page");
+            reader.u16()?;
+            if keys::compare(reader.internal_key()?, target) == Ordering::Less {
+                low = mid;
+            } else {
+                high = mid - 1;
+            }
         }
-        Ok(entries)
+        Ok(low)
     }
 
     fn with_filter_block<T>(&self, block: u32, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
@@ -446,21 +481,7 @@ impl Table {
             let position = resident.index.partition_point(|entry| keys::compare(&entry.key, target) == Ordering::Less);
             return Ok((position < resident.index.len()).then(|| (0, resident.index.clone(), position)));
         }
-        // The last index page whose first key is before `target` holds the answer, or the
-        // answer is the first entry of the page after it.
-        let (mut low, mut high) = (0u32, self.meta.index_pages - 1);
-        while low < high {
-            let mid = (low + high).div_ceil(2);
-            let guard = self.pool.pin_read(self.page(self.meta.index_page + mid))?;
-            let mut reader = Reader::new(&guard, "index page");
-            reader.u16()?;
-            if keys::compare(reader.internal_key()?, target) == Ordering::Less {
-                low = mid;
-            } else {
-                high = mid - 1;
-            }
-        }
-        let mut page = low;
+        let mut page = self.index_page_for(target)?;
         loop {
             let entries = self.index_page(page)?;
             let position = entries.partition_point(|entry| keys::compare(&entry.key, target) == Ordering::Less);
@@ -481,7 +502,18 @@ impl Table {
             let position = resident.index.partition_point(|entry| keys::compare(&entry.key, target) == Ordering::Less);
             return Ok(resident.index.get(position).map(|entry| entry.handle));
         }
-        Ok(self.seek_index(target)?.map(|(_, entries, position)| entries[position].handle))
+        // Through the pool: search the index pages in place, without copying entries.
+        let mut page = self.index_page_for(target)?;
+        loop {
+            let found = self.scan_index_page(page, |key, _| keys::compare(key, target) != Ordering::Less)?;
+            if found.is_some() {
+                return Ok(found);
+            }
+            page += 1;
+            if page == self.meta.index_pages {
+                return Ok(None);
+            }
+        }
     }
 
     /// Runs `f` over a block's bytes: straight from the pinned page when the block is one
