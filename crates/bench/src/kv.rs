@@ -312,10 +312,8 @@ impl Engine for TernKv {
     fn destroy(self, dir: &Path) -> Result<()> {
         self.db.close()?;
         let file = dir.join(TERN_FILE);
-        let wal = tern_lsm::wal_path(&file);
-        let mut next = wal.clone().into_os_string();
-        next.push(".next");
-        for path in [file, wal, PathBuf::from(next)] {
+        let [log, next_log] = tern_lsm::log_paths(&file);
+        for path in [file, log, next_log] {
             if path.exists() {
                 std::fs::remove_file(&path).map_err(|error| BenchError::io("remove", &path, error))?;
             }

@@ -262,16 +262,18 @@ pub struct Db {
     closed: bool,
 }
 
-/// The log's path for a database file: `<file>.tern-wal` when the file is `<name>.tern`, else
-/// `<file>.tern-wal` appended.
-pub fn wal_path(path: &Path) -> PathBuf {
-    let mut wal = path.with_extension("");
-    if path.extension().is_some_and(|extension| extension != "tern") {
-        wal = path.to_path_buf();
-    }
-    let mut name = wal.into_os_string();
-    name.push(".tern-wal");
-    PathBuf::from(name)
+/// The logs beside the database file at `path`: `<name>.tern-wal` (for `<name>.tern`; other
+/// names get `.tern-wal` appended) and the next log, `<name>.tern-wal.next`, which exists while
+/// a memtable is being flushed or has been created ahead of time. With `path` itself, these
+/// are all the files of a database.
+pub fn log_paths(path: &Path) -> [PathBuf; 2] {
+    let base =
+        if path.extension().is_some_and(|extension| extension != "tern") { path } else { &path.with_extension("") };
+    let mut log = base.as_os_str().to_owned();
+    log.push(".tern-wal");
+    let mut next = log.clone();
+    next.push(".next");
+    [PathBuf::from(log), PathBuf::from(next)]
 }
 
 impl Db {
@@ -290,9 +292,7 @@ impl Db {
             BufferPool::open_with(vfs.clone(), path, options.pool.clone())?
         };
         let pool = Arc::new(pool);
-        let wal_path = wal_path(path);
-        let mut next_wal_path = wal_path.clone().into_os_string();
-        next_wal_path.push(".next");
+        let [wal_path, next_wal_path] = log_paths(path);
         let table_counters = Arc::new(TableCounters::default());
 
         let root = pool.root();
@@ -316,7 +316,7 @@ impl Db {
         // Replay the logs into a memtable.
         let recovered = Memtable::new();
         let mut replayed_to = 0u64;
-        for log in [&wal_path, &PathBuf::from(&next_wal_path)] {
+        for log in [&wal_path, &next_wal_path] {
             let replay = wal::replay(vfs.as_ref(), log, header.flushed_sequence, &mut replayed_to, |record| {
                 let mut sequence = record.first_sequence;
                 WriteBatch::for_each(record.batch, record.count, |kind, key, value| {
@@ -340,7 +340,7 @@ impl Db {
             pool: pool.clone(),
             vfs: vfs.clone(),
             wal_path: wal_path.clone(),
-            next_wal_path: PathBuf::from(next_wal_path),
+            next_wal_path,
             current: RwLock::new(Arc::new(ReadView {
                 mem: Arc::new(Memtable::new()),
                 imm: None,
@@ -540,9 +540,7 @@ impl Db {
         })();
         inner.state.lock().compacting = false;
         inner.changed.notify_all();
-        if let Err(error) = &result
-            && !matches!(error, Error::Closed | Error::ReadOnly(_))
-        {
+        if let Err(error) = &result {
             inner.fail(error);
         }
         result
@@ -733,7 +731,13 @@ impl Inner {
         Table::open(self.pool.clone(), meta, level < self.options.resident_index_levels, self.table_counters.clone())
     }
 
+    /// Makes the database refuse writes after `error` (from a log write, flush or compaction).
+    /// `Closed` (work cut short by shutdown) and `ReadOnly` (the echo of an earlier failure)
+    /// change nothing.
     fn fail(&self, error: &Error) {
+        if matches!(error, Error::Closed | Error::ReadOnly(_)) {
+            return;
+        }
         let mut state = self.state.lock();
         if state.bg_error.is_none() {
             tracing::error!(%error, "the database stops accepting writes");
@@ -1154,20 +1158,9 @@ fn flush_loop(inner: Arc<Inner>) {
                 inner.changed.wait(&mut state);
             }
         };
-        if let Err(error) = inner.flush_immutable(&imm)
-            && !matches!(error, Error::Closed)
-        {
+        if let Err(error) = inner.flush_immutable(&imm) {
             inner.fail(&error);
         }
-        // Free the memtable here rather than in whichever reader drops it last: freeing
-        // hundreds of thousands of entries takes a while.
-        for _ in 0..200 {
-            if Arc::strong_count(&imm) == 1 {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        drop(imm);
     }
 }
 
@@ -1194,9 +1187,7 @@ fn compaction_loop(inner: Arc<Inner>) {
         let result = inner.run_compaction(compaction);
         inner.state.lock().compacting = false;
         inner.changed.notify_all();
-        if let Err(error) = result
-            && !matches!(error, Error::Closed)
-        {
+        if let Err(error) = result {
             inner.fail(&error);
         }
     }

@@ -170,6 +170,9 @@ fn above_lower(lower: &Bound<Vec<u8>>, key: &[u8]) -> bool {
     }
 }
 
+/// The next key-value pair from one end, if any.
+type EntryResult = Result<Option<(Vec<u8>, Vec<u8>)>>;
+
 /// Key-value pairs of a key range as of a snapshot, in key order; `.rev()` and `next_back`
 /// go from the other end. Holds the tables and memtables it reads alive, not a page pin.
 pub struct DbIter {
@@ -191,12 +194,18 @@ impl DbIter {
         DbIter { view, sequence, lower, upper, front: None, back: None, front_key: None, back_key: None, done: false }
     }
 
-    fn fail<T>(&mut self, error: crate::Error) -> Option<Result<T>> {
-        self.done = true;
-        Some(Err(error))
+    /// One step from either end: the iteration ends at the first `None` or error (an error is
+    /// returned once).
+    fn step(&mut self, entry: fn(&mut Self) -> EntryResult) -> Option<<Self as Iterator>::Item> {
+        if self.done {
+            return None;
+        }
+        let result = entry(self).transpose();
+        self.done = !matches!(result, Some(Ok(_)));
+        result
     }
 
-    fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    fn next_entry(&mut self) -> EntryResult {
         if self.front.is_none() {
             let target = forward_target(&self.lower);
             self.front = Some(self.view.merged(target.as_deref(), true)?);
@@ -221,7 +230,7 @@ impl DbIter {
         Ok(None)
     }
 
-    fn next_back_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    fn next_back_entry(&mut self) -> EntryResult {
         if self.back.is_none() {
             let target = backward_target(&self.upper);
             self.back = Some(self.view.merged(target.as_deref(), false)?);
@@ -269,32 +278,12 @@ impl Iterator for DbIter {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        match self.next_entry() {
-            Ok(Some(entry)) => Some(Ok(entry)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(error) => self.fail(error),
-        }
+        self.step(Self::next_entry)
     }
 }
 
 impl DoubleEndedIterator for DbIter {
     fn next_back(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        match self.next_back_entry() {
-            Ok(Some(entry)) => Some(Ok(entry)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(error) => self.fail(error),
-        }
+        self.step(Self::next_back_entry)
     }
 }

@@ -190,29 +190,28 @@ impl Memtable {
 
     pub fn insert(&self, user_key: &[u8], sequence: u64, kind: Kind, value: &[u8]) {
         let mut arena = self.writer.lock();
-        let mut key = Vec::with_capacity(user_key.len() + 8);
-        key.extend_from_slice(user_key);
-        key.extend_from_slice(&keys::trailer(sequence, kind as u8).to_le_bytes());
+        // Write the node first (nobody can reach it yet) and search with its own key.
+        let new_height = arena.random_height();
+        let (new, bytes) = arena.node(new_height, user_key, keys::trailer(sequence, kind as u8), value);
+        let key = NodeRef(new, PhantomData).key();
         // The last node before `key` at every level.
         let mut previous: [*const Node; MAX_HEIGHT] = [self.head; MAX_HEIGHT];
         let height = self.height.load(Ordering::Relaxed);
         let mut node = self.head();
         for level in (0..height).rev() {
             while let Some(next) = self.follow(node, level) {
-                if keys::compare(next.key(), &key) != KeyOrdering::Less {
+                if keys::compare(next.key(), key) != KeyOrdering::Less {
                     break;
                 }
                 node = next;
             }
             previous[level] = node.0;
         }
-        let new_height = arena.random_height();
         if new_height > height {
             // Readers that see the new height before the new node find null pointers in the
             // head at the new levels and simply go down.
             self.height.store(new_height, Ordering::Relaxed);
         }
-        let (new, bytes) = arena.node(new_height, user_key, keys::trailer(sequence, kind as u8), value);
         let new_node = NodeRef(new, PhantomData);
         for (level, before) in previous.iter().enumerate().take(new_height) {
             // `new` is not reachable yet: its tower is filled before the release store that

@@ -86,7 +86,7 @@ fn a_damaged_log_record_ends_replay_at_the_last_good_one() {
         db.put(&key(k), &value(k, 1, 50)).unwrap();
     }
     db.close().unwrap();
-    let wal = tern_lsm::wal_path(Path::new(PATH));
+    let [wal, _] = tern_lsm::log_paths(Path::new(PATH));
     let mut bytes = memory.contents(&wal).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x40;

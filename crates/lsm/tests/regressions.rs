@@ -3,7 +3,7 @@
 mod common;
 
 use common::{key, small_options};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use tern_lsm::{Db, MAX_MEMTABLE_SIZE, Options, WriteBatch};
 use tern_pagestore::{MemoryVfs, Vfs};
@@ -70,10 +70,7 @@ fn the_next_log_is_not_replayed_behind_a_torn_first_record() {
     db.put(b"a", b"first").unwrap(); // sequence 1
     db.put(b"b", b"second").unwrap(); // sequence 2
     db.close().unwrap();
-    let wal = tern_lsm::wal_path(path);
-    let mut next = wal.clone().into_os_string();
-    next.push(".next");
-    let next = PathBuf::from(next);
+    let [wal, next] = tern_lsm::log_paths(path);
     let bytes = memory.contents(&wal).unwrap();
     let len1 = u32::from_le_bytes(bytes[20..24].try_into().unwrap()) as usize;
     let end1 = 16 + 8 + len1;
@@ -100,7 +97,7 @@ fn a_checksummed_record_with_a_huge_sequence_is_not_replayed() {
     let path = Path::new("ovf.tern");
     let options = Options { memtable_size: 4 << 20, ..small_options() };
     Db::open_with(vfs.clone(), path, options.clone()).unwrap().close().unwrap();
-    let wal = tern_lsm::wal_path(path);
+    let [wal, _] = tern_lsm::log_paths(path);
     let mut bytes = memory.contents(&wal).unwrap();
     // record: crc | len | first_sequence | count | batch (two puts)
     let mut body = Vec::new();
