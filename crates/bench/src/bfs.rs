@@ -6,7 +6,7 @@
 //! (out-of-core); every root must reach the same nodes at the same levels on all three.
 
 use crate::chart::{self, BarPanel, Panel};
-use crate::common::{CommonArgs, Machine, Outputs, WorkDir};
+use crate::common::{CommonArgs, Machine, start};
 use crate::data::{pool_config, slots_fraction, slots_to_hold};
 use crate::error::{BenchError, Result};
 use crate::graph::{BfsResult, BfsScratch, Csr, CsrAccess, PagedCsr, bfs, pick_roots, rmat_edges, store_csr};
@@ -211,9 +211,7 @@ fn runs(times: &[Duration], edges: u64, pool_slots: Option<usize>, stats: Option
 /// line, and returns the report.
 pub fn run(args: &BfsArgs) -> Result<BfsReport> {
     let config = args.config()?;
-    let work = WorkDir::create(&args.common.dir, NAME)?;
-    let outputs = Outputs::create(&args.common.out, NAME)?;
-    let machine = Machine::detect();
+    let (work, outputs, machine) = start(&args.common.dir, &args.common.out, NAME)?;
     let nodes = 1u32 << config.scale;
     println!(
         "{NAME}: R-MAT scale {} ({nodes} nodes), edge factor {}, a/b/c/d {:.2}/{:.2}/{:.2}/{:.2}, {} roots, seed {}, {} KiB pages, {} partitions{}",

@@ -134,6 +134,12 @@ impl Drop for WorkDir {
     }
 }
 
+/// What every workload sets up first: its work directory under `dir`, its report and chart
+/// under `out`, and the description of the machine.
+pub fn start(dir: &Path, out: &Path, name: &str) -> Result<(WorkDir, Outputs, Machine)> {
+    Ok((WorkDir::create(dir, name)?, Outputs::create(out, name)?, Machine::detect()))
+}
+
 /// Where a workload writes its report and chart.
 #[derive(Debug, Clone)]
 pub struct Outputs {

@@ -108,19 +108,27 @@ pub fn progress_bar(total: u64, message: &str) -> ProgressBar {
     bar
 }
 
-/// Creates a database at `path` (`page_size`-byte pages, a pool of `pool_slots` slots over
-/// `partitions` partitions) and fills `pages` pages with seeded random bytes through the pool:
-/// the load every byte-oriented workload starts with. Returns the pool, the data and the time.
+/// The database every byte-oriented workload starts with: `pages` pages of `page_size` bytes
+/// filled with random bytes from `seed`, read through a pool of `pool_slots` slots over
+/// `partitions` partitions.
+#[derive(Debug, Clone, Copy)]
+pub struct RandomPages {
+    pub page_size: usize,
+    pub pool_slots: usize,
+    pub partitions: usize,
+    pub pages: usize,
+    pub seed: u64,
+}
+
+/// Creates the database `spec` describes at `path` and fills it through the pool. Returns the
+/// pool, the data and the time.
 pub fn create_random_pages(
     path: &Path,
-    page_size: usize,
-    pool_slots: usize,
-    partitions: usize,
-    pages: usize,
-    seed: u64,
+    spec: &RandomPages,
 ) -> Result<(tern_pagestore::BufferPool, PagedData, std::time::Duration)> {
-    let pool = tern_pagestore::BufferPool::create(path, page_size, pool_config(pool_slots, page_size, partitions))?;
-    let (data, load) = crate::timing::timed(|| write_random_pages(&pool, pages, seed, "loading"))?;
+    let config = pool_config(spec.pool_slots, spec.page_size, spec.partitions);
+    let pool = tern_pagestore::BufferPool::create(path, spec.page_size, config)?;
+    let (data, load) = crate::timing::timed(|| write_random_pages(&pool, spec.pages, spec.seed, "loading"))?;
     Ok((pool, data, load))
 }
 

@@ -4,14 +4,14 @@
 //! same bytes in memory; the tables must be identical.
 
 use crate::chart::{BarPanel, Panel};
-use crate::common::{CommonArgs, Machine, Outputs, WorkDir};
-use crate::data::{self, slots_to_hold};
+use crate::common::{CommonArgs, Machine, start};
+use crate::data::{self, RandomPages, slots_to_hold};
 use crate::error::{BenchError, Result};
 use crate::kernels::ByteCounts;
 use crate::pages::{PageSource, for_each_page};
-use crate::peer::{Comparison, PageOperator, compare};
+use crate::peer::{self, Comparison, PageOperator};
 use crate::report::publish;
-use crate::timing::{format_bytes, format_seconds};
+use crate::timing::format_bytes;
 use serde::Serialize;
 
 /// Name of the workload.
@@ -41,6 +41,19 @@ pub struct GroupByConfig {
     pub pool_slots: usize,
     pub threads: usize,
     pub repeats: usize,
+}
+
+impl GroupByConfig {
+    /// The database of random pages this run loads.
+    pub fn random_pages(&self) -> RandomPages {
+        RandomPages {
+            page_size: self.page_size,
+            pool_slots: self.pool_slots,
+            partitions: self.partitions,
+            pages: self.pages,
+            seed: self.seed,
+        }
+    }
 }
 
 /// Everything `pool-groupby` measured; written as `pool-groupby.json`.
@@ -103,9 +116,7 @@ impl GroupByArgs {
 /// RESULT line, and returns the report.
 pub fn run(args: &GroupByArgs) -> Result<GroupByReport> {
     let config = args.config()?;
-    let work = WorkDir::create(&args.common.dir, NAME)?;
-    let outputs = Outputs::create(&args.common.out, NAME)?;
-    let machine = Machine::detect();
+    let (work, outputs, machine) = start(&args.common.dir, &args.common.out, NAME)?;
     println!(
         "{NAME}: {} pages of {} bytes ({} of random bytes), seed {}, {} partitions, {} threads{}",
         config.pages,
@@ -117,23 +128,12 @@ pub fn run(args: &GroupByArgs) -> Result<GroupByReport> {
         if config.quick { ", quick" } else { "" }
     );
     let path = work.file("groupby.tern");
-    let (pool, data, load) = data::create_random_pages(
-        &path,
-        config.page_size,
-        config.pool_slots,
-        config.partitions,
-        config.pages,
-        config.seed,
-    )?;
-    println!("load: {} pages in {} ({})", data.page_ids.len(), format_seconds(load.as_secs_f64()), data.load.summary());
-
-    println!("\ncount of each byte value, {} threads, pool vs memory:", config.threads);
-    let (counts, comparison) = compare(&GroupBy, &pool, &path, &data, config.threads, config.repeats)?;
-    pool.close()?;
-    comparison.print(config.repeats);
+    let heading = format!("\ncount of each byte value, {} threads, pool vs memory:", config.threads);
+    let (counts, comparison, load) =
+        peer::load_and_compare(&GroupBy, &heading, &path, &config.random_pages(), config.threads, config.repeats)?;
     let total: u64 = counts.iter().sum();
-    if total != data.payload_bytes() {
-        return Err(BenchError::Mismatch(format!("the counts add up to {total}, not {} bytes", data.payload_bytes())));
+    if total != comparison.bytes {
+        return Err(BenchError::Mismatch(format!("the counts add up to {total}, not {} bytes", comparison.bytes)));
     }
     let (most, most_count) = counts.iter().enumerate().max_by_key(|(_, count)| **count).expect("256 counts");
     let (least, least_count) = counts.iter().enumerate().min_by_key(|(_, count)| **count).expect("256 counts");

@@ -10,14 +10,14 @@
 //! `Index(p) > NumPages/16`, which skips one page, here it is every page not in the build set.
 
 use crate::chart::{BarPanel, Panel};
-use crate::common::{CommonArgs, Machine, Outputs, WorkDir};
-use crate::data::{self, slots_to_hold};
+use crate::common::{CommonArgs, Machine, start};
+use crate::data::{self, RandomPages, slots_to_hold};
 use crate::error::{BenchError, Result};
 use crate::kernels::{JoinTable, join_build, join_probe};
 use crate::pages::{PageSource, for_each_page};
-use crate::peer::{Comparison, PageOperator, compare};
+use crate::peer::{self, Comparison, PageOperator};
 use crate::report::publish;
-use crate::timing::{format_bytes, format_seconds};
+use crate::timing::format_bytes;
 use serde::Serialize;
 
 /// Name of the workload.
@@ -52,6 +52,19 @@ pub struct HashJoinConfig {
     pub pool_slots: usize,
     pub threads: usize,
     pub repeats: usize,
+}
+
+impl HashJoinConfig {
+    /// The database of random pages this run loads.
+    pub fn random_pages(&self) -> RandomPages {
+        RandomPages {
+            page_size: self.page_size,
+            pool_slots: self.pool_slots,
+            partitions: self.partitions,
+            pages: self.pages,
+            seed: self.seed,
+        }
+    }
 }
 
 /// One key of the join's answer.
@@ -153,9 +166,7 @@ impl HashJoinArgs {
 /// RESULT line, and returns the report.
 pub fn run(args: &HashJoinArgs) -> Result<HashJoinReport> {
     let config = args.config()?;
-    let work = WorkDir::create(&args.common.dir, NAME)?;
-    let outputs = Outputs::create(&args.common.out, NAME)?;
-    let machine = Machine::detect();
+    let (work, outputs, machine) = start(&args.common.dir, &args.common.out, NAME)?;
     println!(
         "{NAME}: {} pages of {} bytes ({} of random bytes; build {} pages, probe {}), seed {}, {} partitions, {} probe threads{}",
         config.pages,
@@ -169,20 +180,9 @@ pub fn run(args: &HashJoinArgs) -> Result<HashJoinReport> {
         if config.quick { ", quick" } else { "" }
     );
     let path = work.file("hashjoin.tern");
-    let (pool, data, load) = data::create_random_pages(
-        &path,
-        config.page_size,
-        config.pool_slots,
-        config.partitions,
-        config.pages,
-        config.seed,
-    )?;
-    println!("load: {} pages in {} ({})", data.page_ids.len(), format_seconds(load.as_secs_f64()), data.load.summary());
-
-    println!("\nhash join (1-thread build, {}-thread probe), pool vs memory:", config.threads);
-    let (joined, comparison) = compare(&HashJoin, &pool, &path, &data, config.threads, config.repeats)?;
-    pool.close()?;
-    comparison.print(config.repeats);
+    let heading = format!("\nhash join (1-thread build, {}-thread probe), pool vs memory:", config.threads);
+    let (joined, comparison, load) =
+        peer::load_and_compare(&HashJoin, &heading, &path, &config.random_pages(), config.threads, config.repeats)?;
     let matches: u64 = joined.iter().map(|entry| entry.matches).sum();
     println!("  table: {} even keys; {matches} probe tuples matched", joined.len());
 

@@ -24,7 +24,7 @@
 pub mod rocks;
 
 use crate::chart::{self, BarPanel, LinePanel, Panel, Series};
-use crate::common::{Machine, Outputs, WorkDir};
+use crate::common::{Machine, Outputs, start};
 use crate::error::{BenchError, Result};
 use crate::report::{result_line, write_json};
 use crate::timing::{format_bytes, format_seconds, ratio};
@@ -945,9 +945,7 @@ pub fn run(args: &KvArgs) -> Result<KvReport> {
         return Err(BenchError::PeerMissing(PEER_MISSING.into()));
     }
     let config = args.config()?;
-    let work = WorkDir::create(&args.dir, NAME)?;
-    let outputs = Outputs::create(&args.out, NAME)?;
-    let machine = Machine::detect();
+    let (work, outputs, machine) = start(&args.dir, &args.out, NAME)?;
     let peer = peer_name();
     print_header(&config, &peer);
     let plan = Plan::new(&config);
@@ -1070,7 +1068,7 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let config = tiny_config(2_000);
         let plan = Plan::new(&config);
-        let work = WorkDir::create(&temp.path().join("work"), NAME).unwrap();
+        let work = crate::common::WorkDir::create(&temp.path().join("work"), NAME).unwrap();
         let side = run_side::<TernKv>(&plan, work.path()).unwrap();
         let names: Vec<&str> = side.phases.iter().map(|phase| phase.workload).collect();
         assert_eq!(names, WORKLOADS);

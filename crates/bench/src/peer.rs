@@ -3,7 +3,7 @@
 //! checked, and it must miss every page), a warm-up, then warm runs through the pool and over
 //! the in-memory copy, alternating, with every answer checked against the memory peer's.
 
-use crate::data::{self, PagedData};
+use crate::data::{self, PagedData, RandomPages};
 use crate::error::{BenchError, Result};
 use crate::pages::{MemoryPages, PageSource, PoolPages};
 use crate::report::StatsDelta;
@@ -153,4 +153,24 @@ impl Comparison {
             ("memory (peer)".to_string(), self.memory_gbps),
         ]
     }
+}
+
+/// The whole measurement of a byte workload's operator: creates the random pages `spec`
+/// describes at `path`, prints the load, prints `heading`, runs [`compare`], closes the pool
+/// and prints the comparison. Returns the memory peer's answer, the timings and the load time.
+pub fn load_and_compare<O: PageOperator>(
+    operator: &O,
+    heading: &str,
+    path: &Path,
+    spec: &RandomPages,
+    threads: usize,
+    repeats: usize,
+) -> Result<(O::Answer, Comparison, Duration)> {
+    let (pool, data, load) = data::create_random_pages(path, spec)?;
+    println!("load: {} pages in {} ({})", data.page_ids.len(), format_seconds(load.as_secs_f64()), data.load.summary());
+    println!("{heading}");
+    let (answer, comparison) = compare(operator, &pool, path, &data, threads, repeats)?;
+    pool.close()?;
+    comparison.print(repeats);
+    Ok((answer, comparison, load))
 }

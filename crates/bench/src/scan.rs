@@ -39,8 +39,10 @@
 //! [`BenchError::NotCold`] rather than print a cold figure that is not one.
 
 use crate::chart::{self, BarPanel, LinePanel, Panel, Series};
-use crate::common::{CommonArgs, Machine, Outputs, WorkDir, thread_counts};
-use crate::data::{self, LoadTimes, MIB, PagedData, make_cold, pool_config, slots_fraction, slots_to_hold};
+use crate::common::{CommonArgs, Machine, WorkDir, start, thread_counts};
+use crate::data::{
+    self, LoadTimes, MIB, PagedData, RandomPages, make_cold, pool_config, slots_fraction, slots_to_hold,
+};
 use crate::error::{BenchError, Result};
 use crate::kernels::{SCAN_THRESHOLD, ScanKernel, count_above, count_above_paper};
 use crate::pages::{
@@ -193,6 +195,19 @@ pub struct ScanConfig {
     pub sweep_mib: u64,
     pub pin_iterations: u64,
     pub pin_working_set: usize,
+}
+
+impl ScanConfig {
+    /// The database of random pages this run loads.
+    pub fn random_pages(&self) -> RandomPages {
+        RandomPages {
+            page_size: self.page_size,
+            pool_slots: self.pool_slots,
+            partitions: self.partitions,
+            pages: self.pages,
+            seed: self.seed,
+        }
+    }
 }
 
 /// Measurement 1.
@@ -703,9 +718,7 @@ fn partition_counts(configured: usize) -> Vec<usize> {
 /// RESULT lines, and returns the report.
 pub fn run(args: &ScanArgs) -> Result<ScanReport> {
     let config = args.config()?;
-    let work = WorkDir::create(&args.common.dir, NAME)?;
-    let outputs = Outputs::create(&args.common.out, NAME)?;
-    let machine = Machine::detect();
+    let (work, outputs, machine) = start(&args.common.dir, &args.common.out, NAME)?;
     println!(
         "{NAME}: {} pages of {} bytes ({} of u32 payload), seed {}, threshold {}, {}, {} partitions, threads {:?}, {} CPUs{}",
         config.pages,
@@ -721,14 +734,7 @@ pub fn run(args: &ScanArgs) -> Result<ScanReport> {
     );
 
     let path = work.file("scan.tern");
-    let (pool, data, load) = data::create_random_pages(
-        &path,
-        config.page_size,
-        config.pool_slots,
-        config.partitions,
-        config.pages,
-        config.seed,
-    )?;
+    let (pool, data, load) = data::create_random_pages(&path, &config.random_pages())?;
     let file_bytes = data::file_size(&path)?;
     let expected = count_above(&data.memory, SCAN_THRESHOLD);
     let mut paper_kernel_count = 0;
