@@ -790,7 +790,8 @@ impl Inner {
 
     /// Logs and applies a write group; returns the last sequence of each member's batch.
     fn commit_group(&self, group: &[Arc<Writer>]) -> Result<Vec<u64>> {
-        self.make_room(group.iter().any(|member| member.rotate))?;
+        // Only the leader rotates memtables, so this one stays current until the group is in.
+        let mem = self.make_room(group.iter().any(|member| member.rotate))?;
         let mut guard = self.wal.lock();
         let wal = &mut *guard;
         let mut sequence = wal.last_sequence;
@@ -825,7 +826,6 @@ impl Inner {
         bump(&self.counters.write_groups, 1);
         bump(&self.counters.batches, group.iter().filter(|member| !member.batch.is_empty()).count() as u64);
         bump(&self.counters.wal_bytes, wal.buffer.len() as u64);
-        let mem = self.view().mem.clone();
         let mut next = wal.last_sequence + 1;
         for member in group {
             WriteBatch::for_each(&member.batch.data, member.batch.count, |kind, key, value| {
@@ -841,7 +841,8 @@ impl Inner {
     /// Called by the group leader before logging: delays or stops writes while level 0 backs
     /// up, and makes a full memtable immutable (switching to a new log file) for the flush
     /// thread. With `rotate`, makes a non-empty memtable immutable even if it is not full.
-    fn make_room(&self, mut rotate: bool) -> Result<()> {
+    /// Returns the memtable the group goes into.
+    fn make_room(&self, mut rotate: bool) -> Result<Arc<Memtable>> {
         let mut slowed = false;
         let mut state = self.state.lock();
         loop {
@@ -866,7 +867,7 @@ impl Inner {
             }
             let full = view.mem.approximate_bytes() >= self.options.memtable_size;
             if !(full || rotate && !view.mem.is_empty()) {
-                return Ok(());
+                return Ok(view.mem.clone());
             }
             if view.imm.is_some() {
                 bump(&self.counters.stops, 1);

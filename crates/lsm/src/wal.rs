@@ -89,7 +89,6 @@ pub struct Record<'a> {
 
 /// What reading a log found.
 pub struct Replay {
-    pub records: usize,
     /// Offset where reading stopped, and why, if it stopped before the end of the file.
     pub tail: Option<(u64, String)>,
 }
@@ -106,7 +105,7 @@ pub fn replay(
     after: &mut u64,
     mut apply: impl FnMut(Record<'_>) -> Result<()>,
 ) -> Result<Replay> {
-    let mut result = Replay { records: 0, tail: None };
+    let mut result = Replay { tail: None };
     if !vfs.exists(path) {
         return Ok(result);
     }
@@ -163,7 +162,6 @@ pub fn replay(
         };
         apply(Record { first_sequence, count, batch: &body[16..] })?;
         *after = last;
-        result.records += 1;
         offset += 8 + len;
     }
     Ok(result)
