@@ -7,7 +7,6 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -145,5 +144,4 @@ fn acknowledged_writes_survive_sigkill() {
     }
     eprintln!("{iterations} kills survived; batches acknowledged per writer: {next_id:?}");
     assert!(next_id.iter().all(|&id| id > 0), "the child wrote nothing");
-    assert!(Path::new(&path).exists());
 }
