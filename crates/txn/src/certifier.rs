@@ -1,0 +1,483 @@
+//! The certifier: dsmDB's Consistency Manager (Algorithms 2 and 3) for one node.
+//!
+//! It validates committing transactions and groups the ones it accepts into numbered batches.
+//! It does not know where batches go: the local runtime writes each closed batch to the LSM as
+//! one atomic write; in cluster mode a closed batch becomes one entry of the replicated log.
+//!
+//! A transaction names its snapshot by `read_batch`, the last batch whose writes it can see.
+//! It commits if
+//! 1. no closed batch after `read_batch` wrote a key it read or into a range it scanned
+//!    (checked against an index of recently written keys), and
+//! 2. there is a position `i` in the open batch such that no member before `i` wrote what it
+//!    read, and no member from `i` on read what it writes (Algorithm 2's condition). It is
+//!    inserted there. Batches apply in order and each batch in member order, so that order is
+//!    the serial order.
+//!
+//! Under snapshot isolation only writes are checked: no write to a key it writes may have
+//! committed after its snapshot or be in the open batch (first committer wins). It joins the
+//! end of the open batch, which no later member's reads can be hurt by.
+
+use crate::error::Conflict;
+use crate::sets::{ReadSet, Sketch, sorted_intersect};
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The isolation level of one transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Isolation {
+    /// Every committed history is equivalent to a serial one. Reads (keys and scanned
+    /// ranges) are validated at commit.
+    #[default]
+    Serializable,
+    /// Reads see one snapshot; a transaction aborts only if a concurrent one committed a
+    /// write to a key it writes. Cheaper (no read set), but allows write skew.
+    Snapshot,
+}
+
+/// Limits of the batches the certifier forms, and of the memory it keeps for validation.
+#[derive(Debug, Clone)]
+pub struct CertifierOptions {
+    /// A batch closes when it holds this many transactions. 1 turns group commit off.
+    pub max_batch_txns: usize,
+    /// A batch closes when its writes reach this many bytes.
+    pub max_batch_bytes: usize,
+    /// How long an open batch waits for more transactions when the writer is idle. With zero
+    /// it closes as soon as the writer is free, so it holds what arrived during the previous
+    /// write.
+    pub max_batch_delay: Duration,
+    /// Transactions with at least this many keys (reads plus writes) get Bloom-filter
+    /// sketches for the comparisons within a batch (dsmDB section 3.4). `None` keeps every
+    /// comparison exact.
+    pub sketch_threshold: Option<usize>,
+    /// Size of each sketch in bits.
+    pub sketch_bits: usize,
+    /// Memory for the written keys of recent batches. Past it the oldest batches are dropped
+    /// and transactions whose snapshot predates them abort with
+    /// [`Conflict::SnapshotTooOld`].
+    pub max_retained_bytes: usize,
+}
+
+impl Default for CertifierOptions {
+    fn default() -> Self {
+        CertifierOptions {
+            max_batch_txns: 256,
+            max_batch_bytes: 4 << 20,
+            max_batch_delay: Duration::ZERO,
+            sketch_threshold: None,
+            sketch_bits: 8192,
+            max_retained_bytes: 64 << 20,
+        }
+    }
+}
+
+/// A committing transaction as the certifier sees it.
+#[derive(Debug)]
+pub struct Request {
+    pub isolation: Isolation,
+    /// The last batch the transaction's snapshot includes; `None` if it read nothing.
+    pub read_batch: Option<u64>,
+    /// Sealed read set; empty under snapshot isolation.
+    pub reads: ReadSet,
+    /// Sorted, distinct keys written, and their new values (`None` deletes).
+    pub keys: Vec<Vec<u8>>,
+    pub values: Vec<Option<Vec<u8>>>,
+    /// Bytes the writes take in a commit batch ([`entry_bytes`]).
+    pub bytes: usize,
+    sketches: Option<Sketches>,
+    /// Set when the batch is durable: the sequence number of the transaction's last write, a
+    /// total order of all commits that matches the serial order.
+    commit_sequence: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Sketches {
+    reads: Sketch,
+    writes: Sketch,
+}
+
+impl Request {
+    pub fn new(
+        isolation: Isolation,
+        read_batch: Option<u64>,
+        mut reads: ReadSet,
+        keys: Vec<Vec<u8>>,
+        values: Vec<Option<Vec<u8>>>,
+    ) -> Request {
+        assert_eq!(keys.len(), values.len());
+        debug_assert!(keys.windows(2).all(|pair| pair[0] < pair[1]), "write keys must be sorted and distinct");
+        reads.seal();
+        let bytes = keys.iter().zip(&values).map(|(key, value)| entry_bytes(key, value.as_deref())).sum();
+        Request { isolation, read_batch, reads, keys, values, bytes, sketches: None, commit_sequence: AtomicU64::new(0) }
+    }
+
+    pub fn commit_sequence(&self) -> u64 {
+        self.commit_sequence.load(Ordering::Acquire)
+    }
+
+    pub fn set_commit_sequence(&self, sequence: u64) {
+        self.commit_sequence.store(sequence, Ordering::Release);
+    }
+
+    fn key_count(&self) -> usize {
+        self.reads.keys().len() + self.keys.len()
+    }
+}
+
+/// Bytes one write takes in a commit batch: key, value and a bound on the batch's per-entry
+/// header (kind and two length varints).
+pub fn entry_bytes(key: &[u8], value: Option<&[u8]>) -> usize {
+    key.len() + value.map_or(0, <[u8]>::len) + 11
+}
+
+/// Whether `writer` wrote something `reader` read. Point reads go through the sketches when
+/// both sides have them; scanned ranges are always checked exactly.
+fn writes_hit_reads(writer: &Request, reader: &Request) -> bool {
+    if writer.keys.is_empty() || reader.reads.is_empty() {
+        return false;
+    }
+    match (&writer.sketches, &reader.sketches) {
+        (Some(written), Some(read)) => {
+            written.writes.may_intersect(&read.reads)
+                || reader.reads.ranges().iter().any(|range| range.hits(&writer.keys))
+        }
+        _ => reader.reads.hit_by(&writer.keys).is_some(),
+    }
+}
+
+/// A closed batch: the accepted transactions in serial order.
+#[derive(Debug)]
+pub struct Batch {
+    pub id: u64,
+    pub txns: Vec<Arc<Request>>,
+    pub bytes: usize,
+}
+
+/// Counters of the certifier.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CertifierStats {
+    pub accepted: u64,
+    /// Accepted transactions inserted before the end of the open batch (reordered).
+    pub reordered: u64,
+    pub stale_reads: u64,
+    pub phantoms: u64,
+    pub unplaceable: u64,
+    pub write_write: u64,
+    pub too_old: u64,
+    pub batches: u64,
+    pub largest_batch: usize,
+    /// Distinct keys (and their bytes) kept from recent batches for validation.
+    pub retained_keys: usize,
+    pub retained_bytes: usize,
+}
+
+impl CertifierStats {
+    pub fn conflicts(&self) -> u64 {
+        self.stale_reads + self.phantoms + self.unplaceable + self.write_write + self.too_old
+    }
+}
+
+/// Per-key overhead counted against `max_retained_bytes` (map node, history entry).
+const KEY_OVERHEAD: usize = 64;
+
+/// dsmDB's Consistency Manager for one node.
+#[derive(Debug)]
+pub struct Certifier {
+    options: CertifierOptions,
+    open: Vec<Arc<Request>>,
+    open_bytes: usize,
+    open_id: u64,
+    /// Key -> the newest closed batch that wrote it.
+    recent: BTreeMap<Vec<u8>, u64>,
+    /// Keys written by each retained closed batch, oldest first.
+    history: VecDeque<(u64, Vec<Vec<u8>>)>,
+    /// Transactions whose `read_batch` is below this can no longer be validated.
+    expired_below: u64,
+    stats: CertifierStats,
+}
+
+impl Certifier {
+    /// A certifier whose first batch gets number `first_batch`; transactions that read before
+    /// it name `first_batch - 1`.
+    pub fn new(options: CertifierOptions, first_batch: u64) -> Certifier {
+        assert!(first_batch >= 1);
+        Certifier {
+            options,
+            open: Vec::new(),
+            open_bytes: 0,
+            open_id: first_batch,
+            recent: BTreeMap::new(),
+            history: VecDeque::new(),
+            expired_below: 0,
+            stats: CertifierStats::default(),
+        }
+    }
+
+    pub fn options(&self) -> &CertifierOptions {
+        &self.options
+    }
+
+    /// Number of the batch being formed.
+    pub fn open_id(&self) -> u64 {
+        self.open_id
+    }
+
+    pub fn open_len(&self) -> usize {
+        self.open.len()
+    }
+
+    pub fn open_bytes(&self) -> usize {
+        self.open_bytes
+    }
+
+    /// Whether the open batch reached a limit and should close.
+    pub fn open_is_full(&self) -> bool {
+        self.open.len() >= self.options.max_batch_txns || self.open_bytes >= self.options.max_batch_bytes
+    }
+
+    /// Whether adding `bytes` would take a non-empty open batch past its byte limit.
+    pub fn would_overflow(&self, bytes: usize) -> bool {
+        !self.open.is_empty() && self.open_bytes + bytes > self.options.max_batch_bytes
+    }
+
+    pub fn stats(&self) -> CertifierStats {
+        let mut stats = self.stats.clone();
+        stats.retained_keys = self.recent.len();
+        stats
+    }
+
+    /// Validates `request`; on success it joins the open batch, whose number is returned.
+    pub fn certify(&mut self, mut request: Request) -> Result<(Arc<Request>, u64), Conflict> {
+        if let Some(threshold) = self.options.sketch_threshold
+            && request.key_count() >= threshold
+        {
+            let reads = Sketch::new(request.reads.keys(), self.options.sketch_bits);
+            let writes = Sketch::new(&request.keys, self.options.sketch_bits);
+            request.sketches = Some(Sketches { reads, writes });
+        }
+        let outcome = match request.isolation {
+            Isolation::Serializable => self.certify_serializable(&request),
+            Isolation::Snapshot => self.certify_snapshot(&request),
+        };
+        let position = match outcome {
+            Ok(position) => position,
+            Err(conflict) => {
+                let counter = match conflict {
+                    Conflict::StaleRead => &mut self.stats.stale_reads,
+                    Conflict::Phantom => &mut self.stats.phantoms,
+                    Conflict::Unplaceable => &mut self.stats.unplaceable,
+                    Conflict::WriteWrite => &mut self.stats.write_write,
+                    Conflict::SnapshotTooOld => &mut self.stats.too_old,
+                };
+                *counter += 1;
+                return Err(conflict);
+            }
+        };
+        self.stats.accepted += 1;
+        if position < self.open.len() {
+            self.stats.reordered += 1;
+        }
+        self.open_bytes += request.bytes;
+        let request = Arc::new(request);
+        self.open.insert(position, request.clone());
+        Ok((request, self.open_id))
+    }
+
+    fn check_age(&self, request: &Request) -> Result<Option<u64>, Conflict> {
+        match request.read_batch {
+            Some(read_batch) if read_batch < self.expired_below => Err(Conflict::SnapshotTooOld),
+            read_batch => Ok(read_batch),
+        }
+    }
+
+    /// Whether a closed batch after `read_batch` wrote `key`.
+    fn written_after(&self, key: &[u8], read_batch: u64) -> bool {
+        self.recent.get(key).is_some_and(|&batch| batch > read_batch)
+    }
+
+    fn certify_serializable(&self, request: &Request) -> Result<usize, Conflict> {
+        if !request.reads.is_empty()
+            && let Some(read_batch) = self.check_age(request)?
+        {
+            if request.reads.keys().iter().any(|key| self.written_after(key, read_batch)) {
+                return Err(Conflict::StaleRead);
+            }
+            for range in request.reads.ranges() {
+                if range.is_empty() {
+                    continue;
+                }
+                let bounds = (as_slice(&range.start), as_slice(&range.end));
+                if self.recent.range::<[u8], _>(bounds).any(|(_, &batch)| batch > read_batch) {
+                    return Err(Conflict::Phantom);
+                }
+            }
+        }
+        // Algorithm 3, with the first loop testing what its prose says (writes of earlier
+        // members against this one's reads; the printed pseudocode compares write sets).
+        let position = self.open.iter().position(|member| writes_hit_reads(member, request)).unwrap_or(self.open.len());
+        if self.open[position..].iter().any(|member| writes_hit_reads(request, member)) {
+            return Err(Conflict::Unplaceable);
+        }
+        Ok(position)
+    }
+
+    fn certify_snapshot(&self, request: &Request) -> Result<usize, Conflict> {
+        if let Some(read_batch) = self.check_age(request)?
+            && request.keys.iter().any(|key| self.written_after(key, read_batch))
+        {
+            return Err(Conflict::WriteWrite);
+        }
+        if self.open.iter().any(|member| sorted_intersect(&member.keys, &request.keys)) {
+            return Err(Conflict::WriteWrite);
+        }
+        Ok(self.open.len())
+    }
+
+    /// Closes the open batch and returns it, or `None` if it is empty. Its writes join the
+    /// index later transactions are validated against.
+    pub fn close(&mut self) -> Option<Batch> {
+        if self.open.is_empty() {
+            return None;
+        }
+        let id = self.open_id;
+        self.open_id += 1;
+        let txns = std::mem::take(&mut self.open);
+        let bytes = std::mem::replace(&mut self.open_bytes, 0);
+        let mut written = Vec::new();
+        for txn in &txns {
+            for key in &txn.keys {
+                if self.recent.insert(key.clone(), id).is_none() {
+                    self.stats.retained_bytes += key.len() + KEY_OVERHEAD;
+                }
+                written.push(key.clone());
+            }
+        }
+        self.history.push_back((id, written));
+        self.stats.batches += 1;
+        self.stats.largest_batch = self.stats.largest_batch.max(txns.len());
+        while self.stats.retained_bytes > self.options.max_retained_bytes && self.history.len() > 1 {
+            let dropped = self.drop_oldest();
+            self.expired_below = self.expired_below.max(dropped);
+        }
+        Some(Batch { id, txns, bytes })
+    }
+
+    /// Forgets the writes of batches up to `watermark`: every snapshot still in use includes
+    /// them, so no validation needs them.
+    pub fn forget_through(&mut self, watermark: u64) {
+        while self.history.front().is_some_and(|(id, _)| *id <= watermark) {
+            self.drop_oldest();
+        }
+    }
+
+    fn drop_oldest(&mut self) -> u64 {
+        let (id, keys) = self.history.pop_front().expect("a retained batch");
+        for key in keys {
+            if self.recent.get(&key) == Some(&id) {
+                self.recent.remove(&key);
+                self.stats.retained_bytes -= key.len() + KEY_OVERHEAD;
+            }
+        }
+        id
+    }
+}
+
+fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    bound.as_ref().map(Vec::as_slice)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sets::KeyRange;
+
+    fn request(read_batch: Option<u64>, reads: &[&str], writes: &[&str]) -> Request {
+        let mut set = ReadSet::new();
+        for key in reads {
+            set.add_key(key.as_bytes());
+        }
+        let mut keys: Vec<Vec<u8>> = writes.iter().map(|key| key.as_bytes().to_vec()).collect();
+        keys.sort();
+        let values = keys.iter().map(|key| Some(key.clone())).collect();
+        Request::new(Isolation::Serializable, read_batch, set, keys, values)
+    }
+
+    fn order(batch: &Batch) -> Vec<Vec<Vec<u8>>> {
+        batch.txns.iter().map(|txn| txn.keys.clone()).collect()
+    }
+
+    #[test]
+    fn a_reader_is_placed_before_the_writer_of_what_it_read() {
+        let mut certifier = Certifier::new(CertifierOptions::default(), 1);
+        // T1 writes x; T2 read x (old version) and writes y: T2 must come first.
+        certifier.certify(request(Some(0), &[], &["x"])).unwrap();
+        certifier.certify(request(Some(0), &["x"], &["y"])).unwrap();
+        let batch = certifier.close().unwrap();
+        assert_eq!(order(&batch), vec![vec![b"y".to_vec()], vec![b"x".to_vec()]]);
+        assert_eq!(certifier.stats().reordered, 1);
+    }
+
+    #[test]
+    fn a_cycle_within_a_batch_aborts_the_second_transaction() {
+        let mut certifier = Certifier::new(CertifierOptions::default(), 1);
+        // Write skew: T1 reads x writes y, T2 reads y writes x.
+        certifier.certify(request(Some(0), &["x"], &["y"])).unwrap();
+        assert_eq!(certifier.certify(request(Some(0), &["y"], &["x"])).unwrap_err(), Conflict::Unplaceable);
+    }
+
+    #[test]
+    fn closed_batches_after_the_snapshot_invalidate_reads() {
+        let mut certifier = Certifier::new(CertifierOptions::default(), 1);
+        certifier.certify(request(Some(0), &[], &["x"])).unwrap();
+        certifier.close().unwrap();
+        // Read before batch 1: stale. Read after it: fine.
+        assert_eq!(certifier.certify(request(Some(0), &["x"], &["z"])).unwrap_err(), Conflict::StaleRead);
+        certifier.certify(request(Some(1), &["x"], &["z"])).unwrap();
+    }
+
+    #[test]
+    fn inserts_into_a_scanned_range_are_phantoms() {
+        let mut certifier = Certifier::new(CertifierOptions::default(), 1);
+        certifier.certify(request(Some(0), &[], &["k5"])).unwrap();
+        certifier.close().unwrap();
+        let mut reads = ReadSet::new();
+        reads.add_range(KeyRange::new(Bound::Included(b"k0".to_vec()), Bound::Excluded(b"k9".to_vec())));
+        let scan = Request::new(Isolation::Serializable, Some(0), reads, vec![b"sum".to_vec()], vec![None]);
+        assert_eq!(certifier.certify(scan).unwrap_err(), Conflict::Phantom);
+    }
+
+    #[test]
+    fn snapshot_isolation_only_checks_writes() {
+        let mut certifier = Certifier::new(CertifierOptions::default(), 1);
+        let snapshot = |reads: &[&str], writes: &[&str]| {
+            let mut request = request(Some(0), reads, writes);
+            request.isolation = Isolation::Snapshot;
+            request.reads = ReadSet::new();
+            request
+        };
+        certifier.certify(snapshot(&["x"], &["y"])).unwrap();
+        certifier.certify(snapshot(&["y"], &["x"])).unwrap();
+        assert_eq!(certifier.certify(snapshot(&[], &["x"])).unwrap_err(), Conflict::WriteWrite);
+        certifier.close().unwrap();
+        assert_eq!(certifier.certify(snapshot(&[], &["y"])).unwrap_err(), Conflict::WriteWrite);
+    }
+
+    #[test]
+    fn forgetting_and_the_memory_limit() {
+        let options = CertifierOptions { max_retained_bytes: 3 * (1 + KEY_OVERHEAD), ..CertifierOptions::default() };
+        let mut certifier = Certifier::new(options, 1);
+        for key in ["a", "b", "c", "d"] {
+            certifier.certify(request(None, &[], &[key])).unwrap();
+            certifier.close().unwrap();
+        }
+        // Four keys do not fit in three: batch 1 was dropped and snapshots before it expired.
+        assert_eq!(certifier.stats().retained_keys, 3);
+        assert_eq!(certifier.certify(request(Some(0), &["z"], &["q"])).unwrap_err(), Conflict::SnapshotTooOld);
+        certifier.certify(request(Some(1), &["b"], &["q"])).unwrap_err();
+        certifier.forget_through(3);
+        assert_eq!(certifier.stats().retained_keys, 1);
+        assert_eq!(certifier.stats().retained_bytes, 1 + KEY_OVERHEAD);
+    }
+}

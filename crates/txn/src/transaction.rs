@@ -1,0 +1,275 @@
+//! One transaction: a snapshot taken at its first read, a buffered write set, and (under
+//! serializable isolation) the read set the certifier validates.
+
+use crate::certifier::{Isolation, Request, entry_bytes};
+use crate::db::{CommitInfo, MAX_TRANSACTION_BYTES, Shared, TxnSnapshot};
+use crate::error::{Error, Result};
+use crate::sets::{KeyRange, ReadSet};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+use tern_lsm::limits::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
+
+/// A transaction. Dropping it without [`Transaction::commit`] rolls it back.
+pub struct Transaction {
+    shared: Arc<Shared>,
+    isolation: Isolation,
+    snapshot: Option<TxnSnapshot>,
+    reads: ReadSet,
+    writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    write_bytes: usize,
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("isolation", &self.isolation)
+            .field("snapshot", &self.snapshot_sequence())
+            .field("writes", &self.writes.len())
+            .finish()
+    }
+}
+
+impl Transaction {
+    pub(crate) fn new(shared: Arc<Shared>, isolation: Isolation) -> Transaction {
+        Transaction { shared, isolation, snapshot: None, reads: ReadSet::new(), writes: BTreeMap::new(), write_bytes: 0 }
+    }
+
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    /// The LSM sequence the transaction reads at, once it has read something.
+    pub fn snapshot_sequence(&self) -> Option<u64> {
+        self.snapshot.as_ref().map(|snapshot| snapshot.lsm.sequence())
+    }
+
+    /// Whether the transaction has written nothing (so far).
+    pub fn is_read_only(&self) -> bool {
+        self.writes.is_empty()
+    }
+
+    /// The transaction's snapshot, taken at its first read (dsmDB).
+    fn ensure_snapshot(&mut self) -> &tern_lsm::Snapshot {
+        &self.snapshot.get_or_insert_with(|| self.shared.snapshot()).lsm
+    }
+
+    fn records_reads(&self) -> bool {
+        self.isolation == Isolation::Serializable
+    }
+
+    /// The value of `key`: the transaction's own write if it wrote one, else the value in its
+    /// snapshot (taken now if this is its first read).
+    pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(own) = self.writes.get(key) {
+            return Ok(own.clone());
+        }
+        if self.records_reads() {
+            self.reads.add_key(key);
+        }
+        self.ensure_snapshot();
+        let snapshot = self.snapshot.as_ref().map(|snapshot| &snapshot.lsm);
+        Ok(self.shared.db.get(key, snapshot)?)
+    }
+
+    /// Sets `key` to `value` when the transaction commits.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        if value.len() > MAX_VALUE_SIZE {
+            return Err(tern_lsm::Error::ValueTooLarge { len: value.len(), limit: MAX_VALUE_SIZE }.into());
+        }
+        self.write(key, Some(value))
+    }
+
+    /// Removes `key` when the transaction commits.
+    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
+        self.write(key, None)
+    }
+
+    fn write(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        if key.len() > MAX_KEY_SIZE {
+            return Err(tern_lsm::Error::KeyTooLarge { len: key.len(), limit: MAX_KEY_SIZE }.into());
+        }
+        let replaced = self.writes.get(key).map_or(0, |old| entry_bytes(key, old.as_deref()));
+        let bytes = self.write_bytes - replaced + entry_bytes(key, value);
+        if bytes > MAX_TRANSACTION_BYTES {
+            return Err(Error::TooLarge { bytes, limit: MAX_TRANSACTION_BYTES });
+        }
+        self.write_bytes = bytes;
+        self.writes.insert(key.to_vec(), value.map(<[u8]>::to_vec));
+        Ok(())
+    }
+
+    /// Key-value pairs in `range` in ascending key order: the snapshot merged with the
+    /// transaction's own writes. Under serializable isolation the part of the range the scan
+    /// covered joins the read set when the scan is dropped.
+    pub fn range<'k>(&mut self, range: impl RangeBounds<&'k [u8]>) -> Scan<'_> {
+        self.scan(range, true)
+    }
+
+    /// Like [`Transaction::range`], in descending key order.
+    pub fn range_rev<'k>(&mut self, range: impl RangeBounds<&'k [u8]>) -> Scan<'_> {
+        self.scan(range, false)
+    }
+
+    fn scan<'k>(&mut self, range: impl RangeBounds<&'k [u8]>, forward: bool) -> Scan<'_> {
+        let owned = |bound: Bound<&&[u8]>| bound.map(|key| key.to_vec());
+        let bounds = KeyRange::new(owned(range.start_bound()), owned(range.end_bound()));
+        let mut own: Vec<(Vec<u8>, Option<Vec<u8>>)> = if bounds.is_empty() {
+            Vec::new()
+        } else {
+            let slices = (bounds.start.as_ref().map(Vec::as_slice), bounds.end.as_ref().map(Vec::as_slice));
+            self.writes.range::<[u8], _>(slices).map(|(key, value)| (key.clone(), value.clone())).collect()
+        };
+        if !forward {
+            own.reverse();
+        }
+        // Record the whole range now and narrow it when the scan is dropped, so that a scan
+        // leaked with `mem::forget` still leaves a conservative read set.
+        let recorded = self.records_reads().then(|| self.reads.add_range(bounds.clone()));
+        self.ensure_snapshot();
+        let snapshot = self.snapshot.as_ref().map(|snapshot| &snapshot.lsm);
+        let slices = (bounds.start.as_ref().map(Vec::as_slice), bounds.end.as_ref().map(Vec::as_slice));
+        let lsm = self.shared.db.range(slices, snapshot);
+        Scan {
+            txn: self,
+            lsm,
+            lsm_done: false,
+            own: own.into_iter(),
+            peeked_lsm: None,
+            peeked_own: None,
+            forward,
+            bounds,
+            recorded,
+            last: None,
+            complete: false,
+        }
+    }
+
+    /// Commits: a read-only transaction at once; one with writes through the certifier,
+    /// returning when its batch is durable (or with [`Error::Serialization`] if it conflicts).
+    pub fn commit(mut self) -> Result<CommitInfo> {
+        let snapshot = self.snapshot.take();
+        if self.writes.is_empty() {
+            self.shared.count_read_only_commit();
+            let sequence = snapshot.as_ref().map_or_else(|| self.shared.db.latest_sequence(), |s| s.lsm.sequence());
+            return Ok(CommitInfo { sequence, batch: None });
+        }
+        let (keys, values) = std::mem::take(&mut self.writes).into_iter().unzip();
+        let reads = std::mem::take(&mut self.reads);
+        let read_batch = snapshot.as_ref().map(|snapshot| snapshot.read_batch);
+        let request = Request::new(self.isolation, read_batch, reads, keys, values);
+        // The snapshot stays registered until the certifier has validated the request, so the
+        // batches it must be checked against are still there.
+        let outcome = self.shared.submit(request);
+        drop(snapshot);
+        outcome
+    }
+
+    /// Discards the transaction's writes.
+    pub fn rollback(self) {}
+}
+
+/// A scan inside a transaction (see [`Transaction::range`]).
+pub struct Scan<'t> {
+    txn: &'t mut Transaction,
+    lsm: tern_lsm::DbIter,
+    lsm_done: bool,
+    own: std::vec::IntoIter<(Vec<u8>, Option<Vec<u8>>)>,
+    peeked_lsm: Option<(Vec<u8>, Vec<u8>)>,
+    peeked_own: Option<(Vec<u8>, Option<Vec<u8>>)>,
+    forward: bool,
+    bounds: KeyRange,
+    recorded: Option<usize>,
+    /// The last key returned, and whether the scan reached the end of its range.
+    last: Option<Vec<u8>>,
+    complete: bool,
+}
+
+impl Scan<'_> {
+    fn next_lsm(&mut self) -> Result<()> {
+        if self.peeked_lsm.is_none() && !self.lsm_done {
+            let item = if self.forward { self.lsm.next() } else { self.lsm.next_back() };
+            match item {
+                Some(item) => self.peeked_lsm = Some(item?),
+                None => self.lsm_done = true,
+            }
+        }
+        Ok(())
+    }
+
+    fn step(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        loop {
+            self.next_lsm()?;
+            if self.peeked_own.is_none() {
+                self.peeked_own = self.own.next();
+            }
+            let order = match (&self.peeked_lsm, &self.peeked_own) {
+                (None, None) => return Ok(None),
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some((stored, _)), Some((own, _))) => {
+                    let order = stored.cmp(own);
+                    if self.forward { order } else { order.reverse() }
+                }
+            };
+            match order {
+                Ordering::Less => return Ok(self.peeked_lsm.take()),
+                Ordering::Equal | Ordering::Greater => {
+                    if order == Ordering::Equal {
+                        // The transaction's own write replaces the stored value.
+                        self.peeked_lsm = None;
+                    }
+                    let (key, value) = self.peeked_own.take().expect("peeked");
+                    if let Some(value) = value {
+                        return Ok(Some((key, value)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Iterator for Scan<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.complete {
+            return None;
+        }
+        match self.step() {
+            Ok(Some((key, value))) => {
+                self.last = Some(key.clone());
+                Some(Ok((key, value)))
+            }
+            Ok(None) => {
+                self.complete = true;
+                None
+            }
+            Err(error) => {
+                // What the scan saw is uncertain: keep the whole range in the read set.
+                self.recorded = None;
+                self.complete = true;
+                Some(Err(error))
+            }
+        }
+    }
+}
+
+impl Drop for Scan<'_> {
+    /// Narrows the recorded range to what the scan covered: from its start to the last key
+    /// returned (an unfinished scan saw nothing beyond it).
+    fn drop(&mut self) {
+        let Some(index) = self.recorded else { return };
+        if self.complete {
+            return;
+        }
+        let covered = match (self.last.take(), self.forward) {
+            (Some(last), true) => KeyRange::new(self.bounds.start.clone(), Bound::Included(last)),
+            (Some(last), false) => KeyRange::new(Bound::Included(last), self.bounds.end.clone()),
+            // Nothing was returned, so nothing was seen.
+            (None, _) => KeyRange::new(Bound::Excluded(Vec::new()), Bound::Excluded(Vec::new())),
+        };
+        self.txn.reads.replace_range(index, covered);
+    }
+}
