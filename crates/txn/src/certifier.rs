@@ -110,7 +110,16 @@ impl Request {
         debug_assert!(keys.windows(2).all(|pair| pair[0] < pair[1]), "write keys must be sorted and distinct");
         reads.seal();
         let bytes = keys.iter().zip(&values).map(|(key, value)| entry_bytes(key, value.as_deref())).sum();
-        Request { isolation, read_batch, reads, keys, values, bytes, sketches: None, commit_sequence: AtomicU64::new(0) }
+        Request {
+            isolation,
+            read_batch,
+            reads,
+            keys,
+            values,
+            bytes,
+            sketches: None,
+            commit_sequence: AtomicU64::new(0),
+        }
     }
 
     pub fn commit_sequence(&self) -> u64 {

@@ -33,7 +33,11 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy { max_attempts: 100, initial_backoff: Duration::from_micros(20), max_backoff: Duration::from_millis(10) }
+        RetryPolicy {
+            max_attempts: 100,
+            initial_backoff: Duration::from_micros(20),
+            max_backoff: Duration::from_millis(10),
+        }
     }
 }
 

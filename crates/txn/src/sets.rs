@@ -225,7 +225,11 @@ mod tests {
 
     #[test]
     fn sorted_intersection_matches_a_set_model() {
-        let cases = [(vec!["a", "c", "e"], vec!["b", "d"], false), (vec!["a", "c"], vec!["c"], true), (vec![], vec!["a"], false)];
+        let cases = [
+            (vec!["a", "c", "e"], vec!["b", "d"], false),
+            (vec!["a", "c"], vec!["c"], true),
+            (vec![], vec!["a"], false),
+        ];
         for (a, b, expected) in cases {
             assert_eq!(sorted_intersect(&keys(&a), &keys(&b)), expected, "{a:?} {b:?}");
             assert_eq!(sorted_intersect(&keys(&b), &keys(&a)), expected, "{b:?} {a:?}");

@@ -33,7 +33,14 @@ impl std::fmt::Debug for Transaction {
 
 impl Transaction {
     pub(crate) fn new(shared: Arc<Shared>, isolation: Isolation) -> Transaction {
-        Transaction { shared, isolation, snapshot: None, reads: ReadSet::new(), writes: BTreeMap::new(), write_bytes: 0 }
+        Transaction {
+            shared,
+            isolation,
+            snapshot: None,
+            reads: ReadSet::new(),
+            writes: BTreeMap::new(),
+            write_bytes: 0,
+        }
     }
 
     pub fn isolation(&self) -> Isolation {

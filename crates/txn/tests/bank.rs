@@ -76,7 +76,8 @@ fn run_bank(db: &TxnDb, isolation: Isolation, transfer_threads: u64, transfers_e
                 let (done, sums) = (&done, &sums);
                 scope.spawn(move || {
                     while !done.load(Ordering::Acquire) {
-                        let total = if reader == 0 { total_by_scan(db, isolation) } else { total_by_gets(db, isolation) };
+                        let total =
+                            if reader == 0 { total_by_scan(db, isolation) } else { total_by_gets(db, isolation) };
                         assert_eq!(total, TOTAL, "a reader saw a torn total");
                         sums.fetch_add(1, Ordering::Relaxed);
                     }

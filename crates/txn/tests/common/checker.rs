@@ -106,7 +106,11 @@ impl Recorded {
             }
         }
         let own: BTreeSet<Vec<u8>> = self.writes.keys().filter(|key| range.contains(key)).cloned().collect();
-        let seen = items.into_iter().filter(|(key, _)| !own.contains(key)).map(|(key, value)| (key, writer_of(&value))).collect();
+        let seen = items
+            .into_iter()
+            .filter(|(key, _)| !own.contains(key))
+            .map(|(key, value)| (key, writer_of(&value)))
+            .collect();
         self.observations.push(Observation::Scan { range, seen, own });
         Ok(())
     }
@@ -156,7 +160,8 @@ pub fn check(history: &[Recorded], isolation: Isolation) -> Result<(), String> {
     }
     for txn in committed.values() {
         for (key, &put) in &txn.writes {
-            let sequence = txn.commit_sequence.ok_or_else(|| format!("T{} wrote but has no commit sequence", txn.id))?;
+            let sequence =
+                txn.commit_sequence.ok_or_else(|| format!("T{} wrote but has no commit sequence", txn.id))?;
             versions.get_mut(key).unwrap().push(Version { sequence, writer: txn.id, put });
         }
     }
@@ -176,9 +181,10 @@ pub fn check(history: &[Recorded], isolation: Isolation) -> Result<(), String> {
             let visible = list.iter().rposition(|version| version.sequence <= snapshot).unwrap();
             let index = match seen {
                 Some(writer) => {
-                    let index = list.iter().position(|version| version.writer == writer && version.put).ok_or_else(
-                        || format!("T{} read {:?} from T{writer}, which did not commit a put of it", txn.id, show(key)),
-                    )?;
+                    let index =
+                        list.iter().position(|version| version.writer == writer && version.put).ok_or_else(|| {
+                            format!("T{} read {:?} from T{writer}, which did not commit a put of it", txn.id, show(key))
+                        })?;
                     if index != visible {
                         return Err(format!(
                             "T{} at snapshot {snapshot} read {:?} from T{writer}, but T{} is the visible version",
