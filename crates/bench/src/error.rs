@@ -18,6 +18,13 @@ pub enum BenchError {
     /// Tern's key-value engine refused or failed an operation.
     #[error("Tern LSM")]
     Lsm(#[from] tern_lsm::Error),
+    /// Tern's transaction layer refused or failed an operation (serialization failures that
+    /// outlast the retries are counted by the workload, not raised).
+    #[error("Tern transactions")]
+    Txn(#[from] tern_txn::Error),
+    /// SQLite, the peer of `tern bench txn`, refused or failed an operation.
+    #[error("SQLite")]
+    Sqlite(#[from] rusqlite::Error),
     /// RocksDB, the peer of `tern bench kv`, refused or failed an operation.
     #[cfg(feature = "rocksdb")]
     #[error("RocksDB")]
@@ -43,6 +50,10 @@ pub enum BenchError {
     /// The pool and its peer computed different answers over the same bytes.
     #[error("results differ: {0}")]
     Mismatch(String),
+    /// A database broke an invariant of its workload: TPC-B's balances do not add up, or a
+    /// record is missing.
+    #[error("inconsistent database: {0}")]
+    Inconsistent(String),
     /// Background work (flushes, compactions) did not finish in time.
     #[error("stuck: {0}")]
     Stuck(String),

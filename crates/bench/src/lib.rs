@@ -5,7 +5,8 @@
 //! prints readable measurements, writes `<out>/<name>.json` and a chart `<out>/<name>.svg`, and
 //! ends with its `RESULT <name> <metric> = <value>` lines: one, `warm_vs_memory`, for every
 //! `pool-*` workload but `pool-scan`, which prints two, `RESULT pool-scan cold_vs_file` and
-//! then, last, `RESULT pool-scan warm_vs_memory`; `kv` prints one per key-value workload.
+//! then, last, `RESULT pool-scan warm_vs_memory`; `kv` prints one per key-value workload; `txn`
+//! prints `tpcb_8threads tern/sqlite` and, last, `tpcb_tps_8threads`.
 //!
 //! | workload | source | peer | RESULT lines, in order |
 //! |---|---|---|---|
@@ -14,6 +15,7 @@
 //! | `pool-hashjoin` | SMILE Algorithm 4 | in-memory `Vec` | `warm_vs_memory` |
 //! | `pool-bfs` | SMILE Algorithm 5 | in-memory CSR | `warm_vs_memory` |
 //! | `kv` | db_bench (LevelDB, RocksDB) | RocksDB (feature `rocksdb`) | `<workload> tern/rocksdb` for fillseq, fillrandom, readrandom, readseq, readwhilewriting |
+//! | `txn` | dsmDB's TPC-B (section 4.2.1) and its certifier | SQLite (rusqlite, bundled) | `tpcb_8threads tern/sqlite`, `tpcb_tps_8threads` |
 //!
 //! Shared pieces: [`pages`] (page sources and the paper's thread split), [`kernels`] (the
 //! per-page work), [`peer`] (the pool-vs-memory comparison), [`data`] (data generation, cold caches, the file-read peer), [`graph`]
@@ -34,6 +36,7 @@ pub mod peer;
 pub mod report;
 pub mod scan;
 pub mod timing;
+pub mod txn;
 
 pub use common::CommonArgs;
 pub use error::{BenchError, Result};
@@ -62,6 +65,9 @@ pub enum Workload {
     /// db_bench's key-value workloads (fillseq, fillrandom, readrandom, readseq,
     /// readwhilewriting) on Tern's LSM engine and on RocksDB (build with `--features rocksdb`).
     Kv(kv::KvArgs),
+    /// dsmDB's TPC-B on Tern's serializable transactions (threads, group commit on and off,
+    /// a batch-size sweep) against SQLite, and the certifier alone (exact sets vs sketches).
+    Txn(txn::TxnArgs),
 }
 
 impl Workload {
@@ -73,6 +79,7 @@ impl Workload {
             Workload::PoolHashjoin(_) => hashjoin::NAME,
             Workload::PoolBfs(_) => bfs::NAME,
             Workload::Kv(_) => kv::NAME,
+            Workload::Txn(_) => txn::NAME,
         }
     }
 }
@@ -85,5 +92,6 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Workload::PoolHashjoin(args) => hashjoin::run(args).map(drop),
         Workload::PoolBfs(args) => bfs::run(args).map(drop),
         Workload::Kv(args) => kv::run(args).map(drop),
+        Workload::Txn(args) => txn::run(args).map(drop),
     }
 }

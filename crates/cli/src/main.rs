@@ -75,6 +75,13 @@ mod tests {
         let tern_bench::Workload::Kv(kv) = args.workload else { panic!("not kv") };
         assert_eq!((kv.keys, kv.sync, kv.memtable_mib, kv.cache_mib), (Some(200_000), true, 64, 128));
         assert!(Cli::try_parse_from(["tern", "bench", "kv"]).is_ok());
+        let cli = Cli::try_parse_from(["tern", "bench", "txn", "--seconds", "3", "--sync", "never"]).unwrap();
+        let Command::Bench(args) = cli.command;
+        assert_eq!(args.workload.name(), "txn");
+        let tern_bench::Workload::Txn(txn) = args.workload else { panic!("not txn") };
+        assert_eq!((txn.seconds, txn.sync, txn.quick), (Some(3.0), tern_bench::txn::Durability::Never, false));
+        assert!(Cli::try_parse_from(["tern", "bench", "txn", "--quick"]).is_ok());
+        assert!(Cli::try_parse_from(["tern", "bench", "txn", "--sync", "sometimes"]).is_err());
         assert!(Cli::try_parse_from(["tern", "bench"]).is_err());
         assert!(Cli::try_parse_from(["tern", "bench", "pool-scan", "--no-such-flag"]).is_err());
     }
