@@ -1,17 +1,17 @@
-//! The local runtime: a key-value database whose writes go through transactions, the
-//! certifier, and a writer thread that applies each closed batch to the LSM as one atomic,
-//! WAL-synced write.
+//! The local runtime: a key-value database whose writes go through transactions and the
+//! certifier. Closed batches are applied to the LSM, each as one atomic, WAL-synced write, by
+//! whichever waiting committer finds no write in progress (a leader, as in LevelDB's group
+//! commit), so a lone committer writes its own batch without handing it to another thread.
 
 use crate::certifier::{Batch, Certifier, CertifierOptions, CertifierStats, Isolation, Request};
 use crate::error::{Error, Result};
 use crate::transaction::Transaction;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::{BTreeMap, VecDeque};
 use std::hash::{BuildHasher, RandomState};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tern_lsm::{Db, WriteBatch};
 use tern_pagestore::Vfs;
@@ -60,8 +60,8 @@ impl Options {
                 "max_batch_bytes must be between 1 and {MAX_TRANSACTION_BYTES}"
             )));
         }
-        if certifier.sketch_bits == 0 {
-            return Err(Error::InvalidOptions("sketch_bits must be at least 1".into()));
+        if certifier.batch_check == (crate::BatchCheck::Sketches { bits: 0 }) {
+            return Err(Error::InvalidOptions("sketches need at least one bit".into()));
         }
         if self.retry.max_attempts == 0 {
             return Err(Error::InvalidOptions("retry.max_attempts must be at least 1".into()));
@@ -77,6 +77,8 @@ pub struct TxnStats {
     pub commits: u64,
     /// Transactions without writes: they commit without the certifier.
     pub read_only_commits: u64,
+    /// Attempts [`TxnDb::transact`] retried after a serialization failure.
+    pub retries: u64,
     /// Batches written to the LSM.
     pub batches_written: u64,
     pub certifier: CertifierStats,
@@ -98,28 +100,29 @@ impl TxnStats {
 /// the others.
 pub struct TxnDb {
     shared: Arc<Shared>,
-    writer: Option<JoinHandle<()>>,
 }
 
 pub(crate) struct Shared {
     pub(crate) db: Db,
     pub(crate) options: Options,
     state: Mutex<State>,
-    /// Wakes the writer thread.
-    work: Condvar,
-    /// Wakes committers waiting for their batch.
+    /// Wakes committers waiting for their batch: a batch was applied or closed, or the
+    /// writing committer finished.
     done: Condvar,
     /// Snapshots in use, by the batch they read from, with counts.
     snapshots: Mutex<BTreeMap<u64, usize>>,
     /// The last batch applied to the LSM (and so visible to new snapshots).
     applied: AtomicU64,
     read_only_commits: AtomicU64,
+    retries: AtomicU64,
 }
 
 struct State {
     certifier: Certifier,
-    /// Closed batches waiting for the writer, in order.
+    /// Closed batches not yet being written, in order.
     closed: VecDeque<Batch>,
+    /// Whether a committer is writing a batch now.
+    writing: bool,
     /// When the first member joined the open batch.
     open_since: Option<Instant>,
     applied: u64,
@@ -182,6 +185,7 @@ impl TxnDb {
         let state = State {
             certifier,
             closed: VecDeque::new(),
+            writing: false,
             open_since: None,
             applied: 0,
             failed: None,
@@ -193,20 +197,13 @@ impl TxnDb {
             db,
             options,
             state: Mutex::new(state),
-            work: Condvar::new(),
             done: Condvar::new(),
             snapshots: Mutex::new(BTreeMap::new()),
             applied: AtomicU64::new(0),
             read_only_commits: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
         });
-        let writer = {
-            let shared = shared.clone();
-            std::thread::Builder::new()
-                .name("tern-txn-writer".into())
-                .spawn(move || shared.write_batches())
-                .expect("spawn the commit writer thread")
-        };
-        TxnDb { shared, writer: Some(writer) }
+        TxnDb { shared }
     }
 
     /// Starts a serializable transaction.
@@ -230,7 +227,11 @@ impl TxnDb {
             let outcome = body(&mut txn).and_then(|value| txn.commit().map(|_| value));
             match outcome {
                 Err(error) if error.is_retryable() && attempt < policy.max_attempts => {
-                    // Sleep between half and all of the backoff, so that the transactions
+                    self.shared.retries.fetch_add(1, Ordering::Relaxed);
+                    // A retry on a snapshot without the writes that caused the conflict would
+                    // fail again: wait until they are applied.
+                    self.shared.catch_up();
+                    // Then sleep between half and all of the backoff, so that the transactions
                     // that collided do not collide again.
                     let jitter = RandomState::new().hash_one(attempt) % (backoff.as_nanos() as u64 / 2 + 1);
                     std::thread::sleep(backoff / 2 + Duration::from_nanos(jitter));
@@ -252,6 +253,7 @@ impl TxnDb {
         TxnStats {
             commits,
             read_only_commits: self.shared.read_only_commits.load(Ordering::Relaxed),
+            retries: self.shared.retries.load(Ordering::Relaxed),
             batches_written,
             certifier,
             active_snapshots: snapshots.values().sum(),
@@ -282,10 +284,10 @@ impl TxnDb {
         Ok(self.shared.db.compact_range(range)?)
     }
 
-    /// Writes what is queued, stops the writer and closes the LSM. Transactions still open
-    /// fail to commit with [`Error::Closed`]; the LSM closes when the last of them is dropped.
-    pub fn close(mut self) -> Result<()> {
-        self.stop_writer();
+    /// Closes the database: later commits fail with [`Error::Closed`]; commits already
+    /// accepted finish. The LSM closes now if no transaction is left, else when the last one is
+    /// dropped. Returns the error that stopped commits, if one did.
+    pub fn close(self) -> Result<()> {
         let shared = self.shared.clone();
         drop(self);
         let failed = shared.state.lock().failed.clone();
@@ -297,28 +299,20 @@ impl TxnDb {
             None => Ok(()),
         }
     }
-
-    fn stop_writer(&mut self) {
-        if let Some(writer) = self.writer.take() {
-            self.shared.state.lock().shutdown = true;
-            self.shared.work.notify_all();
-            // The writer only panics on a bug; the LSM's own drop still runs.
-            let _ = writer.join();
-        }
-    }
 }
 
 impl Drop for TxnDb {
     fn drop(&mut self) {
-        self.stop_writer();
+        self.shared.state.lock().shutdown = true;
     }
 }
 
 impl Shared {
     /// Takes a snapshot for a transaction. The batch number is read before the LSM snapshot
     /// is taken, so the snapshot includes at least that batch (perhaps more: then validation
-    /// is stricter than needed, never weaker); registering under the same lock the writer
-    /// reads the oldest snapshot with keeps the certifier from forgetting batches after it.
+    /// is stricter than needed, never weaker). Registering it under the lock through which
+    /// the writing committer finds the oldest snapshot keeps the certifier from forgetting the
+    /// batches after it.
     pub(crate) fn snapshot(self: &Arc<Shared>) -> TxnSnapshot {
         let mut snapshots = self.snapshots.lock();
         let read_batch = self.applied.load(Ordering::Acquire);
@@ -352,15 +346,8 @@ impl Shared {
         }
         if state.certifier.open_is_full() {
             self.close_open_batch(&mut state);
-        } else {
-            self.work.notify_one();
         }
-        while state.applied < batch {
-            if let Some(error) = &state.failed {
-                return Err(Error::CommitFailed(error.clone()));
-            }
-            self.done.wait(&mut state);
-        }
+        self.wait_applied(&mut state, batch)?;
         Ok(CommitInfo { sequence: request.commit_sequence(), batch: Some(batch) })
     }
 
@@ -368,55 +355,65 @@ impl Shared {
         if let Some(batch) = state.certifier.close() {
             state.closed.push_back(batch);
             state.open_since = None;
-            self.work.notify_one();
+            self.done.notify_all();
         }
     }
 
-    /// The writer thread: takes closed batches in order (closing the open one when it is
-    /// free, or after the configured delay) and applies each with one LSM write.
-    fn write_batches(&self) {
+    /// Waits until batch `batch` is applied. Whenever no write is in progress, this thread
+    /// writes the next batch itself (closing the open one if it is next, after the configured
+    /// delay). Every unapplied batch has a committer waiting here, so batches always progress.
+    fn wait_applied(&self, state: &mut MutexGuard<'_, State>, batch: u64) -> Result<()> {
         let delay = self.options.certifier.max_batch_delay;
-        loop {
-            let batch = {
-                let mut state = self.state.lock();
-                loop {
-                    if let Some(batch) = state.closed.pop_front() {
-                        break batch;
-                    }
-                    if let Some(since) = state.open_since {
-                        let waited = since.elapsed();
-                        if state.shutdown || waited >= delay {
-                            self.close_open_batch(&mut state);
-                        } else {
-                            self.work.wait_for(&mut state, delay - waited);
-                        }
-                        continue;
-                    }
-                    if state.shutdown {
-                        return;
-                    }
-                    self.work.wait(&mut state);
+        while state.applied < batch {
+            if let Some(error) = &state.failed {
+                return Err(Error::CommitFailed(error.clone()));
+            }
+            if state.writing {
+                self.done.wait(state);
+                continue;
+            }
+            let Some(next) = state.closed.pop_front() else {
+                // Nothing is closed or being written, so the batch still missing is the open
+                // one, which holds this transaction.
+                let since = state.open_since.expect("the open batch holds this transaction");
+                let waited = since.elapsed();
+                if waited < delay && !state.shutdown {
+                    self.done.wait_for(state, delay - waited);
+                } else {
+                    self.close_open_batch(state);
                 }
+                continue;
             };
-            let outcome = self.apply(&batch);
-            let mut state = self.state.lock();
+            state.writing = true;
+            let outcome = MutexGuard::unlocked(state, || self.apply(&next));
+            state.writing = false;
             match outcome {
                 Ok(()) => {
-                    state.applied = batch.id;
-                    state.commits += batch.txns.len() as u64;
+                    state.applied = next.id;
+                    state.commits += next.txns.len() as u64;
                     state.batches_written += 1;
-                    self.applied.store(batch.id, Ordering::Release);
-                    let oldest = self.snapshots.lock().keys().next().copied().unwrap_or(batch.id);
+                    self.applied.store(next.id, Ordering::Release);
+                    let oldest = self.snapshots.lock().keys().next().copied().unwrap_or(next.id);
                     state.certifier.forget_through(oldest);
-                    self.done.notify_all();
                 }
                 Err(error) => {
-                    tracing::error!(%error, batch = batch.id, "writing a commit batch failed; commits are refused");
+                    tracing::error!(%error, batch = next.id, "writing a commit batch failed; commits are refused");
                     state.failed = Some(Arc::new(error));
-                    self.done.notify_all();
-                    return;
                 }
             }
+            self.done.notify_all();
+        }
+        Ok(())
+    }
+
+    /// Waits until every batch closed or forming now is applied (or writing failed), so that
+    /// a snapshot taken afterwards includes every write certified so far.
+    fn catch_up(&self) {
+        let mut state = self.state.lock();
+        let open = state.certifier.open_id();
+        let target = if state.certifier.open_len() > 0 { open } else { open - 1 };
+        while state.applied < target && state.failed.is_none() {
+            self.done.wait(&mut state);
         }
     }
 

@@ -34,7 +34,7 @@ mod error;
 mod sets;
 mod transaction;
 
-pub use certifier::{Batch, Certifier, CertifierOptions, CertifierStats, Isolation, Request, entry_bytes};
+pub use certifier::{Batch, BatchCheck, Certifier, CertifierOptions, CertifierStats, Isolation, Request, entry_bytes};
 pub use db::{CommitInfo, MAX_TRANSACTION_BYTES, Options, RetryPolicy, TxnDb, TxnStats};
 pub use error::{Conflict, Error, Result};
 pub use sets::{KeyRange, ReadSet, Sketch};

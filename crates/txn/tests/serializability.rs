@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 use tern_txn::{
-    Batch, Certifier, CertifierOptions, Conflict, Error, Isolation, KeyRange, ReadSet, Request, Transaction, TxnDb,
+    Batch, BatchCheck, Certifier, CertifierOptions, Conflict, Error, Isolation, KeyRange, ReadSet, Request,
+    Transaction, TxnDb,
 };
 
 fn conflict(result: tern_txn::Result<tern_txn::CommitInfo>) -> Conflict {
@@ -336,13 +337,34 @@ fn thousands_of_simulated_histories_are_serializable() {
 }
 
 #[test]
+fn simulated_histories_with_pairwise_checks_decide_exactly_like_the_index() {
+    for seed in 0..1000 {
+        let isolation = if seed % 4 == 0 { Isolation::Snapshot } else { Isolation::Serializable };
+        let max_batch_txns = 1 + (seed as usize % 6);
+        let pairwise =
+            CertifierOptions { max_batch_txns, batch_check: BatchCheck::Pairwise, ..CertifierOptions::default() };
+        let (history, aborts) = simulate(seed, isolation, pairwise);
+        check(&history, isolation).unwrap_or_else(|violation| panic!("seed {seed}: {violation}"));
+        // Same seed, same random choices: the indexed check must take the same decisions.
+        let indexed = CertifierOptions { max_batch_txns, ..CertifierOptions::default() };
+        let (same, same_aborts) = simulate(seed, isolation, indexed);
+        assert_eq!(aborts, same_aborts, "seed {seed}");
+        let outcome = |history: &[Recorded]| {
+            let mut outcome: Vec<_> = history.iter().map(|t| (t.id, t.committed, t.commit_sequence)).collect();
+            outcome.sort();
+            outcome
+        };
+        assert_eq!(outcome(&history), outcome(&same), "seed {seed}");
+    }
+}
+
+#[test]
 fn simulated_histories_with_bloom_sketches_stay_serializable() {
     // Tiny sketches collide often: more aborts, never a cycle.
     for seed in 0..1000 {
         let options = CertifierOptions {
             max_batch_txns: 4,
-            sketch_threshold: Some(1),
-            sketch_bits: 64,
+            batch_check: BatchCheck::Sketches { bits: 64 },
             ..CertifierOptions::default()
         };
         let (history, _) = simulate(seed, Isolation::Serializable, options);
