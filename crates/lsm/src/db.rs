@@ -356,7 +356,13 @@ impl Db {
             queue: Mutex::new(VecDeque::new()),
             queue_changed: Condvar::new(),
             wal: Mutex::new(WalState {
-                wal: Wal { path: wal_path.clone(), file: Arc::new(NoFile), offset: 0, unsynced: false },
+                wal: Wal {
+                    path: wal_path.clone(),
+                    file: Arc::new(NoFile),
+                    offset: 0,
+                    unsynced: false,
+                    preallocated: None,
+                },
                 last_sequence,
                 buffer: Vec::new(),
                 sealed: None,
@@ -406,8 +412,9 @@ impl Db {
         if vfs.exists(&inner.next_wal_path) {
             vfs.remove(&inner.next_wal_path).map_err(|error| Error::io("remove", &inner.next_wal_path, error))?;
         }
-        inner.wal.lock().wal = Wal::create(vfs.as_ref(), &wal_path)?;
-        inner.wal.lock().spare = Some(Wal::create(vfs.as_ref(), &inner.next_wal_path)?);
+        let preallocate = inner.options.sync == SyncPolicy::EveryCommit;
+        inner.wal.lock().wal = Wal::create(vfs.as_ref(), &wal_path, preallocate)?;
+        inner.wal.lock().spare = Some(Wal::create(vfs.as_ref(), &inner.next_wal_path, preallocate)?);
 
         let mut threads = Vec::new();
         let spawn = |name: &str, work: fn(Arc<Inner>), inner: &Arc<Inner>| {
@@ -882,7 +889,11 @@ impl Inner {
                 let mut wal = self.wal.lock();
                 let next = match wal.spare.take() {
                     Some(spare) => Ok(spare),
-                    None => Wal::create(self.vfs.as_ref(), &self.next_wal_path),
+                    None => Wal::create(
+                        self.vfs.as_ref(),
+                        &self.next_wal_path,
+                        self.options.sync == SyncPolicy::EveryCommit,
+                    ),
                 };
                 next.map(|next| {
                     let sealed = std::mem::replace(&mut wal.wal, next);
@@ -1046,7 +1057,7 @@ impl Inner {
             .and_then(|()| io("sync directory of", &self.wal_path, self.vfs.sync_directory(&self.wal_path)));
         if retired.is_ok() {
             self.wal.lock().wal.path = self.wal_path.clone();
-            match Wal::create(self.vfs.as_ref(), &self.next_wal_path) {
+            match Wal::create(self.vfs.as_ref(), &self.next_wal_path, self.options.sync == SyncPolicy::EveryCommit) {
                 Ok(spare) => self.wal.lock().spare = Some(spare),
                 Err(error) => tracing::warn!(%error, "could not create the next log ahead of time"),
             }
