@@ -235,7 +235,7 @@ impl TxnDb {
                     // that collided do not collide again.
                     let jitter = RandomState::new().hash_one(attempt) % (backoff.as_nanos() as u64 / 2 + 1);
                     std::thread::sleep(backoff / 2 + Duration::from_nanos(jitter));
-                    backoff = (backoff * 2).min(policy.max_backoff);
+                    backoff = backoff.saturating_mul(2).min(policy.max_backoff);
                     attempt += 1;
                 }
                 outcome => return outcome,
@@ -304,6 +304,8 @@ impl TxnDb {
 impl Drop for TxnDb {
     fn drop(&mut self) {
         self.shared.state.lock().shutdown = true;
+        // Committers waiting out a batch delay close their batch at once.
+        self.shared.done.notify_all();
     }
 }
 
@@ -385,8 +387,20 @@ impl Shared {
                 continue;
             };
             state.writing = true;
-            let outcome = MutexGuard::unlocked(state, || self.apply(&next));
+            let outcome = MutexGuard::unlocked(state, || {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.apply(&next)))
+            });
             state.writing = false;
+            let outcome = match outcome {
+                Ok(outcome) => outcome,
+                Err(panic) => {
+                    // A bug below: stop commits rather than leave the others waiting forever.
+                    let error = tern_lsm::Error::ReadOnly("writing a commit batch panicked".into());
+                    state.failed = Some(Arc::new(error));
+                    self.done.notify_all();
+                    std::panic::resume_unwind(panic);
+                }
+            };
             match outcome {
                 Ok(()) => {
                     state.applied = next.id;

@@ -169,5 +169,6 @@ fn bank_on_disk_with_a_sync_per_batch() {
     drop(db);
     let db = TxnDb::open(&path, options).unwrap();
     assert_eq!(total_by_gets(&db, Isolation::Serializable), TOTAL);
-    assert!(outcome.transfers == 400);
+    assert!(outcome.sums > 0, "the readers never finished a sum");
+    assert_eq!(stats.commits, outcome.transfers + 1);
 }

@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 use tern_txn::{
-    Batch, BatchCheck, Certifier, CertifierOptions, Conflict, Error, Isolation, KeyRange, ReadSet, Request,
-    Transaction, TxnDb,
+    Batch, BatchCheck, Certifier, CertifierOptions, CertifierStats, Conflict, Error, Isolation, KeyRange, ReadSet,
+    Request, Transaction, TxnDb,
 };
 
 fn conflict(result: tern_txn::Result<tern_txn::CommitInfo>) -> Conflict {
@@ -124,14 +124,30 @@ fn commit_in_background(txn: Transaction) -> std::thread::JoinHandle<tern_txn::R
     std::thread::spawn(move || txn.commit())
 }
 
+/// Waits until the certifier has accepted `count` transactions in all.
+fn wait_accepted(db: &TxnDb, count: u64) {
+    while db.stats().certifier.accepted < count {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[test]
 fn within_a_batch_a_reader_is_ordered_before_the_writer_and_a_cycle_aborts() {
-    // A long batch delay keeps both transactions in one batch.
+    // Batches close only when they hold two transactions (the delay is far longer than the
+    // test), so each pair below meets in one batch whatever the timing.
     let mut options = small_options();
-    options.certifier.max_batch_delay = Duration::from_millis(300);
+    options.certifier.max_batch_delay = Duration::from_secs(60);
     options.certifier.max_batch_txns = 2;
     let (_memory, db) = open_memory(options.clone());
-    setup(&db, &[("x", "0"), ("y", "0")]);
+    let mut setup = db.begin();
+    setup.put(b"x", b"0").unwrap();
+    setup.put(b"y", b"0").unwrap();
+    let mut filler = db.begin();
+    filler.put(b"filler", b"0").unwrap();
+    let setup = commit_in_background(setup);
+    wait_accepted(&db, 1);
+    filler.commit().unwrap();
+    setup.join().unwrap().unwrap();
 
     // T1 blind-writes x; T2 read the old x and writes y: both commit, T2 ordered first.
     let mut writer = db.begin();
@@ -140,7 +156,7 @@ fn within_a_batch_a_reader_is_ordered_before_the_writer_and_a_cycle_aborts() {
     assert_eq!(number(&mut reader, "x"), 0);
     reader.put(b"y", b"1").unwrap();
     let writer = commit_in_background(writer);
-    std::thread::sleep(Duration::from_millis(50));
+    wait_accepted(&db, 3);
     let reader = reader.commit().expect("a reader of the old x fits before the writer");
     let writer = writer.join().unwrap().unwrap();
     assert_eq!(reader.batch, writer.batch, "one batch");
@@ -155,8 +171,11 @@ fn within_a_batch_a_reader_is_ordered_before_the_writer_and_a_cycle_aborts() {
     number(&mut fourth, "y");
     fourth.put(b"x", b"4").unwrap();
     let third = commit_in_background(third);
-    std::thread::sleep(Duration::from_millis(50));
+    wait_accepted(&db, 5);
     assert_eq!(conflict(fourth.commit()), Conflict::Unplaceable);
+    let mut filler = db.begin();
+    filler.put(b"filler", b"1").unwrap();
+    filler.commit().unwrap();
     third.join().unwrap().unwrap();
 }
 
@@ -232,7 +251,18 @@ impl SimTxn {
                 // the real recorder.
                 let a = rng.random_range(0..SIM_KEYS);
                 let b = rng.random_range(a..=SIM_KEYS);
-                let range = KeyRange::new(Bound::Included(sim_key(a)), Bound::Excluded(sim_key(b)));
+                // Every kind of bound, including empty and inverted-by-exclusion ranges.
+                let start = match rng.random_range(0..4) {
+                    0 => Bound::Unbounded,
+                    1 => Bound::Excluded(sim_key(a)),
+                    _ => Bound::Included(sim_key(a)),
+                };
+                let end = match rng.random_range(0..4) {
+                    0 => Bound::Unbounded,
+                    1 => Bound::Included(sim_key(b)),
+                    _ => Bound::Excluded(sim_key(b)),
+                };
+                let range = KeyRange::new(start, end);
                 let snapshot = self.snapshot(model);
                 self.record.snapshot = Some(snapshot);
                 if serializable {
@@ -254,7 +284,7 @@ impl SimTxn {
 /// One simulated history: transactions interleave at random; batches close and apply at
 /// random moments, so transactions meet in open batches, closed-but-unwritten ones, and
 /// written ones.
-fn simulate(seed: u64, isolation: Isolation, options: CertifierOptions) -> (Vec<Recorded>, u64) {
+fn simulate(seed: u64, isolation: Isolation, options: CertifierOptions) -> (Vec<Recorded>, u64, CertifierStats) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut certifier = Certifier::new(options, 1);
     let mut model = Model::default();
@@ -316,24 +346,30 @@ fn simulate(seed: u64, isolation: Isolation, options: CertifierOptions) -> (Vec<
             false
         });
     }
-    (done, aborts)
+    (done, aborts, certifier.stats())
 }
 
 #[test]
 fn thousands_of_simulated_histories_are_serializable() {
-    let mut aborts = 0;
-    let mut reordered = 0;
+    let (mut aborts, mut reordered, mut unplaceable, mut too_old) = (0, 0, 0, 0);
     for seed in 0..3000 {
-        let options = CertifierOptions { max_batch_txns: 1 + (seed as usize % 6), ..CertifierOptions::default() };
-        let (history, aborted) = simulate(seed, Isolation::Serializable, options);
+        let mut options = CertifierOptions { max_batch_txns: 1 + (seed as usize % 6), ..CertifierOptions::default() };
+        if seed % 5 == 0 {
+            // Room for a few keys only: snapshots expire while transactions run.
+            options.max_retained_bytes = 200;
+        }
+        let (history, aborted, stats) = simulate(seed, Isolation::Serializable, options);
         aborts += aborted;
+        reordered += stats.reordered;
+        unplaceable += stats.unplaceable;
+        too_old += stats.too_old;
         if let Err(violation) = check(&history, Isolation::Serializable) {
             panic!("seed {seed}: {violation}\n{history:#?}");
         }
-        reordered += history.len();
     }
     assert!(aborts > 1000, "the histories should conflict often, got {aborts} aborts");
-    assert!(reordered > 0);
+    // Every path of the certifier was taken.
+    assert!(reordered > 100 && unplaceable > 100 && too_old > 10, "{reordered} {unplaceable} {too_old}");
 }
 
 #[test]
@@ -343,11 +379,11 @@ fn simulated_histories_with_pairwise_checks_decide_exactly_like_the_index() {
         let max_batch_txns = 1 + (seed as usize % 6);
         let pairwise =
             CertifierOptions { max_batch_txns, batch_check: BatchCheck::Pairwise, ..CertifierOptions::default() };
-        let (history, aborts) = simulate(seed, isolation, pairwise);
+        let (history, aborts, _) = simulate(seed, isolation, pairwise);
         check(&history, isolation).unwrap_or_else(|violation| panic!("seed {seed}: {violation}"));
         // Same seed, same random choices: the indexed check must take the same decisions.
         let indexed = CertifierOptions { max_batch_txns, ..CertifierOptions::default() };
-        let (same, same_aborts) = simulate(seed, isolation, indexed);
+        let (same, same_aborts, _) = simulate(seed, isolation, indexed);
         assert_eq!(aborts, same_aborts, "seed {seed}");
         let outcome = |history: &[Recorded]| {
             let mut outcome: Vec<_> = history.iter().map(|t| (t.id, t.committed, t.commit_sequence)).collect();
@@ -367,7 +403,7 @@ fn simulated_histories_with_bloom_sketches_stay_serializable() {
             batch_check: BatchCheck::Sketches { bits: 64 },
             ..CertifierOptions::default()
         };
-        let (history, _) = simulate(seed, Isolation::Serializable, options);
+        let (history, _, _) = simulate(seed, Isolation::Serializable, options);
         check(&history, Isolation::Serializable).unwrap_or_else(|violation| panic!("seed {seed}: {violation}"));
     }
 }
@@ -377,7 +413,7 @@ fn simulated_snapshot_isolation_histories_keep_first_committer_wins_and_do_show_
     let mut anomalies = 0;
     for seed in 0..1500 {
         let options = CertifierOptions { max_batch_txns: 1 + (seed as usize % 4), ..CertifierOptions::default() };
-        let (history, _) = simulate(seed, Isolation::Snapshot, options);
+        let (history, _, _) = simulate(seed, Isolation::Snapshot, options);
         check(&history, Isolation::Snapshot).unwrap_or_else(|violation| panic!("seed {seed}: {violation}"));
         if check(&history, Isolation::Serializable).is_err() {
             anomalies += 1;
@@ -414,9 +450,13 @@ fn run_history(db: &TxnDb, prefix: &str, seed: u64, isolation: Isolation, ids: &
                                 6 => record.delete(&mut txn, &k).unwrap(),
                                 _ => {
                                     let (a, b) = (key(rng.random_range(0..3)), key(rng.random_range(3..6)));
-                                    let limit = rng.random_range(1..5);
+                                    let limit = rng.random_range(0..5);
                                     let reverse = rng.random_bool(0.3);
-                                    record.scan(&mut txn, Some(&a), Some(&b), reverse, limit).unwrap();
+                                    // Sometimes open-ended, within this history's keys.
+                                    let end = if rng.random_bool(0.2) { format!("{prefix}0").into_bytes() } else { b };
+                                    let start =
+                                        if rng.random_bool(0.2) { format!("{prefix}/").into_bytes() } else { a };
+                                    record.scan(&mut txn, Some(&start), Some(&end), reverse, limit).unwrap();
                                 }
                             }
                         }

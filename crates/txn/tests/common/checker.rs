@@ -91,6 +91,11 @@ impl Recorded {
             end.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded),
         );
         let scan: Scan<'_> = if reverse { txn.range_rev(bounds) } else { txn.range(bounds) };
+        if limit == 0 {
+            // Nothing returned, nothing seen (the engine records an empty range).
+            drop(scan);
+            return Ok(());
+        }
         let items: Vec<(Vec<u8>, Vec<u8>)> = scan.take(limit).collect::<TxnResult<_>>()?;
         self.snapshot = txn.snapshot_sequence().or(self.snapshot);
         let owned = |bound: std::ops::Bound<&[u8]>| bound.map(<[u8]>::to_vec);
