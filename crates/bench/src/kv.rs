@@ -26,7 +26,7 @@ pub mod rocks;
 use crate::chart::{self, BarPanel, LinePanel, Panel, Series};
 use crate::common::{Machine, Outputs, start};
 use crate::error::{BenchError, Result};
-use crate::report::{result_line, write_json};
+use crate::report::result_line;
 use crate::timing::{format_bytes, format_seconds, ratio};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::rngs::SmallRng;
@@ -835,13 +835,7 @@ impl KvReport {
 
     /// Writes `kv.json` and `kv.svg`, says where, and prints the RESULT lines (last).
     pub fn publish(&self, outputs: &Outputs) -> Result<()> {
-        write_json(&outputs.json, self)?;
-        self.draw(&outputs.chart)?;
-        println!("\nreport: {}  chart: {}", outputs.json.display(), outputs.chart.display());
-        for line in self.result_lines() {
-            println!("{line}");
-        }
-        Ok(())
+        crate::report::publish_lines(outputs, self, |path| self.draw(path), &self.result_lines())
     }
 
     fn draw(&self, path: &Path) -> Result<()> {

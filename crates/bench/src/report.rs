@@ -84,6 +84,23 @@ pub fn publish<T: Serialize>(
     Ok(())
 }
 
+/// Like [`publish`] for workloads that draw their own chart and end with several RESULT
+/// lines (the last one is the headline).
+pub fn publish_lines<T: Serialize>(
+    outputs: &Outputs,
+    report: &T,
+    draw: impl FnOnce(&Path) -> Result<()>,
+    result_lines: &[String],
+) -> Result<()> {
+    write_json(&outputs.json, report)?;
+    draw(&outputs.chart)?;
+    println!("\nreport: {}  chart: {}", outputs.json.display(), outputs.chart.display());
+    for line in result_lines {
+        println!("{line}");
+    }
+    Ok(())
+}
+
 pub fn result_line(name: &str, metric: &str, value: f64) -> String {
     format!("RESULT {name} {metric} = {value:.3}")
 }

@@ -32,7 +32,7 @@ pub mod tpcb;
 use crate::chart::{self, BarPanel, LinePanel, Panel, Series};
 use crate::common::{Machine, Outputs, start};
 use crate::error::{BenchError, Result};
-use crate::report::{result_line, write_json};
+use crate::report::result_line;
 use crate::timing::{format_seconds, ratio};
 use certify::CertifyResult;
 use serde::Serialize;
@@ -532,13 +532,7 @@ impl TxnReport {
 
     /// Writes `txn.json` and `txn.svg`, says where, and prints the RESULT lines (last).
     pub fn publish(&self, outputs: &Outputs) -> Result<()> {
-        write_json(&outputs.json, self)?;
-        self.draw(&outputs.chart)?;
-        println!("\nreport: {}  chart: {}", outputs.json.display(), outputs.chart.display());
-        for line in self.result_lines() {
-            println!("{line}");
-        }
-        Ok(())
+        crate::report::publish_lines(outputs, self, |path| self.draw(path), &self.result_lines())
     }
 
     fn draw(&self, path: &Path) -> Result<()> {
