@@ -365,14 +365,20 @@ fn group_commit_puts_concurrent_transactions_in_one_batch_and_can_be_turned_off(
     }
 }
 
-#[test]
-fn commits_are_durable_when_acknowledged() {
+/// A database syncing every batch on a fault-injecting file system over memory.
+fn open_faulty_synced() -> (MemoryVfs, FaultVfs, TxnDb, tern_txn::Options) {
     let memory = MemoryVfs::new();
     let fault = FaultVfs::new(Arc::new(memory.clone()));
     let vfs: Arc<dyn Vfs> = Arc::new(fault.clone());
     let mut options = small_options();
     options.lsm.sync = SyncPolicy::EveryCommit;
     let db = TxnDb::open_with(vfs, Path::new(PATH), options.clone()).unwrap();
+    (memory, fault, db, options)
+}
+
+#[test]
+fn commits_are_durable_when_acknowledged() {
+    let (memory, fault, db, options) = open_faulty_synced();
     put(&db, b"durable", b"yes");
     // Power is cut right after the acknowledgement: closing writes nothing more.
     fault.power_off();
@@ -393,12 +399,7 @@ fn a_closed_database_refuses_commits() {
 
 #[test]
 fn a_failed_batch_write_fails_its_commit_and_later_ones_and_loses_nothing_acknowledged() {
-    let memory = MemoryVfs::new();
-    let fault = FaultVfs::new(Arc::new(memory.clone()));
-    let vfs: Arc<dyn Vfs> = Arc::new(fault.clone());
-    let mut options = small_options();
-    options.lsm.sync = SyncPolicy::EveryCommit;
-    let db = TxnDb::open_with(vfs, Path::new(PATH), options.clone()).unwrap();
+    let (memory, fault, db, options) = open_faulty_synced();
     put(&db, b"before", b"acknowledged");
     fault.fail_nth(FaultOp::Sync, 1, FaultKind::Eio);
     let mut txn = db.begin();
