@@ -20,7 +20,6 @@
 use crate::error::Conflict;
 use crate::sets::{KeyRange, ReadSet, Sketch, sorted_intersect};
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -241,10 +240,6 @@ impl Certifier {
         }
     }
 
-    pub fn options(&self) -> &CertifierOptions {
-        &self.options
-    }
-
     /// Number of the batch being formed.
     pub fn open_id(&self) -> u64 {
         self.open_id
@@ -252,10 +247,6 @@ impl Certifier {
 
     pub fn open_len(&self) -> usize {
         self.open.len()
-    }
-
-    pub fn open_bytes(&self) -> usize {
-        self.open_bytes
     }
 
     /// Whether the open batch reached a limit and should close.
@@ -335,8 +326,7 @@ impl Certifier {
                 if range.is_empty() {
                     continue;
                 }
-                let bounds = (as_slice(&range.start), as_slice(&range.end));
-                if self.recent.range::<[u8], _>(bounds).any(|(_, &batch)| batch > read_batch) {
+                if self.recent.range::<[u8], _>(range.as_slices()).any(|(_, &batch)| batch > read_batch) {
                     return Err(Conflict::Phantom);
                 }
             }
@@ -463,7 +453,7 @@ impl OpenIndex {
             .ranges()
             .iter()
             .filter(|range| !range.is_empty())
-            .flat_map(|range| self.writes.range::<[u8], _>((as_slice(&range.start), as_slice(&range.end))))
+            .flat_map(|range| self.writes.range::<[u8], _>(range.as_slices()))
             .flat_map(|(_, members)| members);
         by_key.chain(by_range).map(|&member| self.positions[member as usize]).min()
     }
@@ -477,13 +467,10 @@ impl OpenIndex {
     }
 }
 
-fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    bound.as_ref().map(Vec::as_slice)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ops::Bound;
 
     fn request(read_batch: Option<u64>, reads: &[&str], writes: &[&str]) -> Request {
         let mut set = ReadSet::new();

@@ -111,7 +111,8 @@ pub(crate) struct Shared {
     done: Condvar,
     /// Snapshots in use, by the batch they read from, with counts.
     snapshots: Mutex<BTreeMap<u64, usize>>,
-    /// The last batch applied to the LSM (and so visible to new snapshots).
+    /// The last batch applied to the LSM (and so visible to new snapshots). Stored under the
+    /// state lock; read without it only by `snapshot`.
     applied: AtomicU64,
     read_only_commits: AtomicU64,
     retries: AtomicU64,
@@ -125,7 +126,6 @@ struct State {
     writing: bool,
     /// When the first member joined the open batch.
     open_since: Option<Instant>,
-    applied: u64,
     failed: Option<Arc<tern_lsm::Error>>,
     shutdown: bool,
     commits: u64,
@@ -187,7 +187,6 @@ impl TxnDb {
             closed: VecDeque::new(),
             writing: false,
             open_since: None,
-            applied: 0,
             failed: None,
             shutdown: false,
             commits: 0,
@@ -366,7 +365,7 @@ impl Shared {
     /// delay). Every unapplied batch has a committer waiting here, so batches always progress.
     fn wait_applied(&self, state: &mut MutexGuard<'_, State>, batch: u64) -> Result<()> {
         let delay = self.options.certifier.max_batch_delay;
-        while state.applied < batch {
+        while self.applied.load(Ordering::Acquire) < batch {
             if let Some(error) = &state.failed {
                 return Err(Error::CommitFailed(error.clone()));
             }
@@ -403,7 +402,6 @@ impl Shared {
             };
             match outcome {
                 Ok(()) => {
-                    state.applied = next.id;
                     state.commits += next.txns.len() as u64;
                     state.batches_written += 1;
                     self.applied.store(next.id, Ordering::Release);
@@ -426,7 +424,7 @@ impl Shared {
         let mut state = self.state.lock();
         let open = state.certifier.open_id();
         let target = if state.certifier.open_len() > 0 { open } else { open - 1 };
-        while state.applied < target && state.failed.is_none() {
+        while self.applied.load(Ordering::Acquire) < target && state.failed.is_none() {
             self.done.wait(&mut state);
         }
     }

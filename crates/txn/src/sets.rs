@@ -52,6 +52,11 @@ impl KeyRange {
         keys.get(self.first_index(keys)).is_some_and(|key| self.before_end(key))
     }
 
+    /// The bounds as slices, for `BTreeMap::range` and the LSM's `range`.
+    pub fn as_slices(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (self.start.as_ref().map(Vec::as_slice), self.end.as_ref().map(Vec::as_slice))
+    }
+
     /// Whether no key can lie in the range (`BTreeMap::range` panics on such bounds).
     pub fn is_empty(&self) -> bool {
         match (&self.start, &self.end) {
@@ -61,15 +66,6 @@ impl KeyRange {
             | (Bound::Excluded(start), Bound::Excluded(end)) => start >= end,
             _ => false,
         }
-    }
-
-    /// Bytes held, for the certifier's memory accounting.
-    pub fn bytes(&self) -> usize {
-        let len = |bound: &Bound<Vec<u8>>| match bound {
-            Bound::Included(key) | Bound::Excluded(key) => key.len(),
-            Bound::Unbounded => 0,
-        };
-        len(&self.start) + len(&self.end)
     }
 }
 
@@ -124,10 +120,6 @@ impl ReadSet {
 
     pub fn ranges(&self) -> &[KeyRange] {
         &self.ranges
-    }
-
-    pub fn bytes(&self) -> usize {
-        self.points.iter().map(Vec::len).sum::<usize>() + self.ranges.iter().map(KeyRange::bytes).sum::<usize>()
     }
 
     /// Whether a write of one of the sorted `written` keys changes what this set read: a key

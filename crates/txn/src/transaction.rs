@@ -125,8 +125,7 @@ impl Transaction {
         let mut own: Vec<(Vec<u8>, Option<Vec<u8>>)> = if bounds.is_empty() {
             Vec::new()
         } else {
-            let slices = (bounds.start.as_ref().map(Vec::as_slice), bounds.end.as_ref().map(Vec::as_slice));
-            self.writes.range::<[u8], _>(slices).map(|(key, value)| (key.clone(), value.clone())).collect()
+            self.writes.range::<[u8], _>(bounds.as_slices()).map(|(key, value)| (key.clone(), value.clone())).collect()
         };
         if !forward {
             own.reverse();
@@ -136,8 +135,7 @@ impl Transaction {
         let recorded = self.records_reads().then(|| self.reads.add_range(bounds.clone()));
         self.ensure_snapshot();
         let snapshot = self.snapshot.as_ref().map(|snapshot| &snapshot.lsm);
-        let slices = (bounds.start.as_ref().map(Vec::as_slice), bounds.end.as_ref().map(Vec::as_slice));
-        let lsm = self.shared.db.range(slices, snapshot);
+        let lsm = self.shared.db.range(bounds.as_slices(), snapshot);
         Scan {
             txn: self,
             lsm,
