@@ -111,13 +111,21 @@ pub fn progress_bar(total: u64, message: &str) -> ProgressBar {
 /// The database every byte-oriented workload starts with: `pages` pages of `page_size` bytes
 /// filled with random bytes from `seed`, read through a pool of `pool_slots` slots over
 /// `partitions` partitions.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct RandomPages {
     pub page_size: usize,
     pub pool_slots: usize,
     pub partitions: usize,
     pub pages: usize,
     pub seed: u64,
+}
+
+impl RandomPages {
+    /// `pages` pages of `page_size` bytes over `partitions`, with a pool large enough to hold
+    /// them all.
+    pub fn new(page_size: usize, pages: usize, partitions: usize, seed: u64) -> RandomPages {
+        RandomPages { page_size, pool_slots: slots_to_hold(pages, partitions), partitions, pages, seed }
+    }
 }
 
 /// Creates the database `spec` describes at `path` and fills it through the pool. Returns the

@@ -5,7 +5,7 @@
 
 use crate::chart::{BarPanel, Panel};
 use crate::common::{CommonArgs, Machine, start};
-use crate::data::{self, RandomPages, slots_to_hold};
+use crate::data::{self, RandomPages};
 use crate::error::{BenchError, Result};
 use crate::kernels::ByteCounts;
 use crate::pages::{PageSource, for_each_page};
@@ -31,29 +31,14 @@ pub struct GroupByArgs {
 /// The configuration a run resolved from its flags.
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupByConfig {
+    /// The database it loads (its fields appear at the top level of the JSON).
+    #[serde(flatten)]
+    pub data: RandomPages,
     pub quick: bool,
-    pub seed: u64,
     pub data_mib: u64,
-    pub page_size: usize,
-    pub pages: usize,
     pub payload_bytes: u64,
-    pub partitions: usize,
-    pub pool_slots: usize,
     pub threads: usize,
     pub repeats: usize,
-}
-
-impl GroupByConfig {
-    /// The database of random pages this run loads.
-    pub fn random_pages(&self) -> RandomPages {
-        RandomPages {
-            page_size: self.page_size,
-            pool_slots: self.pool_slots,
-            partitions: self.partitions,
-            pages: self.pages,
-            seed: self.seed,
-        }
-    }
 }
 
 /// Everything `pool-groupby` measured; written as `pool-groupby.json`.
@@ -99,13 +84,9 @@ impl GroupByArgs {
         }
         Ok(GroupByConfig {
             quick: common.quick,
-            seed: common.seed,
+            data: RandomPages::new(common.page_size, pages, common.partitions, common.seed),
             data_mib,
-            page_size: common.page_size,
-            pages,
             payload_bytes: (pages * (common.page_size - tern_pagestore::limits::PAGE_HEADER_SIZE)) as u64,
-            partitions: common.partitions,
-            pool_slots: slots_to_hold(pages, common.partitions),
             threads: common.threads(),
             repeats: common.repeats,
         })
@@ -119,18 +100,18 @@ pub fn run(args: &GroupByArgs) -> Result<GroupByReport> {
     let (work, outputs, machine) = start(&args.common.dir, &args.common.out, NAME)?;
     println!(
         "{NAME}: {} pages of {} bytes ({} of random bytes), seed {}, {} partitions, {} threads{}",
-        config.pages,
-        config.page_size,
+        config.data.pages,
+        config.data.page_size,
         format_bytes(config.payload_bytes),
-        config.seed,
-        config.partitions,
+        config.data.seed,
+        config.data.partitions,
         config.threads,
         if config.quick { ", quick" } else { "" }
     );
     let path = work.file("groupby.tern");
     let heading = format!("\ncount of each byte value, {} threads, pool vs memory:", config.threads);
     let (counts, comparison, load) =
-        peer::load_and_compare(&GroupBy, &heading, &path, &config.random_pages(), config.threads, config.repeats)?;
+        peer::load_and_compare(&GroupBy, &heading, &path, &config.data, config.threads, config.repeats)?;
     let total: u64 = counts.iter().sum();
     if total != comparison.bytes {
         return Err(BenchError::Mismatch(format!("the counts add up to {total}, not {} bytes", comparison.bytes)));

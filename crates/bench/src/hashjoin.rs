@@ -11,7 +11,7 @@
 
 use crate::chart::{BarPanel, Panel};
 use crate::common::{CommonArgs, Machine, start};
-use crate::data::{self, RandomPages, slots_to_hold};
+use crate::data::{self, RandomPages};
 use crate::error::{BenchError, Result};
 use crate::kernels::{JoinTable, join_build, join_probe};
 use crate::pages::{PageSource, for_each_page};
@@ -40,31 +40,16 @@ pub struct HashJoinArgs {
 /// The configuration a run resolved from its flags.
 #[derive(Debug, Clone, Serialize)]
 pub struct HashJoinConfig {
+    /// The database it loads (its fields appear at the top level of the JSON).
+    #[serde(flatten)]
+    pub data: RandomPages,
     pub quick: bool,
-    pub seed: u64,
     pub data_mib: u64,
-    pub page_size: usize,
-    pub pages: usize,
     pub build_pages: usize,
     pub probe_pages: usize,
     pub payload_bytes: u64,
-    pub partitions: usize,
-    pub pool_slots: usize,
     pub threads: usize,
     pub repeats: usize,
-}
-
-impl HashJoinConfig {
-    /// The database of random pages this run loads.
-    pub fn random_pages(&self) -> RandomPages {
-        RandomPages {
-            page_size: self.page_size,
-            pool_slots: self.pool_slots,
-            partitions: self.partitions,
-            pages: self.pages,
-            seed: self.seed,
-        }
-    }
 }
 
 /// One key of the join's answer.
@@ -147,15 +132,11 @@ impl HashJoinArgs {
         }
         Ok(HashJoinConfig {
             quick: common.quick,
-            seed: common.seed,
+            data: RandomPages::new(common.page_size, pages, common.partitions, common.seed),
             data_mib,
-            page_size: common.page_size,
-            pages,
             build_pages: pages / BUILD_FRACTION,
             probe_pages: pages - pages / BUILD_FRACTION,
             payload_bytes: (pages * (common.page_size - tern_pagestore::limits::PAGE_HEADER_SIZE)) as u64,
-            partitions: common.partitions,
-            pool_slots: slots_to_hold(pages, common.partitions),
             threads: common.threads(),
             repeats: common.repeats,
         })
@@ -169,20 +150,20 @@ pub fn run(args: &HashJoinArgs) -> Result<HashJoinReport> {
     let (work, outputs, machine) = start(&args.common.dir, &args.common.out, NAME)?;
     println!(
         "{NAME}: {} pages of {} bytes ({} of random bytes; build {} pages, probe {}), seed {}, {} partitions, {} probe threads{}",
-        config.pages,
-        config.page_size,
+        config.data.pages,
+        config.data.page_size,
         format_bytes(config.payload_bytes),
         config.build_pages,
         config.probe_pages,
-        config.seed,
-        config.partitions,
+        config.data.seed,
+        config.data.partitions,
         config.threads,
         if config.quick { ", quick" } else { "" }
     );
     let path = work.file("hashjoin.tern");
     let heading = format!("\nhash join (1-thread build, {}-thread probe), pool vs memory:", config.threads);
     let (joined, comparison, load) =
-        peer::load_and_compare(&HashJoin, &heading, &path, &config.random_pages(), config.threads, config.repeats)?;
+        peer::load_and_compare(&HashJoin, &heading, &path, &config.data, config.threads, config.repeats)?;
     let matches: u64 = joined.iter().map(|entry| entry.matches).sum();
     println!("  table: {} even keys; {matches} probe tuples matched", joined.len());
 

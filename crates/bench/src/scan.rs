@@ -172,20 +172,18 @@ impl ScanMode {
 /// The configuration a run resolved from its flags.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScanConfig {
+    /// The database it loads (its fields appear at the top level of the JSON).
+    #[serde(flatten)]
+    pub data: RandomPages,
     pub quick: bool,
-    pub seed: u64,
     pub data_mib: u64,
-    pub page_size: usize,
     pub payload_size: usize,
-    pub pages: usize,
     pub payload_bytes: u64,
     pub threshold: u32,
     /// Kernel and split of every measurement but 4 (`--kernel`, `--split`).
     pub mode: ScanMode,
-    pub partitions: usize,
     /// Partition counts of measurement 4: 1, 4, 16, 128 and `partitions`.
     pub partition_counts: Vec<usize>,
-    pub pool_slots: usize,
     pub threads: Vec<usize>,
     pub repeats: usize,
     /// Shortest timing of measurement 4 (`--min-timing-ms`).
@@ -195,19 +193,6 @@ pub struct ScanConfig {
     pub sweep_mib: u64,
     pub pin_iterations: u64,
     pub pin_working_set: usize,
-}
-
-impl ScanConfig {
-    /// The database of random pages this run loads.
-    pub fn random_pages(&self) -> RandomPages {
-        RandomPages {
-            page_size: self.page_size,
-            pool_slots: self.pool_slots,
-            partitions: self.partitions,
-            pages: self.pages,
-            seed: self.seed,
-        }
-    }
 }
 
 /// Measurement 1.
@@ -681,17 +666,13 @@ impl ScanArgs {
         let payload_size = page_size - tern_pagestore::limits::PAGE_HEADER_SIZE;
         Ok(ScanConfig {
             quick,
-            seed: common.seed,
+            data: RandomPages::new(page_size, pages, common.partitions, common.seed),
             data_mib,
-            page_size,
             payload_size,
-            pages,
             payload_bytes: (pages * payload_size) as u64,
             threshold: SCAN_THRESHOLD,
             mode: ScanMode { kernel: self.kernel, split: self.split },
-            partitions: common.partitions,
             partition_counts: partition_counts(common.partitions),
-            pool_slots: slots_to_hold(pages, common.partitions),
             threads: thread_counts(common.threads()),
             repeats: common.repeats,
             min_timing_seconds: self.min_timing_ms as f64 / 1e3,
@@ -721,20 +702,20 @@ pub fn run(args: &ScanArgs) -> Result<ScanReport> {
     let (work, outputs, machine) = start(&args.common.dir, &args.common.out, NAME)?;
     println!(
         "{NAME}: {} pages of {} bytes ({} of u32 payload), seed {}, threshold {}, {}, {} partitions, threads {:?}, {} CPUs{}",
-        config.pages,
-        config.page_size,
+        config.data.pages,
+        config.data.page_size,
         format_bytes(config.payload_bytes),
-        config.seed,
+        config.data.seed,
         config.threshold,
         config.mode.label(),
-        config.partitions,
+        config.data.partitions,
         config.threads,
         machine.cpus,
         if config.quick { ", quick" } else { "" }
     );
 
     let path = work.file("scan.tern");
-    let (pool, data, load) = data::create_random_pages(&path, &config.random_pages())?;
+    let (pool, data, load) = data::create_random_pages(&path, &config.data)?;
     let file_bytes = data::file_size(&path)?;
     let expected = count_above(&data.memory, SCAN_THRESHOLD);
     let mut paper_kernel_count = 0;
@@ -767,7 +748,7 @@ pub fn run(args: &ScanArgs) -> Result<ScanReport> {
     let best = |index: usize| {
         threads_partitions
             .combination(THREADS_COMBINATIONS[index].0)
-            .and_then(|combination| combination.headline_speedup(config.partitions))
+            .and_then(|combination| combination.headline_speedup(config.data.partitions))
     };
     let results = ScanResults {
         cold_vs_file: cold_vs_file.ratio,
@@ -872,7 +853,7 @@ fn measure_cold_vs_file(pool: &BufferPool, setup: &mut Setup<'_>, file_bytes: u6
             data::read_pages_counting(
                 setup.path,
                 &setup.data.page_ids,
-                setup.config.page_size,
+                setup.config.data.page_size,
                 FILE_READ_CHUNK,
                 mode.kernel,
                 SCAN_THRESHOLD,
@@ -1168,7 +1149,7 @@ fn measure_threads_partitions(setup: &mut Setup<'_>) -> Result<ThreadsPartitions
         })
         .collect();
     for &partitions in &config.partition_counts {
-        let pool_config = pool_config(slots_to_hold(config.pages, partitions), config.page_size, partitions);
+        let pool_config = pool_config(slots_to_hold(config.data.pages, partitions), config.data.page_size, partitions);
         let pool = BufferPool::open(setup.path, pool_config)?;
         // One thread in page order loads every page, into consecutive frames.
         let load = ScanMode { kernel: ScanKernel::Vector, split: Split::Interleaved };
@@ -1414,7 +1395,7 @@ fn cold_prefetch_scan(setup: &mut Setup<'_>, degree: usize, direct_io: bool) -> 
         prefetch_degree: degree,
         prefetch_workers: PREFETCH_WORKERS,
         direct_io,
-        ..pool_config(config.pool_slots, config.page_size, config.partitions)
+        ..pool_config(config.data.pool_slots, config.data.page_size, config.data.partitions)
     };
     let pool = BufferPool::open(setup.path, pool_config)?;
     let resident_before = make_cold(&pool, setup.path)?;
@@ -1457,9 +1438,9 @@ fn print_best_prefetch(runs: &[PrefetchRun], how: &str) {
 
 fn measure_out_of_core(setup: &mut Setup<'_>) -> Result<OutOfCore> {
     let config = setup.config;
-    let pool_slots = slots_fraction(config.pages, 4, config.partitions);
-    let pool_fraction = pool_slots as f64 / config.pages as f64;
-    let holds_all_data = pool_slots >= config.pages;
+    let pool_slots = slots_fraction(config.data.pages, 4, config.data.partitions);
+    let pool_fraction = pool_slots as f64 / config.data.pages as f64;
+    let holds_all_data = pool_slots >= config.data.pages;
     println!(
         "\n[7] out-of-core: pool of {pool_slots} slots ({:.0}% of the data), two consecutive 1-thread scans from cold{}",
         pool_fraction * 100.0,
@@ -1469,7 +1450,7 @@ fn measure_out_of_core(setup: &mut Setup<'_>) -> Result<OutOfCore> {
             ""
         }
     );
-    let pool = BufferPool::open(setup.path, pool_config(pool_slots, config.page_size, config.partitions))?;
+    let pool = BufferPool::open(setup.path, pool_config(pool_slots, config.data.page_size, config.data.partitions))?;
     let resident_before = make_cold(&pool, setup.path)?;
     let mut scans = Vec::new();
     for scan in 1..=2 {
@@ -1500,12 +1481,12 @@ fn measure_page_sizes(work: &WorkDir, config: &ScanConfig) -> Result<Vec<PageSiz
         let pool = BufferPool::create(
             &path,
             page_size,
-            pool_config(slots_to_hold(pages, config.partitions), page_size, config.partitions),
+            pool_config(slots_to_hold(pages, config.data.partitions), page_size, config.data.partitions),
         )?;
         let data = data::write_random_pages(
             &pool,
             pages,
-            config.seed ^ page_size as u64,
+            config.data.seed ^ page_size as u64,
             &format!("{} KiB", page_size / 1024),
         )?;
         let expected = count_above(&data.memory, SCAN_THRESHOLD);
@@ -1611,11 +1592,11 @@ fn draw_chart(path: &Path, report: &ScanReport) -> Result<()> {
             })
             .collect();
         series.push(Series {
-            name: format!("memory peer ({}-partition row)", report.config.partitions),
+            name: format!("memory peer ({}-partition row)", report.config.data.partitions),
             points: combination
                 .cells
                 .iter()
-                .filter(|cell| cell.partitions == report.config.partitions)
+                .filter(|cell| cell.partitions == report.config.data.partitions)
                 .map(|cell| (cell.threads as f64, cell.memory.gbps))
                 .collect(),
             dashed: true,
@@ -1683,7 +1664,7 @@ fn draw_chart(path: &Path, report: &ScanReport) -> Result<()> {
     let title = format!(
         "tern bench pool-scan: {} MiB, {} KiB pages, cold_vs_file {:.3}, warm_vs_memory {:.3}",
         report.config.data_mib,
-        report.config.page_size / 1024,
+        report.config.data.page_size / 1024,
         report.results.cold_vs_file,
         report.results.warm_vs_memory
     );

@@ -100,7 +100,7 @@ fn pool_scan_end_to_end() {
         }
     }
     assert_eq!(report.page_sizes.len(), 5);
-    let pages = report.config.pages as u64;
+    let pages = report.config.data.pages as u64;
     for run in &report.page_sizes {
         assert_eq!((run.cold_stats.misses, run.cold_stats.hits), (run.pages as u64, 0), "a cold sweep scan misses");
     }
@@ -108,7 +108,7 @@ fn pool_scan_end_to_end() {
     let cold = &report.cold_vs_file;
     assert_eq!((cold.pool_stats.misses, cold.pool_stats.hits), (pages, 0));
     assert_eq!(cold.payload_bytes, report.config.payload_bytes);
-    assert_eq!(cold.file_bytes_read, pages * report.config.page_size as u64);
+    assert_eq!(cold.file_bytes_read, pages * report.config.data.page_size as u64);
     assert!(cold.file_bytes_read < cold.file_bytes, "the file-read peer skips the header and bitmap pages");
     assert!(cold.resident_before_pool <= 0.01 && cold.resident_before_file <= 0.01);
     // [6]: degrees 0, 1, 4, 16 through the OS cache, then 0, 4, 16 with O_DIRECT or none.
