@@ -76,6 +76,15 @@ pub enum BenchError {
 }
 
 impl BenchError {
+    /// The error for a worker thread that panicked, with the panic's message.
+    pub fn from_panic(panic: Box<dyn std::any::Any + Send>) -> Self {
+        let message = match panic.downcast::<String>() {
+            Ok(text) => *text,
+            Err(panic) => panic.downcast_ref::<&str>().map_or("unknown panic", |text| text).to_string(),
+        };
+        BenchError::Panic(message)
+    }
+
     /// An I/O error with what was being done and to which path.
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
         BenchError::Io { action, path: path.into(), source }

@@ -677,7 +677,7 @@ fn read_while_writing<E: Engine>(db: &E, plan: &Plan) -> Result<Phase> {
         });
         let reads = read_random(db, plan, "readwhilewriting", plan.config.seed ^ SEED_WHILE_WRITING, true);
         stop.store(true, Ordering::Relaxed);
-        let writer = writer.join().map_err(|panic| BenchError::Panic(panic_message(&panic)));
+        let writer = writer.join().map_err(BenchError::from_panic);
         (reads, writer)
     });
     let (puts, elapsed) = writer??;
@@ -685,14 +685,6 @@ fn read_while_writing<E: Engine>(db: &E, plan: &Plan) -> Result<Phase> {
     phase.background_puts = Some(puts);
     phase.background_puts_per_second = Some(if elapsed.is_zero() { 0.0 } else { puts as f64 / elapsed.as_secs_f64() });
     Ok(phase)
-}
-
-fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|text| text.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "the writer thread panicked".into())
 }
 
 /// Everything one engine did.

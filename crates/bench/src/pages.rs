@@ -195,7 +195,7 @@ where
                 .collect();
             handles
                 .into_iter()
-                .map(|handle| handle.join().unwrap_or_else(|panic| Err(BenchError::Panic(panic_message(&panic)))))
+                .map(|handle| handle.join().unwrap_or_else(|panic| Err(BenchError::from_panic(panic))))
                 .collect()
         });
         outcomes.into_iter().collect::<Result<Vec<()>>>()?;
@@ -214,17 +214,6 @@ where
         source.with_page(index, |bytes| visit(accumulator, bytes))?;
     }
     Ok(())
-}
-
-/// The text of a panic payload.
-pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = panic.downcast_ref::<&str>() {
-        (*text).to_string()
-    } else if let Some(text) = panic.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "unknown panic".to_string()
-    }
 }
 
 #[cfg(test)]

@@ -45,9 +45,7 @@ use crate::data::{
 };
 use crate::error::{BenchError, Result};
 use crate::kernels::{SCAN_THRESHOLD, ScanKernel, count_above, count_above_paper};
-use crate::pages::{
-    CacheAligned, MemoryPages, PageSource, PinnedPages, PoolPages, Split, for_each_page_split, panic_message,
-};
+use crate::pages::{CacheAligned, MemoryPages, PageSource, PinnedPages, PoolPages, Split, for_each_page_split};
 use crate::report::{StatsDelta, result_line, write_json};
 use crate::timing::{format_bytes, format_seconds, gigabytes_per_second, median_seconds, ratio, timed};
 use serde::Serialize;
@@ -616,7 +614,7 @@ pub fn run_scans<S: PageSource>(
             .collect();
         handles
             .into_iter()
-            .map(|handle| handle.join().unwrap_or_else(|panic| Err(BenchError::Panic(panic_message(&panic)))))
+            .map(|handle| handle.join().unwrap_or_else(|panic| Err(BenchError::from_panic(panic))))
             .collect()
     });
     let mut counts = vec![0u64; scans];

@@ -235,7 +235,7 @@ pub fn drive<C: Client>(
         let start = Instant::now();
         let outcomes: Vec<Result<Tally>> = workers
             .into_iter()
-            .map(|worker| worker.join().unwrap_or_else(|panic| Err(BenchError::Panic(panic_message(&panic)))))
+            .map(|worker| worker.join().unwrap_or_else(|panic| Err(BenchError::from_panic(panic))))
             .collect();
         (start, outcomes)
     });
@@ -266,14 +266,6 @@ fn run_thread<C: Client>(mut client: C, rng: &mut SmallRng, deadline: Instant) -
         sequence += 1;
     }
     Ok(tally)
-}
-
-pub fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|text| text.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a driver thread panicked".into())
 }
 
 /// Row counts and sums of one engine's tables.
