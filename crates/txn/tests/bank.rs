@@ -125,7 +125,6 @@ fn bank(options: Options, isolation: Isolation) {
     open_accounts(&db);
     let outcome = run_bank(&db, isolation, 6, 300, 17);
     assert!(outcome.sums > 0, "the readers never finished a sum");
-    assert!(outcome.attempts >= outcome.transfers);
     assert_eq!(total_by_scan(&db, Isolation::Serializable), TOTAL);
     let stats = db.stats();
     assert_eq!(stats.commits, outcome.transfers + 1, "every transfer and the opening committed once");
