@@ -16,6 +16,21 @@ struct Cli {
 enum Command {
     /// Run a workload against Tern and a peer on the same data, and report the ratio.
     Bench(tern_bench::BenchArgs),
+    /// Run sqllogictest scripts (files or directories) against an in-memory Tern database.
+    Slt(SltArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct SltArgs {
+    /// Script files (.test, .slt) or directories searched recursively.
+    #[arg(required = true)]
+    paths: Vec<std::path::PathBuf>,
+    /// Print the first failures of each failing file.
+    #[arg(long, short)]
+    verbose: bool,
+    /// Exit with failure unless at least this percentage of records pass.
+    #[arg(long)]
+    min_pass_percent: Option<f64>,
 }
 
 fn main() -> ExitCode {
@@ -35,7 +50,25 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let name = args.workload.name();
             tern_bench::run(&args).with_context(|| format!("tern bench {name} failed"))
         }
+        Command::Slt(args) => run_slt(&args),
     }
+}
+
+fn run_slt(args: &SltArgs) -> anyhow::Result<()> {
+    let mut make_engine = || -> Box<dyn tern_slt::Engine> {
+        Box::new(tern_sql::slt::SltEngine::new().expect("an in-memory database opens"))
+    };
+    let options = tern_slt::Options::default();
+    let mut out = std::io::stdout().lock();
+    let totals = tern_slt::run_and_print(&mut make_engine, &args.paths, &options, args.verbose, &mut out)?;
+    let executed = totals.passed + totals.failed;
+    let percent = if executed == 0 { 100.0 } else { 100.0 * totals.passed as f64 / executed as f64 };
+    if let Some(minimum) = args.min_pass_percent
+        && percent < minimum
+    {
+        anyhow::bail!("slt pass rate {percent:.2}% is below the required {minimum:.2}%");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -53,6 +86,7 @@ mod tests {
         let cli =
             Cli::try_parse_from(["tern", "bench", "pool-scan", "--quick", "--seed", "7", "--data-mib", "8"]).unwrap();
         match cli.command {
+            Command::Slt(_) => panic!("not bench"),
             Command::Bench(args) => {
                 assert_eq!(args.workload.name(), "pool-scan");
                 let tern_bench::Workload::PoolScan(scan) = args.workload else { panic!("not pool-scan") };
@@ -61,7 +95,7 @@ mod tests {
         }
         let cli =
             Cli::try_parse_from(["tern", "bench", "pool-scan", "--kernel", "paper", "--split", "ranges"]).unwrap();
-        let Command::Bench(args) = cli.command;
+        let Command::Bench(args) = cli.command else { panic!("not bench") };
         let tern_bench::Workload::PoolScan(scan) = args.workload else { panic!("not pool-scan") };
         assert_eq!(scan.kernel, tern_bench::kernels::ScanKernel::Paper);
         assert_eq!(scan.split, tern_bench::pages::Split::Ranges);
@@ -70,13 +104,13 @@ mod tests {
             assert!(Cli::try_parse_from(["tern", "bench", workload]).is_ok(), "{workload}");
         }
         let cli = Cli::try_parse_from(["tern", "bench", "kv", "--keys", "200000", "--sync"]).unwrap();
-        let Command::Bench(args) = cli.command;
+        let Command::Bench(args) = cli.command else { panic!("not bench") };
         assert_eq!(args.workload.name(), "kv");
         let tern_bench::Workload::Kv(kv) = args.workload else { panic!("not kv") };
         assert_eq!((kv.keys, kv.sync, kv.memtable_mib, kv.cache_mib), (Some(200_000), true, 64, 128));
         assert!(Cli::try_parse_from(["tern", "bench", "kv"]).is_ok());
         let cli = Cli::try_parse_from(["tern", "bench", "txn", "--seconds", "3", "--sync", "never"]).unwrap();
-        let Command::Bench(args) = cli.command;
+        let Command::Bench(args) = cli.command else { panic!("not bench") };
         assert_eq!(args.workload.name(), "txn");
         let tern_bench::Workload::Txn(txn) = args.workload else { panic!("not txn") };
         assert_eq!((txn.seconds, txn.sync, txn.quick), (Some(3.0), tern_bench::txn::Durability::Never, false));

@@ -1,0 +1,1570 @@
+//! The binder and planner: turns sqlparser's syntax tree into a [`Plan`], resolving names
+//! against the catalog, pushing predicates down to table scans, choosing primary-key or index
+//! access, ordering inner joins greedily along equality predicates (hash joins), and planning
+//! aggregation, sorting and set operations.
+
+use crate::catalog::{Catalog, IndexDef, TableDef};
+use crate::error::{Error, Result};
+use crate::functions::ScalarFunction;
+use crate::plan::*;
+use crate::value::{Affinity, Value};
+use sqlparser::ast;
+use sqlparser::ast::Spanned;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Deepest nesting of subqueries and views the binder follows.
+const MAX_QUERY_DEPTH: usize = 64;
+
+/// One column visible to expressions.
+#[derive(Debug, Clone)]
+pub struct ScopeColumn {
+    /// Lower-case name of the table (or alias) it comes from.
+    pub table: Option<String>,
+    pub name: String,
+    pub affinity: Option<Affinity>,
+    /// Hidden from unqualified lookups and `*` (the right column of a USING/NATURAL pair).
+    pub merged: bool,
+}
+
+/// The columns of one query level, and the enclosing level's scope.
+pub struct Scope<'p> {
+    pub columns: Vec<ScopeColumn>,
+    pub parent: Option<&'p Scope<'p>>,
+    /// Set when an expression of this level (or below) reads an enclosing level's column.
+    correlated: Cell<bool>,
+}
+
+impl<'p> Scope<'p> {
+    pub fn new(columns: Vec<ScopeColumn>, parent: Option<&'p Scope<'p>>) -> Scope<'p> {
+        Scope { columns, parent, correlated: Cell::new(false) }
+    }
+
+    fn find(&self, table: Option<&str>, name: &str) -> Result<Option<usize>> {
+        let mut found = None;
+        for (index, column) in self.columns.iter().enumerate() {
+            let table_matches = match table {
+                Some(table) => column.table.as_deref() == Some(table),
+                None => !column.merged,
+            };
+            if table_matches && column.name == name {
+                if found.is_some() {
+                    return Err(Error::ambiguous_column(name));
+                }
+                found = Some(index);
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// A column of a query's output.
+#[derive(Debug, Clone)]
+pub struct OutputColumn {
+    pub name: String,
+    pub affinity: Option<Affinity>,
+}
+
+struct CteDef {
+    query: ast::Query,
+    columns: Vec<String>,
+}
+
+/// Binds statements against one catalog.
+pub struct Binder<'c> {
+    pub catalog: &'c Catalog,
+    next_subquery: Cell<usize>,
+    ctes: Vec<HashMap<String, Arc<CteDef>>>,
+    depth: usize,
+    /// Highest parameter number seen (1-based), and named parameters in order of appearance.
+    pub parameter_count: usize,
+    pub named_parameters: Vec<String>,
+}
+
+pub fn lower(ident: &ast::Ident) -> String {
+    ident.value.to_ascii_lowercase()
+}
+
+/// The last part of an object name, lower-cased (schemas are ignored: `main.t` is `t`).
+pub fn object_name(name: &ast::ObjectName) -> Result<String> {
+    match name.0.last() {
+        Some(ast::ObjectNamePart::Identifier(ident)) => Ok(lower(ident)),
+        _ => Err(Error::syntax(format!("bad name {name}"))),
+    }
+}
+
+/// Parses and binds an expression with no columns (a DEFAULT).
+pub fn bind_standalone_expr(sql: &str) -> Result<Expr> {
+    let dialect = sqlparser::dialect::SQLiteDialect {};
+    let expr = sqlparser::parser::Parser::new(&dialect).try_with_sql(sql)?.parse_expr()?;
+    let catalog = Catalog::new();
+    let mut binder = Binder::new(&catalog);
+    binder.bind_expr(&expr, &Scope::new(Vec::new(), None))
+}
+
+fn affinity_of_type(data_type: &ast::DataType) -> Affinity {
+    Affinity::of_declared_type(&data_type.to_string())
+}
+
+struct Relation {
+    plan: Plan,
+    width: usize,
+    offset: usize,
+}
+
+/// A conjunct of a WHERE clause with the relations it reads.
+struct Conjunct {
+    expr: Expr,
+    relations: Vec<usize>,
+}
+
+impl<'c> Binder<'c> {
+    pub fn new(catalog: &'c Catalog) -> Binder<'c> {
+        Binder { catalog, next_subquery: Cell::new(0), ctes: Vec::new(), depth: 0, parameter_count: 0, named_parameters: Vec::new() }
+    }
+
+    fn subquery(&mut self, query: &ast::Query, scope: &Scope) -> Result<Arc<Subquery>> {
+        let inner = Scope::new(Vec::new(), Some(scope));
+        let (plan, _) = self.bind_query_in(query, &inner)?;
+        let id = self.next_subquery.get();
+        self.next_subquery.set(id + 1);
+        let correlated = inner.correlated.get();
+        Ok(Arc::new(Subquery { plan, correlated, id }))
+    }
+
+    // ---- queries ---------------------------------------------------------------------------
+
+    /// Binds a query; `parent` is the enclosing query's scope (for correlated subqueries).
+    pub fn bind_query(&mut self, query: &ast::Query, parent: Option<&Scope>) -> Result<(Plan, Vec<OutputColumn>)> {
+        match parent {
+            Some(parent) => {
+                // The query's own scope chain starts at a level whose parent is `parent`.
+                let holder = Scope::new(Vec::new(), Some(parent));
+                let result = self.bind_query_in(query, &holder);
+                if holder.correlated.get() {
+                    parent.correlated.set(true);
+                }
+                result
+            }
+            None => self.bind_query_in(query, &Scope::new(Vec::new(), None)),
+        }
+    }
+
+    /// Binds a query whose FROM scope will have `holder.parent` as parent. `holder` itself only
+    /// records correlation.
+    fn bind_query_in(&mut self, query: &ast::Query, holder: &Scope) -> Result<(Plan, Vec<OutputColumn>)> {
+        self.depth += 1;
+        if self.depth > MAX_QUERY_DEPTH {
+            self.depth -= 1;
+            return Err(Error::program_limit("queries are nested too deeply"));
+        }
+        let result = self.bind_query_body(query, holder);
+        self.depth -= 1;
+        result
+    }
+
+    fn bind_query_body(&mut self, query: &ast::Query, holder: &Scope) -> Result<(Plan, Vec<OutputColumn>)> {
+        if query.fetch.is_some() || !query.locks.is_empty() || !query.pipe_operators.is_empty() {
+            return Err(Error::unsupported("FETCH, locking clauses and pipe operators"));
+        }
+        let pushed_ctes = match &query.with {
+            Some(with) => {
+                if with.recursive {
+                    return Err(Error::unsupported("WITH RECURSIVE"));
+                }
+                let mut ctes = HashMap::new();
+                for cte in &with.cte_tables {
+                    let columns = cte.alias.columns.iter().map(|column| lower(&column.name)).collect();
+                    ctes.insert(lower(&cte.alias.name), Arc::new(CteDef { query: (*cte.query).clone(), columns }));
+                }
+                self.ctes.push(ctes);
+                true
+            }
+            None => false,
+        };
+        let result = self.bind_query_parts(query, holder);
+        if pushed_ctes {
+            self.ctes.pop();
+        }
+        result
+    }
+
+    fn bind_query_parts(&mut self, query: &ast::Query, holder: &Scope) -> Result<(Plan, Vec<OutputColumn>)> {
+        let order_by: &[ast::OrderByExpr] = match &query.order_by {
+            Some(ast::OrderBy { kind: ast::OrderByKind::Expressions(exprs), .. }) => exprs,
+            Some(_) => return Err(Error::unsupported("ORDER BY ALL")),
+            None => &[],
+        };
+        let (limit, offset) = match &query.limit_clause {
+            None => (None, None),
+            Some(ast::LimitClause::LimitOffset { limit, offset, limit_by }) => {
+                if !limit_by.is_empty() {
+                    return Err(Error::unsupported("LIMIT BY"));
+                }
+                (limit.clone(), offset.as_ref().map(|offset| offset.value.clone()))
+            }
+            Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(limit.clone()), Some(offset.clone())),
+        };
+        let empty = Scope::new(Vec::new(), holder.parent);
+        let limit = limit.map(|limit| self.bind_expr(&limit, &empty)).transpose()?;
+        let offset = offset.map(|offset| self.bind_expr(&offset, &empty)).transpose()?;
+        if empty.correlated.get() {
+            holder.correlated.set(true);
+        }
+        let sort_limit = match (&limit, &offset) {
+            (Some(limit), None) => Some(Box::new(limit.clone())),
+            (Some(limit), Some(offset)) => {
+                Some(Box::new(Expr::Binary(BinaryOp::Add, Box::new(limit.clone()), Box::new(offset.clone()))))
+            }
+            _ => None,
+        };
+        let (plan, columns) = match query.body.as_ref() {
+            ast::SetExpr::Select(select) => self.bind_select(select, order_by, sort_limit, holder)?,
+            body => {
+                let (plan, columns) = self.bind_set_expr(body, holder)?;
+                if order_by.is_empty() {
+                    (plan, columns)
+                } else {
+                    let mut keys = Vec::new();
+                    for term in order_by {
+                        let index = self.output_position(&term.expr, &columns)?.ok_or_else(|| {
+                            Error::syntax(format!("ORDER BY term {} does not match any column of the result", term.expr))
+                        })?;
+                        keys.push(sort_key(Expr::Column(index), &term.options));
+                    }
+                    (Plan::Sort { input: Box::new(plan), keys, limit: sort_limit }, columns)
+                }
+            }
+        };
+        let plan = if limit.is_some() || offset.is_some() { Plan::Limit { input: Box::new(plan), limit, offset } } else { plan };
+        Ok((plan, columns))
+    }
+
+    /// An ORDER BY term that names an output column: by number (1-based) or by name.
+    fn output_position(&mut self, expr: &ast::Expr, columns: &[OutputColumn]) -> Result<Option<usize>> {
+        match expr {
+            ast::Expr::Value(ast::ValueWithSpan { value: ast::Value::Number(number, _), .. }) => {
+                let position: i64 =
+                    number.parse().map_err(|_| Error::syntax(format!("ORDER BY term {number} is not an integer")))?;
+                if position < 1 || position as usize > columns.len() {
+                    return Err(Error::syntax(format!(
+                        "ORDER BY term out of range - should be between 1 and {}",
+                        columns.len()
+                    )));
+                }
+                Ok(Some(position as usize - 1))
+            }
+            ast::Expr::Identifier(ident) => Ok(columns.iter().position(|column| column.name.eq_ignore_ascii_case(&ident.value))),
+            ast::Expr::CompoundIdentifier(parts) => {
+                let name = parts.last().map(lower).unwrap_or_default();
+                Ok(columns.iter().position(|column| column.name.eq_ignore_ascii_case(&name)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn bind_set_expr(&mut self, body: &ast::SetExpr, holder: &Scope) -> Result<(Plan, Vec<OutputColumn>)> {
+        match body {
+            ast::SetExpr::Select(select) => self.bind_select(select, &[], None, holder),
+            ast::SetExpr::Query(query) => self.bind_query_in(query, holder),
+            ast::SetExpr::Values(values) => {
+                let scope = Scope::new(Vec::new(), holder.parent);
+                let width = values.rows.first().map_or(0, Vec::len);
+                let mut rows = Vec::new();
+                for row in &values.rows {
+                    if row.len() != width {
+                        return Err(Error::syntax("all VALUES rows must have the same number of values"));
+                    }
+                    rows.push(row.iter().map(|expr| self.bind_expr(expr, &scope)).collect::<Result<Vec<_>>>()?);
+                }
+                if scope.correlated.get() {
+                    holder.correlated.set(true);
+                }
+                let columns = (1..=width).map(|index| OutputColumn { name: format!("column{index}"), affinity: None }).collect();
+                Ok((Plan::Values { rows, width }, columns))
+            }
+            ast::SetExpr::SetOperation { op, set_quantifier, left, right } => {
+                let (left_plan, columns) = self.bind_set_expr(left, holder)?;
+                let (right_plan, right_columns) = self.bind_set_expr(right, holder)?;
+                if columns.len() != right_columns.len() {
+                    return Err(Error::syntax(format!(
+                        "SELECTs to the left and right of {op} do not have the same number of result columns"
+                    )));
+                }
+                let op = match op {
+                    ast::SetOperator::Union => SetOperator::Union,
+                    ast::SetOperator::Intersect => SetOperator::Intersect,
+                    ast::SetOperator::Except | ast::SetOperator::Minus => SetOperator::Except,
+                };
+                let all = matches!(set_quantifier, ast::SetQuantifier::All);
+                Ok((Plan::SetOperation { op, all, left: Box::new(left_plan), right: Box::new(right_plan) }, columns))
+            }
+            other => Err(Error::unsupported(format!("{other} as a query"))),
+        }
+    }
+
+    // ---- FROM ------------------------------------------------------------------------------
+
+    /// The plan and columns of one table reference.
+    fn bind_table_factor(&mut self, factor: &ast::TableFactor, holder: &Scope) -> Result<(Plan, Vec<ScopeColumn>)> {
+        match factor {
+            ast::TableFactor::Table { name, alias, args, .. } => {
+                if args.is_some() {
+                    return Err(Error::unsupported("table-valued functions"));
+                }
+                let table_name = object_name(name)?;
+                let alias_name = alias.as_ref().map(|alias| lower(&alias.name)).unwrap_or_else(|| table_name.clone());
+                let cte = self.ctes.iter().rev().find_map(|ctes| ctes.get(&table_name).cloned());
+                if let Some(cte) = cte {
+                    let (plan, columns) = self.bind_query_in(&cte.query, holder)?;
+                    return Ok((plan, derived_columns(&alias_name, &columns, &cte.columns, alias)?));
+                }
+                if let Some(view) = self.catalog.view(&table_name).cloned() {
+                    let query = parse_query(&view.query)?;
+                    let saved = std::mem::take(&mut self.ctes);
+                    let result = self.bind_query_in(&query, &Scope::new(Vec::new(), None));
+                    self.ctes = saved;
+                    let (plan, columns) = result?;
+                    return Ok((plan, derived_columns(&alias_name, &columns, &view.columns, alias)?));
+                }
+                let table = self.catalog.table(&table_name).cloned().ok_or_else(|| {
+                    let span = name.span();
+                    Error::undefined_table(&name.to_string()).at(span.start.line, span.start.column)
+                })?;
+                let columns = table
+                    .columns
+                    .iter()
+                    .map(|column| ScopeColumn {
+                        table: Some(alias_name.clone()),
+                        name: column.name.to_ascii_lowercase(),
+                        affinity: Some(column.affinity),
+                        merged: false,
+                    })
+                    .collect();
+                Ok((Plan::Scan { table, access: Access::Full, filter: None, reverse: false }, columns))
+            }
+            ast::TableFactor::Derived { lateral, subquery, alias } => {
+                if *lateral {
+                    return Err(Error::unsupported("LATERAL"));
+                }
+                let (plan, columns) = self.bind_query_in(subquery, holder)?;
+                let alias_name = alias.as_ref().map(|alias| lower(&alias.name)).unwrap_or_default();
+                Ok((plan, derived_columns(&alias_name, &columns, &[], alias)?))
+            }
+            ast::TableFactor::NestedJoin { table_with_joins, alias } => {
+                let (plan, mut columns) = self.bind_from_item(table_with_joins, holder)?;
+                if let Some(alias) = alias {
+                    for column in &mut columns {
+                        column.table = Some(lower(&alias.name));
+                    }
+                }
+                Ok((plan, columns))
+            }
+            other => Err(Error::unsupported(format!("table reference {other}"))),
+        }
+    }
+
+    /// A FROM item with explicit joins, planned in syntax order.
+    fn bind_from_item(&mut self, item: &ast::TableWithJoins, holder: &Scope) -> Result<(Plan, Vec<ScopeColumn>)> {
+        let (mut plan, mut columns) = self.bind_table_factor(&item.relation, holder)?;
+        for join in &item.joins {
+            let (right_plan, right_columns) = self.bind_table_factor(&join.relation, holder)?;
+            let (kind, constraint) = match &join.join_operator {
+                ast::JoinOperator::Join(constraint) | ast::JoinOperator::Inner(constraint) => (JoinKind::Inner, constraint),
+                ast::JoinOperator::CrossJoin(constraint) => (JoinKind::Inner, constraint),
+                ast::JoinOperator::Left(constraint) | ast::JoinOperator::LeftOuter(constraint) => (JoinKind::Left, constraint),
+                ast::JoinOperator::Right(constraint) | ast::JoinOperator::RightOuter(constraint) => (JoinKind::Right, constraint),
+                ast::JoinOperator::FullOuter(constraint) => (JoinKind::Full, constraint),
+                other => return Err(Error::unsupported(format!("join {other:?}"))),
+            };
+            let left_width = columns.len();
+            let mut combined = columns.clone();
+            combined.extend(right_columns.iter().cloned());
+            let mut conditions = Vec::new();
+            let using: Vec<String> = match constraint {
+                ast::JoinConstraint::Using(names) => names.iter().map(object_name).collect::<Result<_>>()?,
+                ast::JoinConstraint::Natural => right_columns
+                    .iter()
+                    .filter(|right| columns.iter().any(|left| !left.merged && left.name == right.name))
+                    .map(|right| right.name.clone())
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for name in &using {
+                let left_index = columns
+                    .iter()
+                    .position(|column| !column.merged && &column.name == name)
+                    .ok_or_else(|| Error::undefined_column(name))?;
+                let right_index = right_columns
+                    .iter()
+                    .position(|column| &column.name == name)
+                    .ok_or_else(|| Error::undefined_column(name))?;
+                combined[left_width + right_index].merged = true;
+                conditions.push(Expr::Binary(
+                    BinaryOp::Eq,
+                    Box::new(Expr::Column(left_index)),
+                    Box::new(Expr::Column(left_width + right_index)),
+                ));
+            }
+            let scope = Scope::new(combined.clone(), holder.parent);
+            if let ast::JoinConstraint::On(on) = constraint {
+                conditions.push(self.bind_expr(on, &scope)?);
+            }
+            if scope.correlated.get() {
+                holder.correlated.set(true);
+            }
+            plan = make_join(plan, right_plan, left_width, kind, conditions);
+            columns = combined;
+        }
+        Ok((plan, columns))
+    }
+
+    /// Plans a FROM clause with a WHERE clause: inner joins are reordered greedily along
+    /// equality predicates and predicates are pushed to scans. Returns the plan, whose columns
+    /// are in FROM order, and the scope.
+    fn bind_from_where(
+        &mut self,
+        from: &[ast::TableWithJoins],
+        selection: Option<&ast::Expr>,
+        holder: &Scope,
+    ) -> Result<(Plan, Vec<ScopeColumn>)> {
+        if from.is_empty() {
+            let plan = Plan::Values { rows: vec![Vec::new()], width: 0 };
+            let scope = Scope::new(Vec::new(), holder.parent);
+            let plan = match selection {
+                Some(selection) => {
+                    let predicate = self.bind_expr(selection, &scope)?;
+                    Plan::Filter { input: Box::new(plan), predicate }
+                }
+                None => plan,
+            };
+            if scope.correlated.get() {
+                holder.correlated.set(true);
+            }
+            return Ok((plan, Vec::new()));
+        }
+        // Only plain inner joins (comma, JOIN ... ON) are reordered; outer joins keep syntax order.
+        let reorderable = from.iter().all(|item| {
+            item.joins.iter().all(|join| {
+                matches!(
+                    &join.join_operator,
+                    ast::JoinOperator::Join(ast::JoinConstraint::On(_) | ast::JoinConstraint::None)
+                        | ast::JoinOperator::Inner(ast::JoinConstraint::On(_) | ast::JoinConstraint::None)
+                        | ast::JoinOperator::CrossJoin(ast::JoinConstraint::None)
+                )
+            })
+        });
+        let mut relations = Vec::new();
+        let mut columns: Vec<ScopeColumn> = Vec::new();
+        let mut on_conditions = Vec::new();
+        if reorderable {
+            for item in from {
+                let factors = std::iter::once(&item.relation).chain(item.joins.iter().map(|join| &join.relation));
+                for factor in factors {
+                    let (plan, factor_columns) = self.bind_table_factor(factor, holder)?;
+                    relations.push(Relation { width: factor_columns.len(), plan, offset: columns.len() });
+                    columns.extend(factor_columns);
+                }
+                for join in &item.joins {
+                    if let ast::JoinOperator::Join(ast::JoinConstraint::On(on)) | ast::JoinOperator::Inner(ast::JoinConstraint::On(on)) =
+                        &join.join_operator
+                    {
+                        on_conditions.push(on);
+                    }
+                }
+            }
+        } else {
+            for item in from {
+                let (plan, item_columns) = self.bind_from_item(item, holder)?;
+                relations.push(Relation { width: item_columns.len(), plan, offset: columns.len() });
+                columns.extend(item_columns);
+            }
+        }
+        let scope = Scope::new(columns.clone(), holder.parent);
+        let mut predicates = Vec::new();
+        for on in on_conditions {
+            predicates.push(self.bind_expr(on, &scope)?);
+        }
+        if let Some(selection) = selection {
+            predicates.push(self.bind_expr(selection, &scope)?);
+        }
+        if scope.correlated.get() {
+            holder.correlated.set(true);
+        }
+        let mut conjuncts = Vec::new();
+        for predicate in predicates {
+            split_conjuncts(predicate, &mut conjuncts);
+        }
+        let conjuncts: Vec<Conjunct> = conjuncts
+            .into_iter()
+            .map(|expr| {
+                let mut relations_read: Vec<usize> = expr
+                    .columns()
+                    .into_iter()
+                    .map(|column| relations.iter().position(|r| column >= r.offset && column < r.offset + r.width).unwrap_or(0))
+                    .collect();
+                relations_read.sort_unstable();
+                relations_read.dedup();
+                Conjunct { expr, relations: relations_read }
+            })
+            .collect();
+        Ok((plan_joins(self.catalog, relations, conjuncts, columns.len()), columns))
+    }
+
+    // ---- SELECT ----------------------------------------------------------------------------
+
+    fn bind_select(
+        &mut self,
+        select: &ast::Select,
+        order_by: &[ast::OrderByExpr],
+        sort_limit: Option<Box<Expr>>,
+        holder: &Scope,
+    ) -> Result<(Plan, Vec<OutputColumn>)> {
+        if select.top.is_some() || select.into.is_some() || !select.lateral_views.is_empty() || select.qualify.is_some() {
+            return Err(Error::unsupported("TOP, INTO, LATERAL VIEW and QUALIFY"));
+        }
+        let distinct = match &select.distinct {
+            None => false,
+            Some(ast::Distinct::Distinct) => true,
+            Some(ast::Distinct::On(_)) => return Err(Error::unsupported("DISTINCT ON")),
+        };
+        let (input, from_columns) = self.bind_from_where(&select.from, select.selection.as_ref(), holder)?;
+        let scope = Scope::new(from_columns, holder.parent);
+
+        // The select list, with `*` expanded.
+        let mut items: Vec<(Expr, OutputColumn)> = Vec::new();
+        for item in &select.projection {
+            match item {
+                ast::SelectItem::UnnamedExpr(expr) => {
+                    let bound = self.bind_expr(expr, &scope)?;
+                    let name = match expr {
+                        ast::Expr::Identifier(ident) => ident.value.clone(),
+                        ast::Expr::CompoundIdentifier(parts) => parts.last().map(|part| part.value.clone()).unwrap_or_default(),
+                        other => other.to_string(),
+                    };
+                    let affinity = self.expr_affinity(&bound, &scope);
+                    items.push((bound, OutputColumn { name, affinity }));
+                }
+                ast::SelectItem::ExprWithAlias { expr, alias } => {
+                    let bound = self.bind_expr(expr, &scope)?;
+                    let affinity = self.expr_affinity(&bound, &scope);
+                    items.push((bound, OutputColumn { name: alias.value.clone(), affinity }));
+                }
+                ast::SelectItem::Wildcard(_) => {
+                    if scope.columns.is_empty() {
+                        return Err(Error::syntax("no tables specified"));
+                    }
+                    for (index, column) in scope.columns.iter().enumerate() {
+                        if !column.merged {
+                            items.push((Expr::Column(index), OutputColumn { name: column.name.clone(), affinity: column.affinity }));
+                        }
+                    }
+                }
+                ast::SelectItem::QualifiedWildcard(kind, _) => {
+                    let ast::SelectItemQualifiedWildcardKind::ObjectName(name) = kind else {
+                        return Err(Error::unsupported("expression.*"));
+                    };
+                    let table = object_name(name)?;
+                    let before = items.len();
+                    for (index, column) in scope.columns.iter().enumerate() {
+                        if column.table.as_deref() == Some(table.as_str()) {
+                            items.push((Expr::Column(index), OutputColumn { name: column.name.clone(), affinity: column.affinity }));
+                        }
+                    }
+                    if items.len() == before {
+                        return Err(Error::undefined_table(&table));
+                    }
+                }
+            }
+        }
+
+        let group_by: Vec<ast::Expr> = match &select.group_by {
+            ast::GroupByExpr::Expressions(exprs, modifiers) => {
+                if !modifiers.is_empty() {
+                    return Err(Error::unsupported("GROUP BY modifiers"));
+                }
+                exprs.clone()
+            }
+            ast::GroupByExpr::All(_) => return Err(Error::unsupported("GROUP BY ALL")),
+        };
+        let having = select.having.as_ref().map(|having| self.bind_expr(having, &scope)).transpose()?;
+
+        // ORDER BY terms: an output column, or an expression over the FROM columns.
+        enum OrderTerm {
+            Output(usize),
+            Expr(Expr),
+        }
+        let mut order_terms = Vec::new();
+        let outputs: Vec<OutputColumn> = items.iter().map(|(_, column)| column.clone()).collect();
+        for term in order_by {
+            let by_output = match &term.expr {
+                // A bare name that is a column of the FROM clause refers to that column
+                // unless it is also an output alias (SQLite prefers the alias).
+                ast::Expr::Identifier(_) | ast::Expr::Value(_) => self.output_position(&term.expr, &outputs)?,
+                _ => None,
+            };
+            order_terms.push(match by_output {
+                Some(index) => OrderTerm::Output(index),
+                None => OrderTerm::Expr(self.bind_expr(&term.expr, &scope)?),
+            });
+        }
+
+        let mut group_exprs = Vec::new();
+        for expr in &group_by {
+            let position = match expr {
+                ast::Expr::Value(ast::ValueWithSpan { value: ast::Value::Number(_, _), .. }) => self.output_position(expr, &outputs)?,
+                ast::Expr::Identifier(ident) if scope.find(None, &lower(ident))?.is_none() => self.output_position(expr, &outputs)?,
+                _ => None,
+            };
+            group_exprs.push(match position {
+                Some(index) => {
+                    if items[index].0.contains_aggregate() {
+                        return Err(Error::grouping("aggregate functions are not allowed in GROUP BY"));
+                    }
+                    items[index].0.clone()
+                }
+                None => {
+                    let bound = self.bind_expr(expr, &scope)?;
+                    if bound.contains_aggregate() {
+                        return Err(Error::grouping("aggregate functions are not allowed in GROUP BY"));
+                    }
+                    bound
+                }
+            });
+        }
+
+        let aggregated = !group_exprs.is_empty()
+            || items.iter().any(|(expr, _)| expr.contains_aggregate())
+            || having.as_ref().is_some_and(Expr::contains_aggregate)
+            || order_terms.iter().any(|term| matches!(term, OrderTerm::Expr(expr) if expr.contains_aggregate()));
+        if scope.correlated.get() {
+            holder.correlated.set(true);
+        }
+
+        let mut plan = input;
+        let mut project: Vec<Expr> = items.iter().map(|(expr, _)| expr.clone()).collect();
+        let mut having = having;
+        let mut order_exprs: Vec<Option<Expr>> =
+            order_terms.iter().map(|term| if let OrderTerm::Expr(expr) = term { Some(expr.clone()) } else { None }).collect();
+        if aggregated {
+            let mut aggregates: Vec<AggregateCall> = Vec::new();
+            project = project.into_iter().map(|expr| lift_aggregates(expr, &group_exprs, &mut aggregates)).collect();
+            having = having.map(|expr| lift_aggregates(expr, &group_exprs, &mut aggregates));
+            order_exprs = order_exprs
+                .into_iter()
+                .map(|expr| expr.map(|expr| lift_aggregates(expr, &group_exprs, &mut aggregates)))
+                .collect();
+            plan = Plan::Aggregate { input: Box::new(plan), group_by: group_exprs, aggregates };
+            if let Some(having) = having {
+                plan = Plan::Filter { input: Box::new(plan), predicate: having };
+            }
+        } else if having.is_some() {
+            return Err(Error::grouping("a GROUP BY clause is required before HAVING"));
+        }
+
+        // Hidden columns for ORDER BY expressions that are not in the select list.
+        let visible = project.len();
+        let mut keys = Vec::new();
+        for (term, (order_expr, ast_term)) in order_terms.iter().zip(order_exprs.into_iter().zip(order_by)) {
+            let column = match (term, order_expr) {
+                (OrderTerm::Output(index), _) => *index,
+                (_, Some(expr)) => match project.iter().position(|existing| *existing == expr) {
+                    Some(index) => index,
+                    None => {
+                        project.push(expr);
+                        project.len() - 1
+                    }
+                },
+                _ => return Err(Error::internal("ORDER BY term without expression")),
+            };
+            keys.push(sort_key(Expr::Column(column), &ast_term.options));
+        }
+        plan = Plan::Project { input: Box::new(plan), exprs: project };
+        if distinct {
+            plan = Plan::Distinct { input: Box::new(plan) };
+        }
+        if !keys.is_empty() {
+            plan = Plan::Sort { input: Box::new(plan), keys, limit: sort_limit };
+        }
+        if plan.width() > visible {
+            plan = Plan::Project { input: Box::new(plan), exprs: (0..visible).map(Expr::Column).collect() };
+        }
+        Ok((plan, outputs))
+    }
+
+    /// The affinity an expression carries into comparisons: a column's, or a CAST's.
+    fn expr_affinity(&self, expr: &Expr, scope: &Scope) -> Option<Affinity> {
+        match expr {
+            Expr::Column(index) => scope.columns.get(*index).and_then(|column| column.affinity),
+            Expr::Outer { depth, index } => {
+                let mut current = scope;
+                for _ in 0..*depth {
+                    current = current.parent?;
+                }
+                current.columns.get(*index).and_then(|column| column.affinity)
+            }
+            Expr::Cast(_, to) => Some(match to {
+                CastType::Integer => Affinity::Integer,
+                CastType::Real => Affinity::Real,
+                CastType::Numeric => Affinity::Numeric,
+                CastType::Text => Affinity::Text,
+                CastType::Blob => Affinity::Blob,
+            }),
+            _ => None,
+        }
+    }
+
+    // ---- expressions -----------------------------------------------------------------------
+
+    fn resolve_column(&self, table: Option<&str>, name: &str, scope: &Scope) -> Result<Option<Expr>> {
+        let mut current = scope;
+        let mut depth = 0;
+        loop {
+            if let Some(index) = current.find(table, name)? {
+                if depth == 0 {
+                    return Ok(Some(Expr::Column(index)));
+                }
+                // Every level between the reference and the column's level is correlated.
+                let mut marking = scope;
+                for _ in 0..depth {
+                    marking.correlated.set(true);
+                    match marking.parent {
+                        Some(parent) => marking = parent,
+                        None => break,
+                    }
+                }
+                return Ok(Some(Expr::Outer { depth, index }));
+            }
+            match current.parent {
+                Some(parent) => {
+                    current = parent;
+                    depth += 1;
+                }
+                None => return Ok(None),
+            }
+        }
+    }
+
+    pub fn bind_expr(&mut self, expr: &ast::Expr, scope: &Scope) -> Result<Expr> {
+        self.depth += 1;
+        if self.depth > 2 * MAX_QUERY_DEPTH + 200 {
+            self.depth -= 1;
+            return Err(Error::program_limit("expression is nested too deeply"));
+        }
+        let result = self.bind_expr_inner(expr, scope).map_err(|error| {
+            let span = expr.span();
+            error.at(span.start.line, span.start.column)
+        });
+        self.depth -= 1;
+        result
+    }
+
+    fn bind_comparison(&mut self, op: BinaryOp, left: &ast::Expr, right: &ast::Expr, scope: &Scope) -> Result<Expr> {
+        let left = self.bind_expr(left, scope)?;
+        let right = self.bind_expr(right, scope)?;
+        let (left, right) = self.apply_comparison_affinity(left, right, scope);
+        Ok(Expr::Binary(op, Box::new(left), Box::new(right)))
+    }
+
+    /// SQLite's comparison affinity: a numeric side converts the other (if it is text or has no
+    /// affinity) to a number; a text side converts a side without affinity to text.
+    fn apply_comparison_affinity(&self, left: Expr, right: Expr, scope: &Scope) -> (Expr, Expr) {
+        let left_affinity = self.expr_affinity(&left, scope);
+        let right_affinity = self.expr_affinity(&right, scope);
+        let wrap = |expr: Expr, affinity: Affinity| match expr {
+            Expr::Literal(value) => Expr::Literal(affinity.apply(value)),
+            other => Expr::Affinity(Box::new(other), affinity),
+        };
+        let numeric = |affinity: Option<Affinity>| affinity.is_some_and(Affinity::is_numeric);
+        let weak = |affinity: Option<Affinity>| matches!(affinity, None | Some(Affinity::Blob));
+        if numeric(left_affinity) && !numeric(right_affinity) {
+            (left, wrap(right, Affinity::Numeric))
+        } else if numeric(right_affinity) && !numeric(left_affinity) {
+            (wrap(left, Affinity::Numeric), right)
+        } else if left_affinity == Some(Affinity::Text) && weak(right_affinity) {
+            (left, wrap(right, Affinity::Text))
+        } else if right_affinity == Some(Affinity::Text) && weak(left_affinity) {
+            (wrap(left, Affinity::Text), right)
+        } else {
+            (left, right)
+        }
+    }
+
+    fn bind_parameter(&mut self, text: &str) -> Result<Expr> {
+        let index = if text == "?" {
+            self.parameter_count += 1;
+            self.parameter_count - 1
+        } else if let Some(number) = text.strip_prefix('?').or_else(|| text.strip_prefix('$')).filter(|rest| rest.chars().all(|c| c.is_ascii_digit())) {
+            let number: usize = number.parse().map_err(|_| Error::syntax(format!("bad parameter {text}")))?;
+            if number == 0 || number > 32766 {
+                return Err(Error::syntax(format!("parameter number {text} out of range")));
+            }
+            self.parameter_count = self.parameter_count.max(number);
+            number - 1
+        } else {
+            let name = text.to_string();
+            match self.named_parameters.iter().position(|existing| *existing == name) {
+                Some(position) => position,
+                None => {
+                    self.named_parameters.push(name);
+                    self.parameter_count = self.parameter_count.max(self.named_parameters.len());
+                    self.named_parameters.len() - 1
+                }
+            }
+        };
+        Ok(Expr::Param(index))
+    }
+
+    fn bind_expr_inner(&mut self, expr: &ast::Expr, scope: &Scope) -> Result<Expr> {
+        use ast::Expr as E;
+        Ok(match expr {
+            E::Identifier(ident) => {
+                match self.resolve_column(None, &lower(ident), scope)? {
+                    Some(column) => column,
+                    // SQLite reads a double-quoted name that is no column as a string.
+                    None if ident.quote_style == Some('"') => Expr::Literal(Value::Text(ident.value.clone())),
+                    None => return Err(Error::undefined_column(&ident.value)),
+                }
+            }
+            E::CompoundIdentifier(parts) => {
+                let (table, column) = match parts.as_slice() {
+                    [table, column] => (lower(table), lower(column)),
+                    [_, table, column] => (lower(table), lower(column)),
+                    _ => return Err(Error::syntax(format!("bad column reference {expr}"))),
+                };
+                self.resolve_column(Some(&table), &column, scope)?
+                    .ok_or_else(|| Error::undefined_column(&format!("{table}.{column}")))?
+            }
+            E::Value(value) => self.bind_value(&value.value)?,
+            E::Nested(inner) => self.bind_expr(inner, scope)?,
+            E::UnaryOp { op, expr: inner } => {
+                // Fold a negative numeric literal so that -9223372036854775808 is an integer.
+                if let (ast::UnaryOperator::Minus, E::Value(ast::ValueWithSpan { value: ast::Value::Number(number, _), .. })) =
+                    (op, inner.as_ref())
+                    && let Ok(negative) = format!("-{number}").parse::<i64>()
+                {
+                    return Ok(Expr::Literal(Value::Integer(negative)));
+                }
+                let inner = self.bind_expr(inner, scope)?;
+                let op = match op {
+                    ast::UnaryOperator::Minus => UnaryOp::Neg,
+                    ast::UnaryOperator::Plus => UnaryOp::Plus,
+                    ast::UnaryOperator::Not => UnaryOp::Not,
+                    ast::UnaryOperator::PGBitwiseNot => UnaryOp::BitNot,
+                    other => return Err(Error::unsupported(format!("operator {other}"))),
+                };
+                Expr::Unary(op, Box::new(inner))
+            }
+            E::BinaryOp { left, op, right } => {
+                use ast::BinaryOperator as B;
+                let op = match op {
+                    B::Plus => BinaryOp::Add,
+                    B::Minus => BinaryOp::Sub,
+                    B::Multiply => BinaryOp::Mul,
+                    B::Divide => BinaryOp::Div,
+                    B::Modulo => BinaryOp::Mod,
+                    B::StringConcat => BinaryOp::Concat,
+                    B::Eq => BinaryOp::Eq,
+                    B::NotEq => BinaryOp::NotEq,
+                    B::Lt => BinaryOp::Lt,
+                    B::LtEq => BinaryOp::LtEq,
+                    B::Gt => BinaryOp::Gt,
+                    B::GtEq => BinaryOp::GtEq,
+                    B::And => BinaryOp::And,
+                    B::Or => BinaryOp::Or,
+                    B::BitwiseAnd => BinaryOp::BitAnd,
+                    B::BitwiseOr => BinaryOp::BitOr,
+                    B::PGBitwiseShiftLeft => BinaryOp::ShiftLeft,
+                    B::PGBitwiseShiftRight => BinaryOp::ShiftRight,
+                    other => return Err(Error::unsupported(format!("operator {other}"))),
+                };
+                if op.is_comparison() {
+                    return self.bind_comparison(op, left, right, scope);
+                }
+                Expr::Binary(op, Box::new(self.bind_expr(left, scope)?), Box::new(self.bind_expr(right, scope)?))
+            }
+            E::IsNull(inner) => Expr::IsNull(Box::new(self.bind_expr(inner, scope)?), false),
+            E::IsNotNull(inner) => Expr::IsNull(Box::new(self.bind_expr(inner, scope)?), true),
+            E::IsTrue(inner) | E::IsNotTrue(inner) | E::IsFalse(inner) | E::IsNotFalse(inner) => {
+                let bound = self.bind_expr(inner, scope)?;
+                let want = matches!(expr, E::IsTrue(_) | E::IsNotFalse(_));
+                let negated = matches!(expr, E::IsNotTrue(_) | E::IsNotFalse(_));
+                // x IS TRUE: true exactly when x is true; NULL gives false.
+                let truth = Expr::Case {
+                    operand: None,
+                    whens: vec![(bound, Expr::Literal(Value::Integer(1)))],
+                    otherwise: Some(Box::new(Expr::Literal(Value::Integer(0)))),
+                };
+                let is_true = if want == !negated {
+                    truth
+                } else {
+                    Expr::Unary(UnaryOp::Not, Box::new(truth))
+                };
+                if matches!(expr, E::IsFalse(_) | E::IsNotFalse(_)) {
+                    // x IS FALSE: x is not NULL and not true.
+                    let bound = self.bind_expr(inner, scope)?;
+                    let is_false = Expr::Binary(
+                        BinaryOp::And,
+                        Box::new(Expr::IsNull(Box::new(bound.clone()), true)),
+                        Box::new(Expr::Unary(UnaryOp::Not, Box::new(bound))),
+                    );
+                    let is_false = Expr::Function(ScalarFunction::Coalesce, vec![is_false, Expr::Literal(Value::Integer(0))]);
+                    if negated { Expr::Unary(UnaryOp::Not, Box::new(is_false)) } else { is_false }
+                } else {
+                    is_true
+                }
+            }
+            E::IsDistinctFrom(left, right) | E::IsNotDistinctFrom(left, right) => Expr::Is {
+                left: Box::new(self.bind_expr(left, scope)?),
+                right: Box::new(self.bind_expr(right, scope)?),
+                negated: matches!(expr, E::IsDistinctFrom(..)),
+            },
+            E::Between { expr: inner, negated, low, high } => {
+                let bound = self.bind_expr(inner, scope)?;
+                let low = self.bind_expr(low, scope)?;
+                let high = self.bind_expr(high, scope)?;
+                let (bound_low, low) = self.apply_comparison_affinity(bound.clone(), low, scope);
+                let (_, high) = self.apply_comparison_affinity(bound.clone(), high, scope);
+                Expr::Between { expr: Box::new(bound_low), low: Box::new(low), high: Box::new(high), negated: *negated }
+            }
+            E::InList { expr: inner, list, negated } => {
+                let bound = self.bind_expr(inner, scope)?;
+                let mut items = Vec::with_capacity(list.len());
+                for item in list {
+                    let item = self.bind_expr(item, scope)?;
+                    let item = match self.expr_affinity(&bound, scope) {
+                        Some(affinity) if affinity != Affinity::Blob && self.expr_affinity(&item, scope).is_none() => match item {
+                            Expr::Literal(value) => Expr::Literal(if affinity.is_numeric() {
+                                Affinity::Numeric.apply(value)
+                            } else {
+                                affinity.apply(value)
+                            }),
+                            other => Expr::Affinity(Box::new(other), if affinity.is_numeric() { Affinity::Numeric } else { affinity }),
+                        },
+                        _ => item,
+                    };
+                    items.push(item);
+                }
+                Expr::InList { expr: Box::new(bound), list: items, negated: *negated }
+            }
+            E::InSubquery { expr: inner, subquery, negated } => {
+                let bound = self.bind_expr(inner, scope)?;
+                let subquery = self.subquery(subquery, scope)?;
+                if subquery.plan.width() != 1 {
+                    return Err(Error::syntax(format!("sub-select returns {} columns - expected 1", subquery.plan.width())));
+                }
+                Expr::InSubquery { expr: Box::new(bound), subquery, negated: *negated }
+            }
+            E::Exists { subquery, negated } => Expr::Exists { subquery: self.subquery(subquery, scope)?, negated: *negated },
+            E::Subquery(query) => {
+                let subquery = self.subquery(query, scope)?;
+                if subquery.plan.width() != 1 {
+                    return Err(Error::syntax(format!("sub-select returns {} columns - expected 1", subquery.plan.width())));
+                }
+                Expr::ScalarSubquery(subquery)
+            }
+            E::Case { operand, conditions, else_result, .. } => Expr::Case {
+                operand: operand.as_ref().map(|operand| self.bind_expr(operand, scope).map(Box::new)).transpose()?,
+                whens: conditions
+                    .iter()
+                    .map(|when| Ok((self.bind_expr(&when.condition, scope)?, self.bind_expr(&when.result, scope)?)))
+                    .collect::<Result<_>>()?,
+                otherwise: else_result.as_ref().map(|otherwise| self.bind_expr(otherwise, scope).map(Box::new)).transpose()?,
+            },
+            E::Cast { expr: inner, data_type, format, .. } => {
+                if format.is_some() {
+                    return Err(Error::unsupported("CAST ... FORMAT"));
+                }
+                let to = match affinity_of_type(data_type) {
+                    Affinity::Integer => CastType::Integer,
+                    Affinity::Real => CastType::Real,
+                    Affinity::Numeric => CastType::Numeric,
+                    Affinity::Text => CastType::Text,
+                    Affinity::Blob => CastType::Blob,
+                };
+                Expr::Cast(Box::new(self.bind_expr(inner, scope)?), to)
+            }
+            E::Like { negated, any, expr: inner, pattern, escape_char } | E::ILike { negated, any, expr: inner, pattern, escape_char } => {
+                if *any {
+                    return Err(Error::unsupported("LIKE ANY"));
+                }
+                let escape = match escape_char {
+                    Some(escape) => Some(Box::new(self.bind_value(escape)?)),
+                    None => None,
+                };
+                Expr::Like {
+                    expr: Box::new(self.bind_expr(inner, scope)?),
+                    pattern: Box::new(self.bind_expr(pattern, scope)?),
+                    escape,
+                    negated: *negated,
+                    glob: false,
+                }
+            }
+            E::Function(function) => self.bind_function(function, scope)?,
+            E::Substring { expr: inner, substring_from, substring_for, .. } => {
+                let mut args = vec![self.bind_expr(inner, scope)?];
+                args.push(match substring_from {
+                    Some(from) => self.bind_expr(from, scope)?,
+                    None => Expr::Literal(Value::Integer(1)),
+                });
+                if let Some(length) = substring_for {
+                    args.push(self.bind_expr(length, scope)?);
+                }
+                Expr::Function(ScalarFunction::Substr, args)
+            }
+            E::Trim { expr: inner, trim_where, trim_what, trim_characters } => {
+                if trim_characters.is_some() {
+                    return Err(Error::unsupported("TRIM with a character list"));
+                }
+                let function = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => ScalarFunction::Ltrim,
+                    Some(ast::TrimWhereField::Trailing) => ScalarFunction::Rtrim,
+                    _ => ScalarFunction::Trim,
+                };
+                let mut args = vec![self.bind_expr(inner, scope)?];
+                if let Some(what) = trim_what {
+                    args.push(self.bind_expr(what, scope)?);
+                }
+                Expr::Function(function, args)
+            }
+            E::Ceil { expr: inner, .. } => Expr::Function(ScalarFunction::Ceil, vec![self.bind_expr(inner, scope)?]),
+            E::Floor { expr: inner, .. } => Expr::Function(ScalarFunction::Floor, vec![self.bind_expr(inner, scope)?]),
+            E::TypedString(typed) => self.bind_value(&typed.value.value)?,
+            E::Collate { expr: inner, collation } => {
+                let name = collation.to_string().to_ascii_lowercase();
+                if name != "binary" && name != "\"c\"" && name != "c" {
+                    return Err(Error::unsupported(format!("collation {collation}")));
+                }
+                self.bind_expr(inner, scope)?
+            }
+            other => return Err(Error::unsupported(format!("expression {other}"))),
+        })
+    }
+
+    fn bind_value(&mut self, value: &ast::Value) -> Result<Expr> {
+        use ast::Value as V;
+        Ok(Expr::Literal(match value {
+            V::Number(text, _) => {
+                if let Ok(integer) = text.parse::<i64>() {
+                    Value::Integer(integer)
+                } else if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+                    Value::Integer(
+                        u64::from_str_radix(hex, 16).map_err(|_| Error::syntax(format!("hex literal too big: {text}")))? as i64,
+                    )
+                } else {
+                    Value::Real(text.parse::<f64>().map_err(|_| Error::syntax(format!("bad number {text}")))?)
+                }
+            }
+            V::SingleQuotedString(text) | V::DoubleQuotedString(text) | V::EscapedStringLiteral(text) | V::NationalStringLiteral(text) => {
+                Value::Text(text.clone())
+            }
+            V::HexStringLiteral(hex) => {
+                if hex.len() % 2 != 0 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+                    return Err(Error::syntax(format!("malformed blob literal X'{hex}'")));
+                }
+                Value::Blob((0..hex.len()).step_by(2).map(|at| u8::from_str_radix(&hex[at..at + 2], 16).unwrap_or(0)).collect())
+            }
+            V::Boolean(truth) => Value::Integer(i64::from(*truth)),
+            V::Null => Value::Null,
+            V::Placeholder(text) => return self.bind_parameter(text),
+            other => return Err(Error::unsupported(format!("literal {other}"))),
+        }))
+    }
+
+    fn bind_function(&mut self, function: &ast::Function, scope: &Scope) -> Result<Expr> {
+        let name = match function.name.0.last() {
+            Some(ast::ObjectNamePart::Identifier(ident)) => lower(ident),
+            _ => return Err(Error::syntax(format!("bad function name {}", function.name))),
+        };
+        if function.over.is_some() {
+            return Err(Error::unsupported("window functions"));
+        }
+        if function.filter.is_some() {
+            return Err(Error::unsupported("FILTER clauses"));
+        }
+        let (args, distinct, star) = match &function.args {
+            ast::FunctionArguments::None => (Vec::new(), false, false),
+            ast::FunctionArguments::Subquery(_) => return Err(Error::unsupported("a subquery as the only function argument")),
+            ast::FunctionArguments::List(list) => {
+                if !list.clauses.is_empty() {
+                    return Err(Error::unsupported("clauses inside a function's arguments"));
+                }
+                let distinct = matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
+                let mut args = Vec::new();
+                let mut star = false;
+                for arg in &list.args {
+                    match arg {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr)) => args.push(expr),
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                        _ => return Err(Error::unsupported("named or qualified-wildcard arguments")),
+                    }
+                }
+                (args, distinct, star)
+            }
+        };
+        let aggregate = match (name.as_str(), args.len()) {
+            ("count", 0) if star => Some(AggregateFunction::CountStar),
+            ("count", 1) => Some(AggregateFunction::Count),
+            ("sum", 1) => Some(AggregateFunction::Sum),
+            ("total", 1) => Some(AggregateFunction::Total),
+            ("avg", 1) => Some(AggregateFunction::Avg),
+            ("min", 1) => Some(AggregateFunction::Min),
+            ("max", 1) => Some(AggregateFunction::Max),
+            ("group_concat", 1 | 2) | ("string_agg", 2) => Some(AggregateFunction::GroupConcat),
+            ("count" | "sum" | "total" | "avg" | "group_concat" | "string_agg", _) => {
+                return Err(Error::new("42883", format!("wrong number of arguments to function {name}()")));
+            }
+            _ => None,
+        };
+        if let Some(aggregate) = aggregate {
+            let mut bound = Vec::new();
+            for arg in &args {
+                let expr = self.bind_expr(arg, scope)?;
+                if expr.contains_aggregate() {
+                    return Err(Error::grouping("aggregate function calls cannot be nested"));
+                }
+                bound.push(expr);
+            }
+            if distinct && bound.len() != 1 {
+                return Err(Error::syntax("DISTINCT aggregates must have exactly one argument"));
+            }
+            return Ok(Expr::Aggregate(Box::new(AggregateCall { function: aggregate, args: bound, distinct })));
+        }
+        if star || distinct {
+            return Err(Error::syntax(format!("{name}() does not take * or DISTINCT")));
+        }
+        let (scalar, min_args, max_args) = ScalarFunction::lookup(&name).ok_or_else(|| Error::undefined_function(&name))?;
+        if args.len() < min_args || args.len() > max_args {
+            return Err(Error::new("42883", format!("wrong number of arguments to function {name}()")));
+        }
+        let bound = args.iter().map(|arg| self.bind_expr(arg, scope)).collect::<Result<Vec<_>>>()?;
+        Ok(Expr::Function(scalar, bound))
+    }
+
+    /// Binds a table's single-table scan with a WHERE clause (UPDATE and DELETE), choosing
+    /// its access path. The plan's rows are the table's full rows.
+    pub fn bind_table_scan(&mut self, table: &Arc<TableDef>, selection: Option<&ast::Expr>) -> Result<(Plan, Scope<'static>)> {
+        let columns: Vec<ScopeColumn> = table
+            .columns
+            .iter()
+            .map(|column| ScopeColumn {
+                table: Some(table.name.to_ascii_lowercase()),
+                name: column.name.to_ascii_lowercase(),
+                affinity: Some(column.affinity),
+                merged: false,
+            })
+            .collect();
+        let scope = Scope::new(columns, None);
+        let mut conjuncts = Vec::new();
+        if let Some(selection) = selection {
+            let predicate = self.bind_expr(selection, &scope)?;
+            split_conjuncts(predicate, &mut conjuncts);
+        }
+        let indexes = self.catalog.table_indexes(&table.name);
+        let (access, _) = choose_access(table, &indexes, &conjuncts);
+        let filter = conjoin(conjuncts);
+        Ok((Plan::Scan { table: table.clone(), access, filter, reverse: false }, scope))
+    }
+
+    /// The indexes of a table, for access-path selection.
+    pub fn indexes_of(&self, table: &TableDef) -> Vec<Arc<IndexDef>> {
+        self.catalog.table_indexes(&table.name)
+    }
+}
+
+pub fn parse_query(sql: &str) -> Result<ast::Query> {
+    let dialect = sqlparser::dialect::SQLiteDialect {};
+    let mut parser = sqlparser::parser::Parser::new(&dialect).try_with_sql(sql)?;
+    Ok(*parser.parse_query()?)
+}
+
+fn derived_columns(
+    alias_name: &str,
+    columns: &[OutputColumn],
+    names: &[String],
+    alias: &Option<ast::TableAlias>,
+) -> Result<Vec<ScopeColumn>> {
+    let alias_columns: Vec<String> = match alias {
+        Some(alias) if !alias.columns.is_empty() => alias.columns.iter().map(|column| lower(&column.name)).collect(),
+        _ => names.to_vec(),
+    };
+    if !alias_columns.is_empty() && alias_columns.len() != columns.len() {
+        return Err(Error::syntax(format!(
+            "{alias_name} has {} columns but {} column names were given",
+            columns.len(),
+            alias_columns.len()
+        )));
+    }
+    Ok(columns
+        .iter()
+        .enumerate()
+        .map(|(index, column)| ScopeColumn {
+            table: if alias_name.is_empty() { None } else { Some(alias_name.to_string()) },
+            name: alias_columns.get(index).cloned().unwrap_or_else(|| column.name.to_ascii_lowercase()),
+            affinity: column.affinity,
+            merged: false,
+        })
+        .collect())
+}
+
+fn sort_key(expr: Expr, options: &ast::OrderByOptions) -> SortKey {
+    let descending = options.asc == Some(false);
+    // SQLite and Tern: NULLs sort first ascending, last descending, unless told otherwise.
+    let nulls_first = options.nulls_first.unwrap_or(!descending);
+    SortKey { expr, descending, nulls_first }
+}
+
+pub fn split_conjuncts(expr: Expr, out: &mut Vec<Expr>) {
+    match expr {
+        Expr::Binary(BinaryOp::And, left, right) => {
+            split_conjuncts(*left, out);
+            split_conjuncts(*right, out);
+        }
+        other => out.push(other),
+    }
+}
+
+fn conjoin(exprs: Vec<Expr>) -> Option<Expr> {
+    exprs.into_iter().reduce(|left, right| Expr::Binary(BinaryOp::And, Box::new(left), Box::new(right)))
+}
+
+/// Replaces aggregate calls by columns of the aggregate's output (group-by values first), and
+/// bare columns by an any-value aggregate, top-down so that whole group-by expressions match.
+fn lift_aggregates(expr: Expr, group_by: &[Expr], aggregates: &mut Vec<AggregateCall>) -> Expr {
+    if let Some(index) = group_by.iter().position(|group| *group == expr) {
+        return Expr::Column(index);
+    }
+    let add = |call: AggregateCall, aggregates: &mut Vec<AggregateCall>| {
+        let index = match aggregates.iter().position(|existing| *existing == call) {
+            Some(index) => index,
+            None => {
+                aggregates.push(call);
+                aggregates.len() - 1
+            }
+        };
+        Expr::Column(group_by.len() + index)
+    };
+    match expr {
+        Expr::Aggregate(call) => add(*call, aggregates),
+        Expr::Column(index) => {
+            add(AggregateCall { function: AggregateFunction::AnyValue, args: vec![Expr::Column(index)], distinct: false }, aggregates)
+        }
+        other => other.map_children(&mut |child| lift_aggregates(child, group_by, aggregates)),
+    }
+}
+
+/// Builds a join of two plans; equalities between one column side of each become hash keys.
+fn make_join(left: Plan, right: Plan, left_width: usize, kind: JoinKind, conditions: Vec<Expr>) -> Plan {
+    let mut conjuncts = Vec::new();
+    for condition in conditions {
+        split_conjuncts(condition, &mut conjuncts);
+    }
+    let mut left_keys = Vec::new();
+    let mut right_keys = Vec::new();
+    let mut rest = Vec::new();
+    for conjunct in conjuncts {
+        match equi_sides(&conjunct, |column| column < left_width) {
+            Some((left_key, right_key)) => {
+                left_keys.push(left_key);
+                right_keys.push(right_key.shift_columns_down(left_width));
+            }
+            None => rest.push(conjunct),
+        }
+    }
+    Plan::Join { left: Box::new(left), right: Box::new(right), kind, left_keys, right_keys, condition: conjoin(rest) }
+}
+
+impl Expr {
+    fn shift_columns_down(self, by: usize) -> Expr {
+        self.rewrite(&mut |expr| match expr {
+            Expr::Column(index) => Expr::Column(index - by),
+            other => other,
+        })
+    }
+}
+
+/// If `expr` is `a = b` with `a` reading only left columns and `b` only right columns (or the
+/// reverse), returns (left side, right side). Both sides must read at least one column and
+/// no correlated subquery.
+fn equi_sides(expr: &Expr, is_left: impl Fn(usize) -> bool) -> Option<(Expr, Expr)> {
+    let Expr::Binary(BinaryOp::Eq, a, b) = expr else { return None };
+    let side = |expr: &Expr| -> Option<bool> {
+        let columns = expr.columns();
+        if columns.is_empty() || has_subquery(expr) {
+            return None;
+        }
+        let left = columns.iter().all(|&column| is_left(column));
+        let right = columns.iter().all(|&column| !is_left(column));
+        if left {
+            Some(true)
+        } else if right {
+            Some(false)
+        } else {
+            None
+        }
+    };
+    match (side(a)?, side(b)?) {
+        (true, false) => Some((strip_numeric_affinity(a), strip_numeric_affinity(b))),
+        (false, true) => Some((strip_numeric_affinity(b), strip_numeric_affinity(a))),
+        _ => None,
+    }
+}
+
+/// Hash keys compare by value, so an affinity wrapper must stay (it changes the value).
+fn strip_numeric_affinity(expr: &Expr) -> Expr {
+    expr.clone()
+}
+
+fn has_subquery(expr: &Expr) -> bool {
+    let mut found = false;
+    expr.walk(&mut |expr| found |= matches!(expr, Expr::InSubquery { .. } | Expr::Exists { .. } | Expr::ScalarSubquery(_)));
+    found
+}
+
+/// Orders inner joins greedily and pushes conjuncts down. The output columns are in FROM order.
+fn plan_joins(catalog: &Catalog, relations: Vec<Relation>, conjuncts: Vec<Conjunct>, total_width: usize) -> Plan {
+    let count = relations.len();
+    let mut pending: Vec<Option<Conjunct>> = conjuncts.into_iter().map(Some).collect();
+    // Push single-relation conjuncts (and constant ones, to the first relation).
+    let mut plans: Vec<Option<(Plan, usize, usize, u32)>> = Vec::with_capacity(count);
+    for (index, relation) in relations.into_iter().enumerate() {
+        let mut own = Vec::new();
+        for slot in pending.iter_mut() {
+            let take = matches!(slot, Some(conjunct) if (conjunct.relations == [index]) || (index == 0 && conjunct.relations.is_empty()));
+            if take && let Some(conjunct) = slot.take() {
+                own.push(conjunct.expr.shift_columns_down(relation.offset));
+            }
+        }
+        let (plan, score) = push_filters(catalog, relation.plan, own);
+        plans.push(Some((plan, relation.offset, relation.width, score)));
+    }
+    // Greedy order: start with the most selective relation, then follow equalities.
+    let mut order: Vec<usize> = Vec::new();
+    let start = (0..count).max_by_key(|&index| (plans[index].as_ref().map_or(0, |p| p.3), std::cmp::Reverse(index))).unwrap_or(0);
+    let (mut plan, offset, width, _) = plans[start].take().expect("relation");
+    order.push(start);
+    // position[from_column] = position in the current joined row
+    let mut position = vec![usize::MAX; total_width];
+    for column in 0..width {
+        position[offset + column] = column;
+    }
+    let mut current_width = width;
+    while order.len() < count {
+        let connected = |index: usize| {
+            pending.iter().flatten().any(|conjunct| {
+                conjunct.relations.contains(&index) && conjunct.relations.iter().all(|r| *r == index || order.contains(r))
+            })
+        };
+        let next = (0..count)
+            .filter(|&index| plans[index].is_some())
+            .max_by_key(|&index| (connected(index), plans[index].as_ref().map_or(0, |p| p.3), std::cmp::Reverse(index)))
+            .expect("a relation is left");
+        let (right, right_offset, right_width, _) = plans[next].take().expect("relation");
+        for column in 0..right_width {
+            position[right_offset + column] = current_width + column;
+        }
+        order.push(next);
+        // Conjuncts now fully covered become the join's keys or condition.
+        let mut conditions = Vec::new();
+        for slot in pending.iter_mut() {
+            let ready = matches!(slot, Some(conjunct) if conjunct.relations.iter().all(|r| order.contains(r)));
+            if ready && let Some(conjunct) = slot.take() {
+                conditions.push(conjunct.expr.remap_columns(&position));
+            }
+        }
+        plan = make_join(plan, right, current_width, JoinKind::Inner, conditions);
+        current_width += right_width;
+    }
+    // Anything left (should not happen) is a filter.
+    let leftover: Vec<Expr> = pending.into_iter().flatten().map(|conjunct| conjunct.expr.remap_columns(&position)).collect();
+    if let Some(predicate) = conjoin(leftover) {
+        plan = Plan::Filter { input: Box::new(plan), predicate };
+    }
+    let identity = order.len() == 1 || position.iter().enumerate().all(|(from, &to)| from == to);
+    if identity {
+        plan
+    } else {
+        Plan::Project { input: Box::new(plan), exprs: position.into_iter().map(Expr::Column).collect() }
+    }
+}
+
+/// Adds filters to a relation's plan, choosing an access path for a table scan. Returns the
+/// plan and a selectivity score (higher = fewer rows expected).
+fn push_filters(catalog: &Catalog, plan: Plan, filters: Vec<Expr>) -> (Plan, u32) {
+    if filters.is_empty() {
+        return (plan, 0);
+    }
+    match plan {
+        Plan::Scan { table, access: Access::Full, filter: None, reverse } => {
+            let indexes = catalog.table_indexes(&table.name);
+            let (access, score) = choose_access(&table, &indexes, &filters);
+            (Plan::Scan { table, access, filter: conjoin(filters), reverse }, score.max(1))
+        }
+        other => (Plan::Filter { input: Box::new(other), predicate: conjoin(filters).expect("filters") }, 1),
+    }
+}
+
+/// `column op value` facts usable for access paths.
+enum Fact {
+    Equal(usize, Expr),
+    In(usize, Vec<Expr>),
+    Lower(usize, Expr, bool),
+    Upper(usize, Expr, bool),
+}
+
+fn facts(filters: &[Expr]) -> Vec<Fact> {
+    let mut facts = Vec::new();
+    for filter in filters {
+        match filter {
+            Expr::Binary(op, left, right) if op.is_comparison() && *op != BinaryOp::NotEq => {
+                let (column, value, op) = match (left.as_ref(), right.as_ref()) {
+                    (Expr::Column(column), value) if value.is_row_independent() => (*column, value.clone(), *op),
+                    (value, Expr::Column(column)) if value.is_row_independent() => (*column, value.clone(), op.flipped()),
+                    _ => continue,
+                };
+                facts.push(match op {
+                    BinaryOp::Eq => Fact::Equal(column, value),
+                    BinaryOp::Gt => Fact::Lower(column, value, false),
+                    BinaryOp::GtEq => Fact::Lower(column, value, true),
+                    BinaryOp::Lt => Fact::Upper(column, value, false),
+                    _ => Fact::Upper(column, value, true),
+                });
+            }
+            Expr::InList { expr, list, negated: false } => {
+                if let Expr::Column(column) = expr.as_ref()
+                    && list.iter().all(Expr::is_row_independent)
+                    && !list.is_empty()
+                {
+                    facts.push(Fact::In(*column, list.clone()));
+                }
+            }
+            Expr::Between { expr, low, high, negated: false } => {
+                if let Expr::Column(column) = expr.as_ref()
+                    && low.is_row_independent()
+                    && high.is_row_independent()
+                {
+                    facts.push(Fact::Lower(*column, (**low).clone(), true));
+                    facts.push(Fact::Upper(*column, (**high).clone(), true));
+                }
+            }
+            _ => {}
+        }
+    }
+    facts
+}
+
+/// Values a column must equal (one tuple element per alternative), if the filters say so.
+fn equal_values(facts: &[Fact], column: usize) -> Option<Vec<Expr>> {
+    facts.iter().find_map(|fact| match fact {
+        Fact::Equal(c, value) if *c == column => Some(vec![value.clone()]),
+        _ => None,
+    })
+    .or_else(|| {
+        facts.iter().find_map(|fact| match fact {
+            Fact::In(c, values) if *c == column && values.len() <= 1024 => Some(values.clone()),
+            _ => None,
+        })
+    })
+}
+
+fn range_of(facts: &[Fact], column: usize) -> (Option<(Expr, bool)>, Option<(Expr, bool)>) {
+    let lower = facts.iter().find_map(|fact| match fact {
+        Fact::Lower(c, value, inclusive) if *c == column => Some((value.clone(), *inclusive)),
+        _ => None,
+    });
+    let upper = facts.iter().find_map(|fact| match fact {
+        Fact::Upper(c, value, inclusive) if *c == column => Some((value.clone(), *inclusive)),
+        _ => None,
+    });
+    (lower, upper)
+}
+
+/// Chooses the access path of a single-table scan from its filters: a primary-key lookup, an
+/// index lookup on leading equal columns, a range on the primary key or an index, or a full
+/// scan. The filters are always checked again on the rows found, so an access path only has
+/// to find a superset of the matching rows.
+pub fn choose_access(table: &TableDef, indexes: &[Arc<IndexDef>], filters: &[Expr]) -> (Access, u32) {
+    let facts = facts(filters);
+    if facts.is_empty() {
+        return (Access::Full, 1);
+    }
+    // Primary key: every column equal (or one IN list).
+    if !table.primary_key.is_empty() {
+        let mut tuples: Vec<Vec<Expr>> = vec![Vec::new()];
+        let mut complete = true;
+        for &column in &table.primary_key {
+            match equal_values(&facts, column) {
+                Some(values) if tuples.len() * values.len() <= 1024 => {
+                    tuples = tuples
+                        .into_iter()
+                        .flat_map(|tuple| {
+                            values.iter().map(move |value| {
+                                let mut extended = tuple.clone();
+                                extended.push(value.clone());
+                                extended
+                            })
+                        })
+                        .collect();
+                }
+                _ => {
+                    complete = false;
+                    break;
+                }
+            }
+        }
+        if complete {
+            return (Access::PrimaryKeyPoints(tuples), 10);
+        }
+    }
+    // An index with leading equal columns.
+    let mut best: Option<(usize, Access)> = None;
+    for index in indexes {
+        let mut tuples: Vec<Vec<Expr>> = vec![Vec::new()];
+        let mut matched = 0;
+        for &column in &index.columns {
+            match equal_values(&facts, column) {
+                Some(values) if tuples.len() * values.len() <= 1024 => {
+                    tuples = tuples
+                        .into_iter()
+                        .flat_map(|tuple| {
+                            values.iter().map(move |value| {
+                                let mut extended = tuple.clone();
+                                extended.push(value.clone());
+                                extended
+                            })
+                        })
+                        .collect();
+                    matched += 1;
+                }
+                _ => break,
+            }
+        }
+        if matched > 0 && best.as_ref().is_none_or(|(best_matched, _)| matched > *best_matched) {
+            best = Some((matched, Access::IndexPoints { index: index.clone(), keys: tuples }));
+        }
+    }
+    if let Some((matched, access)) = best {
+        let full = matches!(&access, Access::IndexPoints { index, .. } if index.unique && index.columns.len() == matched);
+        return (access, if full { 9 } else { 6 });
+    }
+    // A range on the primary key's first column, then on an index's first column.
+    if table.primary_key.len() == 1 {
+        let (lower, upper) = range_of(&facts, table.primary_key[0]);
+        if lower.is_some() || upper.is_some() {
+            return (Access::PrimaryKeyRange { lower, upper }, 4);
+        }
+    }
+    for index in indexes {
+        let (lower, upper) = range_of(&facts, index.columns[0]);
+        if lower.is_some() || upper.is_some() {
+            return (Access::IndexRange { index: index.clone(), lower, upper }, 3);
+        }
+    }
+    (Access::Full, 1)
+}
+
+pub fn parse_expr(sql: &str) -> Result<ast::Expr> {
+    let dialect = sqlparser::dialect::SQLiteDialect {};
+    Ok(sqlparser::parser::Parser::new(&dialect).try_with_sql(sql)?.parse_expr()?)
+}

@@ -1,0 +1,518 @@
+//! INSERT, UPDATE and DELETE: one SQL row becomes several key-value writes (the row under its
+//! table's key, one entry per index), with NOT NULL, CHECK, primary-key and UNIQUE constraints
+//! and conflict clauses (OR REPLACE / OR IGNORE / ON CONFLICT DO NOTHING / DO UPDATE).
+
+use crate::bind::{Binder, OutputColumn, Scope, ScopeColumn, lower, object_name};
+use crate::catalog::{Catalog, IndexDef, TableDef};
+use crate::codec::{encode_key, encode_row, object_prefix};
+use crate::error::{Error, Result};
+use crate::exec::{Env, Executor};
+use crate::plan::{Expr, Plan, Row};
+use crate::value::Value;
+use sqlparser::ast;
+use std::sync::Arc;
+
+/// What to do when a row conflicts with an existing one on a unique key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnConflict {
+    Fail,
+    Ignore,
+    Replace,
+}
+
+/// The result of a DML statement: rows changed and RETURNING rows.
+pub struct DmlResult {
+    pub changed: u64,
+    pub returning: Option<(Vec<OutputColumn>, Vec<Row>)>,
+}
+
+struct TableWriter<'a, 't> {
+    exec: &'a Executor<'t>,
+    table: Arc<TableDef>,
+    indexes: Vec<Arc<IndexDef>>,
+    checks: Vec<Expr>,
+    next_rowid: Option<i64>,
+}
+
+fn table_scope(table: &TableDef, alias: Option<&str>) -> Vec<ScopeColumn> {
+    let name = alias.map(str::to_string).unwrap_or_else(|| table.name.to_ascii_lowercase());
+    table
+        .columns
+        .iter()
+        .map(|column| ScopeColumn {
+            table: Some(name.clone()),
+            name: column.name.to_ascii_lowercase(),
+            affinity: Some(column.affinity),
+            merged: false,
+        })
+        .collect()
+}
+
+impl<'a, 't> TableWriter<'a, 't> {
+    fn new(exec: &'a Executor<'t>, catalog: &Catalog, table: Arc<TableDef>) -> Result<TableWriter<'a, 't>> {
+        let indexes = catalog.table_indexes(&table.name);
+        let mut binder = Binder::new(catalog);
+        let scope = Scope::new(table_scope(&table, None), None);
+        let mut checks = Vec::new();
+        for check in &table.checks {
+            let expr = crate::bind::parse_expr(check)?;
+            checks.push(binder.bind_expr(&expr, &scope)?);
+        }
+        Ok(TableWriter { exec, table, indexes, checks, next_rowid: None })
+    }
+
+    fn column_label(&self, column: usize) -> String {
+        format!("{}.{}", self.table.name, self.table.columns[column].name)
+    }
+
+    /// Applies affinities and checks NOT NULL and CHECK constraints.
+    fn validate(&self, row: &mut Row) -> Result<()> {
+        for (index, column) in self.table.columns.iter().enumerate() {
+            let value = std::mem::replace(&mut row[index], Value::Null);
+            row[index] = column.affinity.apply(value);
+            if column.not_null && row[index].is_null() && self.table.rowid_alias != Some(index) {
+                return Err(Error::not_null_violation(format!("NOT NULL constraint failed: {}", self.column_label(index))));
+            }
+        }
+        if let Some(alias) = self.table.rowid_alias
+            && !matches!(row[alias], Value::Integer(_) | Value::Null)
+        {
+            return Err(Error::datatype_mismatch(format!("datatype mismatch: {} must be an integer", self.column_label(alias))));
+        }
+        for (check, text) in self.checks.iter().zip(&self.table.checks) {
+            if self.exec.eval(check, &Env::new(row, None))?.truth() == Some(false) {
+                return Err(Error::check_violation(format!("CHECK constraint failed: {text}")));
+            }
+        }
+        Ok(())
+    }
+
+    fn next_rowid(&mut self) -> Result<i64> {
+        let next = match self.next_rowid {
+            Some(next) => next,
+            None => match self.exec.last_rowid(&self.table)? {
+                Some(last) => last.checked_add(1).ok_or_else(|| Error::new("13000", "database or disk is full: no row id left"))?,
+                None => 1,
+            },
+        };
+        self.next_rowid = Some(next + 1);
+        Ok(next)
+    }
+
+    /// The row's key; assigns a row id to a new row of a row-id table.
+    fn key_for_new_row(&mut self, row: &mut Row) -> Result<Vec<u8>> {
+        let prefix = object_prefix(self.table.id);
+        if self.table.has_hidden_rowid() {
+            let rowid = self.next_rowid()?;
+            return Ok(encode_key(&prefix, &[Value::Integer(rowid)]));
+        }
+        if let Some(alias) = self.table.rowid_alias
+            && row[alias].is_null()
+        {
+            row[alias] = Value::Integer(self.next_rowid()?);
+        }
+        Ok(self.key_of(row))
+    }
+
+    fn key_of(&self, row: &[Value]) -> Vec<u8> {
+        let values: Vec<Value> = self.table.primary_key.iter().map(|&column| row[column].clone()).collect();
+        encode_key(&object_prefix(self.table.id), &values)
+    }
+
+    fn read_row(&self, key: &[u8]) -> Result<Option<Row>> {
+        match self.exec.get(key)? {
+            Some(bytes) => {
+                let mut row = crate::codec::decode_row(&bytes)?;
+                while row.len() < self.table.columns.len() {
+                    row.push(self.exec.column_default(&self.table, row.len())?);
+                }
+                Ok(Some(row))
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn primary_key_label(&self) -> String {
+        let names: Vec<String> = self.table.primary_key.iter().map(|&column| self.column_label(column)).collect();
+        names.join(", ")
+    }
+
+    /// The key of a stored row that conflicts with `row` (to be stored under `key`), if any:
+    /// first on the primary key, then on each unique index.
+    fn find_conflict(&self, key: &[u8], row: &[Value], check_primary: bool) -> Result<Option<(Vec<u8>, String)>> {
+        if check_primary && !self.table.has_hidden_rowid() && self.exec.get(key)?.is_some() {
+            return Ok(Some((key.to_vec(), self.primary_key_label())));
+        }
+        for index in &self.indexes {
+            let (entry, unique) = self.exec.index_entry(index, &self.table, row, key);
+            if !unique {
+                continue;
+            }
+            if let Some(other) = self.exec.get(&entry)?
+                && other != key
+            {
+                let names: Vec<String> = index.columns.iter().map(|&column| self.column_label(column)).collect();
+                return Ok(Some((other, names.join(", "))));
+            }
+        }
+        Ok(None)
+    }
+
+    fn write_row(&self, key: &[u8], row: &[Value]) {
+        self.exec.put(key.to_vec(), encode_row(row));
+        for index in &self.indexes {
+            let (entry, _) = self.exec.index_entry(index, &self.table, row, key);
+            self.exec.put(entry, key.to_vec());
+        }
+    }
+
+    fn delete_row(&self, key: &[u8], row: &[Value]) {
+        self.exec.delete(key.to_vec());
+        for index in &self.indexes {
+            let (entry, _) = self.exec.index_entry(index, &self.table, row, key);
+            self.exec.delete(entry);
+        }
+    }
+
+    /// Resolves conflicts for a row about to be stored under `key`. Returns false when the
+    /// row must be skipped (IGNORE).
+    fn resolve_conflicts(&self, key: &[u8], row: &[Value], on_conflict: OnConflict, check_primary: bool) -> Result<bool> {
+        loop {
+            match self.find_conflict(key, row, check_primary)? {
+                None => return Ok(true),
+                Some((other_key, label)) => match on_conflict {
+                    OnConflict::Fail => return Err(Error::unique_violation(format!("UNIQUE constraint failed: {label}"))),
+                    OnConflict::Ignore => return Ok(false),
+                    OnConflict::Replace => {
+                        let other = self
+                            .read_row(&other_key)?
+                            .ok_or_else(|| Error::corrupt(format!("an index of {} points to a missing row", self.table.name)))?;
+                        self.delete_row(&other_key, &other);
+                    }
+                },
+            }
+        }
+    }
+}
+
+fn conflict_of(or: &Option<ast::SqliteOnConflict>) -> Result<OnConflict> {
+    Ok(match or {
+        None | Some(ast::SqliteOnConflict::Abort) | Some(ast::SqliteOnConflict::Fail) | Some(ast::SqliteOnConflict::Rollback) => {
+            OnConflict::Fail
+        }
+        Some(ast::SqliteOnConflict::Ignore) => OnConflict::Ignore,
+        Some(ast::SqliteOnConflict::Replace) => OnConflict::Replace,
+    })
+}
+
+fn returning(
+    binder: &mut Binder,
+    exec: &Executor,
+    table: &TableDef,
+    items: &Option<Vec<ast::SelectItem>>,
+    rows: &[Row],
+) -> Result<Option<(Vec<OutputColumn>, Vec<Row>)>> {
+    let Some(items) = items else { return Ok(None) };
+    let scope = Scope::new(table_scope(table, None), None);
+    let mut exprs = Vec::new();
+    let mut columns = Vec::new();
+    for item in items {
+        match item {
+            ast::SelectItem::Wildcard(_) => {
+                for (index, column) in table.columns.iter().enumerate() {
+                    exprs.push(Expr::Column(index));
+                    columns.push(OutputColumn { name: column.name.clone(), affinity: Some(column.affinity) });
+                }
+            }
+            ast::SelectItem::UnnamedExpr(expr) => {
+                exprs.push(binder.bind_expr(expr, &scope)?);
+                let name = match expr {
+                    ast::Expr::Identifier(ident) => ident.value.clone(),
+                    other => other.to_string(),
+                };
+                columns.push(OutputColumn { name, affinity: None });
+            }
+            ast::SelectItem::ExprWithAlias { expr, alias } => {
+                exprs.push(binder.bind_expr(expr, &scope)?);
+                columns.push(OutputColumn { name: alias.value.clone(), affinity: None });
+            }
+            ast::SelectItem::QualifiedWildcard(..) => return Err(Error::unsupported("table.* in RETURNING")),
+        }
+    }
+    let mut output = Vec::new();
+    for row in rows {
+        let env = Env::new(row, None);
+        output.push(exprs.iter().map(|expr| exec.eval(expr, &env)).collect::<Result<Row>>()?);
+    }
+    Ok(Some((columns, output)))
+}
+
+fn target_table(catalog: &Catalog, name: &ast::ObjectName) -> Result<Arc<TableDef>> {
+    let table_name = object_name(name)?;
+    match catalog.table(&table_name) {
+        Some(table) => Ok(table.clone()),
+        None if catalog.view(&table_name).is_some() => Err(Error::new("42809", format!("cannot modify {table_name} because it is a view"))),
+        None => Err(Error::undefined_table(&table_name)),
+    }
+}
+
+pub fn insert(catalog: &Catalog, exec: &Executor, insert: &ast::Insert) -> Result<DmlResult> {
+    let ast::TableObject::TableName(name) = &insert.table else {
+        return Err(Error::unsupported("INSERT INTO a table function"));
+    };
+    let table = target_table(catalog, name)?;
+    let mut binder = Binder::new(catalog);
+    let positions: Vec<usize> = if insert.columns.is_empty() {
+        (0..table.columns.len()).collect()
+    } else {
+        let mut positions = Vec::new();
+        for column in &insert.columns {
+            let position = table
+                .column_index(&column.value)
+                .ok_or_else(|| Error::undefined_column(&format!("{}.{}", table.name, column.value)))?;
+            if positions.contains(&position) {
+                return Err(Error::syntax(format!("column {} given twice", column.value)));
+            }
+            positions.push(position);
+        }
+        positions
+    };
+    let source_rows: Vec<Row> = match &insert.source {
+        None => vec![Vec::new()], // INSERT ... DEFAULT VALUES
+        Some(query) => {
+            let (plan, columns) = binder.bind_query(query, None)?;
+            if columns.len() != positions.len() {
+                return Err(Error::syntax(format!(
+                    "table {} has {} columns but {} values were supplied",
+                    table.name,
+                    positions.len(),
+                    columns.len()
+                )));
+            }
+            exec.run(&plan, None)?
+        }
+    };
+    let mut on_conflict = if insert.replace_into { OnConflict::Replace } else { conflict_of(&insert.or)? };
+    if insert.ignore {
+        on_conflict = OnConflict::Ignore;
+    }
+    let mut do_update: Option<(Vec<(usize, Expr)>, Option<Expr>)> = None;
+    if let Some(on) = &insert.on {
+        match on {
+            ast::OnInsert::OnConflict(conflict) => match &conflict.action {
+                ast::OnConflictAction::DoNothing => on_conflict = OnConflict::Ignore,
+                ast::OnConflictAction::DoUpdate(update) => {
+                    // Expressions see the existing row, then `excluded` (the row proposed).
+                    let mut columns = table_scope(&table, None);
+                    columns.extend(table_scope(&table, Some("excluded")));
+                    let scope = Scope::new(columns, None);
+                    let mut assignments = Vec::new();
+                    for assignment in &update.assignments {
+                        let position = assignment_column(&table, &assignment.target)?;
+                        assignments.push((position, binder.bind_expr(&assignment.value, &scope)?));
+                    }
+                    let selection = update.selection.as_ref().map(|selection| binder.bind_expr(selection, &scope)).transpose()?;
+                    do_update = Some((assignments, selection));
+                }
+            },
+            _ => return Err(Error::unsupported("ON DUPLICATE KEY UPDATE")),
+        }
+    }
+    let mut writer = TableWriter::new(exec, catalog, table.clone())?;
+    let mut inserted = Vec::new();
+    let mut changed = 0;
+    for source in source_rows {
+        let mut row: Row = Vec::with_capacity(table.columns.len());
+        for column in 0..table.columns.len() {
+            row.push(match positions.iter().position(|&position| position == column) {
+                Some(at) if insert.source.is_some() => source[at].clone(),
+                _ => exec.column_default(&table, column)?,
+            });
+        }
+        writer.validate(&mut row)?;
+        let key = writer.key_for_new_row(&mut row)?;
+        if let Some((assignments, selection)) = &do_update
+            && let Some((other_key, _)) = writer.find_conflict(&key, &row, true)?
+        {
+            let existing = writer.read_row(&other_key)?.ok_or_else(|| Error::corrupt("conflicting row vanished"))?;
+            let mut combined = existing.clone();
+            combined.extend(row.iter().cloned());
+            let env = Env::new(&combined, None);
+            if let Some(selection) = selection
+                && exec.eval(selection, &env)?.truth() != Some(true)
+            {
+                continue;
+            }
+            let mut updated = existing.clone();
+            for (position, expr) in assignments {
+                updated[*position] = exec.eval(expr, &env)?;
+            }
+            update_row(&mut writer, &other_key, &existing, updated, OnConflict::Fail, &mut inserted)?;
+            changed += 1;
+            continue;
+        }
+        if !writer.resolve_conflicts(&key, &row, on_conflict, true)? {
+            continue;
+        }
+        writer.write_row(&key, &row);
+        changed += 1;
+        inserted.push(row);
+    }
+    let returning = returning(&mut binder, exec, &table, &insert.returning, &inserted)?;
+    Ok(DmlResult { changed, returning })
+}
+
+fn assignment_column(table: &TableDef, target: &ast::AssignmentTarget) -> Result<usize> {
+    let ast::AssignmentTarget::ColumnName(name) = target else {
+        return Err(Error::unsupported("tuple assignments"));
+    };
+    let column = match name.0.last() {
+        Some(ast::ObjectNamePart::Identifier(ident)) => lower(ident),
+        _ => return Err(Error::syntax(format!("bad column {name}"))),
+    };
+    table.column_index(&column).ok_or_else(|| Error::undefined_column(&format!("{}.{column}", table.name)))
+}
+
+/// Replaces a stored row by `updated`, moving it if its key changed and keeping its indexes.
+fn update_row(
+    writer: &mut TableWriter,
+    old_key: &[u8],
+    old_row: &[Value],
+    mut updated: Row,
+    on_conflict: OnConflict,
+    changed_rows: &mut Vec<Row>,
+) -> Result<bool> {
+    writer.validate(&mut updated)?;
+    let new_key = if writer.table.has_hidden_rowid() {
+        old_key.to_vec()
+    } else {
+        if let Some(alias) = writer.table.rowid_alias
+            && updated[alias].is_null()
+        {
+            updated[alias] = Value::Integer(writer.next_rowid()?);
+        }
+        writer.key_of(&updated)
+    };
+    // Remove the old row first so that it does not conflict with itself.
+    writer.delete_row(old_key, old_row);
+    let moved = new_key != old_key;
+    if !writer.resolve_conflicts(&new_key, &updated, on_conflict, moved)? {
+        writer.write_row(old_key, old_row);
+        return Ok(false);
+    }
+    writer.write_row(&new_key, &updated);
+    changed_rows.push(updated);
+    Ok(true)
+}
+
+pub fn update(
+    catalog: &Catalog,
+    exec: &Executor,
+    table_ref: &ast::TableWithJoins,
+    assignments: &[ast::Assignment],
+    from: &Option<ast::UpdateTableFromKind>,
+    selection: &Option<ast::Expr>,
+    returning_items: &Option<Vec<ast::SelectItem>>,
+    or: &Option<ast::SqliteOnConflict>,
+) -> Result<DmlResult> {
+    if from.is_some() || !table_ref.joins.is_empty() {
+        return Err(Error::unsupported("UPDATE ... FROM"));
+    }
+    let ast::TableFactor::Table { name, .. } = &table_ref.relation else {
+        return Err(Error::unsupported("UPDATE of a derived table"));
+    };
+    let table = target_table(catalog, name)?;
+    let mut binder = Binder::new(catalog);
+    let (plan, scope) = binder.bind_table_scan(&table, selection.as_ref())?;
+    let mut bound = Vec::new();
+    for assignment in assignments {
+        let position = assignment_column(&table, &assignment.target)?;
+        bound.push((position, binder.bind_expr(&assignment.value, &scope)?));
+    }
+    let on_conflict = conflict_of(or)?;
+    let rows = exec.scan_rows_with_keys(&plan)?;
+    let mut writer = TableWriter::new(exec, catalog, table.clone())?;
+    let mut changed_rows = Vec::new();
+    let mut changed = 0;
+    for (key, row) in rows {
+        let env = Env::new(&row, None);
+        let mut updated = row.clone();
+        for (position, expr) in &bound {
+            updated[*position] = exec.eval(expr, &env)?;
+        }
+        if update_row(&mut writer, &key, &row, updated, on_conflict, &mut changed_rows)? {
+            changed += 1;
+        }
+    }
+    let returning = returning(&mut binder, exec, &table, returning_items, &changed_rows)?;
+    Ok(DmlResult { changed, returning })
+}
+
+pub fn delete(catalog: &Catalog, exec: &Executor, delete: &ast::Delete) -> Result<DmlResult> {
+    if delete.using.is_some() || delete.limit.is_some() || !delete.order_by.is_empty() {
+        return Err(Error::unsupported("DELETE with USING, ORDER BY or LIMIT"));
+    }
+    let tables = match &delete.from {
+        ast::FromTable::WithFromKeyword(tables) | ast::FromTable::WithoutKeyword(tables) => tables,
+    };
+    let [table_ref] = tables.as_slice() else {
+        return Err(Error::unsupported("DELETE from several tables"));
+    };
+    let ast::TableFactor::Table { name, .. } = &table_ref.relation else {
+        return Err(Error::unsupported("DELETE from a derived table"));
+    };
+    let table = target_table(catalog, name)?;
+    let mut binder = Binder::new(catalog);
+    let (plan, _) = binder.bind_table_scan(&table, delete.selection.as_ref())?;
+    let rows = exec.scan_rows_with_keys(&plan)?;
+    let writer = TableWriter::new(exec, catalog, table.clone())?;
+    let mut deleted = Vec::with_capacity(rows.len());
+    for (key, row) in rows {
+        writer.delete_row(&key, &row);
+        deleted.push(row);
+    }
+    let returning = returning(&mut binder, exec, &table, &delete.returning, &deleted)?;
+    Ok(DmlResult { changed: deleted.len() as u64, returning })
+}
+
+/// Writes index entries for every existing row of a table (CREATE INDEX), failing on
+/// duplicates of a unique index.
+pub fn build_index(catalog: &Catalog, exec: &Executor, table: &Arc<TableDef>, index: &IndexDef) -> Result<()> {
+    let mut binder = Binder::new(catalog);
+    let (plan, _) = binder.bind_table_scan(table, None)?;
+    let _: &Plan = &plan;
+    for (key, row) in exec.scan_rows_with_keys(&plan)? {
+        let (entry, unique) = exec.index_entry(index, table, &row, &key);
+        if unique && exec.get(&entry)?.is_some() {
+            let names: Vec<String> = index.columns.iter().map(|&column| format!("{}.{}", table.name, table.columns[column].name)).collect();
+            return Err(Error::unique_violation(format!("UNIQUE constraint failed: {}", names.join(", "))));
+        }
+        exec.put(entry, key);
+    }
+    Ok(())
+}
+
+/// Deletes every row and index entry of a table (DROP TABLE, TRUNCATE).
+pub fn clear_table(catalog: &Catalog, exec: &Executor, table: &TableDef) -> Result<()> {
+    let mut prefixes = vec![object_prefix(table.id)];
+    for index in catalog.table_indexes(&table.name) {
+        prefixes.push(object_prefix(index.id));
+    }
+    for prefix in prefixes {
+        clear_prefix(exec, &prefix)?;
+    }
+    Ok(())
+}
+
+pub fn clear_prefix(exec: &Executor, prefix: &[u8]) -> Result<()> {
+    let end = crate::codec::prefix_end(prefix).map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+    let mut keys = Vec::new();
+    exec.scan(std::ops::Bound::Included(prefix.to_vec()), end, false, |key, _| {
+        keys.push(key.to_vec());
+        Ok(true)
+    })?;
+    for key in keys {
+        exec.delete(key);
+    }
+    Ok(())
+}

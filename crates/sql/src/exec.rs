@@ -1,0 +1,1154 @@
+//! The executor: runs plans over a transaction and evaluates expressions.
+//!
+//! Operators materialize their output (vectors of rows); every materialized row is charged to
+//! the query's memory limit, and a query over it fails with SQLSTATE 53200 instead of
+//! exhausting memory. Table scans read the key-value store in chunks, so that expressions
+//! evaluated between chunks (correlated subqueries) can read it too.
+
+use crate::catalog::{IndexDef, TableDef};
+use crate::codec::{self, decode_row, encode_key, object_prefix, prefix_end};
+use crate::error::{Error, Result};
+use crate::functions::{self, ScalarFunction};
+use crate::plan::*;
+use crate::value::{Value, format_real};
+use std::cell::{Cell, RefCell};
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Bound;
+use std::rc::Rc;
+use tern_txn::Transaction;
+
+/// Rows read from the store per chunk of a scan.
+const SCAN_CHUNK_ROWS: usize = 256;
+
+/// The row an expression is evaluated on, and the rows of the enclosing queries.
+#[derive(Clone, Copy)]
+pub struct Env<'r> {
+    pub row: &'r [Value],
+    pub parent: Option<&'r Env<'r>>,
+}
+
+impl<'r> Env<'r> {
+    pub fn new(row: &'r [Value], parent: Option<&'r Env<'r>>) -> Env<'r> {
+        Env { row, parent }
+    }
+}
+
+/// Runs the plans of one statement inside a transaction.
+pub struct Executor<'t> {
+    txn: RefCell<&'t mut Transaction>,
+    /// Writes of the running statement, applied to the transaction when it succeeds (so a
+    /// failed statement leaves no trace, as in SQLite).
+    overlay: RefCell<BTreeMap<Vec<u8>, Option<Vec<u8>>>>,
+    params: &'t [Value],
+    subquery_cache: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
+    memory_used: Cell<usize>,
+    memory_limit: usize,
+}
+
+fn row_bytes(row: &[Value]) -> usize {
+    row.iter()
+        .map(|value| match value {
+            Value::Text(text) => 32 + text.len(),
+            Value::Blob(bytes) => 32 + bytes.len(),
+            _ => 32,
+        })
+        .sum::<usize>()
+        + 24
+}
+
+impl<'t> Executor<'t> {
+    pub fn new(txn: &'t mut Transaction, params: &'t [Value], memory_limit: usize) -> Executor<'t> {
+        Executor {
+            txn: RefCell::new(txn),
+            overlay: RefCell::new(BTreeMap::new()),
+            params,
+            subquery_cache: RefCell::new(HashMap::new()),
+            memory_used: Cell::new(0),
+            memory_limit,
+        }
+    }
+
+    /// Applies the statement's writes to the transaction.
+    pub fn finish(self) -> Result<()> {
+        let overlay = self.overlay.into_inner();
+        let txn = self.txn.into_inner();
+        for (key, value) in overlay {
+            match value {
+                Some(value) => txn.put(&key, &value)?,
+                None => txn.delete(&key)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn charge(&self, bytes: usize) -> Result<()> {
+        let used = self.memory_used.get() + bytes;
+        self.memory_used.set(used);
+        if used > self.memory_limit { Err(Error::out_of_memory(self.memory_limit)) } else { Ok(()) }
+    }
+
+    // ---- key-value access -------------------------------------------------------------
+
+    /// Reads a key, seeing the statement's own writes.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(value) = self.overlay.borrow().get(key) {
+            return Ok(value.clone());
+        }
+        Ok(self.txn.borrow_mut().get(key)?)
+    }
+
+    pub fn put(&self, key: Vec<u8>, value: Vec<u8>) {
+        self.overlay.borrow_mut().insert(key, Some(value));
+    }
+
+    pub fn delete(&self, key: Vec<u8>) {
+        self.overlay.borrow_mut().insert(key, None);
+    }
+
+    /// Calls `visit` for each stored pair in the range (not the statement's own writes: DML
+    /// reads what it changes before changing it). `visit` returns whether to go on.
+    pub fn scan(
+        &self,
+        start: Bound<Vec<u8>>,
+        end: Bound<Vec<u8>>,
+        reverse: bool,
+        mut visit: impl FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let (mut start, mut end) = (start, end);
+        loop {
+            let chunk: Vec<(Vec<u8>, Vec<u8>)> = {
+                let mut txn = self.txn.borrow_mut();
+                let bounds = (bound_ref(&start), bound_ref(&end));
+                let scan = if reverse { txn.range_rev(bounds) } else { txn.range(bounds) };
+                scan.take(SCAN_CHUNK_ROWS).collect::<std::result::Result<_, _>>()?
+            };
+            let full = chunk.len() == SCAN_CHUNK_ROWS;
+            let last = chunk.last().map(|(key, _)| key.clone());
+            for (key, value) in &chunk {
+                if !visit(key, value)? {
+                    return Ok(());
+                }
+            }
+            match (full, last) {
+                (true, Some(last)) => {
+                    if reverse {
+                        end = Bound::Excluded(last);
+                    } else {
+                        start = Bound::Excluded(last);
+                    }
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// The rows of a table a scan's access path yields (a superset of what its filter keeps).
+    fn scan_table(
+        &self,
+        table: &TableDef,
+        access: &Access,
+        reverse: bool,
+        env: &Env,
+        mut visit: impl FnMut(&[u8], Row) -> Result<bool>,
+    ) -> Result<()> {
+        let prefix = object_prefix(table.id);
+        let width = table.columns.len();
+        let decode = |bytes: &[u8]| -> Result<Row> {
+            let mut row = decode_row(bytes)?;
+            if row.len() > width {
+                return Err(Error::corrupt(format!("row of {} has {} columns", table.name, row.len())));
+            }
+            // Rows written before ADD COLUMN: the added columns' defaults are NULL or constant.
+            while row.len() < width {
+                row.push(self.column_default(table, row.len())?);
+            }
+            Ok(row)
+        };
+        match access {
+            Access::Full => {
+                let end = prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
+                self.scan(Bound::Included(prefix.clone()), end, reverse, |key, value| visit(key, decode(value)?))
+            }
+            Access::PrimaryKeyPoints(keys) => {
+                let mut encoded = Vec::new();
+                for key in keys {
+                    let values = key.iter().map(|expr| self.eval(expr, env)).collect::<Result<Vec<_>>>()?;
+                    if values.iter().any(Value::is_null) {
+                        continue;
+                    }
+                    let values: Vec<Value> = values
+                        .into_iter()
+                        .zip(&table.primary_key)
+                        .map(|(value, &column)| table.columns[column].affinity.apply(value))
+                        .collect();
+                    encoded.push(encode_key(&prefix, &values));
+                }
+                encoded.sort();
+                encoded.dedup();
+                if reverse {
+                    encoded.reverse();
+                }
+                for key in encoded {
+                    if let Some(value) = self.get(&key)?
+                        && !visit(&key, decode(&value)?)?
+                    {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            Access::PrimaryKeyRange { lower, upper } => {
+                let affinity = table.columns[table.primary_key[0]].affinity;
+                let Some((start, end)) = self.range_bounds(&prefix, lower, upper, affinity, env)? else {
+                    return Ok(());
+                };
+                self.scan(start, end, reverse, |key, value| visit(key, decode(value)?))
+            }
+            Access::IndexPoints { index, keys } => {
+                let index_prefix = object_prefix(index.id);
+                let mut prefixes = Vec::new();
+                for key in keys {
+                    let values = key.iter().map(|expr| self.eval(expr, env)).collect::<Result<Vec<_>>>()?;
+                    if values.iter().any(Value::is_null) {
+                        continue;
+                    }
+                    let values: Vec<Value> = values
+                        .into_iter()
+                        .zip(&index.columns)
+                        .map(|(value, &column)| table.columns[column].affinity.apply(value))
+                        .collect();
+                    prefixes.push(encode_key(&index_prefix, &values));
+                }
+                prefixes.sort();
+                prefixes.dedup();
+                if reverse {
+                    prefixes.reverse();
+                }
+                for entry_prefix in prefixes {
+                    let end = prefix_end(&entry_prefix).map_or(Bound::Unbounded, Bound::Excluded);
+                    let mut stop = false;
+                    self.scan(Bound::Included(entry_prefix), end, reverse, |_, row_key| {
+                        self.visit_indexed_row(table, row_key, &decode, &mut visit, &mut stop)
+                    })?;
+                    if stop {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            Access::IndexRange { index, lower, upper } => {
+                let affinity = table.columns[index.columns[0]].affinity;
+                let index_prefix = object_prefix(index.id);
+                let Some((start, end)) = self.range_bounds(&index_prefix, lower, upper, affinity, env)? else {
+                    return Ok(());
+                };
+                let mut stop = false;
+                self.scan(start, end, reverse, |_, row_key| {
+                    self.visit_indexed_row(table, row_key, &decode, &mut visit, &mut stop)
+                })
+            }
+        }
+    }
+
+    /// The rows of a scan plan with their keys (UPDATE and DELETE), before any change.
+    pub fn scan_rows_with_keys(&self, plan: &Plan) -> Result<Vec<(Vec<u8>, Row)>> {
+        let Plan::Scan { table, access, filter, reverse } = plan else {
+            return Err(Error::internal("scan_rows_with_keys needs a scan"));
+        };
+        let mut rows = Vec::new();
+        let empty = Env::new(&[], None);
+        self.scan_table(table, access, *reverse, &empty, |key, row| {
+            let keep = match filter {
+                Some(filter) => self.eval(filter, &Env::new(&row, None))?.truth() == Some(true),
+                None => true,
+            };
+            if keep {
+                if rows.len() % 1024 == 1023 {
+                    self.charge(1024 * row_bytes(&row))?;
+                }
+                rows.push((key.to_vec(), row));
+            }
+            Ok(true)
+        })?;
+        Ok(rows)
+    }
+
+    /// The largest integer key of a table (its last row id), if it has rows.
+    pub fn last_rowid(&self, table: &TableDef) -> Result<Option<i64>> {
+        let prefix = object_prefix(table.id);
+        let end = prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
+        let mut last = None;
+        self.scan(Bound::Included(prefix.clone()), end, true, |key, _| {
+            last = codec::decode_integer_key(&key[prefix.len()..]);
+            Ok(false)
+        })?;
+        // The statement's own inserts are newer than anything stored.
+        let overlay = self.overlay.borrow();
+        let upper = prefix_end(&prefix);
+        let range = overlay.range::<[u8], _>((Bound::Included(prefix.as_slice()), upper.as_deref().map_or(Bound::Unbounded, Bound::Excluded)));
+        for (key, value) in range.rev() {
+            if value.is_some() {
+                let own = codec::decode_integer_key(&key[prefix.len()..]);
+                if own > last {
+                    last = own;
+                }
+                break;
+            }
+        }
+        Ok(last)
+    }
+
+    fn visit_indexed_row(
+        &self,
+        table: &TableDef,
+        row_key: &[u8],
+        decode: &dyn Fn(&[u8]) -> Result<Row>,
+        visit: &mut dyn FnMut(&[u8], Row) -> Result<bool>,
+        stop: &mut bool,
+    ) -> Result<bool> {
+        match self.get(row_key)? {
+            Some(value) => {
+                let go_on = visit(row_key, decode(&value)?)?;
+                *stop = !go_on;
+                Ok(go_on)
+            }
+            None => Err(Error::corrupt(format!("an index entry of {} points to a missing row", table.name))),
+        }
+    }
+
+    /// Key bounds for a range on the first key column after `prefix`; `None` if empty.
+    #[allow(clippy::type_complexity)]
+    fn range_bounds(
+        &self,
+        prefix: &[u8],
+        lower: &Option<(Expr, bool)>,
+        upper: &Option<(Expr, bool)>,
+        affinity: crate::value::Affinity,
+        env: &Env,
+    ) -> Result<Option<(Bound<Vec<u8>>, Bound<Vec<u8>>)>> {
+        // NULLs never satisfy a comparison: start after them.
+        let mut start = Bound::Excluded(encode_key(prefix, &[Value::Null]));
+        let mut end = prefix_end(prefix).map_or(Bound::Unbounded, Bound::Excluded);
+        if let Some((expr, inclusive)) = lower {
+            let value = self.eval(expr, env)?;
+            if value.is_null() {
+                return Ok(None);
+            }
+            let key = encode_key(prefix, &[affinity.apply(value)]);
+            // Keys of rows with this value continue after the encoded value.
+            start = if *inclusive { Bound::Included(key) } else { prefix_end(&key).map_or(Bound::Unbounded, Bound::Included) };
+            if start == Bound::Unbounded {
+                return Ok(None);
+            }
+        }
+        if let Some((expr, inclusive)) = upper {
+            let value = self.eval(expr, env)?;
+            if value.is_null() {
+                return Ok(None);
+            }
+            let key = encode_key(prefix, &[affinity.apply(value)]);
+            end = if *inclusive {
+                prefix_end(&key).map_or(Bound::Unbounded, Bound::Excluded)
+            } else {
+                Bound::Excluded(key)
+            };
+        }
+        Ok(Some((start, end)))
+    }
+
+    /// The value a column gets when a row does not give one (its DEFAULT, or NULL).
+    pub fn column_default(&self, table: &TableDef, column: usize) -> Result<Value> {
+        match &table.columns[column].default {
+            None => Ok(Value::Null),
+            Some(sql) => {
+                let expr = crate::bind::bind_standalone_expr(sql)?;
+                let value = self.eval(&expr, &Env::new(&[], None))?;
+                Ok(table.columns[column].affinity.apply(value))
+            }
+        }
+    }
+
+    /// Index entry key and value for a row. Non-unique (or NULL-containing) entries end with
+    /// the row's key so that they are distinct.
+    pub fn index_entry(&self, index: &IndexDef, table: &TableDef, row: &[Value], row_key: &[u8]) -> (Vec<u8>, bool) {
+        let values: Vec<Value> = index.columns.iter().map(|&column| row[column].clone()).collect();
+        let mut key = encode_key(&object_prefix(index.id), &values);
+        let unique = index.unique && !values.iter().any(Value::is_null);
+        if !unique {
+            key.extend_from_slice(&row_key[object_prefix(table.id).len()..]);
+        }
+        (key, unique)
+    }
+
+    // ---- plans ---------------------------------------------------------------------------
+
+    pub fn run(&self, plan: &Plan, outer: Option<&Env>) -> Result<Vec<Row>> {
+        let rows = self.run_inner(plan, outer)?;
+        self.charge(rows.iter().take(64).map(|row| row_bytes(row)).sum::<usize>() * rows.len() / rows.len().clamp(1, 64))?;
+        Ok(rows)
+    }
+
+    fn run_inner(&self, plan: &Plan, outer: Option<&Env>) -> Result<Vec<Row>> {
+        match plan {
+            Plan::Values { rows, .. } => rows
+                .iter()
+                .map(|row| row.iter().map(|expr| self.eval(expr, &Env::new(&[], outer))).collect())
+                .collect(),
+            Plan::Scan { table, access, filter, reverse } => {
+                let mut rows = Vec::new();
+                let empty = Env::new(&[], outer);
+                self.scan_table(table, access, *reverse, &empty, |_, row| {
+                    let keep = match filter {
+                        Some(filter) => self.eval(filter, &Env::new(&row, outer))?.truth() == Some(true),
+                        None => true,
+                    };
+                    if keep {
+                        if rows.len() % 1024 == 1023 {
+                            self.charge(1024 * row_bytes(&row))?;
+                        }
+                        rows.push(row);
+                    }
+                    Ok(true)
+                })?;
+                Ok(rows)
+            }
+            Plan::Filter { input, predicate } => {
+                let rows = self.run(input, outer)?;
+                let mut kept = Vec::with_capacity(rows.len());
+                for row in rows {
+                    if self.eval(predicate, &Env::new(&row, outer))?.truth() == Some(true) {
+                        kept.push(row);
+                    }
+                }
+                Ok(kept)
+            }
+            Plan::Project { input, exprs } => {
+                let rows = self.run(input, outer)?;
+                rows.iter()
+                    .map(|row| {
+                        let env = Env::new(row, outer);
+                        exprs.iter().map(|expr| self.eval(expr, &env)).collect()
+                    })
+                    .collect()
+            }
+            Plan::Join { left, right, kind, left_keys, right_keys, condition } => {
+                let left_rows = self.run(left, outer)?;
+                let right_rows = self.run(right, outer)?;
+                self.join(left_rows, right_rows, left.width(), right.width(), *kind, left_keys, right_keys, condition.as_ref(), outer)
+            }
+            Plan::Aggregate { input, group_by, aggregates } => {
+                let rows = self.run(input, outer)?;
+                self.aggregate(rows, group_by, aggregates, outer)
+            }
+            Plan::Sort { input, keys, limit } => {
+                let rows = self.run(input, outer)?;
+                let limit = match limit {
+                    Some(limit) => Some(self.eval_count(limit, outer)?),
+                    None => None,
+                };
+                self.sort(rows, keys, limit, outer)
+            }
+            Plan::Limit { input, limit, offset } => {
+                let rows = self.run(input, outer)?;
+                let offset = match offset {
+                    Some(offset) => self.eval_count(offset, outer)?,
+                    None => 0,
+                };
+                let limit = match limit {
+                    Some(limit) => self.eval_count(limit, outer)?,
+                    None => usize::MAX,
+                };
+                Ok(rows.into_iter().skip(offset).take(limit).collect())
+            }
+            Plan::Distinct { input } => {
+                let rows = self.run(input, outer)?;
+                let mut seen = HashSet::new();
+                Ok(rows.into_iter().filter(|row| seen.insert(row_key(row))).collect())
+            }
+            Plan::SetOperation { op, all, left, right } => {
+                let left_rows = self.run(left, outer)?;
+                let right_rows = self.run(right, outer)?;
+                Ok(set_operation(*op, *all, left_rows, right_rows))
+            }
+        }
+    }
+
+    /// LIMIT and OFFSET values: a negative LIMIT means none (SQLite).
+    fn eval_count(&self, expr: &Expr, outer: Option<&Env>) -> Result<usize> {
+        match self.eval(expr, &Env::new(&[], outer))?.cast_integer() {
+            Value::Integer(count) if count < 0 => Ok(usize::MAX),
+            Value::Integer(count) => Ok(count as usize),
+            _ => Err(Error::datatype_mismatch("LIMIT and OFFSET must be integers")),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn join(
+        &self,
+        left_rows: Vec<Row>,
+        right_rows: Vec<Row>,
+        left_width: usize,
+        right_width: usize,
+        kind: JoinKind,
+        left_keys: &[Expr],
+        right_keys: &[Expr],
+        condition: Option<&Expr>,
+        outer: Option<&Env>,
+    ) -> Result<Vec<Row>> {
+        let mut output = Vec::new();
+        let mut right_matched = vec![false; right_rows.len()];
+        let mut charged = 0usize;
+        let matches = |combined: &Row| -> Result<bool> {
+            match condition {
+                Some(condition) => Ok(self.eval(condition, &Env::new(combined, outer))?.truth() == Some(true)),
+                None => Ok(true),
+            }
+        };
+        let mut emit = |output: &mut Vec<Row>, row: Row| -> Result<()> {
+            charged += 1;
+            if charged % 4096 == 0 {
+                self.charge(4096 * row_bytes(&row))?;
+            }
+            output.push(row);
+            Ok(())
+        };
+        if left_keys.is_empty() {
+            for left_row in &left_rows {
+                let mut matched = false;
+                for (index, right_row) in right_rows.iter().enumerate() {
+                    let mut combined = Vec::with_capacity(left_width + right_width);
+                    combined.extend_from_slice(left_row);
+                    combined.extend_from_slice(right_row);
+                    if matches(&combined)? {
+                        matched = true;
+                        right_matched[index] = true;
+                        emit(&mut output, combined)?;
+                    }
+                }
+                if !matched && matches!(kind, JoinKind::Left | JoinKind::Full) {
+                    let mut padded = left_row.clone();
+                    padded.resize(left_width + right_width, Value::Null);
+                    emit(&mut output, padded)?;
+                }
+            }
+        } else {
+            let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+            for (index, right_row) in right_rows.iter().enumerate() {
+                if let Some(key) = self.join_key(right_keys, right_row, outer)? {
+                    table.entry(key).or_default().push(index);
+                }
+            }
+            for left_row in &left_rows {
+                let mut matched = false;
+                if let Some(key) = self.join_key(left_keys, left_row, outer)?
+                    && let Some(candidates) = table.get(&key)
+                {
+                    for &index in candidates {
+                        let mut combined = Vec::with_capacity(left_width + right_width);
+                        combined.extend_from_slice(left_row);
+                        combined.extend_from_slice(&right_rows[index]);
+                        if matches(&combined)? {
+                            matched = true;
+                            right_matched[index] = true;
+                            emit(&mut output, combined)?;
+                        }
+                    }
+                }
+                if !matched && matches!(kind, JoinKind::Left | JoinKind::Full) {
+                    let mut padded = left_row.clone();
+                    padded.resize(left_width + right_width, Value::Null);
+                    emit(&mut output, padded)?;
+                }
+            }
+        }
+        if matches!(kind, JoinKind::Right | JoinKind::Full) {
+            for (index, right_row) in right_rows.iter().enumerate() {
+                if !right_matched[index] {
+                    let mut padded = vec![Value::Null; left_width];
+                    padded.extend_from_slice(right_row);
+                    emit(&mut output, padded)?;
+                }
+            }
+        }
+        Ok(output)
+    }
+
+    /// The hash key of a join side; `None` when a key is NULL (it matches nothing).
+    fn join_key(&self, keys: &[Expr], row: &[Value], outer: Option<&Env>) -> Result<Option<Vec<u8>>> {
+        let env = Env::new(row, outer);
+        let mut encoded = Vec::new();
+        for key in keys {
+            let value = self.eval(key, &env)?;
+            if value.is_null() {
+                return Ok(None);
+            }
+            codec::encode_key_value(&value, &mut encoded);
+        }
+        Ok(Some(encoded))
+    }
+
+    fn aggregate(&self, rows: Vec<Row>, group_by: &[Expr], aggregates: &[AggregateCall], outer: Option<&Env>) -> Result<Vec<Row>> {
+        let mut groups: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut keys: Vec<Row> = Vec::new();
+        let mut states: Vec<Vec<Accumulator>> = Vec::new();
+        for row in &rows {
+            let env = Env::new(row, outer);
+            let group_values = group_by.iter().map(|expr| self.eval(expr, &env)).collect::<Result<Vec<_>>>()?;
+            let key = row_key(&group_values);
+            let index = match groups.get(&key) {
+                Some(&index) => index,
+                None => {
+                    groups.insert(key, keys.len());
+                    keys.push(group_values);
+                    states.push(aggregates.iter().map(Accumulator::new).collect());
+                    if keys.len() % 1024 == 0 {
+                        self.charge(1024 * (64 + 64 * aggregates.len()))?;
+                    }
+                    keys.len() - 1
+                }
+            };
+            for (state, call) in states[index].iter_mut().zip(aggregates) {
+                let args = call.args.iter().map(|arg| self.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
+                state.add(args)?;
+            }
+        }
+        if keys.is_empty() && group_by.is_empty() {
+            keys.push(Vec::new());
+            states.push(aggregates.iter().map(Accumulator::new).collect());
+        }
+        keys.into_iter()
+            .zip(states)
+            .map(|(mut key, states)| {
+                for state in states {
+                    key.push(state.finish()?);
+                }
+                Ok(key)
+            })
+            .collect()
+    }
+
+    fn sort(&self, rows: Vec<Row>, keys: &[SortKey], limit: Option<usize>, outer: Option<&Env>) -> Result<Vec<Row>> {
+        let mut keyed = Vec::with_capacity(rows.len());
+        for row in rows {
+            let env = Env::new(&row, outer);
+            let sort_values = keys.iter().map(|key| self.eval(&key.expr, &env)).collect::<Result<Vec<_>>>()?;
+            keyed.push((sort_values, row));
+        }
+        let compare = |a: &(Vec<Value>, Row), b: &(Vec<Value>, Row)| -> Ordering {
+            for (index, key) in keys.iter().enumerate() {
+                let (x, y) = (&a.0[index], &b.0[index]);
+                let order = match (x.is_null(), y.is_null()) {
+                    (true, true) => Ordering::Equal,
+                    (true, false) => if key.nulls_first { Ordering::Less } else { Ordering::Greater },
+                    (false, true) => if key.nulls_first { Ordering::Greater } else { Ordering::Less },
+                    (false, false) => {
+                        let order = x.total_cmp(y);
+                        if key.descending { order.reverse() } else { order }
+                    }
+                };
+                if order != Ordering::Equal {
+                    return order;
+                }
+            }
+            Ordering::Equal
+        };
+        // Top-k: partition around the k-th row, then sort only the first k.
+        if let Some(limit) = limit
+            && limit < keyed.len()
+        {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            keyed.select_nth_unstable_by(limit - 1, compare);
+            keyed.truncate(limit);
+        }
+        keyed.sort_by(compare);
+        Ok(keyed.into_iter().map(|(_, row)| row).collect())
+    }
+
+    // ---- expressions -----------------------------------------------------------------------
+
+    fn subquery_rows(&self, subquery: &Subquery, env: &Env) -> Result<Rc<Vec<Row>>> {
+        if !subquery.correlated
+            && let Some(rows) = self.subquery_cache.borrow().get(&subquery.id)
+        {
+            return Ok(rows.clone());
+        }
+        let rows = Rc::new(self.run(&subquery.plan, Some(env))?);
+        if !subquery.correlated {
+            self.subquery_cache.borrow_mut().insert(subquery.id, rows.clone());
+        }
+        Ok(rows)
+    }
+
+    pub fn eval(&self, expr: &Expr, env: &Env) -> Result<Value> {
+        Ok(match expr {
+            Expr::Literal(value) => value.clone(),
+            Expr::Column(index) => env.row.get(*index).cloned().ok_or_else(|| Error::internal(format!("column #{index} out of range")))?,
+            Expr::Outer { depth, index } => {
+                let mut scope = env;
+                for _ in 0..*depth {
+                    scope = scope.parent.ok_or_else(|| Error::internal("outer reference without an outer row"))?;
+                }
+                scope.row.get(*index).cloned().ok_or_else(|| Error::internal("outer column out of range"))?
+            }
+            Expr::Param(index) => self
+                .params
+                .get(*index)
+                .cloned()
+                .ok_or_else(|| Error::invalid_parameter(format!("parameter ${} has no value", index + 1)))?,
+            Expr::Unary(op, inner) => {
+                let value = self.eval(inner, env)?;
+                match op {
+                    UnaryOp::Plus => value,
+                    UnaryOp::Neg => match value.to_numeric() {
+                        Value::Integer(integer) => match integer.checked_neg() {
+                            Some(negated) => Value::Integer(negated),
+                            None => Value::Real(-(integer as f64)),
+                        },
+                        Value::Real(real) => Value::Real(-real),
+                        other => other,
+                    },
+                    UnaryOp::Not => match value.truth() {
+                        None => Value::Null,
+                        Some(truth) => Value::Integer(i64::from(!truth)),
+                    },
+                    UnaryOp::BitNot => match value.cast_integer() {
+                        Value::Integer(integer) => Value::Integer(!integer),
+                        other => other,
+                    },
+                }
+            }
+            Expr::Binary(op, left, right) => match op {
+                BinaryOp::And => {
+                    let left = self.eval(left, env)?.truth();
+                    if left == Some(false) {
+                        return Ok(Value::Integer(0));
+                    }
+                    let right = self.eval(right, env)?.truth();
+                    match (left, right) {
+                        (_, Some(false)) => Value::Integer(0),
+                        (Some(true), Some(true)) => Value::Integer(1),
+                        _ => Value::Null,
+                    }
+                }
+                BinaryOp::Or => {
+                    let left = self.eval(left, env)?.truth();
+                    if left == Some(true) {
+                        return Ok(Value::Integer(1));
+                    }
+                    let right = self.eval(right, env)?.truth();
+                    match (left, right) {
+                        (_, Some(true)) => Value::Integer(1),
+                        (Some(false), Some(false)) => Value::Integer(0),
+                        _ => Value::Null,
+                    }
+                }
+                op if op.is_comparison() => {
+                    let left = self.eval(left, env)?;
+                    let right = self.eval(right, env)?;
+                    compare(*op, &left, &right)
+                }
+                op => functions::arithmetic(*op, &self.eval(left, env)?, &self.eval(right, env)?)?,
+            },
+            Expr::Is { left, right, negated } => {
+                let left = self.eval(left, env)?;
+                let right = self.eval(right, env)?;
+                let equal = match (left.is_null(), right.is_null()) {
+                    (true, true) => true,
+                    (false, false) => left.total_cmp(&right) == Ordering::Equal,
+                    _ => false,
+                };
+                Value::Integer(i64::from(equal != *negated))
+            }
+            Expr::IsNull(inner, negated) => Value::Integer(i64::from(self.eval(inner, env)?.is_null() != *negated)),
+            Expr::Between { expr, low, high, negated } => {
+                let value = self.eval(expr, env)?;
+                let low = compare(BinaryOp::GtEq, &value, &self.eval(low, env)?).truth();
+                let high = compare(BinaryOp::LtEq, &value, &self.eval(high, env)?).truth();
+                let result = match (low, high) {
+                    (Some(false), _) | (_, Some(false)) => Some(false),
+                    (Some(true), Some(true)) => Some(true),
+                    _ => None,
+                };
+                truth_value(result.map(|truth| truth != *negated))
+            }
+            Expr::InList { expr, list, negated } => {
+                if list.is_empty() {
+                    return Ok(Value::Integer(i64::from(*negated)));
+                }
+                let value = self.eval(expr, env)?;
+                if value.is_null() {
+                    return Ok(Value::Null);
+                }
+                let mut saw_null = false;
+                for item in list {
+                    let item = self.eval(item, env)?;
+                    match value.sql_cmp(&item) {
+                        Some(Ordering::Equal) => return Ok(Value::Integer(i64::from(!*negated))),
+                        None => saw_null = true,
+                        _ => {}
+                    }
+                }
+                if saw_null { Value::Null } else { Value::Integer(i64::from(*negated)) }
+            }
+            Expr::InSubquery { expr, subquery, negated } => {
+                let rows = self.subquery_rows(subquery, env)?;
+                if rows.is_empty() {
+                    return Ok(Value::Integer(i64::from(*negated)));
+                }
+                let value = self.eval(expr, env)?;
+                if value.is_null() {
+                    return Ok(Value::Null);
+                }
+                let mut saw_null = false;
+                for row in rows.iter() {
+                    match value.sql_cmp(&row[0]) {
+                        Some(Ordering::Equal) => return Ok(Value::Integer(i64::from(!*negated))),
+                        None => saw_null = true,
+                        _ => {}
+                    }
+                }
+                if saw_null { Value::Null } else { Value::Integer(i64::from(*negated)) }
+            }
+            Expr::Exists { subquery, negated } => {
+                let rows = self.subquery_rows(subquery, env)?;
+                Value::Integer(i64::from(rows.is_empty() == *negated))
+            }
+            Expr::ScalarSubquery(subquery) => {
+                let rows = self.subquery_rows(subquery, env)?;
+                rows.first().map_or(Value::Null, |row| row[0].clone())
+            }
+            Expr::Case { operand, whens, otherwise } => {
+                let operand = match operand {
+                    Some(operand) => Some(self.eval(operand, env)?),
+                    None => None,
+                };
+                for (condition, result) in whens {
+                    let hit = match &operand {
+                        Some(operand) => operand.sql_cmp(&self.eval(condition, env)?) == Some(Ordering::Equal),
+                        None => self.eval(condition, env)?.truth() == Some(true),
+                    };
+                    if hit {
+                        return self.eval(result, env);
+                    }
+                }
+                match otherwise {
+                    Some(otherwise) => self.eval(otherwise, env)?,
+                    None => Value::Null,
+                }
+            }
+            Expr::Cast(inner, to) => {
+                let value = self.eval(inner, env)?;
+                if value.is_null() {
+                    return Ok(Value::Null);
+                }
+                match to {
+                    CastType::Integer => value.cast_integer(),
+                    CastType::Real => value.cast_real(),
+                    CastType::Numeric => value.cast_numeric(),
+                    CastType::Text => Value::Text(value.to_text()),
+                    CastType::Blob => match value {
+                        Value::Blob(bytes) => Value::Blob(bytes),
+                        other => Value::Blob(other.to_text().into_bytes()),
+                    },
+                }
+            }
+            Expr::Affinity(inner, affinity) => affinity.apply(self.eval(inner, env)?),
+            Expr::Like { expr, pattern, escape, negated, glob } => {
+                let value = self.eval(expr, env)?;
+                let pattern = self.eval(pattern, env)?;
+                let escape = match escape {
+                    Some(escape) => match self.eval(escape, env)? {
+                        Value::Null => return Ok(Value::Null),
+                        other => {
+                            let text = other.to_text();
+                            let mut chars = text.chars();
+                            match (chars.next(), chars.next()) {
+                                (Some(c), None) => Some(c),
+                                _ => return Err(Error::new("22025", "ESCAPE expression must be a single character")),
+                            }
+                        }
+                    },
+                    None => None,
+                };
+                if value.is_null() || pattern.is_null() {
+                    return Ok(Value::Null);
+                }
+                let matched = functions::like(&value.to_text(), &pattern.to_text(), escape, *glob);
+                Value::Integer(i64::from(matched != *negated))
+            }
+            Expr::Function(function, args) => match function {
+                ScalarFunction::Coalesce | ScalarFunction::IfNull => {
+                    for arg in args {
+                        let value = self.eval(arg, env)?;
+                        if !value.is_null() {
+                            return Ok(value);
+                        }
+                    }
+                    Value::Null
+                }
+                ScalarFunction::Iif => {
+                    if self.eval(&args[0], env)?.truth() == Some(true) {
+                        self.eval(&args[1], env)?
+                    } else {
+                        self.eval(&args[2], env)?
+                    }
+                }
+                _ => {
+                    let values = args.iter().map(|arg| self.eval(arg, env)).collect::<Result<Vec<_>>>()?;
+                    functions::call(*function, &values)?
+                }
+            },
+            Expr::Aggregate(_) => return Err(Error::grouping("misuse of aggregate function")),
+        })
+    }
+}
+
+fn bound_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match bound {
+        Bound::Included(key) => Bound::Included(key.as_slice()),
+        Bound::Excluded(key) => Bound::Excluded(key.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+fn truth_value(truth: Option<bool>) -> Value {
+    match truth {
+        None => Value::Null,
+        Some(truth) => Value::Integer(i64::from(truth)),
+    }
+}
+
+/// A comparison's value: NULL if either side is NULL.
+pub fn compare(op: BinaryOp, left: &Value, right: &Value) -> Value {
+    let Some(order) = left.sql_cmp(right) else { return Value::Null };
+    let truth = match op {
+        BinaryOp::Eq => order == Ordering::Equal,
+        BinaryOp::NotEq => order != Ordering::Equal,
+        BinaryOp::Lt => order == Ordering::Less,
+        BinaryOp::LtEq => order != Ordering::Greater,
+        BinaryOp::Gt => order == Ordering::Greater,
+        _ => order != Ordering::Less,
+    };
+    Value::Integer(i64::from(truth))
+}
+
+/// A byte key for a row that is equal exactly when the rows are equal under SQL grouping (NULLs
+/// equal each other, 1 equals 1.0).
+fn row_key(row: &[Value]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(row.len() * 9);
+    for value in row {
+        codec::encode_key_value(value, &mut key);
+    }
+    key
+}
+
+fn set_operation(op: SetOperator, all: bool, left: Vec<Row>, right: Vec<Row>) -> Vec<Row> {
+    match (op, all) {
+        (SetOperator::Union, true) => left.into_iter().chain(right).collect(),
+        (SetOperator::Union, false) => {
+            let mut seen = HashSet::new();
+            left.into_iter().chain(right).filter(|row| seen.insert(row_key(row))).collect()
+        }
+        (SetOperator::Intersect, _) => {
+            let mut right_keys: HashMap<Vec<u8>, usize> = HashMap::new();
+            for row in &right {
+                *right_keys.entry(row_key(row)).or_default() += 1;
+            }
+            let mut seen = HashSet::new();
+            left.into_iter()
+                .filter(|row| {
+                    let key = row_key(row);
+                    match right_keys.get_mut(&key) {
+                        Some(count) if *count > 0 => {
+                            if all {
+                                *count -= 1;
+                                true
+                            } else {
+                                seen.insert(key)
+                            }
+                        }
+                        _ => false,
+                    }
+                })
+                .collect()
+        }
+        (SetOperator::Except, _) => {
+            let mut right_keys: HashMap<Vec<u8>, usize> = HashMap::new();
+            for row in &right {
+                *right_keys.entry(row_key(row)).or_default() += 1;
+            }
+            let mut seen = HashSet::new();
+            left.into_iter()
+                .filter(|row| {
+                    let key = row_key(row);
+                    match right_keys.get_mut(&key) {
+                        Some(count) if *count > 0 => {
+                            if all {
+                                *count -= 1;
+                            }
+                            false
+                        }
+                        _ => all || seen.insert(key),
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+/// The running state of one aggregate in one group.
+enum Accumulator {
+    Count { count: i64, distinct: Option<HashSet<Vec<u8>>>, star: bool },
+    Sum { integer: i64, real: f64, is_real: bool, overflowed: bool, any: bool, total: bool, average: bool, count: i64, distinct: Option<HashSet<Vec<u8>>> },
+    Extreme { best: Value, max: bool },
+    Concat { text: String, any: bool, distinct: Option<HashSet<Vec<u8>>> },
+    Any(Value),
+}
+
+impl Accumulator {
+    fn new(call: &AggregateCall) -> Accumulator {
+        let distinct = || if call.distinct { Some(HashSet::new()) } else { None };
+        match call.function {
+            AggregateFunction::CountStar => Accumulator::Count { count: 0, distinct: None, star: true },
+            AggregateFunction::Count => Accumulator::Count { count: 0, distinct: distinct(), star: false },
+            AggregateFunction::Sum | AggregateFunction::Total | AggregateFunction::Avg => Accumulator::Sum {
+                integer: 0,
+                real: 0.0,
+                is_real: false,
+                overflowed: false,
+                any: false,
+                total: call.function == AggregateFunction::Total,
+                average: call.function == AggregateFunction::Avg,
+                count: 0,
+                distinct: distinct(),
+            },
+            AggregateFunction::Min => Accumulator::Extreme { best: Value::Null, max: false },
+            AggregateFunction::Max => Accumulator::Extreme { best: Value::Null, max: true },
+            AggregateFunction::GroupConcat => Accumulator::Concat { text: String::new(), any: false, distinct: distinct() },
+            AggregateFunction::AnyValue => Accumulator::Any(Value::Null),
+        }
+    }
+
+    fn first_time(distinct: &mut Option<HashSet<Vec<u8>>>, value: &Value) -> bool {
+        match distinct {
+            Some(seen) => {
+                let mut key = Vec::new();
+                codec::encode_key_value(value, &mut key);
+                seen.insert(key)
+            }
+            None => true,
+        }
+    }
+
+    fn add(&mut self, args: Vec<Value>) -> Result<()> {
+        let value = args.first().cloned().unwrap_or(Value::Null);
+        match self {
+            Accumulator::Count { count, star: true, .. } => *count += 1,
+            Accumulator::Count { count, distinct, .. } => {
+                if !value.is_null() && Self::first_time(distinct, &value) {
+                    *count += 1;
+                }
+            }
+            Accumulator::Sum { integer, real, is_real, overflowed, any, count, distinct, .. } => {
+                if value.is_null() || !Self::first_time(distinct, &value) {
+                    return Ok(());
+                }
+                *any = true;
+                *count += 1;
+                match value.to_numeric() {
+                    Value::Integer(number) if !*is_real => match integer.checked_add(number) {
+                        Some(sum) => *integer = sum,
+                        None => {
+                            *overflowed = true;
+                            *is_real = true;
+                            *real = *integer as f64 + number as f64;
+                        }
+                    },
+                    Value::Integer(number) => *real += number as f64,
+                    Value::Real(number) => {
+                        if !*is_real {
+                            *is_real = true;
+                            *real = *integer as f64;
+                        }
+                        *real += number;
+                    }
+                    _ => {}
+                }
+            }
+            Accumulator::Extreme { best, max } => {
+                if value.is_null() {
+                    return Ok(());
+                }
+                let order = value.total_cmp(best);
+                if best.is_null() || (*max && order == Ordering::Greater) || (!*max && order == Ordering::Less) {
+                    *best = value;
+                }
+            }
+            Accumulator::Concat { text, any, distinct } => {
+                if value.is_null() || !Self::first_time(distinct, &value) {
+                    return Ok(());
+                }
+                if *any {
+                    match args.get(1) {
+                        Some(separator) => text.push_str(&separator.to_text()),
+                        None => text.push(','),
+                    }
+                }
+                *any = true;
+                text.push_str(&functions::text_of(&value));
+            }
+            Accumulator::Any(current) => {
+                if current.is_null() {
+                    *current = value;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Value> {
+        Ok(match self {
+            Accumulator::Count { count, .. } => Value::Integer(count),
+            Accumulator::Sum { integer, real, is_real, overflowed, any, total, average, count, .. } => {
+                if average {
+                    if !any {
+                        Value::Null
+                    } else {
+                        let sum = if is_real { real } else { integer as f64 };
+                        Value::Real(sum / count as f64)
+                    }
+                } else if total {
+                    Value::Real(if is_real { real } else { integer as f64 })
+                } else if !any {
+                    Value::Null
+                } else if overflowed {
+                    return Err(Error::numeric_out_of_range("integer overflow in sum()"));
+                } else if is_real {
+                    Value::Real(real)
+                } else {
+                    Value::Integer(integer)
+                }
+            }
+            Accumulator::Extreme { best, .. } => best,
+            Accumulator::Concat { text, any, .. } => {
+                if any {
+                    Value::Text(text)
+                } else {
+                    Value::Null
+                }
+            }
+            Accumulator::Any(value) => value,
+        })
+    }
+}
+
+/// Formats a value for display in a shell or test.
+pub fn display(value: &Value) -> String {
+    match value {
+        Value::Real(real) => format_real(*real),
+        other => other.to_string(),
+    }
+}

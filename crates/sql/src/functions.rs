@@ -1,0 +1,539 @@
+//! Scalar functions, arithmetic and pattern matching, with SQLite's semantics.
+
+use crate::error::{Error, Result};
+use crate::plan::BinaryOp;
+use crate::value::{Value, format_real};
+use std::cmp::Ordering;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalarFunction {
+    Abs,
+    Coalesce,
+    IfNull,
+    NullIf,
+    Length,
+    Lower,
+    Upper,
+    Substr,
+    Trim,
+    Ltrim,
+    Rtrim,
+    Replace,
+    Instr,
+    Round,
+    Typeof,
+    Min,
+    Max,
+    Hex,
+    Random,
+    Sign,
+    Ceil,
+    Floor,
+    Sqrt,
+    Power,
+    Exp,
+    Ln,
+    Log10,
+    Mod,
+    Concat,
+    Quote,
+    Char,
+    Unicode,
+    Iif,
+    Date,
+    Time,
+    DateTime,
+    UnixEpoch,
+}
+
+impl ScalarFunction {
+    /// The function of a name, with the range of argument counts it accepts.
+    pub fn lookup(name: &str) -> Option<(ScalarFunction, usize, usize)> {
+        use ScalarFunction::*;
+        let many = usize::MAX;
+        Some(match name.to_ascii_lowercase().as_str() {
+            "abs" => (Abs, 1, 1),
+            "coalesce" => (Coalesce, 1, many),
+            "ifnull" => (IfNull, 2, 2),
+            "nullif" => (NullIf, 2, 2),
+            "length" | "char_length" | "character_length" => (Length, 1, 1),
+            "lower" => (Lower, 1, 1),
+            "upper" => (Upper, 1, 1),
+            "substr" | "substring" => (Substr, 2, 3),
+            "trim" | "btrim" => (Trim, 1, 2),
+            "ltrim" => (Ltrim, 1, 2),
+            "rtrim" => (Rtrim, 1, 2),
+            "replace" => (Replace, 3, 3),
+            "instr" => (Instr, 2, 2),
+            "round" => (Round, 1, 2),
+            "typeof" => (Typeof, 1, 1),
+            "min" => (Min, 2, many),
+            "max" => (Max, 2, many),
+            "hex" => (Hex, 1, 1),
+            "random" => (Random, 0, 0),
+            "sign" => (Sign, 1, 1),
+            "ceil" | "ceiling" => (Ceil, 1, 1),
+            "floor" => (Floor, 1, 1),
+            "sqrt" => (Sqrt, 1, 1),
+            "pow" | "power" => (Power, 2, 2),
+            "exp" => (Exp, 1, 1),
+            "ln" => (Ln, 1, 1),
+            "log10" | "log" => (Log10, 1, 1),
+            "mod" => (Mod, 2, 2),
+            "concat" => (Concat, 1, many),
+            "quote" => (Quote, 1, 1),
+            "char" | "chr" => (Char, 1, many),
+            "unicode" | "ascii" => (Unicode, 1, 1),
+            "iif" => (Iif, 3, 3),
+            "date" => (Date, 1, many),
+            "time" => (Time, 1, many),
+            "datetime" => (DateTime, 1, many),
+            "unixepoch" => (UnixEpoch, 1, many),
+            _ => return None,
+        })
+    }
+}
+
+fn real_or_integer(value: f64) -> Value {
+    Value::Real(value)
+}
+
+fn numeric_arg(value: &Value) -> Option<f64> {
+    match value.to_numeric() {
+        Value::Integer(integer) => Some(integer as f64),
+        Value::Real(real) => Some(real),
+        _ => None,
+    }
+}
+
+/// Evaluates a scalar function on evaluated arguments. `Coalesce`, `IfNull` and `Iif` are
+/// evaluated lazily by the executor; here they get all their arguments.
+pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
+    use ScalarFunction::*;
+    let arg = |index: usize| args.get(index).cloned().unwrap_or(Value::Null);
+    let any_null = args.iter().any(Value::is_null);
+    Ok(match function {
+        Abs => match arg(0).to_numeric() {
+            Value::Integer(integer) => Value::Integer(
+                integer.checked_abs().ok_or_else(|| Error::numeric_out_of_range("integer overflow in abs()"))?,
+            ),
+            Value::Real(real) => Value::Real(real.abs()),
+            other => other,
+        },
+        Coalesce | IfNull => args.iter().find(|value| !value.is_null()).cloned().unwrap_or(Value::Null),
+        Iif => {
+            if arg(0).truth() == Some(true) {
+                arg(1)
+            } else {
+                arg(2)
+            }
+        }
+        NullIf => {
+            if arg(0).sql_cmp(&arg(1)) == Some(Ordering::Equal) {
+                Value::Null
+            } else {
+                arg(0)
+            }
+        }
+        Length => match arg(0) {
+            Value::Null => Value::Null,
+            Value::Blob(bytes) => Value::Integer(bytes.len() as i64),
+            other => Value::Integer(other.to_text().chars().count() as i64),
+        },
+        Lower => text_map(arg(0), |text| text.to_lowercase()),
+        Upper => text_map(arg(0), |text| text.to_uppercase()),
+        Substr => substr(&arg(0), &arg(1), args.get(2)),
+        Trim | Ltrim | Rtrim => {
+            if any_null {
+                return Ok(Value::Null);
+            }
+            let text = arg(0).to_text();
+            let set: Vec<char> = if args.len() > 1 { arg(1).to_text().chars().collect() } else { vec![' '] };
+            let matches = |c: char| set.contains(&c);
+            Value::Text(match function {
+                Trim => text.trim_matches(matches).to_string(),
+                Ltrim => text.trim_start_matches(matches).to_string(),
+                _ => text.trim_end_matches(matches).to_string(),
+            })
+        }
+        Replace => {
+            if any_null {
+                return Ok(Value::Null);
+            }
+            let pattern = arg(1).to_text();
+            if pattern.is_empty() {
+                arg(0)
+            } else {
+                Value::Text(arg(0).to_text().replace(&pattern, &arg(2).to_text()))
+            }
+        }
+        Instr => {
+            if any_null {
+                return Ok(Value::Null);
+            }
+            let haystack = arg(0).to_text();
+            let needle = arg(1).to_text();
+            Value::Integer(haystack.find(&needle).map_or(0, |at| haystack[..at].chars().count() as i64 + 1))
+        }
+        Round => {
+            if any_null {
+                return Ok(Value::Null);
+            }
+            let digits = match arg(1).cast_integer() {
+                Value::Integer(digits) => digits.clamp(0, 30) as i32,
+                _ => 0,
+            };
+            match numeric_arg(&arg(0)) {
+                Some(number) => {
+                    let factor = 10f64.powi(digits);
+                    let rounded = (number * factor).abs().round().copysign(number) / factor;
+                    Value::Real(if rounded.is_finite() { rounded } else { number })
+                }
+                None => Value::Real(0.0),
+            }
+        }
+        Typeof => Value::Text(arg(0).type_name().to_string()),
+        Min | Max => {
+            if any_null {
+                return Ok(Value::Null);
+            }
+            let mut best = arg(0);
+            for value in &args[1..] {
+                let order = value.total_cmp(&best);
+                if (function == Min && order == Ordering::Less) || (function == Max && order == Ordering::Greater) {
+                    best = value.clone();
+                }
+            }
+            best
+        }
+        Hex => {
+            let bytes = match arg(0) {
+                Value::Blob(bytes) => bytes,
+                Value::Null => Vec::new(),
+                other => other.to_text().into_bytes(),
+            };
+            Value::Text(bytes.iter().map(|byte| format!("{byte:02X}")).collect())
+        }
+        Random => Value::Integer(random_i64()),
+        Sign => match numeric_arg(&arg(0)) {
+            _ if any_null => Value::Null,
+            Some(number) => Value::Integer(if number > 0.0 {
+                1
+            } else if number < 0.0 {
+                -1
+            } else {
+                0
+            }),
+            None => Value::Null,
+        },
+        Ceil | Floor => match arg(0).to_numeric() {
+            Value::Integer(integer) => Value::Integer(integer),
+            Value::Real(real) => Value::Real(if function == Ceil { real.ceil() } else { real.floor() }),
+            other => other,
+        },
+        Sqrt | Exp | Ln | Log10 => {
+            let Some(number) = numeric_arg(&arg(0)) else { return Ok(Value::Null) };
+            let result = match function {
+                Sqrt => number.sqrt(),
+                Exp => number.exp(),
+                Ln => number.ln(),
+                _ => number.log10(),
+            };
+            if result.is_nan() { Value::Null } else { real_or_integer(result) }
+        }
+        Power => match (numeric_arg(&arg(0)), numeric_arg(&arg(1))) {
+            (Some(base), Some(exponent)) if !any_null => Value::Real(base.powf(exponent)),
+            _ => Value::Null,
+        },
+        Mod => arithmetic(BinaryOp::Mod, &arg(0), &arg(1))?,
+        Concat => Value::Text(args.iter().map(Value::to_text).collect()),
+        Quote => Value::Text(match arg(0) {
+            Value::Null => "NULL".into(),
+            Value::Text(text) => format!("'{}'", text.replace('\'', "''")),
+            Value::Blob(bytes) => format!("X'{}'", bytes.iter().map(|byte| format!("{byte:02X}")).collect::<String>()),
+            other => other.to_text(),
+        }),
+        Char => Value::Text(
+            args.iter()
+                .filter_map(|value| match value.cast_integer() {
+                    Value::Integer(code) => u32::try_from(code).ok().and_then(char::from_u32),
+                    _ => None,
+                })
+                .collect(),
+        ),
+        Unicode => match arg(0) {
+            Value::Null => Value::Null,
+            other => other.to_text().chars().next().map_or(Value::Null, |c| Value::Integer(c as i64)),
+        },
+        Date | Time | DateTime | UnixEpoch => crate::datetime::call(function, args)?,
+    })
+}
+
+fn text_map(value: Value, f: impl Fn(&str) -> String) -> Value {
+    match value {
+        Value::Null => Value::Null,
+        other => Value::Text(f(&other.to_text())),
+    }
+}
+
+fn substr(value: &Value, start: &Value, length: Option<&Value>) -> Value {
+    if value.is_null() || start.is_null() || length.is_some_and(Value::is_null) {
+        return Value::Null;
+    }
+    let as_int = |value: &Value| match value.cast_integer() {
+        Value::Integer(integer) => integer,
+        _ => 0,
+    };
+    let (units, is_blob): (Vec<u32>, bool) = match value {
+        Value::Blob(bytes) => (bytes.iter().map(|&byte| byte as u32).collect(), true),
+        other => (other.to_text().chars().map(|c| c as u32).collect(), false),
+    };
+    let total = units.len() as i64;
+    let mut start = as_int(start);
+    let mut length = length.map_or(i64::MAX / 4, as_int);
+    // SQLite: positions are 1-based; a negative start counts from the end; a negative length
+    // takes characters before the start.
+    if start < 0 {
+        start += total + 1;
+        if start < 1 {
+            length += start - 1;
+            start = 1;
+        }
+    } else if start == 0 {
+        start = 1;
+        length -= 1;
+    }
+    let (mut from, mut to) = if length < 0 { (start + length, start) } else { (start, start.saturating_add(length)) };
+    from = from.clamp(1, total + 1);
+    to = to.clamp(1, total + 1);
+    let slice = &units[(from - 1) as usize..(to - 1).max(from - 1) as usize];
+    if is_blob {
+        Value::Blob(slice.iter().map(|&unit| unit as u8).collect())
+    } else {
+        Value::Text(slice.iter().filter_map(|&unit| char::from_u32(unit)).collect())
+    }
+}
+
+fn random_i64() -> i64 {
+    use std::cell::Cell;
+    use std::hash::{BuildHasher, Hasher};
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(std::collections::hash_map::RandomState::new().build_hasher().finish() | 1);
+    }
+    STATE.with(|state| {
+        // xorshift64*
+        let mut x = state.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        state.set(x);
+        x.wrapping_mul(0x2545F4914F6CDD1D) as i64
+    })
+}
+
+/// Arithmetic with SQLite's rules: integers stay integers unless they overflow (then real),
+/// division by zero is NULL, text is read by its numeric prefix.
+pub fn arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value> {
+    if left.is_null() || right.is_null() {
+        return Ok(Value::Null);
+    }
+    if op == BinaryOp::Concat {
+        return Ok(Value::Text(left.to_text() + &right.to_text()));
+    }
+    let left = left.to_numeric();
+    let right = right.to_numeric();
+    if matches!(op, BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::ShiftLeft | BinaryOp::ShiftRight) {
+        let to_int = |value: &Value| match value.cast_integer() {
+            Value::Integer(integer) => integer,
+            _ => 0,
+        };
+        let (a, b) = (to_int(&left), to_int(&right));
+        return Ok(Value::Integer(match op {
+            BinaryOp::BitAnd => a & b,
+            BinaryOp::BitOr => a | b,
+            BinaryOp::ShiftLeft => shift(a, b),
+            _ => shift(a, b.saturating_neg()),
+        }));
+    }
+    if let (Value::Integer(a), Value::Integer(b)) = (&left, &right) {
+        let (a, b) = (*a, *b);
+        let exact = match op {
+            BinaryOp::Add => a.checked_add(b),
+            BinaryOp::Sub => a.checked_sub(b),
+            BinaryOp::Mul => a.checked_mul(b),
+            BinaryOp::Div => {
+                if b == 0 {
+                    return Ok(Value::Null);
+                }
+                a.checked_div(b)
+            }
+            BinaryOp::Mod => {
+                if b == 0 {
+                    return Ok(Value::Null);
+                }
+                Some(a.checked_rem(b).unwrap_or(0))
+            }
+            _ => return Err(Error::internal(format!("{op:?} is not arithmetic"))),
+        };
+        if let Some(result) = exact {
+            return Ok(Value::Integer(result));
+        }
+    }
+    let a = numeric_arg(&left).unwrap_or(0.0);
+    let b = numeric_arg(&right).unwrap_or(0.0);
+    let result = match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        BinaryOp::Div => {
+            if b == 0.0 {
+                return Ok(Value::Null);
+            }
+            a / b
+        }
+        BinaryOp::Mod => {
+            let (a, b) = (a.trunc(), b.trunc());
+            if b == 0.0 {
+                return Ok(Value::Null);
+            }
+            a % b
+        }
+        _ => return Err(Error::internal(format!("{op:?} is not arithmetic"))),
+    };
+    Ok(if result.is_nan() { Value::Null } else { Value::Real(result) })
+}
+
+fn shift(value: i64, by: i64) -> i64 {
+    if by >= 64 {
+        0
+    } else if by >= 0 {
+        value << by
+    } else if by <= -64 {
+        if value < 0 { -1 } else { 0 }
+    } else {
+        value >> (-by)
+    }
+}
+
+/// SQL LIKE (case-insensitive for ASCII, `%` and `_`, optional escape) or GLOB (case-sensitive,
+/// `*`, `?` and `[...]`).
+pub fn like(text: &str, pattern: &str, escape: Option<char>, glob: bool) -> bool {
+    let text: Vec<char> = text.chars().collect();
+    let pattern: Vec<char> = pattern.chars().collect();
+    if glob { glob_match(&text, &pattern) } else { like_match(&text, &pattern, escape) }
+}
+
+fn like_match(text: &[char], pattern: &[char], escape: Option<char>) -> bool {
+    // Iterative matching with backtracking to the last '%' (linear in practice).
+    let (mut t, mut p) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() {
+            let c = pattern[p];
+            if Some(c) == escape && p + 1 < pattern.len() {
+                if pattern[p + 1].eq_ignore_ascii_case(&text[t]) {
+                    t += 1;
+                    p += 2;
+                    continue;
+                }
+            } else if c == '%' {
+                star = Some((p, t));
+                p += 1;
+                continue;
+            } else if c == '_' || c.eq_ignore_ascii_case(&text[t]) {
+                t += 1;
+                p += 1;
+                continue;
+            }
+        }
+        match star {
+            Some((star_p, star_t)) => {
+                p = star_p + 1;
+                t = star_t + 1;
+                star = Some((star_p, star_t + 1));
+            }
+            None => return false,
+        }
+    }
+    while p < pattern.len() && pattern[p] == '%' {
+        p += 1;
+    }
+    p == pattern.len()
+}
+
+fn glob_match(text: &[char], pattern: &[char]) -> bool {
+    let Some((&first, rest)) = pattern.split_first() else { return text.is_empty() };
+    match first {
+        '*' => (0..=text.len()).any(|skip| glob_match(&text[skip..], rest)),
+        '?' => !text.is_empty() && glob_match(&text[1..], rest),
+        '[' => {
+            let Some(close) = rest.iter().skip(1).position(|&c| c == ']').map(|at| at + 1) else {
+                return !text.is_empty() && text[0] == '[' && glob_match(&text[1..], rest);
+            };
+            let Some(&c) = text.first() else { return false };
+            let mut class = &rest[..close];
+            let negate = class.first() == Some(&'^');
+            if negate {
+                class = &class[1..];
+            }
+            let mut matched = false;
+            let mut i = 0;
+            while i < class.len() {
+                if i + 2 < class.len() && class[i + 1] == '-' {
+                    matched |= class[i] <= c && c <= class[i + 2];
+                    i += 3;
+                } else {
+                    matched |= class[i] == c;
+                    i += 1;
+                }
+            }
+            matched != negate && glob_match(&text[1..], &rest[close + 1..])
+        }
+        literal => text.first() == Some(&literal) && glob_match(&text[1..], rest),
+    }
+}
+
+/// Formats a value for group_concat and similar text contexts.
+pub fn text_of(value: &Value) -> String {
+    match value {
+        Value::Real(real) => format_real(*real),
+        other => other.to_text(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_and_glob() {
+        assert!(like("Hello", "h%o", None, false));
+        assert!(like("Hello", "_ello", None, false));
+        assert!(!like("Hello", "h%x", None, false));
+        assert!(like("100%", "100!%", Some('!'), false));
+        assert!(!like("100x", "100!%", Some('!'), false));
+        assert!(like("abc", "a*", None, true));
+        assert!(!like("Abc", "a*", None, true));
+        assert!(like("b1", "[a-c]?", None, true));
+        assert!(like("aaaaaaaaaaaaaaaaaaaaaaaaaab", "%a%a%a%a%a%b", None, false));
+    }
+
+    #[test]
+    fn arithmetic_follows_sqlite() {
+        assert_eq!(arithmetic(BinaryOp::Div, &Value::Integer(7), &Value::Integer(2)).unwrap(), Value::Integer(3));
+        assert_eq!(arithmetic(BinaryOp::Div, &Value::Integer(7), &Value::Integer(0)).unwrap(), Value::Null);
+        assert_eq!(arithmetic(BinaryOp::Mod, &Value::Integer(-7), &Value::Integer(2)).unwrap(), Value::Integer(-1));
+        assert_eq!(arithmetic(BinaryOp::Add, &Value::Integer(i64::MAX), &Value::Integer(1)).unwrap(), Value::Real(9.223372036854775808e18));
+        assert_eq!(arithmetic(BinaryOp::Add, &Value::from("3x"), &Value::Integer(1)).unwrap(), Value::Integer(4));
+        assert_eq!(arithmetic(BinaryOp::Concat, &Value::Integer(1), &Value::Real(2.5)).unwrap(), Value::from("12.5"));
+    }
+
+    #[test]
+    fn substr_positions() {
+        let text = Value::from("hello");
+        assert_eq!(substr(&text, &Value::Integer(2), Some(&Value::Integer(3))), Value::from("ell"));
+        assert_eq!(substr(&text, &Value::Integer(-3), None), Value::from("llo"));
+        assert_eq!(substr(&text, &Value::Integer(0), Some(&Value::Integer(2))), Value::from("h"));
+        assert_eq!(substr(&text, &Value::Integer(3), Some(&Value::Integer(-2))), Value::from("he"));
+    }
+}

@@ -1,0 +1,33 @@
+//! Tern's SQL engine: the SQLiteKV front end grown into a query engine.
+//!
+//! SQL text is parsed with `sqlparser`, bound against a catalog stored in the key-value store,
+//! planned (predicate pushdown, primary-key and index access, greedy join order, hash joins),
+//! and executed as GET/PUT/DELETE and range scans inside a serializable transaction of
+//! `tern-txn`. See `docs/design/sql.md` for the key encoding and the life of a query.
+//!
+//! ```
+//! use tern_sql::{Database, Outcome, Value};
+//! let db = Database::open_in_memory().unwrap();
+//! let mut session = db.session();
+//! session.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT)", &[]).unwrap();
+//! session.execute("INSERT INTO t(name) VALUES ('ada'), ('grace')", &[]).unwrap();
+//! let (_, rows) = session.query("SELECT id FROM t WHERE name = ?", &[Value::from("grace")]).unwrap();
+//! assert_eq!(rows, vec![vec![Value::Integer(2)]]);
+//! ```
+
+pub mod bind;
+pub mod catalog;
+pub mod codec;
+pub mod datetime;
+pub mod dml;
+pub mod error;
+pub mod exec;
+pub mod functions;
+pub mod plan;
+pub mod session;
+pub mod slt;
+pub mod value;
+
+pub use error::{Error, Result};
+pub use session::{Database, Options, Outcome, Session};
+pub use value::Value;

@@ -1,0 +1,503 @@
+//! Bound expressions and query plans: what the binder produces and the executor runs.
+//!
+//! A plan produces rows (vectors of values). Column references are positions in the row of the
+//! plan node that evaluates them; references to an enclosing query's row (correlated
+//! subqueries) say how many query levels up they point.
+
+use crate::catalog::{IndexDef, TableDef};
+use crate::value::{Affinity, Value};
+use std::fmt;
+use std::sync::Arc;
+
+pub type Row = Vec<Value>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnaryOp {
+    Neg,
+    Plus,
+    Not,
+    BitNot,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Concat,
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    And,
+    Or,
+    BitAnd,
+    BitOr,
+    ShiftLeft,
+    ShiftRight,
+}
+
+impl BinaryOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq)
+    }
+
+    /// The comparison with its operands swapped (`a < b` is `b > a`).
+    pub fn flipped(self) -> BinaryOp {
+        match self {
+            BinaryOp::Lt => BinaryOp::Gt,
+            BinaryOp::LtEq => BinaryOp::GtEq,
+            BinaryOp::Gt => BinaryOp::Lt,
+            BinaryOp::GtEq => BinaryOp::LtEq,
+            other => other,
+        }
+    }
+
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "+",
+            BinaryOp::Sub => "-",
+            BinaryOp::Mul => "*",
+            BinaryOp::Div => "/",
+            BinaryOp::Mod => "%",
+            BinaryOp::Concat => "||",
+            BinaryOp::Eq => "=",
+            BinaryOp::NotEq => "<>",
+            BinaryOp::Lt => "<",
+            BinaryOp::LtEq => "<=",
+            BinaryOp::Gt => ">",
+            BinaryOp::GtEq => ">=",
+            BinaryOp::And => "AND",
+            BinaryOp::Or => "OR",
+            BinaryOp::BitAnd => "&",
+            BinaryOp::BitOr => "|",
+            BinaryOp::ShiftLeft => "<<",
+            BinaryOp::ShiftRight => ">>",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CastType {
+    Integer,
+    Real,
+    Numeric,
+    Text,
+    Blob,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggregateFunction {
+    Count,
+    CountStar,
+    Sum,
+    Total,
+    Avg,
+    Min,
+    Max,
+    GroupConcat,
+    /// A bare column in an aggregate query: the value from some row of the group (SQLite).
+    AnyValue,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggregateCall {
+    pub function: AggregateFunction,
+    pub args: Vec<Expr>,
+    pub distinct: bool,
+}
+
+/// A subquery inside an expression.
+#[derive(Debug)]
+pub struct Subquery {
+    pub plan: Plan,
+    /// Whether it refers to an enclosing query's row; uncorrelated ones run once per statement.
+    pub correlated: bool,
+    /// Identity for the executor's cache of uncorrelated results.
+    pub id: usize,
+}
+
+impl PartialEq for Subquery {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Literal(Value),
+    Column(usize),
+    /// A column of an enclosing query's row, `depth` levels up (1 = the directly enclosing one).
+    Outer { depth: usize, index: usize },
+    Param(usize),
+    Unary(UnaryOp, Box<Expr>),
+    Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    /// `a IS b` / `a IS NOT b`: equality where NULL equals NULL.
+    Is { left: Box<Expr>, right: Box<Expr>, negated: bool },
+    IsNull(Box<Expr>, bool),
+    Between { expr: Box<Expr>, low: Box<Expr>, high: Box<Expr>, negated: bool },
+    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
+    InSubquery { expr: Box<Expr>, subquery: Arc<Subquery>, negated: bool },
+    Exists { subquery: Arc<Subquery>, negated: bool },
+    ScalarSubquery(Arc<Subquery>),
+    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>> },
+    Cast(Box<Expr>, CastType),
+    /// Applies a column affinity to the operand of a comparison (SQLite's comparison rules).
+    Affinity(Box<Expr>, Affinity),
+    Like { expr: Box<Expr>, pattern: Box<Expr>, escape: Option<Box<Expr>>, negated: bool, glob: bool },
+    Function(crate::functions::ScalarFunction, Vec<Expr>),
+    /// Only while binding: replaced by a column of the aggregate's output.
+    Aggregate(Box<AggregateCall>),
+}
+
+impl Expr {
+    /// Calls `visit` on this expression and every sub-expression (not inside subqueries).
+    pub fn walk(&self, visit: &mut dyn FnMut(&Expr)) {
+        visit(self);
+        match self {
+            Expr::Unary(_, inner) | Expr::Cast(inner, _) | Expr::Affinity(inner, _) | Expr::IsNull(inner, _) => {
+                inner.walk(visit)
+            }
+            Expr::Binary(_, left, right) | Expr::Is { left, right, .. } => {
+                left.walk(visit);
+                right.walk(visit);
+            }
+            Expr::Between { expr, low, high, .. } => {
+                expr.walk(visit);
+                low.walk(visit);
+                high.walk(visit);
+            }
+            Expr::InList { expr, list, .. } => {
+                expr.walk(visit);
+                list.iter().for_each(|item| item.walk(visit));
+            }
+            Expr::InSubquery { expr, .. } => expr.walk(visit),
+            Expr::Case { operand, whens, otherwise } => {
+                if let Some(operand) = operand {
+                    operand.walk(visit);
+                }
+                for (condition, result) in whens {
+                    condition.walk(visit);
+                    result.walk(visit);
+                }
+                if let Some(otherwise) = otherwise {
+                    otherwise.walk(visit);
+                }
+            }
+            Expr::Like { expr, pattern, escape, .. } => {
+                expr.walk(visit);
+                pattern.walk(visit);
+                if let Some(escape) = escape {
+                    escape.walk(visit);
+                }
+            }
+            Expr::Function(_, args) => args.iter().for_each(|arg| arg.walk(visit)),
+            Expr::Aggregate(call) => call.args.iter().for_each(|arg| arg.walk(visit)),
+            Expr::Literal(_)
+            | Expr::Column(_)
+            | Expr::Outer { .. }
+            | Expr::Param(_)
+            | Expr::Exists { .. }
+            | Expr::ScalarSubquery(_) => {}
+        }
+    }
+
+    /// Rewrites this expression bottom-up (not inside subqueries).
+    pub fn rewrite(self, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
+        let rewritten = self.map_children(&mut |child| child.rewrite(f));
+        f(rewritten)
+    }
+
+    /// Replaces each direct child expression by `f(child)` (not inside subqueries).
+    pub fn map_children(self, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
+        let mut boxed = |inner: Box<Expr>| Box::new(f(*inner));
+        match self {
+            Expr::Unary(op, inner) => Expr::Unary(op, boxed(inner)),
+            Expr::Cast(inner, to) => Expr::Cast(boxed(inner), to),
+            Expr::Affinity(inner, affinity) => Expr::Affinity(boxed(inner), affinity),
+            Expr::IsNull(inner, negated) => Expr::IsNull(boxed(inner), negated),
+            Expr::Binary(op, left, right) => {
+                let left = boxed(left);
+                Expr::Binary(op, left, boxed(right))
+            }
+            Expr::Is { left, right, negated } => {
+                let left = boxed(left);
+                Expr::Is { left, right: boxed(right), negated }
+            }
+            Expr::Between { expr, low, high, negated } => {
+                let expr = boxed(expr);
+                let low = boxed(low);
+                Expr::Between { expr, low, high: boxed(high), negated }
+            }
+            Expr::InList { expr, list, negated } => {
+                let expr = boxed(expr);
+                Expr::InList { expr, list: list.into_iter().map(&mut *f).collect(), negated }
+            }
+            Expr::InSubquery { expr, subquery, negated } => Expr::InSubquery { expr: boxed(expr), subquery, negated },
+            Expr::Case { operand, whens, otherwise } => {
+                let operand = operand.map(&mut boxed);
+                let whens = whens.into_iter().map(|(condition, result)| (f(condition), f(result))).collect();
+                Expr::Case { operand, whens, otherwise: otherwise.map(|otherwise| Box::new(f(*otherwise))) }
+            }
+            Expr::Like { expr, pattern, escape, negated, glob } => {
+                let expr = boxed(expr);
+                let pattern = boxed(pattern);
+                Expr::Like { expr, pattern, escape: escape.map(boxed), negated, glob }
+            }
+            Expr::Function(function, args) => Expr::Function(function, args.into_iter().map(f).collect()),
+            Expr::Aggregate(mut call) => {
+                call.args = std::mem::take(&mut call.args).into_iter().map(f).collect();
+                Expr::Aggregate(call)
+            }
+            leaf => leaf,
+        }
+    }
+
+    /// The columns (of this query level) the expression reads.
+    pub fn columns(&self) -> Vec<usize> {
+        let mut columns = Vec::new();
+        self.walk(&mut |expr| {
+            if let Expr::Column(index) = expr {
+                columns.push(*index);
+            }
+        });
+        columns
+    }
+
+    /// Whether the expression reads no column of this level and no correlated subquery (its
+    /// value is the same for every row of a scan).
+    pub fn is_row_independent(&self) -> bool {
+        let mut independent = true;
+        self.walk(&mut |expr| match expr {
+            Expr::Column(_) | Expr::Aggregate(_) => independent = false,
+            Expr::InSubquery { subquery, .. } | Expr::Exists { subquery, .. } | Expr::ScalarSubquery(subquery)
+                if subquery.correlated =>
+            {
+                independent = false
+            }
+            _ => {}
+        });
+        independent
+    }
+
+    pub fn contains_aggregate(&self) -> bool {
+        let mut found = false;
+        self.walk(&mut |expr| found |= matches!(expr, Expr::Aggregate(_)));
+        found
+    }
+
+    /// Shifts column references by `offset` (used when a row is placed after another).
+    pub fn shift_columns(self, offset: usize) -> Expr {
+        self.rewrite(&mut |expr| match expr {
+            Expr::Column(index) => Expr::Column(index + offset),
+            other => other,
+        })
+    }
+
+    /// Renumbers column references through `map` (old position -> new position).
+    pub fn remap_columns(self, map: &[usize]) -> Expr {
+        self.rewrite(&mut |expr| match expr {
+            Expr::Column(index) => Expr::Column(map[index]),
+            other => other,
+        })
+    }
+}
+
+/// How a scan reaches a table's rows.
+#[derive(Debug, Clone)]
+pub enum Access {
+    /// Every row in primary-key order.
+    Full,
+    /// Rows whose primary key equals one of the tuples.
+    PrimaryKeyPoints(Vec<Vec<Expr>>),
+    /// Rows whose first primary-key column lies between the bounds.
+    PrimaryKeyRange { lower: Option<(Expr, bool)>, upper: Option<(Expr, bool)> },
+    /// Rows whose leading index columns equal one of the tuples.
+    IndexPoints { index: Arc<IndexDef>, keys: Vec<Vec<Expr>> },
+    /// Rows whose first index column lies between the bounds (inclusive flag per bound).
+    IndexRange { index: Arc<IndexDef>, lower: Option<(Expr, bool)>, upper: Option<(Expr, bool)> },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    Inner,
+    Left,
+    Right,
+    Full,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOperator {
+    Union,
+    Intersect,
+    Except,
+}
+
+#[derive(Debug, Clone)]
+pub struct SortKey {
+    pub expr: Expr,
+    pub descending: bool,
+    pub nulls_first: bool,
+}
+
+#[derive(Debug, Clone)]
+pub enum Plan {
+    /// Literal rows (also the single empty row of a SELECT without FROM).
+    Values { rows: Vec<Vec<Expr>>, width: usize },
+    Scan { table: Arc<TableDef>, access: Access, filter: Option<Expr>, reverse: bool },
+    Filter { input: Box<Plan>, predicate: Expr },
+    Project { input: Box<Plan>, exprs: Vec<Expr> },
+    /// Output: the left row followed by the right row. With keys, a hash join on
+    /// `left_keys = right_keys` (NULL keys never match); `condition` is checked on each pair.
+    Join {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        kind: JoinKind,
+        left_keys: Vec<Expr>,
+        right_keys: Vec<Expr>,
+        condition: Option<Expr>,
+    },
+    /// Output: the group-by values followed by the aggregates.
+    Aggregate { input: Box<Plan>, group_by: Vec<Expr>, aggregates: Vec<AggregateCall> },
+    Sort { input: Box<Plan>, keys: Vec<SortKey>, limit: Option<Box<Expr>> },
+    Limit { input: Box<Plan>, limit: Option<Expr>, offset: Option<Expr> },
+    Distinct { input: Box<Plan> },
+    SetOperation { op: SetOperator, all: bool, left: Box<Plan>, right: Box<Plan> },
+}
+
+impl Plan {
+    /// Number of columns the plan produces.
+    pub fn width(&self) -> usize {
+        match self {
+            Plan::Values { width, .. } => *width,
+            Plan::Scan { table, .. } => table.columns.len(),
+            Plan::Filter { input, .. } | Plan::Sort { input, .. } | Plan::Limit { input, .. } | Plan::Distinct { input } => {
+                input.width()
+            }
+            Plan::Project { exprs, .. } => exprs.len(),
+            Plan::Join { left, right, .. } => left.width() + right.width(),
+            Plan::Aggregate { group_by, aggregates, .. } => group_by.len() + aggregates.len(),
+            Plan::SetOperation { left, .. } => left.width(),
+        }
+    }
+
+    /// The plan as indented text (EXPLAIN).
+    pub fn explain(&self) -> String {
+        let mut out = String::new();
+        self.explain_into(0, &mut out);
+        out
+    }
+
+    fn explain_into(&self, depth: usize, out: &mut String) {
+        use std::fmt::Write;
+        let pad = "  ".repeat(depth);
+        match self {
+            Plan::Values { rows, .. } => {
+                let _ = writeln!(out, "{pad}Values rows={}", rows.len());
+            }
+            Plan::Scan { table, access, filter, reverse } => {
+                let access = match access {
+                    Access::Full => "full scan".to_string(),
+                    Access::PrimaryKeyPoints(keys) => format!("primary key lookup ({} keys)", keys.len()),
+                    Access::PrimaryKeyRange { .. } => "primary key range".to_string(),
+                    Access::IndexPoints { index, keys } => format!("index {} lookup ({} keys)", index.name, keys.len()),
+                    Access::IndexRange { index, .. } => format!("index {} range", index.name),
+                };
+                let _ = write!(out, "{pad}Scan {} ({access}{})", table.name, if *reverse { ", reverse" } else { "" });
+                if let Some(filter) = filter {
+                    let _ = write!(out, " filter={filter}");
+                }
+                out.push('\n');
+            }
+            Plan::Filter { input, predicate } => {
+                let _ = writeln!(out, "{pad}Filter {predicate}");
+                input.explain_into(depth + 1, out);
+            }
+            Plan::Project { input, exprs } => {
+                let list: Vec<String> = exprs.iter().map(|expr| expr.to_string()).collect();
+                let _ = writeln!(out, "{pad}Project {}", list.join(", "));
+                input.explain_into(depth + 1, out);
+            }
+            Plan::Join { left, right, kind, left_keys, right_keys, condition } => {
+                let method = if left_keys.is_empty() { "NestedLoopJoin" } else { "HashJoin" };
+                let _ = write!(out, "{pad}{method} {kind:?}");
+                for (left_key, right_key) in left_keys.iter().zip(right_keys) {
+                    let _ = write!(out, " {left_key}={right_key}");
+                }
+                if let Some(condition) = condition {
+                    let _ = write!(out, " on {condition}");
+                }
+                out.push('\n');
+                left.explain_into(depth + 1, out);
+                right.explain_into(depth + 1, out);
+            }
+            Plan::Aggregate { input, group_by, aggregates } => {
+                let _ = writeln!(out, "{pad}HashAggregate groups={} aggregates={}", group_by.len(), aggregates.len());
+                input.explain_into(depth + 1, out);
+            }
+            Plan::Sort { input, keys, limit } => {
+                let _ = write!(out, "{pad}Sort keys={}", keys.len());
+                if let Some(limit) = limit {
+                    let _ = write!(out, " top={limit}");
+                }
+                out.push('\n');
+                input.explain_into(depth + 1, out);
+            }
+            Plan::Limit { input, .. } => {
+                let _ = writeln!(out, "{pad}Limit");
+                input.explain_into(depth + 1, out);
+            }
+            Plan::Distinct { input } => {
+                let _ = writeln!(out, "{pad}Distinct");
+                input.explain_into(depth + 1, out);
+            }
+            Plan::SetOperation { op, all, left, right } => {
+                let _ = writeln!(out, "{pad}{op:?}{}", if *all { " ALL" } else { "" });
+                left.explain_into(depth + 1, out);
+                right.explain_into(depth + 1, out);
+            }
+        }
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::Literal(value) => match value {
+                Value::Text(text) => write!(f, "'{}'", text.replace('\'', "''")),
+                other => write!(f, "{other}"),
+            },
+            Expr::Column(index) => write!(f, "#{index}"),
+            Expr::Outer { depth, index } => write!(f, "outer{depth}#{index}"),
+            Expr::Param(index) => write!(f, "${}", index + 1),
+            Expr::Unary(op, inner) => write!(f, "{op:?}({inner})"),
+            Expr::Binary(op, left, right) => write!(f, "({left} {} {right})", op.symbol()),
+            Expr::Is { left, right, negated } => write!(f, "({left} IS {}{right})", if *negated { "NOT " } else { "" }),
+            Expr::IsNull(inner, negated) => write!(f, "({inner} IS {}NULL)", if *negated { "NOT " } else { "" }),
+            Expr::Between { expr, low, high, negated } => {
+                write!(f, "({expr} {}BETWEEN {low} AND {high})", if *negated { "NOT " } else { "" })
+            }
+            Expr::InList { expr, list, negated } => {
+                write!(f, "({expr} {}IN ({} items))", if *negated { "NOT " } else { "" }, list.len())
+            }
+            Expr::InSubquery { expr, negated, .. } => write!(f, "({expr} {}IN (subquery))", if *negated { "NOT " } else { "" }),
+            Expr::Exists { negated, .. } => write!(f, "{}EXISTS(subquery)", if *negated { "NOT " } else { "" }),
+            Expr::ScalarSubquery(_) => f.write_str("(subquery)"),
+            Expr::Case { .. } => f.write_str("CASE"),
+            Expr::Cast(inner, to) => write!(f, "CAST({inner} AS {to:?})"),
+            Expr::Affinity(inner, _) => write!(f, "{inner}"),
+            Expr::Like { expr, pattern, negated, glob, .. } => {
+                write!(f, "({expr} {}{} {pattern})", if *negated { "NOT " } else { "" }, if *glob { "GLOB" } else { "LIKE" })
+            }
+            Expr::Function(function, args) => {
+                let list: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
+                write!(f, "{function:?}({})", list.join(", "))
+            }
+            Expr::Aggregate(call) => write!(f, "{:?}(..)", call.function),
+        }
+    }
+}

@@ -1,0 +1,625 @@
+//! Databases and sessions: statement dispatch, transactions (BEGIN / COMMIT / ROLLBACK,
+//! autocommit otherwise), DDL, and the catalog cache.
+
+use crate::bind::{Binder, object_name};
+use crate::catalog::{Catalog, ColumnDef, IndexDef, TableDef, ViewDef};
+use crate::codec::{CATALOG_KEY, CATALOG_VERSION_KEY};
+use crate::dml;
+use crate::error::{Error, Result};
+use crate::exec::Executor;
+use crate::plan::Row;
+use crate::value::{Affinity, Value};
+use parking_lot::RwLock;
+use sqlparser::ast;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+use tern_txn::{Transaction, TxnDb};
+
+/// Settings of a SQL database.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub txn: tern_txn::Options,
+    /// Bytes one query may materialize before it fails with SQLSTATE 53200.
+    pub query_memory_limit: usize,
+    /// Attempts of an autocommit statement that fails with a serialization error.
+    pub autocommit_attempts: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { txn: tern_txn::Options::default(), query_memory_limit: 1 << 30, autocommit_attempts: 20 }
+    }
+}
+
+struct Shared {
+    db: TxnDb,
+    /// The newest committed catalog this process knows of.
+    catalog: RwLock<Arc<Catalog>>,
+    options: Options,
+}
+
+/// A SQL database: a transactional key-value store plus a catalog. Cheap to clone; open one
+/// [`Session`] per thread.
+#[derive(Clone)]
+pub struct Database {
+    shared: Arc<Shared>,
+}
+
+/// What one statement produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// A query's rows (also DML with RETURNING, and EXPLAIN).
+    Rows { columns: Vec<String>, rows: Vec<Row> },
+    /// Rows inserted, updated or deleted.
+    Changed(u64),
+    /// Anything else (DDL, BEGIN, ...), with the statement's tag.
+    Done(&'static str),
+}
+
+impl Database {
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Database> {
+        let db = TxnDb::open(path, options.txn.clone())?;
+        Database::from_txn_db(db, options)
+    }
+
+    /// A database in memory (nothing survives the process).
+    pub fn open_in_memory() -> Result<Database> {
+        let vfs: Arc<dyn tern_pagestore::Vfs> = Arc::new(tern_pagestore::MemoryVfs::new());
+        let mut options = Options::default();
+        options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
+        let db = TxnDb::open_with(vfs, Path::new("memory.tern"), options.txn.clone())?;
+        Database::from_txn_db(db, options)
+    }
+
+    pub fn open_with(vfs: Arc<dyn tern_pagestore::Vfs>, path: &Path, options: Options) -> Result<Database> {
+        let db = TxnDb::open_with(vfs, path, options.txn.clone())?;
+        Database::from_txn_db(db, options)
+    }
+
+    fn from_txn_db(db: TxnDb, options: Options) -> Result<Database> {
+        let mut txn = db.begin();
+        let catalog = match txn.get(CATALOG_KEY)? {
+            Some(bytes) => Catalog::from_bytes(&bytes)?,
+            None => Catalog::new(),
+        };
+        drop(txn);
+        Ok(Database { shared: Arc::new(Shared { db, catalog: RwLock::new(Arc::new(catalog)), options }) })
+    }
+
+    pub fn session(&self) -> Session {
+        Session { shared: self.shared.clone(), transaction: None }
+    }
+
+    /// The key-value layer (statistics, checks).
+    pub fn txn_db(&self) -> &TxnDb {
+        &self.shared.db
+    }
+
+    /// The newest committed catalog.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.shared.catalog.read().clone()
+    }
+}
+
+struct OpenTransaction {
+    txn: Transaction,
+    /// The catalog as this transaction sees it (including its own DDL).
+    catalog: Arc<Catalog>,
+    catalog_changed: bool,
+}
+
+/// A connection's state: at most one open explicit transaction.
+pub struct Session {
+    shared: Arc<Shared>,
+    transaction: Option<OpenTransaction>,
+}
+
+/// Parses SQL text into statements.
+pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
+    let dialect = sqlparser::dialect::SQLiteDialect {};
+    let statements = sqlparser::parser::Parser::new(&dialect).with_recursion_limit(200).try_with_sql(sql)?.parse_statements()?;
+    Ok(statements)
+}
+
+impl Session {
+    /// Whether an explicit transaction is open.
+    pub fn in_transaction(&self) -> bool {
+        self.transaction.is_some()
+    }
+
+    /// Runs every statement of `sql` and returns each one's outcome. Stops at the first error.
+    pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Outcome>> {
+        let statements = parse(sql)?;
+        let mut outcomes = Vec::with_capacity(statements.len());
+        for statement in &statements {
+            outcomes.push(self.execute_statement(statement, params)?);
+        }
+        Ok(outcomes)
+    }
+
+    /// Runs `sql` and returns the last statement's rows (an empty result if it has none).
+    pub fn query(&mut self, sql: &str, params: &[Value]) -> Result<(Vec<String>, Vec<Row>)> {
+        match self.execute(sql, params)?.pop() {
+            Some(Outcome::Rows { columns, rows }) => Ok((columns, rows)),
+            _ => Ok((Vec::new(), Vec::new())),
+        }
+    }
+
+    pub fn execute_statement(&mut self, statement: &ast::Statement, params: &[Value]) -> Result<Outcome> {
+        match statement {
+            ast::Statement::StartTransaction { .. } => {
+                if self.transaction.is_some() {
+                    return Err(Error::new("25001", "cannot start a transaction within a transaction"));
+                }
+                let mut txn = self.shared.db.begin();
+                let catalog = self.load_catalog(&mut txn)?;
+                self.transaction = Some(OpenTransaction { txn, catalog, catalog_changed: false });
+                Ok(Outcome::Done("BEGIN"))
+            }
+            ast::Statement::Commit { .. } => {
+                let open = self.transaction.take().ok_or_else(|| Error::new("25P01", "cannot commit - no transaction is active"))?;
+                self.commit(open)?;
+                Ok(Outcome::Done("COMMIT"))
+            }
+            ast::Statement::Rollback { savepoint, .. } => {
+                if savepoint.is_some() {
+                    return Err(Error::unsupported("savepoints"));
+                }
+                if self.transaction.take().is_none() {
+                    return Err(Error::new("25P01", "cannot rollback - no transaction is active"));
+                }
+                Ok(Outcome::Done("ROLLBACK"))
+            }
+            statement => {
+                if let Some(open) = self.transaction.as_mut() {
+                    return run_in_transaction(&self.shared, open, statement, params);
+                }
+                // Autocommit: retry the whole statement on a serialization failure.
+                let mut attempt = 0;
+                loop {
+                    attempt += 1;
+                    let mut txn = self.shared.db.begin();
+                    let catalog = self.load_catalog(&mut txn)?;
+                    let mut open = OpenTransaction { txn, catalog, catalog_changed: false };
+                    let result = run_in_transaction(&self.shared, &mut open, statement, params)
+                        .and_then(|outcome| self.commit(open).map(|_| outcome));
+                    match result {
+                        Err(error) if error.is_retryable() && attempt < self.shared.options.autocommit_attempts => continue,
+                        other => return other,
+                    }
+                }
+            }
+        }
+    }
+
+    fn load_catalog(&self, txn: &mut Transaction) -> Result<Arc<Catalog>> {
+        let version = match txn.get(CATALOG_VERSION_KEY)? {
+            Some(bytes) => u64::from_be_bytes(bytes.as_slice().try_into().map_err(|_| Error::corrupt("catalog version"))?),
+            None => 0,
+        };
+        let cached = self.shared.catalog.read().clone();
+        if cached.version == version {
+            return Ok(cached);
+        }
+        let catalog = match txn.get(CATALOG_KEY)? {
+            Some(bytes) => Catalog::from_bytes(&bytes)?,
+            None => Catalog::new(),
+        };
+        let catalog = Arc::new(catalog);
+        let mut shared = self.shared.catalog.write();
+        if shared.version < catalog.version {
+            *shared = catalog.clone();
+        }
+        Ok(catalog)
+    }
+
+    fn commit(&self, open: OpenTransaction) -> Result<()> {
+        open.txn.commit()?;
+        if open.catalog_changed {
+            let mut shared = self.shared.catalog.write();
+            if shared.version < open.catalog.version {
+                *shared = open.catalog.clone();
+            }
+        }
+        Ok(())
+    }
+}
+
+fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, statement: &ast::Statement, params: &[Value]) -> Result<Outcome> {
+    let catalog = open.catalog.clone();
+    let exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit);
+    let mut new_catalog: Option<Catalog> = None;
+    let outcome = run_statement(&catalog, &exec, statement, &mut new_catalog)?;
+    if let Some(mut changed) = new_catalog {
+        changed.version = catalog.version + 1;
+        exec.put(CATALOG_VERSION_KEY.to_vec(), changed.version.to_be_bytes().to_vec());
+        exec.put(CATALOG_KEY.to_vec(), changed.to_bytes());
+        exec.finish()?;
+        open.catalog = Arc::new(changed);
+        open.catalog_changed = true;
+    } else {
+        exec.finish()?;
+    }
+    Ok(outcome)
+}
+
+fn rows_outcome(columns: Vec<crate::bind::OutputColumn>, rows: Vec<Row>) -> Outcome {
+    Outcome::Rows { columns: columns.into_iter().map(|column| column.name).collect(), rows }
+}
+
+fn dml_outcome(result: dml::DmlResult) -> Outcome {
+    match result.returning {
+        Some((columns, rows)) => rows_outcome(columns, rows),
+        None => Outcome::Changed(result.changed),
+    }
+}
+
+fn run_statement(catalog: &Arc<Catalog>, exec: &Executor, statement: &ast::Statement, new_catalog: &mut Option<Catalog>) -> Result<Outcome> {
+    match statement {
+        ast::Statement::Query(query) => {
+            let mut binder = Binder::new(catalog);
+            let (plan, columns) = binder.bind_query(query, None)?;
+            let rows = exec.run(&plan, None)?;
+            Ok(rows_outcome(columns, rows))
+        }
+        ast::Statement::Explain { analyze, statement, .. } => {
+            let ast::Statement::Query(query) = statement.as_ref() else {
+                return Err(Error::unsupported("EXPLAIN of statements other than queries"));
+            };
+            let mut binder = Binder::new(catalog);
+            let (plan, _) = binder.bind_query(query, None)?;
+            let mut text = plan.explain();
+            if *analyze {
+                let started = Instant::now();
+                let rows = exec.run(&plan, None)?;
+                text.push_str(&format!("rows={} time={:.3} ms\n", rows.len(), started.elapsed().as_secs_f64() * 1e3));
+            }
+            let rows = text.lines().map(|line| vec![Value::Text(line.to_string())]).collect();
+            Ok(Outcome::Rows { columns: vec!["QUERY PLAN".into()], rows })
+        }
+        ast::Statement::Insert(insert) => Ok(dml_outcome(dml::insert(catalog, exec, insert)?)),
+        ast::Statement::Update { table, assignments, from, selection, returning, or, limit } => {
+            if limit.is_some() {
+                return Err(Error::unsupported("UPDATE ... LIMIT"));
+            }
+            Ok(dml_outcome(dml::update(catalog, exec, table, assignments, from, selection, returning, or)?))
+        }
+        ast::Statement::Delete(delete) => Ok(dml_outcome(dml::delete(catalog, exec, delete)?)),
+        ast::Statement::CreateTable(create) => {
+            let mut changed = (**catalog).clone();
+            if create_table(&mut changed, create)? {
+                *new_catalog = Some(changed);
+            }
+            Ok(Outcome::Done("CREATE TABLE"))
+        }
+        ast::Statement::CreateIndex(create) => {
+            let mut changed = (**catalog).clone();
+            if let Some((table, index)) = create_index(&mut changed, create, statement.to_string())? {
+                dml::build_index(&changed, exec, &table, &index)?;
+                *new_catalog = Some(changed);
+            }
+            Ok(Outcome::Done("CREATE INDEX"))
+        }
+        ast::Statement::CreateView { name, columns, query, or_replace, if_not_exists, materialized, .. } => {
+            if *materialized {
+                return Err(Error::unsupported("materialized views"));
+            }
+            let view_name = object_name(name)?;
+            let mut changed = (**catalog).clone();
+            if changed.name_in_use(&view_name) {
+                if *if_not_exists {
+                    return Ok(Outcome::Done("CREATE VIEW"));
+                }
+                if !(*or_replace && changed.views.contains_key(&view_name)) {
+                    return Err(Error::duplicate_object(format!("{view_name} already exists")));
+                }
+            }
+            // Bind once now so that a view over missing tables fails at creation.
+            let mut binder = Binder::new(catalog);
+            let (_, outputs) = binder.bind_query(query, None)?;
+            let names: Vec<String> = columns.iter().map(|column| column.name.value.to_ascii_lowercase()).collect();
+            if !names.is_empty() && names.len() != outputs.len() {
+                return Err(Error::syntax(format!("expected {} columns for view {view_name}, got {}", outputs.len(), names.len())));
+            }
+            changed.views.insert(
+                view_name.clone(),
+                Arc::new(ViewDef { name: name.to_string(), columns: names, query: query.to_string(), sql: statement.to_string() }),
+            );
+            *new_catalog = Some(changed);
+            Ok(Outcome::Done("CREATE VIEW"))
+        }
+        ast::Statement::Drop { object_type, if_exists, names, .. } => {
+            let mut changed = (**catalog).clone();
+            let mut any = false;
+            for name in names {
+                let name = object_name(name)?;
+                any |= drop_object(&mut changed, exec, *object_type, &name, *if_exists)?;
+            }
+            if any {
+                *new_catalog = Some(changed);
+            }
+            Ok(Outcome::Done("DROP"))
+        }
+        ast::Statement::Truncate { table_names, .. } => {
+            for target in table_names {
+                let name = object_name(&target.name)?;
+                let table = catalog.table(&name).ok_or_else(|| Error::undefined_table(&name))?;
+                dml::clear_table(catalog, exec, table)?;
+            }
+            Ok(Outcome::Done("TRUNCATE"))
+        }
+        ast::Statement::AlterTable { name, operations, if_exists, .. } => {
+            let table_name = object_name(name)?;
+            let mut changed = (**catalog).clone();
+            let Some(table) = changed.table(&table_name).cloned() else {
+                if *if_exists {
+                    return Ok(Outcome::Done("ALTER TABLE"));
+                }
+                return Err(Error::undefined_table(&table_name));
+            };
+            let mut table = (*table).clone();
+            for operation in operations {
+                alter_table(&mut changed, &mut table, operation)?;
+            }
+            changed.tables.remove(&table_name);
+            changed.tables.insert(table.name.to_ascii_lowercase(), Arc::new(table));
+            *new_catalog = Some(changed);
+            Ok(Outcome::Done("ALTER TABLE"))
+        }
+        other => Err(Error::unsupported(format!("statement {}", first_words(&other.to_string())))),
+    }
+}
+
+fn first_words(sql: &str) -> String {
+    sql.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+fn column_def(column: &ast::ColumnDef) -> Result<(ColumnDef, bool, bool, Option<String>)> {
+    let declared_type = if column.data_type == ast::DataType::Unspecified { String::new() } else { column.data_type.to_string() };
+    let mut def = ColumnDef {
+        name: column.name.value.clone(),
+        affinity: Affinity::of_declared_type(&declared_type),
+        declared_type,
+        not_null: false,
+        default: None,
+    };
+    let (mut primary, mut unique, mut check) = (false, false, None);
+    for option in &column.options {
+        match &option.option {
+            ast::ColumnOption::Null => {}
+            ast::ColumnOption::NotNull => def.not_null = true,
+            ast::ColumnOption::Default(expr) => def.default = Some(expr.to_string()),
+            ast::ColumnOption::Unique { is_primary, .. } => {
+                if *is_primary {
+                    primary = true;
+                } else {
+                    unique = true;
+                }
+            }
+            ast::ColumnOption::Check(expr) => check = Some(expr.to_string()),
+            ast::ColumnOption::Collation(_) | ast::ColumnOption::Comment(_) => {}
+            ast::ColumnOption::ForeignKey { .. } => {} // accepted, not enforced (as SQLite's default)
+            ast::ColumnOption::DialectSpecific(_) => {} // AUTOINCREMENT and similar
+            other => return Err(Error::unsupported(format!("column option {other}"))),
+        }
+    }
+    Ok((def, primary, unique, check))
+}
+
+fn index_columns(table: &TableDef, columns: &[ast::IndexColumn]) -> Result<Vec<usize>> {
+    columns
+        .iter()
+        .map(|column| match &column.column.expr {
+            ast::Expr::Identifier(ident) => {
+                table.column_index(&ident.value).ok_or_else(|| Error::undefined_column(&format!("{}.{}", table.name, ident.value)))
+            }
+            other => Err(Error::unsupported(format!("index on expression {other}"))),
+        })
+        .collect()
+}
+
+/// Adds a table to the catalog; false if it existed and IF NOT EXISTS was given.
+fn create_table(catalog: &mut Catalog, create: &ast::CreateTable) -> Result<bool> {
+    let name = object_name(&create.name)?;
+    if catalog.name_in_use(&name) {
+        if create.if_not_exists {
+            return Ok(false);
+        }
+        return Err(Error::duplicate_object(format!("table {name} already exists")));
+    }
+    if create.query.is_some() {
+        return Err(Error::unsupported("CREATE TABLE ... AS SELECT"));
+    }
+    if create.columns.is_empty() {
+        return Err(Error::syntax("a table needs at least one column"));
+    }
+    let mut table = TableDef {
+        id: catalog.allocate_id(),
+        name: create.name.0.last().map(|part| part.to_string().trim_matches('"').to_string()).unwrap_or(name.clone()),
+        columns: Vec::new(),
+        primary_key: Vec::new(),
+        rowid_alias: None,
+        checks: Vec::new(),
+        sql: ast::Statement::CreateTable(create.clone()).to_string(),
+    };
+    let mut unique_sets: Vec<Vec<usize>> = Vec::new();
+    for (index, column) in create.columns.iter().enumerate() {
+        if table.column_index(&column.name.value).is_some() {
+            return Err(Error::duplicate_object(format!("duplicate column name: {}", column.name.value)));
+        }
+        let (def, primary, unique, check) = column_def(column)?;
+        table.columns.push(def);
+        if primary {
+            if !table.primary_key.is_empty() {
+                return Err(Error::syntax(format!("table {name} has more than one primary key")));
+            }
+            table.primary_key = vec![index];
+        }
+        if unique {
+            unique_sets.push(vec![index]);
+        }
+        if let Some(check) = check {
+            table.checks.push(check);
+        }
+    }
+    for constraint in &create.constraints {
+        match constraint {
+            ast::TableConstraint::PrimaryKey { columns, .. } => {
+                if !table.primary_key.is_empty() {
+                    return Err(Error::syntax(format!("table {name} has more than one primary key")));
+                }
+                table.primary_key = index_columns(&table, columns)?;
+            }
+            ast::TableConstraint::Unique { columns, .. } => unique_sets.push(index_columns(&table, columns)?),
+            ast::TableConstraint::Check { expr, .. } => table.checks.push(expr.to_string()),
+            ast::TableConstraint::ForeignKey { .. } => {}
+            other => return Err(Error::unsupported(format!("table constraint {other}"))),
+        }
+    }
+    if let [column] = table.primary_key.as_slice()
+        && table.columns[*column].declared_type.eq_ignore_ascii_case("INTEGER")
+    {
+        table.rowid_alias = Some(*column);
+    }
+    // Primary-key columns other than the row id alias are NOT NULL (as PostgreSQL; SQLite's
+    // NULL primary keys are a documented legacy bug).
+    for &column in &table.primary_key {
+        if Some(column) != table.rowid_alias {
+            table.columns[column].not_null = true;
+        }
+    }
+    let table_name = table.name.clone();
+    catalog.tables.insert(name.clone(), Arc::new(table));
+    for (number, columns) in unique_sets.into_iter().enumerate() {
+        let id = catalog.allocate_id();
+        let index_name = format!("sqlite_autoindex_{table_name}_{}", number + 1).to_ascii_lowercase();
+        catalog.indexes.insert(
+            index_name.clone(),
+            Arc::new(IndexDef { id, name: index_name, table: name.clone(), columns, unique: true, constraint: true, sql: String::new() }),
+        );
+    }
+    Ok(true)
+}
+
+fn create_index(catalog: &mut Catalog, create: &ast::CreateIndex, sql: String) -> Result<Option<(Arc<TableDef>, IndexDef)>> {
+    let name = create.name.as_ref().ok_or_else(|| Error::syntax("an index needs a name")).and_then(object_name)?;
+    if create.predicate.is_some() {
+        return Err(Error::unsupported("partial indexes"));
+    }
+    if catalog.name_in_use(&name) {
+        if create.if_not_exists {
+            return Ok(None);
+        }
+        return Err(Error::duplicate_object(format!("index {name} already exists")));
+    }
+    let table_name = object_name(&create.table_name)?;
+    let table = catalog.table(&table_name).cloned().ok_or_else(|| Error::undefined_table(&table_name))?;
+    let columns = index_columns(&table, &create.columns)?;
+    let index = IndexDef { id: catalog.allocate_id(), name: name.clone(), table: table_name, columns, unique: create.unique, constraint: false, sql };
+    catalog.indexes.insert(name, Arc::new(index.clone()));
+    Ok(Some((table, index)))
+}
+
+fn drop_object(catalog: &mut Catalog, exec: &Executor, object_type: ast::ObjectType, name: &str, if_exists: bool) -> Result<bool> {
+    match object_type {
+        ast::ObjectType::Table => {
+            let Some(table) = catalog.tables.get(name).cloned() else {
+                if if_exists {
+                    return Ok(false);
+                }
+                return Err(Error::undefined_table(name));
+            };
+            dml::clear_table(catalog, exec, &table)?;
+            catalog.indexes.retain(|_, index| index.table != name);
+            catalog.tables.remove(name);
+            Ok(true)
+        }
+        ast::ObjectType::Index => {
+            let Some(index) = catalog.indexes.get(name).cloned() else {
+                if if_exists {
+                    return Ok(false);
+                }
+                return Err(Error::new("42704", format!("no such index: {name}")));
+            };
+            if index.constraint {
+                return Err(Error::new("2BP01", format!("index associated with UNIQUE or PRIMARY KEY constraint cannot be dropped: {name}")));
+            }
+            dml::clear_prefix(exec, &crate::codec::object_prefix(index.id))?;
+            catalog.indexes.remove(name);
+            Ok(true)
+        }
+        ast::ObjectType::View => {
+            if catalog.views.remove(name).is_none() {
+                if if_exists {
+                    return Ok(false);
+                }
+                return Err(Error::new("42P01", format!("no such view: {name}")));
+            }
+            Ok(true)
+        }
+        other => Err(Error::unsupported(format!("DROP {other}"))),
+    }
+}
+
+fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::AlterTableOperation) -> Result<()> {
+    match operation {
+        ast::AlterTableOperation::AddColumn { column_def: column, if_not_exists, .. } => {
+            if table.column_index(&column.name.value).is_some() {
+                if *if_not_exists {
+                    return Ok(());
+                }
+                return Err(Error::duplicate_object(format!("duplicate column name: {}", column.name.value)));
+            }
+            let (def, primary, unique, check) = column_def(column)?;
+            if primary || unique {
+                return Err(Error::new("42000", "Cannot add a PRIMARY KEY or UNIQUE column"));
+            }
+            if def.not_null && def.default.is_none() {
+                return Err(Error::new("42000", "Cannot add a NOT NULL column with default value NULL"));
+            }
+            if let Some(default) = &def.default {
+                // Old rows get the default when read, so it must not depend on the time of reading.
+                let expr = crate::bind::bind_standalone_expr(default)?;
+                if !matches!(expr, crate::plan::Expr::Literal(_) | crate::plan::Expr::Unary(..)) {
+                    return Err(Error::new("42000", "Cannot add a column with non-constant default"));
+                }
+            }
+            table.columns.push(def);
+            if let Some(check) = check {
+                table.checks.push(check);
+            }
+            Ok(())
+        }
+        ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
+            let index = table.column_index(&old_column_name.value).ok_or_else(|| Error::undefined_column(&old_column_name.value))?;
+            if table.column_index(&new_column_name.value).is_some() {
+                return Err(Error::duplicate_object(format!("duplicate column name: {}", new_column_name.value)));
+            }
+            if !table.checks.is_empty() {
+                return Err(Error::unsupported("renaming a column of a table with CHECK constraints"));
+            }
+            table.columns[index].name = new_column_name.value.clone();
+            Ok(())
+        }
+        ast::AlterTableOperation::RenameTable { table_name } => {
+            let new_name = match table_name {
+                ast::RenameTableNameKind::As(name) | ast::RenameTableNameKind::To(name) => object_name(name)?,
+            };
+            if catalog.name_in_use(&new_name) {
+                return Err(Error::duplicate_object(format!("there is already another table or index with this name: {new_name}")));
+            }
+            let old = table.name.to_ascii_lowercase();
+            for index in catalog.indexes.values_mut() {
+                if index.table == old {
+                    let mut renamed = (**index).clone();
+                    renamed.table = new_name.clone();
+                    *index = Arc::new(renamed);
+                }
+            }
+            table.name = new_name;
+            Ok(())
+        }
+        other => Err(Error::unsupported(format!("ALTER TABLE {other}"))),
+    }
+}

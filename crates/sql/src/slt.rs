@@ -1,0 +1,42 @@
+//! Tern as an engine of the sqllogictest runner (`tern slt`, and the tests under `tests/slt/`).
+
+use crate::session::{Database, Outcome, Session};
+use crate::value::Value;
+use tern_slt::{Engine, SltValue};
+
+/// A fresh in-memory database and one session on it.
+pub struct SltEngine {
+    _database: Database,
+    session: Session,
+}
+
+impl SltEngine {
+    pub fn new() -> crate::Result<SltEngine> {
+        let database = Database::open_in_memory()?;
+        let session = database.session();
+        Ok(SltEngine { _database: database, session })
+    }
+}
+
+impl Engine for SltEngine {
+    fn run(&mut self, sql: &str) -> Result<Vec<Vec<SltValue>>, String> {
+        let outcomes = self.session.execute(sql, &[]).map_err(|error| error.to_string())?;
+        Ok(match outcomes.into_iter().last() {
+            Some(Outcome::Rows { rows, .. }) => rows
+                .into_iter()
+                .map(|row| {
+                    row.into_iter()
+                        .map(|value| match value {
+                            Value::Null => SltValue::Null,
+                            Value::Integer(integer) => SltValue::Integer(integer),
+                            Value::Real(real) => SltValue::Real(real),
+                            Value::Text(text) => SltValue::Text(text),
+                            Value::Blob(bytes) => SltValue::Blob(bytes),
+                        })
+                        .collect()
+                })
+                .collect(),
+            _ => Vec::new(),
+        })
+    }
+}

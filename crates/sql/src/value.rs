@@ -1,0 +1,455 @@
+//! SQL values, their order, arithmetic, type affinity and conversions.
+//!
+//! Tern follows SQLite's dynamic typing: a value carries its own type (NULL, INTEGER, REAL,
+//! TEXT, BLOB) and a column has an *affinity* that converts values stored into it. Values of
+//! different types order as NULL < numbers < TEXT < BLOB; integers and reals compare by
+//! numeric value; text compares byte-wise (SQLite's BINARY collation).
+
+use std::cmp::Ordering;
+use std::fmt;
+
+/// One SQL value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+/// A column's type affinity (SQLite section 3.1 of "Datatypes In SQLite").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Affinity {
+    Integer,
+    Real,
+    Numeric,
+    Text,
+    /// No conversion ("BLOB" or no declared type).
+    Blob,
+}
+
+impl Affinity {
+    /// The affinity of a declared type name, by SQLite's rules (in order: INT, CHAR/CLOB/TEXT,
+    /// BLOB or empty, REAL/FLOA/DOUB, otherwise NUMERIC).
+    pub fn of_declared_type(name: &str) -> Affinity {
+        let upper = name.to_ascii_uppercase();
+        if upper.contains("INT") {
+            Affinity::Integer
+        } else if upper.contains("CHAR") || upper.contains("CLOB") || upper.contains("TEXT") {
+            Affinity::Text
+        } else if upper.contains("BLOB") || upper.contains("BYTEA") || upper.trim().is_empty() {
+            Affinity::Blob
+        } else if upper.contains("REAL") || upper.contains("FLOA") || upper.contains("DOUB") {
+            Affinity::Real
+        } else {
+            Affinity::Numeric
+        }
+    }
+
+    pub fn is_numeric(self) -> bool {
+        matches!(self, Affinity::Integer | Affinity::Real | Affinity::Numeric)
+    }
+
+    /// Converts a value stored into a column of this affinity.
+    pub fn apply(self, value: Value) -> Value {
+        match self {
+            Affinity::Blob => value,
+            Affinity::Text => match value {
+                Value::Integer(_) | Value::Real(_) => Value::Text(value.to_text()),
+                other => other,
+            },
+            Affinity::Integer | Affinity::Numeric => match value {
+                Value::Text(text) => match parse_number(&text) {
+                    Some(number) => number.normalize_real(),
+                    None => Value::Text(text),
+                },
+                Value::Real(real) => Value::Real(real).normalize_real(),
+                other => other,
+            },
+            Affinity::Real => match value {
+                Value::Text(text) => match parse_number(&text) {
+                    Some(number) => Value::Real(number.as_f64().unwrap_or(0.0)),
+                    None => Value::Text(text),
+                },
+                Value::Integer(integer) => Value::Real(integer as f64),
+                other => other,
+            },
+        }
+    }
+}
+
+/// Parses text that is entirely a number (leading and trailing spaces allowed), as SQLite's
+/// numeric affinity does. Integers that overflow become reals.
+pub fn parse_number(text: &str) -> Option<Value> {
+    let trimmed = text.trim_matches(|c: char| c.is_ascii_whitespace());
+    if trimmed.is_empty() {
+        return None;
+    }
+    if let Ok(integer) = trimmed.parse::<i64>() {
+        return Some(Value::Integer(integer));
+    }
+    let bytes = trimmed.as_bytes();
+    // Only decimal notation: Rust accepts "inf", "nan" and "infinity", SQLite does not.
+    let valid = bytes.iter().all(|b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'e' | b'E'))
+        && bytes.iter().any(|b| b.is_ascii_digit());
+    if !valid {
+        return None;
+    }
+    trimmed.parse::<f64>().ok().map(Value::Real)
+}
+
+/// The longest numeric prefix of a text, as SQLite's CAST(text AS INTEGER/REAL) reads it.
+fn numeric_prefix(text: &str) -> Value {
+    let trimmed = text.trim_start_matches(|c: char| c.is_ascii_whitespace());
+    let bytes = trimmed.as_bytes();
+    let mut end = 0;
+    if end < bytes.len() && (bytes[end] == b'+' || bytes[end] == b'-') {
+        end += 1;
+    }
+    let digits_start = end;
+    while end < bytes.len() && bytes[end].is_ascii_digit() {
+        end += 1;
+    }
+    let mut is_real = false;
+    if end < bytes.len() && bytes[end] == b'.' {
+        let mut after = end + 1;
+        while after < bytes.len() && bytes[after].is_ascii_digit() {
+            after += 1;
+        }
+        if after > end + 1 || end > digits_start {
+            is_real = after > end + 1;
+            end = after;
+        }
+    }
+    if end > digits_start && end < bytes.len() && (bytes[end] == b'e' || bytes[end] == b'E') {
+        let mut after = end + 1;
+        if after < bytes.len() && (bytes[after] == b'+' || bytes[after] == b'-') {
+            after += 1;
+        }
+        let exponent_start = after;
+        while after < bytes.len() && bytes[after].is_ascii_digit() {
+            after += 1;
+        }
+        if after > exponent_start {
+            is_real = true;
+            end = after;
+        }
+    }
+    let prefix = &trimmed[..end];
+    if !is_real {
+        if let Ok(integer) = prefix.parse::<i64>() {
+            return Value::Integer(integer);
+        }
+    }
+    match prefix.trim_end_matches('.').parse::<f64>() {
+        Ok(real) => Value::Real(real),
+        Err(_) => Value::Integer(0),
+    }
+}
+
+/// Formats a real the way SQLite prints it (`%!.15g`: 15 significant digits, and always a
+/// decimal point or exponent).
+pub fn format_real(real: f64) -> String {
+    if real.is_nan() {
+        return "NaN".into();
+    }
+    if real.is_infinite() {
+        return if real > 0.0 { "Inf".into() } else { "-Inf".into() };
+    }
+    if real == 0.0 {
+        return "0.0".into();
+    }
+    let exponent = real.abs().log10().floor() as i32;
+    if !(-5..15).contains(&exponent) {
+        let formatted = format!("{:.14e}", real);
+        let (mantissa, exp) = formatted.split_once('e').unwrap_or((&formatted, "0"));
+        let mantissa = trim_fraction(mantissa);
+        let exp: i32 = exp.parse().unwrap_or(0);
+        let mantissa = if mantissa.contains('.') { mantissa } else { format!("{mantissa}.0") };
+        return format!("{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    }
+    let decimals = (14 - exponent).max(0) as usize;
+    let formatted = trim_fraction(&format!("{:.*}", decimals, real));
+    if formatted.contains('.') { formatted } else { format!("{formatted}.0") }
+}
+
+fn trim_fraction(text: &str) -> String {
+    if text.contains('.') {
+        let trimmed = text.trim_end_matches('0');
+        let trimmed = trimmed.strip_suffix('.').unwrap_or(trimmed);
+        trimmed.to_string()
+    } else {
+        text.to_string()
+    }
+}
+
+impl Value {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The type's name as SQLite's `typeof` returns it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Integer(_) => "integer",
+            Value::Real(_) => "real",
+            Value::Text(_) => "text",
+            Value::Blob(_) => "blob",
+        }
+    }
+
+    /// A real with an exact integer value becomes that integer (numeric affinity).
+    fn normalize_real(self) -> Value {
+        match self {
+            Value::Real(real) if real.fract() == 0.0 && real >= -9.223372036854775e18 && real < 9.223372036854775e18 => {
+                Value::Integer(real as i64)
+            }
+            other => other,
+        }
+    }
+
+    fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Integer(integer) => Some(*integer as f64),
+            Value::Real(real) => Some(*real),
+            _ => None,
+        }
+    }
+
+    /// The value as text (SQLite's text conversion).
+    pub fn to_text(&self) -> String {
+        match self {
+            Value::Null => String::new(),
+            Value::Integer(integer) => integer.to_string(),
+            Value::Real(real) => format_real(*real),
+            Value::Text(text) => text.clone(),
+            Value::Blob(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        }
+    }
+
+    /// The value as a number for arithmetic: text and blobs by their numeric prefix, NULL stays
+    /// NULL.
+    pub fn to_numeric(&self) -> Value {
+        match self {
+            Value::Null => Value::Null,
+            Value::Integer(_) | Value::Real(_) => self.clone(),
+            Value::Text(text) => numeric_prefix(text),
+            Value::Blob(bytes) => numeric_prefix(&String::from_utf8_lossy(bytes)),
+        }
+    }
+
+    /// CAST(value AS INTEGER).
+    pub fn cast_integer(&self) -> Value {
+        match self.to_numeric() {
+            Value::Real(real) => Value::Integer(real_to_i64(real)),
+            other => other,
+        }
+    }
+
+    /// CAST(value AS REAL).
+    pub fn cast_real(&self) -> Value {
+        match self.to_numeric() {
+            Value::Integer(integer) => Value::Real(integer as f64),
+            other => other,
+        }
+    }
+
+    /// CAST(value AS NUMERIC).
+    pub fn cast_numeric(&self) -> Value {
+        match self {
+            Value::Text(text) => match parse_number(text) {
+                Some(number) => number.normalize_real(),
+                None => numeric_prefix(text).normalize_real(),
+            },
+            Value::Real(_) => self.clone().normalize_real(),
+            _ => self.to_numeric(),
+        }
+    }
+
+    /// Truth value in a WHERE clause: NULL is unknown (`None`), numbers are true when not zero,
+    /// text by its numeric prefix.
+    pub fn truth(&self) -> Option<bool> {
+        match self {
+            Value::Null => None,
+            Value::Integer(integer) => Some(*integer != 0),
+            Value::Real(real) => Some(*real != 0.0),
+            other => match other.to_numeric() {
+                Value::Integer(integer) => Some(integer != 0),
+                Value::Real(real) => Some(real != 0.0),
+                _ => Some(false),
+            },
+        }
+    }
+
+    /// The order SQLite uses for ORDER BY, DISTINCT, GROUP BY and indexes: NULL first, then
+    /// numbers, text, blobs.
+    pub fn total_cmp(&self, other: &Value) -> Ordering {
+        fn rank(value: &Value) -> u8 {
+            match value {
+                Value::Null => 0,
+                Value::Integer(_) | Value::Real(_) => 1,
+                Value::Text(_) => 2,
+                Value::Blob(_) => 3,
+            }
+        }
+        match (self, other) {
+            (Value::Integer(a), Value::Integer(b)) => a.cmp(b),
+            (Value::Integer(a), Value::Real(b)) => compare_integer_real(*a, *b),
+            (Value::Real(a), Value::Integer(b)) => compare_integer_real(*b, *a).reverse(),
+            (Value::Real(a), Value::Real(b)) => a.partial_cmp(b).unwrap_or_else(|| a.is_nan().cmp(&b.is_nan())),
+            (Value::Text(a), Value::Text(b)) => a.as_bytes().cmp(b.as_bytes()),
+            (Value::Blob(a), Value::Blob(b)) => a.cmp(b),
+            _ => rank(self).cmp(&rank(other)),
+        }
+    }
+
+    /// SQL comparison: `None` when either side is NULL.
+    pub fn sql_cmp(&self, other: &Value) -> Option<Ordering> {
+        if self.is_null() || other.is_null() { None } else { Some(self.total_cmp(other)) }
+    }
+
+    /// A key for hashing that agrees with [`Value::total_cmp`] equality (1 and 1.0 hash alike).
+    pub fn hash_key(&self, out: &mut Vec<u8>) {
+        crate::codec::encode_key_value(self, out);
+    }
+}
+
+fn compare_integer_real(integer: i64, real: f64) -> Ordering {
+    if real.is_nan() {
+        return Ordering::Greater;
+    }
+    if real >= 9.223372036854775807e18 {
+        return Ordering::Less;
+    }
+    if real < -9.223372036854775808e18 {
+        return Ordering::Greater;
+    }
+    let truncated = real.trunc() as i64;
+    match integer.cmp(&truncated) {
+        Ordering::Equal => {
+            let fraction = real - real.trunc();
+            if fraction > 0.0 {
+                Ordering::Less
+            } else if fraction < 0.0 {
+                Ordering::Greater
+            } else {
+                Ordering::Equal
+            }
+        }
+        other => other,
+    }
+}
+
+fn real_to_i64(real: f64) -> i64 {
+    if real.is_nan() {
+        0
+    } else if real >= 9.223372036854775807e18 {
+        i64::MAX
+    } else if real <= -9.223372036854775808e18 {
+        i64::MIN
+    } else {
+        real as i64
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => f.write_str("NULL"),
+            Value::Blob(bytes) => {
+                f.write_str("x'")?;
+                for byte in bytes {
+                    write!(f, "{byte:02x}")?;
+                }
+                f.write_str("'")
+            }
+            other => f.write_str(&other.to_text()),
+        }
+    }
+}
+
+impl From<i64> for Value {
+    fn from(value: i64) -> Self {
+        Value::Integer(value)
+    }
+}
+impl From<f64> for Value {
+    fn from(value: f64) -> Self {
+        Value::Real(value)
+    }
+}
+impl From<&str> for Value {
+    fn from(value: &str) -> Self {
+        Value::Text(value.to_string())
+    }
+}
+impl From<String> for Value {
+    fn from(value: String) -> Self {
+        Value::Text(value)
+    }
+}
+impl From<Vec<u8>> for Value {
+    fn from(value: Vec<u8>) -> Self {
+        Value::Blob(value)
+    }
+}
+impl From<bool> for Value {
+    fn from(value: bool) -> Self {
+        Value::Integer(value as i64)
+    }
+}
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(value: Option<T>) -> Self {
+        value.map_or(Value::Null, Into::into)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reals_print_like_sqlite() {
+        assert_eq!(format_real(1.0), "1.0");
+        assert_eq!(format_real(0.5), "0.5");
+        assert_eq!(format_real(-2.25), "-2.25");
+        assert_eq!(format_real(1.0 / 3.0), "0.333333333333333");
+        assert_eq!(format_real(1e20), "1.0e+20");
+        assert_eq!(format_real(123456789.125), "123456789.125");
+    }
+
+    #[test]
+    fn affinity_converts_numeric_text() {
+        assert_eq!(Affinity::Integer.apply(Value::from("12")), Value::Integer(12));
+        assert_eq!(Affinity::Integer.apply(Value::from(" 1.5 ")), Value::Real(1.5));
+        assert_eq!(Affinity::Integer.apply(Value::from("abc")), Value::from("abc"));
+        assert_eq!(Affinity::Integer.apply(Value::Real(3.0)), Value::Integer(3));
+        assert_eq!(Affinity::Real.apply(Value::Integer(3)), Value::Real(3.0));
+        assert_eq!(Affinity::Text.apply(Value::Integer(3)), Value::from("3"));
+        assert_eq!(Affinity::of_declared_type("VARCHAR(10)"), Affinity::Text);
+        assert_eq!(Affinity::of_declared_type("FLOAT"), Affinity::Real);
+        assert_eq!(Affinity::of_declared_type("DECIMAL(10,2)"), Affinity::Numeric);
+    }
+
+    #[test]
+    fn casts_read_numeric_prefixes() {
+        assert_eq!(Value::from("12abc").cast_integer(), Value::Integer(12));
+        assert_eq!(Value::from("1.5e2x").cast_real(), Value::Real(150.0));
+        assert_eq!(Value::from("x").cast_integer(), Value::Integer(0));
+        assert_eq!(Value::Real(-2.7).cast_integer(), Value::Integer(-2));
+    }
+
+    #[test]
+    fn mixed_types_order_like_sqlite() {
+        let mut values =
+            vec![Value::from("a"), Value::Real(1.5), Value::Null, Value::Blob(vec![0]), Value::Integer(1), Value::Integer(2)];
+        values.sort_by(Value::total_cmp);
+        assert_eq!(
+            values,
+            vec![Value::Null, Value::Integer(1), Value::Real(1.5), Value::Integer(2), Value::from("a"), Value::Blob(vec![0])]
+        );
+        assert_eq!(Value::Integer(1).total_cmp(&Value::Real(1.0)), Ordering::Equal);
+    }
+}
