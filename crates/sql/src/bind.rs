@@ -14,8 +14,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Deepest nesting of subqueries and views the binder follows.
-const MAX_QUERY_DEPTH: usize = 64;
+use crate::limits::MAX_QUERY_DEPTH;
 
 /// One column visible to expressions.
 #[derive(Debug, Clone)]
@@ -159,7 +158,7 @@ impl<'c> Binder<'c> {
             self.depth -= 1;
             return Err(Error::program_limit("queries are nested too deeply"));
         }
-        let result = self.bind_query_body(query, holder);
+        let result = crate::limits::with_stack(|| self.bind_query_body(query, holder));
         self.depth -= 1;
         result
     }
@@ -748,11 +747,11 @@ impl<'c> Binder<'c> {
 
     pub fn bind_expr(&mut self, expr: &ast::Expr, scope: &Scope) -> Result<Expr> {
         self.depth += 1;
-        if self.depth > 2 * MAX_QUERY_DEPTH + 200 {
+        if self.depth > crate::limits::MAX_EXPRESSION_DEPTH {
             self.depth -= 1;
             return Err(Error::program_limit("expression is nested too deeply"));
         }
-        let result = self.bind_expr_inner(expr, scope).map_err(|error| {
+        let result = crate::limits::with_stack(|| self.bind_expr_inner(expr, scope)).map_err(|error| {
             let span = expr.span();
             error.at(span.start.line, span.start.column)
         });
@@ -1133,6 +1132,13 @@ impl<'c> Binder<'c> {
         }
         if star || distinct {
             return Err(Error::syntax(format!("{name}() does not take * or DISTINCT")));
+        }
+        // glob(pattern, text) and like(pattern, text[, escape]) are the operators as functions.
+        if (name == "glob" && args.len() == 2) || (name == "like" && (2..=3).contains(&args.len())) {
+            let pattern = self.bind_expr(args[0], scope)?;
+            let text = self.bind_expr(args[1], scope)?;
+            let escape = args.get(2).map(|escape| self.bind_expr(escape, scope).map(Box::new)).transpose()?;
+            return Ok(Expr::Like { expr: Box::new(text), pattern: Box::new(pattern), escape, negated: false, glob: name == "glob" });
         }
         let (scalar, min_args, max_args) = ScalarFunction::lookup(&name).ok_or_else(|| Error::undefined_function(&name))?;
         if args.len() < min_args || args.len() > max_args {

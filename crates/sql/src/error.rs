@@ -125,6 +125,10 @@ impl From<sqlparser::parser::ParserError> for Error {
             }
         };
         let position = parse_position(&message);
+        let message = match message.rfind(" at Line: ") {
+            Some(at) => message[..at].to_string(),
+            None => message,
+        };
         let mut error = Error::syntax(message);
         error.position = position;
         error

@@ -384,7 +384,7 @@ impl<'t> Executor<'t> {
     // ---- plans ---------------------------------------------------------------------------
 
     pub fn run(&self, plan: &Plan, outer: Option<&Env>) -> Result<Vec<Row>> {
-        let rows = self.run_inner(plan, outer)?;
+        let rows = crate::limits::with_stack(|| self.run_inner(plan, outer))?;
         self.charge(rows.iter().take(64).map(|row| row_bytes(row)).sum::<usize>() * rows.len() / rows.len().clamp(1, 64))?;
         Ok(rows)
     }
@@ -683,6 +683,10 @@ impl<'t> Executor<'t> {
     }
 
     pub fn eval(&self, expr: &Expr, env: &Env) -> Result<Value> {
+        crate::limits::with_stack(|| self.eval_inner(expr, env))
+    }
+
+    fn eval_inner(&self, expr: &Expr, env: &Env) -> Result<Value> {
         Ok(match expr {
             Expr::Literal(value) => value.clone(),
             Expr::Column(index) => env.row.get(*index).cloned().ok_or_else(|| Error::internal(format!("column #{index} out of range")))?,

@@ -23,6 +23,7 @@ pub mod dml;
 pub mod error;
 pub mod exec;
 pub mod functions;
+pub mod limits;
 pub mod plan;
 pub mod session;
 pub mod slt;

@@ -28,7 +28,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { txn: tern_txn::Options::default(), query_memory_limit: 1 << 30, autocommit_attempts: 20 }
+        Options { txn: tern_txn::Options::default(), query_memory_limit: 1 << 30, autocommit_attempts: 100 }
     }
 }
 
@@ -118,8 +118,10 @@ pub struct Session {
 /// Parses SQL text into statements.
 pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
     let dialect = sqlparser::dialect::SQLiteDialect {};
-    let statements = sqlparser::parser::Parser::new(&dialect).with_recursion_limit(200).try_with_sql(sql)?.parse_statements()?;
-    Ok(statements)
+    crate::limits::with_parse_stack(|| {
+        let parser = sqlparser::parser::Parser::new(&dialect).with_recursion_limit(crate::limits::MAX_PARSE_DEPTH);
+        Ok(parser.try_with_sql(sql)?.parse_statements()?)
+    })
 }
 
 impl Session {
@@ -185,7 +187,9 @@ impl Session {
                     let result = run_in_transaction(&self.shared, &mut open, statement, params)
                         .and_then(|outcome| self.commit(open).map(|_| outcome));
                     match result {
-                        Err(error) if error.is_retryable() && attempt < self.shared.options.autocommit_attempts => continue,
+                        Err(error) if error.is_retryable() && attempt < self.shared.options.autocommit_attempts => {
+                            backoff(attempt)
+                        }
                         other => return other,
                     }
                 }
@@ -224,6 +228,14 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// Sleeps before retrying an autocommit statement: 20 us doubling to 10 ms, with jitter so that
+/// colliding statements spread out.
+fn backoff(attempt: u32) {
+    let base_us = (20u64 << attempt.min(9)).min(10_000);
+    let jitter = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |now| now.subsec_nanos() as u64);
+    std::thread::sleep(std::time::Duration::from_micros(base_us / 2 + jitter % base_us.max(1)));
 }
 
 fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, statement: &ast::Statement, params: &[Value]) -> Result<Outcome> {

@@ -1,0 +1,33 @@
+//! Limits of the SQL layer, each with its reason.
+
+/// Nesting of parentheses, subqueries and operators the parser follows (sqlparser's own
+/// recursion limit). Deeper statements fail with SQLSTATE 54001 instead of exhausting the stack.
+pub const MAX_PARSE_DEPTH: usize = 200;
+
+/// Nesting of subqueries and views the binder follows (a view defined over itself through
+/// others would otherwise recurse forever).
+pub const MAX_QUERY_DEPTH: usize = 64;
+
+/// Depth of one expression tree (SQLite's SQLITE_MAX_EXPR_DEPTH is 1000). Long chains of AND
+/// and OR build left-deep trees, so this is what bounds binder and evaluator recursion.
+pub const MAX_EXPRESSION_DEPTH: usize = 1000;
+
+/// Stack kept free before a recursive step of parsing, binding or evaluation; below it the
+/// step runs on a new stack segment, so deep but legal statements work on any thread's stack.
+const STACK_RED_ZONE: usize = 256 * 1024;
+const STACK_SEGMENT: usize = 4 * 1024 * 1024;
+
+/// Stack a parse may need at most: sqlparser recurses several frames per nesting level, and
+/// unoptimized builds use large frames.
+const PARSE_STACK: usize = 64 * 1024 * 1024;
+
+/// Runs the parser with enough stack for [`MAX_PARSE_DEPTH`] levels (the segment is reserved,
+/// not committed: only the pages a deep statement touches cost memory).
+pub fn with_parse_stack<T>(parse: impl FnOnce() -> T) -> T {
+    stacker::maybe_grow(PARSE_STACK / 2, PARSE_STACK, parse)
+}
+
+/// Runs a recursive step, growing the stack first when little is left.
+pub fn with_stack<T>(step: impl FnOnce() -> T) -> T {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, step)
+}

@@ -1,0 +1,207 @@
+//! The SQL engine through its session API: parameters, errors and their SQLSTATEs and
+//! positions, persistence, concurrent transactions, limits, EXPLAIN.
+
+use tern_sql::{Database, Options, Outcome, Value};
+
+fn rows(session: &mut tern_sql::Session, sql: &str) -> Vec<Vec<Value>> {
+    session.query(sql, &[]).unwrap_or_else(|error| panic!("{sql}: {error}")).1
+}
+
+#[test]
+fn parameters_in_every_style() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session.execute("CREATE TABLE t(a INTEGER, b TEXT)", &[]).unwrap();
+    session.execute("INSERT INTO t VALUES (?, ?)", &[Value::Integer(1), Value::from("x")]).unwrap();
+    session.execute("INSERT INTO t VALUES (?2, ?1)", &[Value::from("y"), Value::Integer(2)]).unwrap();
+    session.execute("INSERT INTO t VALUES ($1, $2)", &[Value::Integer(3), Value::Null]).unwrap();
+    session.execute("INSERT INTO t VALUES (:a, :b)", &[Value::Integer(4), Value::from("z")]).unwrap();
+    assert_eq!(
+        rows(&mut session, "SELECT a, b FROM t ORDER BY a"),
+        vec![
+            vec![Value::Integer(1), Value::from("x")],
+            vec![Value::Integer(2), Value::from("y")],
+            vec![Value::Integer(3), Value::Null],
+            vec![Value::Integer(4), Value::from("z")],
+        ]
+    );
+    let error = session.execute("SELECT ?3", &[Value::Integer(1)]).unwrap_err();
+    assert_eq!(error.sqlstate, "22023");
+}
+
+#[test]
+fn errors_carry_sqlstate_and_position() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session.execute("CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT NOT NULL)", &[]).unwrap();
+    let cases = [
+        ("SELEC 1", "42601"),
+        ("SELECT * FROM missing", "42P01"),
+        ("SELECT nope FROM t", "42703"),
+        ("SELECT no_such_function(1)", "42883"),
+        ("INSERT INTO t VALUES (1, NULL)", "23502"),
+        ("CREATE TABLE t(x)", "42P07"),
+        ("SELECT a FROM t GROUP BY sum(a)", "42803"),
+        ("SELECT (SELECT 1, 2)", "42601"),
+        ("WITH RECURSIVE r(x) AS (SELECT 1) SELECT * FROM r", "0A000"),
+        ("COMMIT", "25P01"),
+    ];
+    for (sql, sqlstate) in cases {
+        let error = session.execute(sql, &[]).unwrap_err();
+        assert_eq!(error.sqlstate, sqlstate, "{sql}: {error}");
+    }
+    session.execute("INSERT INTO t VALUES (1, 'x')", &[]).unwrap();
+    assert_eq!(session.execute("INSERT INTO t VALUES (1, 'y')", &[]).unwrap_err().sqlstate, "23505");
+    // The position points at the offending name.
+    let error = session.execute("SELECT a,\n  missing_column FROM t", &[]).unwrap_err();
+    assert_eq!(error.position, Some((2, 3)), "{error}");
+    let error = session.execute("SELECT 1 FROM t WHERE AND a", &[]).unwrap_err();
+    assert_eq!(error.position, Some((1, 27)), "{error}");
+}
+
+#[test]
+fn hostile_statements_fail_cleanly() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    let deep = format!("SELECT {}1{}", "(".repeat(5000), ")".repeat(5000));
+    assert!(session.execute(&deep, &[]).is_err());
+    let deep_subqueries = format!("SELECT {}1{}", "(SELECT ".repeat(300), ")".repeat(300));
+    assert!(session.execute(&deep_subqueries, &[]).is_err());
+    let long_in = format!("SELECT 5 IN ({})", (0..20_000).map(|n| n.to_string()).collect::<Vec<_>>().join(","));
+    assert_eq!(rows(&mut session, &long_in), vec![vec![Value::Integer(1)]]);
+    let long_text = "x".repeat(1 << 20);
+    assert_eq!(rows(&mut session, &format!("SELECT length('{long_text}')")), vec![vec![Value::Integer(1 << 20)]]);
+}
+
+#[test]
+fn a_query_over_its_memory_limit_fails_with_53200() {
+    let vfs = std::sync::Arc::new(tern_pagestore::MemoryVfs::new());
+    let options = Options { query_memory_limit: 1 << 20, ..Options::default() };
+    let db = Database::open_with(vfs, std::path::Path::new("limit.tern"), options).unwrap();
+    let mut session = db.session();
+    session.execute("CREATE TABLE t(a INTEGER)", &[]).unwrap();
+    session.execute("INSERT INTO t VALUES (1),(2),(3),(4),(5),(6),(7),(8),(9),(10)", &[]).unwrap();
+    session.execute("INSERT INTO t SELECT t.a + 10 * x.a FROM t, t AS x", &[]).unwrap();
+    let error = session.execute("SELECT count(*) FROM t, t AS b, t AS c", &[]).unwrap_err();
+    assert_eq!(error.sqlstate, "53200", "{error}");
+    // The session still works.
+    assert_eq!(rows(&mut session, "SELECT count(*) FROM t"), vec![vec![Value::Integer(110)]]);
+}
+
+#[test]
+fn data_and_schema_survive_reopening() {
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("app.tern");
+    {
+        let db = Database::open(&path, Options::default()).unwrap();
+        let mut session = db.session();
+        session
+            .execute(
+                "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT UNIQUE); CREATE INDEX t_name ON t(name);
+                 INSERT INTO t(name) VALUES ('a'), ('b'); CREATE VIEW v AS SELECT name FROM t WHERE id > 1",
+                &[],
+            )
+            .unwrap();
+        db.txn_db().flush().unwrap();
+    }
+    let db = Database::open(&path, Options::default()).unwrap();
+    let mut session = db.session();
+    assert_eq!(rows(&mut session, "SELECT * FROM v"), vec![vec![Value::from("b")]]);
+    assert_eq!(rows(&mut session, "SELECT id FROM t WHERE name = 'a'"), vec![vec![Value::Integer(1)]]);
+    session.execute("INSERT INTO t(name) VALUES ('c')", &[]).unwrap();
+    assert_eq!(rows(&mut session, "SELECT max(id) FROM t"), vec![vec![Value::Integer(3)]]);
+    assert_eq!(session.execute("INSERT INTO t(name) VALUES ('a')", &[]).unwrap_err().sqlstate, "23505");
+}
+
+#[test]
+fn concurrent_transactions_are_serializable_and_conflicts_are_retryable() {
+    let db = Database::open_in_memory().unwrap();
+    let mut setup = db.session();
+    setup.execute("CREATE TABLE doctors(name TEXT PRIMARY KEY, on_call INTEGER)", &[]).unwrap();
+    setup.execute("INSERT INTO doctors VALUES ('alice', 1), ('bob', 1)", &[]).unwrap();
+    // Write skew: each checks that two are on call, then takes one off.
+    let mut first = db.session();
+    let mut second = db.session();
+    first.execute("BEGIN", &[]).unwrap();
+    second.execute("BEGIN", &[]).unwrap();
+    assert_eq!(rows(&mut first, "SELECT count(*) FROM doctors WHERE on_call = 1"), vec![vec![Value::Integer(2)]]);
+    assert_eq!(rows(&mut second, "SELECT count(*) FROM doctors WHERE on_call = 1"), vec![vec![Value::Integer(2)]]);
+    first.execute("UPDATE doctors SET on_call = 0 WHERE name = 'alice'", &[]).unwrap();
+    second.execute("UPDATE doctors SET on_call = 0 WHERE name = 'bob'", &[]).unwrap();
+    first.execute("COMMIT", &[]).unwrap();
+    let error = second.execute("COMMIT", &[]).unwrap_err();
+    assert_eq!(error.sqlstate, "40001", "{error}");
+    assert!(error.is_retryable());
+    assert!(!second.in_transaction());
+    assert_eq!(rows(&mut setup, "SELECT count(*) FROM doctors WHERE on_call = 1"), vec![vec![Value::Integer(1)]]);
+}
+
+#[test]
+fn autocommit_statements_from_many_threads_all_apply() {
+    let db = Database::open_in_memory().unwrap();
+    db.session().execute("CREATE TABLE counter(id INTEGER PRIMARY KEY, n INTEGER); INSERT INTO counter VALUES (1, 0)", &[]).unwrap();
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut session = db.session();
+                for _ in 0..50 {
+                    session.execute("UPDATE counter SET n = n + 1 WHERE id = 1", &[]).unwrap();
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    assert_eq!(rows(&mut db.session(), "SELECT n FROM counter"), vec![vec![Value::Integer(200)]]);
+}
+
+#[test]
+fn ddl_in_another_session_is_seen_and_conflicts() {
+    let db = Database::open_in_memory().unwrap();
+    let mut a = db.session();
+    let mut b = db.session();
+    a.execute("CREATE TABLE t(x)", &[]).unwrap();
+    b.execute("INSERT INTO t VALUES (1)", &[]).unwrap();
+    b.execute("BEGIN", &[]).unwrap();
+    b.execute("INSERT INTO t VALUES (2)", &[]).unwrap();
+    a.execute("ALTER TABLE t ADD COLUMN y INTEGER DEFAULT 7", &[]).unwrap();
+    // b's transaction read the old schema: it must not commit over the new one.
+    assert_eq!(b.execute("COMMIT", &[]).unwrap_err().sqlstate, "40001");
+    assert_eq!(rows(&mut b, "SELECT x, y FROM t"), vec![vec![Value::Integer(1), Value::Integer(7)]]);
+}
+
+#[test]
+fn explain_shows_the_access_path_and_results_do_not_depend_on_indexes() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, b TEXT)", &[]).unwrap();
+    for i in 0..200 {
+        session.execute("INSERT INTO t VALUES (?, ?, ?)", &[Value::Integer(i), Value::Integer(i % 17), Value::from(format!("v{}", i % 5))]).unwrap();
+    }
+    let queries = [
+        "SELECT id FROM t WHERE a = 3 ORDER BY id",
+        "SELECT id FROM t WHERE a IN (1, 2) AND b = 'v1' ORDER BY id",
+        "SELECT id FROM t WHERE a > 14 ORDER BY id",
+        "SELECT id FROM t WHERE a BETWEEN 2 AND 4 AND id < 50 ORDER BY id",
+        "SELECT count(*) FROM t WHERE a = '5'",
+        "SELECT id FROM t WHERE a < 2.5 ORDER BY id",
+    ];
+    let before: Vec<_> = queries.iter().map(|sql| rows(&mut session, sql)).collect();
+    session.execute("CREATE INDEX t_a ON t(a)", &[]).unwrap();
+    let after: Vec<_> = queries.iter().map(|sql| rows(&mut session, sql)).collect();
+    assert_eq!(before, after);
+    let plan = |session: &mut tern_sql::Session, sql: &str| -> String {
+        match session.execute(&format!("EXPLAIN {sql}"), &[]).unwrap().pop() {
+            Some(Outcome::Rows { rows, .. }) => rows.iter().map(|row| row[0].to_string()).collect::<Vec<_>>().join("\n"),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert!(plan(&mut session, queries[0]).contains("index t_a lookup"));
+    assert!(plan(&mut session, queries[2]).contains("index t_a range"));
+    assert!(plan(&mut session, "SELECT * FROM t WHERE id = 5").contains("primary key lookup"));
+    assert!(plan(&mut session, "SELECT * FROM t AS x, t AS y WHERE x.id = y.a").contains("HashJoin"));
+    let analyzed = plan(&mut session, &format!("ANALYZE {}", queries[0]));
+    assert!(analyzed.contains("rows=12"), "{analyzed}");
+}
