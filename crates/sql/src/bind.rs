@@ -120,7 +120,14 @@ struct Conjunct {
 
 impl<'c> Binder<'c> {
     pub fn new(catalog: &'c Catalog) -> Binder<'c> {
-        Binder { catalog, next_subquery: Cell::new(0), ctes: Vec::new(), depth: 0, parameter_count: 0, named_parameters: Vec::new() }
+        Binder {
+            catalog,
+            next_subquery: Cell::new(0),
+            ctes: Vec::new(),
+            depth: 0,
+            parameter_count: 0,
+            named_parameters: Vec::new(),
+        }
     }
 
     fn subquery(&mut self, query: &ast::Query, scope: &Scope) -> Result<Arc<Subquery>> {
@@ -228,7 +235,10 @@ impl<'c> Binder<'c> {
                     let mut keys = Vec::new();
                     for term in order_by {
                         let index = self.output_position(&term.expr, &columns)?.ok_or_else(|| {
-                            Error::syntax(format!("ORDER BY term {} does not match any column of the result", term.expr))
+                            Error::syntax(format!(
+                                "ORDER BY term {} does not match any column of the result",
+                                term.expr
+                            ))
                         })?;
                         keys.push(sort_key(Expr::Column(index), &term.options));
                     }
@@ -236,7 +246,11 @@ impl<'c> Binder<'c> {
                 }
             }
         };
-        let plan = if limit.is_some() || offset.is_some() { Plan::Limit { input: Box::new(plan), limit, offset } } else { plan };
+        let plan = if limit.is_some() || offset.is_some() {
+            Plan::Limit { input: Box::new(plan), limit, offset }
+        } else {
+            plan
+        };
         Ok((plan, columns))
     }
 
@@ -254,7 +268,9 @@ impl<'c> Binder<'c> {
                 }
                 Ok(Some(position as usize - 1))
             }
-            ast::Expr::Identifier(ident) => Ok(columns.iter().position(|column| column.name.eq_ignore_ascii_case(&ident.value))),
+            ast::Expr::Identifier(ident) => {
+                Ok(columns.iter().position(|column| column.name.eq_ignore_ascii_case(&ident.value)))
+            }
             ast::Expr::CompoundIdentifier(parts) => {
                 let name = parts.last().map(lower).unwrap_or_default();
                 Ok(columns.iter().position(|column| column.name.eq_ignore_ascii_case(&name)))
@@ -280,7 +296,8 @@ impl<'c> Binder<'c> {
                 if scope.correlated.get() {
                     holder.correlated.set(true);
                 }
-                let columns = (1..=width).map(|index| OutputColumn { name: format!("column{index}"), affinity: None }).collect();
+                let columns =
+                    (1..=width).map(|index| OutputColumn { name: format!("column{index}"), affinity: None }).collect();
                 Ok((Plan::Values { rows, width }, columns))
             }
             ast::SetExpr::SetOperation { op, set_quantifier, left, right } => {
@@ -370,10 +387,16 @@ impl<'c> Binder<'c> {
         for join in &item.joins {
             let (right_plan, right_columns) = self.bind_table_factor(&join.relation, holder)?;
             let (kind, constraint) = match &join.join_operator {
-                ast::JoinOperator::Join(constraint) | ast::JoinOperator::Inner(constraint) => (JoinKind::Inner, constraint),
+                ast::JoinOperator::Join(constraint) | ast::JoinOperator::Inner(constraint) => {
+                    (JoinKind::Inner, constraint)
+                }
                 ast::JoinOperator::CrossJoin(constraint) => (JoinKind::Inner, constraint),
-                ast::JoinOperator::Left(constraint) | ast::JoinOperator::LeftOuter(constraint) => (JoinKind::Left, constraint),
-                ast::JoinOperator::Right(constraint) | ast::JoinOperator::RightOuter(constraint) => (JoinKind::Right, constraint),
+                ast::JoinOperator::Left(constraint) | ast::JoinOperator::LeftOuter(constraint) => {
+                    (JoinKind::Left, constraint)
+                }
+                ast::JoinOperator::Right(constraint) | ast::JoinOperator::RightOuter(constraint) => {
+                    (JoinKind::Right, constraint)
+                }
                 ast::JoinOperator::FullOuter(constraint) => (JoinKind::Full, constraint),
                 other => return Err(Error::unsupported(format!("join {other:?}"))),
             };
@@ -466,8 +489,8 @@ impl<'c> Binder<'c> {
                     columns.extend(factor_columns);
                 }
                 for join in &item.joins {
-                    if let ast::JoinOperator::Join(ast::JoinConstraint::On(on)) | ast::JoinOperator::Inner(ast::JoinConstraint::On(on)) =
-                        &join.join_operator
+                    if let ast::JoinOperator::Join(ast::JoinConstraint::On(on))
+                    | ast::JoinOperator::Inner(ast::JoinConstraint::On(on)) = &join.join_operator
                     {
                         on_conditions.push(on);
                     }
@@ -501,7 +524,9 @@ impl<'c> Binder<'c> {
                 let mut relations_read: Vec<usize> = expr
                     .columns()
                     .into_iter()
-                    .map(|column| relations.iter().position(|r| column >= r.offset && column < r.offset + r.width).unwrap_or(0))
+                    .map(|column| {
+                        relations.iter().position(|r| column >= r.offset && column < r.offset + r.width).unwrap_or(0)
+                    })
                     .collect();
                 relations_read.sort_unstable();
                 relations_read.dedup();
@@ -520,7 +545,8 @@ impl<'c> Binder<'c> {
         sort_limit: Option<Box<Expr>>,
         holder: &Scope,
     ) -> Result<(Plan, Vec<OutputColumn>)> {
-        if select.top.is_some() || select.into.is_some() || !select.lateral_views.is_empty() || select.qualify.is_some() {
+        if select.top.is_some() || select.into.is_some() || !select.lateral_views.is_empty() || select.qualify.is_some()
+        {
             return Err(Error::unsupported("TOP, INTO, LATERAL VIEW and QUALIFY"));
         }
         let distinct = match &select.distinct {
@@ -539,7 +565,9 @@ impl<'c> Binder<'c> {
                     let bound = self.bind_expr(expr, &scope)?;
                     let name = match expr {
                         ast::Expr::Identifier(ident) => ident.value.clone(),
-                        ast::Expr::CompoundIdentifier(parts) => parts.last().map(|part| part.value.clone()).unwrap_or_default(),
+                        ast::Expr::CompoundIdentifier(parts) => {
+                            parts.last().map(|part| part.value.clone()).unwrap_or_default()
+                        }
                         other => other.to_string(),
                     };
                     let affinity = self.expr_affinity(&bound, &scope);
@@ -556,7 +584,10 @@ impl<'c> Binder<'c> {
                     }
                     for (index, column) in scope.columns.iter().enumerate() {
                         if !column.merged {
-                            items.push((Expr::Column(index), OutputColumn { name: column.name.clone(), affinity: column.affinity }));
+                            items.push((
+                                Expr::Column(index),
+                                OutputColumn { name: column.name.clone(), affinity: column.affinity },
+                            ));
                         }
                     }
                 }
@@ -568,7 +599,10 @@ impl<'c> Binder<'c> {
                     let before = items.len();
                     for (index, column) in scope.columns.iter().enumerate() {
                         if column.table.as_deref() == Some(table.as_str()) {
-                            items.push((Expr::Column(index), OutputColumn { name: column.name.clone(), affinity: column.affinity }));
+                            items.push((
+                                Expr::Column(index),
+                                OutputColumn { name: column.name.clone(), affinity: column.affinity },
+                            ));
                         }
                     }
                     if items.len() == before {
@@ -612,8 +646,12 @@ impl<'c> Binder<'c> {
         let mut group_exprs = Vec::new();
         for expr in &group_by {
             let position = match expr {
-                ast::Expr::Value(ast::ValueWithSpan { value: ast::Value::Number(_, _), .. }) => self.output_position(expr, &outputs)?,
-                ast::Expr::Identifier(ident) if scope.find(None, &lower(ident))?.is_none() => self.output_position(expr, &outputs)?,
+                ast::Expr::Value(ast::ValueWithSpan { value: ast::Value::Number(_, _), .. }) => {
+                    self.output_position(expr, &outputs)?
+                }
+                ast::Expr::Identifier(ident) if scope.find(None, &lower(ident))?.is_none() => {
+                    self.output_position(expr, &outputs)?
+                }
                 _ => None,
             };
             group_exprs.push(match position {
@@ -644,8 +682,10 @@ impl<'c> Binder<'c> {
         let mut plan = input;
         let mut project: Vec<Expr> = items.iter().map(|(expr, _)| expr.clone()).collect();
         let mut having = having;
-        let mut order_exprs: Vec<Option<Expr>> =
-            order_terms.iter().map(|term| if let OrderTerm::Expr(expr) = term { Some(expr.clone()) } else { None }).collect();
+        let mut order_exprs: Vec<Option<Expr>> = order_terms
+            .iter()
+            .map(|term| if let OrderTerm::Expr(expr) = term { Some(expr.clone()) } else { None })
+            .collect();
         if aggregated {
             let mut aggregates: Vec<AggregateCall> = Vec::new();
             project = project.into_iter().map(|expr| lift_aggregates(expr, &group_exprs, &mut aggregates)).collect();
@@ -794,7 +834,11 @@ impl<'c> Binder<'c> {
         let index = if text == "?" {
             self.parameter_count += 1;
             self.parameter_count - 1
-        } else if let Some(number) = text.strip_prefix('?').or_else(|| text.strip_prefix('$')).filter(|rest| rest.chars().all(|c| c.is_ascii_digit())) {
+        } else if let Some(number) = text
+            .strip_prefix('?')
+            .or_else(|| text.strip_prefix('$'))
+            .filter(|rest| rest.chars().all(|c| c.is_ascii_digit()))
+        {
             let number: usize = number.parse().map_err(|_| Error::syntax(format!("bad parameter {text}")))?;
             if number == 0 || number > 32766 {
                 return Err(Error::syntax(format!("parameter number {text} out of range")));
@@ -839,8 +883,10 @@ impl<'c> Binder<'c> {
             E::Nested(inner) => self.bind_expr(inner, scope)?,
             E::UnaryOp { op, expr: inner } => {
                 // Fold a negative numeric literal so that -9223372036854775808 is an integer.
-                if let (ast::UnaryOperator::Minus, E::Value(ast::ValueWithSpan { value: ast::Value::Number(number, _), .. })) =
-                    (op, inner.as_ref())
+                if let (
+                    ast::UnaryOperator::Minus,
+                    E::Value(ast::ValueWithSpan { value: ast::Value::Number(number, _), .. }),
+                ) = (op, inner.as_ref())
                     && let Ok(negative) = format!("-{number}").parse::<i64>()
                 {
                     return Ok(Expr::Literal(Value::Integer(negative)));
@@ -895,11 +941,7 @@ impl<'c> Binder<'c> {
                     whens: vec![(bound, Expr::Literal(Value::Integer(1)))],
                     otherwise: Some(Box::new(Expr::Literal(Value::Integer(0)))),
                 };
-                let is_true = if want == !negated {
-                    truth
-                } else {
-                    Expr::Unary(UnaryOp::Not, Box::new(truth))
-                };
+                let is_true = if want != negated { truth } else { Expr::Unary(UnaryOp::Not, Box::new(truth)) };
                 if matches!(expr, E::IsFalse(_) | E::IsNotFalse(_)) {
                     // x IS FALSE: x is not NULL and not true.
                     let bound = self.bind_expr(inner, scope)?;
@@ -908,7 +950,8 @@ impl<'c> Binder<'c> {
                         Box::new(Expr::IsNull(Box::new(bound.clone()), true)),
                         Box::new(Expr::Unary(UnaryOp::Not, Box::new(bound))),
                     );
-                    let is_false = Expr::Function(ScalarFunction::Coalesce, vec![is_false, Expr::Literal(Value::Integer(0))]);
+                    let is_false =
+                        Expr::Function(ScalarFunction::Coalesce, vec![is_false, Expr::Literal(Value::Integer(0))]);
                     if negated { Expr::Unary(UnaryOp::Not, Box::new(is_false)) } else { is_false }
                 } else {
                     is_true
@@ -933,14 +976,19 @@ impl<'c> Binder<'c> {
                 for item in list {
                     let item = self.bind_expr(item, scope)?;
                     let item = match self.expr_affinity(&bound, scope) {
-                        Some(affinity) if affinity != Affinity::Blob && self.expr_affinity(&item, scope).is_none() => match item {
-                            Expr::Literal(value) => Expr::Literal(if affinity.is_numeric() {
-                                Affinity::Numeric.apply(value)
-                            } else {
-                                affinity.apply(value)
-                            }),
-                            other => Expr::Affinity(Box::new(other), if affinity.is_numeric() { Affinity::Numeric } else { affinity }),
-                        },
+                        Some(affinity) if affinity != Affinity::Blob && self.expr_affinity(&item, scope).is_none() => {
+                            match item {
+                                Expr::Literal(value) => Expr::Literal(if affinity.is_numeric() {
+                                    Affinity::Numeric.apply(value)
+                                } else {
+                                    affinity.apply(value)
+                                }),
+                                other => Expr::Affinity(
+                                    Box::new(other),
+                                    if affinity.is_numeric() { Affinity::Numeric } else { affinity },
+                                ),
+                            }
+                        }
                         _ => item,
                     };
                     items.push(item);
@@ -951,15 +999,23 @@ impl<'c> Binder<'c> {
                 let bound = self.bind_expr(inner, scope)?;
                 let subquery = self.subquery(subquery, scope)?;
                 if subquery.plan.width() != 1 {
-                    return Err(Error::syntax(format!("sub-select returns {} columns - expected 1", subquery.plan.width())));
+                    return Err(Error::syntax(format!(
+                        "sub-select returns {} columns - expected 1",
+                        subquery.plan.width()
+                    )));
                 }
                 Expr::InSubquery { expr: Box::new(bound), subquery, negated: *negated }
             }
-            E::Exists { subquery, negated } => Expr::Exists { subquery: self.subquery(subquery, scope)?, negated: *negated },
+            E::Exists { subquery, negated } => {
+                Expr::Exists { subquery: self.subquery(subquery, scope)?, negated: *negated }
+            }
             E::Subquery(query) => {
                 let subquery = self.subquery(query, scope)?;
                 if subquery.plan.width() != 1 {
-                    return Err(Error::syntax(format!("sub-select returns {} columns - expected 1", subquery.plan.width())));
+                    return Err(Error::syntax(format!(
+                        "sub-select returns {} columns - expected 1",
+                        subquery.plan.width()
+                    )));
                 }
                 Expr::ScalarSubquery(subquery)
             }
@@ -969,7 +1025,10 @@ impl<'c> Binder<'c> {
                     .iter()
                     .map(|when| Ok((self.bind_expr(&when.condition, scope)?, self.bind_expr(&when.result, scope)?)))
                     .collect::<Result<_>>()?,
-                otherwise: else_result.as_ref().map(|otherwise| self.bind_expr(otherwise, scope).map(Box::new)).transpose()?,
+                otherwise: else_result
+                    .as_ref()
+                    .map(|otherwise| self.bind_expr(otherwise, scope).map(Box::new))
+                    .transpose()?,
             },
             E::Cast { expr: inner, data_type, format, .. } => {
                 if format.is_some() {
@@ -984,7 +1043,8 @@ impl<'c> Binder<'c> {
                 };
                 Expr::Cast(Box::new(self.bind_expr(inner, scope)?), to)
             }
-            E::Like { negated, any, expr: inner, pattern, escape_char } | E::ILike { negated, any, expr: inner, pattern, escape_char } => {
+            E::Like { negated, any, expr: inner, pattern, escape_char }
+            | E::ILike { negated, any, expr: inner, pattern, escape_char } => {
                 if *any {
                     return Err(Error::unsupported("LIKE ANY"));
                 }
@@ -1049,20 +1109,25 @@ impl<'c> Binder<'c> {
                     Value::Integer(integer)
                 } else if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
                     Value::Integer(
-                        u64::from_str_radix(hex, 16).map_err(|_| Error::syntax(format!("hex literal too big: {text}")))? as i64,
+                        u64::from_str_radix(hex, 16)
+                            .map_err(|_| Error::syntax(format!("hex literal too big: {text}")))?
+                            as i64,
                     )
                 } else {
                     Value::Real(text.parse::<f64>().map_err(|_| Error::syntax(format!("bad number {text}")))?)
                 }
             }
-            V::SingleQuotedString(text) | V::DoubleQuotedString(text) | V::EscapedStringLiteral(text) | V::NationalStringLiteral(text) => {
-                Value::Text(text.clone())
-            }
+            V::SingleQuotedString(text)
+            | V::DoubleQuotedString(text)
+            | V::EscapedStringLiteral(text)
+            | V::NationalStringLiteral(text) => Value::Text(text.clone()),
             V::HexStringLiteral(hex) => {
                 if hex.len() % 2 != 0 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
                     return Err(Error::syntax(format!("malformed blob literal X'{hex}'")));
                 }
-                Value::Blob((0..hex.len()).step_by(2).map(|at| u8::from_str_radix(&hex[at..at + 2], 16).unwrap_or(0)).collect())
+                Value::Blob(
+                    (0..hex.len()).step_by(2).map(|at| u8::from_str_radix(&hex[at..at + 2], 16).unwrap_or(0)).collect(),
+                )
             }
             V::Boolean(truth) => Value::Integer(i64::from(*truth)),
             V::Null => Value::Null,
@@ -1084,7 +1149,9 @@ impl<'c> Binder<'c> {
         }
         let (args, distinct, star) = match &function.args {
             ast::FunctionArguments::None => (Vec::new(), false, false),
-            ast::FunctionArguments::Subquery(_) => return Err(Error::unsupported("a subquery as the only function argument")),
+            ast::FunctionArguments::Subquery(_) => {
+                return Err(Error::unsupported("a subquery as the only function argument"));
+            }
             ast::FunctionArguments::List(list) => {
                 if !list.clauses.is_empty() {
                     return Err(Error::unsupported("clauses inside a function's arguments"));
@@ -1138,9 +1205,16 @@ impl<'c> Binder<'c> {
             let pattern = self.bind_expr(args[0], scope)?;
             let text = self.bind_expr(args[1], scope)?;
             let escape = args.get(2).map(|escape| self.bind_expr(escape, scope).map(Box::new)).transpose()?;
-            return Ok(Expr::Like { expr: Box::new(text), pattern: Box::new(pattern), escape, negated: false, glob: name == "glob" });
+            return Ok(Expr::Like {
+                expr: Box::new(text),
+                pattern: Box::new(pattern),
+                escape,
+                negated: false,
+                glob: name == "glob",
+            });
         }
-        let (scalar, min_args, max_args) = ScalarFunction::lookup(&name).ok_or_else(|| Error::undefined_function(&name))?;
+        let (scalar, min_args, max_args) =
+            ScalarFunction::lookup(&name).ok_or_else(|| Error::undefined_function(&name))?;
         if args.len() < min_args || args.len() > max_args {
             return Err(Error::new("42883", format!("wrong number of arguments to function {name}()")));
         }
@@ -1150,7 +1224,11 @@ impl<'c> Binder<'c> {
 
     /// Binds a table's single-table scan with a WHERE clause (UPDATE and DELETE), choosing
     /// its access path. The plan's rows are the table's full rows.
-    pub fn bind_table_scan(&mut self, table: &Arc<TableDef>, selection: Option<&ast::Expr>) -> Result<(Plan, Scope<'static>)> {
+    pub fn bind_table_scan(
+        &mut self,
+        table: &Arc<TableDef>,
+        selection: Option<&ast::Expr>,
+    ) -> Result<(Plan, Scope<'static>)> {
         let columns: Vec<ScopeColumn> = table
             .columns
             .iter()
@@ -1253,9 +1331,10 @@ fn lift_aggregates(expr: Expr, group_by: &[Expr], aggregates: &mut Vec<Aggregate
     };
     match expr {
         Expr::Aggregate(call) => add(*call, aggregates),
-        Expr::Column(index) => {
-            add(AggregateCall { function: AggregateFunction::AnyValue, args: vec![Expr::Column(index)], distinct: false }, aggregates)
-        }
+        Expr::Column(index) => add(
+            AggregateCall { function: AggregateFunction::AnyValue, args: vec![Expr::Column(index)], distinct: false },
+            aggregates,
+        ),
         other => other.map_children(&mut |child| lift_aggregates(child, group_by, aggregates)),
     }
 }
@@ -1324,7 +1403,9 @@ fn strip_numeric_affinity(expr: &Expr) -> Expr {
 
 fn has_subquery(expr: &Expr) -> bool {
     let mut found = false;
-    expr.walk(&mut |expr| found |= matches!(expr, Expr::InSubquery { .. } | Expr::Exists { .. } | Expr::ScalarSubquery(_)));
+    expr.walk(&mut |expr| {
+        found |= matches!(expr, Expr::InSubquery { .. } | Expr::Exists { .. } | Expr::ScalarSubquery(_))
+    });
     found
 }
 
@@ -1347,7 +1428,9 @@ fn plan_joins(catalog: &Catalog, relations: Vec<Relation>, conjuncts: Vec<Conjun
     }
     // Greedy order: start with the most selective relation, then follow equalities.
     let mut order: Vec<usize> = Vec::new();
-    let start = (0..count).max_by_key(|&index| (plans[index].as_ref().map_or(0, |p| p.3), std::cmp::Reverse(index))).unwrap_or(0);
+    let start = (0..count)
+        .max_by_key(|&index| (plans[index].as_ref().map_or(0, |p| p.3), std::cmp::Reverse(index)))
+        .unwrap_or(0);
     let (mut plan, offset, width, _) = plans[start].take().expect("relation");
     order.push(start);
     // position[from_column] = position in the current joined row
@@ -1359,7 +1442,8 @@ fn plan_joins(catalog: &Catalog, relations: Vec<Relation>, conjuncts: Vec<Conjun
     while order.len() < count {
         let connected = |index: usize| {
             pending.iter().flatten().any(|conjunct| {
-                conjunct.relations.contains(&index) && conjunct.relations.iter().all(|r| *r == index || order.contains(r))
+                conjunct.relations.contains(&index)
+                    && conjunct.relations.iter().all(|r| *r == index || order.contains(r))
             })
         };
         let next = (0..count)
@@ -1383,7 +1467,8 @@ fn plan_joins(catalog: &Catalog, relations: Vec<Relation>, conjuncts: Vec<Conjun
         current_width += right_width;
     }
     // Anything left (should not happen) is a filter.
-    let leftover: Vec<Expr> = pending.into_iter().flatten().map(|conjunct| conjunct.expr.remap_columns(&position)).collect();
+    let leftover: Vec<Expr> =
+        pending.into_iter().flatten().map(|conjunct| conjunct.expr.remap_columns(&position)).collect();
     if let Some(predicate) = conjoin(leftover) {
         plan = Plan::Filter { input: Box::new(plan), predicate };
     }
@@ -1426,7 +1511,9 @@ fn facts(filters: &[Expr]) -> Vec<Fact> {
             Expr::Binary(op, left, right) if op.is_comparison() && *op != BinaryOp::NotEq => {
                 let (column, value, op) = match (left.as_ref(), right.as_ref()) {
                     (Expr::Column(column), value) if value.is_row_independent() => (*column, value.clone(), *op),
-                    (value, Expr::Column(column)) if value.is_row_independent() => (*column, value.clone(), op.flipped()),
+                    (value, Expr::Column(column)) if value.is_row_independent() => {
+                        (*column, value.clone(), op.flipped())
+                    }
                     _ => continue,
                 };
                 facts.push(match op {
@@ -1462,19 +1549,24 @@ fn facts(filters: &[Expr]) -> Vec<Fact> {
 
 /// Values a column must equal (one tuple element per alternative), if the filters say so.
 fn equal_values(facts: &[Fact], column: usize) -> Option<Vec<Expr>> {
-    facts.iter().find_map(|fact| match fact {
-        Fact::Equal(c, value) if *c == column => Some(vec![value.clone()]),
-        _ => None,
-    })
-    .or_else(|| {
-        facts.iter().find_map(|fact| match fact {
-            Fact::In(c, values) if *c == column && values.len() <= 1024 => Some(values.clone()),
+    facts
+        .iter()
+        .find_map(|fact| match fact {
+            Fact::Equal(c, value) if *c == column => Some(vec![value.clone()]),
             _ => None,
         })
-    })
+        .or_else(|| {
+            facts.iter().find_map(|fact| match fact {
+                Fact::In(c, values) if *c == column && values.len() <= 1024 => Some(values.clone()),
+                _ => None,
+            })
+        })
 }
 
-fn range_of(facts: &[Fact], column: usize) -> (Option<(Expr, bool)>, Option<(Expr, bool)>) {
+/// A bound of a range: the value and whether it is included.
+type RangeBound = Option<(Expr, bool)>;
+
+fn range_of(facts: &[Fact], column: usize) -> (RangeBound, RangeBound) {
     let lower = facts.iter().find_map(|fact| match fact {
         Fact::Lower(c, value, inclusive) if *c == column => Some((value.clone(), *inclusive)),
         _ => None,
@@ -1551,7 +1643,8 @@ pub fn choose_access(table: &TableDef, indexes: &[Arc<IndexDef>], filters: &[Exp
         }
     }
     if let Some((matched, access)) = best {
-        let full = matches!(&access, Access::IndexPoints { index, .. } if index.unique && index.columns.len() == matched);
+        let full =
+            matches!(&access, Access::IndexPoints { index, .. } if index.unique && index.columns.len() == matched);
         return (access, if full { 9 } else { 6 });
     }
     // A range on the primary key's first column, then on an index's first column.

@@ -69,7 +69,7 @@ pub fn encode_key_value(value: &Value, out: &mut Vec<u8>) {
             out.push(0x02);
             let approx = *integer as f64;
             out.extend_from_slice(&ordered_f64(approx));
-            let difference = if approx >= 9.223372036854775807e18 {
+            let difference = if approx >= 9.223_372_036_854_776e18 {
                 (*integer as i128 - 9_223_372_036_854_775_808i128) as i64
             } else {
                 (*integer as i128 - approx as i128) as i64
@@ -221,7 +221,8 @@ mod tests {
             Just(Value::Null),
             any::<i64>().prop_map(Value::Integer),
             (-1e6f64..1e6).prop_map(Value::Real),
-            prop_oneof![Just(i64::MAX), Just(i64::MIN), Just(i64::MAX - 1), Just((1 << 53) + 1)].prop_map(Value::Integer),
+            prop_oneof![Just(i64::MAX), Just(i64::MIN), Just(i64::MAX - 1), Just((1 << 53) + 1)]
+                .prop_map(Value::Integer),
             "[a-c\\x00]{0,6}".prop_map(Value::Text),
             proptest::collection::vec(any::<u8>(), 0..6).prop_map(Value::Blob),
         ]

@@ -139,8 +139,14 @@ mod tests {
     fn dates_and_modifiers() {
         let text = |value: &str| Value::from(value);
         assert_eq!(call(ScalarFunction::Date, &[text("2024-02-28"), text("+1 day")]).unwrap(), text("2024-02-29"));
-        assert_eq!(call(ScalarFunction::Date, &[text("2024-01-31 10:00:00"), text("start of month")]).unwrap(), text("2024-01-01"));
-        assert_eq!(call(ScalarFunction::DateTime, &[Value::Integer(0), text("unixepoch")]).unwrap(), text("1970-01-01 00:00:00"));
+        assert_eq!(
+            call(ScalarFunction::Date, &[text("2024-01-31 10:00:00"), text("start of month")]).unwrap(),
+            text("2024-01-01")
+        );
+        assert_eq!(
+            call(ScalarFunction::DateTime, &[Value::Integer(0), text("unixepoch")]).unwrap(),
+            text("1970-01-01 00:00:00")
+        );
         assert_eq!(call(ScalarFunction::UnixEpoch, &[text("1970-01-02")]).unwrap(), Value::Integer(86400));
         assert_eq!(call(ScalarFunction::Date, &[text("garbage")]).unwrap(), Value::Null);
         assert_eq!(call(ScalarFunction::Date, &[text("2023-03-15"), text("+1 year")]).unwrap(), text("2024-03-15"));

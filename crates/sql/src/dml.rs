@@ -71,13 +71,19 @@ impl<'a, 't> TableWriter<'a, 't> {
             let value = std::mem::replace(&mut row[index], Value::Null);
             row[index] = column.affinity.apply(value);
             if column.not_null && row[index].is_null() && self.table.rowid_alias != Some(index) {
-                return Err(Error::not_null_violation(format!("NOT NULL constraint failed: {}", self.column_label(index))));
+                return Err(Error::not_null_violation(format!(
+                    "NOT NULL constraint failed: {}",
+                    self.column_label(index)
+                )));
             }
         }
         if let Some(alias) = self.table.rowid_alias
             && !matches!(row[alias], Value::Integer(_) | Value::Null)
         {
-            return Err(Error::datatype_mismatch(format!("datatype mismatch: {} must be an integer", self.column_label(alias))));
+            return Err(Error::datatype_mismatch(format!(
+                "datatype mismatch: {} must be an integer",
+                self.column_label(alias)
+            )));
         }
         for (check, text) in self.checks.iter().zip(&self.table.checks) {
             if self.exec.eval(check, &Env::new(row, None))?.truth() == Some(false) {
@@ -91,7 +97,9 @@ impl<'a, 't> TableWriter<'a, 't> {
         let next = match self.next_rowid {
             Some(next) => next,
             None => match self.exec.last_rowid(&self.table)? {
-                Some(last) => last.checked_add(1).ok_or_else(|| Error::new("13000", "database or disk is full: no row id left"))?,
+                Some(last) => last
+                    .checked_add(1)
+                    .ok_or_else(|| Error::new("13000", "database or disk is full: no row id left"))?,
                 None => 1,
             },
         };
@@ -176,17 +184,25 @@ impl<'a, 't> TableWriter<'a, 't> {
 
     /// Resolves conflicts for a row about to be stored under `key`. Returns false when the
     /// row must be skipped (IGNORE).
-    fn resolve_conflicts(&self, key: &[u8], row: &[Value], on_conflict: OnConflict, check_primary: bool) -> Result<bool> {
+    fn resolve_conflicts(
+        &self,
+        key: &[u8],
+        row: &[Value],
+        on_conflict: OnConflict,
+        check_primary: bool,
+    ) -> Result<bool> {
         loop {
             match self.find_conflict(key, row, check_primary)? {
                 None => return Ok(true),
                 Some((other_key, label)) => match on_conflict {
-                    OnConflict::Fail => return Err(Error::unique_violation(format!("UNIQUE constraint failed: {label}"))),
+                    OnConflict::Fail => {
+                        return Err(Error::unique_violation(format!("UNIQUE constraint failed: {label}")));
+                    }
                     OnConflict::Ignore => return Ok(false),
                     OnConflict::Replace => {
-                        let other = self
-                            .read_row(&other_key)?
-                            .ok_or_else(|| Error::corrupt(format!("an index of {} points to a missing row", self.table.name)))?;
+                        let other = self.read_row(&other_key)?.ok_or_else(|| {
+                            Error::corrupt(format!("an index of {} points to a missing row", self.table.name))
+                        })?;
                         self.delete_row(&other_key, &other);
                     }
                 },
@@ -195,11 +211,15 @@ impl<'a, 't> TableWriter<'a, 't> {
     }
 }
 
+/// ON CONFLICT DO UPDATE: the assignments (column, value) and the optional WHERE.
+type DoUpdate = (Vec<(usize, Expr)>, Option<Expr>);
+
 fn conflict_of(or: &Option<ast::SqliteOnConflict>) -> Result<OnConflict> {
     Ok(match or {
-        None | Some(ast::SqliteOnConflict::Abort) | Some(ast::SqliteOnConflict::Fail) | Some(ast::SqliteOnConflict::Rollback) => {
-            OnConflict::Fail
-        }
+        None
+        | Some(ast::SqliteOnConflict::Abort)
+        | Some(ast::SqliteOnConflict::Fail)
+        | Some(ast::SqliteOnConflict::Rollback) => OnConflict::Fail,
         Some(ast::SqliteOnConflict::Ignore) => OnConflict::Ignore,
         Some(ast::SqliteOnConflict::Replace) => OnConflict::Replace,
     })
@@ -251,7 +271,9 @@ fn target_table(catalog: &Catalog, name: &ast::ObjectName) -> Result<Arc<TableDe
     let table_name = object_name(name)?;
     match catalog.table(&table_name) {
         Some(table) => Ok(table.clone()),
-        None if catalog.view(&table_name).is_some() => Err(Error::new("42809", format!("cannot modify {table_name} because it is a view"))),
+        None if catalog.view(&table_name).is_some() => {
+            Err(Error::new("42809", format!("cannot modify {table_name} because it is a view")))
+        }
         None => Err(Error::undefined_table(&table_name)),
     }
 }
@@ -296,7 +318,7 @@ pub fn insert(catalog: &Catalog, exec: &Executor, insert: &ast::Insert) -> Resul
     if insert.ignore {
         on_conflict = OnConflict::Ignore;
     }
-    let mut do_update: Option<(Vec<(usize, Expr)>, Option<Expr>)> = None;
+    let mut do_update: Option<DoUpdate> = None;
     if let Some(on) = &insert.on {
         match on {
             ast::OnInsert::OnConflict(conflict) => match &conflict.action {
@@ -311,7 +333,8 @@ pub fn insert(catalog: &Catalog, exec: &Executor, insert: &ast::Insert) -> Resul
                         let position = assignment_column(&table, &assignment.target)?;
                         assignments.push((position, binder.bind_expr(&assignment.value, &scope)?));
                     }
-                    let selection = update.selection.as_ref().map(|selection| binder.bind_expr(selection, &scope)).transpose()?;
+                    let selection =
+                        update.selection.as_ref().map(|selection| binder.bind_expr(selection, &scope)).transpose()?;
                     do_update = Some((assignments, selection));
                 }
             },
@@ -405,16 +428,23 @@ fn update_row(
     Ok(true)
 }
 
-pub fn update(
-    catalog: &Catalog,
-    exec: &Executor,
-    table_ref: &ast::TableWithJoins,
-    assignments: &[ast::Assignment],
-    from: &Option<ast::UpdateTableFromKind>,
-    selection: &Option<ast::Expr>,
-    returning_items: &Option<Vec<ast::SelectItem>>,
-    or: &Option<ast::SqliteOnConflict>,
-) -> Result<DmlResult> {
+/// UPDATE [OR ...] table SET ... [WHERE ...] [RETURNING ...].
+pub fn update(catalog: &Catalog, exec: &Executor, statement: &ast::Statement) -> Result<DmlResult> {
+    let ast::Statement::Update {
+        table: table_ref,
+        assignments,
+        from,
+        selection,
+        returning: returning_items,
+        or,
+        limit,
+    } = statement
+    else {
+        return Err(Error::internal("update() needs an UPDATE statement"));
+    };
+    if limit.is_some() {
+        return Err(Error::unsupported("UPDATE ... LIMIT"));
+    }
     if from.is_some() || !table_ref.joins.is_empty() {
         return Err(Error::unsupported("UPDATE ... FROM"));
     }
@@ -484,7 +514,8 @@ pub fn build_index(catalog: &Catalog, exec: &Executor, table: &Arc<TableDef>, in
     for (key, row) in exec.scan_rows_with_keys(&plan)? {
         let (entry, unique) = exec.index_entry(index, table, &row, &key);
         if unique && exec.get(&entry)?.is_some() {
-            let names: Vec<String> = index.columns.iter().map(|&column| format!("{}.{}", table.name, table.columns[column].name)).collect();
+            let names: Vec<String> =
+                index.columns.iter().map(|&column| format!("{}.{}", table.name, table.columns[column].name)).collect();
             return Err(Error::unique_violation(format!("UNIQUE constraint failed: {}", names.join(", "))));
         }
         exec.put(entry, key);

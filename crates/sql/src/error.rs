@@ -117,9 +117,8 @@ impl From<tern_txn::Error> for Error {
 impl From<sqlparser::parser::ParserError> for Error {
     fn from(error: sqlparser::parser::ParserError) -> Error {
         let message = match error {
-            sqlparser::parser::ParserError::TokenizerError(message) | sqlparser::parser::ParserError::ParserError(message) => {
-                message
-            }
+            sqlparser::parser::ParserError::TokenizerError(message)
+            | sqlparser::parser::ParserError::ParserError(message) => message,
             sqlparser::parser::ParserError::RecursionLimitExceeded => {
                 return Error::program_limit("statement is nested too deeply");
             }

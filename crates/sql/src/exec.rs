@@ -286,7 +286,10 @@ impl<'t> Executor<'t> {
         // The statement's own inserts are newer than anything stored.
         let overlay = self.overlay.borrow();
         let upper = prefix_end(&prefix);
-        let range = overlay.range::<[u8], _>((Bound::Included(prefix.as_slice()), upper.as_deref().map_or(Bound::Unbounded, Bound::Excluded)));
+        let range = overlay.range::<[u8], _>((
+            Bound::Included(prefix.as_slice()),
+            upper.as_deref().map_or(Bound::Unbounded, Bound::Excluded),
+        ));
         for (key, value) in range.rev() {
             if value.is_some() {
                 let own = codec::decode_integer_key(&key[prefix.len()..]);
@@ -337,7 +340,11 @@ impl<'t> Executor<'t> {
             }
             let key = encode_key(prefix, &[affinity.apply(value)]);
             // Keys of rows with this value continue after the encoded value.
-            start = if *inclusive { Bound::Included(key) } else { prefix_end(&key).map_or(Bound::Unbounded, Bound::Included) };
+            start = if *inclusive {
+                Bound::Included(key)
+            } else {
+                prefix_end(&key).map_or(Bound::Unbounded, Bound::Included)
+            };
             if start == Bound::Unbounded {
                 return Ok(None);
             }
@@ -385,16 +392,17 @@ impl<'t> Executor<'t> {
 
     pub fn run(&self, plan: &Plan, outer: Option<&Env>) -> Result<Vec<Row>> {
         let rows = crate::limits::with_stack(|| self.run_inner(plan, outer))?;
-        self.charge(rows.iter().take(64).map(|row| row_bytes(row)).sum::<usize>() * rows.len() / rows.len().clamp(1, 64))?;
+        self.charge(
+            rows.iter().take(64).map(|row| row_bytes(row)).sum::<usize>() * rows.len() / rows.len().clamp(1, 64),
+        )?;
         Ok(rows)
     }
 
     fn run_inner(&self, plan: &Plan, outer: Option<&Env>) -> Result<Vec<Row>> {
         match plan {
-            Plan::Values { rows, .. } => rows
-                .iter()
-                .map(|row| row.iter().map(|expr| self.eval(expr, &Env::new(&[], outer))).collect())
-                .collect(),
+            Plan::Values { rows, .. } => {
+                rows.iter().map(|row| row.iter().map(|expr| self.eval(expr, &Env::new(&[], outer))).collect()).collect()
+            }
             Plan::Scan { table, access, filter, reverse } => {
                 let mut rows = Vec::new();
                 let empty = Env::new(&[], outer);
@@ -435,7 +443,17 @@ impl<'t> Executor<'t> {
             Plan::Join { left, right, kind, left_keys, right_keys, condition } => {
                 let left_rows = self.run(left, outer)?;
                 let right_rows = self.run(right, outer)?;
-                self.join(left_rows, right_rows, left.width(), right.width(), *kind, left_keys, right_keys, condition.as_ref(), outer)
+                self.join(
+                    left_rows,
+                    right_rows,
+                    left.width(),
+                    right.width(),
+                    *kind,
+                    left_keys,
+                    right_keys,
+                    condition.as_ref(),
+                    outer,
+                )
             }
             Plan::Aggregate { input, group_by, aggregates } => {
                 let rows = self.run(input, outer)?;
@@ -507,7 +525,7 @@ impl<'t> Executor<'t> {
         };
         let mut emit = |output: &mut Vec<Row>, row: Row| -> Result<()> {
             charged += 1;
-            if charged % 4096 == 0 {
+            if charged.is_multiple_of(4096) {
                 self.charge(4096 * row_bytes(&row))?;
             }
             output.push(row);
@@ -588,7 +606,13 @@ impl<'t> Executor<'t> {
         Ok(Some(encoded))
     }
 
-    fn aggregate(&self, rows: Vec<Row>, group_by: &[Expr], aggregates: &[AggregateCall], outer: Option<&Env>) -> Result<Vec<Row>> {
+    fn aggregate(
+        &self,
+        rows: Vec<Row>,
+        group_by: &[Expr],
+        aggregates: &[AggregateCall],
+        outer: Option<&Env>,
+    ) -> Result<Vec<Row>> {
         let mut groups: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut keys: Vec<Row> = Vec::new();
         let mut states: Vec<Vec<Accumulator>> = Vec::new();
@@ -602,7 +626,7 @@ impl<'t> Executor<'t> {
                     groups.insert(key, keys.len());
                     keys.push(group_values);
                     states.push(aggregates.iter().map(Accumulator::new).collect());
-                    if keys.len() % 1024 == 0 {
+                    if keys.len().is_multiple_of(1024) {
                         self.charge(1024 * (64 + 64 * aggregates.len()))?;
                     }
                     keys.len() - 1
@@ -640,8 +664,20 @@ impl<'t> Executor<'t> {
                 let (x, y) = (&a.0[index], &b.0[index]);
                 let order = match (x.is_null(), y.is_null()) {
                     (true, true) => Ordering::Equal,
-                    (true, false) => if key.nulls_first { Ordering::Less } else { Ordering::Greater },
-                    (false, true) => if key.nulls_first { Ordering::Greater } else { Ordering::Less },
+                    (true, false) => {
+                        if key.nulls_first {
+                            Ordering::Less
+                        } else {
+                            Ordering::Greater
+                        }
+                    }
+                    (false, true) => {
+                        if key.nulls_first {
+                            Ordering::Greater
+                        } else {
+                            Ordering::Less
+                        }
+                    }
                     (false, false) => {
                         let order = x.total_cmp(y);
                         if key.descending { order.reverse() } else { order }
@@ -689,7 +725,9 @@ impl<'t> Executor<'t> {
     fn eval_inner(&self, expr: &Expr, env: &Env) -> Result<Value> {
         Ok(match expr {
             Expr::Literal(value) => value.clone(),
-            Expr::Column(index) => env.row.get(*index).cloned().ok_or_else(|| Error::internal(format!("column #{index} out of range")))?,
+            Expr::Column(index) => {
+                env.row.get(*index).cloned().ok_or_else(|| Error::internal(format!("column #{index} out of range")))?
+            }
             Expr::Outer { depth, index } => {
                 let mut scope = env;
                 for _ in 0..*depth {
@@ -1005,10 +1043,31 @@ fn set_operation(op: SetOperator, all: bool, left: Vec<Row>, right: Vec<Row>) ->
 
 /// The running state of one aggregate in one group.
 enum Accumulator {
-    Count { count: i64, distinct: Option<HashSet<Vec<u8>>>, star: bool },
-    Sum { integer: i64, real: f64, is_real: bool, overflowed: bool, any: bool, total: bool, average: bool, count: i64, distinct: Option<HashSet<Vec<u8>>> },
-    Extreme { best: Value, max: bool },
-    Concat { text: String, any: bool, distinct: Option<HashSet<Vec<u8>>> },
+    Count {
+        count: i64,
+        distinct: Option<HashSet<Vec<u8>>>,
+        star: bool,
+    },
+    Sum {
+        integer: i64,
+        real: f64,
+        is_real: bool,
+        overflowed: bool,
+        any: bool,
+        total: bool,
+        average: bool,
+        count: i64,
+        distinct: Option<HashSet<Vec<u8>>>,
+    },
+    Extreme {
+        best: Value,
+        max: bool,
+    },
+    Concat {
+        text: String,
+        any: bool,
+        distinct: Option<HashSet<Vec<u8>>>,
+    },
     Any(Value),
 }
 
@@ -1031,7 +1090,9 @@ impl Accumulator {
             },
             AggregateFunction::Min => Accumulator::Extreme { best: Value::Null, max: false },
             AggregateFunction::Max => Accumulator::Extreme { best: Value::Null, max: true },
-            AggregateFunction::GroupConcat => Accumulator::Concat { text: String::new(), any: false, distinct: distinct() },
+            AggregateFunction::GroupConcat => {
+                Accumulator::Concat { text: String::new(), any: false, distinct: distinct() }
+            }
             AggregateFunction::AnyValue => Accumulator::Any(Value::Null),
         }
     }

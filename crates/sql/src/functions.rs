@@ -161,11 +161,7 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
                 return Ok(Value::Null);
             }
             let pattern = arg(1).to_text();
-            if pattern.is_empty() {
-                arg(0)
-            } else {
-                Value::Text(arg(0).to_text().replace(&pattern, &arg(2).to_text()))
-            }
+            if pattern.is_empty() { arg(0) } else { Value::Text(arg(0).to_text().replace(&pattern, &arg(2).to_text())) }
         }
         Instr => {
             if any_null {
@@ -523,7 +519,10 @@ mod tests {
         assert_eq!(arithmetic(BinaryOp::Div, &Value::Integer(7), &Value::Integer(2)).unwrap(), Value::Integer(3));
         assert_eq!(arithmetic(BinaryOp::Div, &Value::Integer(7), &Value::Integer(0)).unwrap(), Value::Null);
         assert_eq!(arithmetic(BinaryOp::Mod, &Value::Integer(-7), &Value::Integer(2)).unwrap(), Value::Integer(-1));
-        assert_eq!(arithmetic(BinaryOp::Add, &Value::Integer(i64::MAX), &Value::Integer(1)).unwrap(), Value::Real(9.223372036854775808e18));
+        assert_eq!(
+            arithmetic(BinaryOp::Add, &Value::Integer(i64::MAX), &Value::Integer(1)).unwrap(),
+            Value::Real(9.223_372_036_854_776e18)
+        );
         assert_eq!(arithmetic(BinaryOp::Add, &Value::from("3x"), &Value::Integer(1)).unwrap(), Value::Integer(4));
         assert_eq!(arithmetic(BinaryOp::Concat, &Value::Integer(1), &Value::Real(2.5)).unwrap(), Value::from("12.5"));
     }

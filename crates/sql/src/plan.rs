@@ -132,23 +132,56 @@ pub enum Expr {
     Literal(Value),
     Column(usize),
     /// A column of an enclosing query's row, `depth` levels up (1 = the directly enclosing one).
-    Outer { depth: usize, index: usize },
+    Outer {
+        depth: usize,
+        index: usize,
+    },
     Param(usize),
     Unary(UnaryOp, Box<Expr>),
     Binary(BinaryOp, Box<Expr>, Box<Expr>),
     /// `a IS b` / `a IS NOT b`: equality where NULL equals NULL.
-    Is { left: Box<Expr>, right: Box<Expr>, negated: bool },
+    Is {
+        left: Box<Expr>,
+        right: Box<Expr>,
+        negated: bool,
+    },
     IsNull(Box<Expr>, bool),
-    Between { expr: Box<Expr>, low: Box<Expr>, high: Box<Expr>, negated: bool },
-    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
-    InSubquery { expr: Box<Expr>, subquery: Arc<Subquery>, negated: bool },
-    Exists { subquery: Arc<Subquery>, negated: bool },
+    Between {
+        expr: Box<Expr>,
+        low: Box<Expr>,
+        high: Box<Expr>,
+        negated: bool,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    InSubquery {
+        expr: Box<Expr>,
+        subquery: Arc<Subquery>,
+        negated: bool,
+    },
+    Exists {
+        subquery: Arc<Subquery>,
+        negated: bool,
+    },
     ScalarSubquery(Arc<Subquery>),
-    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>> },
+    Case {
+        operand: Option<Box<Expr>>,
+        whens: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
     Cast(Box<Expr>, CastType),
     /// Applies a column affinity to the operand of a comparison (SQLite's comparison rules).
     Affinity(Box<Expr>, Affinity),
-    Like { expr: Box<Expr>, pattern: Box<Expr>, escape: Option<Box<Expr>>, negated: bool, glob: bool },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        escape: Option<Box<Expr>>,
+        negated: bool,
+        glob: bool,
+    },
     Function(crate::functions::ScalarFunction, Vec<Expr>),
     /// Only while binding: replaced by a column of the aggregate's output.
     Aggregate(Box<AggregateCall>),
@@ -347,10 +380,24 @@ pub struct SortKey {
 #[derive(Debug, Clone)]
 pub enum Plan {
     /// Literal rows (also the single empty row of a SELECT without FROM).
-    Values { rows: Vec<Vec<Expr>>, width: usize },
-    Scan { table: Arc<TableDef>, access: Access, filter: Option<Expr>, reverse: bool },
-    Filter { input: Box<Plan>, predicate: Expr },
-    Project { input: Box<Plan>, exprs: Vec<Expr> },
+    Values {
+        rows: Vec<Vec<Expr>>,
+        width: usize,
+    },
+    Scan {
+        table: Arc<TableDef>,
+        access: Access,
+        filter: Option<Expr>,
+        reverse: bool,
+    },
+    Filter {
+        input: Box<Plan>,
+        predicate: Expr,
+    },
+    Project {
+        input: Box<Plan>,
+        exprs: Vec<Expr>,
+    },
     /// Output: the left row followed by the right row. With keys, a hash join on
     /// `left_keys = right_keys` (NULL keys never match); `condition` is checked on each pair.
     Join {
@@ -362,11 +409,30 @@ pub enum Plan {
         condition: Option<Expr>,
     },
     /// Output: the group-by values followed by the aggregates.
-    Aggregate { input: Box<Plan>, group_by: Vec<Expr>, aggregates: Vec<AggregateCall> },
-    Sort { input: Box<Plan>, keys: Vec<SortKey>, limit: Option<Box<Expr>> },
-    Limit { input: Box<Plan>, limit: Option<Expr>, offset: Option<Expr> },
-    Distinct { input: Box<Plan> },
-    SetOperation { op: SetOperator, all: bool, left: Box<Plan>, right: Box<Plan> },
+    Aggregate {
+        input: Box<Plan>,
+        group_by: Vec<Expr>,
+        aggregates: Vec<AggregateCall>,
+    },
+    Sort {
+        input: Box<Plan>,
+        keys: Vec<SortKey>,
+        limit: Option<Box<Expr>>,
+    },
+    Limit {
+        input: Box<Plan>,
+        limit: Option<Expr>,
+        offset: Option<Expr>,
+    },
+    Distinct {
+        input: Box<Plan>,
+    },
+    SetOperation {
+        op: SetOperator,
+        all: bool,
+        left: Box<Plan>,
+        right: Box<Plan>,
+    },
 }
 
 impl Plan {
@@ -375,9 +441,10 @@ impl Plan {
         match self {
             Plan::Values { width, .. } => *width,
             Plan::Scan { table, .. } => table.columns.len(),
-            Plan::Filter { input, .. } | Plan::Sort { input, .. } | Plan::Limit { input, .. } | Plan::Distinct { input } => {
-                input.width()
-            }
+            Plan::Filter { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Distinct { input } => input.width(),
             Plan::Project { exprs, .. } => exprs.len(),
             Plan::Join { left, right, .. } => left.width() + right.width(),
             Plan::Aggregate { group_by, aggregates, .. } => group_by.len() + aggregates.len(),
@@ -484,14 +551,21 @@ impl fmt::Display for Expr {
             Expr::InList { expr, list, negated } => {
                 write!(f, "({expr} {}IN ({} items))", if *negated { "NOT " } else { "" }, list.len())
             }
-            Expr::InSubquery { expr, negated, .. } => write!(f, "({expr} {}IN (subquery))", if *negated { "NOT " } else { "" }),
+            Expr::InSubquery { expr, negated, .. } => {
+                write!(f, "({expr} {}IN (subquery))", if *negated { "NOT " } else { "" })
+            }
             Expr::Exists { negated, .. } => write!(f, "{}EXISTS(subquery)", if *negated { "NOT " } else { "" }),
             Expr::ScalarSubquery(_) => f.write_str("(subquery)"),
             Expr::Case { .. } => f.write_str("CASE"),
             Expr::Cast(inner, to) => write!(f, "CAST({inner} AS {to:?})"),
             Expr::Affinity(inner, _) => write!(f, "{inner}"),
             Expr::Like { expr, pattern, negated, glob, .. } => {
-                write!(f, "({expr} {}{} {pattern})", if *negated { "NOT " } else { "" }, if *glob { "GLOB" } else { "LIKE" })
+                write!(
+                    f,
+                    "({expr} {}{} {pattern})",
+                    if *negated { "NOT " } else { "" },
+                    if *glob { "GLOB" } else { "LIKE" }
+                )
             }
             Expr::Function(function, args) => {
                 let list: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();

@@ -160,7 +160,10 @@ impl Session {
                 Ok(Outcome::Done("BEGIN"))
             }
             ast::Statement::Commit { .. } => {
-                let open = self.transaction.take().ok_or_else(|| Error::new("25P01", "cannot commit - no transaction is active"))?;
+                let open = self
+                    .transaction
+                    .take()
+                    .ok_or_else(|| Error::new("25P01", "cannot commit - no transaction is active"))?;
                 self.commit(open)?;
                 Ok(Outcome::Done("COMMIT"))
             }
@@ -199,7 +202,9 @@ impl Session {
 
     fn load_catalog(&self, txn: &mut Transaction) -> Result<Arc<Catalog>> {
         let version = match txn.get(CATALOG_VERSION_KEY)? {
-            Some(bytes) => u64::from_be_bytes(bytes.as_slice().try_into().map_err(|_| Error::corrupt("catalog version"))?),
+            Some(bytes) => {
+                u64::from_be_bytes(bytes.as_slice().try_into().map_err(|_| Error::corrupt("catalog version"))?)
+            }
             None => 0,
         };
         let cached = self.shared.catalog.read().clone();
@@ -234,11 +239,17 @@ impl Session {
 /// colliding statements spread out.
 fn backoff(attempt: u32) {
     let base_us = (20u64 << attempt.min(9)).min(10_000);
-    let jitter = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |now| now.subsec_nanos() as u64);
+    let jitter =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |now| now.subsec_nanos() as u64);
     std::thread::sleep(std::time::Duration::from_micros(base_us / 2 + jitter % base_us.max(1)));
 }
 
-fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, statement: &ast::Statement, params: &[Value]) -> Result<Outcome> {
+fn run_in_transaction(
+    shared: &Shared,
+    open: &mut OpenTransaction,
+    statement: &ast::Statement,
+    params: &[Value],
+) -> Result<Outcome> {
     let catalog = open.catalog.clone();
     let exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit);
     let mut new_catalog: Option<Catalog> = None;
@@ -267,7 +278,12 @@ fn dml_outcome(result: dml::DmlResult) -> Outcome {
     }
 }
 
-fn run_statement(catalog: &Arc<Catalog>, exec: &Executor, statement: &ast::Statement, new_catalog: &mut Option<Catalog>) -> Result<Outcome> {
+fn run_statement(
+    catalog: &Arc<Catalog>,
+    exec: &Executor,
+    statement: &ast::Statement,
+    new_catalog: &mut Option<Catalog>,
+) -> Result<Outcome> {
     match statement {
         ast::Statement::Query(query) => {
             let mut binder = Binder::new(catalog);
@@ -291,12 +307,7 @@ fn run_statement(catalog: &Arc<Catalog>, exec: &Executor, statement: &ast::State
             Ok(Outcome::Rows { columns: vec!["QUERY PLAN".into()], rows })
         }
         ast::Statement::Insert(insert) => Ok(dml_outcome(dml::insert(catalog, exec, insert)?)),
-        ast::Statement::Update { table, assignments, from, selection, returning, or, limit } => {
-            if limit.is_some() {
-                return Err(Error::unsupported("UPDATE ... LIMIT"));
-            }
-            Ok(dml_outcome(dml::update(catalog, exec, table, assignments, from, selection, returning, or)?))
-        }
+        ast::Statement::Update { .. } => Ok(dml_outcome(dml::update(catalog, exec, statement)?)),
         ast::Statement::Delete(delete) => Ok(dml_outcome(dml::delete(catalog, exec, delete)?)),
         ast::Statement::CreateTable(create) => {
             let mut changed = (**catalog).clone();
@@ -332,11 +343,20 @@ fn run_statement(catalog: &Arc<Catalog>, exec: &Executor, statement: &ast::State
             let (_, outputs) = binder.bind_query(query, None)?;
             let names: Vec<String> = columns.iter().map(|column| column.name.value.to_ascii_lowercase()).collect();
             if !names.is_empty() && names.len() != outputs.len() {
-                return Err(Error::syntax(format!("expected {} columns for view {view_name}, got {}", outputs.len(), names.len())));
+                return Err(Error::syntax(format!(
+                    "expected {} columns for view {view_name}, got {}",
+                    outputs.len(),
+                    names.len()
+                )));
             }
             changed.views.insert(
                 view_name.clone(),
-                Arc::new(ViewDef { name: name.to_string(), columns: names, query: query.to_string(), sql: statement.to_string() }),
+                Arc::new(ViewDef {
+                    name: name.to_string(),
+                    columns: names,
+                    query: query.to_string(),
+                    sql: statement.to_string(),
+                }),
             );
             *new_catalog = Some(changed);
             Ok(Outcome::Done("CREATE VIEW"))
@@ -388,7 +408,8 @@ fn first_words(sql: &str) -> String {
 }
 
 fn column_def(column: &ast::ColumnDef) -> Result<(ColumnDef, bool, bool, Option<String>)> {
-    let declared_type = if column.data_type == ast::DataType::Unspecified { String::new() } else { column.data_type.to_string() };
+    let declared_type =
+        if column.data_type == ast::DataType::Unspecified { String::new() } else { column.data_type.to_string() };
     let mut def = ColumnDef {
         name: column.name.value.clone(),
         affinity: Affinity::of_declared_type(&declared_type),
@@ -423,9 +444,9 @@ fn index_columns(table: &TableDef, columns: &[ast::IndexColumn]) -> Result<Vec<u
     columns
         .iter()
         .map(|column| match &column.column.expr {
-            ast::Expr::Identifier(ident) => {
-                table.column_index(&ident.value).ok_or_else(|| Error::undefined_column(&format!("{}.{}", table.name, ident.value)))
-            }
+            ast::Expr::Identifier(ident) => table
+                .column_index(&ident.value)
+                .ok_or_else(|| Error::undefined_column(&format!("{}.{}", table.name, ident.value))),
             other => Err(Error::unsupported(format!("index on expression {other}"))),
         })
         .collect()
@@ -508,13 +529,25 @@ fn create_table(catalog: &mut Catalog, create: &ast::CreateTable) -> Result<bool
         let index_name = format!("sqlite_autoindex_{table_name}_{}", number + 1).to_ascii_lowercase();
         catalog.indexes.insert(
             index_name.clone(),
-            Arc::new(IndexDef { id, name: index_name, table: name.clone(), columns, unique: true, constraint: true, sql: String::new() }),
+            Arc::new(IndexDef {
+                id,
+                name: index_name,
+                table: name.clone(),
+                columns,
+                unique: true,
+                constraint: true,
+                sql: String::new(),
+            }),
         );
     }
     Ok(true)
 }
 
-fn create_index(catalog: &mut Catalog, create: &ast::CreateIndex, sql: String) -> Result<Option<(Arc<TableDef>, IndexDef)>> {
+fn create_index(
+    catalog: &mut Catalog,
+    create: &ast::CreateIndex,
+    sql: String,
+) -> Result<Option<(Arc<TableDef>, IndexDef)>> {
     let name = create.name.as_ref().ok_or_else(|| Error::syntax("an index needs a name")).and_then(object_name)?;
     if create.predicate.is_some() {
         return Err(Error::unsupported("partial indexes"));
@@ -528,12 +561,26 @@ fn create_index(catalog: &mut Catalog, create: &ast::CreateIndex, sql: String) -
     let table_name = object_name(&create.table_name)?;
     let table = catalog.table(&table_name).cloned().ok_or_else(|| Error::undefined_table(&table_name))?;
     let columns = index_columns(&table, &create.columns)?;
-    let index = IndexDef { id: catalog.allocate_id(), name: name.clone(), table: table_name, columns, unique: create.unique, constraint: false, sql };
+    let index = IndexDef {
+        id: catalog.allocate_id(),
+        name: name.clone(),
+        table: table_name,
+        columns,
+        unique: create.unique,
+        constraint: false,
+        sql,
+    };
     catalog.indexes.insert(name, Arc::new(index.clone()));
     Ok(Some((table, index)))
 }
 
-fn drop_object(catalog: &mut Catalog, exec: &Executor, object_type: ast::ObjectType, name: &str, if_exists: bool) -> Result<bool> {
+fn drop_object(
+    catalog: &mut Catalog,
+    exec: &Executor,
+    object_type: ast::ObjectType,
+    name: &str,
+    if_exists: bool,
+) -> Result<bool> {
     match object_type {
         ast::ObjectType::Table => {
             let Some(table) = catalog.tables.get(name).cloned() else {
@@ -555,7 +602,10 @@ fn drop_object(catalog: &mut Catalog, exec: &Executor, object_type: ast::ObjectT
                 return Err(Error::new("42704", format!("no such index: {name}")));
             };
             if index.constraint {
-                return Err(Error::new("2BP01", format!("index associated with UNIQUE or PRIMARY KEY constraint cannot be dropped: {name}")));
+                return Err(Error::new(
+                    "2BP01",
+                    format!("index associated with UNIQUE or PRIMARY KEY constraint cannot be dropped: {name}"),
+                ));
             }
             dml::clear_prefix(exec, &crate::codec::object_prefix(index.id))?;
             catalog.indexes.remove(name);
@@ -604,7 +654,9 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
             Ok(())
         }
         ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
-            let index = table.column_index(&old_column_name.value).ok_or_else(|| Error::undefined_column(&old_column_name.value))?;
+            let index = table
+                .column_index(&old_column_name.value)
+                .ok_or_else(|| Error::undefined_column(&old_column_name.value))?;
             if table.column_index(&new_column_name.value).is_some() {
                 return Err(Error::duplicate_object(format!("duplicate column name: {}", new_column_name.value)));
             }
@@ -619,7 +671,9 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
                 ast::RenameTableNameKind::As(name) | ast::RenameTableNameKind::To(name) => object_name(name)?,
             };
             if catalog.name_in_use(&new_name) {
-                return Err(Error::duplicate_object(format!("there is already another table or index with this name: {new_name}")));
+                return Err(Error::duplicate_object(format!(
+                    "there is already another table or index with this name: {new_name}"
+                )));
             }
             let old = table.name.to_ascii_lowercase();
             for index in catalog.indexes.values_mut() {

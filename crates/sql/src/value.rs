@@ -137,10 +137,8 @@ fn numeric_prefix(text: &str) -> Value {
         }
     }
     let prefix = &trimmed[..end];
-    if !is_real {
-        if let Ok(integer) = prefix.parse::<i64>() {
-            return Value::Integer(integer);
-        }
+    if !is_real && let Ok(integer) = prefix.parse::<i64>() {
+        return Value::Integer(integer);
     }
     match prefix.trim_end_matches('.').parse::<f64>() {
         Ok(real) => Value::Real(real),
@@ -203,7 +201,9 @@ impl Value {
     /// A real with an exact integer value becomes that integer (numeric affinity).
     fn normalize_real(self) -> Value {
         match self {
-            Value::Real(real) if real.fract() == 0.0 && real >= -9.223372036854775e18 && real < 9.223372036854775e18 => {
+            Value::Real(real)
+                if real.fract() == 0.0 && (-9.223372036854775e18..9.223372036854775e18).contains(&real) =>
+            {
                 Value::Integer(real as i64)
             }
             other => other,
@@ -320,10 +320,10 @@ fn compare_integer_real(integer: i64, real: f64) -> Ordering {
     if real.is_nan() {
         return Ordering::Greater;
     }
-    if real >= 9.223372036854775807e18 {
+    if real >= 9.223_372_036_854_776e18 {
         return Ordering::Less;
     }
-    if real < -9.223372036854775808e18 {
+    if real < -9.223_372_036_854_776e18 {
         return Ordering::Greater;
     }
     let truncated = real.trunc() as i64;
@@ -345,9 +345,9 @@ fn compare_integer_real(integer: i64, real: f64) -> Ordering {
 fn real_to_i64(real: f64) -> i64 {
     if real.is_nan() {
         0
-    } else if real >= 9.223372036854775807e18 {
+    } else if real >= 9.223_372_036_854_776e18 {
         i64::MAX
-    } else if real <= -9.223372036854775808e18 {
+    } else if real <= -9.223_372_036_854_776e18 {
         i64::MIN
     } else {
         real as i64
@@ -443,12 +443,25 @@ mod tests {
 
     #[test]
     fn mixed_types_order_like_sqlite() {
-        let mut values =
-            vec![Value::from("a"), Value::Real(1.5), Value::Null, Value::Blob(vec![0]), Value::Integer(1), Value::Integer(2)];
+        let mut values = vec![
+            Value::from("a"),
+            Value::Real(1.5),
+            Value::Null,
+            Value::Blob(vec![0]),
+            Value::Integer(1),
+            Value::Integer(2),
+        ];
         values.sort_by(Value::total_cmp);
         assert_eq!(
             values,
-            vec![Value::Null, Value::Integer(1), Value::Real(1.5), Value::Integer(2), Value::from("a"), Value::Blob(vec![0])]
+            vec![
+                Value::Null,
+                Value::Integer(1),
+                Value::Real(1.5),
+                Value::Integer(2),
+                Value::from("a"),
+                Value::Blob(vec![0])
+            ]
         );
         assert_eq!(Value::Integer(1).total_cmp(&Value::Real(1.0)), Ordering::Equal);
     }

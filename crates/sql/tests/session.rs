@@ -139,7 +139,9 @@ fn concurrent_transactions_are_serializable_and_conflicts_are_retryable() {
 #[test]
 fn autocommit_statements_from_many_threads_all_apply() {
     let db = Database::open_in_memory().unwrap();
-    db.session().execute("CREATE TABLE counter(id INTEGER PRIMARY KEY, n INTEGER); INSERT INTO counter VALUES (1, 0)", &[]).unwrap();
+    db.session()
+        .execute("CREATE TABLE counter(id INTEGER PRIMARY KEY, n INTEGER); INSERT INTO counter VALUES (1, 0)", &[])
+        .unwrap();
     let threads: Vec<_> = (0..4)
         .map(|_| {
             let db = db.clone();
@@ -178,7 +180,12 @@ fn explain_shows_the_access_path_and_results_do_not_depend_on_indexes() {
     let mut session = db.session();
     session.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, b TEXT)", &[]).unwrap();
     for i in 0..200 {
-        session.execute("INSERT INTO t VALUES (?, ?, ?)", &[Value::Integer(i), Value::Integer(i % 17), Value::from(format!("v{}", i % 5))]).unwrap();
+        session
+            .execute(
+                "INSERT INTO t VALUES (?, ?, ?)",
+                &[Value::Integer(i), Value::Integer(i % 17), Value::from(format!("v{}", i % 5))],
+            )
+            .unwrap();
     }
     let queries = [
         "SELECT id FROM t WHERE a = 3 ORDER BY id",
@@ -194,7 +201,9 @@ fn explain_shows_the_access_path_and_results_do_not_depend_on_indexes() {
     assert_eq!(before, after);
     let plan = |session: &mut tern_sql::Session, sql: &str| -> String {
         match session.execute(&format!("EXPLAIN {sql}"), &[]).unwrap().pop() {
-            Some(Outcome::Rows { rows, .. }) => rows.iter().map(|row| row[0].to_string()).collect::<Vec<_>>().join("\n"),
+            Some(Outcome::Rows { rows, .. }) => {
+                rows.iter().map(|row| row[0].to_string()).collect::<Vec<_>>().join("\n")
+            }
             other => panic!("{other:?}"),
         }
     };
