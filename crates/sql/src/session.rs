@@ -115,6 +115,28 @@ pub struct Session {
     transaction: Option<OpenTransaction>,
 }
 
+/// A parsed statement to run again with new parameters ([`Session::prepare`]). A query's plan
+/// is kept for the catalog version it was bound against and bound again after any DDL.
+pub struct Statement {
+    sql: String,
+    statement: ast::Statement,
+    plan: Option<CachedPlan>,
+}
+
+/// A bound query plan and the catalog version it is valid for.
+pub struct CachedPlan {
+    catalog_version: u64,
+    plan: crate::plan::Plan,
+    columns: Vec<String>,
+}
+
+impl Statement {
+    /// The SQL text the statement was prepared from.
+    pub fn sql(&self) -> &str {
+        &self.sql
+    }
+}
+
 /// Parses SQL text into statements.
 pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
     let dialect = sqlparser::dialect::SQLiteDialect {};
@@ -148,7 +170,25 @@ impl Session {
         }
     }
 
+    /// Parses one statement for repeated execution with [`Session::execute_prepared`].
+    pub fn prepare(&self, sql: &str) -> Result<Statement> {
+        let mut statements = parse(sql)?;
+        if statements.len() != 1 {
+            return Err(Error::syntax(format!("prepare takes exactly one statement, got {}", statements.len())));
+        }
+        Ok(Statement { sql: sql.to_string(), statement: statements.remove(0), plan: None })
+    }
+
+    /// Runs a prepared statement with `params`.
+    pub fn execute_prepared(&mut self, statement: &mut Statement, params: &[Value]) -> Result<Outcome> {
+        self.run(&statement.statement, params, &mut statement.plan)
+    }
+
     pub fn execute_statement(&mut self, statement: &ast::Statement, params: &[Value]) -> Result<Outcome> {
+        self.run(statement, params, &mut None)
+    }
+
+    fn run(&mut self, statement: &ast::Statement, params: &[Value], plan: &mut Option<CachedPlan>) -> Result<Outcome> {
         match statement {
             ast::Statement::StartTransaction { .. } => {
                 if self.transaction.is_some() {
@@ -178,7 +218,7 @@ impl Session {
             }
             statement => {
                 if let Some(open) = self.transaction.as_mut() {
-                    return run_in_transaction(&self.shared, open, statement, params);
+                    return run_in_transaction(&self.shared, open, statement, params, plan);
                 }
                 // Autocommit: retry the whole statement on a serialization failure.
                 let mut attempt = 0;
@@ -187,7 +227,7 @@ impl Session {
                     let mut txn = self.shared.db.begin();
                     let catalog = self.load_catalog(&mut txn)?;
                     let mut open = OpenTransaction { txn, catalog, catalog_changed: false };
-                    let result = run_in_transaction(&self.shared, &mut open, statement, params)
+                    let result = run_in_transaction(&self.shared, &mut open, statement, params, plan)
                         .and_then(|outcome| self.commit(open).map(|_| outcome));
                     match result {
                         Err(error) if error.is_retryable() && attempt < self.shared.options.autocommit_attempts => {
@@ -249,11 +289,12 @@ fn run_in_transaction(
     open: &mut OpenTransaction,
     statement: &ast::Statement,
     params: &[Value],
+    plan: &mut Option<CachedPlan>,
 ) -> Result<Outcome> {
     let catalog = open.catalog.clone();
     let exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit);
     let mut new_catalog: Option<Catalog> = None;
-    let outcome = run_statement(&catalog, &exec, statement, &mut new_catalog)?;
+    let outcome = run_statement(&catalog, &exec, statement, &mut new_catalog, plan)?;
     if let Some(mut changed) = new_catalog {
         changed.version = catalog.version + 1;
         exec.put(CATALOG_VERSION_KEY.to_vec(), changed.version.to_be_bytes().to_vec());
@@ -283,13 +324,20 @@ fn run_statement(
     exec: &Executor,
     statement: &ast::Statement,
     new_catalog: &mut Option<Catalog>,
+    cached: &mut Option<CachedPlan>,
 ) -> Result<Outcome> {
     match statement {
         ast::Statement::Query(query) => {
-            let mut binder = Binder::new(catalog);
-            let (plan, columns) = binder.bind_query(query, None)?;
-            let rows = exec.run(&plan, None)?;
-            Ok(rows_outcome(columns, rows))
+            let valid = cached.as_ref().is_some_and(|cached| cached.catalog_version == catalog.version);
+            if !valid {
+                let mut binder = Binder::new(catalog);
+                let (plan, columns) = binder.bind_query(query, None)?;
+                let columns = columns.into_iter().map(|column| column.name).collect();
+                *cached = Some(CachedPlan { catalog_version: catalog.version, plan, columns });
+            }
+            let cached = cached.as_ref().expect("a plan was just bound");
+            let rows = exec.run(&cached.plan, None)?;
+            Ok(Outcome::Rows { columns: cached.columns.clone(), rows })
         }
         ast::Statement::Explain { analyze, statement, .. } => {
             let ast::Statement::Query(query) = statement.as_ref() else {

@@ -214,3 +214,38 @@ fn explain_shows_the_access_path_and_results_do_not_depend_on_indexes() {
     let analyzed = plan(&mut session, &format!("ANALYZE {}", queries[0]));
     assert!(analyzed.contains("rows=12"), "{analyzed}");
 }
+
+#[test]
+fn prepared_statements_rebind_after_ddl() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session.execute("CREATE TABLE t(a INTEGER, b TEXT)", &[]).unwrap();
+    let mut insert = session.prepare("INSERT INTO t VALUES (?, ?)").unwrap();
+    let mut select = session.prepare("SELECT * FROM t WHERE a = ?").unwrap();
+    for i in 0..5 {
+        assert_eq!(
+            session.execute_prepared(&mut insert, &[Value::Integer(i), Value::from("x")]).unwrap(),
+            Outcome::Changed(1)
+        );
+    }
+    let row = |session: &mut tern_sql::Session, select: &mut tern_sql::Statement| match session
+        .execute_prepared(select, &[Value::Integer(3)])
+        .unwrap()
+    {
+        Outcome::Rows { columns, rows } => (columns, rows),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        row(&mut session, &mut select),
+        (vec!["a".into(), "b".into()], vec![vec![Value::Integer(3), Value::from("x")]])
+    );
+    // The cached plan of `*` must follow the new column; the index must be used afterwards.
+    session.execute("ALTER TABLE t ADD COLUMN c INTEGER DEFAULT 9; CREATE INDEX t_a ON t(a)", &[]).unwrap();
+    assert_eq!(
+        row(&mut session, &mut select),
+        (vec!["a".into(), "b".into(), "c".into()], vec![vec![Value::Integer(3), Value::from("x"), Value::Integer(9)]])
+    );
+    session.execute("DROP TABLE t", &[]).unwrap();
+    assert_eq!(session.execute_prepared(&mut select, &[Value::Integer(3)]).unwrap_err().sqlstate, "42P01");
+    assert!(session.prepare("SELECT 1; SELECT 2").is_err());
+}
