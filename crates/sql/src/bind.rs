@@ -723,7 +723,7 @@ impl<'c> Binder<'c> {
         if distinct {
             plan = Plan::Distinct { input: Box::new(plan) };
         }
-        if !keys.is_empty() {
+        if !keys.is_empty() && !scan_order_satisfies(&mut plan, &keys) {
             plan = Plan::Sort { input: Box::new(plan), keys, limit: sort_limit };
         }
         if plan.width() > visible {
@@ -1297,6 +1297,31 @@ fn sort_key(expr: Expr, options: &ast::OrderByOptions) -> SortKey {
     // SQLite and Tern: NULLs sort first ascending, last descending, unless told otherwise.
     let nulls_first = options.nulls_first.unwrap_or(!descending);
     SortKey { expr, descending, nulls_first }
+}
+
+/// Whether `plan` (a projection of one table's scan) already yields rows in the order of `keys`
+/// because they are the table's primary key in order, all ascending or all descending; if
+/// so the scan is set to run in that direction and no sort is needed.
+fn scan_order_satisfies(plan: &mut Plan, keys: &[SortKey]) -> bool {
+    let Plan::Project { input, exprs } = plan else { return false };
+    let Plan::Scan { table, access, reverse, .. } = input.as_mut() else { return false };
+    if !matches!(access, Access::Full | Access::PrimaryKeyRange { .. } | Access::PrimaryKeyPoints(_)) {
+        return false;
+    }
+    if keys.len() > table.primary_key.len() || keys.is_empty() {
+        return false;
+    }
+    let descending = keys[0].descending;
+    for (key, &pk_column) in keys.iter().zip(&table.primary_key) {
+        let Expr::Column(output) = key.expr else { return false };
+        // NULL placement matters only for columns that can hold NULL (the row id cannot).
+        let nullable = !table.columns[pk_column].not_null && table.rowid_alias != Some(pk_column);
+        if key.descending != descending || exprs.get(output) != Some(&Expr::Column(pk_column)) || nullable {
+            return false;
+        }
+    }
+    *reverse = descending;
+    true
 }
 
 pub fn split_conjuncts(expr: Expr, out: &mut Vec<Expr>) {

@@ -18,7 +18,9 @@ use std::ops::Bound;
 use std::rc::Rc;
 use tern_txn::Transaction;
 
-/// Rows read from the store per chunk of a scan.
+/// Rows read from the store by the first chunk of a scan (short scans, LIMIT) and by later
+/// chunks (the size doubles up to the second).
+const SCAN_FIRST_CHUNK_ROWS: usize = 16;
 const SCAN_CHUNK_ROWS: usize = 256;
 
 /// The row an expression is evaluated on, and the rows of the enclosing queries.
@@ -116,14 +118,16 @@ impl<'t> Executor<'t> {
         mut visit: impl FnMut(&[u8], &[u8]) -> Result<bool>,
     ) -> Result<()> {
         let (mut start, mut end) = (start, end);
+        let mut chunk_rows = SCAN_FIRST_CHUNK_ROWS;
         loop {
             let chunk: Vec<(Vec<u8>, Vec<u8>)> = {
                 let mut txn = self.txn.borrow_mut();
                 let bounds = (bound_ref(&start), bound_ref(&end));
                 let scan = if reverse { txn.range_rev(bounds) } else { txn.range(bounds) };
-                scan.take(SCAN_CHUNK_ROWS).collect::<std::result::Result<_, _>>()?
+                scan.take(chunk_rows).collect::<std::result::Result<_, _>>()?
             };
-            let full = chunk.len() == SCAN_CHUNK_ROWS;
+            let full = chunk.len() == chunk_rows;
+            chunk_rows = (chunk_rows * 2).min(SCAN_CHUNK_ROWS);
             let last = chunk.last().map(|(key, _)| key.clone());
             for (key, value) in &chunk {
                 if !visit(key, value)? {
@@ -403,24 +407,7 @@ impl<'t> Executor<'t> {
             Plan::Values { rows, .. } => {
                 rows.iter().map(|row| row.iter().map(|expr| self.eval(expr, &Env::new(&[], outer))).collect()).collect()
             }
-            Plan::Scan { table, access, filter, reverse } => {
-                let mut rows = Vec::new();
-                let empty = Env::new(&[], outer);
-                self.scan_table(table, access, *reverse, &empty, |_, row| {
-                    let keep = match filter {
-                        Some(filter) => self.eval(filter, &Env::new(&row, outer))?.truth() == Some(true),
-                        None => true,
-                    };
-                    if keep {
-                        if rows.len() % 1024 == 1023 {
-                            self.charge(1024 * row_bytes(&row))?;
-                        }
-                        rows.push(row);
-                    }
-                    Ok(true)
-                })?;
-                Ok(rows)
-            }
+            Plan::Scan { .. } => self.run_scan(plan, outer, usize::MAX),
             Plan::Filter { input, predicate } => {
                 let rows = self.run(input, outer)?;
                 let mut kept = Vec::with_capacity(rows.len());
@@ -468,7 +455,6 @@ impl<'t> Executor<'t> {
                 self.sort(rows, keys, limit, outer)
             }
             Plan::Limit { input, limit, offset } => {
-                let rows = self.run(input, outer)?;
                 let offset = match offset {
                     Some(offset) => self.eval_count(offset, outer)?,
                     None => 0,
@@ -477,6 +463,7 @@ impl<'t> Executor<'t> {
                     Some(limit) => self.eval_count(limit, outer)?,
                     None => usize::MAX,
                 };
+                let rows = self.run_capped(input, outer, offset.saturating_add(limit))?;
                 Ok(rows.into_iter().skip(offset).take(limit).collect())
             }
             Plan::Distinct { input } => {
@@ -490,6 +477,51 @@ impl<'t> Executor<'t> {
                 Ok(set_operation(*op, *all, left_rows, right_rows))
             }
         }
+    }
+
+    /// A plan's rows when only the first `cap` are wanted: a scan (under projections) stops
+    /// after `cap` matching rows; other plans run whole.
+    fn run_capped(&self, plan: &Plan, outer: Option<&Env>, cap: usize) -> Result<Vec<Row>> {
+        match plan {
+            Plan::Scan { .. } => self.run_scan(plan, outer, cap),
+            Plan::Project { input, exprs } if matches!(input.as_ref(), Plan::Scan { .. } | Plan::Project { .. }) => {
+                let rows = self.run_capped(input, outer, cap)?;
+                rows.iter()
+                    .map(|row| {
+                        let env = Env::new(row, outer);
+                        exprs.iter().map(|expr| self.eval(expr, &env)).collect()
+                    })
+                    .collect()
+            }
+            other => self.run(other, outer),
+        }
+    }
+
+    /// Rows of a scan that pass its filter, at most `cap` of them.
+    fn run_scan(&self, plan: &Plan, outer: Option<&Env>, cap: usize) -> Result<Vec<Row>> {
+        if cap == 0 {
+            return Ok(Vec::new());
+        }
+
+        let Plan::Scan { table, access, filter, reverse } = plan else {
+            return Err(Error::internal("run_scan needs a scan"));
+        };
+        let mut rows = Vec::new();
+        let empty = Env::new(&[], outer);
+        self.scan_table(table, access, *reverse, &empty, |_, row| {
+            let keep = match filter {
+                Some(filter) => self.eval(filter, &Env::new(&row, outer))?.truth() == Some(true),
+                None => true,
+            };
+            if keep {
+                if rows.len() % 1024 == 1023 {
+                    self.charge(1024 * row_bytes(&row))?;
+                }
+                rows.push(row);
+            }
+            Ok(rows.len() < cap)
+        })?;
+        Ok(rows)
     }
 
     /// LIMIT and OFFSET values: a negative LIMIT means none (SQLite).

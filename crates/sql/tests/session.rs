@@ -249,3 +249,39 @@ fn prepared_statements_rebind_after_ddl() {
     assert_eq!(session.execute_prepared(&mut select, &[Value::Integer(3)]).unwrap_err().sqlstate, "42P01");
     assert!(session.prepare("SELECT 1; SELECT 2").is_err());
 }
+
+#[test]
+fn primary_key_order_needs_no_sort_and_limit_stops_the_scan() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session.execute("CREATE TABLE t(k TEXT PRIMARY KEY, v INTEGER)", &[]).unwrap();
+    let mut insert = session.prepare("INSERT INTO t VALUES (?, ?)").unwrap();
+    for i in 0..1000 {
+        session.execute_prepared(&mut insert, &[Value::from(format!("key{i:04}")), Value::Integer(i)]).unwrap();
+    }
+    let explain = |session: &mut tern_sql::Session, sql: &str| match session
+        .execute(&format!("EXPLAIN {sql}"), &[])
+        .unwrap()
+        .pop()
+    {
+        Some(Outcome::Rows { rows, .. }) => rows.iter().map(|row| row[0].to_string()).collect::<Vec<_>>().join("\n"),
+        other => panic!("{other:?}"),
+    };
+    let forward = "SELECT k, v FROM t WHERE k >= 'key0500' ORDER BY k LIMIT 3";
+    assert!(!explain(&mut session, forward).contains("Sort"), "{}", explain(&mut session, forward));
+    assert_eq!(
+        rows(&mut session, forward),
+        vec![
+            vec![Value::from("key0500"), Value::Integer(500)],
+            vec![Value::from("key0501"), Value::Integer(501)],
+            vec![Value::from("key0502"), Value::Integer(502)]
+        ]
+    );
+    let backward = "SELECT v FROM t WHERE k < 'key0500' ORDER BY k DESC LIMIT 2 OFFSET 1";
+    assert!(explain(&mut session, backward).contains("reverse"));
+    assert_eq!(rows(&mut session, backward), vec![vec![Value::Integer(498)], vec![Value::Integer(497)]]);
+    // Ordering by something else still sorts.
+    assert!(explain(&mut session, "SELECT k FROM t ORDER BY v DESC LIMIT 1").contains("Sort"));
+    assert_eq!(rows(&mut session, "SELECT k FROM t ORDER BY v DESC LIMIT 1"), vec![vec![Value::from("key0999")]]);
+    assert_eq!(rows(&mut session, "SELECT count(*) FROM (SELECT k FROM t LIMIT 0)"), vec![vec![Value::Integer(0)]]);
+}
