@@ -22,6 +22,9 @@ pub enum BenchError {
     /// outlast the retries are counted by the workload, not raised).
     #[error("Tern transactions")]
     Txn(#[from] tern_txn::Error),
+    /// Tern's SQL engine refused or failed a statement.
+    #[error("Tern SQL: {0}")]
+    Sql(#[from] tern_sql::Error),
     /// SQLite, the peer of `tern bench txn`, refused or failed an operation.
     #[error("SQLite")]
     Sqlite(#[from] rusqlite::Error),

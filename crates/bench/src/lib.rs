@@ -37,6 +37,7 @@ pub mod report;
 pub mod scan;
 pub mod timing;
 pub mod txn;
+pub mod ycsb;
 
 pub use common::CommonArgs;
 pub use error::{BenchError, Result};
@@ -68,6 +69,9 @@ pub enum Workload {
     /// dsmDB's TPC-B on Tern's serializable transactions (threads, group commit on and off,
     /// a batch-size sweep) against SQLite, and the certifier alone (exact sets vs sketches).
     Txn(txn::TxnArgs),
+    /// SQLiteKV's key-value mixes and YCSB A-F issued as SQL prepared statements to Tern and
+    /// to SQLite, plus sequential vs random insert and query orders.
+    Ycsb(ycsb::YcsbArgs),
 }
 
 impl Workload {
@@ -80,6 +84,7 @@ impl Workload {
             Workload::PoolBfs(_) => bfs::NAME,
             Workload::Kv(_) => kv::NAME,
             Workload::Txn(_) => txn::NAME,
+            Workload::Ycsb(_) => ycsb::NAME,
         }
     }
 }
@@ -93,5 +98,6 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Workload::PoolBfs(args) => bfs::run(args).map(drop),
         Workload::Kv(args) => kv::run(args).map(drop),
         Workload::Txn(args) => txn::run(args).map(drop),
+        Workload::Ycsb(args) => ycsb::run(args).map(drop),
     }
 }

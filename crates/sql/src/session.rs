@@ -140,10 +140,38 @@ impl Statement {
 /// Parses SQL text into statements.
 pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
     let dialect = sqlparser::dialect::SQLiteDialect {};
+    let mut tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .map_err(|error| Error::from(sqlparser::parser::ParserError::TokenizerError(error.to_string())))?;
+    number_anonymous_parameters(&mut tokens);
     crate::limits::with_parse_stack(|| {
         let parser = sqlparser::parser::Parser::new(&dialect).with_recursion_limit(crate::limits::MAX_PARSE_DEPTH);
-        Ok(parser.try_with_sql(sql)?.parse_statements()?)
+        Ok(parser.with_tokens_with_locations(tokens).parse_statements()?)
     })
+}
+
+/// Gives each anonymous `?` its number in the text (`?1`, `?2`, ... counted per statement),
+/// so that parameters bind in the order they are written whatever order the binder visits
+/// clauses in (UPDATE binds WHERE before SET).
+fn number_anonymous_parameters(tokens: &mut [sqlparser::tokenizer::TokenWithSpan]) {
+    use sqlparser::tokenizer::Token;
+    let mut highest = 0usize;
+    for token in tokens {
+        match &mut token.token {
+            Token::SemiColon => highest = 0,
+            Token::Placeholder(text) if text == "?" => {
+                highest += 1;
+                *text = format!("?{highest}");
+            }
+            Token::Placeholder(text) => {
+                // ?N sets the counter as in SQLite: a later bare ? is N + 1.
+                if let Some(number) = text.strip_prefix('?').and_then(|digits| digits.parse::<usize>().ok()) {
+                    highest = highest.max(number);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 impl Session {

@@ -285,3 +285,19 @@ fn primary_key_order_needs_no_sort_and_limit_stops_the_scan() {
     assert_eq!(rows(&mut session, "SELECT k FROM t ORDER BY v DESC LIMIT 1"), vec![vec![Value::from("key0999")]]);
     assert_eq!(rows(&mut session, "SELECT count(*) FROM (SELECT k FROM t LIMIT 0)"), vec![vec![Value::Integer(0)]]);
 }
+
+#[test]
+fn anonymous_parameters_bind_in_text_order() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session.execute("CREATE TABLE t(k TEXT PRIMARY KEY, v BLOB)", &[]).unwrap();
+    session.execute("INSERT INTO t VALUES (?, ?)", &[Value::from("a"), Value::Blob(vec![1])]).unwrap();
+    // UPDATE binds WHERE before SET; the parameters must still follow the text.
+    let changed = session.execute("UPDATE t SET v = ? WHERE k = ?", &[Value::Blob(vec![2]), Value::from("a")]).unwrap();
+    assert_eq!(changed, vec![Outcome::Changed(1)]);
+    assert_eq!(rows(&mut session, "SELECT v FROM t"), vec![vec![Value::Blob(vec![2])]]);
+    let (_, found) = session
+        .query("SELECT ?, ?3, ?", &[Value::Integer(1), Value::Integer(2), Value::Integer(3), Value::Integer(4)])
+        .unwrap();
+    assert_eq!(found, vec![vec![Value::Integer(1), Value::Integer(3), Value::Integer(4)]]);
+}
