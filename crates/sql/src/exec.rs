@@ -46,6 +46,16 @@ pub struct Executor<'t> {
     subquery_cache: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
     memory_used: Cell<usize>,
     memory_limit: usize,
+    /// EXPLAIN ANALYZE: rows, loops and time per plan node (keyed by the node's address).
+    profile: Option<RefCell<HashMap<usize, NodeProfile>>>,
+}
+
+/// What one plan node did during EXPLAIN ANALYZE.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NodeProfile {
+    pub rows: u64,
+    pub loops: u64,
+    pub time: std::time::Duration,
 }
 
 fn row_bytes(row: &[Value]) -> usize {
@@ -68,7 +78,18 @@ impl<'t> Executor<'t> {
             subquery_cache: RefCell::new(HashMap::new()),
             memory_used: Cell::new(0),
             memory_limit,
+            profile: None,
         }
+    }
+
+    /// Records rows, loops and time of every plan node run from now on (EXPLAIN ANALYZE).
+    pub fn enable_profile(&mut self) {
+        self.profile = Some(RefCell::new(HashMap::new()));
+    }
+
+    /// The figures recorded for a node, if it ran.
+    pub fn node_profile(&self, plan: &Plan) -> Option<NodeProfile> {
+        self.profile.as_ref()?.borrow().get(&(plan as *const Plan as usize)).copied()
     }
 
     /// Applies the statement's writes to the transaction.
@@ -395,7 +416,15 @@ impl<'t> Executor<'t> {
     // ---- plans ---------------------------------------------------------------------------
 
     pub fn run(&self, plan: &Plan, outer: Option<&Env>) -> Result<Vec<Row>> {
+        let started = self.profile.as_ref().map(|_| std::time::Instant::now());
         let rows = crate::limits::with_stack(|| self.run_inner(plan, outer))?;
+        if let (Some(profile), Some(started)) = (&self.profile, started) {
+            let mut profile = profile.borrow_mut();
+            let node = profile.entry(plan as *const Plan as usize).or_default();
+            node.rows += rows.len() as u64;
+            node.loops += 1;
+            node.time += started.elapsed();
+        }
         self.charge(
             rows.iter().take(64).map(|row| row_bytes(row)).sum::<usize>() * rows.len() / rows.len().clamp(1, 64),
         )?;

@@ -454,12 +454,28 @@ impl Plan {
 
     /// The plan as indented text (EXPLAIN).
     pub fn explain(&self) -> String {
+        self.explain_with(&|_| None)
+    }
+
+    /// The plan as indented text, each operator's line followed by what `annotate` says of it
+    /// (EXPLAIN ANALYZE: rows, loops and time).
+    pub fn explain_with(&self, annotate: &dyn Fn(&Plan) -> Option<String>) -> String {
         let mut out = String::new();
-        self.explain_into(0, &mut out);
+        self.explain_into(0, &mut out, annotate);
         out
     }
 
-    fn explain_into(&self, depth: usize, out: &mut String) {
+    fn explain_into(&self, depth: usize, out: &mut String, annotate: &dyn Fn(&Plan) -> Option<String>) {
+        let start = out.len();
+        self.explain_node(depth, out, annotate);
+        if let Some(note) = annotate(self)
+            && let Some(end) = out[start..].find('\n')
+        {
+            out.insert_str(start + end, &format!("  ({note})"));
+        }
+    }
+
+    fn explain_node(&self, depth: usize, out: &mut String, annotate: &dyn Fn(&Plan) -> Option<String>) {
         use std::fmt::Write;
         let pad = "  ".repeat(depth);
         match self {
@@ -482,12 +498,12 @@ impl Plan {
             }
             Plan::Filter { input, predicate } => {
                 let _ = writeln!(out, "{pad}Filter {predicate}");
-                input.explain_into(depth + 1, out);
+                input.explain_into(depth + 1, out, annotate);
             }
             Plan::Project { input, exprs } => {
                 let list: Vec<String> = exprs.iter().map(|expr| expr.to_string()).collect();
                 let _ = writeln!(out, "{pad}Project {}", list.join(", "));
-                input.explain_into(depth + 1, out);
+                input.explain_into(depth + 1, out, annotate);
             }
             Plan::Join { left, right, kind, left_keys, right_keys, condition } => {
                 let method = if left_keys.is_empty() { "NestedLoopJoin" } else { "HashJoin" };
@@ -499,12 +515,12 @@ impl Plan {
                     let _ = write!(out, " on {condition}");
                 }
                 out.push('\n');
-                left.explain_into(depth + 1, out);
-                right.explain_into(depth + 1, out);
+                left.explain_into(depth + 1, out, annotate);
+                right.explain_into(depth + 1, out, annotate);
             }
             Plan::Aggregate { input, group_by, aggregates } => {
                 let _ = writeln!(out, "{pad}HashAggregate groups={} aggregates={}", group_by.len(), aggregates.len());
-                input.explain_into(depth + 1, out);
+                input.explain_into(depth + 1, out, annotate);
             }
             Plan::Sort { input, keys, limit } => {
                 let _ = write!(out, "{pad}Sort keys={}", keys.len());
@@ -512,20 +528,20 @@ impl Plan {
                     let _ = write!(out, " top={limit}");
                 }
                 out.push('\n');
-                input.explain_into(depth + 1, out);
+                input.explain_into(depth + 1, out, annotate);
             }
             Plan::Limit { input, .. } => {
                 let _ = writeln!(out, "{pad}Limit");
-                input.explain_into(depth + 1, out);
+                input.explain_into(depth + 1, out, annotate);
             }
             Plan::Distinct { input } => {
                 let _ = writeln!(out, "{pad}Distinct");
-                input.explain_into(depth + 1, out);
+                input.explain_into(depth + 1, out, annotate);
             }
             Plan::SetOperation { op, all, left, right } => {
                 let _ = writeln!(out, "{pad}{op:?}{}", if *all { " ALL" } else { "" });
-                left.explain_into(depth + 1, out);
-                right.explain_into(depth + 1, out);
+                left.explain_into(depth + 1, out, annotate);
+                right.explain_into(depth + 1, out, annotate);
             }
         }
     }

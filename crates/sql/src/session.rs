@@ -144,10 +144,13 @@ pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
         .tokenize_with_location()
         .map_err(|error| Error::from(sqlparser::parser::ParserError::TokenizerError(error.to_string())))?;
     number_anonymous_parameters(&mut tokens);
-    crate::limits::with_parse_stack(|| {
+    let short = tokens.len() <= crate::limits::SHORT_STATEMENT_TOKENS;
+    let parse = move || -> Result<Vec<ast::Statement>> {
         let parser = sqlparser::parser::Parser::new(&dialect).with_recursion_limit(crate::limits::MAX_PARSE_DEPTH);
         Ok(parser.with_tokens_with_locations(tokens).parse_statements()?)
-    })
+    };
+    // A short statement cannot nest deeply: it parses on the current stack.
+    if short { crate::limits::with_stack(parse) } else { crate::limits::with_parse_stack(parse) }
 }
 
 /// Gives each anonymous `?` its number in the text (`?1`, `?2`, ... counted per statement),
@@ -320,9 +323,9 @@ fn run_in_transaction(
     plan: &mut Option<CachedPlan>,
 ) -> Result<Outcome> {
     let catalog = open.catalog.clone();
-    let exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit);
+    let mut exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit);
     let mut new_catalog: Option<Catalog> = None;
-    let outcome = run_statement(&catalog, &exec, statement, &mut new_catalog, plan)?;
+    let outcome = run_statement(&catalog, &mut exec, statement, &mut new_catalog, plan)?;
     if let Some(mut changed) = new_catalog {
         changed.version = catalog.version + 1;
         exec.put(CATALOG_VERSION_KEY.to_vec(), changed.version.to_be_bytes().to_vec());
@@ -349,7 +352,7 @@ fn dml_outcome(result: dml::DmlResult) -> Outcome {
 
 fn run_statement(
     catalog: &Arc<Catalog>,
-    exec: &Executor,
+    exec: &mut Executor,
     statement: &ast::Statement,
     new_catalog: &mut Option<Catalog>,
     cached: &mut Option<CachedPlan>,
@@ -373,12 +376,29 @@ fn run_statement(
             };
             let mut binder = Binder::new(catalog);
             let (plan, _) = binder.bind_query(query, None)?;
-            let mut text = plan.explain();
-            if *analyze {
+            let text = if *analyze {
                 let started = Instant::now();
+                exec.enable_profile();
                 let rows = exec.run(&plan, None)?;
-                text.push_str(&format!("rows={} time={:.3} ms\n", rows.len(), started.elapsed().as_secs_f64() * 1e3));
-            }
+                let mut text = plan.explain_with(&|node| {
+                    exec.node_profile(node).map(|profile| {
+                        format!(
+                            "rows={} loops={} time={:.3} ms",
+                            profile.rows,
+                            profile.loops,
+                            profile.time.as_secs_f64() * 1e3
+                        )
+                    })
+                });
+                text.push_str(&format!(
+                    "total: rows={} time={:.3} ms\n",
+                    rows.len(),
+                    started.elapsed().as_secs_f64() * 1e3
+                ));
+                text
+            } else {
+                plan.explain()
+            };
             let rows = text.lines().map(|line| vec![Value::Text(line.to_string())]).collect();
             Ok(Outcome::Rows { columns: vec!["QUERY PLAN".into()], rows })
         }
