@@ -131,12 +131,18 @@ impl<'c> Binder<'c> {
     }
 
     fn subquery(&mut self, query: &ast::Query, scope: &Scope) -> Result<Arc<Subquery>> {
+        Ok(Arc::new(self.subquery_with_affinity(query, scope)?.0))
+    }
+
+    /// A subquery and the affinity of its first output column.
+    fn subquery_with_affinity(&mut self, query: &ast::Query, scope: &Scope) -> Result<(Subquery, Option<Affinity>)> {
         let inner = Scope::new(Vec::new(), Some(scope));
-        let (plan, _) = self.bind_query_in(query, &inner)?;
+        let (plan, columns) = self.bind_query_in(query, &inner)?;
         let id = self.next_subquery.get();
         self.next_subquery.set(id + 1);
         let correlated = inner.correlated.get();
-        Ok(Arc::new(Subquery { plan, correlated, id }))
+        let affinity = columns.first().and_then(|column| column.affinity);
+        Ok((Subquery { plan, correlated, id, row_affinity: None }, affinity))
     }
 
     // ---- queries ---------------------------------------------------------------------------
@@ -258,8 +264,8 @@ impl<'c> Binder<'c> {
     fn output_position(&mut self, expr: &ast::Expr, columns: &[OutputColumn]) -> Result<Option<usize>> {
         match expr {
             ast::Expr::Value(ast::ValueWithSpan { value: ast::Value::Number(number, _), .. }) => {
-                let position: i64 =
-                    number.parse().map_err(|_| Error::syntax(format!("ORDER BY term {number} is not an integer")))?;
+                // A non-integer number is a constant expression, not a position.
+                let Ok(position) = number.parse::<i64>() else { return Ok(None) };
                 if position < 1 || position as usize > columns.len() {
                     return Err(Error::syntax(format!(
                         "ORDER BY term out of range - should be between 1 and {}",
@@ -369,7 +375,7 @@ impl<'c> Binder<'c> {
                 Ok((plan, derived_columns(&alias_name, &columns, &[], alias)?))
             }
             ast::TableFactor::NestedJoin { table_with_joins, alias } => {
-                let (plan, mut columns) = self.bind_from_item(table_with_joins, holder)?;
+                let (plan, mut columns) = self.bind_from_item(None, table_with_joins, holder)?;
                 if let Some(alias) = alias {
                     for column in &mut columns {
                         column.table = Some(lower(&alias.name));
@@ -382,8 +388,21 @@ impl<'c> Binder<'c> {
     }
 
     /// A FROM item with explicit joins, planned in syntax order.
-    fn bind_from_item(&mut self, item: &ast::TableWithJoins, holder: &Scope) -> Result<(Plan, Vec<ScopeColumn>)> {
-        let (mut plan, mut columns) = self.bind_table_factor(&item.relation, holder)?;
+    fn bind_from_item(
+        &mut self,
+        left: Option<(Plan, Vec<ScopeColumn>)>,
+        item: &ast::TableWithJoins,
+        holder: &Scope,
+    ) -> Result<(Plan, Vec<ScopeColumn>)> {
+        let (first_plan, first_columns) = self.bind_table_factor(&item.relation, holder)?;
+        let (mut plan, mut columns) = match left {
+            None => (first_plan, first_columns),
+            Some((left_plan, mut left_columns)) => {
+                let left_width = left_columns.len();
+                left_columns.extend(first_columns);
+                (make_join(left_plan, first_plan, left_width, JoinKind::Inner, Vec::new()), left_columns)
+            }
+        };
         for join in &item.joins {
             let (right_plan, right_columns) = self.bind_table_factor(&join.relation, holder)?;
             let (kind, constraint) = match &join.join_operator {
@@ -497,11 +516,15 @@ impl<'c> Binder<'c> {
                 }
             }
         } else {
+            // One left-deep chain: a comma is a cross join, and a later ON clause sees every
+            // table before it (SQLite).
+            let mut chain: Option<(Plan, Vec<ScopeColumn>)> = None;
             for item in from {
-                let (plan, item_columns) = self.bind_from_item(item, holder)?;
-                relations.push(Relation { width: item_columns.len(), plan, offset: columns.len() });
-                columns.extend(item_columns);
+                chain = Some(self.bind_from_item(chain, item, holder)?);
             }
+            let (plan, chain_columns) = chain.expect("FROM has items");
+            relations.push(Relation { width: chain_columns.len(), plan, offset: 0 });
+            columns = chain_columns;
         }
         let scope = Scope::new(columns.clone(), holder.parent);
         let mut predicates = Vec::new();
@@ -518,6 +541,9 @@ impl<'c> Binder<'c> {
         for predicate in predicates {
             split_conjuncts(predicate, &mut conjuncts);
         }
+        // Conjuncts with a correlated subquery read the whole row in FROM order (the subquery's
+        // references to this level are FROM positions): they run after the joins.
+        let (late, conjuncts): (Vec<Expr>, Vec<Expr>) = conjuncts.into_iter().partition(has_correlated_subquery);
         let conjuncts: Vec<Conjunct> = conjuncts
             .into_iter()
             .map(|expr| {
@@ -533,7 +559,11 @@ impl<'c> Binder<'c> {
                 Conjunct { expr, relations: relations_read }
             })
             .collect();
-        Ok((plan_joins(self.catalog, relations, conjuncts, columns.len()), columns))
+        let mut plan = plan_joins(self.catalog, relations, conjuncts, columns.len());
+        if let Some(predicate) = conjoin(late) {
+            plan = Plan::Filter { input: Box::new(plan), predicate };
+        }
+        Ok((plan, columns))
     }
 
     // ---- SELECT ----------------------------------------------------------------------------
@@ -957,18 +987,29 @@ impl<'c> Binder<'c> {
                     is_true
                 }
             }
-            E::IsDistinctFrom(left, right) | E::IsNotDistinctFrom(left, right) => Expr::Is {
-                left: Box::new(self.bind_expr(left, scope)?),
-                right: Box::new(self.bind_expr(right, scope)?),
-                negated: matches!(expr, E::IsDistinctFrom(..)),
-            },
+            E::IsDistinctFrom(left, right) | E::IsNotDistinctFrom(left, right) => {
+                let left = self.bind_expr(left, scope)?;
+                let right = self.bind_expr(right, scope)?;
+                let (left, right) = self.apply_comparison_affinity(left, right, scope);
+                Expr::Is {
+                    left: Box::new(left),
+                    right: Box::new(right),
+                    negated: matches!(expr, E::IsDistinctFrom(..)),
+                }
+            }
             E::Between { expr: inner, negated, low, high } => {
+                // x BETWEEN lo AND hi is x >= lo AND x <= hi, each with its own affinity.
                 let bound = self.bind_expr(inner, scope)?;
                 let low = self.bind_expr(low, scope)?;
                 let high = self.bind_expr(high, scope)?;
                 let (bound_low, low) = self.apply_comparison_affinity(bound.clone(), low, scope);
-                let (_, high) = self.apply_comparison_affinity(bound.clone(), high, scope);
-                Expr::Between { expr: Box::new(bound_low), low: Box::new(low), high: Box::new(high), negated: *negated }
+                let (bound_high, high) = self.apply_comparison_affinity(bound, high, scope);
+                let between = Expr::Binary(
+                    BinaryOp::And,
+                    Box::new(Expr::Binary(BinaryOp::GtEq, Box::new(bound_low), Box::new(low))),
+                    Box::new(Expr::Binary(BinaryOp::LtEq, Box::new(bound_high), Box::new(high))),
+                );
+                if *negated { Expr::Unary(UnaryOp::Not, Box::new(between)) } else { between }
             }
             E::InList { expr: inner, list, negated } => {
                 let bound = self.bind_expr(inner, scope)?;
@@ -997,7 +1038,24 @@ impl<'c> Binder<'c> {
             }
             E::InSubquery { expr: inner, subquery, negated } => {
                 let bound = self.bind_expr(inner, scope)?;
-                let subquery = self.subquery(subquery, scope)?;
+                let (subquery, right_affinity) = self.subquery_with_affinity(subquery, scope)?;
+                // As for x = y: a numeric side makes the other numeric, a text side makes a
+                // side without affinity text.
+                let left_affinity = self.expr_affinity(&bound, scope);
+                let numeric = |affinity: Option<Affinity>| affinity.is_some_and(Affinity::is_numeric);
+                let weak = |affinity: Option<Affinity>| matches!(affinity, None | Some(Affinity::Blob));
+                let (bound, convert_rows) = if numeric(left_affinity) && !numeric(right_affinity) {
+                    (bound, Some(Affinity::Numeric))
+                } else if numeric(right_affinity) && !numeric(left_affinity) {
+                    (Expr::Affinity(Box::new(bound), Affinity::Numeric), None)
+                } else if left_affinity == Some(Affinity::Text) && weak(right_affinity) {
+                    (bound, Some(Affinity::Text))
+                } else if right_affinity == Some(Affinity::Text) && weak(left_affinity) {
+                    (Expr::Affinity(Box::new(bound), Affinity::Text), None)
+                } else {
+                    (bound, None)
+                };
+                let subquery = Arc::new(Subquery { row_affinity: convert_rows, ..subquery });
                 if subquery.plan.width() != 1 {
                     return Err(Error::syntax(format!(
                         "sub-select returns {} columns - expected 1",
@@ -1020,10 +1078,17 @@ impl<'c> Binder<'c> {
                 Expr::ScalarSubquery(subquery)
             }
             E::Case { operand, conditions, else_result, .. } => Expr::Case {
-                operand: operand.as_ref().map(|operand| self.bind_expr(operand, scope).map(Box::new)).transpose()?,
+                // CASE x WHEN y compares as x = y does (with comparison affinity).
+                operand: None,
                 whens: conditions
                     .iter()
-                    .map(|when| Ok((self.bind_expr(&when.condition, scope)?, self.bind_expr(&when.result, scope)?)))
+                    .map(|when| {
+                        let condition = match operand {
+                            Some(operand) => self.bind_comparison(BinaryOp::Eq, operand, &when.condition, scope)?,
+                            None => self.bind_expr(&when.condition, scope)?,
+                        };
+                        Ok((condition, self.bind_expr(&when.result, scope)?))
+                    })
                     .collect::<Result<_>>()?,
                 otherwise: else_result
                     .as_ref()
@@ -1424,6 +1489,14 @@ fn equi_sides(expr: &Expr, is_left: impl Fn(usize) -> bool) -> Option<(Expr, Exp
 /// Hash keys compare by value, so an affinity wrapper must stay (it changes the value).
 fn strip_numeric_affinity(expr: &Expr) -> Expr {
     expr.clone()
+}
+
+fn has_correlated_subquery(expr: &Expr) -> bool {
+    let mut found = false;
+    expr.walk(&mut |expr| {
+        found |= matches!(expr, Expr::InSubquery { subquery, .. } | Expr::Exists { subquery, .. } | Expr::ScalarSubquery(subquery) if subquery.correlated)
+    });
+    found
 }
 
 fn has_subquery(expr: &Expr) -> bool {

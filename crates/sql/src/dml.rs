@@ -114,10 +114,19 @@ impl<'a, 't> TableWriter<'a, 't> {
             let rowid = self.next_rowid()?;
             return Ok(encode_key(&prefix, &[Value::Integer(rowid)]));
         }
-        if let Some(alias) = self.table.rowid_alias
-            && row[alias].is_null()
-        {
-            row[alias] = Value::Integer(self.next_rowid()?);
+        if let Some(alias) = self.table.rowid_alias {
+            match row[alias] {
+                Value::Null => row[alias] = Value::Integer(self.next_rowid()?),
+                // A later NULL key of the same statement goes after an explicit one.
+                Value::Integer(explicit) => {
+                    if let Some(next) = self.next_rowid
+                        && explicit >= next
+                    {
+                        self.next_rowid = Some(explicit.saturating_add(1));
+                    }
+                }
+                _ => {}
+            }
         }
         Ok(self.key_of(row))
     }

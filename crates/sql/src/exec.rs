@@ -907,7 +907,11 @@ impl<'t> Executor<'t> {
                 }
                 let mut saw_null = false;
                 for row in rows.iter() {
-                    match value.sql_cmp(&row[0]) {
+                    let candidate = match subquery.row_affinity {
+                        Some(affinity) => std::borrow::Cow::Owned(affinity.apply(row[0].clone())),
+                        None => std::borrow::Cow::Borrowed(&row[0]),
+                    };
+                    match value.sql_cmp(&candidate) {
                         Some(Ordering::Equal) => return Ok(Value::Integer(i64::from(!*negated))),
                         None => saw_null = true,
                         _ => {}
@@ -1184,6 +1188,11 @@ impl Accumulator {
                 }
                 *any = true;
                 *count += 1;
+                // SQLite: the sum is an integer only while every input is one.
+                if matches!(value, Value::Text(_) | Value::Blob(_)) && !*is_real {
+                    *is_real = true;
+                    *real = *integer as f64;
+                }
                 match value.to_numeric() {
                     Value::Integer(number) if !*is_real => match integer.checked_add(number) {
                         Some(sum) => *integer = sum,

@@ -113,7 +113,8 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
     let arg = |index: usize| args.get(index).cloned().unwrap_or(Value::Null);
     let any_null = args.iter().any(Value::is_null);
     Ok(match function {
-        Abs => match arg(0).to_numeric() {
+        // Text and blobs become reals first (SQLite: abs('3') is 3.0).
+        Abs => match if matches!(arg(0), Value::Text(_) | Value::Blob(_)) { arg(0).cast_real() } else { arg(0) } {
             Value::Integer(integer) => Value::Integer(
                 integer.checked_abs().ok_or_else(|| Error::numeric_out_of_range("integer overflow in abs()"))?,
             ),

@@ -119,6 +119,8 @@ pub struct Subquery {
     pub correlated: bool,
     /// Identity for the executor's cache of uncorrelated results.
     pub id: usize,
+    /// `x IN (subquery)`: the affinity applied to the subquery's values before comparing.
+    pub row_affinity: Option<Affinity>,
 }
 
 impl PartialEq for Subquery {
