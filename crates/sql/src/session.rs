@@ -139,14 +139,25 @@ impl Statement {
 
 /// Parses SQL text into statements.
 pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
-    let dialect = sqlparser::dialect::SQLiteDialect {};
-    let mut tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql)
+    // SQLite's dialect first; text it rejects gets a second chance as PostgreSQL (`::` casts,
+    // `$$` strings, ...). The first error is the one reported.
+    match parse_with(&sqlparser::dialect::SQLiteDialect {}, sql) {
+        Ok(statements) => Ok(statements),
+        Err(error) if error.sqlstate == "42601" => {
+            parse_with(&sqlparser::dialect::PostgreSqlDialect {}, sql).map_err(|_| error)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Vec<ast::Statement>> {
+    let mut tokens = sqlparser::tokenizer::Tokenizer::new(dialect, sql)
         .tokenize_with_location()
         .map_err(|error| Error::from(sqlparser::parser::ParserError::TokenizerError(error.to_string())))?;
     number_anonymous_parameters(&mut tokens);
     let short = tokens.len() <= crate::limits::SHORT_STATEMENT_TOKENS;
     let parse = move || -> Result<Vec<ast::Statement>> {
-        let parser = sqlparser::parser::Parser::new(&dialect).with_recursion_limit(crate::limits::MAX_PARSE_DEPTH);
+        let parser = sqlparser::parser::Parser::new(dialect).with_recursion_limit(crate::limits::MAX_PARSE_DEPTH);
         Ok(parser.with_tokens_with_locations(tokens).parse_statements()?)
     };
     // A short statement cannot nest deeply: it parses on the current stack.

@@ -305,3 +305,32 @@ fn anonymous_parameters_bind_in_text_order() {
         .unwrap();
     assert_eq!(found, vec![vec![Value::Integer(1), Value::Integer(3), Value::Integer(4)]]);
 }
+
+#[test]
+fn postgresql_spellings_are_accepted() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session
+        .execute(
+            "CREATE TABLE t(id BIGINT PRIMARY KEY, name VARCHAR(20), price DOUBLE PRECISION, data BYTEA, ok BOOLEAN)",
+            &[],
+        )
+        .unwrap();
+    session
+        .execute(
+            "INSERT INTO t VALUES ($1, $2, $3, $4, TRUE)",
+            &[Value::Integer(1), Value::from("a"), Value::Real(2.5), Value::Blob(vec![7])],
+        )
+        .unwrap();
+    assert_eq!(
+        rows(&mut session, "SELECT id::text, price::integer, ok FROM t WHERE name ILIKE 'A'"),
+        vec![vec![Value::from("1"), Value::Integer(2), Value::Integer(1)]]
+    );
+    assert_eq!(
+        rows(&mut session, "SELECT count(*) FROM t WHERE data IS NOT NULL AND ok = true"),
+        vec![vec![Value::Integer(1)]]
+    );
+    // A statement neither dialect accepts reports the SQLite dialect's error.
+    let error = session.execute("SELECT (1 +", &[]).unwrap_err();
+    assert_eq!(error.sqlstate, "42601", "{error}");
+}
