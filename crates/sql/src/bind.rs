@@ -1429,6 +1429,54 @@ fn lift_aggregates(expr: Expr, group_by: &[Expr], aggregates: &mut Vec<Aggregate
     }
 }
 
+/// Turns an inner hash join whose right side is a full scan of a table into an index
+/// nested-loop join when one key of the right side is the table's (one-column) primary key or
+/// the first column of one of its indexes. Returns the plan and whether it changed.
+fn lookup_join(catalog: &Catalog, join: Plan) -> (Plan, bool) {
+    let Plan::Join { left, right, kind: JoinKind::Inner, left_keys, right_keys, condition } = join else {
+        return (join, false);
+    };
+    let Plan::Scan { table, access: Access::Full, filter, reverse: false } = *right else {
+        return (Plan::Join { left, right, kind: JoinKind::Inner, left_keys, right_keys, condition }, false);
+    };
+    let indexes = catalog.table_indexes(&table.name);
+    let choice = right_keys.iter().enumerate().find_map(|(position, key)| {
+        let Expr::Column(column) = key else { return None };
+        if table.primary_key == [*column] {
+            return Some((position, None));
+        }
+        indexes.iter().find(|index| index.columns[0] == *column).map(|index| (position, Some(index.clone())))
+    });
+    let Some((position, index)) = choice else {
+        let right = Box::new(Plan::Scan { table, access: Access::Full, filter, reverse: false });
+        return (Plan::Join { left, right, kind: JoinKind::Inner, left_keys, right_keys, condition }, false);
+    };
+    let left_width = left.width();
+    let mut rest = Vec::new();
+    let mut left_key = None;
+    for (at, (left_side, right_side)) in left_keys.into_iter().zip(right_keys).enumerate() {
+        if at == position {
+            left_key = Some(left_side);
+        } else {
+            rest.push(Expr::Binary(BinaryOp::Eq, Box::new(left_side), Box::new(right_side.shift_columns(left_width))));
+        }
+    }
+    rest.extend(condition);
+    let left_key = left_key.expect("the chosen key");
+    (
+        Plan::LookupJoin {
+            left,
+            table,
+            index,
+            left_key,
+            right_filter: filter,
+            condition: conjoin(rest),
+            kind: JoinKind::Inner,
+        },
+        true,
+    )
+}
+
 /// Builds a join of two plans; equalities between one column side of each become hash keys.
 fn make_join(left: Plan, right: Plan, left_width: usize, kind: JoinKind, conditions: Vec<Expr>) -> Plan {
     let mut conjuncts = Vec::new();
@@ -1529,7 +1577,11 @@ fn plan_joins(catalog: &Catalog, relations: Vec<Relation>, conjuncts: Vec<Conjun
     let start = (0..count)
         .max_by_key(|&index| (plans[index].as_ref().map_or(0, |p| p.3), std::cmp::Reverse(index)))
         .unwrap_or(0);
-    let (mut plan, offset, width, _) = plans[start].take().expect("relation");
+    let (mut plan, offset, width, start_score) = plans[start].take().expect("relation");
+    // Whether the joined rows so far come from a selective access (a key or index lookup or
+    // range) and lookups: then the next table is joined by looking up each row in its primary
+    // key or an index instead of scanning it whole for a hash join.
+    let mut small = start_score >= 4;
     order.push(start);
     // position[from_column] = position in the current joined row
     let mut position = vec![usize::MAX; total_width];
@@ -1561,7 +1613,10 @@ fn plan_joins(catalog: &Catalog, relations: Vec<Relation>, conjuncts: Vec<Conjun
                 conditions.push(conjunct.expr.remap_columns(&position));
             }
         }
-        plan = make_join(plan, right, current_width, JoinKind::Inner, conditions);
+        let joined = make_join(plan, right, current_width, JoinKind::Inner, conditions);
+        let (joined, by_lookup) = if small { lookup_join(catalog, joined) } else { (joined, false) };
+        small = small && by_lookup;
+        plan = joined;
         current_width += right_width;
     }
     // Anything left (should not happen) is a filter.

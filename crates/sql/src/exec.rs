@@ -471,6 +471,50 @@ impl<'t> Executor<'t> {
                     outer,
                 )
             }
+            Plan::LookupJoin { left, table, index, left_key, right_filter, condition, kind } => {
+                let left_rows = self.run(left, outer)?;
+                let left_width = left.width();
+                let mut output = Vec::new();
+                let empty = Env::new(&[], outer);
+                for left_row in &left_rows {
+                    let key = self.eval(left_key, &Env::new(left_row, outer))?;
+                    let mut matched = false;
+                    if !key.is_null() {
+                        let keys = vec![vec![Expr::Literal(key)]];
+                        let access = match index {
+                            Some(index) => Access::IndexPoints { index: index.clone(), keys },
+                            None => Access::PrimaryKeyPoints(keys),
+                        };
+                        self.scan_table(table, &access, false, &empty, |_, right_row| {
+                            if let Some(filter) = right_filter
+                                && self.eval(filter, &Env::new(&right_row, outer))?.truth() != Some(true)
+                            {
+                                return Ok(true);
+                            }
+                            let mut combined = Vec::with_capacity(left_width + right_row.len());
+                            combined.extend_from_slice(left_row);
+                            combined.extend(right_row);
+                            let keep = match condition {
+                                Some(condition) => {
+                                    self.eval(condition, &Env::new(&combined, outer))?.truth() == Some(true)
+                                }
+                                None => true,
+                            };
+                            if keep {
+                                matched = true;
+                                output.push(combined);
+                            }
+                            Ok(true)
+                        })?;
+                    }
+                    if !matched && *kind == JoinKind::Left {
+                        let mut padded = left_row.clone();
+                        padded.resize(left_width + table.columns.len(), Value::Null);
+                        output.push(padded);
+                    }
+                }
+                Ok(output)
+            }
             Plan::Aggregate { input, group_by, aggregates } => {
                 let rows = self.run(input, outer)?;
                 self.aggregate(rows, group_by, aggregates, outer)

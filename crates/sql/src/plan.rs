@@ -410,6 +410,18 @@ pub enum Plan {
         right_keys: Vec<Expr>,
         condition: Option<Expr>,
     },
+    /// Index nested-loop join. Output: the left row followed by the table's row. For each left
+    /// row, `left_key` is looked up in the table's primary key (`index` None) or in the first
+    /// column of `index`; `right_filter` is checked on the table's row, `condition` on the pair.
+    LookupJoin {
+        left: Box<Plan>,
+        table: Arc<TableDef>,
+        index: Option<Arc<IndexDef>>,
+        left_key: Expr,
+        right_filter: Option<Expr>,
+        condition: Option<Expr>,
+        kind: JoinKind,
+    },
     /// Output: the group-by values followed by the aggregates.
     Aggregate {
         input: Box<Plan>,
@@ -449,6 +461,7 @@ impl Plan {
             | Plan::Distinct { input } => input.width(),
             Plan::Project { exprs, .. } => exprs.len(),
             Plan::Join { left, right, .. } => left.width() + right.width(),
+            Plan::LookupJoin { left, table, .. } => left.width() + table.columns.len(),
             Plan::Aggregate { group_by, aggregates, .. } => group_by.len() + aggregates.len(),
             Plan::SetOperation { left, .. } => left.width(),
         }
@@ -519,6 +532,21 @@ impl Plan {
                 out.push('\n');
                 left.explain_into(depth + 1, out, annotate);
                 right.explain_into(depth + 1, out, annotate);
+            }
+            Plan::LookupJoin { left, table, index, left_key, right_filter, condition, kind } => {
+                let via = match index {
+                    Some(index) => format!("index {}", index.name),
+                    None => "primary key".into(),
+                };
+                let _ = write!(out, "{pad}LookupJoin {kind:?} {} via {via} key={left_key}", table.name);
+                if let Some(filter) = right_filter {
+                    let _ = write!(out, " filter={filter}");
+                }
+                if let Some(condition) = condition {
+                    let _ = write!(out, " on {condition}");
+                }
+                out.push('\n');
+                left.explain_into(depth + 1, out, annotate);
             }
             Plan::Aggregate { input, group_by, aggregates } => {
                 let _ = writeln!(out, "{pad}HashAggregate groups={} aggregates={}", group_by.len(), aggregates.len());

@@ -211,6 +211,24 @@ fn explain_shows_the_access_path_and_results_do_not_depend_on_indexes() {
     assert!(plan(&mut session, queries[2]).contains("index t_a range"));
     assert!(plan(&mut session, "SELECT * FROM t WHERE id = 5").contains("primary key lookup"));
     assert!(plan(&mut session, "SELECT * FROM t AS x, t AS y WHERE x.id = y.a").contains("HashJoin"));
+    // From a selective access, the next table is joined through its key or index.
+    let lookup = "SELECT x.id, y.id FROM t AS x, t AS y WHERE x.id BETWEEN 10 AND 12 AND y.id = x.a + 100 ORDER BY 1";
+    assert!(
+        plan(&mut session, lookup).contains("LookupJoin Inner t via primary key"),
+        "{}",
+        plan(&mut session, lookup)
+    );
+    assert_eq!(
+        rows(&mut session, lookup),
+        vec![
+            vec![Value::Integer(10), Value::Integer(110)],
+            vec![Value::Integer(11), Value::Integer(111)],
+            vec![Value::Integer(12), Value::Integer(112)]
+        ]
+    );
+    let via_index = "SELECT count(*) FROM t AS x, t AS y WHERE x.id < 3 AND y.a = x.id AND y.b <> 'v9'";
+    assert!(plan(&mut session, via_index).contains("via index t_a"), "{}", plan(&mut session, via_index));
+    assert_eq!(rows(&mut session, via_index), vec![vec![Value::Integer(36)]]);
     let analyzed = plan(&mut session, &format!("ANALYZE {}", queries[0]));
     assert!(analyzed.contains("total: rows=12"), "{analyzed}");
     // Every operator line has its own figures: the scan found the 12 rows too.
