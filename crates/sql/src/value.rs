@@ -146,8 +146,11 @@ fn numeric_prefix(text: &str) -> Value {
     }
 }
 
-/// Formats a real the way SQLite prints it (`%!.15g`: 15 significant digits, and always a
-/// decimal point or exponent).
+/// Formats a real the way SQLite (3.4x) prints it: 15 significant digits when they read back
+/// as the same value, otherwise 17; always a decimal point or an exponent; exponent form when
+/// the exponent is below -4 or at least 17 (`%!.15g` / `%!.17g`). The digits are exactly
+/// rounded, so a 17th digit can differ from SQLite's, whose conversion is not (1/3 prints as
+/// 0.33333333333333331 here and 0.33333333333333332 in SQLite); either reads back exactly.
 pub fn format_real(real: f64) -> String {
     if real.is_nan() {
         return "NaN".into();
@@ -158,16 +161,16 @@ pub fn format_real(real: f64) -> String {
     if real == 0.0 {
         return "0.0".into();
     }
-    let exponent = real.abs().log10().floor() as i32;
-    if !(-5..15).contains(&exponent) {
-        let formatted = format!("{:.14e}", real);
-        let (mantissa, exp) = formatted.split_once('e').unwrap_or((&formatted, "0"));
+    let digits = if format!("{:.14e}", real).parse::<f64>() == Ok(real) { 15 } else { 17 };
+    let scientific = format!("{:.*e}", digits - 1, real);
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if !(-4..17).contains(&exponent) {
         let mantissa = trim_fraction(mantissa);
-        let exp: i32 = exp.parse().unwrap_or(0);
         let mantissa = if mantissa.contains('.') { mantissa } else { format!("{mantissa}.0") };
-        return format!("{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+        return format!("{mantissa}e{}{:02}", if exponent < 0 { '-' } else { '+' }, exponent.abs());
     }
-    let decimals = (14 - exponent).max(0) as usize;
+    let decimals = (digits as i32 - 1 - exponent).max(0) as usize;
     let formatted = trim_fraction(&format!("{:.*}", decimals, real));
     if formatted.contains('.') { formatted } else { format!("{formatted}.0") }
 }
@@ -415,8 +418,16 @@ mod tests {
         assert_eq!(format_real(1.0), "1.0");
         assert_eq!(format_real(0.5), "0.5");
         assert_eq!(format_real(-2.25), "-2.25");
-        assert_eq!(format_real(1.0 / 3.0), "0.333333333333333");
+        assert_eq!(format_real(1.0 / 3.0), "0.33333333333333331");
+        assert_eq!(format_real(0.1 + 0.2), "0.30000000000000004");
+        assert_eq!(format_real(0.1 + 0.7), "0.79999999999999993");
         assert_eq!(format_real(1e20), "1.0e+20");
+        assert_eq!(format_real(1e15), "1000000000000000.0");
+        assert_eq!(format_real(1e16), "10000000000000000.0");
+        assert_eq!(format_real(123456789012345678.0), "1.2345678901234568e+17");
+        assert_eq!(format_real(0.00001), "1.0e-05");
+        assert_eq!(format_real(0.0001), "0.0001");
+        assert_eq!(format_real(2.5e-7), "2.5e-07");
         assert_eq!(format_real(123456789.125), "123456789.125");
     }
 
