@@ -155,6 +155,7 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
         .tokenize_with_location()
         .map_err(|error| Error::from(sqlparser::parser::ParserError::TokenizerError(error.to_string())))?;
     number_anonymous_parameters(&mut tokens);
+    let tokens = rewrite_sqlite_forms(tokens);
     let short = tokens.len() <= crate::limits::SHORT_STATEMENT_TOKENS;
     let parse = move || -> Result<Vec<ast::Statement>> {
         let parser = sqlparser::parser::Parser::new(dialect).with_recursion_limit(crate::limits::MAX_PARSE_DEPTH);
@@ -162,6 +163,72 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
     };
     // A short statement cannot nest deeply: it parses on the current stack.
     if short { crate::limits::with_stack(parse) } else { crate::limits::with_parse_stack(parse) }
+}
+
+/// Rewrites two SQLite forms sqlparser does not accept into equivalents it does:
+/// `x IN table` becomes `x IN (SELECT * FROM table)`, and the index hints `INDEXED BY name`
+/// and `NOT INDEXED` after a table are dropped (the planner chooses access paths itself, and
+/// results never depend on them).
+fn rewrite_sqlite_forms(tokens: Vec<sqlparser::tokenizer::TokenWithSpan>) -> Vec<sqlparser::tokenizer::TokenWithSpan> {
+    use sqlparser::keywords::Keyword;
+    use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
+    let keyword =
+        |token: &TokenWithSpan, wanted: Keyword| matches!(&token.token, Token::Word(word) if word.keyword == wanted);
+    let is_space = |token: &TokenWithSpan| matches!(token.token, Token::Whitespace(_));
+    // INDEXED is not one of sqlparser's keywords: compare the unquoted word.
+    let indexed = |token: &TokenWithSpan| matches!(&token.token, Token::Word(word) if word.quote_style.is_none() && word.value.eq_ignore_ascii_case("INDEXED"));
+    // Indexes of the non-space tokens, to look ahead over whitespace.
+    let significant: Vec<usize> = (0..tokens.len()).filter(|&at| !is_space(&tokens[at])).collect();
+    let mut drop = vec![false; tokens.len()];
+    let mut wrap_after_in: Vec<(usize, usize)> = Vec::new(); // (first, last) token of a table name
+    for (position, &at) in significant.iter().enumerate() {
+        let next = |offset: usize| significant.get(position + offset).map(|&index| (index, &tokens[index]));
+        if keyword(&tokens[at], Keyword::NOT) && next(1).is_some_and(|(_, token)| indexed(token)) {
+            drop[at] = true;
+            drop[significant[position + 1]] = true;
+        } else if indexed(&tokens[at])
+            && next(1).is_some_and(|(_, token)| keyword(token, Keyword::BY))
+            && let Some((name, Token::Word(_))) = next(2).map(|(index, token)| (index, &token.token))
+        {
+            drop[at] = true;
+            drop[significant[position + 1]] = true;
+            drop[name] = true;
+        } else if keyword(&tokens[at], Keyword::IN)
+            && let Some((first, Token::Word(_))) = next(1).map(|(index, token)| (index, &token.token))
+        {
+            // A name, optionally schema-qualified, not followed by '(' (a function call).
+            let mut last = first;
+            let mut offset = 2;
+            if next(2).is_some_and(|(_, token)| token.token == Token::Period)
+                && let Some((qualified, Token::Word(_))) = next(3).map(|(index, token)| (index, &token.token))
+            {
+                last = qualified;
+                offset = 4;
+            }
+            if !next(offset).is_some_and(|(_, token)| token.token == Token::LParen) {
+                wrap_after_in.push((first, last));
+            }
+        }
+    }
+    let mut rewritten = Vec::with_capacity(tokens.len() + 6 * wrap_after_in.len());
+    let space = |span| TokenWithSpan { token: Token::Whitespace(Whitespace::Space), span };
+    for (at, token) in tokens.into_iter().enumerate() {
+        if drop[at] {
+            continue;
+        }
+        let span = token.span;
+        if wrap_after_in.iter().any(|(first, _)| *first == at) {
+            for word in [Token::LParen, Token::make_keyword("SELECT"), Token::Mul, Token::make_keyword("FROM")] {
+                rewritten.push(TokenWithSpan { token: word, span });
+                rewritten.push(space(span));
+            }
+        }
+        rewritten.push(token);
+        if wrap_after_in.iter().any(|(_, last)| *last == at) {
+            rewritten.push(TokenWithSpan { token: Token::RParen, span });
+        }
+    }
+    rewritten
 }
 
 /// Gives each anonymous `?` its number in the text (`?1`, `?2`, ... counted per statement),
