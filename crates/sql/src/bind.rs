@@ -1719,6 +1719,33 @@ fn equal_values(facts: &[Fact], column: usize) -> Option<Vec<Expr>> {
 /// A bound of a range: the value and whether it is included.
 type RangeBound = Option<(Expr, bool)>;
 
+/// The key tuples of the longest leading run of `columns` that the facts fix to values (each
+/// column equal to one value or to one of an IN list's; at most 1,024 combinations), and how
+/// many columns that run has.
+fn equal_tuples(facts: &[Fact], columns: &[usize]) -> (Vec<Vec<Expr>>, usize) {
+    let mut tuples: Vec<Vec<Expr>> = vec![Vec::new()];
+    let mut matched = 0;
+    for &column in columns {
+        match equal_values(facts, column) {
+            Some(values) if tuples.len() * values.len() <= 1024 => {
+                tuples = tuples
+                    .into_iter()
+                    .flat_map(|tuple| {
+                        values.iter().map(move |value| {
+                            let mut extended = tuple.clone();
+                            extended.push(value.clone());
+                            extended
+                        })
+                    })
+                    .collect();
+                matched += 1;
+            }
+            _ => break,
+        }
+    }
+    (tuples, matched)
+}
+
 fn range_of(facts: &[Fact], column: usize) -> (RangeBound, RangeBound) {
     let lower = facts.iter().find_map(|fact| match fact {
         Fact::Lower(c, value, inclusive) if *c == column => Some((value.clone(), *inclusive)),
@@ -1742,55 +1769,15 @@ pub fn choose_access(table: &TableDef, indexes: &[Arc<IndexDef>], filters: &[Exp
     }
     // Primary key: every column equal (or one IN list).
     if !table.primary_key.is_empty() {
-        let mut tuples: Vec<Vec<Expr>> = vec![Vec::new()];
-        let mut complete = true;
-        for &column in &table.primary_key {
-            match equal_values(&facts, column) {
-                Some(values) if tuples.len() * values.len() <= 1024 => {
-                    tuples = tuples
-                        .into_iter()
-                        .flat_map(|tuple| {
-                            values.iter().map(move |value| {
-                                let mut extended = tuple.clone();
-                                extended.push(value.clone());
-                                extended
-                            })
-                        })
-                        .collect();
-                }
-                _ => {
-                    complete = false;
-                    break;
-                }
-            }
-        }
-        if complete {
+        let (tuples, matched) = equal_tuples(&facts, &table.primary_key);
+        if matched == table.primary_key.len() {
             return (Access::PrimaryKeyPoints(tuples), 10);
         }
     }
-    // An index with leading equal columns.
+    // An index with leading equal columns: the one with the most.
     let mut best: Option<(usize, Access)> = None;
     for index in indexes {
-        let mut tuples: Vec<Vec<Expr>> = vec![Vec::new()];
-        let mut matched = 0;
-        for &column in &index.columns {
-            match equal_values(&facts, column) {
-                Some(values) if tuples.len() * values.len() <= 1024 => {
-                    tuples = tuples
-                        .into_iter()
-                        .flat_map(|tuple| {
-                            values.iter().map(move |value| {
-                                let mut extended = tuple.clone();
-                                extended.push(value.clone());
-                                extended
-                            })
-                        })
-                        .collect();
-                    matched += 1;
-                }
-                _ => break,
-            }
-        }
+        let (tuples, matched) = equal_tuples(&facts, &index.columns);
         if matched > 0 && best.as_ref().is_none_or(|(best_matched, _)| matched > *best_matched) {
             best = Some((matched, Access::IndexPoints { index: index.clone(), keys: tuples }));
         }

@@ -196,25 +196,7 @@ impl<'t> Executor<'t> {
                 self.scan(Bound::Included(prefix.clone()), end, reverse, |key, value| visit(key, decode(value)?))
             }
             Access::PrimaryKeyPoints(keys) => {
-                let mut encoded = Vec::new();
-                for key in keys {
-                    let values = key.iter().map(|expr| self.eval(expr, env)).collect::<Result<Vec<_>>>()?;
-                    if values.iter().any(Value::is_null) {
-                        continue;
-                    }
-                    let values: Vec<Value> = values
-                        .into_iter()
-                        .zip(&table.primary_key)
-                        .map(|(value, &column)| table.columns[column].affinity.apply(value))
-                        .collect();
-                    encoded.push(encode_key(&prefix, &values));
-                }
-                encoded.sort();
-                encoded.dedup();
-                if reverse {
-                    encoded.reverse();
-                }
-                for key in encoded {
+                for key in self.point_keys(table, &prefix, &table.primary_key, keys, reverse, env)? {
                     if let Some(value) = self.get(&key)?
                         && !visit(&key, decode(&value)?)?
                     {
@@ -232,25 +214,7 @@ impl<'t> Executor<'t> {
             }
             Access::IndexPoints { index, keys } => {
                 let index_prefix = object_prefix(index.id);
-                let mut prefixes = Vec::new();
-                for key in keys {
-                    let values = key.iter().map(|expr| self.eval(expr, env)).collect::<Result<Vec<_>>>()?;
-                    if values.iter().any(Value::is_null) {
-                        continue;
-                    }
-                    let values: Vec<Value> = values
-                        .into_iter()
-                        .zip(&index.columns)
-                        .map(|(value, &column)| table.columns[column].affinity.apply(value))
-                        .collect();
-                    prefixes.push(encode_key(&index_prefix, &values));
-                }
-                prefixes.sort();
-                prefixes.dedup();
-                if reverse {
-                    prefixes.reverse();
-                }
-                for entry_prefix in prefixes {
+                for entry_prefix in self.point_keys(table, &index_prefix, &index.columns, keys, reverse, env)? {
                     let end = prefix_end(&entry_prefix).map_or(Bound::Unbounded, Bound::Excluded);
                     let mut stop = false;
                     self.scan(Bound::Included(entry_prefix), end, reverse, |_, row_key| {
@@ -325,6 +289,39 @@ impl<'t> Executor<'t> {
             }
         }
         Ok(last)
+    }
+
+    /// The encoded keys (or key prefixes) of point lookups: each tuple evaluated, converted by
+    /// its columns' affinities, encoded after `prefix`; tuples with a NULL match nothing. In key
+    /// order (reversed for a reverse scan), without duplicates.
+    fn point_keys(
+        &self,
+        table: &TableDef,
+        prefix: &[u8],
+        columns: &[usize],
+        tuples: &[Vec<Expr>],
+        reverse: bool,
+        env: &Env,
+    ) -> Result<Vec<Vec<u8>>> {
+        let mut encoded = Vec::with_capacity(tuples.len());
+        for tuple in tuples {
+            let values = tuple.iter().map(|expr| self.eval(expr, env)).collect::<Result<Vec<_>>>()?;
+            if values.iter().any(Value::is_null) {
+                continue;
+            }
+            let values: Vec<Value> = values
+                .into_iter()
+                .zip(columns)
+                .map(|(value, &column)| table.columns[column].affinity.apply(value))
+                .collect();
+            encoded.push(encode_key(prefix, &values));
+        }
+        encoded.sort();
+        encoded.dedup();
+        if reverse {
+            encoded.reverse();
+        }
+        Ok(encoded)
     }
 
     fn visit_indexed_row(
