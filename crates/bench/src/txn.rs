@@ -70,7 +70,7 @@ pub enum Durability {
 }
 
 impl Durability {
-    fn tern_policy(self) -> SyncPolicy {
+    pub(crate) fn tern_policy(self) -> SyncPolicy {
         match self {
             Durability::EveryCommit => SyncPolicy::EveryCommit,
             Durability::Never => SyncPolicy::Never,

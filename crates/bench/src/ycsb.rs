@@ -27,6 +27,7 @@ use crate::common::{Machine, Outputs, start};
 use crate::error::{BenchError, Result};
 use crate::report::result_line;
 use crate::timing::ratio;
+pub use crate::txn::Durability;
 use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
 use rusqlite::{Connection, OptionalExtension};
@@ -47,17 +48,6 @@ pub const CACHE_MIB: usize = 64;
 const VALUE_SIZES: [usize; 4] = [64, 256, 1024, 4096];
 const MAX_VALUE_SIZE: usize = 1 << 20;
 
-/// When a statement is durable, on both engines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Durability {
-    /// Never fsynced: Tern SyncPolicy::Never, SQLite WAL with synchronous=OFF.
-    Never,
-    /// Every autocommit statement fsynced: Tern SyncPolicy::EveryCommit, SQLite WAL with
-    /// synchronous=FULL.
-    EveryCommit,
-}
-
 /// Flags of `tern bench ycsb`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct YcsbArgs {
@@ -70,7 +60,9 @@ pub struct YcsbArgs {
     /// Value sizes in bytes, comma-separated [default: 64,256,1024,4096, or 64 with --quick].
     #[arg(long, value_delimiter = ',')]
     pub value_sizes: Vec<usize>,
-    /// When a statement is durable, on both engines.
+    /// When a statement is durable, on both engines: never (Tern SyncPolicy::Never, SQLite
+    /// WAL with synchronous=OFF) or every-commit (Tern SyncPolicy::EveryCommit, SQLite WAL with
+    /// synchronous=FULL).
     #[arg(long, value_enum, default_value_t = Durability::Never)]
     pub sync: Durability,
     /// Seed of keys, values and request sequences.
@@ -335,10 +327,7 @@ struct TernClient {
 impl TernClient {
     fn open(path: &Path, durability: Durability) -> Result<TernClient> {
         let mut options = tern_sql::Options::default();
-        options.txn.lsm.sync = match durability {
-            Durability::Never => tern_lsm::SyncPolicy::Never,
-            Durability::EveryCommit => tern_lsm::SyncPolicy::EveryCommit,
-        };
+        options.txn.lsm.sync = durability.tern_policy();
         options.txn.lsm.pool = tern_pagestore::PoolConfig {
             prefetch_degree: 16,
             read_ahead: false,
