@@ -93,18 +93,38 @@ impl<'a, 't> TableWriter<'a, 't> {
         Ok(())
     }
 
+    /// The row id a new row gets: one more than the largest stored or written so far. It is
+    /// taken only when the row is written ([`TableWriter::write_row`]), so a row skipped by OR
+    /// IGNORE does not use one up (SQLite).
     fn next_rowid(&mut self) -> Result<i64> {
-        let next = match self.next_rowid {
-            Some(next) => next,
-            None => match self.exec.last_rowid(&self.table)? {
-                Some(last) => last
-                    .checked_add(1)
-                    .ok_or_else(|| Error::new("13000", "database or disk is full: no row id left"))?,
-                None => 1,
-            },
+        if let Some(next) = self.next_rowid {
+            return Ok(next);
+        }
+        let next = match self.exec.last_rowid(&self.table)? {
+            Some(last) => {
+                last.checked_add(1).ok_or_else(|| Error::new("13000", "database or disk is full: no row id left"))?
+            }
+            None => 1,
         };
-        self.next_rowid = Some(next + 1);
+        self.next_rowid = Some(next);
         Ok(next)
+    }
+
+    /// Keeps the next row id above a row id just written.
+    fn note_rowid(&mut self, key: &[u8], row: &[Value]) {
+        let rowid = if self.table.has_hidden_rowid() {
+            crate::codec::decode_integer_key(&key[object_prefix(self.table.id).len()..])
+        } else {
+            match self.table.rowid_alias.map(|alias| &row[alias]) {
+                Some(Value::Integer(rowid)) => Some(*rowid),
+                _ => None,
+            }
+        };
+        if let (Some(rowid), Some(next)) = (rowid, self.next_rowid)
+            && rowid >= next
+        {
+            self.next_rowid = Some(rowid.saturating_add(1));
+        }
     }
 
     /// The row's key; assigns a row id to a new row of a row-id table.
@@ -114,19 +134,10 @@ impl<'a, 't> TableWriter<'a, 't> {
             let rowid = self.next_rowid()?;
             return Ok(encode_key(&prefix, &[Value::Integer(rowid)]));
         }
-        if let Some(alias) = self.table.rowid_alias {
-            match row[alias] {
-                Value::Null => row[alias] = Value::Integer(self.next_rowid()?),
-                // A later NULL key of the same statement goes after an explicit one.
-                Value::Integer(explicit) => {
-                    if let Some(next) = self.next_rowid
-                        && explicit >= next
-                    {
-                        self.next_rowid = Some(explicit.saturating_add(1));
-                    }
-                }
-                _ => {}
-            }
+        if let Some(alias) = self.table.rowid_alias
+            && row[alias].is_null()
+        {
+            row[alias] = Value::Integer(self.next_rowid()?);
         }
         Ok(self.key_of(row))
     }
@@ -175,7 +186,8 @@ impl<'a, 't> TableWriter<'a, 't> {
         Ok(None)
     }
 
-    fn write_row(&self, key: &[u8], row: &[Value]) {
+    fn write_row(&mut self, key: &[u8], row: &[Value]) {
+        self.note_rowid(key, row);
         self.exec.put(key.to_vec(), encode_row(row));
         for index in &self.indexes {
             let (entry, _) = self.exec.index_entry(index, &self.table, row, key);

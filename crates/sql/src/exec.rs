@@ -1229,12 +1229,19 @@ impl Accumulator {
                 }
                 *any = true;
                 *count += 1;
-                // SQLite: the sum is an integer only while every input is one.
-                if matches!(value, Value::Text(_) | Value::Blob(_)) && !*is_real {
-                    *is_real = true;
-                    *real = *integer as f64;
-                }
-                match value.to_numeric() {
+                // SQLite: the sum is an integer only while every input is one; text that reads
+                // entirely as an integer counts as one, any other text as a real.
+                let value = match value {
+                    Value::Text(_) | Value::Blob(_) => {
+                        let text = value.to_text();
+                        match crate::value::parse_number(&text) {
+                            Some(Value::Integer(number)) => Value::Integer(number),
+                            _ => value.cast_real(),
+                        }
+                    }
+                    other => other,
+                };
+                match value {
                     Value::Integer(number) if !*is_real => match integer.checked_add(number) {
                         Some(sum) => *integer = sum,
                         None => {

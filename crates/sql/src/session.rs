@@ -205,7 +205,7 @@ fn rewrite_sqlite_forms(tokens: Vec<sqlparser::tokenizer::TokenWithSpan>) -> Vec
                 last = qualified;
                 offset = 4;
             }
-            if !next(offset).is_some_and(|(_, token)| token.token == Token::LParen) {
+            if next(offset).is_none_or(|(_, token)| token.token != Token::LParen) {
                 wrap_after_in.push((first, last));
             }
         }
