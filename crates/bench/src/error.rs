@@ -23,7 +23,7 @@ pub enum BenchError {
     #[error("Tern transactions")]
     Txn(#[from] tern_txn::Error),
     /// Tern's SQL engine refused or failed a statement.
-    #[error("Tern SQL: {0}")]
+    #[error("Tern SQL")]
     Sql(#[from] tern_sql::Error),
     /// SQLite, the peer of `tern bench txn`, refused or failed an operation.
     #[error("SQLite")]

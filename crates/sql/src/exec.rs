@@ -46,6 +46,8 @@ pub struct Executor<'t> {
     subquery_cache: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
     memory_used: Cell<usize>,
     memory_limit: usize,
+    /// Rows the first chunk of the next scan reads: a LIMIT's count when one bounds the scan.
+    first_chunk_rows: Cell<usize>,
     /// EXPLAIN ANALYZE: rows, loops and time per plan node (keyed by the node's address).
     profile: Option<RefCell<HashMap<usize, NodeProfile>>>,
 }
@@ -78,6 +80,7 @@ impl<'t> Executor<'t> {
             subquery_cache: RefCell::new(HashMap::new()),
             memory_used: Cell::new(0),
             memory_limit,
+            first_chunk_rows: Cell::new(SCAN_FIRST_CHUNK_ROWS),
             profile: None,
         }
     }
@@ -139,7 +142,7 @@ impl<'t> Executor<'t> {
         mut visit: impl FnMut(&[u8], &[u8]) -> Result<bool>,
     ) -> Result<()> {
         let (mut start, mut end) = (start, end);
-        let mut chunk_rows = SCAN_FIRST_CHUNK_ROWS;
+        let mut chunk_rows = self.first_chunk_rows.replace(SCAN_FIRST_CHUNK_ROWS);
         loop {
             let chunk: Vec<(Vec<u8>, Vec<u8>)> = {
                 let mut txn = self.txn.borrow_mut();
@@ -446,12 +449,7 @@ impl<'t> Executor<'t> {
             }
             Plan::Project { input, exprs } => {
                 let rows = self.run(input, outer)?;
-                rows.iter()
-                    .map(|row| {
-                        let env = Env::new(row, outer);
-                        exprs.iter().map(|expr| self.eval(expr, &env)).collect()
-                    })
-                    .collect()
+                self.project(rows, exprs, outer)
             }
             Plan::Join { left, right, kind, left_keys, right_keys, condition } => {
                 let left_rows = self.run(left, outer)?;
@@ -556,12 +554,7 @@ impl<'t> Executor<'t> {
             Plan::Scan { .. } => self.run_scan(plan, outer, cap),
             Plan::Project { input, exprs } if matches!(input.as_ref(), Plan::Scan { .. } | Plan::Project { .. }) => {
                 let rows = self.run_capped(input, outer, cap)?;
-                rows.iter()
-                    .map(|row| {
-                        let env = Env::new(row, outer);
-                        exprs.iter().map(|expr| self.eval(expr, &env)).collect()
-                    })
-                    .collect()
+                self.project(rows, exprs, outer)
             }
             other => self.run(other, outer),
         }
@@ -578,6 +571,10 @@ impl<'t> Executor<'t> {
         };
         let mut rows = Vec::new();
         let empty = Env::new(&[], outer);
+        if cap < usize::MAX {
+            // A short LIMIT reads its rows with one iterator instead of growing chunks.
+            self.first_chunk_rows.set(cap.clamp(1, SCAN_CHUNK_ROWS));
+        }
         self.scan_table(table, access, *reverse, &empty, |_, row| {
             let keep = match filter {
                 Some(filter) => self.eval(filter, &Env::new(&row, outer))?.truth() == Some(true),
@@ -592,6 +589,29 @@ impl<'t> Executor<'t> {
             Ok(rows.len() < cap)
         })?;
         Ok(rows)
+    }
+
+    /// Evaluates a projection on each row. A projection that only picks distinct columns moves
+    /// the values instead of copying them.
+    fn project(&self, rows: Vec<Row>, exprs: &[Expr], outer: Option<&Env>) -> Result<Vec<Row>> {
+        let picks: Option<Vec<usize>> =
+            exprs.iter().map(|expr| if let Expr::Column(index) = expr { Some(*index) } else { None }).collect();
+        if let Some(picks) = picks {
+            let mut seen = HashSet::new();
+            let width = rows.first().map_or(0, Vec::len);
+            if picks.iter().all(|&index| index < width && seen.insert(index)) {
+                return Ok(rows
+                    .into_iter()
+                    .map(|mut row| picks.iter().map(|&index| std::mem::replace(&mut row[index], Value::Null)).collect())
+                    .collect());
+            }
+        }
+        rows.iter()
+            .map(|row| {
+                let env = Env::new(row, outer);
+                exprs.iter().map(|expr| self.eval(expr, &env)).collect()
+            })
+            .collect()
     }
 
     /// LIMIT and OFFSET values: a negative LIMIT means none (SQLite).
