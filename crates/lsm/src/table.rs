@@ -589,6 +589,8 @@ impl Table {
 
 /// Pages a table cursor asks the prefetcher for at a time when it scans forward.
 const PREFETCH_WINDOW: u32 = 16;
+/// Blocks a forward cursor reads before it asks the prefetcher for anything.
+const QUIET_BLOCKS: u32 = 2;
 
 /// A cursor over one table in one direction. Holds no pin between calls.
 pub struct TableCursor {
@@ -601,6 +603,7 @@ pub struct TableCursor {
     position: usize,
     valid: bool,
     prefetched_to: u32,
+    blocks_loaded: u32,
 }
 
 impl TableCursor {
@@ -617,6 +620,7 @@ impl TableCursor {
             position: 0,
             valid: false,
             prefetched_to: 0,
+            blocks_loaded: 0,
         };
         let sought = match target {
             Some(target) => cursor.table.seek_index(target)?,
@@ -674,7 +678,12 @@ impl TableCursor {
 
     fn load_block(&mut self) -> Result<()> {
         let handle = self.index[self.index_position].handle;
-        if self.forward && handle.page + PREFETCH_WINDOW / 2 >= self.prefetched_to {
+        self.blocks_loaded += 1;
+        if self.forward && self.blocks_loaded <= QUIET_BLOCKS {
+            // A short scan (a point range, a LIMIT) ends within its first blocks: waking the
+            // prefetcher for it costs more than the reads it would save.
+            self.prefetched_to = handle.page + 1;
+        } else if self.forward && handle.page + PREFETCH_WINDOW / 2 >= self.prefetched_to {
             let from = self.prefetched_to.max(handle.page + 1);
             self.prefetched_to = from + PREFETCH_WINDOW;
             self.table.pool.prefetch(self.table.page(from), PREFETCH_WINDOW as u64);
