@@ -226,9 +226,22 @@ impl<'c> Binder<'c> {
         }
         let sort_limit = match (&limit, &offset) {
             (Some(limit), None) => Some(Box::new(limit.clone())),
-            (Some(limit), Some(offset)) => {
-                Some(Box::new(Expr::Binary(BinaryOp::Add, Box::new(limit.clone()), Box::new(offset.clone()))))
-            }
+            // Top-k keeps LIMIT + OFFSET rows; a negative LIMIT is none and a negative OFFSET 0.
+            (Some(limit), Some(offset)) => Some(Box::new(Expr::Case {
+                operand: None,
+                whens: vec![(
+                    Expr::Binary(BinaryOp::Lt, Box::new(limit.clone()), Box::new(Expr::Literal(Value::Integer(0)))),
+                    Expr::Literal(Value::Integer(-1)),
+                )],
+                otherwise: Some(Box::new(Expr::Binary(
+                    BinaryOp::Add,
+                    Box::new(limit.clone()),
+                    Box::new(Expr::Function(
+                        ScalarFunction::Max,
+                        vec![offset.clone(), Expr::Literal(Value::Integer(0))],
+                    )),
+                ))),
+            })),
             _ => None,
         };
         let (plan, columns) = match query.body.as_ref() {
@@ -748,6 +761,12 @@ impl<'c> Binder<'c> {
                 _ => return Err(Error::internal("ORDER BY term without expression")),
             };
             keys.push(sort_key(Expr::Column(column), &ast_term.options));
+        }
+        if distinct && project.len() > visible {
+            return Err(Error::new(
+                "42P10",
+                "for SELECT DISTINCT, ORDER BY expressions must appear in the select list",
+            ));
         }
         plan = Plan::Project { input: Box::new(plan), exprs: project };
         if distinct {

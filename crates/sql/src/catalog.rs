@@ -118,6 +118,33 @@ impl Catalog {
     }
 
     pub fn from_bytes(bytes: &[u8]) -> crate::Result<Catalog> {
-        serde_json::from_slice(bytes).map_err(|error| crate::Error::corrupt(format!("catalog: {error}")))
+        let catalog: Catalog =
+            serde_json::from_slice(bytes).map_err(|error| crate::Error::corrupt(format!("catalog: {error}")))?;
+        catalog.check()?;
+        Ok(catalog)
+    }
+
+    /// Checks the column positions the executor indexes with, so that a damaged catalog is a
+    /// corruption error rather than a panic.
+    fn check(&self) -> crate::Result<()> {
+        let bad = |what: String| Err(crate::Error::corrupt(format!("catalog: {what}")));
+        for table in self.tables.values() {
+            let width = table.columns.len();
+            if width == 0
+                || table.primary_key.iter().any(|&column| column >= width)
+                || table.rowid_alias.is_some_and(|column| column >= width)
+            {
+                return bad(format!("table {} has a column position out of range", table.name));
+            }
+        }
+        for index in self.indexes.values() {
+            let Some(table) = self.table(&index.table) else {
+                return bad(format!("index {} is on a missing table", index.name));
+            };
+            if index.columns.is_empty() || index.columns.iter().any(|&column| column >= table.columns.len()) {
+                return bad(format!("index {} has a column position out of range", index.name));
+            }
+        }
+        Ok(())
     }
 }

@@ -44,6 +44,9 @@ fn parse_time(text: &str) -> Option<i64> {
     };
     let mut parts = date.splitn(3, '-');
     let year: i64 = parts.next()?.parse().ok()?;
+    if !(0..=9999).contains(&year) {
+        return None;
+    }
     let month: i64 = parts.next()?.parse().ok()?;
     let day: i64 = parts.next()?.parse().ok()?;
     if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
@@ -56,7 +59,7 @@ fn parse_time(text: &str) -> Option<i64> {
         let hour: i64 = fields.next()?.parse().ok()?;
         let minute: i64 = fields.next()?.parse().ok()?;
         let second: f64 = fields.next().map_or(Some(0.0), |field| field.parse().ok())?;
-        if hour > 24 || minute > 59 || second >= 60.0 {
+        if !(0..=24).contains(&hour) || !(0..=59).contains(&minute) || !(0.0..60.0).contains(&second) {
             return None;
         }
         seconds += hour * 3600 + minute * 60 + second as i64;
@@ -84,14 +87,18 @@ fn apply_modifier(seconds: i64, modifier: &str) -> Option<i64> {
     let amount: f64 = amount.parse().ok()?;
     let unit = unit.trim().trim_end_matches('s');
     Some(match unit {
-        "day" => seconds + (amount * 86400.0) as i64,
-        "hour" => seconds + (amount * 3600.0) as i64,
-        "minute" => seconds + (amount * 60.0) as i64,
-        "second" => seconds + amount as i64,
+        "day" => seconds.checked_add((amount * 86400.0) as i64)?,
+        "hour" => seconds.checked_add((amount * 3600.0) as i64)?,
+        "minute" => seconds.checked_add((amount * 60.0) as i64)?,
+        "second" => seconds.checked_add(amount as i64)?,
         "month" | "year" => {
             let (year, month, day) = civil_from_days(days);
-            let months = if unit == "year" { amount as i64 * 12 } else { amount as i64 };
-            let total = year * 12 + (month - 1) + months;
+            let months = if unit == "year" { (amount as i64).checked_mul(12)? } else { amount as i64 };
+            let total = (year * 12 + (month - 1)).checked_add(months)?;
+            // SQLite's dates span years 0 to 9999.
+            if !(0..=9999 * 12 + 11).contains(&total) {
+                return None;
+            }
             days_from_civil(total.div_euclid(12), total.rem_euclid(12) + 1, day) * 86400 + rest
         }
         _ => return None,

@@ -485,7 +485,9 @@ pub fn update(catalog: &Catalog, exec: &Executor, statement: &ast::Statement) ->
     let mut writer = TableWriter::new(exec, catalog, table.clone())?;
     let mut changed_rows = Vec::new();
     let mut changed = 0;
-    for (key, row) in rows {
+    for (key, _) in rows {
+        // OR REPLACE may have deleted or moved a later target row: use what is stored now.
+        let Some(row) = writer.read_row(&key)? else { continue };
         let env = Env::new(&row, None);
         let mut updated = row.clone();
         for (position, expr) in &bound {

@@ -523,8 +523,11 @@ impl<'t> Executor<'t> {
                 self.sort(rows, keys, limit, outer)
             }
             Plan::Limit { input, limit, offset } => {
+                // A negative OFFSET counts as 0 (SQLite).
                 let offset = match offset {
-                    Some(offset) => self.eval_count(offset, outer)?,
+                    Some(offset) => {
+                        self.eval_count(offset, outer).map(|count| if count == usize::MAX { 0 } else { count })?
+                    }
                     None => 0,
                 };
                 let limit = match limit {
@@ -767,7 +770,11 @@ impl<'t> Executor<'t> {
             .zip(states)
             .map(|(mut key, states)| {
                 for state in states {
-                    key.push(state.finish()?);
+                    // inf + -inf is NaN, which SQL has no value for: NULL (SQLite).
+                    key.push(match state.finish()? {
+                        Value::Real(real) if real.is_nan() => Value::Null,
+                        other => other,
+                    });
                 }
                 Ok(key)
             })

@@ -184,7 +184,11 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
                 Some(number) => {
                     let factor = 10f64.powi(digits);
                     let rounded = (number * factor).abs().round().copysign(number) / factor;
-                    Value::Real(if rounded.is_finite() { rounded } else { number })
+                    if number.is_nan() {
+                        Value::Null
+                    } else {
+                        Value::Real(if rounded.is_finite() { rounded } else { number })
+                    }
                 }
                 None => Value::Real(0.0),
             }
@@ -239,7 +243,10 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             if result.is_nan() { Value::Null } else { real_or_integer(result) }
         }
         Power => match (numeric_arg(&arg(0)), numeric_arg(&arg(1))) {
-            (Some(base), Some(exponent)) if !any_null => Value::Real(base.powf(exponent)),
+            (Some(base), Some(exponent)) if !any_null => {
+                let power = base.powf(exponent);
+                if power.is_nan() { Value::Null } else { Value::Real(power) }
+            }
             _ => Value::Null,
         },
         Mod => arithmetic(BinaryOp::Mod, &arg(0), &arg(1))?,
@@ -291,14 +298,14 @@ fn substr(value: &Value, start: &Value, length: Option<&Value>) -> Value {
     // SQLite: positions are 1-based; a negative start counts from the end; a negative length
     // takes characters before the start.
     if start < 0 {
-        start += total + 1;
+        start = start.saturating_add(total + 1);
         if start < 1 {
-            length += start - 1;
+            length = length.saturating_add(start - 1);
             start = 1;
         }
     } else if start == 0 {
         start = 1;
-        length -= 1;
+        length = length.saturating_sub(1);
     }
     let (mut from, mut to) = if length < 0 { (start + length, start) } else { (start, start.saturating_add(length)) };
     from = from.clamp(1, total + 1);

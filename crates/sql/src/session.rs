@@ -125,7 +125,9 @@ pub struct Statement {
 
 /// A bound query plan and the catalog version it is valid for.
 pub struct CachedPlan {
-    catalog_version: u64,
+    /// The catalog the plan was bound against (its identity: version numbers repeat after a
+    /// rolled-back DDL).
+    catalog: Arc<Catalog>,
     plan: crate::plan::Plan,
     columns: Vec<String>,
 }
@@ -241,7 +243,7 @@ fn number_anonymous_parameters(tokens: &mut [sqlparser::tokenizer::TokenWithSpan
         match &mut token.token {
             Token::SemiColon => highest = 0,
             Token::Placeholder(text) if text == "?" => {
-                highest += 1;
+                highest = highest.saturating_add(1);
                 *text = format!("?{highest}");
             }
             Token::Placeholder(text) => {
@@ -437,12 +439,12 @@ fn run_statement(
 ) -> Result<Outcome> {
     match statement {
         ast::Statement::Query(query) => {
-            let valid = cached.as_ref().is_some_and(|cached| cached.catalog_version == catalog.version);
+            let valid = cached.as_ref().is_some_and(|cached| Arc::ptr_eq(&cached.catalog, catalog));
             if !valid {
                 let mut binder = Binder::new(catalog);
                 let (plan, columns) = binder.bind_query(query, None)?;
                 let columns = columns.into_iter().map(|column| column.name).collect();
-                *cached = Some(CachedPlan { catalog_version: catalog.version, plan, columns });
+                *cached = Some(CachedPlan { catalog: catalog.clone(), plan, columns });
             }
             let cached = cached.as_ref().expect("a plan was just bound");
             let rows = exec.run(&cached.plan, None)?;

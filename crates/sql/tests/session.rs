@@ -352,3 +352,24 @@ fn postgresql_spellings_are_accepted() {
     let error = session.execute("SELECT (1 +", &[]).unwrap_err();
     assert_eq!(error.sqlstate, "42601", "{error}");
 }
+
+#[test]
+fn a_cached_plan_is_not_reused_after_a_rolled_back_schema_change() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session.execute("CREATE TABLE t(a); INSERT INTO t VALUES (1)", &[]).unwrap();
+    let mut select = session.prepare("SELECT * FROM t").unwrap();
+    let run = |session: &mut tern_sql::Session, select: &mut tern_sql::Statement| match session
+        .execute_prepared(select, &[])
+        .unwrap()
+    {
+        Outcome::Rows { rows, .. } => rows,
+        other => panic!("{other:?}"),
+    };
+    session.execute("BEGIN; DROP TABLE t; CREATE TABLE t(a, b)", &[]).unwrap();
+    assert_eq!(run(&mut session, &mut select), Vec::<Vec<Value>>::new());
+    session.execute("ROLLBACK", &[]).unwrap();
+    // The same catalog version numbers and table ids are handed out again.
+    session.execute("CREATE TABLE u(x); CREATE TABLE w(y); INSERT INTO u VALUES (42)", &[]).unwrap();
+    assert_eq!(run(&mut session, &mut select), vec![vec![Value::Integer(1)]]);
+}
