@@ -81,6 +81,20 @@ pub struct Binder<'c> {
     pub named_parameters: Vec<String>,
 }
 
+/// The scope columns of a table's row, qualified by `qualifier` (lower case).
+pub fn table_columns(table: &TableDef, qualifier: &str) -> Vec<ScopeColumn> {
+    table
+        .columns
+        .iter()
+        .map(|column| ScopeColumn {
+            table: Some(qualifier.to_string()),
+            name: column.name.to_ascii_lowercase(),
+            affinity: Some(column.affinity),
+            merged: false,
+        })
+        .collect()
+}
+
 pub fn lower(ident: &ast::Ident) -> String {
     ident.value.to_ascii_lowercase()
 }
@@ -95,8 +109,7 @@ pub fn object_name(name: &ast::ObjectName) -> Result<String> {
 
 /// Parses and binds an expression with no columns (a DEFAULT).
 pub fn bind_standalone_expr(sql: &str) -> Result<Expr> {
-    let dialect = sqlparser::dialect::SQLiteDialect {};
-    let expr = sqlparser::parser::Parser::new(&dialect).try_with_sql(sql)?.parse_expr()?;
+    let expr = parse_expr(sql)?;
     let catalog = Catalog::new();
     let mut binder = Binder::new(&catalog);
     binder.bind_expr(&expr, &Scope::new(Vec::new(), None))
@@ -367,16 +380,7 @@ impl<'c> Binder<'c> {
                     let span = name.span();
                     Error::undefined_table(&name.to_string()).at(span.start.line, span.start.column)
                 })?;
-                let columns = table
-                    .columns
-                    .iter()
-                    .map(|column| ScopeColumn {
-                        table: Some(alias_name.clone()),
-                        name: column.name.to_ascii_lowercase(),
-                        affinity: Some(column.affinity),
-                        merged: false,
-                    })
-                    .collect();
+                let columns = table_columns(&table, &alias_name);
                 Ok((Plan::Scan { table, access: Access::Full, filter: None, reverse: false }, columns))
             }
             ast::TableFactor::Derived { lateral, subquery, alias } => {
@@ -1313,17 +1317,7 @@ impl<'c> Binder<'c> {
         table: &Arc<TableDef>,
         selection: Option<&ast::Expr>,
     ) -> Result<(Plan, Scope<'static>)> {
-        let columns: Vec<ScopeColumn> = table
-            .columns
-            .iter()
-            .map(|column| ScopeColumn {
-                table: Some(table.name.to_ascii_lowercase()),
-                name: column.name.to_ascii_lowercase(),
-                affinity: Some(column.affinity),
-                merged: false,
-            })
-            .collect();
-        let scope = Scope::new(columns, None);
+        let scope = Scope::new(table_columns(table, &table.name.to_ascii_lowercase()), None);
         let mut conjuncts = Vec::new();
         if let Some(selection) = selection {
             let predicate = self.bind_expr(selection, &scope)?;
@@ -1333,11 +1327,6 @@ impl<'c> Binder<'c> {
         let (access, _) = choose_access(table, &indexes, &conjuncts);
         let filter = conjoin(conjuncts);
         Ok((Plan::Scan { table: table.clone(), access, filter, reverse: false }, scope))
-    }
-
-    /// The indexes of a table, for access-path selection.
-    pub fn indexes_of(&self, table: &TableDef) -> Vec<Arc<IndexDef>> {
-        self.catalog.table_indexes(&table.name)
     }
 }
 
@@ -1547,15 +1536,10 @@ fn equi_sides(expr: &Expr, is_left: impl Fn(usize) -> bool) -> Option<(Expr, Exp
         }
     };
     match (side(a)?, side(b)?) {
-        (true, false) => Some((strip_numeric_affinity(a), strip_numeric_affinity(b))),
-        (false, true) => Some((strip_numeric_affinity(b), strip_numeric_affinity(a))),
+        (true, false) => Some(((**a).clone(), (**b).clone())),
+        (false, true) => Some(((**b).clone(), (**a).clone())),
         _ => None,
     }
-}
-
-/// Hash keys compare by value, so an affinity wrapper must stay (it changes the value).
-fn strip_numeric_affinity(expr: &Expr) -> Expr {
-    expr.clone()
 }
 
 fn has_correlated_subquery(expr: &Expr) -> bool {
@@ -1702,15 +1686,6 @@ fn facts(filters: &[Expr]) -> Vec<Fact> {
                     && !list.is_empty()
                 {
                     facts.push(Fact::In(*column, list.clone()));
-                }
-            }
-            Expr::Between { expr, low, high, negated: false } => {
-                if let Expr::Column(column) = expr.as_ref()
-                    && low.is_row_independent()
-                    && high.is_row_independent()
-                {
-                    facts.push(Fact::Lower(*column, (**low).clone(), true));
-                    facts.push(Fact::Upper(*column, (**high).clone(), true));
                 }
             }
             _ => {}

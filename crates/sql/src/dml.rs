@@ -7,7 +7,7 @@ use crate::catalog::{Catalog, IndexDef, TableDef};
 use crate::codec::{encode_key, encode_row, object_prefix};
 use crate::error::{Error, Result};
 use crate::exec::{Env, Executor};
-use crate::plan::{Expr, Plan, Row};
+use crate::plan::{Expr, Row};
 use crate::value::Value;
 use sqlparser::ast;
 use std::sync::Arc;
@@ -35,17 +35,7 @@ struct TableWriter<'a, 't> {
 }
 
 fn table_scope(table: &TableDef, alias: Option<&str>) -> Vec<ScopeColumn> {
-    let name = alias.map(str::to_string).unwrap_or_else(|| table.name.to_ascii_lowercase());
-    table
-        .columns
-        .iter()
-        .map(|column| ScopeColumn {
-            table: Some(name.clone()),
-            name: column.name.to_ascii_lowercase(),
-            affinity: Some(column.affinity),
-            merged: false,
-        })
-        .collect()
+    crate::bind::table_columns(table, &alias.map_or_else(|| table.name.to_ascii_lowercase(), str::to_string))
 }
 
 impl<'a, 't> TableWriter<'a, 't> {
@@ -533,7 +523,6 @@ pub fn delete(catalog: &Catalog, exec: &Executor, delete: &ast::Delete) -> Resul
 pub fn build_index(catalog: &Catalog, exec: &Executor, table: &Arc<TableDef>, index: &IndexDef) -> Result<()> {
     let mut binder = Binder::new(catalog);
     let (plan, _) = binder.bind_table_scan(table, None)?;
-    let _: &Plan = &plan;
     for (key, row) in exec.scan_rows_with_keys(&plan)? {
         let (entry, unique) = exec.index_entry(index, table, &row, &key);
         if unique && exec.get(&entry)?.is_some() {

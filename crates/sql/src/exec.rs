@@ -10,7 +10,7 @@ use crate::codec::{self, decode_row, encode_key, object_prefix, prefix_end};
 use crate::error::{Error, Result};
 use crate::functions::{self, ScalarFunction};
 use crate::plan::*;
-use crate::value::{Value, format_real};
+use crate::value::Value;
 use std::cell::{Cell, RefCell};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -46,6 +46,9 @@ pub struct Executor<'t> {
     subquery_cache: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
     memory_used: Cell<usize>,
     memory_limit: usize,
+    /// DEFAULT expressions bound once per statement, by (table id, column), instead of being
+    /// parsed again for every row that needs one.
+    defaults: RefCell<HashMap<(u32, usize), Expr>>,
     /// Rows the first chunk of the next scan reads: a LIMIT's count when one bounds the scan.
     first_chunk_rows: Cell<usize>,
     /// EXPLAIN ANALYZE: rows, loops and time per plan node (keyed by the node's address).
@@ -80,6 +83,7 @@ impl<'t> Executor<'t> {
             subquery_cache: RefCell::new(HashMap::new()),
             memory_used: Cell::new(0),
             memory_limit,
+            defaults: RefCell::new(HashMap::new()),
             first_chunk_rows: Cell::new(SCAN_FIRST_CHUNK_ROWS),
             profile: None,
         }
@@ -394,7 +398,15 @@ impl<'t> Executor<'t> {
         match &table.columns[column].default {
             None => Ok(Value::Null),
             Some(sql) => {
-                let expr = crate::bind::bind_standalone_expr(sql)?;
+                let cached = self.defaults.borrow().get(&(table.id, column)).cloned();
+                let expr = match cached {
+                    Some(expr) => expr,
+                    None => {
+                        let expr = crate::bind::bind_standalone_expr(sql)?;
+                        self.defaults.borrow_mut().insert((table.id, column), expr.clone());
+                        expr
+                    }
+                };
                 let value = self.eval(&expr, &Env::new(&[], None))?;
                 Ok(table.columns[column].affinity.apply(value))
             }
@@ -934,17 +946,6 @@ impl<'t> Executor<'t> {
                 Value::Integer(i64::from(equal != *negated))
             }
             Expr::IsNull(inner, negated) => Value::Integer(i64::from(self.eval(inner, env)?.is_null() != *negated)),
-            Expr::Between { expr, low, high, negated } => {
-                let value = self.eval(expr, env)?;
-                let low = compare(BinaryOp::GtEq, &value, &self.eval(low, env)?).truth();
-                let high = compare(BinaryOp::LtEq, &value, &self.eval(high, env)?).truth();
-                let result = match (low, high) {
-                    (Some(false), _) | (_, Some(false)) => Some(false),
-                    (Some(true), Some(true)) => Some(true),
-                    _ => None,
-                };
-                truth_value(result.map(|truth| truth != *negated))
-            }
             Expr::InList { expr, list, negated } => {
                 if list.is_empty() {
                     return Ok(Value::Integer(i64::from(*negated)));
@@ -1089,13 +1090,6 @@ fn bound_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     }
 }
 
-fn truth_value(truth: Option<bool>) -> Value {
-    match truth {
-        None => Value::Null,
-        Some(truth) => Value::Integer(i64::from(truth)),
-    }
-}
-
 /// A comparison's value: NULL if either side is NULL.
 pub fn compare(op: BinaryOp, left: &Value, right: &Value) -> Value {
     let Some(order) = left.sql_cmp(right) else { return Value::Null };
@@ -1127,7 +1121,10 @@ fn set_operation(op: SetOperator, all: bool, left: Vec<Row>, right: Vec<Row>) ->
             let mut seen = HashSet::new();
             left.into_iter().chain(right).filter(|row| seen.insert(row_key(row))).collect()
         }
-        (SetOperator::Intersect, _) => {
+        // INTERSECT keeps left rows found on the right, EXCEPT those not found; with ALL each
+        // right row matches one left row, without it each distinct row appears once.
+        (op, _) => {
+            let intersect = op == SetOperator::Intersect;
             let mut right_keys: HashMap<Vec<u8>, usize> = HashMap::new();
             for row in &right {
                 *right_keys.entry(row_key(row)).or_default() += 1;
@@ -1136,38 +1133,16 @@ fn set_operation(op: SetOperator, all: bool, left: Vec<Row>, right: Vec<Row>) ->
             left.into_iter()
                 .filter(|row| {
                     let key = row_key(row);
-                    match right_keys.get_mut(&key) {
+                    let matched = match right_keys.get_mut(&key) {
                         Some(count) if *count > 0 => {
                             if all {
                                 *count -= 1;
-                                true
-                            } else {
-                                seen.insert(key)
                             }
+                            true
                         }
                         _ => false,
-                    }
-                })
-                .collect()
-        }
-        (SetOperator::Except, _) => {
-            let mut right_keys: HashMap<Vec<u8>, usize> = HashMap::new();
-            for row in &right {
-                *right_keys.entry(row_key(row)).or_default() += 1;
-            }
-            let mut seen = HashSet::new();
-            left.into_iter()
-                .filter(|row| {
-                    let key = row_key(row);
-                    match right_keys.get_mut(&key) {
-                        Some(count) if *count > 0 => {
-                            if all {
-                                *count -= 1;
-                            }
-                            false
-                        }
-                        _ => all || seen.insert(key),
-                    }
+                    };
+                    matched == intersect && (all || seen.insert(key))
                 })
                 .collect()
         }
@@ -1352,13 +1327,5 @@ impl Accumulator {
             }
             Accumulator::Any(value) => value,
         })
-    }
-}
-
-/// Formats a value for display in a shell or test.
-pub fn display(value: &Value) -> String {
-    match value {
-        Value::Real(real) => format_real(*real),
-        other => other.to_string(),
     }
 }

@@ -148,12 +148,6 @@ pub enum Expr {
         negated: bool,
     },
     IsNull(Box<Expr>, bool),
-    Between {
-        expr: Box<Expr>,
-        low: Box<Expr>,
-        high: Box<Expr>,
-        negated: bool,
-    },
     InList {
         expr: Box<Expr>,
         list: Vec<Expr>,
@@ -200,11 +194,6 @@ impl Expr {
             Expr::Binary(_, left, right) | Expr::Is { left, right, .. } => {
                 left.walk(visit);
                 right.walk(visit);
-            }
-            Expr::Between { expr, low, high, .. } => {
-                expr.walk(visit);
-                low.walk(visit);
-                high.walk(visit);
             }
             Expr::InList { expr, list, .. } => {
                 expr.walk(visit);
@@ -262,11 +251,6 @@ impl Expr {
             Expr::Is { left, right, negated } => {
                 let left = boxed(left);
                 Expr::Is { left, right: boxed(right), negated }
-            }
-            Expr::Between { expr, low, high, negated } => {
-                let expr = boxed(expr);
-                let low = boxed(low);
-                Expr::Between { expr, low, high: boxed(high), negated }
             }
             Expr::InList { expr, list, negated } => {
                 let expr = boxed(expr);
@@ -591,9 +575,6 @@ impl fmt::Display for Expr {
             Expr::Binary(op, left, right) => write!(f, "({left} {} {right})", op.symbol()),
             Expr::Is { left, right, negated } => write!(f, "({left} IS {}{right})", if *negated { "NOT " } else { "" }),
             Expr::IsNull(inner, negated) => write!(f, "({inner} IS {}NULL)", if *negated { "NOT " } else { "" }),
-            Expr::Between { expr, low, high, negated } => {
-                write!(f, "({expr} {}BETWEEN {low} AND {high})", if *negated { "NOT " } else { "" })
-            }
             Expr::InList { expr, list, negated } => {
                 write!(f, "({expr} {}IN ({} items))", if *negated { "NOT " } else { "" }, list.len())
             }
