@@ -550,7 +550,7 @@ pub fn clear_table(catalog: &Catalog, exec: &Executor, table: &TableDef) -> Resu
 pub fn clear_prefix(exec: &Executor, prefix: &[u8]) -> Result<()> {
     let end = crate::codec::prefix_end(prefix).map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
     let mut keys = Vec::new();
-    exec.scan(std::ops::Bound::Included(prefix.to_vec()), end, false, |key, _| {
+    exec.scan(std::ops::Bound::Included(prefix.to_vec()), end, false, crate::exec::SCAN_CHUNK_ROWS, |key, _| {
         keys.push(key.to_vec());
         Ok(true)
     })?;

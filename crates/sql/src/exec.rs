@@ -21,7 +21,7 @@ use tern_txn::Transaction;
 /// Rows read from the store by the first chunk of a scan (short scans, LIMIT) and by later
 /// chunks (the size doubles up to the second).
 const SCAN_FIRST_CHUNK_ROWS: usize = 16;
-const SCAN_CHUNK_ROWS: usize = 256;
+pub const SCAN_CHUNK_ROWS: usize = 256;
 
 /// The row an expression is evaluated on, and the rows of the enclosing queries.
 #[derive(Clone, Copy)]
@@ -49,8 +49,6 @@ pub struct Executor<'t> {
     /// DEFAULT expressions bound once per statement, by (table id, column), instead of being
     /// parsed again for every row that needs one.
     defaults: RefCell<HashMap<(u32, usize), Expr>>,
-    /// Rows the first chunk of the next scan reads: a LIMIT's count when one bounds the scan.
-    first_chunk_rows: Cell<usize>,
     /// EXPLAIN ANALYZE: rows, loops and time per plan node (keyed by the node's address).
     profile: Option<RefCell<HashMap<usize, NodeProfile>>>,
 }
@@ -84,7 +82,6 @@ impl<'t> Executor<'t> {
             memory_used: Cell::new(0),
             memory_limit,
             defaults: RefCell::new(HashMap::new()),
-            first_chunk_rows: Cell::new(SCAN_FIRST_CHUNK_ROWS),
             profile: None,
         }
     }
@@ -137,16 +134,19 @@ impl<'t> Executor<'t> {
     }
 
     /// Calls `visit` for each stored pair in the range (not the statement's own writes: DML
-    /// reads what it changes before changing it). `visit` returns whether to go on.
+    /// reads what it changes before changing it). `visit` returns whether to go on. The first
+    /// chunk reads `first_chunk_rows` rows (a LIMIT's count, or a small default), later ones
+    /// double up to `SCAN_CHUNK_ROWS`.
     pub fn scan(
         &self,
         start: Bound<Vec<u8>>,
         end: Bound<Vec<u8>>,
         reverse: bool,
+        first_chunk_rows: usize,
         mut visit: impl FnMut(&[u8], &[u8]) -> Result<bool>,
     ) -> Result<()> {
         let (mut start, mut end) = (start, end);
-        let mut chunk_rows = self.first_chunk_rows.replace(SCAN_FIRST_CHUNK_ROWS);
+        let mut chunk_rows = first_chunk_rows.clamp(1, SCAN_CHUNK_ROWS);
         loop {
             let chunk: Vec<(Vec<u8>, Vec<u8>)> = {
                 let mut txn = self.txn.borrow_mut();
@@ -182,6 +182,7 @@ impl<'t> Executor<'t> {
         access: &Access,
         reverse: bool,
         env: &Env,
+        first_chunk_rows: usize,
         mut visit: impl FnMut(&[u8], Row) -> Result<bool>,
     ) -> Result<()> {
         let prefix = object_prefix(table.id);
@@ -200,7 +201,9 @@ impl<'t> Executor<'t> {
         match access {
             Access::Full => {
                 let end = prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
-                self.scan(Bound::Included(prefix.clone()), end, reverse, |key, value| visit(key, decode(value)?))
+                self.scan(Bound::Included(prefix.clone()), end, reverse, first_chunk_rows, |key, value| {
+                    visit(key, decode(value)?)
+                })
             }
             Access::PrimaryKeyPoints(keys) => {
                 for key in self.point_keys(table, &prefix, &table.primary_key, keys, reverse, env)? {
@@ -217,14 +220,14 @@ impl<'t> Executor<'t> {
                 let Some((start, end)) = self.range_bounds(&prefix, lower, upper, affinity, env)? else {
                     return Ok(());
                 };
-                self.scan(start, end, reverse, |key, value| visit(key, decode(value)?))
+                self.scan(start, end, reverse, first_chunk_rows, |key, value| visit(key, decode(value)?))
             }
             Access::IndexPoints { index, keys } => {
                 let index_prefix = object_prefix(index.id);
                 for entry_prefix in self.point_keys(table, &index_prefix, &index.columns, keys, reverse, env)? {
                     let end = prefix_end(&entry_prefix).map_or(Bound::Unbounded, Bound::Excluded);
                     let mut stop = false;
-                    self.scan(Bound::Included(entry_prefix), end, reverse, |_, row_key| {
+                    self.scan(Bound::Included(entry_prefix), end, reverse, first_chunk_rows, |_, row_key| {
                         self.visit_indexed_row(table, row_key, &decode, &mut visit, &mut stop)
                     })?;
                     if stop {
@@ -240,7 +243,7 @@ impl<'t> Executor<'t> {
                     return Ok(());
                 };
                 let mut stop = false;
-                self.scan(start, end, reverse, |_, row_key| {
+                self.scan(start, end, reverse, first_chunk_rows, |_, row_key| {
                     self.visit_indexed_row(table, row_key, &decode, &mut visit, &mut stop)
                 })
             }
@@ -254,7 +257,7 @@ impl<'t> Executor<'t> {
         };
         let mut rows = Vec::new();
         let empty = Env::new(&[], None);
-        self.scan_table(table, access, *reverse, &empty, |key, row| {
+        self.scan_table(table, access, *reverse, &empty, SCAN_FIRST_CHUNK_ROWS, |key, row| {
             let keep = match filter {
                 Some(filter) => self.eval(filter, &Env::new(&row, None))?.truth() == Some(true),
                 None => true,
@@ -275,7 +278,7 @@ impl<'t> Executor<'t> {
         let prefix = object_prefix(table.id);
         let end = prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
         let mut last = None;
-        self.scan(Bound::Included(prefix.clone()), end, true, |key, _| {
+        self.scan(Bound::Included(prefix.clone()), end, true, 1, |key, _| {
             last = codec::decode_integer_key(&key[prefix.len()..]);
             Ok(false)
         })?;
@@ -492,7 +495,7 @@ impl<'t> Executor<'t> {
                             Some(index) => Access::IndexPoints { index: index.clone(), keys },
                             None => Access::PrimaryKeyPoints(keys),
                         };
-                        self.scan_table(table, &access, false, &empty, |_, right_row| {
+                        self.scan_table(table, &access, false, &empty, SCAN_FIRST_CHUNK_ROWS, |_, right_row| {
                             if let Some(filter) = right_filter
                                 && self.eval(filter, &Env::new(&right_row, outer))?.truth() != Some(true)
                             {
@@ -586,11 +589,9 @@ impl<'t> Executor<'t> {
         };
         let mut rows = Vec::new();
         let empty = Env::new(&[], outer);
-        if cap < usize::MAX {
-            // A short LIMIT reads its rows with one iterator instead of growing chunks.
-            self.first_chunk_rows.set(cap.clamp(1, SCAN_CHUNK_ROWS));
-        }
-        self.scan_table(table, access, *reverse, &empty, |_, row| {
+        // A short LIMIT reads its rows with one iterator instead of growing chunks.
+        let first_chunk_rows = if cap < usize::MAX { cap } else { SCAN_FIRST_CHUNK_ROWS };
+        self.scan_table(table, access, *reverse, &empty, first_chunk_rows, |_, row| {
             let keep = match filter {
                 Some(filter) => self.eval(filter, &Env::new(&row, outer))?.truth() == Some(true),
                 None => true,
