@@ -115,8 +115,11 @@ pub fn bind_standalone_expr(sql: &str) -> Result<Expr> {
     binder.bind_expr(&expr, &Scope::new(Vec::new(), None))
 }
 
-fn affinity_of_type(data_type: &ast::DataType) -> Affinity {
-    Affinity::of_declared_type(&data_type.to_string())
+/// The affinity of a declared type; an out-of-range DECIMAL precision is an error.
+pub fn affinity_of_type(data_type: &ast::DataType) -> Result<Affinity> {
+    let name = data_type.to_string();
+    crate::decimal::declared_precision(&name)?;
+    Ok(Affinity::of_declared_type(&name))
 }
 
 struct Relation {
@@ -800,6 +803,7 @@ impl<'c> Binder<'c> {
                 CastType::Integer => Affinity::Integer,
                 CastType::Real => Affinity::Real,
                 CastType::Numeric => Affinity::Numeric,
+                CastType::Decimal(precision, scale) => Affinity::Decimal(*precision, *scale),
                 CastType::Text => Affinity::Text,
                 CastType::Blob => Affinity::Blob,
             }),
@@ -1122,10 +1126,11 @@ impl<'c> Binder<'c> {
                 if format.is_some() {
                     return Err(Error::unsupported("CAST ... FORMAT"));
                 }
-                let to = match affinity_of_type(data_type) {
+                let to = match affinity_of_type(data_type)? {
                     Affinity::Integer => CastType::Integer,
                     Affinity::Real => CastType::Real,
                     Affinity::Numeric => CastType::Numeric,
+                    Affinity::Decimal(precision, scale) => CastType::Decimal(precision, scale),
                     Affinity::Text => CastType::Text,
                     Affinity::Blob => CastType::Blob,
                 };

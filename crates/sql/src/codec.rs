@@ -2,16 +2,20 @@
 //!
 //! Key of a value (so that byte order equals SQL order, see `docs/design/sql.md`):
 //! - NULL: `0x01`
-//! - number: `0x02`, the value as an order-preserving f64 (8 bytes), then the exact integer's
-//!   difference from that f64 as an order-preserving i64 (8 bytes; 0 for reals), so that 1 and
-//!   1.0 encode alike and large integers keep their order
+//! - number (integer, real or decimal): `0x02`, the nearest f64 in order-preserving form (8
+//!   bytes), then the exact residual from that f64's base (`decimal.rs`): `0x80` when it is 0
+//!   (every real, integers below 2^53, decimals of up to 15 digits), else `0x81` and a positive
+//!   decimal (exponent byte, digits as 1..=10, `0x00`) or `0x7F` and the complement of one. So
+//!   1, 1.0 and DECIMAL 1.00 encode alike, and large integers and long decimals keep their order
 //! - text: `0x03`, the bytes with `0x00` escaped as `0x00 0xFF`, then `0x00 0x00`
 //! - blob: `0x04`, escaped the same way
 //!
 //! Row value: a varint column count, then per column a tag (0 NULL, 1 integer, 2 real, 3 text,
-//! 4 blob) and its payload (zigzag varint, 8-byte little-endian f64, varint length + bytes).
+//! 4 blob, 5 decimal) and its payload (zigzag varint, 8-byte little-endian f64, varint length +
+//! bytes; a decimal is its scale byte and its mantissa as a zigzag varint).
 //! Rows written before an `ALTER TABLE ADD COLUMN` have fewer columns; readers fill defaults.
 
+use crate::decimal::{self, Decimal};
 use crate::error::{Error, Result};
 use crate::value::Value;
 
@@ -47,8 +51,57 @@ fn ordered_f64(real: f64) -> [u8; 8] {
     ordered.to_be_bytes()
 }
 
-fn ordered_i64(integer: i64) -> [u8; 8] {
-    ((integer as u64) ^ (1 << 63)).to_be_bytes()
+/// Appends the residual of a number key: `0x80` for zero, otherwise a sign byte and the
+/// magnitude as exponent and digits, complemented when negative.
+fn encode_residual(residual: Decimal, out: &mut Vec<u8>) {
+    if residual.is_zero() {
+        out.push(0x80);
+        return;
+    }
+    let mut mantissa = residual.mantissa().unsigned_abs();
+    let mut scale = residual.scale() as i32;
+    while mantissa % 10 == 0 {
+        mantissa /= 10;
+        scale -= 1;
+    }
+    let digits = mantissa.to_string();
+    let exponent = digits.len() as i32 - scale; // value = 0.digits * 10^exponent
+    let negative = residual.is_sign_negative();
+    let flip = |byte: u8| if negative { !byte } else { byte };
+    out.push(if negative { 0x7F } else { 0x81 });
+    out.push(flip((exponent + 64).clamp(0, 255) as u8));
+    out.extend(digits.bytes().map(|digit| flip(digit - b'0' + 1)));
+    out.push(flip(0));
+}
+
+/// Reads a residual written by [`encode_residual`] back as an integer (row ids); `None` when it
+/// is not one.
+fn decode_integer_residual(bytes: &[u8]) -> Option<i128> {
+    let (&sign, rest) = bytes.split_first()?;
+    let negative = match sign {
+        0x80 => return Some(0),
+        0x81 => false,
+        0x7F => true,
+        _ => return None,
+    };
+    let flip = |byte: u8| if negative { !byte } else { byte };
+    let (&exponent, digits) = rest.split_first()?;
+    let exponent = i32::from(flip(exponent)) - 64;
+    let mut magnitude: i128 = 0;
+    let mut count = 0;
+    for &byte in digits {
+        let digit = flip(byte);
+        if digit == 0 {
+            break;
+        }
+        magnitude = magnitude.checked_mul(10)?.checked_add(i128::from(digit.checked_sub(1)?))?;
+        count += 1;
+    }
+    if count > exponent {
+        return None;
+    }
+    magnitude = magnitude.checked_mul(10i128.checked_pow((exponent - count) as u32)?)?;
+    Some(if negative { -magnitude } else { magnitude })
 }
 
 fn escape_into(bytes: &[u8], out: &mut Vec<u8>) {
@@ -69,17 +122,23 @@ pub fn encode_key_value(value: &Value, out: &mut Vec<u8>) {
             out.push(0x02);
             let approx = *integer as f64;
             out.extend_from_slice(&ordered_f64(approx));
-            let difference = if approx >= 9.223_372_036_854_776e18 {
-                (*integer as i128 - 9_223_372_036_854_775_808i128) as i64
+            let residual = decimal::integer_residual(*integer, approx);
+            if residual == 0 {
+                out.push(0x80);
             } else {
-                (*integer as i128 - approx as i128) as i64
-            };
-            out.extend_from_slice(&ordered_i64(difference));
+                encode_residual(Decimal::from_i128_with_scale(residual, 0), out);
+            }
         }
         Value::Real(real) => {
             out.push(0x02);
             out.extend_from_slice(&ordered_f64(*real));
-            out.extend_from_slice(&ordered_i64(0));
+            out.push(0x80);
+        }
+        Value::Decimal(exact) => {
+            out.push(0x02);
+            let approx = decimal::to_f64(exact);
+            out.extend_from_slice(&ordered_f64(approx));
+            encode_residual(decimal::residual(exact, approx), out);
         }
         Value::Text(text) => {
             out.push(0x03);
@@ -103,17 +162,17 @@ pub fn encode_key(prefix: &[u8], values: &[Value]) -> Vec<u8> {
 
 /// Reads back an integer encoded by [`encode_key_value`] at the start of `key` (row ids).
 pub fn decode_integer_key(key: &[u8]) -> Option<i64> {
-    if key.len() < 17 || key[0] != 0x02 {
+    if key.len() < 10 || key[0] != 0x02 {
         return None;
     }
     let ordered = u64::from_be_bytes(key[1..9].try_into().ok()?);
     let bits = if ordered >> 63 == 1 { ordered & !(1 << 63) } else { !ordered };
     let approx = f64::from_bits(bits);
-    let difference = (u64::from_be_bytes(key[9..17].try_into().ok()?) ^ (1 << 63)) as i64;
-    if approx.fract() != 0.0 {
+    let residual = decode_integer_residual(&key[9..])?;
+    if approx.fract() != 0.0 || !approx.is_finite() {
         return None;
     }
-    Some((approx as i128 + difference as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64)
+    Some((approx as i128).checked_add(residual)?.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
 }
 
 fn put_varint(mut value: u64, out: &mut Vec<u8>) {
@@ -122,6 +181,27 @@ fn put_varint(mut value: u64, out: &mut Vec<u8>) {
         value >>= 7;
     }
     out.push(value as u8);
+}
+
+fn put_varint128(mut value: u128, out: &mut Vec<u8>) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+fn get_varint128(bytes: &[u8], position: &mut usize) -> Result<u128> {
+    let mut value = 0u128;
+    for shift in (0..128).step_by(7) {
+        let byte = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends inside a varint"))?;
+        *position += 1;
+        value |= u128::from(byte & 0x7F) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err(Error::corrupt("varint longer than 19 bytes"))
 }
 
 fn get_varint(bytes: &[u8], position: &mut usize) -> Result<u64> {
@@ -151,6 +231,12 @@ pub fn encode_row(values: &[Value]) -> Vec<u8> {
             Value::Real(real) => {
                 out.push(2);
                 out.extend_from_slice(&real.to_le_bytes());
+            }
+            Value::Decimal(exact) => {
+                out.push(5);
+                out.push(exact.scale() as u8);
+                let mantissa = exact.mantissa();
+                put_varint128(((mantissa << 1) ^ (mantissa >> 127)) as u128, &mut out);
             }
             Value::Text(text) => {
                 out.push(3);
@@ -201,6 +287,16 @@ pub fn decode_row(bytes: &[u8]) -> Result<Vec<Value>> {
                     Value::Blob(raw.to_vec())
                 }
             }
+            5 => {
+                let scale = *bytes.get(position).ok_or_else(|| Error::corrupt("row ends inside a decimal"))?;
+                position += 1;
+                let zigzag = get_varint128(bytes, &mut position)?;
+                let mantissa = ((zigzag >> 1) as i128) ^ -((zigzag & 1) as i128);
+                Value::Decimal(
+                    Decimal::try_from_i128_with_scale(mantissa, u32::from(scale))
+                        .map_err(|_| Error::corrupt("decimal out of range"))?,
+                )
+            }
             other => return Err(Error::corrupt(format!("unknown value tag {other}"))),
         };
         values.push(value);
@@ -221,6 +317,13 @@ mod tests {
             Just(Value::Null),
             any::<i64>().prop_map(Value::Integer),
             (-1e6f64..1e6).prop_map(Value::Real),
+            prop_oneof![Just(0.1f64), Just(1.0), Just(-2.5), Just(9_007_199_254_740_992.0), Just(1e20)].prop_map(Value::Real),
+            (any::<i64>(), 0u32..=28).prop_map(|(mantissa, scale)| Value::Decimal(Decimal::new(mantissa, scale))),
+            (any::<i128>(), 0u32..=28).prop_filter_map("fits 96 bits", |(mantissa, scale)| {
+                Decimal::try_from_i128_with_scale(mantissa >> 32, scale).ok().map(Value::Decimal)
+            }),
+            prop_oneof![Just("0.1"), Just("0.10"), Just("0.1000000000000000000000000001"), Just("-1.00"), Just("9007199254740993.5"), Just("100000000000000000000")]
+                .prop_map(|text| Value::Decimal(text.parse().unwrap())),
             prop_oneof![Just(i64::MAX), Just(i64::MIN), Just(i64::MAX - 1), Just((1 << 53) + 1)]
                 .prop_map(Value::Integer),
             "[a-c\\x00]{0,6}".prop_map(Value::Text),
@@ -262,7 +365,10 @@ mod tests {
         encode_key_value(&Value::Integer(1), &mut one);
         encode_key_value(&Value::Real(1.0), &mut one_real);
         assert_eq!(one, one_real);
-        for integer in [0, 1, -1, 42, i64::MAX, i64::MIN, (1 << 53) + 1] {
+        let mut decimal_one = Vec::new();
+        encode_key_value(&Value::Decimal("1.00".parse().unwrap()), &mut decimal_one);
+        assert_eq!(one, decimal_one);
+        for integer in [0, 1, -1, 42, i64::MAX, i64::MIN, (1 << 53) + 1, -(1 << 53) - 3, (1 << 60) + 17] {
             let mut key = Vec::new();
             encode_key_value(&Value::Integer(integer), &mut key);
             assert_eq!(decode_integer_key(&key), Some(integer));

@@ -112,7 +112,8 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
         Value::Null => return Ok(Value::Null),
         Value::Integer(seconds) if unixepoch => Some(*seconds),
         Value::Real(seconds) if unixepoch => Some(*seconds as i64),
-        Value::Integer(_) | Value::Real(_) => None,
+        Value::Decimal(seconds) if unixepoch => Some(crate::decimal::to_f64(seconds) as i64),
+        Value::Integer(_) | Value::Real(_) | Value::Decimal(_) => None,
         other => parse_time(&other.to_text()),
     };
     let Some(mut seconds) = start else { return Ok(Value::Null) };

@@ -411,7 +411,7 @@ impl<'t> Executor<'t> {
                     }
                 };
                 let value = self.eval(&expr, &Env::new(&[], None))?;
-                Ok(table.columns[column].affinity.apply(value))
+                table.columns[column].affinity.store(value)
             }
         }
     }
@@ -892,6 +892,7 @@ impl<'t> Executor<'t> {
                             None => Value::Real(-(integer as f64)),
                         },
                         Value::Real(real) => Value::Real(-real),
+                        Value::Decimal(exact) => Value::Decimal(crate::decimal::normalize_zero(-exact)),
                         other => other,
                     },
                     UnaryOp::Not => match value.truth() {
@@ -1025,6 +1026,7 @@ impl<'t> Executor<'t> {
                     CastType::Integer => value.cast_integer(),
                     CastType::Real => value.cast_real(),
                     CastType::Numeric => value.cast_numeric(),
+                    CastType::Decimal(precision, scale) => value.cast_decimal(*precision, *scale)?,
                     CastType::Text => Value::Text(value.to_text()),
                     CastType::Blob => match value {
                         Value::Blob(bytes) => Value::Blob(bytes),
@@ -1161,6 +1163,8 @@ enum Accumulator {
         integer: i64,
         real: f64,
         is_real: bool,
+        /// The exact sum once a decimal was added (and no real).
+        exact: Option<crate::decimal::Decimal>,
         overflowed: bool,
         any: bool,
         total: bool,
@@ -1190,6 +1194,7 @@ impl Accumulator {
                 integer: 0,
                 real: 0.0,
                 is_real: false,
+                exact: None,
                 overflowed: false,
                 any: false,
                 total: call.function == AggregateFunction::Total,
@@ -1226,7 +1231,7 @@ impl Accumulator {
                     *count += 1;
                 }
             }
-            Accumulator::Sum { integer, real, is_real, overflowed, any, count, distinct, .. } => {
+            Accumulator::Sum { integer, real, is_real, exact, overflowed, any, count, distinct, .. } => {
                 if value.is_null() || !Self::first_time(distinct, &value) {
                     return Ok(());
                 }
@@ -1245,6 +1250,15 @@ impl Accumulator {
                     other => other,
                 };
                 match value {
+                    Value::Integer(number) if !*is_real && exact.is_some() => {
+                        let sum = exact.unwrap_or_default();
+                        *exact = crate::decimal::checked('+', sum, crate::decimal::from_i64(number))?;
+                    }
+                    Value::Decimal(number) if !*is_real => {
+                        let sum = exact.unwrap_or_else(|| crate::decimal::from_i64(*integer));
+                        *exact = crate::decimal::checked('+', sum, number)?;
+                    }
+                    Value::Decimal(number) => *real += crate::decimal::to_f64(&number),
                     Value::Integer(number) if !*is_real => match integer.checked_add(number) {
                         Some(sum) => *integer = sum,
                         None => {
@@ -1257,7 +1271,10 @@ impl Accumulator {
                     Value::Real(number) => {
                         if !*is_real {
                             *is_real = true;
-                            *real = *integer as f64;
+                            *real = match exact.take() {
+                                Some(sum) => crate::decimal::to_f64(&sum),
+                                None => *integer as f64,
+                            };
                         }
                         *real += number;
                     }
@@ -1298,7 +1315,16 @@ impl Accumulator {
     fn finish(self) -> Result<Value> {
         Ok(match self {
             Accumulator::Count { count, .. } => Value::Integer(count),
-            Accumulator::Sum { integer, real, is_real, overflowed, any, total, average, count, .. } => {
+            Accumulator::Sum { integer, real, is_real, exact, overflowed, any, total, average, count, .. } => {
+                if let (Some(sum), false) = (exact, is_real) {
+                    return Ok(if average {
+                        crate::decimal::divide(sum, crate::decimal::from_i64(count))?.map_or(Value::Null, Value::Decimal)
+                    } else if total {
+                        Value::Real(crate::decimal::to_f64(&sum))
+                    } else {
+                        Value::Decimal(sum)
+                    });
+                }
                 if average {
                     if !any {
                         Value::Null

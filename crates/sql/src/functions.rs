@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::plan::BinaryOp;
+use crate::decimal;
 use crate::value::{Value, format_real};
 use std::cmp::Ordering;
 
@@ -99,11 +100,7 @@ fn real_or_integer(value: f64) -> Value {
 }
 
 fn numeric_arg(value: &Value) -> Option<f64> {
-    match value.to_numeric() {
-        Value::Integer(integer) => Some(integer as f64),
-        Value::Real(real) => Some(real),
-        _ => None,
-    }
+    value.to_numeric().as_f64()
 }
 
 /// Evaluates a scalar function on evaluated arguments. `Coalesce`, `IfNull` and `Iif` are
@@ -119,6 +116,7 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
                 integer.checked_abs().ok_or_else(|| Error::numeric_out_of_range("integer overflow in abs()"))?,
             ),
             Value::Real(real) => Value::Real(real.abs()),
+            Value::Decimal(exact) => Value::Decimal(exact.abs()),
             other => other,
         },
         Coalesce | IfNull => args.iter().find(|value| !value.is_null()).cloned().unwrap_or(Value::Null),
@@ -180,6 +178,14 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
                 Value::Integer(digits) => digits.clamp(0, 30) as i32,
                 _ => 0,
             };
+            if let Value::Decimal(exact) = arg(0) {
+                // Exact rounding, half away from zero (PostgreSQL's round(numeric, int)).
+                let digits = match arg(1).cast_integer() {
+                    Value::Integer(digits) => digits,
+                    _ => 0,
+                };
+                return Ok(Value::Decimal(decimal::round(exact, digits)));
+            }
             match numeric_arg(&arg(0)) {
                 Some(number) => {
                     let factor = 10f64.powi(digits);
@@ -230,6 +236,7 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
         Ceil | Floor => match arg(0).to_numeric() {
             Value::Integer(integer) => Value::Integer(integer),
             Value::Real(real) => Value::Real(if function == Ceil { real.ceil() } else { real.floor() }),
+            Value::Decimal(exact) => Value::Decimal(decimal::normalize_zero(if function == Ceil { exact.ceil() } else { exact.floor() })),
             other => other,
         },
         Sqrt | Exp | Ln | Log10 => {
@@ -381,6 +388,25 @@ pub fn arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value> {
         };
         if let Some(result) = exact {
             return Ok(Value::Integer(result));
+        }
+    }
+    // Decimals stay exact with integers and decimals; with a real they become reals.
+    let exact = |value: &Value| match value {
+        Value::Decimal(exact) => Some(*exact),
+        Value::Integer(integer) => Some(decimal::from_i64(*integer)),
+        _ => None,
+    };
+    if matches!(left, Value::Decimal(_)) || matches!(right, Value::Decimal(_)) {
+        if let (Some(a), Some(b)) = (exact(&left), exact(&right)) {
+            let result = match op {
+                BinaryOp::Add => decimal::checked('+', a, b)?,
+                BinaryOp::Sub => decimal::checked('-', a, b)?,
+                BinaryOp::Mul => decimal::checked('*', a, b)?,
+                BinaryOp::Div => decimal::divide(a, b)?,
+                BinaryOp::Mod => decimal::checked('%', a, b)?,
+                _ => return Err(Error::internal(format!("{op:?} is not arithmetic"))),
+            };
+            return Ok(result.map_or(Value::Null, Value::Decimal));
         }
     }
     let a = numeric_arg(&left).unwrap_or(0.0);

@@ -19,6 +19,7 @@ pub mod bind;
 pub mod catalog;
 pub mod codec;
 pub mod datetime;
+pub mod decimal;
 pub mod dml;
 pub mod error;
 pub mod exec;

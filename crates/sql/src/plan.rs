@@ -86,6 +86,8 @@ pub enum CastType {
     Integer,
     Real,
     Numeric,
+    /// Exact DECIMAL(precision, scale).
+    Decimal(u8, u8),
     Text,
     Blob,
 }

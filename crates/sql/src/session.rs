@@ -586,6 +586,7 @@ fn first_words(sql: &str) -> String {
 fn column_def(column: &ast::ColumnDef) -> Result<(ColumnDef, bool, bool, Option<String>)> {
     let declared_type =
         if column.data_type == ast::DataType::Unspecified { String::new() } else { column.data_type.to_string() };
+    crate::decimal::declared_precision(&declared_type)?;
     let mut def = ColumnDef {
         name: column.name.value.clone(),
         affinity: Affinity::of_declared_type(&declared_type),

@@ -30,6 +30,7 @@ impl Engine for SltEngine {
                             Value::Null => SltValue::Null,
                             Value::Integer(integer) => SltValue::Integer(integer),
                             Value::Real(real) => SltValue::Real(real),
+                            Value::Decimal(exact) => SltValue::Text(exact.to_string()),
                             Value::Text(text) => SltValue::Text(text),
                             Value::Blob(bytes) => SltValue::Blob(bytes),
                         })

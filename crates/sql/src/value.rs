@@ -4,7 +4,13 @@
 //! TEXT, BLOB) and a column has an *affinity* that converts values stored into it. Values of
 //! different types order as NULL < numbers < TEXT < BLOB; integers and reals compare by
 //! numeric value; text compares byte-wise (SQLite's BINARY collation).
+//!
+//! Beyond SQLite, `DECIMAL(p,s)` columns and casts hold exact decimals ([`Value::Decimal`]);
+//! see `decimal.rs` for how they order among the other numbers.
 
+use crate::decimal::{self, Decimal};
+use crate::error::{Error, Result};
+use rust_decimal::prelude::ToPrimitive;
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -14,6 +20,8 @@ pub enum Value {
     Null,
     Integer(i64),
     Real(f64),
+    /// An exact decimal (from a `DECIMAL(p,s)` column or cast), at most 28 digits.
+    Decimal(Decimal),
     Text(String),
     Blob(Vec<u8>),
 }
@@ -27,12 +35,19 @@ pub enum Affinity {
     Text,
     /// No conversion ("BLOB" or no declared type).
     Blob,
+    /// Exact decimal with (precision, scale): `DECIMAL(p,s)` / `NUMERIC(p,s)`. Compares like
+    /// NUMERIC; values stored into the column become decimals rounded to the scale.
+    Decimal(u8, u8),
 }
 
 impl Affinity {
     /// The affinity of a declared type name, by SQLite's rules (in order: INT, CHAR/CLOB/TEXT,
     /// BLOB or empty, REAL/FLOA/DOUB, otherwise NUMERIC).
+    /// `DECIMAL(p,s)` and `NUMERIC(p,s)` with a valid precision are exact decimals.
     pub fn of_declared_type(name: &str) -> Affinity {
+        if let Ok(Some((precision, scale))) = decimal::declared_precision(name) {
+            return Affinity::Decimal(precision, scale);
+        }
         let upper = name.to_ascii_uppercase();
         if upper.contains("INT") {
             Affinity::Integer
@@ -48,15 +63,44 @@ impl Affinity {
     }
 
     pub fn is_numeric(self) -> bool {
-        matches!(self, Affinity::Integer | Affinity::Real | Affinity::Numeric)
+        matches!(self, Affinity::Integer | Affinity::Real | Affinity::Numeric | Affinity::Decimal(..))
     }
 
-    /// Converts a value stored into a column of this affinity.
+    /// Converts a value stored into a column of this affinity, with the errors of exact types:
+    /// a `DECIMAL(p,s)` column takes only numbers and numeric text, rounded to its scale, and
+    /// refuses values with too many digits.
+    pub fn store(self, value: Value) -> Result<Value> {
+        let Affinity::Decimal(precision, scale) = self else { return Ok(self.apply(value)) };
+        let exact = match &value {
+            Value::Null => return Ok(Value::Null),
+            Value::Integer(integer) => decimal::from_i64(*integer),
+            Value::Decimal(exact) => *exact,
+            Value::Real(real) => decimal::from_f64(*real).ok_or_else(|| {
+                Error::numeric_out_of_range(format!("{} does not fit DECIMAL({precision},{scale})", format_real(*real)))
+            })?,
+            Value::Text(text) => decimal::parse(text).ok_or_else(|| {
+                Error::new("22P02", format!("invalid input for DECIMAL({precision},{scale}): '{text}'"))
+            })?,
+            Value::Blob(_) => {
+                return Err(Error::datatype_mismatch(format!("a blob cannot be stored as DECIMAL({precision},{scale})")));
+            }
+        };
+        Ok(Value::Decimal(decimal::fit(exact, precision, scale)?))
+    }
+
+    /// Converts a value by this affinity without failing (comparisons, SQLite's column rules).
     pub fn apply(self, value: Value) -> Value {
         match self {
             Affinity::Blob => value,
             Affinity::Text => match value {
-                Value::Integer(_) | Value::Real(_) => Value::Text(value.to_text()),
+                Value::Integer(_) | Value::Real(_) | Value::Decimal(_) => Value::Text(value.to_text()),
+                other => other,
+            },
+            Affinity::Decimal(..) => match value {
+                Value::Text(text) => match decimal::parse(&text) {
+                    Some(exact) => Value::Decimal(exact),
+                    None => Value::Text(text),
+                },
                 other => other,
             },
             Affinity::Integer | Affinity::Numeric => match value {
@@ -73,6 +117,7 @@ impl Affinity {
                     None => Value::Text(text),
                 },
                 Value::Integer(integer) => Value::Real(integer as f64),
+                Value::Decimal(exact) => Value::Real(decimal::to_f64(&exact)),
                 other => other,
             },
         }
@@ -196,6 +241,7 @@ impl Value {
             Value::Null => "null",
             Value::Integer(_) => "integer",
             Value::Real(_) => "real",
+            Value::Decimal(_) => "decimal",
             Value::Text(_) => "text",
             Value::Blob(_) => "blob",
         }
@@ -213,10 +259,12 @@ impl Value {
         }
     }
 
-    fn as_f64(&self) -> Option<f64> {
+    /// The value as an f64 if it is a number.
+    pub fn as_f64(&self) -> Option<f64> {
         match self {
             Value::Integer(integer) => Some(*integer as f64),
             Value::Real(real) => Some(*real),
+            Value::Decimal(exact) => Some(decimal::to_f64(exact)),
             _ => None,
         }
     }
@@ -227,6 +275,7 @@ impl Value {
             Value::Null => String::new(),
             Value::Integer(integer) => integer.to_string(),
             Value::Real(real) => format_real(*real),
+            Value::Decimal(exact) => exact.to_string(),
             Value::Text(text) => text.clone(),
             Value::Blob(bytes) => String::from_utf8_lossy(bytes).into_owned(),
         }
@@ -237,7 +286,7 @@ impl Value {
     pub fn to_numeric(&self) -> Value {
         match self {
             Value::Null => Value::Null,
-            Value::Integer(_) | Value::Real(_) => self.clone(),
+            Value::Integer(_) | Value::Real(_) | Value::Decimal(_) => self.clone(),
             Value::Text(text) => numeric_prefix(text),
             Value::Blob(bytes) => numeric_prefix(&String::from_utf8_lossy(bytes)),
         }
@@ -247,6 +296,11 @@ impl Value {
     pub fn cast_integer(&self) -> Value {
         match self.to_numeric() {
             Value::Real(real) => Value::Integer(real_to_i64(real)),
+            Value::Decimal(exact) => Value::Integer(match exact.trunc().to_i64() {
+                Some(integer) => integer,
+                None if exact.is_sign_negative() => i64::MIN,
+                None => i64::MAX,
+            }),
             other => other,
         }
     }
@@ -255,8 +309,23 @@ impl Value {
     pub fn cast_real(&self) -> Value {
         match self.to_numeric() {
             Value::Integer(integer) => Value::Real(integer as f64),
+            Value::Decimal(exact) => Value::Real(decimal::to_f64(&exact)),
             other => other,
         }
+    }
+
+    /// CAST(value AS DECIMAL(p,s)): numbers and text by their numeric prefix, rounded to the
+    /// scale; too many digits is SQLSTATE 22003.
+    pub fn cast_decimal(&self, precision: u8, scale: u8) -> Result<Value> {
+        let value = match self {
+            Value::Text(text) => match decimal::parse(text) {
+                Some(exact) => Value::Decimal(exact),
+                None => self.to_numeric(),
+            },
+            Value::Blob(_) => self.to_numeric(),
+            other => other.clone(),
+        };
+        Affinity::Decimal(precision, scale).store(value)
     }
 
     /// CAST(value AS NUMERIC).
@@ -278,6 +347,7 @@ impl Value {
             Value::Null => None,
             Value::Integer(integer) => Some(*integer != 0),
             Value::Real(real) => Some(*real != 0.0),
+            Value::Decimal(exact) => Some(!exact.is_zero()),
             other => match other.to_numeric() {
                 Value::Integer(integer) => Some(integer != 0),
                 Value::Real(real) => Some(real != 0.0),
@@ -292,7 +362,7 @@ impl Value {
         fn rank(value: &Value) -> u8 {
             match value {
                 Value::Null => 0,
-                Value::Integer(_) | Value::Real(_) => 1,
+                Value::Integer(_) | Value::Real(_) | Value::Decimal(_) => 1,
                 Value::Text(_) => 2,
                 Value::Blob(_) => 3,
             }
@@ -302,6 +372,9 @@ impl Value {
             (Value::Integer(a), Value::Real(b)) => compare_integer_real(*a, *b),
             (Value::Real(a), Value::Integer(b)) => compare_integer_real(*b, *a).reverse(),
             (Value::Real(a), Value::Real(b)) => a.partial_cmp(b).unwrap_or_else(|| a.is_nan().cmp(&b.is_nan())),
+            (Value::Decimal(a), Value::Decimal(b)) => a.cmp(b),
+            (Value::Decimal(_), Value::Integer(_) | Value::Real(_))
+            | (Value::Integer(_) | Value::Real(_), Value::Decimal(_)) => compare_with_decimal(self, other),
             (Value::Text(a), Value::Text(b)) => a.as_bytes().cmp(b.as_bytes()),
             (Value::Blob(a), Value::Blob(b)) => a.cmp(b),
             _ => rank(self).cmp(&rank(other)),
@@ -317,6 +390,33 @@ impl Value {
     pub fn hash_key(&self, out: &mut Vec<u8>) {
         crate::codec::encode_key_value(self, out);
     }
+}
+
+/// A number's place in the one order of numbers: its nearest f64, then its exact distance from
+/// that f64's base (see `decimal.rs`).
+pub(crate) fn number_order_key(value: &Value) -> Option<(f64, Decimal)> {
+    match value {
+        Value::Integer(integer) => {
+            let approx = *integer as f64;
+            Some((approx, Decimal::from_i128_with_scale(decimal::integer_residual(*integer, approx), 0)))
+        }
+        Value::Real(real) => Some((*real, Decimal::ZERO)),
+        Value::Decimal(exact) => {
+            let approx = decimal::to_f64(exact);
+            Some((approx, decimal::residual(exact, approx)))
+        }
+        _ => None,
+    }
+}
+
+fn compare_with_decimal(a: &Value, b: &Value) -> Ordering {
+    let (Some((approx_a, residual_a)), Some((approx_b, residual_b))) = (number_order_key(a), number_order_key(b)) else {
+        return Ordering::Equal;
+    };
+    approx_a
+        .partial_cmp(&approx_b)
+        .unwrap_or_else(|| approx_a.is_nan().cmp(&approx_b.is_nan()))
+        .then_with(|| residual_a.cmp(&residual_b))
 }
 
 fn compare_integer_real(integer: i64, real: f64) -> Ordering {
@@ -393,6 +493,11 @@ impl From<String> for Value {
         Value::Text(value)
     }
 }
+impl From<Decimal> for Value {
+    fn from(value: Decimal) -> Self {
+        Value::Decimal(value)
+    }
+}
 impl From<Vec<u8>> for Value {
     fn from(value: Vec<u8>) -> Self {
         Value::Blob(value)
@@ -441,7 +546,8 @@ mod tests {
         assert_eq!(Affinity::Text.apply(Value::Integer(3)), Value::from("3"));
         assert_eq!(Affinity::of_declared_type("VARCHAR(10)"), Affinity::Text);
         assert_eq!(Affinity::of_declared_type("FLOAT"), Affinity::Real);
-        assert_eq!(Affinity::of_declared_type("DECIMAL(10,2)"), Affinity::Numeric);
+        assert_eq!(Affinity::of_declared_type("DECIMAL(10,2)"), Affinity::Decimal(10, 2));
+        assert_eq!(Affinity::of_declared_type("DECIMAL"), Affinity::Numeric);
     }
 
     #[test]

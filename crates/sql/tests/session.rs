@@ -373,3 +373,31 @@ fn a_cached_plan_is_not_reused_after_a_rolled_back_schema_change() {
     session.execute("CREATE TABLE u(x); CREATE TABLE w(y); INSERT INTO u VALUES (42)", &[]).unwrap();
     assert_eq!(run(&mut session, &mut select), vec![vec![Value::Integer(1)]]);
 }
+
+#[test]
+fn decimals_are_exact_and_their_errors_have_sqlstates() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session.execute("CREATE TABLE ledger(id INTEGER PRIMARY KEY, amount DECIMAL(6,2))", &[]).unwrap();
+    let amount: tern_sql::decimal::Decimal = "12.345".parse().unwrap();
+    session.execute("INSERT INTO ledger VALUES (1, ?)", &[Value::Decimal(amount)]).unwrap();
+    session.execute("INSERT INTO ledger VALUES (2, ?)", &[Value::Real(0.1)]).unwrap();
+    assert_eq!(
+        rows(&mut session, "SELECT amount FROM ledger ORDER BY id"),
+        vec![vec![Value::Decimal("12.35".parse().unwrap())], vec![Value::Decimal("0.10".parse().unwrap())]]
+    );
+    let sum = rows(&mut session, "SELECT sum(amount) FROM ledger");
+    assert_eq!(sum[0][0].to_text(), "12.45");
+    for (sql, sqlstate) in [
+        ("INSERT INTO ledger VALUES (3, 10000)", "22003"),
+        ("INSERT INTO ledger VALUES (3, 'ten')", "22P02"),
+        ("INSERT INTO ledger VALUES (3, x'00')", "42804"),
+        ("INSERT INTO ledger VALUES (3, 1e300)", "22003"),
+        ("CREATE TABLE bad(x NUMERIC(29, 2))", "22023"),
+        ("SELECT CAST(99.5 AS DECIMAL(2,0))", "22003"),
+        ("SELECT CAST(99999999999999 AS DECIMAL(14,0)) * 99999999999999 * 99999999999999", "22003"),
+    ] {
+        let error = session.execute(sql, &[]).unwrap_err();
+        assert_eq!(error.sqlstate, sqlstate, "{sql}: {error}");
+    }
+}

@@ -1,0 +1,261 @@
+//! Exact decimals: the values of `DECIMAL(p,s)` / `NUMERIC(p,s)` columns and casts.
+//!
+//! A decimal is a 96-bit integer mantissa with a scale of 0 to 28 (`rust_decimal`), so Tern's
+//! exact types hold at most 28 significant digits. Decimals take part in SQL's single order of
+//! numbers with integers and reals. That order is the pair (`approx`, `residual`):
+//! - `approx` is the nearest f64 (correctly rounded, so the order of `approx` never contradicts
+//!   the exact order);
+//! - `residual` is the exact distance from the value to the *base* of that f64: the f64's exact
+//!   integer when `|f64| >= 2^53`, otherwise the shortest decimal that reads back as the f64.
+//!
+//! A real's residual is 0 by definition, so the real `0.1` equals the decimal `0.1` (and
+//! `0.10`), as users expect; an integer's residual is its distance from its f64, which keeps
+//! integers and reals in their exact SQLite order; decimals and integers compare exactly. The
+//! key encoding (`codec.rs`) writes the same pair, so byte order, `total_cmp` and hashing
+//! agree.
+
+use crate::error::{Error, Result};
+use rust_decimal::RoundingStrategy;
+use std::str::FromStr;
+
+pub use rust_decimal::Decimal;
+
+/// The most digits a decimal holds.
+pub const MAX_PRECISION: u32 = 28;
+
+const TWO_POW_53: f64 = 9_007_199_254_740_992.0;
+
+/// Precision and scale of a declared type such as `DECIMAL(10,2)`, `NUMERIC(5)` or
+/// `DEC(12, 2)`. `None` for every other type, including a bare `DECIMAL`/`NUMERIC`, which keep
+/// SQLite's NUMERIC affinity. Out-of-range precision or scale is an error (SQLSTATE 22023).
+pub fn declared_precision(name: &str) -> Result<Option<(u8, u8)>> {
+    let upper = name.trim().to_ascii_uppercase();
+    let Some(open) = upper.find('(') else { return Ok(None) };
+    let base = upper[..open].trim();
+    if !matches!(base, "DECIMAL" | "NUMERIC" | "DEC") {
+        return Ok(None);
+    }
+    let Some(arguments) = upper[open + 1..].trim_end().strip_suffix(')') else { return Ok(None) };
+    let mut parts = arguments.split(',').map(str::trim);
+    let precision = parts.next().and_then(|part| part.parse::<u32>().ok());
+    let scale = match parts.next() {
+        Some(part) => part.parse::<u32>().ok(),
+        None => Some(0),
+    };
+    let (Some(precision), Some(scale), None) = (precision, scale, parts.next()) else {
+        return Err(Error::new("22023", format!("bad precision or scale in type {name}")));
+    };
+    if precision == 0 || precision > MAX_PRECISION {
+        return Err(Error::new(
+            "22023",
+            format!("{base} precision {precision} must be between 1 and {MAX_PRECISION}"),
+        ));
+    }
+    if scale > precision {
+        return Err(Error::new("22023", format!("{base} scale {scale} must be between 0 and precision {precision}")));
+    }
+    Ok(Some((precision as u8, scale as u8)))
+}
+
+/// Rounds `value` to `scale` places (half away from zero) and checks that it has at most
+/// `precision - scale` digits before the point (SQLSTATE 22003 otherwise).
+pub fn fit(value: Decimal, precision: u8, scale: u8) -> Result<Decimal> {
+    let mut rounded = value.round_dp_with_strategy(u32::from(scale), RoundingStrategy::MidpointAwayFromZero);
+    rounded.rescale(u32::from(scale));
+    if rounded.is_zero() {
+        rounded.set_sign_positive(true);
+    }
+    let integer_digits = u32::from(precision - scale);
+    let limit = Decimal::from_i128_with_scale(10i128.pow(integer_digits), 0);
+    if rounded.scale() != u32::from(scale) || rounded.abs() >= limit {
+        return Err(Error::numeric_out_of_range(format!(
+            "numeric field overflow: {value} does not fit DECIMAL({precision},{scale}), whose values stay below 10^{integer_digits}"
+        )));
+    }
+    Ok(rounded)
+}
+
+/// The exact decimal of an integer.
+pub fn from_i64(integer: i64) -> Decimal {
+    Decimal::from(integer)
+}
+
+/// The decimal a real stands for: its shortest round-trip digits (`0.1` is 0.1, not
+/// 0.1000000000000000055…). `None` for NaN, infinities and magnitudes beyond 28 digits.
+pub fn from_f64(real: f64) -> Option<Decimal> {
+    if !real.is_finite() {
+        return None;
+    }
+    Decimal::from_str(&format!("{real}")).ok()
+}
+
+/// Parses decimal text exactly (`"0.10"` keeps its scale). Exponents are accepted.
+pub fn parse(text: &str) -> Option<Decimal> {
+    let trimmed = text.trim_matches(|c: char| c.is_ascii_whitespace());
+    if trimmed.is_empty() || !trimmed.bytes().any(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if !trimmed.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'e' | b'E')) {
+        return None;
+    }
+    if trimmed.contains(['e', 'E']) {
+        Decimal::from_scientific(trimmed).ok()
+    } else {
+        Decimal::from_str_exact(trimmed.strip_prefix('+').unwrap_or(trimmed)).ok()
+    }
+}
+
+/// The nearest f64, correctly rounded.
+pub fn to_f64(value: &Decimal) -> f64 {
+    let mantissa = value.mantissa();
+    let scale = value.scale();
+    if mantissa.unsigned_abs() < (1u128 << 53) && scale <= 22 {
+        // Both operands are exact f64s, so the one division rounds correctly.
+        return mantissa as f64 / 10f64.powi(scale as i32);
+    }
+    value.to_string().parse().unwrap_or(0.0)
+}
+
+/// The decimal's distance from the base of its f64 (see the module documentation).
+pub fn residual(value: &Decimal, approx: f64) -> Decimal {
+    let mantissa = value.mantissa();
+    let scale = value.scale();
+    if mantissa.unsigned_abs() < 1_000_000_000_000_000 && approx.abs() < TWO_POW_53 {
+        // At most 15 significant digits: the shortest digits of the f64 are the value itself.
+        return Decimal::ZERO;
+    }
+    if approx.abs() >= TWO_POW_53 {
+        // `approx` is an integer; value - approx = (mantissa - approx * 10^scale) / 10^scale.
+        // |value| < 2^96 and |value| >= 2^53 force scale <= 13, so this fits in i128.
+        let base = approx as i128;
+        let difference = 10i128.checked_pow(scale).and_then(|power| base.checked_mul(power)).map(|scaled| mantissa - scaled);
+        return difference.and_then(|difference| Decimal::try_from_i128_with_scale(difference, scale).ok()).unwrap_or(*value);
+    }
+    match from_f64(approx) {
+        Some(base) => value.checked_sub(base).unwrap_or(*value),
+        None => *value,
+    }
+}
+
+/// An integer's distance from its f64 (0 below 2^53).
+pub fn integer_residual(integer: i64, approx: f64) -> i128 {
+    if approx.abs() < TWO_POW_53 { 0 } else { integer as i128 - approx as i128 }
+}
+
+/// Quotient of two decimals, rounded to at least 16 decimal places and at least the scale of
+/// either operand (PostgreSQL's rule of thumb), capped at 28 digits. `None` on division by zero.
+pub fn divide(a: Decimal, b: Decimal) -> Result<Option<Decimal>> {
+    if b.is_zero() {
+        return Ok(None);
+    }
+    let quotient = a.checked_div(b).ok_or_else(|| Error::numeric_out_of_range("decimal division overflows"))?;
+    let scale = a.scale().max(b.scale()).max(16).min(MAX_PRECISION);
+    let mut rounded = quotient.round_dp_with_strategy(scale, RoundingStrategy::MidpointAwayFromZero);
+    rounded.rescale(scale);
+    Ok(Some(normalize_zero(rounded)))
+}
+
+/// Turns -0 into 0 so that results print as `0.00`, not `-0.00`.
+pub fn normalize_zero(mut value: Decimal) -> Decimal {
+    if value.is_zero() {
+        value.set_sign_positive(true);
+    }
+    value
+}
+
+/// Checked arithmetic on decimals: `op` is one of `+ - * %`; overflow is SQLSTATE 22003.
+pub fn checked(op: char, a: Decimal, b: Decimal) -> Result<Option<Decimal>> {
+    let result = match op {
+        '+' => a.checked_add(b),
+        '-' => a.checked_sub(b),
+        '*' => a.checked_mul(b),
+        '%' => {
+            if b.is_zero() {
+                return Ok(None);
+            }
+            a.checked_rem(b)
+        }
+        _ => return Err(Error::internal(format!("{op} is not decimal arithmetic"))),
+    };
+    match result {
+        Some(value) => Ok(Some(normalize_zero(value))),
+        None => Err(Error::numeric_out_of_range(format!("decimal overflow in {a} {op} {b}"))),
+    }
+}
+
+/// Rounds to `digits` places, half away from zero (negative `digits` round left of the point).
+pub fn round(value: Decimal, digits: i64) -> Decimal {
+    if digits >= 0 {
+        return normalize_zero(
+            value.round_dp_with_strategy(digits.min(i64::from(MAX_PRECISION)) as u32, RoundingStrategy::MidpointAwayFromZero),
+        );
+    }
+    let power = 10i128.checked_pow((-digits).min(38) as u32).and_then(|power| Decimal::try_from_i128_with_scale(power, 0).ok());
+    match power {
+        Some(power) => {
+            let scaled = value / power;
+            normalize_zero(scaled.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero) * power)
+        }
+        None => Decimal::ZERO,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(text: &str) -> Decimal {
+        Decimal::from_str_exact(text).unwrap()
+    }
+
+    #[test]
+    fn declared_types() {
+        assert_eq!(declared_precision("DECIMAL(10,2)").unwrap(), Some((10, 2)));
+        assert_eq!(declared_precision("numeric(5)").unwrap(), Some((5, 0)));
+        assert_eq!(declared_precision("DEC(12, 2)").unwrap(), Some((12, 2)));
+        assert_eq!(declared_precision("DECIMAL").unwrap(), None);
+        assert_eq!(declared_precision("VARCHAR(10)").unwrap(), None);
+        assert_eq!(declared_precision("DECIMAL(40,2)").unwrap_err().sqlstate, "22023");
+        assert_eq!(declared_precision("DECIMAL(4,5)").unwrap_err().sqlstate, "22023");
+        assert_eq!(declared_precision("DECIMAL(a)").unwrap_err().sqlstate, "22023");
+    }
+
+    #[test]
+    fn fitting_rounds_and_checks_precision() {
+        assert_eq!(fit(d("1.005"), 5, 2).unwrap().to_string(), "1.01");
+        assert_eq!(fit(d("-1.005"), 5, 2).unwrap().to_string(), "-1.01");
+        assert_eq!(fit(d("7"), 5, 2).unwrap().to_string(), "7.00");
+        assert_eq!(fit(d("-0.001"), 5, 2).unwrap().to_string(), "0.00");
+        assert_eq!(fit(d("999.994"), 5, 2).unwrap().to_string(), "999.99");
+        assert_eq!(fit(d("999.995"), 5, 2).unwrap_err().sqlstate, "22003");
+        assert_eq!(fit(d("1000"), 5, 2).unwrap_err().sqlstate, "22003");
+    }
+
+    #[test]
+    fn conversions() {
+        assert_eq!(from_f64(0.1), Some(d("0.1")));
+        assert_eq!(from_f64(f64::NAN), None);
+        assert_eq!(parse(" 0.10 ").unwrap().to_string(), "0.10");
+        assert_eq!(parse("1.5e2"), Some(d("150")));
+        assert_eq!(parse("abc"), None);
+        assert_eq!(to_f64(&d("0.1")), 0.1);
+        assert_eq!(to_f64(&d("123456789012345678901234.5")), 123456789012345678901234.5);
+        assert_eq!(divide(d("10"), d("4")).unwrap().unwrap().to_string(), "2.5000000000000000");
+        assert_eq!(divide(d("1"), d("0")).unwrap(), None);
+        assert_eq!(checked('*', d("1.5"), d("0.25")).unwrap().unwrap().to_string(), "0.375");
+        assert_eq!(round(d("2.5"), 0).to_string(), "3");
+        assert_eq!(round(d("1250"), -2).to_string(), "1300");
+    }
+
+    #[test]
+    fn residuals_separate_decimals_that_share_an_f64() {
+        let a = d("0.1");
+        let b = d("0.1000000000000000000000000001");
+        assert_eq!(to_f64(&a), to_f64(&b));
+        assert_eq!(residual(&a, to_f64(&a)), Decimal::ZERO);
+        assert!(residual(&b, to_f64(&b)) > Decimal::ZERO);
+        let big = d("9007199254740993");
+        assert_eq!(residual(&big, to_f64(&big)), d("1"));
+        assert_eq!(integer_residual(9_007_199_254_740_993, 9_007_199_254_740_992.0), 1);
+    }
+}
