@@ -803,7 +803,7 @@ fn sort_cmp(a: &Value, b: &Value) -> Ordering {
     fn class(v: &Value) -> u8 {
         match v {
             Value::Null => 0,
-            Value::Integer(_) | Value::Real(_) => 1,
+            Value::Integer(_) | Value::Real(_) | Value::Decimal(_) => 1,
             Value::Text(_) => 2,
             Value::Blob(_) => 3,
         }
@@ -904,6 +904,7 @@ fn show_rows(rows: &[Vec<Value>]) -> String {
                 Value::Null => "NULL".into(),
                 Value::Integer(i) => format!("{i}"),
                 Value::Real(r) => format!("{r:?}r"),
+                Value::Decimal(d) => format!("{d}d"),
                 Value::Text(t) => format!("'{t}'"),
                 Value::Blob(b) => format!("x'{}'", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
             })
