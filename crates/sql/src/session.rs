@@ -13,6 +13,7 @@ use parking_lot::RwLock;
 use sqlparser::ast;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 use tern_txn::{Transaction, TxnDb};
 
@@ -35,8 +36,19 @@ impl Default for Options {
 struct Shared {
     db: TxnDb,
     /// The newest committed catalog this process knows of.
-    catalog: RwLock<Arc<Catalog>>,
+    catalog: RwLock<CatalogCache>,
+    /// Even while no schema change is committing; a commit that changes the catalog makes it
+    /// odd before and even again after (a seqlock around the catalog cache).
+    ddl_epoch: AtomicU64,
     options: Options,
+}
+
+/// The newest catalog, and the DDL epoch at which it was read when that is known: a
+/// transaction whose snapshot was taken entirely within that epoch may use it without reading
+/// the catalog version key (it still joins the read set, so concurrent DDL conflicts).
+struct CatalogCache {
+    catalog: Arc<Catalog>,
+    epoch: Option<u64>,
 }
 
 /// A SQL database: a transactional key-value store plus a catalog. Cheap to clone; open one
@@ -84,7 +96,8 @@ impl Database {
             None => Catalog::new(),
         };
         drop(txn);
-        Ok(Database { shared: Arc::new(Shared { db, catalog: RwLock::new(Arc::new(catalog)), options }) })
+        let catalog = RwLock::new(CatalogCache { catalog: Arc::new(catalog), epoch: None });
+        Ok(Database { shared: Arc::new(Shared { db, catalog, ddl_epoch: AtomicU64::new(0), options }) })
     }
 
     pub fn session(&self) -> Session {
@@ -98,7 +111,7 @@ impl Database {
 
     /// The newest committed catalog.
     pub fn catalog(&self) -> Arc<Catalog> {
-        self.shared.catalog.read().clone()
+        self.shared.catalog.read().catalog.clone()
     }
 }
 
@@ -351,14 +364,46 @@ impl Session {
         }
     }
 
+    /// The catalog a new transaction sees. Without a schema change around its snapshot this is
+    /// the cached catalog (no KV read); otherwise the version key is read, and the catalog too
+    /// when the version is not the cached one.
     fn load_catalog(&self, txn: &mut Transaction) -> Result<Arc<Catalog>> {
+        let mut quiet_epoch = None;
+        if txn.snapshot_sequence().is_none() {
+            let before = self.shared.ddl_epoch.load(Ordering::Acquire);
+            txn.take_snapshot();
+            let after = self.shared.ddl_epoch.load(Ordering::Acquire);
+            if before == after && before % 2 == 0 {
+                let cache = self.shared.catalog.read();
+                if cache.epoch == Some(before) {
+                    txn.assume_read(CATALOG_VERSION_KEY);
+                    return Ok(cache.catalog.clone());
+                }
+                quiet_epoch = Some(before);
+            }
+        }
+        let catalog = self.read_catalog(txn)?;
+        // No schema change began between the snapshot and now: what was read is current for
+        // this epoch.
+        if let Some(epoch) = quiet_epoch
+            && self.shared.ddl_epoch.load(Ordering::Acquire) == epoch
+        {
+            let mut cache = self.shared.catalog.write();
+            if cache.catalog.version <= catalog.version && self.shared.ddl_epoch.load(Ordering::Acquire) == epoch {
+                *cache = CatalogCache { catalog: catalog.clone(), epoch: Some(epoch) };
+            }
+        }
+        Ok(catalog)
+    }
+
+    fn read_catalog(&self, txn: &mut Transaction) -> Result<Arc<Catalog>> {
         let version = match txn.get(CATALOG_VERSION_KEY)? {
             Some(bytes) => {
                 u64::from_be_bytes(bytes.as_slice().try_into().map_err(|_| Error::corrupt("catalog version"))?)
             }
             None => 0,
         };
-        let cached = self.shared.catalog.read().clone();
+        let cached = self.shared.catalog.read().catalog.clone();
         if cached.version == version {
             return Ok(cached);
         }
@@ -368,20 +413,29 @@ impl Session {
         };
         let catalog = Arc::new(catalog);
         let mut shared = self.shared.catalog.write();
-        if shared.version < catalog.version {
-            *shared = catalog.clone();
+        if shared.catalog.version < catalog.version {
+            *shared = CatalogCache { catalog: catalog.clone(), epoch: None };
         }
         Ok(catalog)
     }
 
     fn commit(&self, open: OpenTransaction) -> Result<()> {
-        open.txn.commit()?;
-        if open.catalog_changed {
+        if !open.catalog_changed {
+            open.txn.commit()?;
+            return Ok(());
+        }
+        // Odd epoch while the schema change commits: no transaction trusts the cache meanwhile.
+        self.shared.ddl_epoch.fetch_add(1, Ordering::AcqRel);
+        self.shared.catalog.write().epoch = None;
+        let result = open.txn.commit();
+        if result.is_ok() {
             let mut shared = self.shared.catalog.write();
-            if shared.version < open.catalog.version {
-                *shared = open.catalog.clone();
+            if shared.catalog.version < open.catalog.version {
+                *shared = CatalogCache { catalog: open.catalog.clone(), epoch: None };
             }
         }
+        self.shared.ddl_epoch.fetch_add(1, Ordering::AcqRel);
+        result?;
         Ok(())
     }
 }

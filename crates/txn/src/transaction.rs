@@ -66,6 +66,21 @@ impl Transaction {
         self.isolation == Isolation::Serializable
     }
 
+    /// Takes the transaction's snapshot now if it has none yet (normally the first read does).
+    pub fn take_snapshot(&mut self) {
+        self.ensure_snapshot();
+    }
+
+    /// Records a read of `key` without reading it, for a caller that knows the key's value at
+    /// this transaction's snapshot from a cache it keeps coherent with commits (the SQL
+    /// layer's catalog). The certifier then treats the transaction as if it had read the key.
+    pub fn assume_read(&mut self, key: &[u8]) {
+        if self.records_reads() && !self.writes.contains_key(key) {
+            self.reads.add_key(key);
+        }
+        self.ensure_snapshot();
+    }
+
     /// The value of `key`: the transaction's own write if it wrote one, else the value in its
     /// snapshot (taken now if this is its first read).
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
