@@ -317,13 +317,21 @@ mod tests {
             Just(Value::Null),
             any::<i64>().prop_map(Value::Integer),
             (-1e6f64..1e6).prop_map(Value::Real),
-            prop_oneof![Just(0.1f64), Just(1.0), Just(-2.5), Just(9_007_199_254_740_992.0), Just(1e20)].prop_map(Value::Real),
+            prop_oneof![Just(0.1f64), Just(1.0), Just(-2.5), Just(9_007_199_254_740_992.0), Just(1e20)]
+                .prop_map(Value::Real),
             (any::<i64>(), 0u32..=28).prop_map(|(mantissa, scale)| Value::Decimal(Decimal::new(mantissa, scale))),
             (any::<i128>(), 0u32..=28).prop_filter_map("fits 96 bits", |(mantissa, scale)| {
                 Decimal::try_from_i128_with_scale(mantissa >> 32, scale).ok().map(Value::Decimal)
             }),
-            prop_oneof![Just("0.1"), Just("0.10"), Just("0.1000000000000000000000000001"), Just("-1.00"), Just("9007199254740993.5"), Just("100000000000000000000")]
-                .prop_map(|text| Value::Decimal(text.parse().unwrap())),
+            prop_oneof![
+                Just("0.1"),
+                Just("0.10"),
+                Just("0.1000000000000000000000000001"),
+                Just("-1.00"),
+                Just("9007199254740993.5"),
+                Just("100000000000000000000")
+            ]
+            .prop_map(|text| Value::Decimal(text.parse().unwrap())),
             prop_oneof![Just(i64::MAX), Just(i64::MIN), Just(i64::MAX - 1), Just((1 << 53) + 1)]
                 .prop_map(Value::Integer),
             "[a-c\\x00]{0,6}".prop_map(Value::Text),

@@ -46,10 +46,7 @@ pub fn declared_precision(name: &str) -> Result<Option<(u8, u8)>> {
         return Err(Error::new("22023", format!("bad precision or scale in type {name}")));
     };
     if precision == 0 || precision > MAX_PRECISION {
-        return Err(Error::new(
-            "22023",
-            format!("{base} precision {precision} must be between 1 and {MAX_PRECISION}"),
-        ));
+        return Err(Error::new("22023", format!("{base} precision {precision} must be between 1 and {MAX_PRECISION}")));
     }
     if scale > precision {
         return Err(Error::new("22023", format!("{base} scale {scale} must be between 0 and precision {precision}")));
@@ -128,8 +125,11 @@ pub fn residual(value: &Decimal, approx: f64) -> Decimal {
         // `approx` is an integer; value - approx = (mantissa - approx * 10^scale) / 10^scale.
         // |value| < 2^96 and |value| >= 2^53 force scale <= 13, so this fits in i128.
         let base = approx as i128;
-        let difference = 10i128.checked_pow(scale).and_then(|power| base.checked_mul(power)).map(|scaled| mantissa - scaled);
-        return difference.and_then(|difference| Decimal::try_from_i128_with_scale(difference, scale).ok()).unwrap_or(*value);
+        let difference =
+            10i128.checked_pow(scale).and_then(|power| base.checked_mul(power)).map(|scaled| mantissa - scaled);
+        return difference
+            .and_then(|difference| Decimal::try_from_i128_with_scale(difference, scale).ok())
+            .unwrap_or(*value);
     }
     match from_f64(approx) {
         Some(base) => value.checked_sub(base).unwrap_or(*value),
@@ -186,11 +186,13 @@ pub fn checked(op: char, a: Decimal, b: Decimal) -> Result<Option<Decimal>> {
 /// Rounds to `digits` places, half away from zero (negative `digits` round left of the point).
 pub fn round(value: Decimal, digits: i64) -> Decimal {
     if digits >= 0 {
-        return normalize_zero(
-            value.round_dp_with_strategy(digits.min(i64::from(MAX_PRECISION)) as u32, RoundingStrategy::MidpointAwayFromZero),
-        );
+        return normalize_zero(value.round_dp_with_strategy(
+            digits.min(i64::from(MAX_PRECISION)) as u32,
+            RoundingStrategy::MidpointAwayFromZero,
+        ));
     }
-    let power = 10i128.checked_pow((-digits).min(38) as u32).and_then(|power| Decimal::try_from_i128_with_scale(power, 0).ok());
+    let power =
+        10i128.checked_pow((-digits).min(38) as u32).and_then(|power| Decimal::try_from_i128_with_scale(power, 0).ok());
     match power {
         Some(power) => {
             let scaled = value / power;

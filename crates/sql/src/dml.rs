@@ -60,7 +60,9 @@ impl<'a, 't> TableWriter<'a, 't> {
         for (index, column) in self.table.columns.iter().enumerate() {
             let value = std::mem::replace(&mut row[index], Value::Null);
             row[index] = column.affinity.store(value).map_err(|error| match error.sqlstate {
-                "22003" | "22P02" => Error::new(error.sqlstate, format!("{}: {}", self.column_label(index), error.message)),
+                "22003" | "22P02" => {
+                    Error::new(error.sqlstate, format!("{}: {}", self.column_label(index), error.message))
+                }
                 _ => error,
             })?;
             if column.not_null && row[index].is_null() && self.table.rowid_alias != Some(index) {
@@ -205,6 +207,11 @@ impl<'a, 't> TableWriter<'a, 't> {
         on_conflict: OnConflict,
         check_primary: bool,
     ) -> Result<bool> {
+        if matches!(on_conflict, OnConflict::Replace) && self.indexes.is_empty() {
+            // Without a secondary index, replacing the row under `key` is overwriting the key:
+            // a blind write, no read (SQLiteKV's PUT on the LSM tree).
+            return Ok(true);
+        }
         loop {
             match self.find_conflict(key, row, check_primary)? {
                 None => return Ok(true),

@@ -1318,7 +1318,8 @@ impl Accumulator {
             Accumulator::Sum { integer, real, is_real, exact, overflowed, any, total, average, count, .. } => {
                 if let (Some(sum), false) = (exact, is_real) {
                     return Ok(if average {
-                        crate::decimal::divide(sum, crate::decimal::from_i64(count))?.map_or(Value::Null, Value::Decimal)
+                        crate::decimal::divide(sum, crate::decimal::from_i64(count))?
+                            .map_or(Value::Null, Value::Decimal)
                     } else if total {
                         Value::Real(crate::decimal::to_f64(&sum))
                     } else {

@@ -1,8 +1,8 @@
 //! Scalar functions, arithmetic and pattern matching, with SQLite's semantics.
 
+use crate::decimal;
 use crate::error::{Error, Result};
 use crate::plan::BinaryOp;
-use crate::decimal;
 use crate::value::{Value, format_real};
 use std::cmp::Ordering;
 
@@ -236,7 +236,9 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
         Ceil | Floor => match arg(0).to_numeric() {
             Value::Integer(integer) => Value::Integer(integer),
             Value::Real(real) => Value::Real(if function == Ceil { real.ceil() } else { real.floor() }),
-            Value::Decimal(exact) => Value::Decimal(decimal::normalize_zero(if function == Ceil { exact.ceil() } else { exact.floor() })),
+            Value::Decimal(exact) => {
+                Value::Decimal(decimal::normalize_zero(if function == Ceil { exact.ceil() } else { exact.floor() }))
+            }
             other => other,
         },
         Sqrt | Exp | Ln | Log10 => {

@@ -82,7 +82,9 @@ impl Affinity {
                 Error::new("22P02", format!("invalid input for DECIMAL({precision},{scale}): '{text}'"))
             })?,
             Value::Blob(_) => {
-                return Err(Error::datatype_mismatch(format!("a blob cannot be stored as DECIMAL({precision},{scale})")));
+                return Err(Error::datatype_mismatch(format!(
+                    "a blob cannot be stored as DECIMAL({precision},{scale})"
+                )));
             }
         };
         Ok(Value::Decimal(decimal::fit(exact, precision, scale)?))
@@ -410,7 +412,8 @@ pub(crate) fn number_order_key(value: &Value) -> Option<(f64, Decimal)> {
 }
 
 fn compare_with_decimal(a: &Value, b: &Value) -> Ordering {
-    let (Some((approx_a, residual_a)), Some((approx_b, residual_b))) = (number_order_key(a), number_order_key(b)) else {
+    let (Some((approx_a, residual_a)), Some((approx_b, residual_b))) = (number_order_key(a), number_order_key(b))
+    else {
         return Ordering::Equal;
     };
     approx_a
