@@ -1,13 +1,17 @@
 //! INSERT, UPDATE and DELETE: one SQL row becomes several key-value writes (the row under its
 //! table's key, one entry per index), with NOT NULL, CHECK, primary-key and UNIQUE constraints
 //! and conflict clauses (OR REPLACE / OR IGNORE / ON CONFLICT DO NOTHING / DO UPDATE).
+//!
+//! A statement is bound once into a [`DmlPlan`] (target table, its indexes and CHECK
+//! expressions, source query or scan, assignments, RETURNING) and executed with
+//! [`execute`]; a prepared statement keeps the plan until the schema changes.
 
 use crate::bind::{Binder, OutputColumn, Scope, ScopeColumn, lower, object_name};
 use crate::catalog::{Catalog, IndexDef, TableDef};
 use crate::codec::{encode_key, encode_row, object_prefix};
 use crate::error::{Error, Result};
 use crate::exec::{Env, Executor};
-use crate::plan::{Expr, Row};
+use crate::plan::{Expr, Plan, Row};
 use crate::value::Value;
 use sqlparser::ast;
 use std::sync::Arc;
@@ -26,20 +30,22 @@ pub struct DmlResult {
     pub returning: Option<(Vec<OutputColumn>, Vec<Row>)>,
 }
 
-struct TableWriter<'a, 't> {
-    exec: &'a Executor<'t>,
+/// A bound INSERT, UPDATE or DELETE.
+pub enum DmlPlan {
+    Insert(InsertPlan),
+    Update(UpdatePlan),
+    Delete(DeletePlan),
+}
+
+/// The table a statement writes, with what every write needs: its indexes and bound CHECKs.
+pub struct Target {
     table: Arc<TableDef>,
     indexes: Vec<Arc<IndexDef>>,
     checks: Vec<Expr>,
-    next_rowid: Option<i64>,
 }
 
-fn table_scope(table: &TableDef, alias: Option<&str>) -> Vec<ScopeColumn> {
-    crate::bind::table_columns(table, &alias.map_or_else(|| table.name.to_ascii_lowercase(), str::to_string))
-}
-
-impl<'a, 't> TableWriter<'a, 't> {
-    fn new(exec: &'a Executor<'t>, catalog: &Catalog, table: Arc<TableDef>) -> Result<TableWriter<'a, 't>> {
+impl Target {
+    fn bind(catalog: &Catalog, table: Arc<TableDef>) -> Result<Target> {
         let indexes = catalog.table_indexes(&table.name);
         let mut binder = Binder::new(catalog);
         let scope = Scope::new(table_scope(&table, None), None);
@@ -48,7 +54,72 @@ impl<'a, 't> TableWriter<'a, 't> {
             let expr = crate::bind::parse_expr(check)?;
             checks.push(binder.bind_expr(&expr, &scope)?);
         }
-        Ok(TableWriter { exec, table, indexes, checks, next_rowid: None })
+        Ok(Target { table, indexes, checks })
+    }
+}
+
+/// RETURNING: output columns and their expressions over the written row.
+type Returning = (Vec<OutputColumn>, Vec<Expr>);
+
+pub struct InsertPlan {
+    target: Target,
+    /// Table column of each source column.
+    positions: Vec<usize>,
+    /// The rows to insert (`None`: DEFAULT VALUES).
+    source: Option<Plan>,
+    on_conflict: OnConflict,
+    do_update: Option<DoUpdate>,
+    returning: Option<Returning>,
+}
+
+pub struct UpdatePlan {
+    target: Target,
+    scan: Plan,
+    assignments: Vec<(usize, Expr)>,
+    on_conflict: OnConflict,
+    returning: Option<Returning>,
+}
+
+pub struct DeletePlan {
+    target: Target,
+    scan: Plan,
+    returning: Option<Returning>,
+}
+
+/// Binds an INSERT, UPDATE or DELETE; `None` for other statements.
+pub fn bind(catalog: &Catalog, statement: &ast::Statement) -> Result<Option<DmlPlan>> {
+    Ok(Some(match statement {
+        ast::Statement::Insert(insert) => DmlPlan::Insert(bind_insert(catalog, insert)?),
+        ast::Statement::Update { .. } => DmlPlan::Update(bind_update(catalog, statement)?),
+        ast::Statement::Delete(delete) => DmlPlan::Delete(bind_delete(catalog, delete)?),
+        _ => return Ok(None),
+    }))
+}
+
+/// Runs a bound statement inside the executor's transaction.
+pub fn execute(plan: &DmlPlan, exec: &Executor) -> Result<DmlResult> {
+    match plan {
+        DmlPlan::Insert(plan) => insert(plan, exec),
+        DmlPlan::Update(plan) => update(plan, exec),
+        DmlPlan::Delete(plan) => delete(plan, exec),
+    }
+}
+
+struct TableWriter<'a, 't> {
+    exec: &'a Executor<'t>,
+    table: &'a Arc<TableDef>,
+    indexes: &'a [Arc<IndexDef>],
+    checks: &'a [Expr],
+    next_rowid: Option<i64>,
+}
+
+fn table_scope(table: &TableDef, alias: Option<&str>) -> Vec<ScopeColumn> {
+    crate::bind::table_columns(table, &alias.map_or_else(|| table.name.to_ascii_lowercase(), str::to_string))
+}
+
+impl<'a, 't> TableWriter<'a, 't> {
+    fn new(exec: &'a Executor<'t>, target: &'a Target) -> TableWriter<'a, 't> {
+        TableWriter { exec, table: &target.table, indexes: &target.indexes, checks: &target.checks, next_rowid: None }
     }
 
     fn column_label(&self, column: usize) -> String {
@@ -166,8 +237,8 @@ impl<'a, 't> TableWriter<'a, 't> {
         if check_primary && !self.table.has_hidden_rowid() && self.exec.get(key)?.is_some() {
             return Ok(Some((key.to_vec(), self.primary_key_label())));
         }
-        for index in &self.indexes {
-            let (entry, unique) = self.exec.index_entry(index, &self.table, row, key);
+        for index in self.indexes {
+            let (entry, unique) = self.exec.index_entry(index, self.table, row, key);
             if !unique {
                 continue;
             }
@@ -184,16 +255,16 @@ impl<'a, 't> TableWriter<'a, 't> {
     fn write_row(&mut self, key: &[u8], row: &[Value]) {
         self.note_rowid(key, row);
         self.exec.put(key.to_vec(), encode_row(row));
-        for index in &self.indexes {
-            let (entry, _) = self.exec.index_entry(index, &self.table, row, key);
+        for index in self.indexes {
+            let (entry, _) = self.exec.index_entry(index, self.table, row, key);
             self.exec.put(entry, key.to_vec());
         }
     }
 
     fn delete_row(&self, key: &[u8], row: &[Value]) {
         self.exec.delete(key.to_vec());
-        for index in &self.indexes {
-            let (entry, _) = self.exec.index_entry(index, &self.table, row, key);
+        for index in self.indexes {
+            let (entry, _) = self.exec.index_entry(index, self.table, row, key);
             self.exec.delete(entry);
         }
     }
@@ -246,13 +317,11 @@ fn conflict_of(or: &Option<ast::SqliteOnConflict>) -> Result<OnConflict> {
     })
 }
 
-fn returning(
+fn bind_returning(
     binder: &mut Binder,
-    exec: &Executor,
     table: &TableDef,
     items: &Option<Vec<ast::SelectItem>>,
-    rows: &[Row],
-) -> Result<Option<(Vec<OutputColumn>, Vec<Row>)>> {
+) -> Result<Option<Returning>> {
     let Some(items) = items else { return Ok(None) };
     let scope = Scope::new(table_scope(table, None), None);
     let mut exprs = Vec::new();
@@ -280,12 +349,21 @@ fn returning(
             ast::SelectItem::QualifiedWildcard(..) => return Err(Error::unsupported("table.* in RETURNING")),
         }
     }
+    Ok(Some((columns, exprs)))
+}
+
+fn returning(
+    exec: &Executor,
+    returning: &Option<Returning>,
+    rows: &[Row],
+) -> Result<Option<(Vec<OutputColumn>, Vec<Row>)>> {
+    let Some((columns, exprs)) = returning else { return Ok(None) };
     let mut output = Vec::new();
     for row in rows {
         let env = Env::new(row, None);
         output.push(exprs.iter().map(|expr| exec.eval(expr, &env)).collect::<Result<Row>>()?);
     }
-    Ok(Some((columns, output)))
+    Ok(Some((columns.clone(), output)))
 }
 
 fn target_table(catalog: &Catalog, name: &ast::ObjectName) -> Result<Arc<TableDef>> {
@@ -299,7 +377,7 @@ fn target_table(catalog: &Catalog, name: &ast::ObjectName) -> Result<Arc<TableDe
     }
 }
 
-pub fn insert(catalog: &Catalog, exec: &Executor, insert: &ast::Insert) -> Result<DmlResult> {
+fn bind_insert(catalog: &Catalog, insert: &ast::Insert) -> Result<InsertPlan> {
     let ast::TableObject::TableName(name) = &insert.table else {
         return Err(Error::unsupported("INSERT INTO a table function"));
     };
@@ -320,8 +398,8 @@ pub fn insert(catalog: &Catalog, exec: &Executor, insert: &ast::Insert) -> Resul
         }
         positions
     };
-    let source_rows: Vec<Row> = match &insert.source {
-        None => vec![Vec::new()], // INSERT ... DEFAULT VALUES
+    let source = match &insert.source {
+        None => None, // INSERT ... DEFAULT VALUES
         Some(query) => {
             let (plan, columns) = binder.bind_query(query, None)?;
             if columns.len() != positions.len() {
@@ -332,7 +410,7 @@ pub fn insert(catalog: &Catalog, exec: &Executor, insert: &ast::Insert) -> Resul
                     columns.len()
                 )));
             }
-            exec.run(&plan, None)?
+            Some(plan)
         }
     };
     let mut on_conflict = if insert.replace_into { OnConflict::Replace } else { conflict_of(&insert.or)? };
@@ -362,15 +440,26 @@ pub fn insert(catalog: &Catalog, exec: &Executor, insert: &ast::Insert) -> Resul
             _ => return Err(Error::unsupported("ON DUPLICATE KEY UPDATE")),
         }
     }
-    let mut writer = TableWriter::new(exec, catalog, table.clone())?;
+    let returning = bind_returning(&mut binder, &table, &insert.returning)?;
+    Ok(InsertPlan { target: Target::bind(catalog, table)?, positions, source, on_conflict, do_update, returning })
+}
+
+fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
+    let InsertPlan { target, positions, source, on_conflict, do_update, returning: returning_plan } = plan;
+    let table = &target.table;
+    let source_rows: Vec<Row> = match source {
+        None => vec![Vec::new()],
+        Some(plan) => exec.run(plan, None)?,
+    };
+    let mut writer = TableWriter::new(exec, target);
     let mut inserted = Vec::new();
     let mut changed = 0;
-    for source in source_rows {
+    for source_row in source_rows {
         let mut row: Row = Vec::with_capacity(table.columns.len());
         for column in 0..table.columns.len() {
             row.push(match positions.iter().position(|&position| position == column) {
-                Some(at) if insert.source.is_some() => source[at].clone(),
-                _ => exec.column_default(&table, column)?,
+                Some(at) if source.is_some() => source_row[at].clone(),
+                _ => exec.column_default(table, column)?,
             });
         }
         writer.validate(&mut row)?;
@@ -395,14 +484,14 @@ pub fn insert(catalog: &Catalog, exec: &Executor, insert: &ast::Insert) -> Resul
             changed += 1;
             continue;
         }
-        if !writer.resolve_conflicts(&key, &row, on_conflict, true)? {
+        if !writer.resolve_conflicts(&key, &row, *on_conflict, true)? {
             continue;
         }
         writer.write_row(&key, &row);
         changed += 1;
         inserted.push(row);
     }
-    let returning = returning(&mut binder, exec, &table, &insert.returning, &inserted)?;
+    let returning = returning(exec, returning_plan, &inserted)?;
     Ok(DmlResult { changed, returning })
 }
 
@@ -450,7 +539,7 @@ fn update_row(
 }
 
 /// UPDATE [OR ...] table SET ... [WHERE ...] [RETURNING ...].
-pub fn update(catalog: &Catalog, exec: &Executor, statement: &ast::Statement) -> Result<DmlResult> {
+fn bind_update(catalog: &Catalog, statement: &ast::Statement) -> Result<UpdatePlan> {
     let ast::Statement::Update {
         table: table_ref,
         assignments,
@@ -481,8 +570,13 @@ pub fn update(catalog: &Catalog, exec: &Executor, statement: &ast::Statement) ->
         bound.push((position, binder.bind_expr(&assignment.value, &scope)?));
     }
     let on_conflict = conflict_of(or)?;
-    let rows = exec.scan_rows_with_keys(&plan)?;
-    let mut writer = TableWriter::new(exec, catalog, table.clone())?;
+    let returning = bind_returning(&mut binder, &table, returning_items)?;
+    Ok(UpdatePlan { target: Target::bind(catalog, table)?, scan: plan, assignments: bound, on_conflict, returning })
+}
+
+fn update(plan: &UpdatePlan, exec: &Executor) -> Result<DmlResult> {
+    let rows = exec.scan_rows_with_keys(&plan.scan)?;
+    let mut writer = TableWriter::new(exec, &plan.target);
     let mut changed_rows = Vec::new();
     let mut changed = 0;
     for (key, _) in rows {
@@ -490,18 +584,18 @@ pub fn update(catalog: &Catalog, exec: &Executor, statement: &ast::Statement) ->
         let Some(row) = writer.read_row(&key)? else { continue };
         let env = Env::new(&row, None);
         let mut updated = row.clone();
-        for (position, expr) in &bound {
+        for (position, expr) in &plan.assignments {
             updated[*position] = exec.eval(expr, &env)?;
         }
-        if update_row(&mut writer, &key, &row, updated, on_conflict, &mut changed_rows)? {
+        if update_row(&mut writer, &key, &row, updated, plan.on_conflict, &mut changed_rows)? {
             changed += 1;
         }
     }
-    let returning = returning(&mut binder, exec, &table, returning_items, &changed_rows)?;
+    let returning = returning(exec, &plan.returning, &changed_rows)?;
     Ok(DmlResult { changed, returning })
 }
 
-pub fn delete(catalog: &Catalog, exec: &Executor, delete: &ast::Delete) -> Result<DmlResult> {
+fn bind_delete(catalog: &Catalog, delete: &ast::Delete) -> Result<DeletePlan> {
     if delete.using.is_some() || delete.limit.is_some() || !delete.order_by.is_empty() {
         return Err(Error::unsupported("DELETE with USING, ORDER BY or LIMIT"));
     }
@@ -516,15 +610,20 @@ pub fn delete(catalog: &Catalog, exec: &Executor, delete: &ast::Delete) -> Resul
     };
     let table = target_table(catalog, name)?;
     let mut binder = Binder::new(catalog);
-    let (plan, _) = binder.bind_table_scan(&table, delete.selection.as_ref())?;
-    let rows = exec.scan_rows_with_keys(&plan)?;
-    let writer = TableWriter::new(exec, catalog, table.clone())?;
+    let (scan, _) = binder.bind_table_scan(&table, delete.selection.as_ref())?;
+    let returning = bind_returning(&mut binder, &table, &delete.returning)?;
+    Ok(DeletePlan { target: Target::bind(catalog, table)?, scan, returning })
+}
+
+fn delete(plan: &DeletePlan, exec: &Executor) -> Result<DmlResult> {
+    let rows = exec.scan_rows_with_keys(&plan.scan)?;
+    let writer = TableWriter::new(exec, &plan.target);
     let mut deleted = Vec::with_capacity(rows.len());
     for (key, row) in rows {
         writer.delete_row(&key, &row);
         deleted.push(row);
     }
-    let returning = returning(&mut binder, exec, &table, &delete.returning, &deleted)?;
+    let returning = returning(exec, &plan.returning, &deleted)?;
     Ok(DmlResult { changed: deleted.len() as u64, returning })
 }
 

@@ -136,13 +136,17 @@ pub struct Statement {
     plan: Option<CachedPlan>,
 }
 
-/// A bound query plan and the catalog version it is valid for.
+/// A bound statement and the catalog it is valid for.
 pub struct CachedPlan {
     /// The catalog the plan was bound against (its identity: version numbers repeat after a
     /// rolled-back DDL).
     catalog: Arc<Catalog>,
-    plan: crate::plan::Plan,
-    columns: Vec<String>,
+    plan: BoundPlan,
+}
+
+enum BoundPlan {
+    Query { plan: crate::plan::Plan, columns: Vec<String> },
+    Dml(dml::DmlPlan),
 }
 
 impl Statement {
@@ -492,17 +496,31 @@ fn run_statement(
     cached: &mut Option<CachedPlan>,
 ) -> Result<Outcome> {
     match statement {
-        ast::Statement::Query(query) => {
+        ast::Statement::Query(_)
+        | ast::Statement::Insert(_)
+        | ast::Statement::Update { .. }
+        | ast::Statement::Delete(_) => {
             let valid = cached.as_ref().is_some_and(|cached| Arc::ptr_eq(&cached.catalog, catalog));
             if !valid {
-                let mut binder = Binder::new(catalog);
-                let (plan, columns) = binder.bind_query(query, None)?;
-                let columns = columns.into_iter().map(|column| column.name).collect();
-                *cached = Some(CachedPlan { catalog: catalog.clone(), plan, columns });
+                let plan = match statement {
+                    ast::Statement::Query(query) => {
+                        let mut binder = Binder::new(catalog);
+                        let (plan, columns) = binder.bind_query(query, None)?;
+                        BoundPlan::Query { plan, columns: columns.into_iter().map(|column| column.name).collect() }
+                    }
+                    other => BoundPlan::Dml(
+                        dml::bind(catalog, other)?.ok_or_else(|| Error::internal("not a DML statement"))?,
+                    ),
+                };
+                *cached = Some(CachedPlan { catalog: catalog.clone(), plan });
             }
-            let cached = cached.as_ref().expect("a plan was just bound");
-            let rows = exec.run(&cached.plan, None)?;
-            Ok(Outcome::Rows { columns: cached.columns.clone(), rows })
+            match &cached.as_ref().expect("a plan was just bound").plan {
+                BoundPlan::Query { plan, columns } => {
+                    let rows = exec.run(plan, None)?;
+                    Ok(Outcome::Rows { columns: columns.clone(), rows })
+                }
+                BoundPlan::Dml(plan) => Ok(dml_outcome(dml::execute(plan, exec)?)),
+            }
         }
         ast::Statement::Explain { analyze, statement, .. } => {
             let ast::Statement::Query(query) = statement.as_ref() else {
@@ -536,9 +554,6 @@ fn run_statement(
             let rows = text.lines().map(|line| vec![Value::Text(line.to_string())]).collect();
             Ok(Outcome::Rows { columns: vec!["QUERY PLAN".into()], rows })
         }
-        ast::Statement::Insert(insert) => Ok(dml_outcome(dml::insert(catalog, exec, insert)?)),
-        ast::Statement::Update { .. } => Ok(dml_outcome(dml::update(catalog, exec, statement)?)),
-        ast::Statement::Delete(delete) => Ok(dml_outcome(dml::delete(catalog, exec, delete)?)),
         ast::Statement::CreateTable(create) => {
             let mut changed = (**catalog).clone();
             if create_table(&mut changed, create)? {

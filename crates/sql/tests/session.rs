@@ -244,6 +244,7 @@ fn prepared_statements_rebind_after_ddl() {
     session.execute("CREATE TABLE t(a INTEGER, b TEXT)", &[]).unwrap();
     let mut insert = session.prepare("INSERT INTO t VALUES (?, ?)").unwrap();
     let mut select = session.prepare("SELECT * FROM t WHERE a = ?").unwrap();
+    let mut insert_named = session.prepare("INSERT INTO t(a, b) VALUES (?, ?)").unwrap();
     for i in 0..5 {
         assert_eq!(
             session.execute_prepared(&mut insert, &[Value::Integer(i), Value::from("x")]).unwrap(),
@@ -266,6 +267,31 @@ fn prepared_statements_rebind_after_ddl() {
     assert_eq!(
         row(&mut session, &mut select),
         (vec!["a".into(), "b".into(), "c".into()], vec![vec![Value::Integer(3), Value::from("x"), Value::Integer(9)]])
+    );
+    // The cached INSERT, UPDATE and DELETE plans must maintain the new index and fill the new
+    // column; an index lookup finds exactly what a full scan finds.
+    let mut update = session.prepare("UPDATE t SET a = a + 100 WHERE b = ?").unwrap();
+    let mut delete = session.prepare("DELETE FROM t WHERE a = ?").unwrap();
+    assert_eq!(
+        session.execute_prepared(&mut insert, &[Value::Integer(7), Value::from("y")]).unwrap_err().sqlstate,
+        "42601"
+    );
+    session.execute_prepared(&mut insert_named, &[Value::Integer(7), Value::from("y")]).unwrap();
+    assert_eq!(session.execute_prepared(&mut update, &[Value::from("y")]).unwrap(), Outcome::Changed(1));
+    assert_eq!(session.execute_prepared(&mut delete, &[Value::Integer(0)]).unwrap(), Outcome::Changed(1));
+    session.execute("CREATE INDEX t_b ON t(b)", &[]).unwrap();
+    assert_eq!(session.execute_prepared(&mut update, &[Value::from("x")]).unwrap(), Outcome::Changed(4));
+    assert_eq!(session.execute_prepared(&mut delete, &[Value::Integer(101)]).unwrap(), Outcome::Changed(1));
+    let by_index = rows(&mut session, "SELECT a, b, c FROM t INDEXED BY t_a WHERE a > 0 ORDER BY a");
+    let by_scan = rows(&mut session, "SELECT a, b, c FROM t NOT INDEXED WHERE a > 0 ORDER BY a");
+    assert_eq!(by_index, by_scan);
+    assert_eq!(
+        by_index.iter().map(|row| row[0].clone()).collect::<Vec<_>>(),
+        [102, 103, 104, 107].map(Value::Integer).to_vec()
+    );
+    assert_eq!(
+        rows(&mut session, "SELECT count(*) FROM t INDEXED BY t_b WHERE b = 'x'"),
+        vec![vec![Value::Integer(3)]]
     );
     session.execute("DROP TABLE t", &[]).unwrap();
     assert_eq!(session.execute_prepared(&mut select, &[Value::Integer(3)]).unwrap_err().sqlstate, "42P01");
