@@ -60,7 +60,7 @@ fn encode_residual(residual: Decimal, out: &mut Vec<u8>) {
     }
     let mut mantissa = residual.mantissa().unsigned_abs();
     let mut scale = residual.scale() as i32;
-    while mantissa % 10 == 0 {
+    while mantissa.is_multiple_of(10) {
         mantissa /= 10;
         scale -= 1;
     }

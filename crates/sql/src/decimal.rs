@@ -149,7 +149,7 @@ pub fn divide(a: Decimal, b: Decimal) -> Result<Option<Decimal>> {
         return Ok(None);
     }
     let quotient = a.checked_div(b).ok_or_else(|| Error::numeric_out_of_range("decimal division overflows"))?;
-    let scale = a.scale().max(b.scale()).max(16).min(MAX_PRECISION);
+    let scale = a.scale().max(b.scale()).clamp(16, MAX_PRECISION);
     let mut rounded = quotient.round_dp_with_strategy(scale, RoundingStrategy::MidpointAwayFromZero);
     rounded.rescale(scale);
     Ok(Some(normalize_zero(rounded)))

@@ -166,7 +166,7 @@ impl<'a, 't> TableWriter<'a, 't> {
         if let Some(next) = self.next_rowid {
             return Ok(next);
         }
-        let next = match self.exec.last_rowid(&self.table)? {
+        let next = match self.exec.last_rowid(self.table)? {
             Some(last) => {
                 last.checked_add(1).ok_or_else(|| Error::new("13000", "database or disk is full: no row id left"))?
             }
@@ -218,7 +218,7 @@ impl<'a, 't> TableWriter<'a, 't> {
             Some(bytes) => {
                 let mut row = crate::codec::decode_row(&bytes)?;
                 while row.len() < self.table.columns.len() {
-                    row.push(self.exec.column_default(&self.table, row.len())?);
+                    row.push(self.exec.column_default(self.table, row.len())?);
                 }
                 Ok(Some(row))
             }

@@ -398,18 +398,18 @@ pub fn arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value> {
         Value::Integer(integer) => Some(decimal::from_i64(*integer)),
         _ => None,
     };
-    if matches!(left, Value::Decimal(_)) || matches!(right, Value::Decimal(_)) {
-        if let (Some(a), Some(b)) = (exact(&left), exact(&right)) {
-            let result = match op {
-                BinaryOp::Add => decimal::checked('+', a, b)?,
-                BinaryOp::Sub => decimal::checked('-', a, b)?,
-                BinaryOp::Mul => decimal::checked('*', a, b)?,
-                BinaryOp::Div => decimal::divide(a, b)?,
-                BinaryOp::Mod => decimal::checked('%', a, b)?,
-                _ => return Err(Error::internal(format!("{op:?} is not arithmetic"))),
-            };
-            return Ok(result.map_or(Value::Null, Value::Decimal));
-        }
+    if (matches!(left, Value::Decimal(_)) || matches!(right, Value::Decimal(_)))
+        && let (Some(a), Some(b)) = (exact(&left), exact(&right))
+    {
+        let result = match op {
+            BinaryOp::Add => decimal::checked('+', a, b)?,
+            BinaryOp::Sub => decimal::checked('-', a, b)?,
+            BinaryOp::Mul => decimal::checked('*', a, b)?,
+            BinaryOp::Div => decimal::divide(a, b)?,
+            BinaryOp::Mod => decimal::checked('%', a, b)?,
+            _ => return Err(Error::internal(format!("{op:?} is not arithmetic"))),
+        };
+        return Ok(result.map_or(Value::Null, Value::Decimal));
     }
     let a = numeric_arg(&left).unwrap_or(0.0);
     let b = numeric_arg(&right).unwrap_or(0.0);

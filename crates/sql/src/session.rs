@@ -377,7 +377,7 @@ impl Session {
             let before = self.shared.ddl_epoch.load(Ordering::Acquire);
             txn.take_snapshot();
             let after = self.shared.ddl_epoch.load(Ordering::Acquire);
-            if before == after && before % 2 == 0 {
+            if before == after && before.is_multiple_of(2) {
                 let cache = self.shared.catalog.read();
                 if cache.epoch == Some(before) {
                     txn.assume_read(CATALOG_VERSION_KEY);
