@@ -101,10 +101,7 @@ impl<'t> Executor<'t> {
         let overlay = self.overlay.into_inner();
         let txn = self.txn.into_inner();
         for (key, value) in overlay {
-            match value {
-                Some(value) => txn.put(&key, &value)?,
-                None => txn.delete(&key)?,
-            }
+            txn.write_owned(key, value)?;
         }
         Ok(())
     }

@@ -108,7 +108,21 @@ impl Transaction {
         self.write(key, None)
     }
 
-    fn write(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+    /// Sets (`Some`) or removes (`None`) `key` when the transaction commits, taking ownership
+    /// of the buffers (no copy).
+    pub fn write_owned(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) -> Result<()> {
+        if let Some(value) = &value
+            && value.len() > MAX_VALUE_SIZE
+        {
+            return Err(tern_lsm::Error::ValueTooLarge { len: value.len(), limit: MAX_VALUE_SIZE }.into());
+        }
+        self.check_write(&key, value.as_deref())?;
+        self.writes.insert(key, value);
+        Ok(())
+    }
+
+    /// Checks the key size and the transaction's size limit for a write, and counts its bytes.
+    fn check_write(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         if key.len() > MAX_KEY_SIZE {
             return Err(tern_lsm::Error::KeyTooLarge { len: key.len(), limit: MAX_KEY_SIZE }.into());
         }
@@ -118,6 +132,11 @@ impl Transaction {
             return Err(Error::TooLarge { bytes, limit: MAX_TRANSACTION_BYTES });
         }
         self.write_bytes = bytes;
+        Ok(())
+    }
+
+    fn write(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        self.check_write(key, value)?;
         self.writes.insert(key.to_vec(), value.map(<[u8]>::to_vec));
         Ok(())
     }
