@@ -158,7 +158,7 @@ impl<'c> Binder<'c> {
         self.next_subquery.set(id + 1);
         let correlated = inner.correlated.get();
         let affinity = columns.first().and_then(|column| column.affinity);
-        Ok((Subquery { plan, correlated, id, row_affinity: None }, affinity))
+        Ok((Subquery { plan, correlated, id, row_affinity: None, group_row: None }, affinity))
     }
 
     // ---- queries ---------------------------------------------------------------------------
@@ -737,13 +737,32 @@ impl<'c> Binder<'c> {
             .map(|term| if let OrderTerm::Expr(expr) = term { Some(expr.clone()) } else { None })
             .collect();
         if aggregated {
+            // Correlated subqueries in the output read the group's first input row, appended
+            // to the aggregate row after the aggregates (a first pass counts them).
+            let correlated_output =
+                project.iter().chain(having.iter()).chain(order_exprs.iter().flatten()).any(has_correlated_subquery);
+            let group_row = correlated_output.then(|| {
+                let mut probe = Vec::new();
+                for expr in project.iter().chain(having.iter()).chain(order_exprs.iter().flatten()) {
+                    lift_aggregates(expr.clone(), &group_exprs, &mut probe, None);
+                }
+                group_exprs.len() + probe.len()
+            });
             let mut aggregates: Vec<AggregateCall> = Vec::new();
-            project = project.into_iter().map(|expr| lift_aggregates(expr, &group_exprs, &mut aggregates)).collect();
-            having = having.map(|expr| lift_aggregates(expr, &group_exprs, &mut aggregates));
-            order_exprs = order_exprs
-                .into_iter()
-                .map(|expr| expr.map(|expr| lift_aggregates(expr, &group_exprs, &mut aggregates)))
-                .collect();
+            let mut lift = |expr: Expr| lift_aggregates(expr, &group_exprs, &mut aggregates, group_row);
+            project = project.into_iter().map(&mut lift).collect();
+            having = having.map(&mut lift);
+            order_exprs = order_exprs.into_iter().map(|expr| expr.map(&mut lift)).collect();
+            if let Some(offset) = group_row {
+                debug_assert_eq!(offset, group_exprs.len() + aggregates.len());
+                for column in 0..plan.width() {
+                    aggregates.push(AggregateCall {
+                        function: AggregateFunction::First,
+                        args: vec![Expr::Column(column)],
+                        distinct: false,
+                    });
+                }
+            }
             plan = Plan::Aggregate { input: Box::new(plan), group_by: group_exprs, aggregates };
             if let Some(having) = having {
                 plan = Plan::Filter { input: Box::new(plan), predicate: having };
@@ -1418,10 +1437,28 @@ fn conjoin(exprs: Vec<Expr>) -> Option<Expr> {
 
 /// Replaces aggregate calls by columns of the aggregate's output (group-by values first), and
 /// bare columns by an any-value aggregate, top-down so that whole group-by expressions match.
-fn lift_aggregates(expr: Expr, group_by: &[Expr], aggregates: &mut Vec<AggregateCall>) -> Expr {
+/// Rewrites an output expression of an aggregate query over the aggregate row: group keys and
+/// aggregate calls become its columns, bare columns `AnyValue` aggregates. Correlated
+/// subqueries get `group_row` (see [`Subquery::group_row`]).
+fn lift_aggregates(
+    expr: Expr,
+    group_by: &[Expr],
+    aggregates: &mut Vec<AggregateCall>,
+    group_row: Option<usize>,
+) -> Expr {
     if let Some(index) = group_by.iter().position(|group| *group == expr) {
         return Expr::Column(index);
     }
+    let regroup = |subquery: Arc<Subquery>| match group_row {
+        Some(offset) if subquery.correlated => Arc::new(Subquery {
+            plan: subquery.plan.clone(),
+            correlated: true,
+            id: subquery.id,
+            row_affinity: subquery.row_affinity,
+            group_row: Some(offset),
+        }),
+        _ => subquery,
+    };
     let add = |call: AggregateCall, aggregates: &mut Vec<AggregateCall>| {
         let index = match aggregates.iter().position(|existing| *existing == call) {
             Some(index) => index,
@@ -1438,7 +1475,14 @@ fn lift_aggregates(expr: Expr, group_by: &[Expr], aggregates: &mut Vec<Aggregate
             AggregateCall { function: AggregateFunction::AnyValue, args: vec![Expr::Column(index)], distinct: false },
             aggregates,
         ),
-        other => other.map_children(&mut |child| lift_aggregates(child, group_by, aggregates)),
+        Expr::ScalarSubquery(subquery) => Expr::ScalarSubquery(regroup(subquery)),
+        Expr::Exists { subquery, negated } => Expr::Exists { subquery: regroup(subquery), negated },
+        Expr::InSubquery { expr, subquery, negated } => Expr::InSubquery {
+            expr: Box::new(lift_aggregates(*expr, group_by, aggregates, group_row)),
+            subquery: regroup(subquery),
+            negated,
+        },
+        other => other.map_children(&mut |child| lift_aggregates(child, group_by, aggregates, group_row)),
     }
 }
 

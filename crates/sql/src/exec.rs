@@ -850,7 +850,13 @@ impl<'t> Executor<'t> {
         {
             return Ok(rows.clone());
         }
-        let rows = Rc::new(self.run(&subquery.plan, Some(env))?);
+        let rows = match subquery.group_row {
+            Some(offset) => {
+                let row = env.row.get(offset..).ok_or_else(|| Error::internal("group row out of range"))?;
+                Rc::new(self.run(&subquery.plan, Some(&Env::new(row, env.parent)))?)
+            }
+            None => Rc::new(self.run(&subquery.plan, Some(env))?),
+        };
         if !subquery.correlated {
             self.subquery_cache.borrow_mut().insert(subquery.id, rows.clone());
         }
@@ -1179,6 +1185,7 @@ enum Accumulator {
         distinct: Option<HashSet<Vec<u8>>>,
     },
     Any(Value),
+    First(Option<Value>),
 }
 
 impl Accumulator {
@@ -1205,6 +1212,7 @@ impl Accumulator {
                 Accumulator::Concat { text: String::new(), any: false, distinct: distinct() }
             }
             AggregateFunction::AnyValue => Accumulator::Any(Value::Null),
+            AggregateFunction::First => Accumulator::First(None),
         }
     }
 
@@ -1305,6 +1313,11 @@ impl Accumulator {
                     *current = value;
                 }
             }
+            Accumulator::First(first) => {
+                if first.is_none() {
+                    *first = Some(value);
+                }
+            }
         }
         Ok(())
     }
@@ -1351,6 +1364,7 @@ impl Accumulator {
                 }
             }
             Accumulator::Any(value) => value,
+            Accumulator::First(value) => value.unwrap_or(Value::Null),
         })
     }
 }

@@ -104,6 +104,9 @@ pub enum AggregateFunction {
     GroupConcat,
     /// A bare column in an aggregate query: the value from some row of the group (SQLite).
     AnyValue,
+    /// The value in the group's first row, NULL included (the row correlated subqueries of an
+    /// aggregate query's output see).
+    First,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -123,6 +126,10 @@ pub struct Subquery {
     pub id: usize,
     /// `x IN (subquery)`: the affinity applied to the subquery's values before comparing.
     pub row_affinity: Option<Affinity>,
+    /// In the output of an aggregate query (select list, HAVING, ORDER BY): where in the
+    /// aggregate row the group's representative input row starts. The subquery's references
+    /// to the enclosing query read that row, not the aggregate row.
+    pub group_row: Option<usize>,
 }
 
 impl PartialEq for Subquery {
