@@ -494,15 +494,51 @@ fn like_match(text: &[char], pattern: &[char], escape: Option<char>) -> bool {
 }
 
 fn glob_match(text: &[char], pattern: &[char]) -> bool {
-    let Some((&first, rest)) = pattern.split_first() else { return text.is_empty() };
-    match first {
-        '*' => (0..=text.len()).any(|skip| glob_match(&text[skip..], rest)),
-        '?' => !text.is_empty() && glob_match(&text[1..], rest),
+    // Iterative matching with backtracking to the last '*', as `like_match`: every other
+    // element consumes exactly one character, so this is O(text x pattern) at worst (a
+    // recursive matcher is exponential in the number of stars).
+    let (mut t, mut p) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() {
+            if pattern[p] == '*' {
+                star = Some((p, t));
+                p += 1;
+                continue;
+            }
+            if let Some(next) = glob_element(pattern, p, text[t]) {
+                t += 1;
+                p = next;
+                continue;
+            }
+        }
+        match star {
+            Some((star_p, star_t)) => {
+                p = star_p + 1;
+                t = star_t + 1;
+                star = Some((star_p, star_t + 1));
+            }
+            None => return false,
+        }
+    }
+    while p < pattern.len() && pattern[p] == '*' {
+        p += 1;
+    }
+    p == pattern.len()
+}
+
+/// Matches the GLOB element at `pattern[p]` (not `*`) against one character: the position of
+/// the next element when it matches. `[...]` is a class (`^` negates, `a-z` ranges; a `]`
+/// right after the opening bracket is part of the class); a `[` without a closing bracket
+/// matches nothing, as in SQLite.
+fn glob_element(pattern: &[char], p: usize, c: char) -> Option<usize> {
+    match pattern[p] {
+        '?' => Some(p + 1),
         '[' => {
+            let rest = &pattern[p + 1..];
             let Some(close) = rest.iter().skip(1).position(|&c| c == ']').map(|at| at + 1) else {
-                return !text.is_empty() && text[0] == '[' && glob_match(&text[1..], rest);
+                return None; // SQLite: a class without its closing bracket matches nothing
             };
-            let Some(&c) = text.first() else { return false };
             let mut class = &rest[..close];
             let negate = class.first() == Some(&'^');
             if negate {
@@ -519,9 +555,9 @@ fn glob_match(text: &[char], pattern: &[char]) -> bool {
                     i += 1;
                 }
             }
-            matched != negate && glob_match(&text[1..], &rest[close + 1..])
+            (matched != negate).then_some(p + 1 + close + 1)
         }
-        literal => text.first() == Some(&literal) && glob_match(&text[1..], rest),
+        literal => (literal == c).then_some(p + 1),
     }
 }
 
@@ -548,6 +584,34 @@ mod tests {
         assert!(!like("Abc", "a*", None, true));
         assert!(like("b1", "[a-c]?", None, true));
         assert!(like("aaaaaaaaaaaaaaaaaaaaaaaaaab", "%a%a%a%a%a%b", None, false));
+        // Many stars against a long text that does not match: quick, not exponential.
+        let text = "a".repeat(5000);
+        assert!(!like(&text, &"*a".repeat(40).add("b"), None, true));
+        assert!(!like(&text, &"%a".repeat(40).add("b"), None, false));
+    }
+
+    trait Add {
+        fn add(self, tail: &str) -> String;
+    }
+    impl Add for String {
+        fn add(mut self, tail: &str) -> String {
+            self.push_str(tail);
+            self
+        }
+    }
+
+    proptest::proptest! {
+        /// GLOB and LIKE agree with SQLite on texts and patterns made of their special
+        /// characters.
+        #[test]
+        fn patterns_match_like_sqlite(text in "[abAB\\[\\]^*?%_-]{0,8}", pattern in "[abAB\\[\\]^*?%_-]{0,8}") {
+            let sqlite = rusqlite::Connection::open_in_memory().unwrap();
+            let (glob, like_sqlite): (bool, bool) = sqlite
+                .query_row("SELECT ?1 GLOB ?2, ?1 LIKE ?2", [&text, &pattern], |row| Ok((row.get(0)?, row.get(1)?)))
+                .unwrap();
+            proptest::prop_assert_eq!(like(&text, &pattern, None, true), glob, "{} GLOB {}", text, pattern);
+            proptest::prop_assert_eq!(like(&text, &pattern, None, false), like_sqlite, "{} LIKE {}", text, pattern);
+        }
     }
 
     #[test]
