@@ -889,7 +889,12 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
             if let Some(default) = &def.default {
                 // Old rows get the default when read, so it must not depend on the time of reading.
                 let expr = crate::bind::bind_standalone_expr(default)?;
-                if !matches!(expr, crate::plan::Expr::Literal(_) | crate::plan::Expr::Unary(..)) {
+                let constant = match &expr {
+                    crate::plan::Expr::Literal(_) => true,
+                    crate::plan::Expr::Unary(_, inner) => matches!(**inner, crate::plan::Expr::Literal(_)),
+                    _ => false,
+                };
+                if !constant {
                     return Err(Error::new("42000", "Cannot add a column with non-constant default"));
                 }
             }
