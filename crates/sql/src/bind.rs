@@ -68,6 +68,19 @@ pub struct OutputColumn {
 struct CteDef {
     query: ast::Query,
     columns: Vec<String>,
+    /// Declared in `WITH RECURSIVE` with a UNION body: it may refer to itself.
+    recursive: bool,
+}
+
+/// A recursive CTE's own name while its step is bound.
+struct WorkingTable {
+    name: String,
+    id: usize,
+    columns: Vec<OutputColumn>,
+    /// Whether the step referred to it (if not, the CTE is a plain UNION).
+    used: Cell<bool>,
+    /// Pushed while the anchor is bound, where a reference is an error.
+    in_anchor: bool,
 }
 
 /// Binds statements against one catalog.
@@ -75,6 +88,7 @@ pub struct Binder<'c> {
     pub catalog: &'c Catalog,
     next_subquery: Cell<usize>,
     ctes: Vec<HashMap<String, Arc<CteDef>>>,
+    working_tables: Vec<WorkingTable>,
     depth: usize,
     /// Highest parameter number seen (1-based), and named parameters in order of appearance.
     pub parameter_count: usize,
@@ -140,6 +154,7 @@ impl<'c> Binder<'c> {
             catalog,
             next_subquery: Cell::new(0),
             ctes: Vec::new(),
+            working_tables: Vec::new(),
             depth: 0,
             parameter_count: 0,
             named_parameters: Vec::new(),
@@ -198,13 +213,18 @@ impl<'c> Binder<'c> {
         }
         let pushed_ctes = match &query.with {
             Some(with) => {
-                if with.recursive {
-                    return Err(Error::unsupported("WITH RECURSIVE"));
-                }
                 let mut ctes = HashMap::new();
                 for cte in &with.cte_tables {
                     let columns = cte.alias.columns.iter().map(|column| lower(&column.name)).collect();
-                    ctes.insert(lower(&cte.alias.name), Arc::new(CteDef { query: (*cte.query).clone(), columns }));
+                    let recursive = with.recursive
+                        && matches!(
+                            cte.query.body.as_ref(),
+                            ast::SetExpr::SetOperation { op: ast::SetOperator::Union, .. }
+                        );
+                    ctes.insert(
+                        lower(&cte.alias.name),
+                        Arc::new(CteDef { query: (*cte.query).clone(), columns, recursive }),
+                    );
                 }
                 self.ctes.push(ctes);
                 true
@@ -366,16 +386,32 @@ impl<'c> Binder<'c> {
                 }
                 let table_name = object_name(name)?;
                 let alias_name = alias.as_ref().map(|alias| lower(&alias.name)).unwrap_or_else(|| table_name.clone());
+                if let Some(working) = self.working_tables.iter().rev().find(|working| working.name == table_name) {
+                    if working.in_anchor {
+                        return Err(Error::syntax(format!(
+                            "the first part of recursive CTE {table_name} refers to {table_name}"
+                        )));
+                    }
+                    working.used.set(true);
+                    let plan = Plan::WorkingTable { id: working.id, width: working.columns.len() };
+                    return Ok((plan, derived_columns(&alias_name, &working.columns, &[], alias)?));
+                }
                 let cte = self.ctes.iter().rev().find_map(|ctes| ctes.get(&table_name).cloned());
                 if let Some(cte) = cte {
-                    let (plan, columns) = self.bind_query_in(&cte.query, holder)?;
+                    let (plan, columns) = if cte.recursive {
+                        self.bind_recursive_cte(&cte, &table_name, holder)?
+                    } else {
+                        self.bind_query_in(&cte.query, holder)?
+                    };
                     return Ok((plan, derived_columns(&alias_name, &columns, &cte.columns, alias)?));
                 }
                 if let Some(view) = self.catalog.view(&table_name).cloned() {
                     let query = parse_query(&view.query)?;
                     let saved = std::mem::take(&mut self.ctes);
+                    let saved_working = std::mem::take(&mut self.working_tables);
                     let result = self.bind_query_in(&query, &Scope::new(Vec::new(), None));
                     self.ctes = saved;
+                    self.working_tables = saved_working;
                     let (plan, columns) = result?;
                     return Ok((plan, derived_columns(&alias_name, &columns, &view.columns, alias)?));
                 }
@@ -405,6 +441,68 @@ impl<'c> Binder<'c> {
             }
             other => Err(Error::unsupported(format!("table reference {other}"))),
         }
+    }
+
+    /// A reference to a CTE of `WITH RECURSIVE` whose body is `anchor UNION [ALL] step`: the
+    /// step reads the CTE's own name as the rows the previous round added.
+    fn bind_recursive_cte(&mut self, cte: &CteDef, name: &str, holder: &Scope) -> Result<(Plan, Vec<OutputColumn>)> {
+        let ast::SetExpr::SetOperation { set_quantifier, left, right, .. } = cte.query.body.as_ref() else {
+            return Err(Error::internal("a recursive CTE without UNION"));
+        };
+        if cte.query.order_by.is_some() || cte.query.limit_clause.is_some() {
+            return Err(Error::unsupported("ORDER BY or LIMIT in a recursive CTE"));
+        }
+        let all = match set_quantifier {
+            ast::SetQuantifier::All => true,
+            ast::SetQuantifier::None | ast::SetQuantifier::Distinct => false,
+            other => return Err(Error::unsupported(format!("UNION {other} in a recursive CTE"))),
+        };
+        // The anchor must not refer to the CTE: hide the name behind an unusable working table.
+        let id = self.next_subquery.get();
+        self.next_subquery.set(id + 1);
+        self.working_tables.push(WorkingTable {
+            name: name.to_string(),
+            id,
+            columns: Vec::new(),
+            used: Cell::new(false),
+            in_anchor: true,
+        });
+        let anchor = self.bind_set_expr(left, holder);
+        self.working_tables.pop();
+        let (anchor, mut columns) = anchor?;
+        if !cte.columns.is_empty() {
+            if cte.columns.len() != columns.len() {
+                return Err(Error::syntax(format!(
+                    "{name} has {} columns but {} column names were given",
+                    columns.len(),
+                    cte.columns.len()
+                )));
+            }
+            for (column, declared) in columns.iter_mut().zip(&cte.columns) {
+                column.name = declared.clone();
+            }
+        }
+        self.working_tables.push(WorkingTable {
+            name: name.to_string(),
+            id,
+            columns: columns.clone(),
+            used: Cell::new(false),
+            in_anchor: false,
+        });
+        let step = self.bind_set_expr(right, holder);
+        let working = self.working_tables.pop().expect("pushed above");
+        let (step, step_columns) = step?;
+        if step_columns.len() != columns.len() {
+            return Err(Error::syntax(format!(
+                "SELECTs to the left and right of UNION in {name} do not have the same number of result columns"
+            )));
+        }
+        let plan = if working.used.get() {
+            Plan::Recursive { id, anchor: Box::new(anchor), step: Box::new(step), all }
+        } else {
+            Plan::SetOperation { op: SetOperator::Union, all, left: Box::new(anchor), right: Box::new(step) }
+        };
+        Ok((plan, columns))
     }
 
     /// A FROM item with explicit joins, planned in syntax order.

@@ -44,6 +44,8 @@ pub struct Executor<'t> {
     overlay: RefCell<BTreeMap<Vec<u8>, Option<Vec<u8>>>>,
     params: &'t [Value],
     subquery_cache: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
+    /// The rows the current round of each running recursive CTE reads as its own name.
+    working_tables: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
     memory_used: Cell<usize>,
     memory_limit: usize,
     /// DEFAULT expressions bound once per statement, by (table id, column), instead of being
@@ -79,6 +81,7 @@ impl<'t> Executor<'t> {
             overlay: RefCell::new(BTreeMap::new()),
             params,
             subquery_cache: RefCell::new(HashMap::new()),
+            working_tables: RefCell::new(HashMap::new()),
             memory_used: Cell::new(0),
             memory_limit,
             defaults: RefCell::new(HashMap::new()),
@@ -559,6 +562,11 @@ impl<'t> Executor<'t> {
                 let right_rows = self.run(right, outer)?;
                 Ok(set_operation(*op, *all, left_rows, right_rows))
             }
+            Plan::Recursive { .. } => self.run_recursive(plan, outer, usize::MAX),
+            Plan::WorkingTable { id, .. } => match self.working_tables.borrow().get(id) {
+                Some(rows) => Ok(rows.as_ref().clone()),
+                None => Err(Error::internal(format!("working table #{id} read outside its recursion"))),
+            },
         }
     }
 
@@ -567,12 +575,50 @@ impl<'t> Executor<'t> {
     fn run_capped(&self, plan: &Plan, outer: Option<&Env>, cap: usize) -> Result<Vec<Row>> {
         match plan {
             Plan::Scan { .. } => self.run_scan(plan, outer, cap),
-            Plan::Project { input, exprs } if matches!(input.as_ref(), Plan::Scan { .. } | Plan::Project { .. }) => {
+            Plan::Recursive { .. } => self.run_recursive(plan, outer, cap),
+            Plan::Project { input, exprs }
+                if matches!(input.as_ref(), Plan::Scan { .. } | Plan::Project { .. } | Plan::Recursive { .. }) =>
+            {
                 let rows = self.run_capped(input, outer, cap)?;
                 self.project(rows, exprs, outer)
             }
             other => self.run(other, outer),
         }
+    }
+
+    /// A recursive CTE: the anchor's rows, then rounds of the step over the previous round's new
+    /// rows, until a round adds nothing or `cap` rows exist (a LIMIT above it ends an endless
+    /// recursion, as in SQLite). Every row is charged to the memory limit, so a recursion that
+    /// never ends without a LIMIT fails with 53200 instead of running forever.
+    fn run_recursive(&self, plan: &Plan, outer: Option<&Env>, cap: usize) -> Result<Vec<Row>> {
+        let Plan::Recursive { id, anchor, step, all } = plan else {
+            return Err(Error::internal("run_recursive needs a recursive plan"));
+        };
+        let mut seen = HashSet::new();
+        let mut result = Vec::new();
+        let mut add = |rows: Vec<Row>, result: &mut Vec<Row>| -> Result<Vec<Row>> {
+            let mut added = Vec::new();
+            for row in rows {
+                if result.len() + added.len() >= cap {
+                    break;
+                }
+                if !*all && !seen.insert(row_key(&row)) {
+                    continue;
+                }
+                self.charge(row_bytes(&row))?;
+                added.push(row);
+            }
+            result.extend(added.iter().cloned());
+            Ok(added)
+        };
+        let mut working = add(self.run(anchor, outer)?, &mut result)?;
+        while !working.is_empty() && result.len() < cap {
+            self.working_tables.borrow_mut().insert(*id, Rc::new(working));
+            let produced = self.run(step, outer);
+            self.working_tables.borrow_mut().remove(id);
+            working = add(produced?, &mut result)?;
+        }
+        Ok(result)
     }
 
     /// Rows of a scan that pass its filter, at most `cap` of them.

@@ -440,6 +440,20 @@ pub enum Plan {
         left: Box<Plan>,
         right: Box<Plan>,
     },
+    /// WITH RECURSIVE: the anchor's rows, then the step's rows run again and again over the
+    /// rows the previous round added (the working table `id`) until a round adds none. Without
+    /// `all` (UNION), rows already produced are not added again.
+    Recursive {
+        id: usize,
+        anchor: Box<Plan>,
+        step: Box<Plan>,
+        all: bool,
+    },
+    /// The rows the previous round of recursive CTE `id` added.
+    WorkingTable {
+        id: usize,
+        width: usize,
+    },
 }
 
 impl Plan {
@@ -457,6 +471,8 @@ impl Plan {
             Plan::LookupJoin { left, table, .. } => left.width() + table.columns.len(),
             Plan::Aggregate { group_by, aggregates, .. } => group_by.len() + aggregates.len(),
             Plan::SetOperation { left, .. } => left.width(),
+            Plan::Recursive { anchor, .. } => anchor.width(),
+            Plan::WorkingTable { width, .. } => *width,
         }
     }
 
@@ -565,6 +581,14 @@ impl Plan {
                 let _ = writeln!(out, "{pad}{op:?}{}", if *all { " ALL" } else { "" });
                 left.explain_into(depth + 1, out, annotate);
                 right.explain_into(depth + 1, out, annotate);
+            }
+            Plan::Recursive { id, anchor, step, all } => {
+                let _ = writeln!(out, "{pad}Recursive #{id}{}", if *all { " (UNION ALL)" } else { " (UNION)" });
+                anchor.explain_into(depth + 1, out, annotate);
+                step.explain_into(depth + 1, out, annotate);
+            }
+            Plan::WorkingTable { id, .. } => {
+                let _ = writeln!(out, "{pad}WorkingTable #{id}");
             }
         }
     }

@@ -43,7 +43,8 @@ fn errors_carry_sqlstate_and_position() {
         ("CREATE TABLE t(x)", "42P07"),
         ("SELECT a FROM t GROUP BY sum(a)", "42803"),
         ("SELECT (SELECT 1, 2)", "42601"),
-        ("WITH RECURSIVE r(x) AS (SELECT 1) SELECT * FROM r", "0A000"),
+        ("WITH RECURSIVE r(x) AS (SELECT x FROM r UNION SELECT 1) SELECT * FROM r", "42601"),
+        ("SELECT a FROM t UNION SELECT a FROM t ORDER BY a LIMIT 1 FOR UPDATE", "0A000"),
         ("COMMIT", "25P01"),
     ];
     for (sql, sqlstate) in cases {
@@ -84,6 +85,9 @@ fn a_query_over_its_memory_limit_fails_with_53200() {
     session.execute("INSERT INTO t SELECT t.a + 10 * x.a FROM t, t AS x", &[]).unwrap();
     let error = session.execute("SELECT count(*) FROM t, t AS b, t AS c", &[]).unwrap_err();
     assert_eq!(error.sqlstate, "53200", "{error}");
+    // A recursion that never ends (no LIMIT above it) ends at the limit too.
+    let endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
+    assert_eq!(session.execute(endless, &[]).unwrap_err().sqlstate, "53200");
     // The session still works.
     assert_eq!(rows(&mut session, "SELECT count(*) FROM t"), vec![vec![Value::Integer(110)]]);
 }
