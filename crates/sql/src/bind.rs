@@ -81,6 +81,9 @@ struct WorkingTable {
     used: Cell<bool>,
     /// Pushed while the anchor is bound, where a reference is an error.
     in_anchor: bool,
+    /// The binder's query depth of the step: a reference from deeper (a subquery) is refused,
+    /// as in SQLite (its rows would be cached across rounds).
+    depth: usize,
 }
 
 /// Binds statements against one catalog.
@@ -392,7 +395,12 @@ impl<'c> Binder<'c> {
                             "the first part of recursive CTE {table_name} refers to {table_name}"
                         )));
                     }
-                    working.used.set(true);
+                    if working.depth != self.depth {
+                        return Err(Error::syntax(format!("recursive reference to {table_name} in a subquery")));
+                    }
+                    if working.used.replace(true) {
+                        return Err(Error::syntax(format!("multiple references to recursive table {table_name}")));
+                    }
                     let plan = Plan::WorkingTable { id: working.id, width: working.columns.len() };
                     return Ok((plan, derived_columns(&alias_name, &working.columns, &[], alias)?));
                 }
@@ -449,8 +457,8 @@ impl<'c> Binder<'c> {
         let ast::SetExpr::SetOperation { set_quantifier, left, right, .. } = cte.query.body.as_ref() else {
             return Err(Error::internal("a recursive CTE without UNION"));
         };
-        if cte.query.order_by.is_some() || cte.query.limit_clause.is_some() {
-            return Err(Error::unsupported("ORDER BY or LIMIT in a recursive CTE"));
+        if cte.query.order_by.is_some() || cte.query.limit_clause.is_some() || cte.query.with.is_some() {
+            return Err(Error::unsupported("ORDER BY, LIMIT or WITH inside a recursive CTE"));
         }
         let all = match set_quantifier {
             ast::SetQuantifier::All => true,
@@ -466,6 +474,7 @@ impl<'c> Binder<'c> {
             columns: Vec::new(),
             used: Cell::new(false),
             in_anchor: true,
+            depth: self.depth,
         });
         let anchor = self.bind_set_expr(left, holder);
         self.working_tables.pop();
@@ -488,6 +497,7 @@ impl<'c> Binder<'c> {
             columns: columns.clone(),
             used: Cell::new(false),
             in_anchor: false,
+            depth: self.depth,
         });
         let step = self.bind_set_expr(right, holder);
         let working = self.working_tables.pop().expect("pushed above");

@@ -77,11 +77,16 @@ pub fn from_i64(integer: i64) -> Decimal {
     Decimal::from(integer)
 }
 
-/// The decimal a real stands for: its shortest round-trip digits (`0.1` is 0.1, not
-/// 0.1000000000000000055…). `None` for NaN, infinities and magnitudes beyond 28 digits.
+/// The decimal a real stands for, the base of the order of numbers: below 2^53 its shortest
+/// round-trip digits (`0.1` is 0.1, not 0.1000000000000000055…), from 2^53 up its exact integer
+/// (every such real is one; `1e23` is 99999999999999991611392). `None` for NaN, infinities and
+/// magnitudes beyond 28 digits.
 pub fn from_f64(real: f64) -> Option<Decimal> {
     if !real.is_finite() {
         return None;
+    }
+    if real.abs() >= TWO_POW_53 {
+        return if real.abs() < 1e29 { Decimal::try_from_i128_with_scale(real as i128, 0).ok() } else { None };
     }
     Decimal::from_str(&format!("{real}")).ok()
 }
@@ -193,13 +198,17 @@ pub fn round(value: Decimal, digits: i64) -> Decimal {
     }
     let power =
         10i128.checked_pow((-digits).min(38) as u32).and_then(|power| Decimal::try_from_i128_with_scale(power, 0).ok());
-    match power {
-        Some(power) => {
-            let scaled = value / power;
-            normalize_zero(scaled.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero) * power)
-        }
-        None => Decimal::ZERO,
-    }
+    // Exactly: the multiple of `power` toward zero, then one more step away from zero when the
+    // remainder is at least half of `power`.
+    let Some(power) = power else { return Decimal::ZERO };
+    let Some(remainder) = value.checked_rem(power) else { return Decimal::ZERO };
+    let toward_zero = value - remainder;
+    let away = if remainder.abs() >= power / Decimal::TWO {
+        if value.is_sign_negative() { toward_zero.checked_sub(power) } else { toward_zero.checked_add(power) }
+    } else {
+        Some(toward_zero)
+    };
+    normalize_zero(away.unwrap_or(toward_zero).trunc())
 }
 
 #[cfg(test)]
@@ -247,6 +256,12 @@ mod tests {
         assert_eq!(checked('*', d("1.5"), d("0.25")).unwrap().unwrap().to_string(), "0.375");
         assert_eq!(round(d("2.5"), 0).to_string(), "3");
         assert_eq!(round(d("1250"), -2).to_string(), "1300");
+        assert_eq!(round(d("-1250"), -2).to_string(), "-1300");
+        assert_eq!(round(d("1249.99"), -2).to_string(), "1200");
+        assert_eq!(round(d("4.9999999999999999999999999999"), -1).to_string(), "0");
+        assert_eq!(round(d("5"), -1).to_string(), "10");
+        assert_eq!(from_f64(1e23), Some(d("99999999999999991611392")));
+        assert_eq!(from_f64(1e30), None);
     }
 
     #[test]

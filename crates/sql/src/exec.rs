@@ -101,11 +101,8 @@ impl<'t> Executor<'t> {
 
     /// Applies the statement's writes to the transaction.
     pub fn finish(self) -> Result<()> {
-        let overlay = self.overlay.into_inner();
-        let txn = self.txn.into_inner();
-        for (key, value) in overlay {
-            txn.write_owned(key, value)?;
-        }
+        // All or nothing: a statement that fails here leaves no trace in the transaction.
+        self.txn.into_inner().write_all(self.overlay.into_inner())?;
         Ok(())
     }
 

@@ -40,6 +40,9 @@ struct Shared {
     /// Even while no schema change is committing; a commit that changes the catalog makes it
     /// odd before and even again after (a seqlock around the catalog cache).
     ddl_epoch: AtomicU64,
+    /// Serializes commits that change the catalog, so that the epoch is odd for the whole time
+    /// any of them is in flight (two overlapping ones would make it even in between).
+    ddl_commit: parking_lot::Mutex<()>,
     options: Options,
 }
 
@@ -97,7 +100,15 @@ impl Database {
         };
         drop(txn);
         let catalog = RwLock::new(CatalogCache { catalog: Arc::new(catalog), epoch: None });
-        Ok(Database { shared: Arc::new(Shared { db, catalog, ddl_epoch: AtomicU64::new(0), options }) })
+        Ok(Database {
+            shared: Arc::new(Shared {
+                db,
+                catalog,
+                ddl_epoch: AtomicU64::new(0),
+                ddl_commit: parking_lot::Mutex::new(()),
+                options,
+            }),
+        })
     }
 
     pub fn session(&self) -> Session {
@@ -424,10 +435,13 @@ impl Session {
     }
 
     fn commit(&self, open: OpenTransaction) -> Result<()> {
-        if !open.catalog_changed {
+        // Decided by the write set, not by the statements that succeeded: whatever writes the
+        // catalog goes through the epoch.
+        if !open.catalog_changed && !open.txn.has_written(CATALOG_VERSION_KEY) {
             open.txn.commit()?;
             return Ok(());
         }
+        let _serialized = self.shared.ddl_commit.lock();
         // Odd epoch while the schema change commits: no transaction trusts the cache meanwhile.
         self.shared.ddl_epoch.fetch_add(1, Ordering::AcqRel);
         self.shared.catalog.write().epoch = None;

@@ -434,53 +434,82 @@ fn decimals_are_exact_and_their_errors_have_sqlstates() {
 
 /// Sessions use a cached catalog unless a schema change commits around their snapshot: a
 /// table whose CREATE has returned is visible to every statement that starts afterwards, and
-/// one whose DROP has returned is gone, while other sessions run statements all the time.
+/// one whose DROP has returned is gone, while other sessions run statements all the time and
+/// two sessions change the schema at once.
 #[test]
 fn schema_changes_are_seen_at_once_by_busy_sessions() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicI64, Ordering};
     const TABLES: i64 = 30;
+    /// Highest table of one writer whose CREATE returned / whose DROP began / whose DROP returned.
+    #[derive(Default)]
+    struct Progress {
+        created: AtomicI64,
+        dropping: AtomicI64,
+        dropped: AtomicI64,
+    }
     let db = Database::open_in_memory().unwrap();
-    // Highest table whose CREATE returned / whose DROP began / whose DROP returned.
-    let created = Arc::new(AtomicI64::new(-1));
-    let dropping = Arc::new(AtomicI64::new(-1));
-    let dropped = Arc::new(AtomicI64::new(-1));
+    let writers: Vec<(&str, Arc<Progress>)> = ["p", "q"]
+        .into_iter()
+        .map(|prefix| {
+            let progress = Progress::default();
+            for counter in [&progress.created, &progress.dropping, &progress.dropped] {
+                counter.store(-1, Ordering::SeqCst);
+            }
+            (prefix, Arc::new(progress))
+        })
+        .collect();
     let readers: Vec<_> = (0..2)
         .map(|_| {
             let db = db.clone();
-            let (created, dropping, dropped) = (created.clone(), dropping.clone(), dropped.clone());
+            let writers = writers.clone();
             std::thread::spawn(move || {
                 let mut session = db.session();
                 let mut checked = 0;
-                while created.load(Ordering::SeqCst) < TABLES {
-                    let gone = dropped.load(Ordering::SeqCst);
-                    if gone >= 0 {
-                        let sql = format!("SELECT count(*) FROM t{gone}");
-                        assert_eq!(session.query(&sql, &[]).unwrap_err().sqlstate, "42P01", "{sql}");
-                    }
-                    let newest = created.load(Ordering::SeqCst);
-                    if newest >= 0 {
-                        let sql = format!("SELECT count(*) FROM t{newest}");
-                        match session.query(&sql, &[]) {
-                            Ok((_, rows)) => assert_eq!(rows, vec![vec![Value::Integer(1)]]),
-                            Err(error) => assert!(dropping.load(Ordering::SeqCst) >= newest, "{sql}: {error}"),
+                while writers.iter().any(|(_, progress)| progress.created.load(Ordering::SeqCst) < TABLES) {
+                    for (prefix, progress) in &writers {
+                        let gone = progress.dropped.load(Ordering::SeqCst);
+                        if gone >= 0 {
+                            let sql = format!("SELECT count(*) FROM {prefix}{gone}");
+                            assert_eq!(session.query(&sql, &[]).unwrap_err().sqlstate, "42P01", "{sql}");
                         }
-                        checked += 1;
+                        let newest = progress.created.load(Ordering::SeqCst);
+                        if newest >= 0 {
+                            let sql = format!("SELECT count(*) FROM {prefix}{newest}");
+                            match session.query(&sql, &[]) {
+                                Ok((_, rows)) => assert_eq!(rows, vec![vec![Value::Integer(1)]]),
+                                Err(error) => {
+                                    assert!(progress.dropping.load(Ordering::SeqCst) >= newest, "{sql}: {error}")
+                                }
+                            }
+                            checked += 1;
+                        }
                     }
                 }
                 checked
             })
         })
         .collect();
-    let mut session = db.session();
-    for table in 0..=TABLES {
-        session.execute(&format!("CREATE TABLE t{table}(x)"), &[]).unwrap();
-        session.execute(&format!("INSERT INTO t{table} VALUES (1)"), &[]).unwrap();
-        created.store(table, Ordering::SeqCst);
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        dropping.store(table, Ordering::SeqCst);
-        session.execute(&format!("DROP TABLE t{table}"), &[]).unwrap();
-        dropped.store(table, Ordering::SeqCst);
+    let ddl: Vec<_> = writers
+        .iter()
+        .map(|(prefix, progress)| {
+            let (db, prefix, progress) = (db.clone(), prefix.to_string(), progress.clone());
+            std::thread::spawn(move || {
+                let mut session = db.session();
+                for table in 0..=TABLES {
+                    session.execute(&format!("CREATE TABLE {prefix}{table}(x)"), &[]).unwrap();
+                    session.execute(&format!("INSERT INTO {prefix}{table} VALUES (1)"), &[]).unwrap();
+                    progress.created.store(table, Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    progress.dropping.store(table, Ordering::SeqCst);
+                    session.execute(&format!("DROP TABLE {prefix}{table}"), &[]).unwrap();
+                    progress.dropped.store(table, Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+    for writer in ddl {
+        writer.join().unwrap();
     }
     for reader in readers {
         assert!(reader.join().unwrap() > 0);

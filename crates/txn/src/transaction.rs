@@ -108,17 +108,34 @@ impl Transaction {
         self.write(key, None)
     }
 
-    /// Sets (`Some`) or removes (`None`) `key` when the transaction commits, taking ownership
-    /// of the buffers (no copy).
-    pub fn write_owned(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) -> Result<()> {
-        if let Some(value) = &value
-            && value.len() > MAX_VALUE_SIZE
-        {
-            return Err(tern_lsm::Error::ValueTooLarge { len: value.len(), limit: MAX_VALUE_SIZE }.into());
+    /// Applies a set of writes (`Some` sets, `None` removes), all or none: when one key or
+    /// value is too large, or the transaction would grow past its limit, nothing is written.
+    /// Takes ownership of the buffers (no copy).
+    pub fn write_all(&mut self, writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>) -> Result<()> {
+        let mut bytes = self.write_bytes;
+        for (key, value) in &writes {
+            if key.len() > MAX_KEY_SIZE {
+                return Err(tern_lsm::Error::KeyTooLarge { len: key.len(), limit: MAX_KEY_SIZE }.into());
+            }
+            if let Some(value) = value
+                && value.len() > MAX_VALUE_SIZE
+            {
+                return Err(tern_lsm::Error::ValueTooLarge { len: value.len(), limit: MAX_VALUE_SIZE }.into());
+            }
+            let replaced = self.writes.get(key).map_or(0, |old| entry_bytes(key, old.as_deref()));
+            bytes = bytes - replaced + entry_bytes(key, value.as_deref());
         }
-        self.check_write(&key, value.as_deref())?;
-        self.writes.insert(key, value);
+        if bytes > MAX_TRANSACTION_BYTES {
+            return Err(Error::TooLarge { bytes, limit: MAX_TRANSACTION_BYTES });
+        }
+        self.write_bytes = bytes;
+        self.writes.extend(writes);
         Ok(())
+    }
+
+    /// Whether the transaction has written (set or removed) `key`.
+    pub fn has_written(&self, key: &[u8]) -> bool {
+        self.writes.contains_key(key)
     }
 
     /// Checks the key size and the transaction's size limit for a write, and counts its bytes.

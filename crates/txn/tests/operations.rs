@@ -232,6 +232,13 @@ fn limits_give_typed_errors() {
     assert!(matches!(txn.delete(&too_long), Err(Error::Storage(tern_lsm::Error::KeyTooLarge { .. }))));
     let huge = vec![0u8; tern_lsm::limits::MAX_VALUE_SIZE + 1];
     assert!(matches!(txn.put(b"k", &huge), Err(Error::Storage(tern_lsm::Error::ValueTooLarge { .. }))));
+    // write_all is all or nothing: one bad entry and none of the others is written.
+    let batch: std::collections::BTreeMap<Vec<u8>, Option<Vec<u8>>> =
+        [(b"a".to_vec(), Some(b"1".to_vec())), (b"z".to_vec(), Some(huge.clone()))].into();
+    assert!(matches!(txn.write_all(batch), Err(Error::Storage(tern_lsm::Error::ValueTooLarge { .. }))));
+    assert!(!txn.has_written(b"a"));
+    txn.write_all([(b"a".to_vec(), Some(b"1".to_vec())), (b"b".to_vec(), None)].into()).unwrap();
+    assert!(txn.has_written(b"a") && txn.has_written(b"b"));
     let value = vec![7u8; tern_lsm::limits::MAX_VALUE_SIZE];
     let mut written = 0;
     let error = loop {
