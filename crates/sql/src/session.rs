@@ -198,7 +198,8 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
 /// Rewrites two SQLite forms sqlparser does not accept into equivalents it does:
 /// `x IN table` becomes `x IN (SELECT * FROM table)`, and the index hints `INDEXED BY name`
 /// and `NOT INDEXED` after a table are dropped (the planner chooses access paths itself, and
-/// results never depend on them).
+/// results never depend on them). SQLite's `REINDEX [name]`, which sqlparser lacks, becomes
+/// `PRAGMA tern_reindex['(' 'name' ')']`.
 fn rewrite_sqlite_forms(tokens: Vec<sqlparser::tokenizer::TokenWithSpan>) -> Vec<sqlparser::tokenizer::TokenWithSpan> {
     use sqlparser::keywords::Keyword;
     use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
@@ -211,8 +212,29 @@ fn rewrite_sqlite_forms(tokens: Vec<sqlparser::tokenizer::TokenWithSpan>) -> Vec
     let significant: Vec<usize> = (0..tokens.len()).filter(|&at| !is_space(&tokens[at])).collect();
     let mut drop = vec![false; tokens.len()];
     let mut wrap_after_in: Vec<(usize, usize)> = Vec::new(); // (first, last) token of a table name
+    let mut reindex: Vec<(usize, Option<String>)> = Vec::new(); // REINDEX token, the name given
     for (position, &at) in significant.iter().enumerate() {
         let next = |offset: usize| significant.get(position + offset).map(|&index| (index, &tokens[index]));
+        let starts_statement = position == 0 || tokens[significant[position - 1]].token == Token::SemiColon;
+        if starts_statement
+            && matches!(&tokens[at].token, Token::Word(word) if word.quote_style.is_none() && word.value.eq_ignore_ascii_case("REINDEX"))
+        {
+            // The name (schema-qualified or not) up to the end of the statement; anything else
+            // stays and fails to parse.
+            let mut name = None;
+            let mut offset = 1;
+            while let Some((index, token)) = next(offset) {
+                match &token.token {
+                    Token::Word(word) => name = Some(word.value.clone()),
+                    Token::Period => {}
+                    _ => break,
+                }
+                drop[index] = true;
+                offset += 1;
+            }
+            reindex.push((at, name));
+            continue;
+        }
         if keyword(&tokens[at], Keyword::NOT) && next(1).is_some_and(|(_, token)| indexed(token)) {
             drop[at] = true;
             drop[significant[position + 1]] = true;
@@ -247,6 +269,17 @@ fn rewrite_sqlite_forms(tokens: Vec<sqlparser::tokenizer::TokenWithSpan>) -> Vec
             continue;
         }
         let span = token.span;
+        if let Some((_, name)) = reindex.iter().find(|(position, _)| *position == at) {
+            rewritten.push(TokenWithSpan { token: Token::make_keyword("PRAGMA"), span });
+            rewritten.push(space(span));
+            rewritten.push(TokenWithSpan { token: Token::make_word("tern_reindex", None), span });
+            if let Some(name) = name {
+                for token in [Token::LParen, Token::SingleQuotedString(name.clone()), Token::RParen] {
+                    rewritten.push(TokenWithSpan { token, span });
+                }
+            }
+            continue;
+        }
         if wrap_after_in.iter().any(|(first, _)| *first == at) {
             for word in [Token::LParen, Token::make_keyword("SELECT"), Token::Mul, Token::make_keyword("FROM")] {
                 rewritten.push(TokenWithSpan { token: word, span });
@@ -491,6 +524,25 @@ fn run_in_transaction(
     Ok(outcome)
 }
 
+/// REINDEX: deletes and rebuilds every entry of the named index, of every index of the named
+/// table, or of all indexes (no name, or a collation name: Tern's indexes all use BINARY).
+fn reindex(catalog: &Catalog, exec: &mut Executor, target: Option<&str>) -> Result<()> {
+    let indexes: Vec<Arc<crate::catalog::IndexDef>> = match target {
+        None | Some("binary" | "nocase" | "rtrim") => catalog.indexes.values().cloned().collect(),
+        Some(name) => match catalog.indexes.get(name) {
+            Some(index) => vec![index.clone()],
+            None if catalog.table(name).is_some() => catalog.table_indexes(name),
+            None => return Err(Error::new("42704", format!("unable to identify the object to be reindexed: {name}"))),
+        },
+    };
+    for index in indexes {
+        let table = catalog.table(&index.table).cloned().ok_or_else(|| Error::corrupt("an index without its table"))?;
+        dml::clear_prefix(exec, &crate::codec::object_prefix(index.id))?;
+        dml::build_index(catalog, exec, &table, &index)?;
+    }
+    Ok(())
+}
+
 fn rows_outcome(columns: Vec<crate::bind::OutputColumn>, rows: Vec<Row>) -> Outcome {
     Outcome::Rows { columns: columns.into_iter().map(|column| column.name).collect(), rows }
 }
@@ -631,6 +683,15 @@ fn run_statement(
                 *new_catalog = Some(changed);
             }
             Ok(Outcome::Done("DROP"))
+        }
+        ast::Statement::Pragma { name, value, .. } if object_name(name)? == "tern_reindex" => {
+            let target = match value {
+                None => None,
+                Some(ast::Value::SingleQuotedString(target)) => Some(target.to_ascii_lowercase()),
+                Some(other) => return Err(Error::syntax(format!("REINDEX of {other}"))),
+            };
+            reindex(catalog, exec, target.as_deref())?;
+            Ok(Outcome::Done("REINDEX"))
         }
         ast::Statement::Truncate { table_names, .. } => {
             for target in table_names {
