@@ -541,8 +541,7 @@ impl MemCursor {
             (None, true) => memtable.follow(memtable.head(), 0).map(|node| Position { node, version: node.newest() }),
             (target, false) => memtable.seek_before(target),
         };
-        let (node, version) =
-            position.map_or((ptr::null(), ptr::null()), |position| (position.node.0, position.version.0));
+        let (node, version) = pointers(position);
         MemCursor { node, version, forward, memtable }
     }
 
@@ -550,11 +549,11 @@ impl MemCursor {
         assert!(!self.version.is_null(), "cursor is valid");
         VersionRef(self.version, PhantomData)
     }
+}
 
-    fn set(&mut self, position: Option<Position<'_>>) {
-        (self.node, self.version) =
-            position.map_or((ptr::null(), ptr::null()), |position| (position.node.0, position.version.0));
-    }
+/// The raw pointers of a position (null for none), which a cursor keeps beside the memtable.
+fn pointers(position: Option<Position<'_>>) -> (*const Node, *const Version) {
+    position.map_or((ptr::null(), ptr::null()), |position| (position.node.0, position.version.0))
 }
 
 impl Cursor for MemCursor {
@@ -583,14 +582,7 @@ impl Cursor for MemCursor {
             self.memtable.seek_before(Some(version.key()))
         };
         // The positions borrow the memtable; keep only their pointers.
-        let next = next.map(|position| (position.node.0, position.version.0));
-        match next {
-            Some((node, version)) => {
-                self.node = node;
-                self.version = version;
-            }
-            None => self.set(None),
-        }
+        (self.node, self.version) = pointers(next);
         Ok(())
     }
 }
