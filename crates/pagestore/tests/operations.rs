@@ -345,6 +345,22 @@ fn prefetch_reads_ahead_and_pins_nothing_for_long() {
 }
 
 #[test]
+fn prefetching_cached_pages_queues_nothing() {
+    let config = PoolConfig { prefetch_degree: 4, prefetch_workers: 1, ..config(64, 4) };
+    let pool = BufferPool::create_with(Arc::new(MemoryVfs::new()), Path::new("warm.tern"), 4096, config).unwrap();
+    let pages: Vec<u64> = (0..8).map(|version| alloc_filled(&pool, version)).collect();
+    for page in &pages {
+        drop(pool.pin_read(*page).unwrap());
+    }
+    pool.prefetch(pages[0], 8);
+    assert_eq!(pool.stats().prefetch_requests, 0, "every page is cached");
+    // Once evicted they are asked for again.
+    pool.flush_and_evict().unwrap();
+    pool.prefetch(pages[0], 8);
+    assert_eq!(pool.stats().prefetch_requests, 1);
+}
+
+#[test]
 fn root_records_commit_with_checkpoints() {
     let (vfs, pool) = memory_pool(16, 1);
     assert_eq!(pool.root(), b"");

@@ -1293,10 +1293,37 @@ impl Shared {
         if problems.is_empty() { Ok(()) } else { Err(Error::Inconsistent(problems)) }
     }
 
-    fn prefetch(&self, first: PageId, count: u64) {
-        if let Some(queue) = &self.prefetch_queue {
+    fn prefetch(&self, mut first: PageId, mut count: u64) {
+        let Some(queue) = &self.prefetch_queue else { return };
+        // Pages already cached at either end are not requested; when all are, nothing is
+        // (waking a prefetch thread costs more than a warm short scan saves).
+        while count > 0 && self.looks_resident(first) {
+            first += 1;
+            count -= 1;
+        }
+        while count > 0 && self.looks_resident(first + count - 1) {
+            count -= 1;
+        }
+        if count > 0 {
             queue.push(first, count, self.file.size());
         }
+    }
+
+    /// Whether `page` seems to be cached and readable, from its partition's hint, without
+    /// locking or pinning (a stale answer only costs a needless or a missed prefetch).
+    fn looks_resident(&self, page: PageId) -> bool {
+        let partition_index = self.partition_of(page);
+        let partition = &self.partitions[partition_index];
+        let entry = partition.hints[self.hint_index(partition, page)].load(Ordering::Acquire);
+        if entry >> HINT_SLOT_BITS != page + 1 {
+            return false;
+        }
+        let local = entry & ((1 << HINT_SLOT_BITS) - 1);
+        let slot = partition_index as u64 + local * self.partition_count as u64;
+        self.descriptors.get(slot as usize).is_some_and(|descriptor| {
+            descriptor.state.load(Ordering::Relaxed) & (VALID | IO_IN_PROGRESS) == VALID
+                && descriptor.page_id.load(Ordering::Acquire) == page
+        })
     }
 
     /// Read-ahead after a demand miss on `page`: request the window `page+1 ..` unless this
