@@ -794,6 +794,15 @@ impl<'t> Executor<'t> {
         let mut groups: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut keys: Vec<Row> = Vec::new();
         let mut states: Vec<Vec<Accumulator>> = Vec::new();
+        // SQLite: with exactly one min() or max(), bare columns come from the row where that
+        // extreme was found (the first such row on ties).
+        let mut extremes = aggregates.iter().enumerate().filter(|(_, call)| {
+            matches!(call.function, AggregateFunction::Min | AggregateFunction::Max) && call.args.len() == 1
+        });
+        let extreme = match (extremes.next(), extremes.next()) {
+            (Some((index, _)), None) => Some(index),
+            _ => None,
+        };
         for row in &rows {
             let env = Env::new(row, outer);
             let group_values = group_by.iter().map(|expr| self.eval(expr, &env)).collect::<Result<Vec<_>>>()?;
@@ -810,9 +819,30 @@ impl<'t> Executor<'t> {
                     keys.len() - 1
                 }
             };
-            for (state, call) in states[index].iter_mut().zip(aggregates) {
+            let mut extreme_moved = false;
+            if let Some(at) = extreme {
+                let args = aggregates[at].args.iter().map(|arg| self.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
+                extreme_moved = states[index][at].add(args)?;
+            }
+            // Once the extreme has a value, bare columns keep the values of its row; until then
+            // (only NULLs so far) they follow the last row, as SQLite's do.
+            let pinned = extreme
+                .is_some_and(|at| matches!(&states[index][at], Accumulator::Extreme { best, .. } if !best.is_null()));
+            let follow_last = extreme.is_some() && !pinned;
+            for (position, (state, call)) in states[index].iter_mut().zip(aggregates).enumerate() {
+                if Some(position) == extreme {
+                    continue;
+                }
                 let args = call.args.iter().map(|arg| self.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
-                state.add(args)?;
+                match state {
+                    Accumulator::Any(value) if extreme_moved || follow_last => {
+                        *value = args.into_iter().next().unwrap_or(Value::Null)
+                    }
+                    Accumulator::Any(_) if pinned => {}
+                    state => {
+                        state.add(args)?;
+                    }
+                }
             }
         }
         if keys.is_empty() && group_by.is_empty() {
@@ -1270,7 +1300,8 @@ impl Accumulator {
         }
     }
 
-    fn add(&mut self, args: Vec<Value>) -> Result<()> {
+    /// Adds one row's arguments. Returns whether a min/max took a new best value.
+    fn add(&mut self, args: Vec<Value>) -> Result<bool> {
         let value = args.first().cloned().unwrap_or(Value::Null);
         match self {
             Accumulator::Count { count, star: true, .. } => *count += 1,
@@ -1281,7 +1312,7 @@ impl Accumulator {
             }
             Accumulator::Sum { integer, real, is_real, exact, overflowed, any, count, distinct, .. } => {
                 if value.is_null() || !Self::first_time(distinct, &value) {
-                    return Ok(());
+                    return Ok(false);
                 }
                 *any = true;
                 *count += 1;
@@ -1331,16 +1362,17 @@ impl Accumulator {
             }
             Accumulator::Extreme { best, max } => {
                 if value.is_null() {
-                    return Ok(());
+                    return Ok(false);
                 }
                 let order = value.total_cmp(best);
                 if best.is_null() || (*max && order == Ordering::Greater) || (!*max && order == Ordering::Less) {
                     *best = value;
+                    return Ok(true);
                 }
             }
             Accumulator::Concat { text, any, distinct } => {
                 if value.is_null() || !Self::first_time(distinct, &value) {
-                    return Ok(());
+                    return Ok(false);
                 }
                 if *any {
                     match args.get(1) {
@@ -1362,7 +1394,7 @@ impl Accumulator {
                 }
             }
         }
-        Ok(())
+        Ok(false)
     }
 
     fn finish(self) -> Result<Value> {
