@@ -455,76 +455,73 @@ pub fn like(text: &str, pattern: &str, escape: Option<char>, glob: bool) -> bool
     if glob { glob_match(&text, &pattern) } else { like_match(&text, &pattern, escape) }
 }
 
-fn like_match(text: &[char], pattern: &[char], escape: Option<char>) -> bool {
-    // Iterative matching with backtracking to the last '%' (linear in practice).
+/// What one pattern element does at a text position.
+enum Step {
+    /// It matches the character; the next element starts at this pattern position.
+    Match(usize),
+    /// A wildcard for any run of characters (`%`, `*`).
+    Star,
+    NoMatch,
+}
+
+/// Matching with backtracking to the last star, for LIKE and GLOB: every element other than
+/// the star consumes exactly one character, so this is O(text x pattern) at worst (a recursive
+/// matcher is exponential in the number of stars). `element(p, c)` says what the element at
+/// `pattern[p]` does with the character `c`; trailing `star` characters match the empty rest.
+fn wildcard_match(text: &[char], pattern: &[char], star: char, element: impl Fn(usize, char) -> Step) -> bool {
     let (mut t, mut p) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
+    let mut backtrack: Option<(usize, usize)> = None;
     while t < text.len() {
         if p < pattern.len() {
-            let c = pattern[p];
-            if Some(c) == escape && p + 1 < pattern.len() {
-                if pattern[p + 1].eq_ignore_ascii_case(&text[t]) {
+            match element(p, text[t]) {
+                Step::Match(next) => {
                     t += 1;
-                    p += 2;
+                    p = next;
                     continue;
                 }
-            } else if c == '%' {
-                star = Some((p, t));
-                p += 1;
-                continue;
-            } else if c == '_' || c.eq_ignore_ascii_case(&text[t]) {
-                t += 1;
-                p += 1;
-                continue;
+                Step::Star => {
+                    backtrack = Some((p, t));
+                    p += 1;
+                    continue;
+                }
+                Step::NoMatch => {}
             }
         }
-        match star {
+        match backtrack {
             Some((star_p, star_t)) => {
                 p = star_p + 1;
                 t = star_t + 1;
-                star = Some((star_p, star_t + 1));
+                backtrack = Some((star_p, star_t + 1));
             }
             None => return false,
         }
     }
-    while p < pattern.len() && pattern[p] == '%' {
+    while p < pattern.len() && pattern[p] == star {
         p += 1;
     }
     p == pattern.len()
 }
 
+fn like_match(text: &[char], pattern: &[char], escape: Option<char>) -> bool {
+    wildcard_match(text, pattern, '%', |p, c| {
+        let element = pattern[p];
+        if Some(element) == escape && p + 1 < pattern.len() {
+            if pattern[p + 1].eq_ignore_ascii_case(&c) { Step::Match(p + 2) } else { Step::NoMatch }
+        } else if element == '%' {
+            Step::Star
+        } else if element == '_' || element.eq_ignore_ascii_case(&c) {
+            Step::Match(p + 1)
+        } else {
+            Step::NoMatch
+        }
+    })
+}
+
 fn glob_match(text: &[char], pattern: &[char]) -> bool {
-    // Iterative matching with backtracking to the last '*', as `like_match`: every other
-    // element consumes exactly one character, so this is O(text x pattern) at worst (a
-    // recursive matcher is exponential in the number of stars).
-    let (mut t, mut p) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() {
-            if pattern[p] == '*' {
-                star = Some((p, t));
-                p += 1;
-                continue;
-            }
-            if let Some(next) = glob_element(pattern, p, text[t]) {
-                t += 1;
-                p = next;
-                continue;
-            }
-        }
-        match star {
-            Some((star_p, star_t)) => {
-                p = star_p + 1;
-                t = star_t + 1;
-                star = Some((star_p, star_t + 1));
-            }
-            None => return false,
-        }
-    }
-    while p < pattern.len() && pattern[p] == '*' {
-        p += 1;
-    }
-    p == pattern.len()
+    wildcard_match(text, pattern, '*', |p, c| match pattern[p] {
+        '*' => Step::Star,
+        _ => glob_element(pattern, p, c).map_or(Step::NoMatch, Step::Match),
+    })
 }
 
 /// Matches the GLOB element at `pattern[p]` (not `*`) against one character: the position of
