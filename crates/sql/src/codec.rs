@@ -15,9 +15,9 @@
 //! bytes; a decimal is its scale byte and its mantissa as a zigzag varint).
 //! Rows written before an `ALTER TABLE ADD COLUMN` have fewer columns; readers fill defaults.
 
-use crate::decimal::{self, Decimal};
+use crate::decimal::Decimal;
 use crate::error::{Error, Result};
-use crate::value::Value;
+use crate::value::{Value, number_order_key};
 
 /// Key prefix of the catalog's version counter.
 pub const CATALOG_VERSION_KEY: &[u8] = &[0x00, b'v'];
@@ -116,30 +116,14 @@ fn escape_into(bytes: &[u8], out: &mut Vec<u8>) {
 
 /// Appends the memcomparable encoding of one value.
 pub fn encode_key_value(value: &Value, out: &mut Vec<u8>) {
+    // Numbers: the same pair `Value::total_cmp` orders them by.
+    if let Some((approx, residual)) = number_order_key(value) {
+        out.push(0x02);
+        out.extend_from_slice(&ordered_f64(approx));
+        encode_residual(residual, out);
+        return;
+    }
     match value {
-        Value::Null => out.push(0x01),
-        Value::Integer(integer) => {
-            out.push(0x02);
-            let approx = *integer as f64;
-            out.extend_from_slice(&ordered_f64(approx));
-            let residual = decimal::integer_residual(*integer, approx);
-            if residual == 0 {
-                out.push(0x80);
-            } else {
-                encode_residual(Decimal::from_i128_with_scale(residual, 0), out);
-            }
-        }
-        Value::Real(real) => {
-            out.push(0x02);
-            out.extend_from_slice(&ordered_f64(*real));
-            out.push(0x80);
-        }
-        Value::Decimal(exact) => {
-            out.push(0x02);
-            let approx = decimal::to_f64(exact);
-            out.extend_from_slice(&ordered_f64(approx));
-            encode_residual(decimal::residual(exact, approx), out);
-        }
         Value::Text(text) => {
             out.push(0x03);
             escape_into(text.as_bytes(), out);
@@ -148,6 +132,8 @@ pub fn encode_key_value(value: &Value, out: &mut Vec<u8>) {
             out.push(0x04);
             escape_into(bytes, out);
         }
+        Value::Null => out.push(0x01),
+        Value::Integer(_) | Value::Real(_) | Value::Decimal(_) => {} // encoded above
     }
 }
 
@@ -175,7 +161,9 @@ pub fn decode_integer_key(key: &[u8]) -> Option<i64> {
     Some((approx as i128).checked_add(residual)?.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
 }
 
-fn put_varint(mut value: u64, out: &mut Vec<u8>) {
+/// Appends `value` as a LEB128 varint (u64 values widen losslessly).
+fn put_varint(value: impl Into<u128>, out: &mut Vec<u8>) {
+    let mut value = value.into();
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
         value >>= 7;
@@ -183,17 +171,10 @@ fn put_varint(mut value: u64, out: &mut Vec<u8>) {
     out.push(value as u8);
 }
 
-fn put_varint128(mut value: u128, out: &mut Vec<u8>) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-fn get_varint128(bytes: &[u8], position: &mut usize) -> Result<u128> {
+/// Reads a varint of at most `bits` bits (bits beyond them are dropped, as a `u64` shift does).
+fn get_varint_bits(bytes: &[u8], position: &mut usize, bits: u32) -> Result<u128> {
     let mut value = 0u128;
-    for shift in (0..128).step_by(7) {
+    for shift in (0..bits).step_by(7) {
         let byte = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends inside a varint"))?;
         *position += 1;
         value |= u128::from(byte & 0x7F) << shift;
@@ -201,20 +182,11 @@ fn get_varint128(bytes: &[u8], position: &mut usize) -> Result<u128> {
             return Ok(value);
         }
     }
-    Err(Error::corrupt("varint longer than 19 bytes"))
+    Err(Error::corrupt(format!("varint longer than {} bytes", bits.div_ceil(7))))
 }
 
 fn get_varint(bytes: &[u8], position: &mut usize) -> Result<u64> {
-    let mut value = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends inside a varint"))?;
-        *position += 1;
-        value |= u64::from(byte & 0x7F) << shift;
-        if byte & 0x80 == 0 {
-            return Ok(value);
-        }
-    }
-    Err(Error::corrupt("varint longer than 10 bytes"))
+    Ok(get_varint_bits(bytes, position, 64)? as u64)
 }
 
 /// Encodes a row's values.
@@ -236,7 +208,7 @@ pub fn encode_row(values: &[Value]) -> Vec<u8> {
                 out.push(5);
                 out.push(exact.scale() as u8);
                 let mantissa = exact.mantissa();
-                put_varint128(((mantissa << 1) ^ (mantissa >> 127)) as u128, &mut out);
+                put_varint(((mantissa << 1) ^ (mantissa >> 127)) as u128, &mut out);
             }
             Value::Text(text) => {
                 out.push(3);
@@ -290,7 +262,7 @@ pub fn decode_row(bytes: &[u8]) -> Result<Vec<Value>> {
             5 => {
                 let scale = *bytes.get(position).ok_or_else(|| Error::corrupt("row ends inside a decimal"))?;
                 position += 1;
-                let zigzag = get_varint128(bytes, &mut position)?;
+                let zigzag = get_varint_bits(bytes, &mut position, 128)?;
                 let mantissa = ((zigzag >> 1) as i128) ^ -((zigzag & 1) as i128);
                 Value::Decimal(
                     Decimal::try_from_i128_with_scale(mantissa, u32::from(scale))

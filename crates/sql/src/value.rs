@@ -371,12 +371,11 @@ impl Value {
         }
         match (self, other) {
             (Value::Integer(a), Value::Integer(b)) => a.cmp(b),
-            (Value::Integer(a), Value::Real(b)) => compare_integer_real(*a, *b),
-            (Value::Real(a), Value::Integer(b)) => compare_integer_real(*b, *a).reverse(),
-            (Value::Real(a), Value::Real(b)) => a.partial_cmp(b).unwrap_or_else(|| a.is_nan().cmp(&b.is_nan())),
             (Value::Decimal(a), Value::Decimal(b)) => a.cmp(b),
-            (Value::Decimal(_), Value::Integer(_) | Value::Real(_))
-            | (Value::Integer(_) | Value::Real(_), Value::Decimal(_)) => compare_with_decimal(self, other),
+            (
+                Value::Integer(_) | Value::Real(_) | Value::Decimal(_),
+                Value::Integer(_) | Value::Real(_) | Value::Decimal(_),
+            ) => compare_numbers(self, other),
             (Value::Text(a), Value::Text(b)) => a.as_bytes().cmp(b.as_bytes()),
             (Value::Blob(a), Value::Blob(b)) => a.cmp(b),
             _ => rank(self).cmp(&rank(other)),
@@ -411,40 +410,18 @@ pub(crate) fn number_order_key(value: &Value) -> Option<(f64, Decimal)> {
     }
 }
 
-fn compare_with_decimal(a: &Value, b: &Value) -> Ordering {
-    let (Some((approx_a, residual_a)), Some((approx_b, residual_b))) = (number_order_key(a), number_order_key(b))
-    else {
-        return Ordering::Equal;
-    };
-    approx_a
-        .partial_cmp(&approx_b)
-        .unwrap_or_else(|| approx_a.is_nan().cmp(&approx_b.is_nan()))
-        .then_with(|| residual_a.cmp(&residual_b))
-}
-
-fn compare_integer_real(integer: i64, real: f64) -> Ordering {
-    if real.is_nan() {
-        return Ordering::Greater;
-    }
-    if real >= 9.223_372_036_854_776e18 {
-        return Ordering::Less;
-    }
-    if real < -9.223_372_036_854_776e18 {
-        return Ordering::Greater;
-    }
-    let truncated = real.trunc() as i64;
-    match integer.cmp(&truncated) {
-        Ordering::Equal => {
-            let fraction = real - real.trunc();
-            if fraction > 0.0 {
-                Ordering::Less
-            } else if fraction < 0.0 {
-                Ordering::Greater
-            } else {
-                Ordering::Equal
-            }
+/// The order of two numbers of different types (or reals): by nearest f64, NaN last, then by
+/// residual, which only needs computing when the f64s tie. The key encoding writes the same
+/// pair, so byte order and this order agree.
+fn compare_numbers(a: &Value, b: &Value) -> Ordering {
+    let (Some(x), Some(y)) = (a.as_f64(), b.as_f64()) else { return Ordering::Equal };
+    match x.partial_cmp(&y) {
+        Some(Ordering::Equal) => {
+            let residual = |value: &Value| number_order_key(value).map(|(_, residual)| residual);
+            residual(a).cmp(&residual(b))
         }
-        other => other,
+        Some(order) => order,
+        None => x.is_nan().cmp(&y.is_nan()),
     }
 }
 
