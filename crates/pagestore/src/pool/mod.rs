@@ -723,13 +723,19 @@ impl Shared {
     /// The lock-free hit path: pin `page` through its hint if it is cached, valid and not
     /// being filled. `None` sends the caller to the locked path (no harm done).
     #[inline]
-    fn pin_fast(&self, partition: &Partition, partition_index: usize, page: PageId, latch: Latch) -> Option<u32> {
+    /// The slot the partition's hint names for `page`, if the hint is about that page (it may
+    /// be stale: callers check the slot's state and page id).
+    fn hinted_slot(&self, partition: &Partition, partition_index: usize, page: PageId) -> Option<u32> {
         let entry = partition.hints[self.hint_index(partition, page)].load(Ordering::Acquire);
         if entry >> HINT_SLOT_BITS != page + 1 {
             return None;
         }
         let local = entry & ((1 << HINT_SLOT_BITS) - 1);
-        let slot = (partition_index as u64 + local * self.partition_count as u64) as u32;
+        Some((partition_index as u64 + local * self.partition_count as u64) as u32)
+    }
+
+    fn pin_fast(&self, partition: &Partition, partition_index: usize, page: PageId, latch: Latch) -> Option<u32> {
+        let slot = self.hinted_slot(partition, partition_index, page)?;
         let descriptor = self.descriptors.get(slot as usize)?;
         let mut current = descriptor.state.load(Ordering::Relaxed);
         let latched = loop {
@@ -1313,14 +1319,8 @@ impl Shared {
     /// locking or pinning (a stale answer only costs a needless or a missed prefetch).
     fn looks_resident(&self, page: PageId) -> bool {
         let partition_index = self.partition_of(page);
-        let partition = &self.partitions[partition_index];
-        let entry = partition.hints[self.hint_index(partition, page)].load(Ordering::Acquire);
-        if entry >> HINT_SLOT_BITS != page + 1 {
-            return false;
-        }
-        let local = entry & ((1 << HINT_SLOT_BITS) - 1);
-        let slot = partition_index as u64 + local * self.partition_count as u64;
-        self.descriptors.get(slot as usize).is_some_and(|descriptor| {
+        let slot = self.hinted_slot(&self.partitions[partition_index], partition_index, page);
+        slot.and_then(|slot| self.descriptors.get(slot as usize)).is_some_and(|descriptor| {
             descriptor.state.load(Ordering::Relaxed) & (VALID | IO_IN_PROGRESS) == VALID
                 && descriptor.page_id.load(Ordering::Acquire) == page
         })
