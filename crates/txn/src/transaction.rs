@@ -97,9 +97,6 @@ impl Transaction {
 
     /// Sets `key` to `value` when the transaction commits.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        if value.len() > MAX_VALUE_SIZE {
-            return Err(tern_lsm::Error::ValueTooLarge { len: value.len(), limit: MAX_VALUE_SIZE }.into());
-        }
         self.write(key, Some(value))
     }
 
@@ -114,19 +111,7 @@ impl Transaction {
     pub fn write_all(&mut self, writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>) -> Result<()> {
         let mut bytes = self.write_bytes;
         for (key, value) in &writes {
-            if key.len() > MAX_KEY_SIZE {
-                return Err(tern_lsm::Error::KeyTooLarge { len: key.len(), limit: MAX_KEY_SIZE }.into());
-            }
-            if let Some(value) = value
-                && value.len() > MAX_VALUE_SIZE
-            {
-                return Err(tern_lsm::Error::ValueTooLarge { len: value.len(), limit: MAX_VALUE_SIZE }.into());
-            }
-            let replaced = self.writes.get(key).map_or(0, |old| entry_bytes(key, old.as_deref()));
-            bytes = bytes - replaced + entry_bytes(key, value.as_deref());
-        }
-        if bytes > MAX_TRANSACTION_BYTES {
-            return Err(Error::TooLarge { bytes, limit: MAX_TRANSACTION_BYTES });
+            bytes = self.bytes_after(bytes, key, value.as_deref())?;
         }
         self.write_bytes = bytes;
         self.writes.extend(writes);
@@ -138,24 +123,29 @@ impl Transaction {
         self.writes.contains_key(key)
     }
 
-    /// Checks the key size and the transaction's size limit for a write, and counts its bytes.
-    fn check_write(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
-        if key.len() > MAX_KEY_SIZE {
-            return Err(tern_lsm::Error::KeyTooLarge { len: key.len(), limit: MAX_KEY_SIZE }.into());
-        }
-        let replaced = self.writes.get(key).map_or(0, |old| entry_bytes(key, old.as_deref()));
-        let bytes = self.write_bytes - replaced + entry_bytes(key, value);
-        if bytes > MAX_TRANSACTION_BYTES {
-            return Err(Error::TooLarge { bytes, limit: MAX_TRANSACTION_BYTES });
-        }
-        self.write_bytes = bytes;
+    fn write(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        self.write_bytes = self.bytes_after(self.write_bytes, key, value)?;
+        self.writes.insert(key.to_vec(), value.map(<[u8]>::to_vec));
         Ok(())
     }
 
-    fn write(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
-        self.check_write(key, value)?;
-        self.writes.insert(key.to_vec(), value.map(<[u8]>::to_vec));
-        Ok(())
+    /// The transaction's write bytes (`bytes` so far) once `key` is set to `value`, or the
+    /// error if the key or value is too large or the transaction would grow past its limit.
+    fn bytes_after(&self, bytes: usize, key: &[u8], value: Option<&[u8]>) -> Result<usize> {
+        if key.len() > MAX_KEY_SIZE {
+            return Err(tern_lsm::Error::KeyTooLarge { len: key.len(), limit: MAX_KEY_SIZE }.into());
+        }
+        if let Some(value) = value
+            && value.len() > MAX_VALUE_SIZE
+        {
+            return Err(tern_lsm::Error::ValueTooLarge { len: value.len(), limit: MAX_VALUE_SIZE }.into());
+        }
+        let replaced = self.writes.get(key).map_or(0, |old| entry_bytes(key, old.as_deref()));
+        let bytes = bytes - replaced + entry_bytes(key, value);
+        if bytes > MAX_TRANSACTION_BYTES {
+            return Err(Error::TooLarge { bytes, limit: MAX_TRANSACTION_BYTES });
+        }
+        Ok(bytes)
     }
 
     /// Key-value pairs in `range` in ascending key order: the snapshot merged with the
