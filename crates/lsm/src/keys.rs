@@ -64,16 +64,10 @@ pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
     compare_bytes(user_key(a), user_key(b)).then_with(|| trailer_of(b).cmp(&trailer_of(a)))
 }
 
-/// Order of user keys (byte-wise).
-#[inline]
-pub fn compare_user(a: &[u8], b: &[u8]) -> Ordering {
-    compare_bytes(a, b)
-}
-
 /// Byte-wise comparison, eight bytes at a time: keys are short, and a call to `memcmp` costs
 /// more than the comparison itself (the memtable's skiplist compares on every step).
 #[inline]
-fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
+pub fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
     let common = a.len().min(b.len());
     let mut offset = 0;
     while offset + 8 <= common {

@@ -395,7 +395,7 @@ impl Memtable {
         let mut node = self.head();
         for level in (0..height).rev() {
             while let Some(next) = self.follow(node, level) {
-                if keys::compare_user(next.user_key(), key) != KeyOrdering::Less {
+                if keys::compare_bytes(next.user_key(), key) != KeyOrdering::Less {
                     break;
                 }
                 node = next;
@@ -438,7 +438,7 @@ impl Memtable {
         for level in (0..self.height.load(Ordering::Relaxed)).rev() {
             found = None;
             while let Some(next) = self.follow(node, level) {
-                if keys::compare_user(next.user_key(), user_key) != KeyOrdering::Less {
+                if keys::compare_bytes(next.user_key(), user_key) != KeyOrdering::Less {
                     found = Some(next);
                     break;
                 }
