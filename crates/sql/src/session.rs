@@ -130,7 +130,6 @@ struct OpenTransaction {
     txn: Transaction,
     /// The catalog as this transaction sees it (including its own DDL).
     catalog: Arc<Catalog>,
-    catalog_changed: bool,
 }
 
 /// A connection's state: at most one open explicit transaction.
@@ -206,8 +205,9 @@ fn rewrite_sqlite_forms(tokens: Vec<sqlparser::tokenizer::TokenWithSpan>) -> Vec
     let keyword =
         |token: &TokenWithSpan, wanted: Keyword| matches!(&token.token, Token::Word(word) if word.keyword == wanted);
     let is_space = |token: &TokenWithSpan| matches!(token.token, Token::Whitespace(_));
-    // INDEXED is not one of sqlparser's keywords: compare the unquoted word.
-    let indexed = |token: &TokenWithSpan| matches!(&token.token, Token::Word(word) if word.quote_style.is_none() && word.value.eq_ignore_ascii_case("INDEXED"));
+    // INDEXED and REINDEX are not sqlparser keywords: compare the unquoted word.
+    let word_is = |token: &TokenWithSpan, wanted: &str| matches!(&token.token, Token::Word(word) if word.quote_style.is_none() && word.value.eq_ignore_ascii_case(wanted));
+    let indexed = |token: &TokenWithSpan| word_is(token, "INDEXED");
     // Indexes of the non-space tokens, to look ahead over whitespace.
     let significant: Vec<usize> = (0..tokens.len()).filter(|&at| !is_space(&tokens[at])).collect();
     let mut drop = vec![false; tokens.len()];
@@ -216,9 +216,7 @@ fn rewrite_sqlite_forms(tokens: Vec<sqlparser::tokenizer::TokenWithSpan>) -> Vec
     for (position, &at) in significant.iter().enumerate() {
         let next = |offset: usize| significant.get(position + offset).map(|&index| (index, &tokens[index]));
         let starts_statement = position == 0 || tokens[significant[position - 1]].token == Token::SemiColon;
-        if starts_statement
-            && matches!(&tokens[at].token, Token::Word(word) if word.quote_style.is_none() && word.value.eq_ignore_ascii_case("REINDEX"))
-        {
+        if starts_statement && word_is(&tokens[at], "REINDEX") {
             // The name (schema-qualified or not) up to the end of the statement; anything else
             // stays and fails to parse.
             let mut name = None;
@@ -368,7 +366,7 @@ impl Session {
                 }
                 let mut txn = self.shared.db.begin();
                 let catalog = self.load_catalog(&mut txn)?;
-                self.transaction = Some(OpenTransaction { txn, catalog, catalog_changed: false });
+                self.transaction = Some(OpenTransaction { txn, catalog });
                 Ok(Outcome::Done("BEGIN"))
             }
             ast::Statement::Commit { .. } => {
@@ -398,7 +396,7 @@ impl Session {
                     attempt += 1;
                     let mut txn = self.shared.db.begin();
                     let catalog = self.load_catalog(&mut txn)?;
-                    let mut open = OpenTransaction { txn, catalog, catalog_changed: false };
+                    let mut open = OpenTransaction { txn, catalog };
                     let result = run_in_transaction(&self.shared, &mut open, statement, params, plan)
                         .and_then(|outcome| self.commit(open).map(|_| outcome));
                     match result {
@@ -468,9 +466,8 @@ impl Session {
     }
 
     fn commit(&self, open: OpenTransaction) -> Result<()> {
-        // Decided by the write set, not by the statements that succeeded: whatever writes the
-        // catalog goes through the epoch.
-        if !open.catalog_changed && !open.txn.has_written(CATALOG_VERSION_KEY) {
+        // Whatever wrote the catalog goes through the epoch.
+        if !open.txn.has_written(CATALOG_VERSION_KEY) {
             open.txn.commit()?;
             return Ok(());
         }
@@ -517,7 +514,6 @@ fn run_in_transaction(
         exec.put(CATALOG_KEY.to_vec(), changed.to_bytes());
         exec.finish()?;
         open.catalog = Arc::new(changed);
-        open.catalog_changed = true;
     } else {
         exec.finish()?;
     }
