@@ -164,6 +164,14 @@ impl<'c> Binder<'c> {
         }
     }
 
+    /// A fresh id for a subquery or a recursive CTE's working table (the executor's caches key
+    /// by it).
+    fn next_id(&self) -> usize {
+        let id = self.next_subquery.get();
+        self.next_subquery.set(id + 1);
+        id
+    }
+
     fn subquery(&mut self, query: &ast::Query, scope: &Scope) -> Result<Arc<Subquery>> {
         Ok(Arc::new(self.subquery_with_affinity(query, scope)?.0))
     }
@@ -172,8 +180,7 @@ impl<'c> Binder<'c> {
     fn subquery_with_affinity(&mut self, query: &ast::Query, scope: &Scope) -> Result<(Subquery, Option<Affinity>)> {
         let inner = Scope::new(Vec::new(), Some(scope));
         let (plan, columns) = self.bind_query_in(query, &inner)?;
-        let id = self.next_subquery.get();
-        self.next_subquery.set(id + 1);
+        let id = self.next_id();
         let correlated = inner.correlated.get();
         let affinity = columns.first().and_then(|column| column.affinity);
         Ok((Subquery { plan, correlated, id, row_affinity: None, group_row: None }, affinity))
@@ -466,8 +473,7 @@ impl<'c> Binder<'c> {
             other => return Err(Error::unsupported(format!("UNION {other} in a recursive CTE"))),
         };
         // The anchor must not refer to the CTE: hide the name behind an unusable working table.
-        let id = self.next_subquery.get();
-        self.next_subquery.set(id + 1);
+        let id = self.next_id();
         self.working_tables.push(WorkingTable {
             name: name.to_string(),
             id,
@@ -845,32 +851,23 @@ impl<'c> Binder<'c> {
             .map(|term| if let OrderTerm::Expr(expr) = term { Some(expr.clone()) } else { None })
             .collect();
         if aggregated {
-            // Correlated subqueries in the output read the group's first input row, appended
-            // to the aggregate row after the aggregates (a first pass counts them).
+            // Correlated subqueries in the output read the group's first input row: its columns
+            // are the first aggregates, right after the group keys.
             let correlated_output =
                 project.iter().chain(having.iter()).chain(order_exprs.iter().flatten()).any(has_correlated_subquery);
-            let group_row = correlated_output.then(|| {
-                let mut probe = Vec::new();
-                for expr in project.iter().chain(having.iter()).chain(order_exprs.iter().flatten()) {
-                    lift_aggregates(expr.clone(), &group_exprs, &mut probe, None);
-                }
-                group_exprs.len() + probe.len()
-            });
             let mut aggregates: Vec<AggregateCall> = Vec::new();
+            let group_row = correlated_output.then(|| {
+                aggregates.extend((0..plan.width()).map(|column| AggregateCall {
+                    function: AggregateFunction::First,
+                    args: vec![Expr::Column(column)],
+                    distinct: false,
+                }));
+                group_exprs.len()
+            });
             let mut lift = |expr: Expr| lift_aggregates(expr, &group_exprs, &mut aggregates, group_row);
             project = project.into_iter().map(&mut lift).collect();
             having = having.map(&mut lift);
             order_exprs = order_exprs.into_iter().map(|expr| expr.map(&mut lift)).collect();
-            if let Some(offset) = group_row {
-                debug_assert_eq!(offset, group_exprs.len() + aggregates.len());
-                for column in 0..plan.width() {
-                    aggregates.push(AggregateCall {
-                        function: AggregateFunction::First,
-                        args: vec![Expr::Column(column)],
-                        distinct: false,
-                    });
-                }
-            }
             plan = Plan::Aggregate { input: Box::new(plan), group_by: group_exprs, aggregates };
             if let Some(having) = having {
                 plan = Plan::Filter { input: Box::new(plan), predicate: having };
