@@ -652,15 +652,15 @@ impl<'t> Executor<'t> {
     fn project(&self, rows: Vec<Row>, exprs: &[Expr], outer: Option<&Env>) -> Result<Vec<Row>> {
         let picks: Option<Vec<usize>> =
             exprs.iter().map(|expr| if let Expr::Column(index) = expr { Some(*index) } else { None }).collect();
-        if let Some(picks) = picks {
-            let mut seen = HashSet::new();
-            let width = rows.first().map_or(0, Vec::len);
-            if picks.iter().all(|&index| index < width && seen.insert(index)) {
-                return Ok(rows
-                    .into_iter()
-                    .map(|mut row| picks.iter().map(|&index| std::mem::replace(&mut row[index], Value::Null)).collect())
-                    .collect());
-            }
+        let width = rows.first().map_or(0, Vec::len);
+        // Few columns: a quadratic distinctness check beats allocating a set on every call.
+        if let Some(picks) = picks
+            && picks.iter().enumerate().all(|(at, &index)| index < width && !picks[..at].contains(&index))
+        {
+            return Ok(rows
+                .into_iter()
+                .map(|mut row| picks.iter().map(|&index| std::mem::replace(&mut row[index], Value::Null)).collect())
+                .collect());
         }
         rows.iter()
             .map(|row| {
@@ -824,22 +824,21 @@ impl<'t> Executor<'t> {
                 let args = aggregates[at].args.iter().map(|arg| self.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
                 extreme_moved = states[index][at].add(args)?;
             }
-            // Once the extreme has a value, bare columns keep the values of its row; until then
-            // (only NULLs so far) they follow the last row, as SQLite's do.
-            let pinned = extreme
-                .is_some_and(|at| matches!(&states[index][at], Accumulator::Extreme { best, .. } if !best.is_null()));
-            let follow_last = extreme.is_some() && !pinned;
+            // With an extreme, bare columns take this row's values when it moved the extreme or
+            // while the extreme has none (only NULLs so far: they follow the last row, as in
+            // SQLite), and keep them otherwise.
+            let take_bare = extreme.map(|at| {
+                extreme_moved || matches!(&states[index][at], Accumulator::Extreme { best: Value::Null, .. })
+            });
             for (position, (state, call)) in states[index].iter_mut().zip(aggregates).enumerate() {
                 if Some(position) == extreme {
                     continue;
                 }
                 let args = call.args.iter().map(|arg| self.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
-                match state {
-                    Accumulator::Any(value) if extreme_moved || follow_last => {
-                        *value = args.into_iter().next().unwrap_or(Value::Null)
-                    }
-                    Accumulator::Any(_) if pinned => {}
-                    state => {
+                match (state, take_bare) {
+                    (Accumulator::Any(value), Some(true)) => *value = args.into_iter().next().unwrap_or(Value::Null),
+                    (Accumulator::Any(_), Some(false)) => {}
+                    (state, _) => {
                         state.add(args)?;
                     }
                 }
