@@ -7,6 +7,18 @@ fn rows(session: &mut tern_sql::Session, sql: &str) -> Vec<Vec<Value>> {
     session.query(sql, &[]).unwrap_or_else(|error| panic!("{sql}: {error}")).1
 }
 
+/// The column names and rows of a prepared query.
+fn prepared_rows(
+    session: &mut tern_sql::Session,
+    statement: &mut tern_sql::Statement,
+    params: &[Value],
+) -> (Vec<String>, Vec<Vec<Value>>) {
+    match session.execute_prepared(statement, params).unwrap() {
+        Outcome::Rows { columns, rows } => (columns, rows),
+        other => panic!("{} gave {other:?}", statement.sql()),
+    }
+}
+
 #[test]
 fn parameters_in_every_style() {
     let db = Database::open_in_memory().unwrap();
@@ -255,21 +267,14 @@ fn prepared_statements_rebind_after_ddl() {
             Outcome::Changed(1)
         );
     }
-    let row = |session: &mut tern_sql::Session, select: &mut tern_sql::Statement| match session
-        .execute_prepared(select, &[Value::Integer(3)])
-        .unwrap()
-    {
-        Outcome::Rows { columns, rows } => (columns, rows),
-        other => panic!("{other:?}"),
-    };
     assert_eq!(
-        row(&mut session, &mut select),
+        prepared_rows(&mut session, &mut select, &[Value::Integer(3)]),
         (vec!["a".into(), "b".into()], vec![vec![Value::Integer(3), Value::from("x")]])
     );
     // The cached plan of `*` must follow the new column; the index must be used afterwards.
     session.execute("ALTER TABLE t ADD COLUMN c INTEGER DEFAULT 9; CREATE INDEX t_a ON t(a)", &[]).unwrap();
     assert_eq!(
-        row(&mut session, &mut select),
+        prepared_rows(&mut session, &mut select, &[Value::Integer(3)]),
         (vec!["a".into(), "b".into(), "c".into()], vec![vec![Value::Integer(3), Value::from("x"), Value::Integer(9)]])
     );
     // The cached INSERT, UPDATE and DELETE plans must maintain the new index and fill the new
@@ -389,19 +394,12 @@ fn a_cached_plan_is_not_reused_after_a_rolled_back_schema_change() {
     let mut session = db.session();
     session.execute("CREATE TABLE t(a); INSERT INTO t VALUES (1)", &[]).unwrap();
     let mut select = session.prepare("SELECT * FROM t").unwrap();
-    let run = |session: &mut tern_sql::Session, select: &mut tern_sql::Statement| match session
-        .execute_prepared(select, &[])
-        .unwrap()
-    {
-        Outcome::Rows { rows, .. } => rows,
-        other => panic!("{other:?}"),
-    };
     session.execute("BEGIN; DROP TABLE t; CREATE TABLE t(a, b)", &[]).unwrap();
-    assert_eq!(run(&mut session, &mut select), Vec::<Vec<Value>>::new());
+    assert_eq!(prepared_rows(&mut session, &mut select, &[]).1, Vec::<Vec<Value>>::new());
     session.execute("ROLLBACK", &[]).unwrap();
     // The same catalog version numbers and table ids are handed out again.
     session.execute("CREATE TABLE u(x); CREATE TABLE w(y); INSERT INTO u VALUES (42)", &[]).unwrap();
-    assert_eq!(run(&mut session, &mut select), vec![vec![Value::Integer(1)]]);
+    assert_eq!(prepared_rows(&mut session, &mut select, &[]).1, vec![vec![Value::Integer(1)]]);
 }
 
 #[test]
