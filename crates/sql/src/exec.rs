@@ -592,11 +592,11 @@ impl<'t> Executor<'t> {
             return Err(Error::internal("run_recursive needs a recursive plan"));
         };
         let mut seen = HashSet::new();
-        let mut result = Vec::new();
-        let mut add = |rows: Vec<Row>, result: &mut Vec<Row>| -> Result<Vec<Row>> {
+        // A round's new rows: not seen before (UNION), within the cap counting `before` rows.
+        let mut accept = |rows: Vec<Row>, before: usize| -> Result<Vec<Row>> {
             let mut added = Vec::new();
             for row in rows {
-                if result.len() + added.len() >= cap {
+                if before + added.len() >= cap {
                     break;
                 }
                 if !*all && !seen.insert(row_key(&row)) {
@@ -605,16 +605,20 @@ impl<'t> Executor<'t> {
                 self.charge(row_bytes(&row))?;
                 added.push(row);
             }
-            result.extend(added.iter().cloned());
             Ok(added)
         };
-        let mut working = add(self.run(anchor, outer)?, &mut result)?;
-        while !working.is_empty() && result.len() < cap {
-            self.working_tables.borrow_mut().insert(*id, Rc::new(working));
+        let mut result = Vec::new();
+        let mut working = accept(self.run(anchor, outer)?, 0)?;
+        while !working.is_empty() && result.len() + working.len() < cap {
+            let shared = Rc::new(working);
+            self.working_tables.borrow_mut().insert(*id, shared.clone());
             let produced = self.run(step, outer);
             self.working_tables.borrow_mut().remove(id);
-            working = add(produced?, &mut result)?;
+            // The step copied what it read: the round's rows move into the result.
+            result.extend(Rc::try_unwrap(shared).unwrap_or_else(|shared| shared.as_ref().clone()));
+            working = accept(produced?, result.len())?;
         }
+        result.extend(working);
         Ok(result)
     }
 
