@@ -72,11 +72,6 @@ pub fn fit(value: Decimal, precision: u8, scale: u8) -> Result<Decimal> {
     Ok(rounded)
 }
 
-/// The exact decimal of an integer.
-pub fn from_i64(integer: i64) -> Decimal {
-    Decimal::from(integer)
-}
-
 /// The decimal a real stands for, the base of the order of numbers: below 2^53 its shortest
 /// round-trip digits (`0.1` is 0.1, not 0.1000000000000000055…), from 2^53 up its exact integer
 /// (every such real is one; `1e23` is 99999999999999991611392). `None` for NaN, infinities and

@@ -1334,10 +1334,10 @@ impl Accumulator {
                 match value {
                     Value::Integer(number) if !*is_real && exact.is_some() => {
                         let sum = exact.unwrap_or_default();
-                        *exact = crate::decimal::checked('+', sum, crate::decimal::from_i64(number))?;
+                        *exact = crate::decimal::checked('+', sum, number.into())?;
                     }
                     Value::Decimal(number) if !*is_real => {
-                        let sum = exact.unwrap_or_else(|| crate::decimal::from_i64(*integer));
+                        let sum = exact.unwrap_or_else(|| (*integer).into());
                         *exact = crate::decimal::checked('+', sum, number)?;
                     }
                     Value::Decimal(number) => *real += crate::decimal::to_f64(&number),
@@ -1406,8 +1406,7 @@ impl Accumulator {
             Accumulator::Sum { integer, real, is_real, exact, overflowed, any, total, average, count, .. } => {
                 if let (Some(sum), false) = (exact, is_real) {
                     return Ok(if average {
-                        crate::decimal::divide(sum, crate::decimal::from_i64(count))?
-                            .map_or(Value::Null, Value::Decimal)
+                        crate::decimal::divide(sum, count.into())?.map_or(Value::Null, Value::Decimal)
                     } else if total {
                         Value::Real(crate::decimal::to_f64(&sum))
                     } else {

@@ -1,6 +1,6 @@
 //! Scalar functions, arithmetic and pattern matching, with SQLite's semantics.
 
-use crate::decimal;
+use crate::decimal::{self, Decimal};
 use crate::error::{Error, Result};
 use crate::plan::BinaryOp;
 use crate::value::{Value, format_real};
@@ -395,7 +395,7 @@ pub fn arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value> {
     // Decimals stay exact with integers and decimals; with a real they become reals.
     let exact = |value: &Value| match value {
         Value::Decimal(exact) => Some(*exact),
-        Value::Integer(integer) => Some(decimal::from_i64(*integer)),
+        Value::Integer(integer) => Some(Decimal::from(*integer)),
         _ => None,
     };
     if (matches!(left, Value::Decimal(_)) || matches!(right, Value::Decimal(_)))

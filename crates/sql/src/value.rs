@@ -73,7 +73,7 @@ impl Affinity {
         let Affinity::Decimal(precision, scale) = self else { return Ok(self.apply(value)) };
         let exact = match &value {
             Value::Null => return Ok(Value::Null),
-            Value::Integer(integer) => decimal::from_i64(*integer),
+            Value::Integer(integer) => Decimal::from(*integer),
             Value::Decimal(exact) => *exact,
             Value::Real(real) => decimal::from_f64(*real).ok_or_else(|| {
                 Error::numeric_out_of_range(format!("{} does not fit DECIMAL({precision},{scale})", format_real(*real)))
