@@ -74,6 +74,10 @@ impl Error {
     pub fn cardinality(message: impl Into<String>) -> Error {
         Error::new("21000", message)
     }
+    /// The statement was interrupted ([`crate::Session::interrupt_handle`]).
+    pub fn query_canceled() -> Error {
+        Error::new("57014", "statement interrupted")
+    }
     pub fn out_of_memory(limit: usize) -> Error {
         Error::new("53200", format!("query needs more than its memory limit of {limit} bytes"))
     }

@@ -16,6 +16,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use tern_txn::Transaction;
 
 /// Rows read from the store by the first chunk of a scan (short scans, LIMIT) and by later
@@ -53,6 +54,8 @@ pub struct Executor<'t> {
     defaults: RefCell<HashMap<(u32, usize), Expr>>,
     /// EXPLAIN ANALYZE: rows, loops and time per plan node (keyed by the node's address).
     profile: Option<RefCell<HashMap<usize, NodeProfile>>>,
+    /// Set from another thread to cancel the statement (SQLSTATE 57014).
+    interrupt: Option<&'t AtomicBool>,
 }
 
 /// What one plan node did during EXPLAIN ANALYZE.
@@ -86,6 +89,21 @@ impl<'t> Executor<'t> {
             memory_limit,
             defaults: RefCell::new(HashMap::new()),
             profile: None,
+            interrupt: None,
+        }
+    }
+
+    /// Makes the statement fail with SQLSTATE 57014 soon after `flag` becomes true. The flag is
+    /// polled at every plan node, scan chunk, join row and memory charge.
+    pub fn with_interrupt(mut self, flag: &'t AtomicBool) -> Executor<'t> {
+        self.interrupt = Some(flag);
+        self
+    }
+
+    fn check_interrupt(&self) -> Result<()> {
+        match self.interrupt {
+            Some(flag) if flag.load(AtomicOrdering::Relaxed) => Err(Error::query_canceled()),
+            _ => Ok(()),
         }
     }
 
@@ -107,6 +125,7 @@ impl<'t> Executor<'t> {
     }
 
     fn charge(&self, bytes: usize) -> Result<()> {
+        self.check_interrupt()?;
         let used = self.memory_used.get() + bytes;
         self.memory_used.set(used);
         if used > self.memory_limit { Err(Error::out_of_memory(self.memory_limit)) } else { Ok(()) }
@@ -145,6 +164,7 @@ impl<'t> Executor<'t> {
         let (mut start, mut end) = (start, end);
         let mut chunk_rows = first_chunk_rows.clamp(1, SCAN_CHUNK_ROWS);
         loop {
+            self.check_interrupt()?;
             let chunk: Vec<(Vec<u8>, Vec<u8>)> = {
                 let mut txn = self.txn.borrow_mut();
                 let bounds = (bound_ref(&start), bound_ref(&end));
@@ -428,6 +448,7 @@ impl<'t> Executor<'t> {
     // ---- plans ---------------------------------------------------------------------------
 
     pub fn run(&self, plan: &Plan, outer: Option<&Env>) -> Result<Vec<Row>> {
+        self.check_interrupt()?;
         let started = self.profile.as_ref().map(|_| std::time::Instant::now());
         let rows = crate::limits::with_stack(|| self.run_inner(plan, outer))?;
         if let (Some(profile), Some(started)) = (&self.profile, started) {
@@ -715,6 +736,7 @@ impl<'t> Executor<'t> {
         };
         if left_keys.is_empty() {
             for left_row in &left_rows {
+                self.check_interrupt()?;
                 let mut matched = false;
                 for (index, right_row) in right_rows.iter().enumerate() {
                     let mut combined = Vec::with_capacity(left_width + right_width);

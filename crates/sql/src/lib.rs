@@ -31,5 +31,5 @@ pub mod slt;
 pub mod value;
 
 pub use error::{Error, Result};
-pub use session::{Database, Options, Outcome, Session, Statement};
+pub use session::{Database, InterruptHandle, Options, Outcome, Session, Statement};
 pub use value::Value;

@@ -13,7 +13,7 @@ use parking_lot::RwLock;
 use sqlparser::ast;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 use tern_txn::{Transaction, TxnDb};
 
@@ -112,7 +112,7 @@ impl Database {
     }
 
     pub fn session(&self) -> Session {
-        Session { shared: self.shared.clone(), transaction: None }
+        Session { shared: self.shared.clone(), transaction: None, interrupt: Arc::new(AtomicBool::new(false)) }
     }
 
     /// The key-value layer (statistics, checks).
@@ -136,6 +136,23 @@ struct OpenTransaction {
 pub struct Session {
     shared: Arc<Shared>,
     transaction: Option<OpenTransaction>,
+    /// Raised by an [`InterruptHandle`] to cancel the running statement.
+    interrupt: Arc<AtomicBool>,
+}
+
+/// Cancels the statement a [`Session`] is running, from any thread (SQLite's
+/// `sqlite3_interrupt`, PostgreSQL's cancel request). The statement fails with SQLSTATE 57014
+/// and its writes are discarded; an explicit transaction stays open. An interrupt that arrives
+/// while no statement runs is forgotten when the next one starts.
+#[derive(Clone, Debug)]
+pub struct InterruptHandle {
+    flag: Arc<AtomicBool>,
+}
+
+impl InterruptHandle {
+    pub fn interrupt(&self) {
+        self.flag.store(true, Ordering::Relaxed);
+    }
 }
 
 /// A parsed statement to run again with new parameters ([`Session::prepare`]). A query's plan
@@ -317,6 +334,11 @@ fn number_anonymous_parameters(tokens: &mut [sqlparser::tokenizer::TokenWithSpan
 }
 
 impl Session {
+    /// A handle that cancels this session's running statement from another thread.
+    pub fn interrupt_handle(&self) -> InterruptHandle {
+        InterruptHandle { flag: self.interrupt.clone() }
+    }
+
     /// Whether an explicit transaction is open.
     pub fn in_transaction(&self) -> bool {
         self.transaction.is_some()
@@ -324,10 +346,11 @@ impl Session {
 
     /// Runs every statement of `sql` and returns each one's outcome. Stops at the first error.
     pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Outcome>> {
+        self.interrupt.store(false, Ordering::Relaxed);
         let statements = parse(sql)?;
         let mut outcomes = Vec::with_capacity(statements.len());
         for statement in &statements {
-            outcomes.push(self.execute_statement(statement, params)?);
+            outcomes.push(self.run(statement, params, &mut None)?);
         }
         Ok(outcomes)
     }
@@ -351,10 +374,13 @@ impl Session {
 
     /// Runs a prepared statement with `params`.
     pub fn execute_prepared(&mut self, statement: &mut Statement, params: &[Value]) -> Result<Outcome> {
+        self.interrupt.store(false, Ordering::Relaxed);
         self.run(&statement.statement, params, &mut statement.plan)
     }
 
+    /// Runs one parsed statement.
     pub fn execute_statement(&mut self, statement: &ast::Statement, params: &[Value]) -> Result<Outcome> {
+        self.interrupt.store(false, Ordering::Relaxed);
         self.run(statement, params, &mut None)
     }
 
@@ -388,7 +414,7 @@ impl Session {
             }
             statement => {
                 if let Some(open) = self.transaction.as_mut() {
-                    return run_in_transaction(&self.shared, open, statement, params, plan);
+                    return run_in_transaction(&self.shared, open, statement, params, plan, &self.interrupt);
                 }
                 // Autocommit: retry the whole statement on a serialization failure.
                 let mut attempt = 0;
@@ -397,10 +423,14 @@ impl Session {
                     let mut txn = self.shared.db.begin();
                     let catalog = self.load_catalog(&mut txn)?;
                     let mut open = OpenTransaction { txn, catalog };
-                    let result = run_in_transaction(&self.shared, &mut open, statement, params, plan)
+                    let result = run_in_transaction(&self.shared, &mut open, statement, params, plan, &self.interrupt)
                         .and_then(|outcome| self.commit(open).map(|_| outcome));
                     match result {
-                        Err(error) if error.is_retryable() && attempt < self.shared.options.autocommit_attempts => {
+                        Err(error)
+                            if error.is_retryable()
+                                && attempt < self.shared.options.autocommit_attempts
+                                && !self.interrupt.load(Ordering::Relaxed) =>
+                        {
                             backoff(attempt)
                         }
                         other => return other,
@@ -503,9 +533,10 @@ fn run_in_transaction(
     statement: &ast::Statement,
     params: &[Value],
     plan: &mut Option<CachedPlan>,
+    interrupt: &AtomicBool,
 ) -> Result<Outcome> {
     let catalog = open.catalog.clone();
-    let mut exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit);
+    let mut exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit).with_interrupt(interrupt);
     let mut new_catalog: Option<Catalog> = None;
     let outcome = run_statement(&catalog, &mut exec, statement, &mut new_catalog, plan)?;
     if let Some(mut changed) = new_catalog {
@@ -941,6 +972,33 @@ fn drop_object(
     }
 }
 
+/// Applies `edit` to a table's stored CREATE TABLE statement, so that the text (what `.schema`
+/// shows and `.dump` replays) follows ALTER TABLE.
+fn edit_table_sql(table: &mut TableDef, edit: impl FnOnce(&mut ast::CreateTable)) -> Result<()> {
+    let mut statements = parse(&table.sql)?;
+    match statements.as_mut_slice() {
+        [ast::Statement::CreateTable(create)] => {
+            edit(create);
+            table.sql = ast::Statement::CreateTable(create.clone()).to_string();
+            Ok(())
+        }
+        _ => Err(Error::corrupt(format!("stored definition of table {}", table.name))),
+    }
+}
+
+/// The same for a CREATE INDEX statement.
+fn edit_index_sql(index: &mut IndexDef, edit: impl FnOnce(&mut ast::CreateIndex)) -> Result<()> {
+    let mut statements = parse(&index.sql)?;
+    match statements.as_mut_slice() {
+        [ast::Statement::CreateIndex(create)] => {
+            edit(create);
+            index.sql = ast::Statement::CreateIndex(create.clone()).to_string();
+            Ok(())
+        }
+        _ => Err(Error::corrupt(format!("stored definition of index {}", index.name))),
+    }
+}
+
 fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::AlterTableOperation) -> Result<()> {
     match operation {
         ast::AlterTableOperation::AddColumn { column_def: column, if_not_exists, .. } => {
@@ -973,7 +1031,7 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
             if let Some(check) = check {
                 table.checks.push(check);
             }
-            Ok(())
+            edit_table_sql(table, |create| create.columns.push(column.clone()))
         }
         ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
             let index = table
@@ -986,7 +1044,40 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
                 return Err(Error::unsupported("renaming a column of a table with CHECK constraints"));
             }
             table.columns[index].name = new_column_name.value.clone();
-            Ok(())
+            let old = &old_column_name.value;
+            let rename = |ident: &mut ast::Ident| {
+                if ident.value.eq_ignore_ascii_case(old) {
+                    *ident = new_column_name.clone();
+                }
+            };
+            let rename_indexed = |column: &mut ast::IndexColumn| {
+                if let ast::Expr::Identifier(ident) = &mut column.column.expr {
+                    rename(ident);
+                }
+            };
+            let table_name = table.name.to_ascii_lowercase();
+            for index in catalog.indexes.values_mut() {
+                if index.table == table_name && !index.constraint {
+                    let mut renamed = (**index).clone();
+                    edit_index_sql(&mut renamed, |create| create.columns.iter_mut().for_each(rename_indexed))?;
+                    *index = Arc::new(renamed);
+                }
+            }
+            edit_table_sql(table, |create| {
+                for column in &mut create.columns {
+                    rename(&mut column.name);
+                }
+                for constraint in &mut create.constraints {
+                    match constraint {
+                        ast::TableConstraint::Unique { columns, .. }
+                        | ast::TableConstraint::PrimaryKey { columns, .. } => {
+                            columns.iter_mut().for_each(rename_indexed)
+                        }
+                        ast::TableConstraint::ForeignKey { columns, .. } => columns.iter_mut().for_each(rename),
+                        _ => {}
+                    }
+                }
+            })
         }
         ast::AlterTableOperation::RenameTable { table_name } => {
             let new_name = match table_name {
@@ -1002,11 +1093,16 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
                 if index.table == old {
                     let mut renamed = (**index).clone();
                     renamed.table = new_name.clone();
+                    if !renamed.constraint {
+                        edit_index_sql(&mut renamed, |create| {
+                            create.table_name = ast::ObjectName::from(vec![ast::Ident::new(new_name.clone())])
+                        })?;
+                    }
                     *index = Arc::new(renamed);
                 }
             }
-            table.name = new_name;
-            Ok(())
+            table.name = new_name.clone();
+            edit_table_sql(table, |create| create.name = ast::ObjectName::from(vec![ast::Ident::new(new_name)]))
         }
         other => Err(Error::unsupported(format!("ALTER TABLE {other}"))),
     }

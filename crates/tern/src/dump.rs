@@ -1,0 +1,94 @@
+//! `.dump`: SQL text that recreates a database, and the SQL literal of every value.
+
+use crate::{Connection, Error, ObjectKind, Result, Value};
+use std::io::Write;
+
+/// Writes the script ([`Connection::dump`]).
+pub(crate) fn dump(connection: &Connection, out: &mut dyn Write) -> Result<()> {
+    let schema = connection.database().schema();
+    let own_transaction = connection.is_autocommit();
+    if own_transaction {
+        connection.execute("BEGIN", ())?;
+    }
+    let result = write_script(connection, &schema, out);
+    if own_transaction {
+        // Read only: nothing to commit.
+        connection.execute("ROLLBACK", ())?;
+    }
+    result
+}
+
+fn write_script(connection: &Connection, schema: &[crate::SchemaObject], out: &mut dyn Write) -> Result<()> {
+    let io = |error: std::io::Error| Error::new("58030", format!("writing the dump: {error}"));
+    writeln!(out, "BEGIN;").map_err(io)?;
+    for table in schema.iter().filter(|object| object.kind == ObjectKind::Table) {
+        writeln!(out, "{};", table.sql).map_err(io)?;
+        let rows = connection.query(&format!("SELECT * FROM {}", quote_identifier(&table.name)), ())?;
+        let columns: Vec<String> = rows.column_names().iter().map(|name| quote_identifier(name)).collect();
+        let prefix = format!("INSERT INTO {}({}) VALUES(", quote_identifier(&table.name), columns.join(","));
+        for row in &rows {
+            let values: Vec<String> = row.values().iter().map(sql_literal).collect();
+            writeln!(out, "{prefix}{});", values.join(",")).map_err(io)?;
+        }
+    }
+    for index in schema.iter().filter(|object| object.kind == ObjectKind::Index) {
+        writeln!(out, "{};", index.sql).map_err(io)?;
+    }
+    for view in views_in_dependency_order(schema) {
+        writeln!(out, "{};", view.sql).map_err(io)?;
+    }
+    writeln!(out, "COMMIT;").map_err(io)?;
+    Ok(())
+}
+
+/// Views ordered so that each comes after the views its query names (a view may read another
+/// that sorts after it by name).
+fn views_in_dependency_order(schema: &[crate::SchemaObject]) -> Vec<&crate::SchemaObject> {
+    let mut pending: Vec<&crate::SchemaObject> =
+        schema.iter().filter(|object| object.kind == ObjectKind::View).collect();
+    let words = |sql: &str| -> Vec<String> {
+        sql.split(|c: char| !(c.is_alphanumeric() || c == '_')).map(str::to_ascii_lowercase).collect()
+    };
+    let mut ordered = Vec::with_capacity(pending.len());
+    while !pending.is_empty() {
+        let names: Vec<String> = pending.iter().map(|view| view.name.to_ascii_lowercase()).collect();
+        let ready = pending.iter().position(|view| {
+            let own = view.name.to_ascii_lowercase();
+            let used = words(&view.sql);
+            !names.iter().any(|name| *name != own && used.contains(name))
+        });
+        // A cycle cannot be created; should the words mislead, keep the name order.
+        ordered.push(pending.remove(ready.unwrap_or(0)));
+    }
+    ordered
+}
+
+/// `name` as a double-quoted SQL identifier.
+pub fn quote_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The SQL literal that reads back as exactly `value`: integers and reals keep their type
+/// (a whole real is written `2.0`), text is single-quoted, blobs are `X'..'`, decimals are a
+/// cast of their exact text.
+pub fn sql_literal(value: &Value) -> String {
+    match value {
+        Value::Null => "NULL".to_string(),
+        Value::Integer(integer) => integer.to_string(),
+        // Debug prints the shortest text that parses back to the same f64, always with a '.'
+        // or an exponent; an infinity is written as a literal too large for f64.
+        Value::Real(real) if real.is_infinite() => if *real > 0.0 { "1e999" } else { "-1e999" }.to_string(),
+        Value::Real(real) => format!("{real:?}"),
+        Value::Decimal(decimal) => format!("CAST('{decimal}' AS DECIMAL(28, {}))", decimal.scale()),
+        Value::Text(text) => format!("'{}'", text.replace('\'', "''")),
+        Value::Blob(bytes) => {
+            let mut literal = String::with_capacity(3 + 2 * bytes.len());
+            literal.push_str("X'");
+            for byte in bytes {
+                literal.push_str(&format!("{byte:02X}"));
+            }
+            literal.push('\'');
+            literal
+        }
+    }
+}

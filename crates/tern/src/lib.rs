@@ -1,0 +1,522 @@
+//! Tern's embedded API: open a database file (or one in memory), open a [`Connection`] per
+//! thread, and run SQL with parameters converted from Rust types and results read back into
+//! them. The SQL dialect is SQLite's (see `docs/sql.md`); every statement runs in a
+//! serializable transaction over Tern's LSM storage.
+//!
+//! ```
+//! use tern::{Database, params};
+//!
+//! let db = Database::open_in_memory()?;
+//! let conn = db.connect();
+//! conn.execute_batch("CREATE TABLE person(id INTEGER PRIMARY KEY, name TEXT NOT NULL, born DATE)")?;
+//! let born = chrono::NaiveDate::from_ymd_opt(1815, 12, 10).unwrap();
+//! conn.execute("INSERT INTO person(name, born) VALUES (?, ?)", ("Ada", born))?;
+//! conn.execute("INSERT INTO person(name, born) VALUES (?, ?)", params!["Grace", None::<chrono::NaiveDate>])?;
+//!
+//! let rows = conn.query("SELECT id, name, born FROM person ORDER BY id", ())?;
+//! for row in &rows {
+//!     let id: i64 = row.get(0)?;
+//!     let name: String = row.get("name")?;
+//!     let born: Option<chrono::NaiveDate> = row.get("born")?;
+//!     println!("{id} {name} {born:?}");
+//! }
+//! assert_eq!(rows.get(0).unwrap().get::<chrono::NaiveDate>(2)?, born);
+//! # Ok::<(), tern::Error>(())
+//! ```
+//!
+//! Errors are [`Error`]s: a SQLSTATE (`23505` unique violation, `40001` serialization failure,
+//! `57014` interrupted, ...), a message and, for errors in the statement's text, a position.
+
+mod dump;
+mod options;
+mod rows;
+mod types;
+
+pub use options::{MIN_MEMORY_BUDGET, Options, Sizes, SyncPolicy};
+pub use rows::{ColumnIndex, Row, Rows};
+pub use tern_sql::{Error, InterruptHandle, Value};
+pub use types::{FromSql, Params, ToSql};
+
+/// Results of the embedded API.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+use std::cell::RefCell;
+use std::path::Path;
+use std::sync::Arc;
+
+/// An open database. Cheap to clone and shared between threads; each thread opens its own
+/// [`Connection`] with [`Database::connect`]. The database closes when the last clone and
+/// connection are dropped.
+#[derive(Clone)]
+pub struct Database {
+    engine: tern_sql::Database,
+    retry_attempts: u32,
+}
+
+impl Database {
+    /// Opens the database in the file at `path`, creating it if it does not exist. The write-
+    /// ahead log lives beside it (`<path>-wal`).
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("app.tern");
+    /// {
+    ///     let db = tern::Database::open(&path, tern::Options::default())?;
+    ///     db.connect().execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (42)")?;
+    /// }
+    /// let db = tern::Database::open(&path, tern::Options::default())?;
+    /// let x: i64 = db.connect().query_row("SELECT x FROM t", (), |row| row.get(0))?;
+    /// assert_eq!(x, 42);
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Database> {
+        let engine = tern_sql::Database::open(path, options.engine_options()?)?;
+        Ok(Database { engine, retry_attempts: options.retry_attempts })
+    }
+
+    /// A database that lives in memory only (nothing is written to disk).
+    pub fn open_in_memory() -> Result<Database> {
+        Database::open_in_memory_with(Options { sync: SyncPolicy::Never, ..Options::default() })
+    }
+
+    /// A database in memory with the given sizes.
+    pub fn open_in_memory_with(options: Options) -> Result<Database> {
+        let vfs: Arc<dyn tern_pagestore::Vfs> = Arc::new(tern_pagestore::MemoryVfs::new());
+        let engine = tern_sql::Database::open_with(vfs, Path::new("memory.tern"), options.engine_options()?)?;
+        Ok(Database { engine, retry_attempts: options.retry_attempts })
+    }
+
+    /// A new connection: its own transaction state, to be used from one thread at a time.
+    pub fn connect(&self) -> Connection {
+        Connection { db: self.clone(), session: RefCell::new(self.engine.session()) }
+    }
+
+    /// Tables, indexes and views, as the newest committed schema has them: tables first, then
+    /// indexes, then views, each group by name.
+    pub fn schema(&self) -> Vec<SchemaObject> {
+        let catalog = self.engine.catalog();
+        let tables = catalog.tables.values().map(|table| SchemaObject {
+            kind: ObjectKind::Table,
+            name: table.name.clone(),
+            table: table.name.clone(),
+            sql: table.sql.clone(),
+        });
+        // Indexes made for UNIQUE and PRIMARY KEY constraints come with their table.
+        let indexes = catalog.indexes.values().filter(|index| !index.constraint).map(|index| SchemaObject {
+            kind: ObjectKind::Index,
+            name: index.name.clone(),
+            table: catalog.table(&index.table).map_or_else(|| index.table.clone(), |table| table.name.clone()),
+            sql: index.sql.clone(),
+        });
+        let views = catalog.views.values().map(|view| SchemaObject {
+            kind: ObjectKind::View,
+            name: view.name.clone(),
+            table: view.name.clone(),
+            sql: view.sql.clone(),
+        });
+        tables.chain(indexes).chain(views).collect()
+    }
+
+    /// Counters and sizes of the storage layers.
+    pub fn stats(&self) -> Stats {
+        let txn = self.engine.txn_db();
+        Stats { transactions: txn.stats(), storage: txn.lsm_stats() }
+    }
+
+    /// The SQL engine underneath, for what this API does not cover.
+    pub fn engine(&self) -> &tern_sql::Database {
+        &self.engine
+    }
+}
+
+/// What a schema object is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectKind {
+    Table,
+    Index,
+    View,
+}
+
+/// A table, index or view, with the SQL that creates it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaObject {
+    pub kind: ObjectKind,
+    pub name: String,
+    /// The table an index belongs to (for tables and views, the object's own name).
+    pub table: String,
+    pub sql: String,
+}
+
+/// Statistics of a database ([`Database::stats`]).
+#[derive(Debug, Clone)]
+pub struct Stats {
+    /// Commits, batches and the certifier's decisions.
+    pub transactions: tern_txn::TxnStats,
+    /// The LSM tree's levels, memtables, log and compactions, and its buffer pool.
+    pub storage: tern_lsm::Stats,
+}
+
+/// What one statement of a script did ([`Connection::run_script`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The rows of a query (or of RETURNING, or EXPLAIN's plan).
+    Rows(Rows),
+    /// Rows inserted, updated or deleted.
+    Changed(u64),
+    /// Anything else, with its tag (`CREATE TABLE`, `BEGIN`, ...).
+    Done(&'static str),
+}
+
+impl From<tern_sql::Outcome> for Outcome {
+    fn from(outcome: tern_sql::Outcome) -> Outcome {
+        match outcome {
+            tern_sql::Outcome::Rows { columns, rows } => Outcome::Rows(Rows::new(columns, rows)),
+            tern_sql::Outcome::Changed(count) => Outcome::Changed(count),
+            tern_sql::Outcome::Done(tag) => Outcome::Done(tag),
+        }
+    }
+}
+
+impl Outcome {
+    /// Rows changed, or rows returned, or 0.
+    fn count(&self) -> u64 {
+        match self {
+            Outcome::Rows(rows) => rows.len() as u64,
+            Outcome::Changed(count) => *count,
+            Outcome::Done(_) => 0,
+        }
+    }
+}
+
+/// A connection: runs statements, one at a time, each in its own transaction unless one is
+/// open ([`Connection::transaction`]). Open one per thread (`Connection` is `Send` but not
+/// `Sync`); connections are cheap.
+///
+/// ```
+/// let db = tern::Database::open_in_memory()?;
+/// db.connect().execute_batch("CREATE TABLE hits(n INTEGER)")?;
+/// let threads: Vec<_> = (0..4)
+///     .map(|_| {
+///         let db = db.clone();
+///         std::thread::spawn(move || db.connect().execute("INSERT INTO hits VALUES (1)", ()))
+///     })
+///     .collect();
+/// for thread in threads {
+///     thread.join().unwrap()?;
+/// }
+/// let total: i64 = db.connect().query_row("SELECT sum(n) FROM hits", (), |row| row.get(0))?;
+/// assert_eq!(total, 4);
+/// # Ok::<(), tern::Error>(())
+/// ```
+pub struct Connection {
+    db: Database,
+    session: RefCell<tern_sql::Session>,
+}
+
+impl Connection {
+    /// Runs one statement and returns the number of rows it inserted, updated or deleted (for
+    /// a query, or DML with RETURNING, the number of rows it returned; 0 for anything else).
+    ///
+    /// ```
+    /// let db = tern::Database::open_in_memory()?;
+    /// let conn = db.connect();
+    /// conn.execute("CREATE TABLE t(x INTEGER)", ())?;
+    /// assert_eq!(conn.execute("INSERT INTO t VALUES (?), (?)", (1, 2))?, 2);
+    /// assert_eq!(conn.execute("UPDATE t SET x = x * 10 WHERE x > ?", [1])?, 1);
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn execute(&self, sql: &str, params: impl Params) -> Result<u64> {
+        let mut statement = self.session.borrow().prepare(sql)?;
+        self.run_prepared(&mut statement, &params.to_values()?).map(|outcome| outcome.count())
+    }
+
+    /// Runs one statement and returns its rows.
+    ///
+    /// ```
+    /// let db = tern::Database::open_in_memory()?;
+    /// let conn = db.connect();
+    /// let rows = conn.query("SELECT ? + 1 AS next", [41])?;
+    /// assert_eq!(rows.get(0).unwrap().get::<i64>("next")?, 42);
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn query(&self, sql: &str, params: impl Params) -> Result<Rows> {
+        let mut statement = self.session.borrow().prepare(sql)?;
+        rows_of(self.run_prepared(&mut statement, &params.to_values()?)?)
+    }
+
+    /// Runs a query and maps its first row with `map`; no row is SQLSTATE 02000.
+    ///
+    /// ```
+    /// let db = tern::Database::open_in_memory()?;
+    /// let conn = db.connect();
+    /// let (a, b): (i64, String) = conn.query_row("SELECT 1, 'one'", (), |row| Ok((row.get(0)?, row.get(1)?)))?;
+    /// assert_eq!((a, b.as_str()), (1, "one"));
+    /// let none = conn.query_row("SELECT 1 WHERE 0", (), |row| row.get::<i64>(0));
+    /// assert_eq!(none.unwrap_err().sqlstate, "02000");
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn query_row<T>(&self, sql: &str, params: impl Params, map: impl FnOnce(&Row<'_>) -> Result<T>) -> Result<T> {
+        first_row(&self.query(sql, params)?, map)
+    }
+
+    /// Parses a statement once, to run it many times with new parameters. The plan is kept
+    /// between runs and made again only after the schema changes.
+    ///
+    /// ```
+    /// let db = tern::Database::open_in_memory()?;
+    /// let conn = db.connect();
+    /// conn.execute_batch("CREATE TABLE squares(n INTEGER PRIMARY KEY, square INTEGER)")?;
+    /// let mut insert = conn.prepare("INSERT INTO squares VALUES (?, ?)")?;
+    /// for n in 1..=10_i64 {
+    ///     insert.execute((n, n * n))?;
+    /// }
+    /// let mut lookup = conn.prepare("SELECT square FROM squares WHERE n = ?")?;
+    /// assert_eq!(lookup.query_row([7], |row| row.get::<i64>(0))?, 49);
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn prepare(&self, sql: &str) -> Result<Statement<'_>> {
+        let inner = self.session.borrow().prepare(sql)?;
+        Ok(Statement { connection: self, inner })
+    }
+
+    /// Runs every statement of a script (separated by `;`), without parameters, stopping at
+    /// the first error. Results of queries are discarded.
+    pub fn execute_batch(&self, script: &str) -> Result<()> {
+        self.run_script(script, |_| Ok(()))
+    }
+
+    /// Runs every statement of a script and hands each one's outcome to `each`, in order,
+    /// stopping at the first error (of a statement or of `each`). The whole script is parsed
+    /// first: a syntax error anywhere runs nothing.
+    pub fn run_script(&self, script: &str, mut each: impl FnMut(Outcome) -> Result<()>) -> Result<()> {
+        let statements = tern_sql::session::parse(script)?;
+        for statement in &statements {
+            let outcome = self.session.borrow_mut().execute_statement(statement, &[])?;
+            each(outcome.into())?;
+        }
+        Ok(())
+    }
+
+    /// Opens a transaction: statements run through it see one snapshot and commit together,
+    /// serializably. It rolls back when dropped unless [`Transaction::commit`] was called.
+    ///
+    /// ```
+    /// let db = tern::Database::open_in_memory()?;
+    /// let mut conn = db.connect();
+    /// conn.execute_batch("CREATE TABLE t(x)")?;
+    /// {
+    ///     let tx = conn.transaction()?;
+    ///     tx.execute("INSERT INTO t VALUES (1)", ())?;
+    /// } // dropped: rolled back
+    /// let tx = conn.transaction()?;
+    /// tx.execute("INSERT INTO t VALUES (2)", ())?;
+    /// tx.commit()?;
+    /// assert_eq!(conn.query_row("SELECT group_concat(x) FROM t", (), |row| row.get::<String>(0))?, "2");
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn transaction(&mut self) -> Result<Transaction<'_>> {
+        self.session.get_mut().execute("BEGIN", &[])?;
+        Ok(Transaction { connection: self, finished: false })
+    }
+
+    /// Runs `body` in a transaction and commits it; when the body or the commit fails with a
+    /// serialization error (SQLSTATE 40001, another transaction got in the way), waits a
+    /// little (exponential backoff with jitter, from 50 us to 20 ms) and runs it again, up to
+    /// [`Options::retry_attempts`] times. Other errors roll back and return at once.
+    ///
+    /// ```
+    /// let db = tern::Database::open_in_memory()?;
+    /// db.connect().execute_batch("CREATE TABLE counter(n INTEGER); INSERT INTO counter VALUES (0)")?;
+    /// let workers: Vec<_> = (0..4)
+    ///     .map(|_| {
+    ///         let db = db.clone();
+    ///         std::thread::spawn(move || -> tern::Result<()> {
+    ///             let mut conn = db.connect();
+    ///             for _ in 0..25 {
+    ///                 conn.transact(|tx| {
+    ///                     let n: i64 = tx.query_row("SELECT n FROM counter", (), |row| row.get(0))?;
+    ///                     tx.execute("UPDATE counter SET n = ?", [n + 1]).map(drop)
+    ///                 })?;
+    ///             }
+    ///             Ok(())
+    ///         })
+    ///     })
+    ///     .collect();
+    /// for worker in workers {
+    ///     worker.join().unwrap()?;
+    /// }
+    /// assert_eq!(db.connect().query_row("SELECT n FROM counter", (), |row| row.get::<i64>(0))?, 100);
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn transact<T>(&mut self, mut body: impl FnMut(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let attempts = self.db.retry_attempts;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let transaction = self.transaction()?;
+            let result = match body(&transaction) {
+                Ok(value) => transaction.commit().map(|()| value),
+                Err(error) => {
+                    drop(transaction);
+                    Err(error)
+                }
+            };
+            match result {
+                Err(error) if error.is_retryable() && attempt < attempts => backoff(attempt),
+                other => return other,
+            }
+        }
+    }
+
+    /// Whether statements commit on their own (no transaction is open).
+    pub fn is_autocommit(&self) -> bool {
+        !self.session.borrow().in_transaction()
+    }
+
+    /// A handle that cancels this connection's running statement from another thread (the
+    /// statement fails with SQLSTATE 57014).
+    ///
+    /// ```
+    /// let db = tern::Database::open_in_memory()?;
+    /// let conn = db.connect();
+    /// let handle = conn.interrupt_handle();
+    /// let canceller = std::thread::spawn(move || {
+    ///     std::thread::sleep(std::time::Duration::from_millis(100));
+    ///     handle.interrupt();
+    /// });
+    /// let endless = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c";
+    /// assert_eq!(conn.query(endless, ()).unwrap_err().sqlstate, "57014");
+    /// canceller.join().unwrap();
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn interrupt_handle(&self) -> InterruptHandle {
+        self.session.borrow().interrupt_handle()
+    }
+
+    /// The database this connection belongs to.
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// Writes SQL text that recreates the database: its tables with their rows, indexes and
+    /// views, read in one transaction (`BEGIN; ... COMMIT;`, as `sqlite3 .dump` writes). A
+    /// failure to write is SQLSTATE 58030.
+    ///
+    /// ```
+    /// let db = tern::Database::open_in_memory()?;
+    /// let conn = db.connect();
+    /// conn.execute_batch("CREATE TABLE t(a INTEGER, b TEXT); INSERT INTO t VALUES (1, 'it''s')")?;
+    /// let mut script = Vec::new();
+    /// conn.dump(&mut script)?;
+    /// let copy = tern::Database::open_in_memory()?;
+    /// copy.connect().execute_batch(std::str::from_utf8(&script).unwrap())?;
+    /// assert_eq!(copy.connect().query_row("SELECT b FROM t", (), |row| row.get::<String>(0))?, "it's");
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn dump(&self, out: &mut dyn std::io::Write) -> Result<()> {
+        dump::dump(self, out)
+    }
+
+    fn run_prepared(&self, statement: &mut tern_sql::Statement, params: &[Value]) -> Result<Outcome> {
+        Ok(self.session.borrow_mut().execute_prepared(statement, params)?.into())
+    }
+}
+
+pub use dump::{quote_identifier, sql_literal};
+
+fn rows_of(outcome: Outcome) -> Result<Rows> {
+    match outcome {
+        Outcome::Rows(rows) => Ok(rows),
+        _ => Ok(Rows::new(Vec::new(), Vec::new())),
+    }
+}
+
+fn first_row<T>(rows: &Rows, map: impl FnOnce(&Row<'_>) -> Result<T>) -> Result<T> {
+    match rows.get(0) {
+        Some(row) => map(&row),
+        None => Err(Error::new("02000", "the query returned no rows")),
+    }
+}
+
+/// Sleeps before another attempt: 50 us doubling up to 20 ms, times a random factor in
+/// [0.5, 1.5) so that transactions that collided do not collide again in step.
+fn backoff(attempt: u32) {
+    use std::hash::{BuildHasher, Hasher};
+    let base_us = (50u64 << attempt.min(10)).min(20_000);
+    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    std::thread::sleep(std::time::Duration::from_micros(base_us / 2 + random % base_us));
+}
+
+/// A statement parsed once and run many times ([`Connection::prepare`]).
+pub struct Statement<'c> {
+    connection: &'c Connection,
+    inner: tern_sql::Statement,
+}
+
+impl Statement<'_> {
+    /// Runs the statement with `params`; returns rows changed, as [`Connection::execute`].
+    pub fn execute(&mut self, params: impl Params) -> Result<u64> {
+        self.connection.run_prepared(&mut self.inner, &params.to_values()?).map(|outcome| outcome.count())
+    }
+
+    /// Runs the statement with `params` and returns its rows.
+    pub fn query(&mut self, params: impl Params) -> Result<Rows> {
+        rows_of(self.connection.run_prepared(&mut self.inner, &params.to_values()?)?)
+    }
+
+    /// Runs the query and maps its first row; no row is SQLSTATE 02000.
+    pub fn query_row<T>(&mut self, params: impl Params, map: impl FnOnce(&Row<'_>) -> Result<T>) -> Result<T> {
+        first_row(&self.query(params)?, map)
+    }
+
+    /// The SQL text the statement was prepared from.
+    pub fn sql(&self) -> &str {
+        self.inner.sql()
+    }
+}
+
+/// An open transaction ([`Connection::transaction`]). Run statements through it (it derefs
+/// to the [`Connection`]); it rolls back when dropped unless committed.
+pub struct Transaction<'c> {
+    connection: &'c mut Connection,
+    finished: bool,
+}
+
+impl Transaction<'_> {
+    /// Commits: every statement's writes become visible at once, or, if a concurrent
+    /// transaction conflicts, none do and the error is SQLSTATE 40001.
+    pub fn commit(mut self) -> Result<()> {
+        self.finish("COMMIT")
+    }
+
+    /// Discards every write of the transaction.
+    pub fn rollback(mut self) -> Result<()> {
+        self.finish("ROLLBACK")
+    }
+
+    fn finish(&mut self, command: &str) -> Result<()> {
+        self.finished = true;
+        let session = self.connection.session.get_mut();
+        if !session.in_transaction() {
+            // The statements ended it themselves (COMMIT or ROLLBACK as SQL).
+            return Ok(());
+        }
+        session.execute(command, &[]).map(drop)
+    }
+}
+
+impl std::ops::Deref for Transaction<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.connection
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            // Rolling back cannot fail in a way the caller could act on.
+            let _ = self.finish("ROLLBACK");
+        }
+    }
+}

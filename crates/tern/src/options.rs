@@ -1,0 +1,123 @@
+//! Settings of an embedded database, and the memory budget that sizes them for small devices.
+
+use crate::{Error, Result};
+pub use tern_lsm::SyncPolicy;
+
+/// Settings of a [`Database`](crate::Database). The defaults suit a server-sized machine; on
+/// a small device set [`Options::memory_budget`] and let Tern size the parts.
+///
+/// ```
+/// let options = tern::Options { memory_budget: Some(32 << 20), ..tern::Options::default() };
+/// let sizes = options.resolved()?;
+/// assert!(sizes.buffer_pool_size + 2 * sizes.memtable_size + sizes.query_memory_limit <= 32 << 20);
+/// # Ok::<(), tern::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Page size of a new database file, a power of two from 512 to 65536 (an existing file
+    /// keeps its own).
+    pub page_size: usize,
+    /// Bytes of the buffer pool: the cache of table pages, indexes and filters.
+    pub buffer_pool_size: usize,
+    /// Bytes of writes kept in memory before they are written to a table file. Up to two
+    /// memtables exist at once (one being written out).
+    pub memtable_size: usize,
+    /// When a commit reaches the disk: `EveryCommit` (the default; group commit shares one
+    /// fsync among concurrent commits), `Interval(d)`, or `Never`.
+    pub sync: SyncPolicy,
+    /// Bytes one statement may materialize (sorts, joins, groups) before it fails with
+    /// SQLSTATE 53200.
+    pub query_memory_limit: usize,
+    /// When set, overrides the three sizes above: half for the buffer pool, an eighth for each
+    /// of the two memtables, a quarter for statements. At least 4 MiB.
+    pub memory_budget: Option<usize>,
+    /// Attempts of an autocommit statement, and of [`Connection::transact`]'s closure, that
+    /// fail with a serialization error (SQLSTATE 40001) before the error is returned.
+    ///
+    /// [`Connection::transact`]: crate::Connection::transact
+    pub retry_attempts: u32,
+}
+
+/// The sizes an [`Options`] comes to once its memory budget is divided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizes {
+    pub buffer_pool_size: usize,
+    pub memtable_size: usize,
+    pub query_memory_limit: usize,
+}
+
+/// The smallest memory budget: a pool of 512 pages of 4 KiB (LSM indexes and filters of a
+/// small database fit), memtables of 512 KiB.
+pub const MIN_MEMORY_BUDGET: usize = 4 << 20;
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            page_size: 4096,
+            buffer_pool_size: 64 << 20,
+            memtable_size: 16 << 20,
+            sync: SyncPolicy::EveryCommit,
+            query_memory_limit: 1 << 30,
+            memory_budget: None,
+            retry_attempts: 100,
+        }
+    }
+}
+
+impl Options {
+    /// The sizes the database will use: the budget's division when one is set, the fields
+    /// otherwise. Fails (SQLSTATE 22023) on settings the engine cannot run with.
+    pub fn resolved(&self) -> Result<Sizes> {
+        if !self.page_size.is_power_of_two() || !(512..=65536).contains(&self.page_size) {
+            return Err(invalid(format!("page size {} is not a power of two from 512 to 65536", self.page_size)));
+        }
+        if self.retry_attempts == 0 {
+            return Err(invalid("retry_attempts must be at least 1".into()));
+        }
+        let sizes = match self.memory_budget {
+            Some(budget) if budget < MIN_MEMORY_BUDGET => {
+                return Err(invalid(format!(
+                    "memory budget of {budget} bytes is below the minimum of {MIN_MEMORY_BUDGET}"
+                )));
+            }
+            Some(budget) => {
+                Sizes { buffer_pool_size: budget / 2, memtable_size: budget / 8, query_memory_limit: budget / 4 }
+            }
+            None => Sizes {
+                buffer_pool_size: self.buffer_pool_size,
+                memtable_size: self.memtable_size,
+                query_memory_limit: self.query_memory_limit,
+            },
+        };
+        // The pool holds whole pages, and at least 16 of them.
+        let buffer_pool_size = sizes.buffer_pool_size / self.page_size * self.page_size;
+        if buffer_pool_size < 16 * self.page_size {
+            return Err(invalid(format!("buffer pool of {} bytes holds fewer than 16 pages", sizes.buffer_pool_size)));
+        }
+        if sizes.memtable_size < 64 << 10 {
+            return Err(invalid(format!("memtable of {} bytes is below 64 KiB", sizes.memtable_size)));
+        }
+        Ok(Sizes { buffer_pool_size, ..sizes })
+    }
+
+    /// The SQL engine's settings for these options.
+    pub(crate) fn engine_options(&self) -> Result<tern_sql::Options> {
+        let sizes = self.resolved()?;
+        let mut options = tern_sql::Options::default();
+        let lsm = &mut options.txn.lsm;
+        lsm.page_size = self.page_size;
+        lsm.pool.pool_size_bytes = sizes.buffer_pool_size;
+        lsm.memtable_size = sizes.memtable_size;
+        // The table files' target size follows the memtable, so a small device writes small
+        // tables instead of holding 8 MiB compaction outputs.
+        lsm.table_target_size = lsm.table_target_size.min(sizes.memtable_size.max(256 << 10));
+        lsm.sync = self.sync;
+        options.query_memory_limit = sizes.query_memory_limit;
+        options.autocommit_attempts = self.retry_attempts;
+        Ok(options)
+    }
+}
+
+fn invalid(message: String) -> Error {
+    Error::invalid_parameter(message)
+}
