@@ -690,7 +690,7 @@ fn run_statement(
             changed.views.insert(
                 view_name.clone(),
                 Arc::new(ViewDef {
-                    name: name.to_string(),
+                    name: written_name(name).unwrap_or(view_name.clone()),
                     columns: names,
                     query: query.to_string(),
                     sql: statement.to_string(),
@@ -747,6 +747,14 @@ fn run_statement(
             Ok(Outcome::Done("ALTER TABLE"))
         }
         other => Err(Error::unsupported(format!("statement {}", first_words(&other.to_string())))),
+    }
+}
+
+/// The last part of an object name as written: case kept, quotes removed.
+fn written_name(name: &ast::ObjectName) -> Option<String> {
+    match name.0.last() {
+        Some(ast::ObjectNamePart::Identifier(ident)) => Some(ident.value.clone()),
+        _ => None,
     }
 }
 
@@ -817,7 +825,7 @@ fn create_table(catalog: &mut Catalog, create: &ast::CreateTable) -> Result<bool
     }
     let mut table = TableDef {
         id: catalog.allocate_id(),
-        name: create.name.0.last().map(|part| part.to_string().trim_matches('"').to_string()).unwrap_or(name.clone()),
+        name: written_name(&create.name).unwrap_or(name.clone()),
         columns: Vec::new(),
         primary_key: Vec::new(),
         rowid_alias: None,

@@ -1,0 +1,551 @@
+//! Tests of every method of the embedded API, each against what SQL itself reports.
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, Utc};
+use rust_decimal::Decimal;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tern::{Connection, Database, Options, Outcome, Value, params};
+
+fn memory() -> (Database, Connection) {
+    let db = Database::open_in_memory().expect("in-memory database");
+    let conn = db.connect();
+    (db, conn)
+}
+
+fn count(conn: &Connection, table: &str) -> i64 {
+    conn.query_row(&format!("SELECT count(*) FROM {table}"), (), |row| row.get(0)).unwrap()
+}
+
+#[test]
+fn open_creates_a_missing_file_and_reopens_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested.tern");
+    assert!(!path.exists());
+    {
+        let db = Database::open(&path, Options::default()).unwrap();
+        let conn = db.connect();
+        conn.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT); CREATE INDEX t_v ON t(v)").unwrap();
+        let mut insert = conn.prepare("INSERT INTO t(v) VALUES (?)").unwrap();
+        for i in 0..500 {
+            insert.execute([format!("value {i}")]).unwrap();
+        }
+    }
+    assert!(path.exists());
+    let db = Database::open(&path, Options::default()).unwrap();
+    let conn = db.connect();
+    assert_eq!(count(&conn, "t"), 500);
+    let v: String = conn.query_row("SELECT v FROM t WHERE id = ?", [250], |row| row.get("v")).unwrap();
+    assert_eq!(v, "value 249");
+    assert_eq!(db.schema().len(), 2);
+}
+
+#[test]
+fn open_reports_bad_paths_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = Database::open(dir.path().join("missing-dir").join("x.tern"), Options::default()).err().unwrap();
+    assert!(!error.sqlstate.is_empty(), "{error}");
+    // A file that is not a database.
+    let junk = dir.path().join("junk.tern");
+    std::fs::write(&junk, vec![0x5a; 20_000]).unwrap();
+    assert!(Database::open(&junk, Options::default()).is_err());
+}
+
+#[test]
+fn execute_counts_changed_rows() {
+    let (_db, conn) = memory();
+    assert_eq!(conn.execute("CREATE TABLE t(x INTEGER)", ()).unwrap(), 0);
+    assert_eq!(conn.execute("INSERT INTO t VALUES (1), (2), (3)", ()).unwrap(), 3);
+    assert_eq!(conn.execute("UPDATE t SET x = x + 10 WHERE x >= ?", [2]).unwrap(), 2);
+    assert_eq!(conn.execute("DELETE FROM t WHERE x = ?1 OR x = ?2", (1, 12)).unwrap(), 2);
+    assert_eq!(conn.execute("SELECT * FROM t", ()).unwrap(), 1, "a query counts its rows");
+    // execute takes exactly one statement.
+    assert_eq!(conn.execute("SELECT 1; SELECT 2", ()).unwrap_err().sqlstate, "42601");
+    assert_eq!(conn.execute("SELEC 1", ()).unwrap_err().sqlstate, "42601");
+    assert_eq!(conn.execute("INSERT INTO nope VALUES (1)", ()).unwrap_err().sqlstate, "42P01");
+}
+
+#[test]
+fn query_rows_read_by_index_and_by_name() {
+    let (_db, conn) = memory();
+    conn.execute_batch("CREATE TABLE p(id INTEGER PRIMARY KEY, name TEXT, score REAL); INSERT INTO p VALUES (1, 'ada', 9.5), (2, 'bob', NULL)").unwrap();
+    let rows = conn.query("SELECT id, name, score FROM p ORDER BY id", ()).unwrap();
+    assert_eq!(rows.column_names(), ["id", "name", "score"]);
+    assert_eq!(rows.column_count(), 3);
+    assert_eq!(rows.len(), 2);
+    assert!(!rows.is_empty());
+    let first = rows.get(0).unwrap();
+    assert_eq!(first.get::<i64>(0).unwrap(), 1);
+    assert_eq!(first.get::<String>("NAME").unwrap(), "ada", "names match case-insensitively");
+    assert_eq!(first.get::<f64>("score").unwrap(), 9.5);
+    assert_eq!(first.value(2).unwrap(), &Value::Real(9.5));
+    let second = rows.get(1).unwrap();
+    assert_eq!(second.get::<Option<f64>>("score").unwrap(), None);
+    assert_eq!(second.get::<f64>("score").unwrap_err().sqlstate, "22004");
+    assert_eq!(second.get::<i64>(3).unwrap_err().sqlstate, "42703");
+    assert_eq!(second.get::<i64>("nope").unwrap_err().sqlstate, "42703");
+    assert_eq!(second.get::<i64>("name").unwrap_err().sqlstate, "42804");
+    let names = rows.map(|row| row.get::<String>(1)).unwrap();
+    assert_eq!(names, ["ada", "bob"]);
+    assert_eq!(rows.iter().len(), 2);
+    assert_eq!(rows.clone().into_values()[1][0], Value::Integer(2));
+    // Statements without rows give an empty result.
+    let empty = conn.query("CREATE TABLE q(x)", ()).unwrap();
+    assert!(empty.is_empty());
+    assert_eq!(empty.column_count(), 0);
+}
+
+#[test]
+fn query_row_maps_the_first_row_or_reports_none() {
+    let (_db, conn) = memory();
+    let (a, b): (i64, String) = conn.query_row("SELECT 7, 'x'", (), |row| Ok((row.get(0)?, row.get(1)?))).unwrap();
+    assert_eq!((a, b.as_str()), (7, "x"));
+    let error = conn.query_row("SELECT 1 WHERE 1 = 0", (), |row| row.get::<i64>(0)).unwrap_err();
+    assert_eq!(error.sqlstate, "02000");
+    // The closure's own error comes back unchanged.
+    let error = conn.query_row("SELECT 'text'", (), |row| row.get::<i64>(0)).unwrap_err();
+    assert_eq!(error.sqlstate, "42804");
+}
+
+#[test]
+fn prepared_statements_run_again_with_new_parameters_and_survive_schema_changes() {
+    let (_db, conn) = memory();
+    conn.execute_batch("CREATE TABLE kv(k INTEGER PRIMARY KEY, v TEXT)").unwrap();
+    let mut insert = conn.prepare("INSERT INTO kv VALUES (?, ?)").unwrap();
+    assert_eq!(insert.sql(), "INSERT INTO kv VALUES (?, ?)");
+    for k in 0..100_i64 {
+        assert_eq!(insert.execute((k, format!("v{k}"))).unwrap(), 1);
+    }
+    assert_eq!(insert.execute((5, "dup")).unwrap_err().sqlstate, "23505");
+    let mut get = conn.prepare("SELECT v FROM kv WHERE k = ?").unwrap();
+    assert_eq!(get.query_row([42], |row| row.get::<String>(0)).unwrap(), "v42");
+    assert_eq!(get.query([1000]).unwrap().len(), 0);
+    assert_eq!(get.query_row([1000], |row| row.get::<String>(0)).unwrap_err().sqlstate, "02000");
+    // A schema change between runs: the plan is made again.
+    conn.execute_batch("CREATE INDEX kv_v ON kv(v); ALTER TABLE kv ADD COLUMN extra INTEGER DEFAULT 7").unwrap();
+    assert_eq!(get.query_row([42], |row| row.get::<String>(0)).unwrap(), "v42");
+    let mut extra = conn.prepare("SELECT extra FROM kv WHERE v = ?").unwrap();
+    assert_eq!(extra.query_row(["v3"], |row| row.get::<i64>(0)).unwrap(), 7);
+    assert_eq!(conn.prepare("SELECT 1; SELECT 2").err().unwrap().sqlstate, "42601");
+}
+
+#[test]
+fn execute_batch_runs_every_statement_and_stops_at_the_first_error() {
+    let (_db, conn) = memory();
+    conn.execute_batch("CREATE TABLE a(x); INSERT INTO a VALUES (1); INSERT INTO a VALUES (2);").unwrap();
+    assert_eq!(count(&conn, "a"), 2);
+    let error =
+        conn.execute_batch("INSERT INTO a VALUES (3); INSERT INTO missing VALUES (4); INSERT INTO a VALUES (5)");
+    assert_eq!(error.unwrap_err().sqlstate, "42P01");
+    assert_eq!(count(&conn, "a"), 3, "statements before the error ran, those after did not");
+    // A syntax error anywhere runs nothing.
+    assert_eq!(conn.execute_batch("INSERT INTO a VALUES (6); SELEC").unwrap_err().sqlstate, "42601");
+    assert_eq!(count(&conn, "a"), 3);
+    conn.execute_batch("").unwrap();
+}
+
+#[test]
+fn run_script_reports_each_outcome_in_order() {
+    let (_db, conn) = memory();
+    let mut outcomes = Vec::new();
+    conn.run_script(
+        "CREATE TABLE t(x); INSERT INTO t VALUES (1), (2); SELECT x FROM t ORDER BY x; BEGIN; COMMIT",
+        |outcome| {
+            outcomes.push(outcome);
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(outcomes.len(), 5);
+    assert_eq!(outcomes[0], Outcome::Done("CREATE TABLE"));
+    assert_eq!(outcomes[1], Outcome::Changed(2));
+    let Outcome::Rows(rows) = &outcomes[2] else { panic!("rows expected: {:?}", outcomes[2]) };
+    assert_eq!(rows.map(|row| row.get::<i64>(0)).unwrap(), [1, 2]);
+    assert_eq!(outcomes[3], Outcome::Done("BEGIN"));
+    // The callback's error stops the script.
+    let mut seen = 0;
+    let error = conn
+        .run_script("INSERT INTO t VALUES (3); INSERT INTO t VALUES (4)", |_| {
+            seen += 1;
+            Err(tern::Error::new("P0001", "stop"))
+        })
+        .unwrap_err();
+    assert_eq!((error.sqlstate, seen), ("P0001", 1));
+    assert_eq!(count(&conn, "t"), 3);
+}
+
+#[test]
+fn a_transaction_rolls_back_when_dropped_and_commits_when_asked() {
+    let (_db, mut conn) = memory();
+    conn.execute_batch("CREATE TABLE t(x)").unwrap();
+    assert!(conn.is_autocommit());
+    {
+        let tx = conn.transaction().unwrap();
+        assert!(!tx.is_autocommit());
+        tx.execute("INSERT INTO t VALUES (1)", ()).unwrap();
+        assert_eq!(count(&tx, "t"), 1, "the transaction sees its own write");
+    }
+    assert!(conn.is_autocommit());
+    assert_eq!(count(&conn, "t"), 0);
+    let tx = conn.transaction().unwrap();
+    tx.execute("INSERT INTO t VALUES (2)", ()).unwrap();
+    tx.rollback().unwrap();
+    assert_eq!(count(&conn, "t"), 0);
+    let tx = conn.transaction().unwrap();
+    tx.execute("INSERT INTO t VALUES (3)", ()).unwrap();
+    let mut insert = tx.prepare("INSERT INTO t VALUES (?)").unwrap();
+    insert.execute([4]).unwrap();
+    drop(insert);
+    tx.commit().unwrap();
+    assert_eq!(count(&conn, "t"), 2);
+    // A failed statement inside leaves the transaction open and its other writes in place.
+    let tx = conn.transaction().unwrap();
+    tx.execute("INSERT INTO t VALUES (5)", ()).unwrap();
+    assert!(tx.execute("INSERT INTO missing VALUES (6)", ()).is_err());
+    tx.commit().unwrap();
+    assert_eq!(count(&conn, "t"), 3);
+    // BEGIN inside a transaction is refused.
+    let tx = conn.transaction().unwrap();
+    assert_eq!(tx.execute("BEGIN", ()).unwrap_err().sqlstate, "25001");
+}
+
+#[test]
+fn conflicting_transactions_fail_with_40001_and_the_retry_helper_reruns_them() {
+    let db = Database::open_in_memory().unwrap();
+    db.connect()
+        .execute_batch("CREATE TABLE c(id INTEGER PRIMARY KEY, n INTEGER); INSERT INTO c VALUES (1, 0)")
+        .unwrap();
+    // Two transactions read then write the same row: the second to commit fails.
+    let (mut first, mut second) = (db.connect(), db.connect());
+    let a = first.transaction().unwrap();
+    let b = second.transaction().unwrap();
+    let read = |tx: &tern::Transaction<'_>| -> i64 {
+        tx.query_row("SELECT n FROM c WHERE id = 1", (), |row| row.get(0)).unwrap()
+    };
+    let (na, nb) = (read(&a), read(&b));
+    a.execute("UPDATE c SET n = ? WHERE id = 1", [na + 1]).unwrap();
+    b.execute("UPDATE c SET n = ? WHERE id = 1", [nb + 1]).unwrap();
+    a.commit().unwrap();
+    assert_eq!(b.commit().unwrap_err().sqlstate, "40001");
+    assert!(second.is_autocommit(), "a failed commit ends the transaction");
+
+    // Eight threads, each adding 1 fifty times through transact: no update is lost.
+    let attempts = Arc::new(AtomicU64::new(0));
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let db = db.clone();
+            let attempts = attempts.clone();
+            std::thread::spawn(move || {
+                let mut conn = db.connect();
+                for _ in 0..50 {
+                    conn.transact(|tx| {
+                        attempts.fetch_add(1, Ordering::Relaxed);
+                        let n: i64 = tx.query_row("SELECT n FROM c WHERE id = 1", (), |row| row.get(0))?;
+                        tx.execute("UPDATE c SET n = ? WHERE id = 1", [n + 1])?;
+                        Ok(())
+                    })
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let n: i64 = db.connect().query_row("SELECT n FROM c WHERE id = 1", (), |row| row.get(0)).unwrap();
+    assert_eq!(n, 1 + 8 * 50);
+    assert!(attempts.load(Ordering::Relaxed) >= 400);
+}
+
+#[test]
+fn the_retry_helper_returns_other_errors_at_once_and_rolls_back() {
+    let (_db, mut conn) = memory();
+    conn.execute_batch("CREATE TABLE t(x UNIQUE)").unwrap();
+    let mut calls = 0;
+    let error = conn
+        .transact(|tx| {
+            calls += 1;
+            tx.execute("INSERT INTO t VALUES (1)", ())?;
+            tx.execute("INSERT INTO t VALUES (1)", ())
+        })
+        .unwrap_err();
+    assert_eq!((error.sqlstate, calls), ("23505", 1));
+    assert_eq!(count(&conn, "t"), 0, "the body's first insert was rolled back");
+    // A body that always meets a serialization failure gives up after retry_attempts.
+    let db = Database::open_in_memory_with(Options { retry_attempts: 3, ..Options::default() }).unwrap();
+    let mut conn = db.connect();
+    let mut calls = 0;
+    let error = conn
+        .transact(|_| -> tern::Result<()> {
+            calls += 1;
+            Err(tern::Error::new("40001", "simulated conflict"))
+        })
+        .unwrap_err();
+    assert_eq!((error.sqlstate, calls), ("40001", 3));
+    let value = conn.transact(|tx| tx.query_row("SELECT 5", (), |row| row.get::<i64>(0))).unwrap();
+    assert_eq!(value, 5);
+}
+
+#[test]
+fn concurrent_connections_see_committed_writes_and_isolated_snapshots() {
+    let db = Database::open_in_memory().unwrap();
+    db.connect().execute_batch("CREATE TABLE log(thread INTEGER, i INTEGER, PRIMARY KEY (thread, i))").unwrap();
+    let threads: Vec<_> = (0..4_i64)
+        .map(|thread| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let conn = db.connect();
+                let mut insert = conn.prepare("INSERT INTO log VALUES (?, ?)").unwrap();
+                for i in 0..200_i64 {
+                    insert.execute((thread, i)).unwrap();
+                }
+            })
+        })
+        .collect();
+    // A reader in a transaction keeps its snapshot while the writers run.
+    let mut reader = db.connect();
+    let tx = reader.transaction().unwrap();
+    let before = count(&tx, "log");
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    assert_eq!(count(&tx, "log"), before, "repeatable read inside a transaction");
+    tx.commit().unwrap();
+    assert_eq!(count(&reader, "log"), 800);
+    let per_thread = reader.query("SELECT thread, count(*) FROM log GROUP BY thread ORDER BY thread", ()).unwrap();
+    assert_eq!(per_thread.map(|row| row.get::<i64>(1)).unwrap(), [200, 200, 200, 200]);
+}
+
+#[test]
+fn rust_values_round_trip_through_sql() {
+    let (_db, conn) = memory();
+    conn.execute_batch(
+        "CREATE TABLE v(i INTEGER, r REAL, t TEXT, b BLOB, flag BOOLEAN, d DATE, dt DATETIME, tm TEXT, money DECIMAL(10,2), anything)",
+    )
+    .unwrap();
+    let date = NaiveDate::from_ymd_opt(2026, 11, 23).unwrap();
+    let datetime = NaiveDateTime::new(date, NaiveTime::from_hms_milli_opt(18, 30, 5, 250).unwrap());
+    let time = NaiveTime::from_hms_opt(7, 8, 9).unwrap();
+    let money = Decimal::from_str("1234.50").unwrap();
+    conn.execute(
+        "INSERT INTO v VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        params![-7_i32, 2.5_f32, "naïve 'quote'", vec![0_u8, 1, 255], true, date, datetime, time, money, None::<i64>],
+    )
+    .unwrap();
+    let row = conn.query("SELECT * FROM v", ()).unwrap();
+    let row = row.get(0).unwrap();
+    assert_eq!(row.get::<i32>("i").unwrap(), -7);
+    assert_eq!(row.get::<i64>("i").unwrap(), -7);
+    assert_eq!(row.get::<u8>("i").unwrap_err().sqlstate, "22003");
+    assert_eq!(row.get::<f32>("r").unwrap(), 2.5);
+    assert_eq!(row.get::<String>("t").unwrap(), "naïve 'quote'");
+    assert_eq!(row.get::<Vec<u8>>("b").unwrap(), [0, 1, 255]);
+    assert!(row.get::<bool>("flag").unwrap());
+    assert_eq!(row.get::<NaiveDate>("d").unwrap(), date);
+    assert_eq!(row.get::<NaiveDateTime>("dt").unwrap(), datetime);
+    assert_eq!(row.get::<DateTime<Utc>>("dt").unwrap(), datetime.and_utc());
+    assert_eq!(row.get::<NaiveTime>("tm").unwrap(), time);
+    assert_eq!(row.get::<Decimal>("money").unwrap(), money);
+    assert_eq!(row.get::<Option<String>>("anything").unwrap(), None);
+    assert_eq!(row.get::<Value>("anything").unwrap(), Value::Null);
+    // Dates are the text SQL's date functions read.
+    let next: NaiveDate = conn.query_row("SELECT date(?, '+1 day')", [date], |row| row.get(0)).unwrap();
+    assert_eq!(next, date.succ_opt().unwrap());
+    let epoch: DateTime<Utc> = conn.query_row("SELECT unixepoch(?)", [datetime], |row| row.get(0)).unwrap();
+    assert_eq!(epoch.timestamp(), datetime.and_utc().timestamp());
+    assert_eq!(conn.query_row("SELECT 'soon'", (), |row| row.get::<NaiveDate>(0)).unwrap_err().sqlstate, "22007");
+    // Integers: u64 beyond i64 does not fit a SQL INTEGER; whole reals read as integers.
+    assert_eq!(conn.execute("SELECT ?", [u64::MAX]).unwrap_err().sqlstate, "22003");
+    assert_eq!(conn.query_row("SELECT ?", [u64::MAX / 2], |row| row.get::<u64>(0)).unwrap(), u64::MAX / 2);
+    assert_eq!(conn.query_row("SELECT 3.0", (), |row| row.get::<i64>(0)).unwrap(), 3);
+    assert_eq!(conn.query_row("SELECT 3.5", (), |row| row.get::<i64>(0)).unwrap_err().sqlstate, "42804");
+    assert_eq!(conn.query_row("SELECT -1", (), |row| row.get::<u32>(0)).unwrap_err().sqlstate, "22003");
+    // NaN is NULL; byte arrays and slices are blobs; text reads as bytes.
+    assert_eq!(conn.query_row("SELECT ?", [f64::NAN], |row| row.get::<Option<f64>>(0)).unwrap(), None);
+    assert_eq!(conn.query_row("SELECT ?", [[1_u8, 2]], |row| row.get::<Vec<u8>>(0)).unwrap(), [1, 2]);
+    assert_eq!(conn.query_row("SELECT 'ab'", (), |row| row.get::<Vec<u8>>(0)).unwrap(), b"ab");
+    // Parameter lists: (), tuples, arrays, slices, vectors, params!.
+    let sum = |params: &dyn Fn(&Connection) -> tern::Result<i64>| params(&conn).unwrap();
+    assert_eq!(sum(&|c| c.query_row("SELECT 1", (), |row| row.get(0))), 1);
+    assert_eq!(sum(&|c| c.query_row("SELECT ?+?", (1, 2_u16), |row| row.get(0))), 3);
+    assert_eq!(sum(&|c| c.query_row("SELECT ?+?+?", [1, 2, 3], |row| row.get(0))), 6);
+    assert_eq!(sum(&|c| c.query_row("SELECT ?+?", &[4_i64, 5][..], |row| row.get(0))), 9);
+    assert_eq!(sum(&|c| c.query_row("SELECT ?+?", vec![Value::Integer(5), Value::Integer(6)], |row| row.get(0))), 11);
+    assert_eq!(sum(&|c| c.query_row("SELECT ?1 * ?1", params![7], |row| row.get(0))), 49);
+    assert_eq!(sum(&|c| c.query_row("SELECT 2", params![], |row| row.get(0))), 2);
+}
+
+#[test]
+fn memory_budget_divides_memory_and_rejects_what_cannot_run() {
+    let options = Options { memory_budget: Some(256 << 20), ..Options::default() };
+    let sizes = options.resolved().unwrap();
+    assert_eq!(sizes.buffer_pool_size, 128 << 20);
+    assert_eq!(sizes.memtable_size, 32 << 20);
+    assert_eq!(sizes.query_memory_limit, 64 << 20);
+    assert!(sizes.buffer_pool_size + 2 * sizes.memtable_size + sizes.query_memory_limit <= 256 << 20);
+    // Without a budget the fields are used as they are (the pool rounded to whole pages).
+    let plain = Options { buffer_pool_size: (1 << 20) + 100, ..Options::default() }.resolved().unwrap();
+    assert_eq!(plain.buffer_pool_size, 1 << 20);
+    for bad in [
+        Options { memory_budget: Some(1 << 20), ..Options::default() },
+        Options { page_size: 3000, ..Options::default() },
+        Options { buffer_pool_size: 4096, ..Options::default() },
+        Options { memtable_size: 1000, ..Options::default() },
+        Options { retry_attempts: 0, ..Options::default() },
+    ] {
+        assert_eq!(bad.resolved().unwrap_err().sqlstate, "22023", "{bad:?}");
+        assert_eq!(Database::open_in_memory_with(bad).err().unwrap().sqlstate, "22023");
+    }
+    // A small device: 4 MiB in all, with a query that needs more than its quarter.
+    let dir = tempfile::tempdir().unwrap();
+    let small = Options { memory_budget: Some(tern::MIN_MEMORY_BUDGET), page_size: 4096, ..Options::default() };
+    let db = Database::open(dir.path().join("edge.tern"), small).unwrap();
+    let conn = db.connect();
+    conn.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, pad TEXT)").unwrap();
+    let mut insert = conn.prepare("INSERT INTO t(pad) VALUES (?)").unwrap();
+    for _ in 0..800 {
+        insert.execute(["x".repeat(1000)]).unwrap();
+    }
+    assert_eq!(count(&conn, "t"), 800);
+    let error = conn.query("SELECT a.pad FROM t AS a, t AS b ORDER BY 1 LIMIT 1", ()).unwrap_err();
+    assert_eq!(error.sqlstate, "53200", "a join of 800 x 800 rows exceeds a 1 MiB statement budget");
+    let stats = db.stats();
+    assert_eq!(stats.storage.pool.slots * 4096, 2 << 20);
+    assert!(stats.storage.flushes >= 1, "512 KiB memtables were flushed");
+}
+
+#[test]
+fn schema_and_stats_describe_the_database() {
+    let (db, conn) = memory();
+    conn.execute_batch(
+        "CREATE TABLE b(x UNIQUE); CREATE TABLE a(y); CREATE INDEX a_y ON a(y); CREATE VIEW v AS SELECT y FROM a",
+    )
+    .unwrap();
+    let schema: Vec<(tern::ObjectKind, String, String)> =
+        db.schema().into_iter().map(|object| (object.kind, object.name, object.table)).collect();
+    use tern::ObjectKind::*;
+    assert_eq!(
+        schema,
+        [
+            (Table, "a".into(), "a".into()),
+            (Table, "b".into(), "b".into()),
+            (Index, "a_y".into(), "a".into()),
+            (View, "v".into(), "v".into())
+        ]
+    );
+    conn.execute("INSERT INTO a VALUES (1)", ()).unwrap();
+    let stats = db.stats();
+    assert!(stats.transactions.commits >= 5);
+    assert!(stats.storage.last_sequence > 0);
+}
+
+#[test]
+fn an_interrupt_cancels_the_running_statement_only() {
+    let (_db, mut conn) = memory();
+    conn.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1)").unwrap();
+    // An interrupt while nothing runs is forgotten.
+    conn.interrupt_handle().interrupt();
+    assert_eq!(count(&conn, "t"), 1);
+    let tx = conn.transaction().unwrap();
+    tx.execute("INSERT INTO t VALUES (2)", ()).unwrap();
+    let handle = tx.interrupt_handle();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        handle.interrupt();
+    });
+    let endless = "INSERT INTO t WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT n FROM c";
+    assert_eq!(tx.execute(endless, ()).unwrap_err().sqlstate, "57014");
+    canceller.join().unwrap();
+    // The transaction goes on without the cancelled statement's writes.
+    assert_eq!(count(&tx, "t"), 2);
+    tx.commit().unwrap();
+    assert_eq!(count(&conn, "t"), 2);
+}
+
+#[test]
+fn dump_recreates_tables_rows_indexes_and_views() {
+    let (db, conn) = memory();
+    conn.execute_batch(
+        "CREATE TABLE items(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, price DECIMAL(8,2), data BLOB, r REAL);
+         CREATE TABLE \"odd \"\"name\"\"\"(v);
+         CREATE INDEX items_price ON items(price);
+         CREATE VIEW z_cheap AS SELECT name FROM items WHERE price < 10;
+         CREATE VIEW a_cheapest AS SELECT name FROM z_cheap ORDER BY name LIMIT 1;
+         ALTER TABLE items ADD COLUMN note TEXT DEFAULT 'none';
+         ALTER TABLE items RENAME COLUMN r TO ratio;",
+    )
+    .unwrap();
+    let mut insert = conn.prepare("INSERT INTO items(name, price, data, ratio) VALUES (?, ?, ?, ?)").unwrap();
+    insert.execute(params!["tea", "3.50", vec![0_u8, 0xff], 1.0]).unwrap();
+    insert.execute(params!["it's", "12", None::<Vec<u8>>, 0.1]).unwrap();
+    insert.execute(params!["line\nbreak", None::<String>, b"x".to_vec(), f64::INFINITY]).unwrap();
+    insert.execute(params!["tiny", "0.01", Vec::<u8>::new(), -1e-300]).unwrap();
+    conn.execute(
+        "INSERT INTO \"odd \"\"name\"\"\" VALUES (1), (2.0), ('3'), (x'04'), (NULL), (CAST('5.50' AS DECIMAL(4,2)))",
+        (),
+    )
+    .unwrap();
+    let mut script = Vec::new();
+    conn.dump(&mut script).unwrap();
+    let script = String::from_utf8(script).unwrap();
+    assert!(script.starts_with("BEGIN;\n") && script.ends_with("COMMIT;\n"), "{script}");
+
+    let copy = Database::open_in_memory().unwrap();
+    let copied = copy.connect();
+    copied.execute_batch(&script).unwrap_or_else(|error| panic!("{error}\n{script}"));
+    let everything = |conn: &Connection| -> Vec<Vec<Vec<Value>>> {
+        [
+            "SELECT * FROM items ORDER BY id",
+            "SELECT v, typeof(v) FROM \"odd \"\"name\"\"\" ORDER BY v",
+            "SELECT * FROM a_cheapest",
+            "SELECT * FROM z_cheap ORDER BY 1",
+            "SELECT name FROM items WHERE price = 3.5",
+        ]
+        .iter()
+        .map(|sql| conn.query(sql, ()).unwrap().into_values())
+        .collect()
+    };
+    assert_eq!(everything(&conn), everything(&copied));
+    assert_eq!(
+        db.schema().iter().map(|object| &object.sql).collect::<Vec<_>>(),
+        copy.schema().iter().map(|object| &object.sql).collect::<Vec<_>>()
+    );
+    assert!(copy.schema()[0].sql.contains("note TEXT DEFAULT 'none'") && copy.schema()[0].sql.contains("ratio REAL"));
+    // Constraints hold in the copy.
+    assert_eq!(copied.execute("INSERT INTO items(name) VALUES ('tea')", ()).unwrap_err().sqlstate, "23505");
+    // A dump inside a transaction reads that transaction's state.
+    let mut conn = conn;
+    let tx = conn.transaction().unwrap();
+    tx.execute("DELETE FROM items", ()).unwrap();
+    let mut inside = Vec::new();
+    tx.dump(&mut inside).unwrap();
+    assert!(!String::from_utf8(inside).unwrap().contains("INSERT INTO \"items\""));
+    assert!(!tx.is_autocommit(), "the dump left the transaction open");
+}
+
+#[test]
+fn literals_read_back_as_the_same_values() {
+    let (_db, conn) = memory();
+    for value in [
+        Value::Null,
+        Value::Integer(i64::MIN),
+        Value::Integer(0),
+        Value::Real(2.0),
+        Value::Real(-0.1),
+        Value::Real(1e300),
+        Value::Real(f64::MIN_POSITIVE),
+        Value::Real(f64::NEG_INFINITY),
+        Value::Text(String::new()),
+        Value::Text("a'b\"c\n".into()),
+        Value::Blob(vec![]),
+        Value::Blob(vec![0xde, 0xad]),
+        Value::Decimal(Decimal::from_str("-12345678901234567890.12345678").unwrap()),
+    ] {
+        let literal = tern::sql_literal(&value);
+        let read: Value = conn.query_row(&format!("SELECT {literal}"), (), |row| row.get(0)).unwrap();
+        assert_eq!(read, value, "{literal}");
+        let kind: String = conn.query_row(&format!("SELECT typeof({literal})"), (), |row| row.get(0)).unwrap();
+        assert_eq!(kind, value.type_name(), "{literal}");
+    }
+    assert_eq!(tern::quote_identifier("a\"b"), "\"a\"\"b\"");
+}
