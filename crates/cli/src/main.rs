@@ -1,8 +1,12 @@
-//! The `tern` command. Subcommands: `bench` (workloads against their peers); `shell`,
-//! `serve` and `check` come later.
+//! The `tern` command: `shell` (interactive SQL), `import` and `export` (CSV and JSON for
+//! scripts), `bench` (workloads against their peers) and `slt` (SQL conformance scripts).
+
+mod shell;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]
@@ -14,10 +18,46 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Open an interactive SQL shell on a database file (created if missing). Reading from a
+    /// pipe, it runs the script and stops at the first error.
+    Shell {
+        /// The database file [default: tern.db in the current directory].
+        file: Option<PathBuf>,
+    },
+    /// Load a CSV file with a header line into a table (created with inferred column types
+    /// if it does not exist).
+    Import {
+        /// The CSV file.
+        csv: PathBuf,
+        /// The table to load into.
+        #[arg(long)]
+        table: String,
+        /// The database file (created if missing).
+        database: PathBuf,
+    },
+    /// Run a query and write its rows to standard output.
+    Export {
+        /// The database file.
+        database: PathBuf,
+        /// The query.
+        #[arg(long)]
+        query: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Csv)]
+        format: ExportFormat,
+    },
     /// Run a workload against Tern and a peer on the same data, and report the ratio.
     Bench(tern_bench::BenchArgs),
     /// Run sqllogictest scripts (files or directories) against an in-memory Tern database.
     Slt(SltArgs),
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ExportFormat {
+    /// Comma-separated values with a header line.
+    Csv,
+    /// A JSON array of objects.
+    Json,
 }
 
 #[derive(Debug, clap::Args)]
@@ -35,6 +75,16 @@ struct SltArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Shell { file } = &cli.command {
+        let path = file.clone().unwrap_or_else(|| PathBuf::from(shell::DEFAULT_DATABASE));
+        return match shell::run(&path) {
+            Ok(status) => ExitCode::from(status),
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -51,7 +101,41 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             tern_bench::run(&args).with_context(|| format!("tern bench {name} failed"))
         }
         Command::Slt(args) => run_slt(&args),
+        Command::Shell { .. } => unreachable!("the shell is run by main"),
+        Command::Import { csv, table, database } => {
+            let db = open(&database)?;
+            let mut connection = db.connect();
+            let imported = shell::import::import_csv(&mut connection, &csv, &table, std::io::stderr().is_terminal())?;
+            println!(
+                "imported {} rows into {table}{}",
+                imported.rows,
+                if imported.created { " (new table)" } else { "" }
+            );
+            Ok(())
+        }
+        Command::Export { database, query, format } => {
+            if !database.exists() {
+                anyhow::bail!("no database at {}", database.display());
+            }
+            let db = open(&database)?;
+            let rows = db
+                .connect()
+                .query(&query, ())
+                .map_err(|error| anyhow::anyhow!("{}", shell::describe_error(&error, &query).trim_end()))?;
+            let mode = match format {
+                ExportFormat::Csv => shell::format::Mode::Csv,
+                ExportFormat::Json => shell::format::Mode::Json,
+            };
+            let mut out = std::io::stdout().lock();
+            shell::format::write_rows(&mut out, &rows, mode, true)?;
+            Ok(())
+        }
     }
+}
+
+fn open(path: &std::path::Path) -> anyhow::Result<tern::Database> {
+    tern::Database::open(path, tern::Options::default())
+        .map_err(|error| anyhow::anyhow!("cannot open {}: {error}", path.display()))
 }
 
 fn run_slt(args: &SltArgs) -> anyhow::Result<()> {
@@ -86,12 +170,12 @@ mod tests {
         let cli =
             Cli::try_parse_from(["tern", "bench", "pool-scan", "--quick", "--seed", "7", "--data-mib", "8"]).unwrap();
         match cli.command {
-            Command::Slt(_) => panic!("not bench"),
             Command::Bench(args) => {
                 assert_eq!(args.workload.name(), "pool-scan");
                 let tern_bench::Workload::PoolScan(scan) = args.workload else { panic!("not pool-scan") };
                 assert_eq!((scan.common.seed, scan.common.quick, scan.data_mib), (7, true, Some(8)));
             }
+            other => panic!("not bench: {other:?}"),
         }
         let cli =
             Cli::try_parse_from(["tern", "bench", "pool-scan", "--kernel", "paper", "--split", "ranges"]).unwrap();
