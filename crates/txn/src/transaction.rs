@@ -163,14 +163,7 @@ impl Transaction {
     fn scan<'k>(&mut self, range: impl RangeBounds<&'k [u8]>, forward: bool) -> Scan<'_> {
         let owned = |bound: Bound<&&[u8]>| bound.map(|key| key.to_vec());
         let bounds = KeyRange::new(owned(range.start_bound()), owned(range.end_bound()));
-        let mut own: Vec<(Vec<u8>, Option<Vec<u8>>)> = if bounds.is_empty() {
-            Vec::new()
-        } else {
-            self.writes.range::<[u8], _>(bounds.as_slices()).map(|(key, value)| (key.clone(), value.clone())).collect()
-        };
-        if !forward {
-            own.reverse();
-        }
+        let own_done = bounds.is_empty();
         // Record the whole range now and narrow it when the scan is dropped, so that a scan
         // leaked with `mem::forget` still leaves a conservative read set.
         let recorded = self.records_reads().then(|| self.reads.add_range(bounds.clone()));
@@ -181,7 +174,8 @@ impl Transaction {
             txn: self,
             lsm,
             lsm_done: false,
-            own: own.into_iter(),
+            own_cursor: None,
+            own_done,
             peeked_lsm: None,
             peeked_own: None,
             forward,
@@ -221,7 +215,11 @@ pub struct Scan<'t> {
     txn: &'t mut Transaction,
     lsm: tern_lsm::DbIter,
     lsm_done: bool,
-    own: std::vec::IntoIter<(Vec<u8>, Option<Vec<u8>>)>,
+    /// The transaction's own writes are merged in lazily: the last one taken (the next is
+    /// looked up beyond it, O(log n) each, so a scan in a transaction with many writes does
+    /// not copy them all), and whether none is left.
+    own_cursor: Option<Vec<u8>>,
+    own_done: bool,
     peeked_lsm: Option<(Vec<u8>, Vec<u8>)>,
     peeked_own: Option<(Vec<u8>, Option<Vec<u8>>)>,
     forward: bool,
@@ -233,6 +231,30 @@ pub struct Scan<'t> {
 }
 
 impl Scan<'_> {
+    /// The transaction's next own write in scan order within the range.
+    fn next_own(&mut self) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+        if self.own_done {
+            return None;
+        }
+        let (start, end) = self.bounds.as_slices();
+        let after = self.own_cursor.as_deref().map(Bound::Excluded);
+        let item = if self.forward {
+            self.txn.writes.range::<[u8], _>((after.unwrap_or(start), end)).next()
+        } else {
+            self.txn.writes.range::<[u8], _>((start, after.unwrap_or(end))).next_back()
+        };
+        match item {
+            Some((key, value)) => {
+                self.own_cursor = Some(key.clone());
+                Some((key.clone(), value.clone()))
+            }
+            None => {
+                self.own_done = true;
+                None
+            }
+        }
+    }
+
     fn next_lsm(&mut self) -> Result<()> {
         if self.peeked_lsm.is_none() && !self.lsm_done {
             let item = if self.forward { self.lsm.next() } else { self.lsm.next_back() };
@@ -248,7 +270,7 @@ impl Scan<'_> {
         loop {
             self.next_lsm()?;
             if self.peeked_own.is_none() {
-                self.peeked_own = self.own.next();
+                self.peeked_own = self.next_own();
             }
             let order = match (&self.peeked_lsm, &self.peeked_own) {
                 (None, None) => return Ok(None),
