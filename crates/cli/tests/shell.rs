@@ -421,3 +421,27 @@ fn ctrl_c_ends_a_piped_script() {
     assert_eq!(output.status.code(), Some(130), "stderr: {}", text(&output.stderr));
     assert!(text(&output.stderr).contains("SQLSTATE 57014"), "{}", text(&output.stderr));
 }
+
+/// The README's tour, run as a script: every result it shows is what the shell prints.
+#[test]
+fn the_readme_tour_shows_what_the_shell_prints() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(root.join("examples/weather.csv"), dir.path().join("weather.csv")).unwrap();
+    let steps = [
+        "CREATE TABLE stations(id INTEGER PRIMARY KEY, city TEXT NOT NULL, country TEXT);\nINSERT INTO stations VALUES (1, 'Oslo', 'NO'), (2, 'Lima', 'PE'), (3, 'Pune', 'IN'),\n  (4, 'Kobe', 'JP'), (5, 'Cork', 'IE'), (6, 'Hobart', 'AU');\n",
+        ".schema weather\n",
+        "SELECT s.city, s.country, count(*) AS days, round(avg(w.temp_c), 1) AS mean_c, max(w.rain_mm) AS wettest\nFROM weather AS w JOIN stations AS s ON s.id = w.station\nGROUP BY s.city, s.country ORDER BY mean_c DESC;\n",
+        "CREATE INDEX weather_day ON weather(day);\nEXPLAIN SELECT city, temp_c FROM weather WHERE day = '2026-03-01';\n",
+        ".mode box\nSELECT city, temp_c FROM weather WHERE day = '2026-03-01' ORDER BY temp_c DESC LIMIT 3;\n",
+    ];
+    let import = pipe(dir.path(), ".import weather.csv weather\n");
+    assert!(import.status.success(), "{}", text(&import.stderr));
+    for step in steps {
+        let out = ok(dir.path(), step);
+        assert!(readme.contains(&out), "the README does not show this output of\n{step}\n{out}");
+    }
+    let (_, error) = fails(dir.path(), "SELECT citty FROM weather;\n");
+    assert!(readme.contains(&error), "{error}");
+}

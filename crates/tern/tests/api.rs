@@ -373,6 +373,8 @@ fn rust_values_round_trip_through_sql() {
     assert_eq!(sum(&|c| c.query_row("SELECT ?+?", vec![Value::Integer(5), Value::Integer(6)], |row| row.get(0))), 11);
     assert_eq!(sum(&|c| c.query_row("SELECT ?1 * ?1", params![7], |row| row.get(0))), 49);
     assert_eq!(sum(&|c| c.query_row("SELECT 2", params![], |row| row.get(0))), 2);
+    // Named parameters are numbered in order of first appearance.
+    assert_eq!(sum(&|c| c.query_row("SELECT :a * 10 + :b + :a", (1, 2), |row| row.get(0))), 13);
 }
 
 #[test]
