@@ -103,7 +103,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Slt(args) => run_slt(&args),
         Command::Shell { .. } => unreachable!("the shell is run by main"),
         Command::Import { csv, table, database } => {
-            let db = open(&database)?;
+            let db = shell::open_database(&database)?;
             let mut connection = db.connect();
             let imported = shell::import::import_csv(&mut connection, &csv, &table, std::io::stderr().is_terminal())?;
             println!(
@@ -117,7 +117,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if !database.exists() {
                 anyhow::bail!("no database at {}", database.display());
             }
-            let db = open(&database)?;
+            let db = shell::open_database(&database)?;
             let rows = db
                 .connect()
                 .query(&query, ())
@@ -131,11 +131,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
-}
-
-fn open(path: &std::path::Path) -> anyhow::Result<tern::Database> {
-    tern::Database::open(path, tern::Options::default())
-        .map_err(|error| anyhow::anyhow!("cannot open {}: {error}", path.display()))
 }
 
 fn run_slt(args: &SltArgs) -> anyhow::Result<()> {

@@ -149,6 +149,9 @@ fn import_output_read_and_timer() {
     assert!(error.contains("no such column: nope") && error.contains("bad.sql stopped at the error above"), "{error}");
     let (_, error) = fails(dir.path(), ".read nothing.sql\n");
     assert!(error.contains("cannot read nothing.sql"), "{error}");
+    std::fs::write(dir.path().join("self.sql"), ".read self.sql\n").unwrap();
+    let (_, error) = fails(dir.path(), ".read self.sql\n");
+    assert!(error.contains(".read nests more than 16 files deep"), "{error}");
     // .timer adds a line per statement.
     let out = ok(dir.path(), ".timer on\nSELECT 1 AS x;\n.timer off\nSELECT 2 AS y;\n");
     let timed: Vec<&str> = out.lines().filter(|line| line.starts_with("Run Time: real ")).collect();
@@ -399,6 +402,7 @@ mod terminal {
 
 #[test]
 fn ctrl_c_ends_a_piped_script() {
+    use std::io::BufRead;
     let dir = setup();
     let mut child = Command::new(TERN)
         .args(["shell", "db.tern"])
@@ -410,16 +414,48 @@ fn ctrl_c_ends_a_piped_script() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     stdin
-        .write_all(b"CREATE TABLE t(x);\nINSERT INTO t WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT n FROM c;\n")
+        .write_all(b".mode csv\n.headers off\nSELECT 'started';\nCREATE TABLE t(x);\nINSERT INTO t WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT n FROM c;\nSELECT 'not reached';\n")
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(700));
-    // SIGINT, as the terminal sends for Ctrl-C.
-    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(status.success());
     drop(stdin);
+    // Once the shell has answered, its SIGINT handler is in place.
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert_eq!(first, "started\n");
+    // SIGINT, as the terminal sends for Ctrl-C, until the shell has stopped (one that lands
+    // between statements ends the script too).
+    while child.try_wait().unwrap().is_none() {
+        Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     let output = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
     assert_eq!(output.status.code(), Some(130), "stderr: {}", text(&output.stderr));
     assert!(text(&output.stderr).contains("SQLSTATE 57014"), "{}", text(&output.stderr));
+    assert_eq!(rest, "", "nothing ran after the interrupt");
+}
+
+#[test]
+fn comments_do_not_start_statements() {
+    let dir = setup();
+    assert_eq!(ok(dir.path(), "-- a script\n.mode csv\n/* more */\n.headers off\nSELECT 1;\n-- end\n"), "1\n");
+}
+
+#[test]
+fn import_inside_a_transaction_and_from_a_non_file() {
+    let dir = setup();
+    let out = ok(
+        dir.path(),
+        "BEGIN;\n.import people.csv people\n.tables\nSELECT count(*) AS n FROM people;\nROLLBACK;\n.tables\n",
+    );
+    assert_eq!(
+        out, "people\n+---+\n| n |\n+---+\n| 3 |\n+---+\n",
+        "the import joined the transaction and was rolled back"
+    );
+    std::fs::create_dir(dir.path().join("folder")).unwrap();
+    let (_, error) = fails(dir.path(), ".import folder t\n");
+    assert!(error.contains("is not a regular file"), "{error}");
 }
 
 /// The README's tour, run as a script: every result it shows is what the shell prints.
@@ -436,11 +472,20 @@ fn the_readme_tour_shows_what_the_shell_prints() {
         "CREATE INDEX weather_day ON weather(day);\nEXPLAIN SELECT city, temp_c FROM weather WHERE day = '2026-03-01';\n",
         ".mode box\nSELECT city, temp_c FROM weather WHERE day = '2026-03-01' ORDER BY temp_c DESC LIMIT 3;\n",
     ];
-    let import = pipe(dir.path(), ".import weather.csv weather\n");
+    let import = Command::new(TERN)
+        .args(["import", "weather.csv", "--table", "weather", "db.tern"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
     assert!(import.status.success(), "{}", text(&import.stderr));
+    assert!(readme.contains(&text(&import.stdout)), "{}", text(&import.stdout));
     for step in steps {
         let out = ok(dir.path(), step);
-        assert!(readme.contains(&out), "the README does not show this output of\n{step}\n{out}");
+        if step.starts_with("CREATE TABLE stations") {
+            assert_eq!(out, "", "the README shows no output for {step}");
+        } else {
+            assert!(!out.is_empty() && readme.contains(&out), "the README does not show this output of\n{step}\n{out}");
+        }
     }
     let (_, error) = fails(dir.path(), "SELECT citty FROM weather;\n");
     assert!(readme.contains(&error), "{error}");

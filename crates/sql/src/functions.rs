@@ -219,7 +219,7 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
                 Value::Null => Vec::new(),
                 other => other.to_text().into_bytes(),
             };
-            Value::Text(bytes.iter().map(|byte| format!("{byte:02X}")).collect())
+            Value::Text(crate::value::hex(&bytes))
         }
         Random => Value::Integer(random_i64()),
         Sign => match numeric_arg(&arg(0)) {
@@ -260,11 +260,10 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
         },
         Mod => arithmetic(BinaryOp::Mod, &arg(0), &arg(1))?,
         Concat => Value::Text(args.iter().map(Value::to_text).collect()),
+        // Numbers in their text form (as SQLite prints them); the rest as literals.
         Quote => Value::Text(match arg(0) {
-            Value::Null => "NULL".into(),
-            Value::Text(text) => format!("'{}'", text.replace('\'', "''")),
-            Value::Blob(bytes) => format!("X'{}'", bytes.iter().map(|byte| format!("{byte:02X}")).collect::<String>()),
-            other => other.to_text(),
+            number @ (Value::Integer(_) | Value::Real(_) | Value::Decimal(_)) => number.to_text(),
+            other => other.sql_literal(),
         }),
         Char => Value::Text(
             args.iter()

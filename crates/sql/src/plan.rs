@@ -598,7 +598,7 @@ impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Expr::Literal(value) => match value {
-                Value::Text(text) => write!(f, "'{}'", text.replace('\'', "''")),
+                Value::Text(_) => f.write_str(&value.sql_literal()),
                 other => write!(f, "{other}"),
             },
             Expr::Column(index) => write!(f, "#{index}"),

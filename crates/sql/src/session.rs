@@ -140,10 +140,13 @@ pub struct Session {
     interrupt: Arc<AtomicBool>,
 }
 
-/// Cancels the statement a [`Session`] is running, from any thread (SQLite's
-/// `sqlite3_interrupt`, PostgreSQL's cancel request). The statement fails with SQLSTATE 57014
-/// and its writes are discarded; an explicit transaction stays open. An interrupt that arrives
-/// while no statement runs is forgotten when the next one starts.
+/// Cancels what a [`Session`] is running, from any thread (SQLite's `sqlite3_interrupt`,
+/// PostgreSQL's cancel request). The running statement fails with SQLSTATE 57014 and its writes
+/// are discarded; an explicit transaction stays open. The flag stays raised until the next call
+/// of [`Session::execute`] or [`Session::execute_prepared`] (or [`Session::clear_interrupt`]),
+/// so an interrupt that arrives between the statements of a script run with
+/// [`Session::execute_statement`] cancels the next one, and one that arrives while nothing runs
+/// is forgotten when the next call starts.
 #[derive(Clone, Debug)]
 pub struct InterruptHandle {
     flag: Arc<AtomicBool>,
@@ -152,6 +155,11 @@ pub struct InterruptHandle {
 impl InterruptHandle {
     pub fn interrupt(&self) {
         self.flag.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether an interrupt is pending (for loops that run many statements: check between them).
+    pub fn is_interrupted(&self) -> bool {
+        self.flag.load(Ordering::Relaxed)
     }
 }
 
@@ -339,9 +347,23 @@ impl Session {
         InterruptHandle { flag: self.interrupt.clone() }
     }
 
+    /// Forgets a pending interrupt (before running a script statement by statement).
+    pub fn clear_interrupt(&self) {
+        self.interrupt.store(false, Ordering::Relaxed);
+    }
+
     /// Whether an explicit transaction is open.
     pub fn in_transaction(&self) -> bool {
         self.transaction.is_some()
+    }
+
+    /// The schema as this session sees it: its open transaction's (with that transaction's own
+    /// DDL), or else the newest committed one.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        match &self.transaction {
+            Some(open) => open.catalog.clone(),
+            None => self.shared.catalog.read().catalog.clone(),
+        }
     }
 
     /// Runs every statement of `sql` and returns each one's outcome. Stops at the first error.
@@ -378,13 +400,16 @@ impl Session {
         self.run(&statement.statement, params, &mut statement.plan)
     }
 
-    /// Runs one parsed statement.
+    /// Runs one parsed statement. A pending interrupt is not cleared: it cancels this statement
+    /// (a script run statement by statement calls [`Session::clear_interrupt`] once, first).
     pub fn execute_statement(&mut self, statement: &ast::Statement, params: &[Value]) -> Result<Outcome> {
-        self.interrupt.store(false, Ordering::Relaxed);
         self.run(statement, params, &mut None)
     }
 
     fn run(&mut self, statement: &ast::Statement, params: &[Value], plan: &mut Option<CachedPlan>) -> Result<Outcome> {
+        if self.interrupt.load(Ordering::Relaxed) {
+            return Err(Error::query_canceled());
+        }
         match statement {
             ast::Statement::StartTransaction { .. } => {
                 if self.transaction.is_some() {
@@ -518,13 +543,15 @@ impl Session {
     }
 }
 
-/// Sleeps before retrying an autocommit statement: 20 us doubling to 10 ms, with jitter so that
-/// colliding statements spread out.
-fn backoff(attempt: u32) {
+/// Sleeps before retrying after a serialization failure (autocommit statements, and the
+/// embedded API's retry helper): 20 us doubling to 10 ms, times a random factor in [0.5, 1.5)
+/// so that colliding transactions spread out.
+pub fn backoff(attempt: u32) {
+    use std::hash::{BuildHasher, Hasher};
     let base_us = (20u64 << attempt.min(9)).min(10_000);
-    let jitter =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |now| now.subsec_nanos() as u64);
-    std::thread::sleep(std::time::Duration::from_micros(base_us / 2 + jitter % base_us.max(1)));
+    // Each RandomState is seeded anew: a cheap random number without a generator to share.
+    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    std::thread::sleep(std::time::Duration::from_micros(base_us / 2 + random % base_us));
 }
 
 fn run_in_transaction(
@@ -983,28 +1010,38 @@ fn drop_object(
 /// Applies `edit` to a table's stored CREATE TABLE statement, so that the text (what `.schema`
 /// shows and `.dump` replays) follows ALTER TABLE.
 fn edit_table_sql(table: &mut TableDef, edit: impl FnOnce(&mut ast::CreateTable)) -> Result<()> {
-    let mut statements = parse(&table.sql)?;
-    match statements.as_mut_slice() {
-        [ast::Statement::CreateTable(create)] => {
+    table.sql = edit_stored_sql(&table.sql, &table.name, |statement| match statement {
+        ast::Statement::CreateTable(create) => {
             edit(create);
-            table.sql = ast::Statement::CreateTable(create.clone()).to_string();
-            Ok(())
+            true
         }
-        _ => Err(Error::corrupt(format!("stored definition of table {}", table.name))),
-    }
+        _ => false,
+    })?;
+    Ok(())
 }
 
 /// The same for a CREATE INDEX statement.
 fn edit_index_sql(index: &mut IndexDef, edit: impl FnOnce(&mut ast::CreateIndex)) -> Result<()> {
-    let mut statements = parse(&index.sql)?;
-    match statements.as_mut_slice() {
-        [ast::Statement::CreateIndex(create)] => {
+    index.sql = edit_stored_sql(&index.sql, &index.name, |statement| match statement {
+        ast::Statement::CreateIndex(create) => {
             edit(create);
-            index.sql = ast::Statement::CreateIndex(create.clone()).to_string();
-            Ok(())
+            true
         }
-        _ => Err(Error::corrupt(format!("stored definition of index {}", index.name))),
+        _ => false,
+    })?;
+    Ok(())
+}
+
+/// Parses a stored statement, lets `edit` change it (false if it is not the kind expected) and
+/// renders it again.
+fn edit_stored_sql(sql: &str, object: &str, edit: impl FnOnce(&mut ast::Statement) -> bool) -> Result<String> {
+    let mut statements = parse(sql)?;
+    if let [statement] = statements.as_mut_slice()
+        && edit(statement)
+    {
+        return Ok(statement.to_string());
     }
+    Err(Error::corrupt(format!("stored definition of {object}")))
 }
 
 fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::AlterTableOperation) -> Result<()> {
@@ -1088,29 +1125,28 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
             })
         }
         ast::AlterTableOperation::RenameTable { table_name } => {
-            let new_name = match table_name {
-                ast::RenameTableNameKind::As(name) | ast::RenameTableNameKind::To(name) => object_name(name)?,
-            };
+            let (ast::RenameTableNameKind::As(written) | ast::RenameTableNameKind::To(written)) = table_name;
+            let new_name = object_name(written)?;
             if catalog.name_in_use(&new_name) {
                 return Err(Error::duplicate_object(format!(
                     "there is already another table or index with this name: {new_name}"
                 )));
             }
+            // The stored texts name the table as it was written (quotes and case kept).
+            let written = written.clone();
             let old = table.name.to_ascii_lowercase();
             for index in catalog.indexes.values_mut() {
                 if index.table == old {
                     let mut renamed = (**index).clone();
                     renamed.table = new_name.clone();
                     if !renamed.constraint {
-                        edit_index_sql(&mut renamed, |create| {
-                            create.table_name = ast::ObjectName::from(vec![ast::Ident::new(new_name.clone())])
-                        })?;
+                        edit_index_sql(&mut renamed, |create| create.table_name = written.clone())?;
                     }
                     *index = Arc::new(renamed);
                 }
             }
-            table.name = new_name.clone();
-            edit_table_sql(table, |create| create.name = ast::ObjectName::from(vec![ast::Ident::new(new_name)]))
+            table.name = written_name(&written).unwrap_or(new_name);
+            edit_table_sql(table, |create| create.name = written)
         }
         other => Err(Error::unsupported(format!("ALTER TABLE {other}"))),
     }

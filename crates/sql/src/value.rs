@@ -232,7 +232,32 @@ fn trim_fraction(text: &str) -> String {
     }
 }
 
+/// Bytes as upper-case hex digits (`hex()`, blob literals).
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut text = String::with_capacity(2 * bytes.len());
+    for byte in bytes {
+        let _ = write!(text, "{byte:02X}");
+    }
+    text
+}
+
 impl Value {
+    /// The SQL literal that reads back as exactly this value, type included: text
+    /// single-quoted, a blob `X'..'`, a whole real with its `.0` (the shortest text that parses
+    /// back to the same f64; an infinity as `1e999`), a decimal as a cast of its exact digits.
+    pub fn sql_literal(&self) -> String {
+        match self {
+            Value::Null => "NULL".to_string(),
+            Value::Integer(integer) => integer.to_string(),
+            Value::Real(real) if real.is_infinite() => if *real > 0.0 { "1e999" } else { "-1e999" }.to_string(),
+            Value::Real(real) => format!("{real:?}"),
+            Value::Decimal(decimal) => format!("CAST('{decimal}' AS DECIMAL(28, {}))", decimal.scale()),
+            Value::Text(text) => format!("'{}'", text.replace('\'', "''")),
+            Value::Blob(bytes) => format!("X'{}'", hex(bytes)),
+        }
+    }
+
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)
     }

@@ -1,15 +1,16 @@
 //! `.dump`: SQL text that recreates a database, and the SQL literal of every value.
 
-use crate::{Connection, Error, ObjectKind, Result, Value};
+use crate::{Connection, Error, ObjectKind, Result};
 use std::io::Write;
 
 /// Writes the script ([`Connection::dump`]).
 pub(crate) fn dump(connection: &Connection, out: &mut dyn Write) -> Result<()> {
-    let schema = connection.database().schema();
     let own_transaction = connection.is_autocommit();
     if own_transaction {
         connection.execute("BEGIN", ())?;
     }
+    // The schema as the transaction sees it, so that it matches the rows read.
+    let schema = connection.schema();
     let result = write_script(connection, &schema, out);
     if own_transaction {
         // Read only: nothing to commit.
@@ -27,7 +28,7 @@ fn write_script(connection: &Connection, schema: &[crate::SchemaObject], out: &m
         let columns: Vec<String> = rows.column_names().iter().map(|name| quote_identifier(name)).collect();
         let prefix = format!("INSERT INTO {}({}) VALUES(", quote_identifier(&table.name), columns.join(","));
         for row in &rows {
-            let values: Vec<String> = row.values().iter().map(sql_literal).collect();
+            let values: Vec<String> = row.values().iter().map(tern_sql::Value::sql_literal).collect();
             writeln!(out, "{prefix}{});", values.join(",")).map_err(io)?;
         }
     }
@@ -66,29 +67,4 @@ fn views_in_dependency_order(schema: &[crate::SchemaObject]) -> Vec<&crate::Sche
 /// `name` as a double-quoted SQL identifier.
 pub fn quote_identifier(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-/// The SQL literal that reads back as exactly `value`: integers and reals keep their type
-/// (a whole real is written `2.0`), text is single-quoted, blobs are `X'..'`, decimals are a
-/// cast of their exact text.
-pub fn sql_literal(value: &Value) -> String {
-    match value {
-        Value::Null => "NULL".to_string(),
-        Value::Integer(integer) => integer.to_string(),
-        // Debug prints the shortest text that parses back to the same f64, always with a '.'
-        // or an exponent; an infinity is written as a literal too large for f64.
-        Value::Real(real) if real.is_infinite() => if *real > 0.0 { "1e999" } else { "-1e999" }.to_string(),
-        Value::Real(real) => format!("{real:?}"),
-        Value::Decimal(decimal) => format!("CAST('{decimal}' AS DECIMAL(28, {}))", decimal.scale()),
-        Value::Text(text) => format!("'{}'", text.replace('\'', "''")),
-        Value::Blob(bytes) => {
-            let mut literal = String::with_capacity(3 + 2 * bytes.len());
-            literal.push_str("X'");
-            for byte in bytes {
-                literal.push_str(&format!("{byte:02X}"));
-            }
-            literal.push('\'');
-            literal
-        }
-    }
 }

@@ -55,7 +55,8 @@ pub struct Database {
 
 impl Database {
     /// Opens the database in the file at `path`, creating it if it does not exist. The write-
-    /// ahead log lives beside it (`<path>-wal`).
+    /// ahead log lives beside it: `app.tern-wal` for `app.tern`, `<path>.tern-wal` for a path
+    /// with another extension (and a `.next` file while the log is being rotated).
     ///
     /// ```
     /// let dir = tempfile::tempdir().unwrap();
@@ -92,29 +93,10 @@ impl Database {
     }
 
     /// Tables, indexes and views, as the newest committed schema has them: tables first, then
-    /// indexes, then views, each group by name.
+    /// indexes, then views, each group by name. ([`Connection::schema`] includes the schema
+    /// changes of the connection's open transaction.)
     pub fn schema(&self) -> Vec<SchemaObject> {
-        let catalog = self.engine.catalog();
-        let tables = catalog.tables.values().map(|table| SchemaObject {
-            kind: ObjectKind::Table,
-            name: table.name.clone(),
-            table: table.name.clone(),
-            sql: table.sql.clone(),
-        });
-        // Indexes made for UNIQUE and PRIMARY KEY constraints come with their table.
-        let indexes = catalog.indexes.values().filter(|index| !index.constraint).map(|index| SchemaObject {
-            kind: ObjectKind::Index,
-            name: index.name.clone(),
-            table: catalog.table(&index.table).map_or_else(|| index.table.clone(), |table| table.name.clone()),
-            sql: index.sql.clone(),
-        });
-        let views = catalog.views.values().map(|view| SchemaObject {
-            kind: ObjectKind::View,
-            name: view.name.clone(),
-            table: view.name.clone(),
-            sql: view.sql.clone(),
-        });
-        tables.chain(indexes).chain(views).collect()
+        schema_of(&self.engine.catalog())
     }
 
     /// Counters and sizes of the storage layers.
@@ -127,6 +109,29 @@ impl Database {
     pub fn engine(&self) -> &tern_sql::Database {
         &self.engine
     }
+}
+
+fn schema_of(catalog: &tern_sql::catalog::Catalog) -> Vec<SchemaObject> {
+    let tables = catalog.tables.values().map(|table| SchemaObject {
+        kind: ObjectKind::Table,
+        name: table.name.clone(),
+        table: table.name.clone(),
+        sql: table.sql.clone(),
+    });
+    // Indexes made for UNIQUE and PRIMARY KEY constraints come with their table.
+    let indexes = catalog.indexes.values().filter(|index| !index.constraint).map(|index| SchemaObject {
+        kind: ObjectKind::Index,
+        name: index.name.clone(),
+        table: catalog.table(&index.table).map_or_else(|| index.table.clone(), |table| table.name.clone()),
+        sql: index.sql.clone(),
+    });
+    let views = catalog.views.values().map(|view| SchemaObject {
+        kind: ObjectKind::View,
+        name: view.name.clone(),
+        table: view.name.clone(),
+        sql: view.sql.clone(),
+    });
+    tables.chain(indexes).chain(views).collect()
 }
 
 /// What a schema object is.
@@ -289,6 +294,8 @@ impl Connection {
     /// stopping at the first error (of a statement or of `each`). The whole script is parsed
     /// first: a syntax error anywhere runs nothing.
     pub fn run_script(&self, script: &str, mut each: impl FnMut(Outcome) -> Result<()>) -> Result<()> {
+        // One interrupt cancels the rest of the script, even between statements.
+        self.session.borrow().clear_interrupt();
         let statements = tern_sql::session::parse(script)?;
         for statement in &statements {
             let outcome = self.session.borrow_mut().execute_statement(statement, &[])?;
@@ -321,7 +328,7 @@ impl Connection {
 
     /// Runs `body` in a transaction and commits it; when the body or the commit fails with a
     /// serialization error (SQLSTATE 40001, another transaction got in the way), waits a
-    /// little (exponential backoff with jitter, from 50 us to 20 ms) and runs it again, up to
+    /// little (exponential backoff with jitter, from 20 us to 10 ms) and runs it again, up to
     /// [`Options::retry_attempts`] times. Other errors roll back and return at once.
     ///
     /// ```
@@ -362,10 +369,16 @@ impl Connection {
                 }
             };
             match result {
-                Err(error) if error.is_retryable() && attempt < attempts => backoff(attempt),
+                Err(error) if error.is_retryable() && attempt < attempts => tern_sql::session::backoff(attempt),
                 other => return other,
             }
         }
+    }
+
+    /// The tables, indexes and views this connection sees: with its open transaction's own
+    /// schema changes, or else the newest committed schema (as [`Database::schema`]).
+    pub fn schema(&self) -> Vec<SchemaObject> {
+        schema_of(&self.session.borrow().catalog())
     }
 
     /// Whether statements commit on their own (no transaction is open).
@@ -377,20 +390,35 @@ impl Connection {
     /// statement fails with SQLSTATE 57014).
     ///
     /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
     /// let db = tern::Database::open_in_memory()?;
     /// let conn = db.connect();
     /// let handle = conn.interrupt_handle();
+    /// let done = std::sync::Arc::new(AtomicBool::new(false));
+    /// let finished = done.clone();
+    /// // An interrupt before the statement starts is forgotten: repeat until it returns.
     /// let canceller = std::thread::spawn(move || {
-    ///     std::thread::sleep(std::time::Duration::from_millis(100));
-    ///     handle.interrupt();
+    ///     while !finished.load(Ordering::SeqCst) {
+    ///         std::thread::sleep(std::time::Duration::from_millis(50));
+    ///         handle.interrupt();
+    ///     }
     /// });
     /// let endless = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c";
-    /// assert_eq!(conn.query(endless, ()).unwrap_err().sqlstate, "57014");
+    /// let result = conn.query(endless, ());
+    /// done.store(true, Ordering::SeqCst);
     /// canceller.join().unwrap();
+    /// assert_eq!(result.unwrap_err().sqlstate, "57014");
     /// # Ok::<(), tern::Error>(())
     /// ```
     pub fn interrupt_handle(&self) -> InterruptHandle {
         self.session.borrow().interrupt_handle()
+    }
+
+    /// Forgets a pending interrupt. Every call that runs SQL does this as it starts; a caller
+    /// that polls [`InterruptHandle::is_interrupted`] between its own steps clears it when it
+    /// begins a new unit of work.
+    pub fn clear_interrupt(&self) {
+        self.session.borrow().clear_interrupt();
     }
 
     /// The database this connection belongs to.
@@ -422,7 +450,7 @@ impl Connection {
     }
 }
 
-pub use dump::{quote_identifier, sql_literal};
+pub use dump::quote_identifier;
 
 fn rows_of(outcome: Outcome) -> Result<Rows> {
     match outcome {
@@ -436,15 +464,6 @@ fn first_row<T>(rows: &Rows, map: impl FnOnce(&Row<'_>) -> Result<T>) -> Result<
         Some(row) => map(&row),
         None => Err(Error::new("02000", "the query returned no rows")),
     }
-}
-
-/// Sleeps before another attempt: 50 us doubling up to 20 ms, times a random factor in
-/// [0.5, 1.5) so that transactions that collided do not collide again in step.
-fn backoff(attempt: u32) {
-    use std::hash::{BuildHasher, Hasher};
-    let base_us = (50u64 << attempt.min(10)).min(20_000);
-    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
-    std::thread::sleep(std::time::Duration::from_micros(base_us / 2 + random % base_us));
 }
 
 /// A statement parsed once and run many times ([`Connection::prepare`]).
@@ -484,24 +503,30 @@ pub struct Transaction<'c> {
 
 impl Transaction<'_> {
     /// Commits: every statement's writes become visible at once, or, if a concurrent
-    /// transaction conflicts, none do and the error is SQLSTATE 40001.
+    /// transaction conflicts, none do and the error is SQLSTATE 40001. If a COMMIT or ROLLBACK
+    /// statement already ended the transaction, it is SQLSTATE 25P01: there is nothing left to
+    /// commit, and whether the writes were kept is for that statement to say.
     pub fn commit(mut self) -> Result<()> {
-        self.finish("COMMIT")
-    }
-
-    /// Discards every write of the transaction.
-    pub fn rollback(mut self) -> Result<()> {
-        self.finish("ROLLBACK")
-    }
-
-    fn finish(&mut self, command: &str) -> Result<()> {
         self.finished = true;
         let session = self.connection.session.get_mut();
         if !session.in_transaction() {
-            // The statements ended it themselves (COMMIT or ROLLBACK as SQL).
+            return Err(Error::new("25P01", "the transaction was already ended by a COMMIT or ROLLBACK statement"));
+        }
+        session.execute("COMMIT", &[]).map(drop)
+    }
+
+    /// Discards every write of the transaction (nothing to do if a statement ended it).
+    pub fn rollback(mut self) -> Result<()> {
+        self.finish_with_rollback()
+    }
+
+    fn finish_with_rollback(&mut self) -> Result<()> {
+        self.finished = true;
+        let session = self.connection.session.get_mut();
+        if !session.in_transaction() {
             return Ok(());
         }
-        session.execute(command, &[]).map(drop)
+        session.execute("ROLLBACK", &[]).map(drop)
     }
 }
 
@@ -516,7 +541,7 @@ impl Drop for Transaction<'_> {
     fn drop(&mut self) {
         if !self.finished {
             // Rolling back cannot fail in a way the caller could act on.
-            let _ = self.finish("ROLLBACK");
+            let _ = self.finish_with_rollback();
         }
     }
 }

@@ -16,9 +16,10 @@ pub trait ToSql {
 
 /// A Rust type a column value can be read as ([`Row::get`](crate::Row::get)).
 ///
-/// Numbers convert between integer and real only when no information is lost (a real read as
-/// an integer must be whole); everything else must match the stored type: TEXT for strings and
-/// dates, BLOB (or TEXT) for bytes. NULL reads only as `Option::None` or [`Value::Null`].
+/// A real reads as an integer only when it is whole and in the integer type's range; an
+/// integer or decimal reads as a float rounded to the nearest one (`f32` must be in range).
+/// Everything else must match the stored type: TEXT for strings and dates, BLOB (or TEXT) for
+/// bytes. NULL reads only as `Option::None` or [`Value::Null`].
 pub trait FromSql: Sized {
     fn from_sql(value: &Value) -> Result<Self>;
 }
@@ -129,9 +130,12 @@ impl FromSql for f64 {
     }
 }
 
+/// Rounded to the nearest `f32`; a finite value beyond `f32`'s range is SQLSTATE 22003.
 impl FromSql for f32 {
     fn from_sql(value: &Value) -> Result<Self> {
-        f64::from_sql(value).map(|value| value as f32)
+        let wide = f64::from_sql(value)?;
+        let narrow = wide as f32;
+        if narrow.is_infinite() && wide.is_finite() { Err(out_of_range(wide, "f32")) } else { Ok(narrow) }
     }
 }
 
@@ -323,13 +327,13 @@ impl<T: ToSql> Params for [T] {
 
 impl<T: ToSql, const N: usize> Params for [T; N] {
     fn to_values(&self) -> Result<Vec<Value>> {
-        self.iter().map(ToSql::to_sql).collect()
+        self.as_slice().to_values()
     }
 }
 
 impl<T: ToSql> Params for Vec<T> {
     fn to_values(&self) -> Result<Vec<Value>> {
-        self.iter().map(ToSql::to_sql).collect()
+        self.as_slice().to_values()
     }
 }
 

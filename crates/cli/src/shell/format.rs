@@ -135,7 +135,7 @@ fn write_csv(out: &mut dyn Write, rows: &Rows, headers: bool) -> io::Result<()> 
 }
 
 /// A value as JSON: numbers as numbers (a decimal's exact digits; an infinite real, which
-/// JSON cannot write, as null), text as a string, a blob as its hex digits in a string.
+/// JSON cannot write, as null), text as a string, a blob as its upper-case hex digits in a string.
 fn json_value(value: &Value) -> String {
     match value {
         Value::Null => "null".into(),
@@ -146,10 +146,7 @@ fn json_value(value: &Value) -> String {
         Value::Real(_) => "null".into(),
         Value::Decimal(decimal) => decimal.to_string(),
         Value::Text(text) => serde_json::Value::String(text.clone()).to_string(),
-        Value::Blob(bytes) => {
-            let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
-            serde_json::Value::String(hex).to_string()
-        }
+        Value::Blob(bytes) => serde_json::Value::String(tern_sql::value::hex(bytes)).to_string(),
     }
 }
 
@@ -237,7 +234,7 @@ mod tests {
         let rows = db.connect().query("SELECT x'00ff' AS b, 'a\nb' AS t, 1e999 AS inf", ()).unwrap();
         let mut out = Vec::new();
         write_rows(&mut out, &rows, Mode::Json, true).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "[\n{\"b\":\"00ff\",\"t\":\"a\\nb\",\"inf\":null}\n]\n");
+        assert_eq!(String::from_utf8(out).unwrap(), "[\n{\"b\":\"00FF\",\"t\":\"a\\nb\",\"inf\":null}\n]\n");
         let mut out = Vec::new();
         write_rows(&mut out, &rows, Mode::Table, true).unwrap();
         assert!(String::from_utf8(out).unwrap().contains("| x'00ff' | a\\nb |"));

@@ -18,12 +18,30 @@ pub struct Imported {
     pub created: bool,
 }
 
+impl Imported {
+    /// The line the shell and `tern import` print.
+    pub fn describe(&self, table: &str) -> String {
+        format!("imported {} rows into {table}{}", self.rows, if self.created { " (new table)" } else { "" })
+    }
+}
+
 /// Imports `path` into `table`. If the table does not exist it is created with the header's
 /// column names and, per column, INTEGER when every non-empty value is an integer, REAL when
 /// every one is a number, TEXT otherwise. If it exists, every header name must be one of its
-/// columns. Empty fields are NULL. Rows are committed in batches of 10,000: on an error the
-/// batches before it stay, and the error says how many rows that is.
+/// columns. Empty fields are NULL. Outside a transaction, rows are committed in batches of
+/// 10,000: on an error the batches before it stay, and the error says how many rows that is.
+/// Inside one, the rows join it. Ctrl-C (the connection's interrupt) stops the import between
+/// rows as well as during one.
 pub fn import_csv(connection: &mut Connection, path: &Path, table: &str, progress: bool) -> anyhow::Result<Imported> {
+    // The table as this connection sees it (an open transaction may have created it).
+    let exists = connection
+        .schema()
+        .iter()
+        .any(|object| object.name.eq_ignore_ascii_case(table) && object.kind == tern::ObjectKind::Table);
+    if !exists && !std::fs::metadata(path).is_ok_and(|metadata| metadata.is_file()) && path.exists() {
+        // Inferring types reads the data twice, which a pipe cannot give.
+        bail!("{} is not a regular file: create table {table} first, then import into it", path.display());
+    }
     let open = || {
         csv::ReaderBuilder::new()
             .has_headers(true)
@@ -46,11 +64,6 @@ pub fn import_csv(connection: &mut Connection, path: &Path, table: &str, progres
             bail!("{}: column {name} appears twice in the header", path.display());
         }
     }
-    let exists = connection
-        .database()
-        .schema()
-        .iter()
-        .any(|object| object.name.eq_ignore_ascii_case(table) && object.kind == tern::ObjectKind::Table);
     let size = std::fs::metadata(path).map(|metadata| metadata.len()).unwrap_or(0);
     let bar = (progress && size >= PROGRESS_BYTES).then(|| {
         let bar = indicatif::ProgressBar::new(size);
@@ -82,31 +95,51 @@ pub fn import_csv(connection: &mut Connection, path: &Path, table: &str, progres
     let mut rows = 0u64;
     let mut committed = 0u64;
     let mut record = csv::StringRecord::new();
-    let result = (|| -> anyhow::Result<()> {
-        loop {
-            let transaction = connection.transaction()?;
-            let mut insert = transaction.prepare(&sql)?;
-            let mut in_batch = 0;
-            while in_batch < BATCH_ROWS && read_record(&mut reader, &mut record, header.len())? {
-                let values: Vec<Value> = record
-                    .iter()
-                    .map(|field| if field.is_empty() { Value::Null } else { Value::Text(field.to_string()) })
-                    .collect();
-                insert.execute(values).with_context(|| format!("line {}", line_of(&record)))?;
-                in_batch += 1;
-                rows += 1;
+    let interrupt = connection.interrupt_handle();
+    // Inserts up to `limit` rows through `insert`; false when the file has ended.
+    let mut insert_rows = |insert: &mut tern::Statement<'_>, limit: u64, rows: &mut u64| -> anyhow::Result<bool> {
+        let mut inserted = 0;
+        while inserted < limit {
+            if !read_record(&mut reader, &mut record, header.len())? {
+                return Ok(false);
             }
-            drop(insert);
-            transaction.commit()?;
-            committed = rows;
-            if let Some(bar) = &bar {
-                bar.set_position(reader.position().byte());
+            if interrupt.is_interrupted() {
+                return Err(tern::Error::query_canceled().into());
             }
-            if in_batch < BATCH_ROWS {
-                return Ok(());
+            let values: Vec<Value> = record
+                .iter()
+                .map(|field| if field.is_empty() { Value::Null } else { Value::Text(field.to_string()) })
+                .collect();
+            insert.execute(values).with_context(|| format!("line {}", line_of(&record)))?;
+            inserted += 1;
+            *rows += 1;
+            if let Some(bar) = &bar
+                && rows.is_multiple_of(4096)
+            {
+                bar.set_position(record.position().map_or(0, |position| position.byte()));
             }
         }
-    })();
+        Ok(true)
+    };
+    let result = if connection.is_autocommit() {
+        (|| -> anyhow::Result<()> {
+            loop {
+                let transaction = connection.transaction()?;
+                let mut insert = transaction.prepare(&sql)?;
+                let more = insert_rows(&mut insert, BATCH_ROWS, &mut rows)?;
+                drop(insert);
+                transaction.commit()?;
+                committed = rows;
+                if !more {
+                    return Ok(());
+                }
+            }
+        })()
+    } else {
+        // The user's transaction: its commit or rollback decides.
+        let mut insert = connection.prepare(&sql)?;
+        insert_rows(&mut insert, u64::MAX, &mut rows).map(drop)
+    };
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }

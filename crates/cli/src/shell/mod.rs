@@ -24,7 +24,7 @@ pub const DEFAULT_DATABASE: &str = "tern.db";
 const PROMPT: &str = "tern> ";
 const CONTINUATION: &str = "  ...> ";
 
-/// Set by Ctrl-C while a script is read from a pipe: the shell stops after the statement.
+/// Set by Ctrl-C while a script is read from a pipe: the exit status is then 130.
 static STOP: AtomicBool = AtomicBool::new(false);
 
 /// A failure that ends a script (the error was already reported).
@@ -35,9 +35,7 @@ pub struct Stopped;
 /// 0, or 1 after an error in a script, or 130 after Ctrl-C ended a script.
 pub fn run(database: &Path) -> anyhow::Result<u8> {
     let interactive = io::stdin().is_terminal();
-    let db = Database::open(database, tern::Options::default())
-        .map_err(|error| anyhow::anyhow!("cannot open {}: {error}", database.display()))?;
-    let mut shell = Shell::new(db, !interactive);
+    let mut shell = Shell::new(open_database(database)?, !interactive);
     let handle = shell.connection.interrupt_handle();
     ctrlc::set_handler(move || {
         handle.interrupt();
@@ -64,6 +62,12 @@ pub fn run(database: &Path) -> anyhow::Result<u8> {
         Err(Stopped) if STOP.load(Ordering::SeqCst) => 130,
         Err(Stopped) => 1,
     })
+}
+
+/// Opens (or creates) a database file with the default options.
+pub fn open_database(path: &Path) -> anyhow::Result<Database> {
+    Database::open(path, tern::Options::default())
+        .map_err(|error| anyhow::anyhow!("cannot open {}: {error}", path.display()))
 }
 
 /// What reading a line gave.
@@ -139,8 +143,9 @@ impl LineSource for Editor {
 
 /// The shell's state: the connection and the settings dot-commands change.
 pub struct Shell {
-    db: Database,
     connection: Connection,
+    /// The connection's interrupt flag, raised by Ctrl-C.
+    interrupt: tern::InterruptHandle,
     mode: Mode,
     headers: bool,
     timer: bool,
@@ -149,13 +154,18 @@ pub struct Shell {
     bail: bool,
     /// Show progress bars (stderr is a terminal).
     progress: bool,
+    /// Files being read by `.read` inside one another.
+    read_depth: usize,
 }
+
+/// How deeply `.read` may nest (a file that reads itself stops here).
+const MAX_READ_DEPTH: usize = 16;
 
 impl Shell {
     pub fn new(db: Database, bail: bool) -> Shell {
         let connection = db.connect();
         Shell {
-            db,
+            interrupt: connection.interrupt_handle(),
             connection,
             mode: Mode::Table,
             headers: true,
@@ -163,7 +173,13 @@ impl Shell {
             output: Box::new(io::stdout()),
             bail,
             progress: io::stderr().is_terminal(),
+            read_depth: 0,
         }
+    }
+
+    /// Forgets a Ctrl-C that cancelled an earlier command.
+    fn interrupt_clear(&self) {
+        self.connection.clear_interrupt();
     }
 
     fn flush(&mut self) {
@@ -177,9 +193,6 @@ impl Shell {
     pub fn run_lines(&mut self, source: &mut dyn LineSource) -> Result<(), Stopped> {
         let mut buffer = String::new();
         loop {
-            if STOP.load(Ordering::SeqCst) {
-                return Err(Stopped);
-            }
             let prompt = if buffer.is_empty() { PROMPT } else { CONTINUATION };
             let line = match source.read_line(prompt) {
                 Ok(Input::Line(line)) => line,
@@ -193,6 +206,17 @@ impl Shell {
                     return Err(Stopped);
                 }
             };
+            if self.bail {
+                // A script (or a file being read) ends at Ctrl-C, even between statements.
+                if self.interrupt.is_interrupted() {
+                    self.flush();
+                    eprintln!("Error: interrupted (SQLSTATE 57014)");
+                    return Err(Stopped);
+                }
+            } else {
+                // Each command typed starts afresh, whatever Ctrl-C cancelled before.
+                self.interrupt_clear();
+            }
             if buffer.is_empty() && line.trim_start().starts_with('.') {
                 match self.dot_command(line.trim()) {
                     Ok(Flow::Continue) => {}
@@ -206,13 +230,16 @@ impl Shell {
             }
             buffer.push_str(&line);
             buffer.push('\n');
-            if statement_complete(&buffer) {
+            if only_comments(&buffer) {
+                // A comment alone is not the start of a statement.
+                buffer.clear();
+            } else if statement_complete(&buffer) {
                 let sql = std::mem::take(&mut buffer);
                 self.execute(&sql)?;
             }
         }
         // A last statement without its ';' still runs, as in sqlite3.
-        if !buffer.trim().is_empty() && !only_comments(&buffer) {
+        if !buffer.is_empty() {
             self.execute(&buffer)?;
         }
         Ok(())
@@ -268,7 +295,7 @@ impl Shell {
             ".tables" => {
                 arity(0..=0, ".tables")?;
                 let mut names: Vec<String> = self
-                    .db
+                    .connection
                     .schema()
                     .into_iter()
                     .filter(|object| object.kind != ObjectKind::Index)
@@ -281,7 +308,7 @@ impl Shell {
             }
             ".schema" => {
                 arity(0..=1, ".schema [TABLE]")?;
-                let schema = self.db.schema();
+                let schema = self.connection.schema();
                 let wanted = |object: &tern::SchemaObject| match args.first() {
                     Some(name) => object.table.eq_ignore_ascii_case(name),
                     None => true,
@@ -296,7 +323,7 @@ impl Shell {
             }
             ".indexes" | ".indices" => {
                 arity(0..=1, ".indexes [TABLE]")?;
-                let schema = self.db.schema();
+                let schema = self.connection.schema();
                 if let Some(name) = args.first()
                     && !schema
                         .iter()
@@ -342,10 +369,15 @@ impl Shell {
             }
             ".read" => {
                 arity(1..=1, ".read FILE")?;
+                if self.read_depth >= MAX_READ_DEPTH {
+                    anyhow::bail!(".read nests more than {MAX_READ_DEPTH} files deep");
+                }
                 let file = File::open(&args[0]).map_err(|error| anyhow::anyhow!("cannot read {}: {error}", args[0]))?;
                 // A file stops at its first error, whatever the shell does with errors.
                 let bail = std::mem::replace(&mut self.bail, true);
+                self.read_depth += 1;
                 let result = self.run_lines(&mut Reader(io::BufReader::new(file)));
+                self.read_depth -= 1;
                 self.bail = bail;
                 if result.is_err() {
                     anyhow::bail!("{} stopped at the error above", args[0]);
@@ -355,8 +387,7 @@ impl Shell {
                 arity(2..=2, ".import FILE TABLE")?;
                 let imported = import::import_csv(&mut self.connection, Path::new(&args[0]), &args[1], self.progress)?;
                 if !self.bail {
-                    let created = if imported.created { " (new table)" } else { "" };
-                    writeln!(self.output, "imported {} rows into {}{created}", imported.rows, args[1])?;
+                    writeln!(self.output, "{}", imported.describe(&args[1]))?;
                 }
             }
             ".dump" => {
@@ -365,7 +396,7 @@ impl Shell {
             }
             ".stats" => {
                 arity(0..=0, ".stats")?;
-                write_stats(&mut self.output, &self.db.stats())?;
+                write_stats(&mut self.output, &self.connection.database().stats())?;
             }
             other => anyhow::bail!("unknown command {other}: .help lists the commands"),
         }
