@@ -162,7 +162,7 @@ pub fn decode_integer_key(key: &[u8]) -> Option<i64> {
 }
 
 /// Appends `value` as a LEB128 varint (u64 values widen losslessly).
-fn put_varint(value: impl Into<u128>, out: &mut Vec<u8>) {
+pub(crate) fn put_varint(value: impl Into<u128>, out: &mut Vec<u8>) {
     let mut value = value.into();
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
@@ -185,7 +185,7 @@ fn get_varint_bits(bytes: &[u8], position: &mut usize, bits: u32) -> Result<u128
     Err(Error::corrupt(format!("varint longer than {} bytes", bits.div_ceil(7))))
 }
 
-fn get_varint(bytes: &[u8], position: &mut usize) -> Result<u64> {
+pub(crate) fn get_varint(bytes: &[u8], position: &mut usize) -> Result<u64> {
     Ok(get_varint_bits(bytes, position, 64)? as u64)
 }
 
@@ -355,5 +355,13 @@ mod tests {
         }
         assert_eq!(prefix_end(&[1, 0xFF]), Some(vec![2]));
         assert_eq!(prefix_end(&[0xFF]), None);
+    }
+}
+
+/// The table or index a stored key belongs to (`None` for catalog keys).
+pub fn object_of_key(key: &[u8]) -> Option<u32> {
+    match key {
+        [0x10, a, b, c, d, ..] => Some(u32::from_be_bytes([*a, *b, *c, *d])),
+        _ => None,
     }
 }

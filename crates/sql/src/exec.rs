@@ -56,6 +56,8 @@ pub struct Executor<'t> {
     profile: Option<RefCell<HashMap<usize, NodeProfile>>>,
     /// Set from another thread to cancel the statement (SQLSTATE 57014).
     interrupt: Option<&'t AtomicBool>,
+    /// The tables and indexes read, when recorded (for the result cache).
+    objects_read: Option<RefCell<Vec<u32>>>,
 }
 
 /// What one plan node did during EXPLAIN ANALYZE.
@@ -90,6 +92,29 @@ impl<'t> Executor<'t> {
             defaults: RefCell::new(HashMap::new()),
             profile: None,
             interrupt: None,
+            objects_read: None,
+        }
+    }
+
+    /// Records which tables and indexes the statement reads ([`Executor::objects_read`]).
+    pub fn record_reads(&mut self) {
+        self.objects_read = Some(RefCell::new(Vec::new()));
+    }
+
+    /// The tables and indexes read so far (empty unless recorded).
+    pub fn objects_read(&self) -> Vec<u32> {
+        self.objects_read.as_ref().map(|objects| objects.borrow().clone()).unwrap_or_default()
+    }
+
+    /// Notes the object `key` belongs to; a key of no object (an unbounded scan) is noted as
+    /// `u32::MAX`, which the cache refuses to store.
+    fn note_read(&self, key: &[u8]) {
+        if let Some(objects) = &self.objects_read {
+            let object = codec::object_of_key(key).unwrap_or(u32::MAX);
+            let mut objects = objects.borrow_mut();
+            if !objects.contains(&object) {
+                objects.push(object);
+            }
         }
     }
 
@@ -135,6 +160,7 @@ impl<'t> Executor<'t> {
 
     /// Reads a key, seeing the statement's own writes.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.note_read(key);
         if let Some(value) = self.overlay.borrow().get(key) {
             return Ok(value.clone());
         }
@@ -161,6 +187,11 @@ impl<'t> Executor<'t> {
         first_chunk_rows: usize,
         mut visit: impl FnMut(&[u8], &[u8]) -> Result<bool>,
     ) -> Result<()> {
+        // Every scan starts inside its table's or index's key prefix.
+        match &start {
+            Bound::Included(key) | Bound::Excluded(key) => self.note_read(key),
+            Bound::Unbounded => self.note_read(&[]),
+        }
         let (mut start, mut end) = (start, end);
         let mut chunk_rows = first_chunk_rows.clamp(1, SCAN_CHUNK_ROWS);
         loop {

@@ -16,6 +16,7 @@
 //! ```
 
 pub mod bind;
+pub mod cache;
 pub mod catalog;
 pub mod codec;
 pub mod datetime;

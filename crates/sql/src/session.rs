@@ -2,6 +2,8 @@
 //! autocommit otherwise), DDL, and the catalog cache.
 
 use crate::bind::{Binder, object_name};
+use crate::cache::slab::SlabConfig;
+use crate::cache::{CacheStats, ResultCache};
 use crate::catalog::{Catalog, ColumnDef, IndexDef, TableDef, ViewDef};
 use crate::codec::{CATALOG_KEY, CATALOG_VERSION_KEY};
 use crate::dml;
@@ -25,11 +27,18 @@ pub struct Options {
     pub query_memory_limit: usize,
     /// Attempts of an autocommit statement that fails with a serialization error.
     pub autocommit_attempts: u32,
+    /// Bytes of slab memory for the statement result cache (0 turns it off).
+    pub result_cache: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { txn: tern_txn::Options::default(), query_memory_limit: 1 << 30, autocommit_attempts: 100 }
+        Options {
+            txn: tern_txn::Options::default(),
+            query_memory_limit: 1 << 30,
+            autocommit_attempts: 100,
+            result_cache: 16 << 20,
+        }
     }
 }
 
@@ -43,6 +52,8 @@ struct Shared {
     /// Serializes commits that change the catalog, so that the epoch is odd for the whole time
     /// any of them is in flight (two overlapping ones would make it even in between).
     ddl_commit: parking_lot::Mutex<()>,
+    /// Results of queries (none when `options.result_cache` is 0).
+    cache: Option<ResultCache>,
     options: Options,
 }
 
@@ -106,6 +117,11 @@ impl Database {
                 catalog,
                 ddl_epoch: AtomicU64::new(0),
                 ddl_commit: parking_lot::Mutex::new(()),
+                cache: (options.result_cache > 0).then(|| {
+                    // Slabs of 1 MiB, fewer and smaller for a small cache (at least 4 slabs).
+                    let slab_size = (options.result_cache / 4).clamp(4 << 10, 1 << 20);
+                    ResultCache::new(SlabConfig { memory: options.result_cache, slab_size, ..SlabConfig::default() })
+                }),
                 options,
             }),
         })
@@ -123,6 +139,15 @@ impl Database {
     /// The newest committed catalog.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.shared.catalog.read().catalog.clone()
+    }
+
+    /// The result cache's counters (`None` when it is off).
+    pub fn cache_stats(&self) -> Option<CacheStats> {
+        self.shared.cache.as_ref().map(ResultCache::stats)
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.shared.options
     }
 }
 
@@ -169,6 +194,8 @@ pub struct Statement {
     sql: String,
     statement: ast::Statement,
     plan: Option<CachedPlan>,
+    /// The statement's normalized text (its result cache key), made when first needed.
+    normalized: Option<String>,
 }
 
 /// A bound statement and the catalog it is valid for.
@@ -372,7 +399,7 @@ impl Session {
         let statements = parse(sql)?;
         let mut outcomes = Vec::with_capacity(statements.len());
         for statement in &statements {
-            outcomes.push(self.run(statement, params, &mut None)?);
+            outcomes.push(self.run(statement, params, &mut None, Cacheable::Unknown)?);
         }
         Ok(outcomes)
     }
@@ -391,22 +418,32 @@ impl Session {
         if statements.len() != 1 {
             return Err(Error::syntax(format!("prepare takes exactly one statement, got {}", statements.len())));
         }
-        Ok(Statement { sql: sql.to_string(), statement: statements.remove(0), plan: None })
+        Ok(Statement { sql: sql.to_string(), statement: statements.remove(0), plan: None, normalized: None })
     }
 
     /// Runs a prepared statement with `params`.
     pub fn execute_prepared(&mut self, statement: &mut Statement, params: &[Value]) -> Result<Outcome> {
         self.interrupt.store(false, Ordering::Relaxed);
-        self.run(&statement.statement, params, &mut statement.plan)
+        if self.shared.cache.is_some() && statement.normalized.is_none() {
+            statement.normalized = cache_text(&statement.statement);
+        }
+        let text = statement.normalized.as_deref().map(Cacheable::Text).unwrap_or(Cacheable::No);
+        self.run(&statement.statement, params, &mut statement.plan, text)
     }
 
     /// Runs one parsed statement. A pending interrupt is not cleared: it cancels this statement
     /// (a script run statement by statement calls [`Session::clear_interrupt`] once, first).
     pub fn execute_statement(&mut self, statement: &ast::Statement, params: &[Value]) -> Result<Outcome> {
-        self.run(statement, params, &mut None)
+        self.run(statement, params, &mut None, Cacheable::Unknown)
     }
 
-    fn run(&mut self, statement: &ast::Statement, params: &[Value], plan: &mut Option<CachedPlan>) -> Result<Outcome> {
+    fn run(
+        &mut self,
+        statement: &ast::Statement,
+        params: &[Value],
+        plan: &mut Option<CachedPlan>,
+        text: Cacheable<'_>,
+    ) -> Result<Outcome> {
         if self.interrupt.load(Ordering::Relaxed) {
             return Err(Error::query_canceled());
         }
@@ -439,7 +476,8 @@ impl Session {
             }
             statement => {
                 if let Some(open) = self.transaction.as_mut() {
-                    return run_in_transaction(&self.shared, open, statement, params, plan, &self.interrupt);
+                    let run = Run { statement, params, plan, interrupt: &self.interrupt, text, explicit: true };
+                    return run_in_transaction(&self.shared, open, run);
                 }
                 // Autocommit: retry the whole statement on a serialization failure.
                 let mut attempt = 0;
@@ -448,7 +486,9 @@ impl Session {
                     let mut txn = self.shared.db.begin();
                     let catalog = self.load_catalog(&mut txn)?;
                     let mut open = OpenTransaction { txn, catalog };
-                    let result = run_in_transaction(&self.shared, &mut open, statement, params, plan, &self.interrupt)
+                    let run =
+                        Run { statement, params, plan: &mut *plan, interrupt: &self.interrupt, text, explicit: false };
+                    let result = run_in_transaction(&self.shared, &mut open, run)
                         .and_then(|outcome| self.commit(open).map(|_| outcome));
                     match result {
                         Err(error)
@@ -521,10 +561,38 @@ impl Session {
     }
 
     fn commit(&self, open: OpenTransaction) -> Result<()> {
+        let Some(cache) = &self.shared.cache else {
+            return self.commit_to_store(open).map(drop);
+        };
+        // The result cache learns of the tables and indexes written before the commit can be
+        // seen, and of its sequence number after (see crate::cache).
+        let mut objects: Vec<u32> = open.txn.written_keys().filter_map(crate::codec::object_of_key).collect();
+        objects.dedup();
+        if objects.is_empty() && !open.txn.has_written(CATALOG_VERSION_KEY) {
+            return self.commit_to_store(open).map(drop);
+        }
+        let schema_change = open.txn.has_written(CATALOG_VERSION_KEY);
+        cache.begin_writes(&objects);
+        let result = self.commit_to_store(open);
+        let sequence = match &result {
+            Ok(sequence) => Some(*sequence),
+            // Certification failed: nothing was written.
+            Err(error) if error.is_retryable() => None,
+            // Whether it was written is unknown: keep these objects out of the cache.
+            Err(_) => Some(u64::MAX),
+        };
+        cache.end_writes(&objects, sequence);
+        if schema_change && result.is_ok() {
+            cache.clear();
+        }
+        result.map(drop)
+    }
+
+    /// Commits to the transactional store; returns the commit's sequence number.
+    fn commit_to_store(&self, open: OpenTransaction) -> Result<u64> {
         // Whatever wrote the catalog goes through the epoch.
         if !open.txn.has_written(CATALOG_VERSION_KEY) {
-            open.txn.commit()?;
-            return Ok(());
+            return Ok(open.txn.commit()?.sequence);
         }
         let _serialized = self.shared.ddl_commit.lock();
         // Odd epoch while the schema change commits: no transaction trusts the cache meanwhile.
@@ -538,8 +606,7 @@ impl Session {
             }
         }
         self.shared.ddl_epoch.fetch_add(1, Ordering::AcqRel);
-        result?;
-        Ok(())
+        Ok(result?.sequence)
     }
 }
 
@@ -554,18 +621,98 @@ pub fn backoff(attempt: u32) {
     std::thread::sleep(std::time::Duration::from_micros(base_us / 2 + random % base_us));
 }
 
-fn run_in_transaction(
-    shared: &Shared,
-    open: &mut OpenTransaction,
-    statement: &ast::Statement,
-    params: &[Value],
-    plan: &mut Option<CachedPlan>,
-    interrupt: &AtomicBool,
-) -> Result<Outcome> {
+/// Whether a statement's result may be cached, and under which text.
+#[derive(Clone, Copy)]
+enum Cacheable<'s> {
+    /// The normalized text, known to be a deterministic query.
+    Text(&'s str),
+    /// Not cacheable.
+    No,
+    /// Not yet looked at.
+    Unknown,
+}
+
+/// A statement to run and how.
+struct Run<'r> {
+    statement: &'r ast::Statement,
+    params: &'r [Value],
+    plan: &'r mut Option<CachedPlan>,
+    interrupt: &'r AtomicBool,
+    text: Cacheable<'r>,
+    /// Inside BEGIN ... COMMIT (a cached result must then join the read set).
+    explicit: bool,
+}
+
+/// The text a query's result is cached under: its normalized form, if it is a query whose
+/// result depends only on the data (no random(), no current time, no connection state).
+fn cache_text(statement: &ast::Statement) -> Option<String> {
+    if !matches!(statement, ast::Statement::Query(_)) {
+        return None;
+    }
+    let text = statement.to_string();
+    let lower = text.to_ascii_lowercase();
+    const VOLATILE: [&str; 13] = [
+        "random",
+        "'now'",
+        "current_",
+        "changes(",
+        "last_insert_rowid",
+        "date()",
+        "time()",
+        "datetime()",
+        "unixepoch()",
+        "julianday()",
+        "strftime",
+        "sqlite_",
+        "tern_",
+    ];
+    (!VOLATILE.iter().any(|word| lower.contains(word))).then_some(text)
+}
+
+fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>) -> Result<Outcome> {
+    let Run { statement, params, plan, interrupt, text, explicit } = run;
+    // The result cache serves queries of transactions that have written nothing (their own
+    // writes would not be in a cached result).
+    let owned_text;
+    let cache = match (&shared.cache, text) {
+        (Some(cache), Cacheable::Text(text)) if open.txn.is_read_only() => Some((cache, text)),
+        (Some(cache), Cacheable::Unknown) if open.txn.is_read_only() => {
+            owned_text = cache_text(statement);
+            owned_text.as_deref().map(|text| (cache, text))
+        }
+        _ => None,
+    };
+    let cache = match (cache, open.txn.snapshot_sequence()) {
+        (Some((cache, text)), Some(snapshot)) => {
+            let key = ResultCache::key(open.catalog.version, text, params);
+            if let Some(hit) = cache.lookup(&key, snapshot) {
+                if explicit {
+                    // What the query would have read joins the read set, so certification
+                    // sees it as if it had been scanned.
+                    for object in &hit.objects {
+                        let prefix = crate::codec::object_prefix(*object);
+                        open.txn.assume_read_range(&prefix, crate::codec::prefix_end(&prefix).as_deref());
+                    }
+                }
+                return Ok(Outcome::Rows { columns: hit.columns, rows: hit.rows });
+            }
+            Some((cache, key, snapshot))
+        }
+        _ => None,
+    };
     let catalog = open.catalog.clone();
     let mut exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit).with_interrupt(interrupt);
+    if cache.is_some() {
+        exec.record_reads();
+    }
     let mut new_catalog: Option<Catalog> = None;
     let outcome = run_statement(&catalog, &mut exec, statement, &mut new_catalog, plan)?;
+    if let (Some((cache, key, snapshot)), Outcome::Rows { columns, rows }) = (&cache, &outcome) {
+        let objects = exec.objects_read();
+        if !objects.contains(&u32::MAX) {
+            cache.store(key, *snapshot, &objects, columns, rows);
+        }
+    }
     if let Some(mut changed) = new_catalog {
         changed.version = catalog.version + 1;
         exec.put(CATALOG_VERSION_KEY.to_vec(), changed.version.to_be_bytes().to_vec());

@@ -123,6 +123,22 @@ impl Transaction {
         self.writes.contains_key(key)
     }
 
+    /// The keys written so far, in key order.
+    pub fn written_keys(&self) -> impl Iterator<Item = &[u8]> {
+        self.writes.keys().map(Vec::as_slice)
+    }
+
+    /// Records the keys from `start` up to `end` (exclusive; `None` for no end) in the read set
+    /// as if they had been scanned, and takes the snapshot if none is taken: for a result the
+    /// caller got elsewhere (a cache) that reflects this snapshot's state of that range.
+    pub fn assume_read_range(&mut self, start: &[u8], end: Option<&[u8]>) {
+        if self.records_reads() {
+            let end = end.map_or(Bound::Unbounded, |end| Bound::Excluded(end.to_vec()));
+            self.reads.add_range(KeyRange::new(Bound::Included(start.to_vec()), end));
+        }
+        self.ensure_snapshot();
+    }
+
     fn write(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         self.write_bytes = self.bytes_after(self.write_bytes, key, value)?;
         self.writes.insert(key.to_vec(), value.map(<[u8]>::to_vec));

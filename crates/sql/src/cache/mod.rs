@@ -1,0 +1,423 @@
+//! The statement result cache (SQLiteKV's front-end cache): the rows of a query, keyed by the
+//! normalized statement, its parameters and the schema version, stored as one item in slab
+//! memory ([`slab`]).
+//!
+//! Correctness rests on two rules. Each entry records the snapshot it was computed at and the
+//! tables and indexes (objects) it read; a transaction with snapshot `S` may use an entry
+//! computed at `E` only if no committed write touched any of those objects after
+//! `min(S, E)`, so both snapshots see the same state of everything the query read. And the
+//! commit path announces writes before they become visible: [`ResultCache::begin_writes`]
+//! raises a per-object in-flight count before the commit, [`ResultCache::end_writes`] records
+//! the commit's sequence number and lowers it after; while a write to an object is in flight no
+//! entry reading it is used or stored. So a reader never sees a result from a state its own
+//! snapshot does not show: newer (a write it cannot see went into the entry) or older (a
+//! write it can see did not).
+
+pub mod slab;
+
+use crate::codec::{decode_row, encode_row, get_varint, put_varint};
+use crate::error::{Error, Result};
+use crate::plan::Row;
+use crate::value::Value;
+use parking_lot::Mutex;
+use slab::{ClassStats, SlabAllocator, SlabConfig, SlotRef};
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+/// A cached result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cached {
+    pub columns: Vec<String>,
+    pub rows: Vec<Row>,
+    /// The tables and indexes the query read (the caller adds them to its read set).
+    pub objects: Vec<u32>,
+}
+
+/// Counters of the cache.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    /// Results stored, and those not stored: larger than a slab, or a write was in flight.
+    pub stores: u64,
+    pub too_large: u64,
+    pub skipped: u64,
+    /// Entries dropped because a write made them stale.
+    pub invalidations: u64,
+    pub evictions: u64,
+    pub entries: usize,
+    /// Bytes of slab memory taken, and per class.
+    pub allocated_bytes: usize,
+    pub classes: Vec<ClassStats>,
+}
+
+impl CacheStats {
+    /// Bytes of slots holding items that the items do not use (rounding up to a class size).
+    pub fn wasted_bytes(&self) -> usize {
+        self.classes.iter().map(|class| class.wasted_bytes).sum()
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct ObjectState {
+    /// Commits writing the object that have begun and not ended.
+    in_flight: u32,
+    /// The sequence number of the newest committed write to it.
+    last_write: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    hits: u64,
+    misses: u64,
+    stores: u64,
+    too_large: u64,
+    skipped: u64,
+    invalidations: u64,
+    evictions: u64,
+}
+
+struct State {
+    slab: SlabAllocator,
+    /// Hash of the key -> the item (which holds the key itself, checked on lookup).
+    index: HashMap<u64, SlotRef>,
+    objects: HashMap<u32, ObjectState>,
+    counters: Counters,
+}
+
+/// Whether an entry may serve a reader.
+enum Validity {
+    Valid,
+    /// A committed write the entry predates: no reader from now on can use it.
+    Stale,
+    /// Not for this reader (a write is in flight, or the reader's snapshot is older than a
+    /// write the entry includes).
+    NotNow,
+}
+
+impl State {
+    fn validity(&self, objects: &[u32], entry_snapshot: u64, reader_snapshot: u64) -> Validity {
+        let mut validity = Validity::Valid;
+        for object in objects {
+            let state = self.objects.get(object).copied().unwrap_or_default();
+            if state.last_write > entry_snapshot && state.in_flight == 0 {
+                return Validity::Stale;
+            }
+            if state.in_flight > 0 || state.last_write > entry_snapshot.min(reader_snapshot) {
+                validity = Validity::NotNow;
+            }
+        }
+        validity
+    }
+
+    fn drop_item(&mut self, hash: u64, at: SlotRef) {
+        self.index.remove(&hash);
+        self.slab.remove(at);
+    }
+}
+
+/// An item's layout in its slot: snapshot (8 bytes), object count and ids (varint, 4 bytes
+/// each), key length and key, then the result (column count, names, row count, rows).
+struct Item<'b> {
+    snapshot: u64,
+    objects: Vec<u32>,
+    key: &'b [u8],
+    result: &'b [u8],
+}
+
+fn encode_item(snapshot: u64, objects: &[u32], key: &[u8], columns: &[String], rows: &[Row]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + key.len() + rows.len() * 16);
+    out.extend_from_slice(&snapshot.to_le_bytes());
+    put_varint(objects.len() as u64, &mut out);
+    for object in objects {
+        out.extend_from_slice(&object.to_le_bytes());
+    }
+    put_varint(key.len() as u64, &mut out);
+    out.extend_from_slice(key);
+    put_varint(columns.len() as u64, &mut out);
+    for column in columns {
+        put_varint(column.len() as u64, &mut out);
+        out.extend_from_slice(column.as_bytes());
+    }
+    put_varint(rows.len() as u64, &mut out);
+    for row in rows {
+        let encoded = encode_row(row);
+        put_varint(encoded.len() as u64, &mut out);
+        out.extend_from_slice(&encoded);
+    }
+    out
+}
+
+fn take<'b>(bytes: &'b [u8], position: &mut usize, len: usize) -> Result<&'b [u8]> {
+    let end =
+        position.checked_add(len).filter(|end| *end <= bytes.len()).ok_or_else(|| Error::corrupt("cached item"))?;
+    let slice = &bytes[*position..end];
+    *position = end;
+    Ok(slice)
+}
+
+fn decode_item(bytes: &[u8]) -> Result<Item<'_>> {
+    let mut position = 0;
+    let snapshot = u64::from_le_bytes(take(bytes, &mut position, 8)?.try_into().expect("8 bytes"));
+    let count = get_varint(bytes, &mut position)? as usize;
+    let objects = take(bytes, &mut position, count.checked_mul(4).ok_or_else(|| Error::corrupt("cached item"))?)?
+        .chunks_exact(4)
+        .map(|chunk| u32::from_le_bytes(chunk.try_into().expect("4 bytes")))
+        .collect();
+    let key_len = get_varint(bytes, &mut position)? as usize;
+    let key = take(bytes, &mut position, key_len)?;
+    Ok(Item { snapshot, objects, key, result: &bytes[position..] })
+}
+
+fn decode_result(bytes: &[u8]) -> Result<(Vec<String>, Vec<Row>)> {
+    let mut position = 0;
+    let count = get_varint(bytes, &mut position)? as usize;
+    let mut columns = Vec::with_capacity(count.min(bytes.len()));
+    for _ in 0..count {
+        let len = get_varint(bytes, &mut position)? as usize;
+        let name = take(bytes, &mut position, len)?;
+        columns.push(String::from_utf8(name.to_vec()).map_err(|_| Error::corrupt("cached column name"))?);
+    }
+    let count = get_varint(bytes, &mut position)? as usize;
+    let mut rows = Vec::with_capacity(count.min(bytes.len()));
+    for _ in 0..count {
+        let len = get_varint(bytes, &mut position)? as usize;
+        rows.push(decode_row(take(bytes, &mut position, len)?)?);
+    }
+    Ok((columns, rows))
+}
+
+fn hash_key(key: &[u8]) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    key.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The cache: one per database, shared by its sessions.
+pub struct ResultCache {
+    state: Mutex<State>,
+}
+
+impl ResultCache {
+    pub fn new(config: SlabConfig) -> ResultCache {
+        ResultCache {
+            state: Mutex::new(State {
+                slab: SlabAllocator::new(config),
+                index: HashMap::new(),
+                objects: HashMap::new(),
+                counters: Counters::default(),
+            }),
+        }
+    }
+
+    /// The key of a statement: the schema version it is bound against, its normalized text
+    /// and its parameters.
+    pub fn key(catalog_version: u64, sql: &str, params: &[Value]) -> Vec<u8> {
+        let params = encode_row(params);
+        let mut key = Vec::with_capacity(8 + sql.len() + 1 + params.len());
+        key.extend_from_slice(&catalog_version.to_le_bytes());
+        key.extend_from_slice(sql.as_bytes());
+        key.push(0);
+        key.extend_from_slice(&params);
+        key
+    }
+
+    /// The result stored for `key` if it is valid for a reader at `snapshot`.
+    pub fn lookup(&self, key: &[u8], snapshot: u64) -> Option<Cached> {
+        let hash = hash_key(key);
+        let (objects, result) = {
+            let mut state = self.state.lock();
+            let Some(&at) = state.index.get(&hash) else {
+                state.counters.misses += 1;
+                return None;
+            };
+            let bytes = state.slab.get(at);
+            let item = decode_item(bytes).ok().filter(|item| item.key == key);
+            let Some(item) = item else {
+                // Another key with the same hash: a miss (a store replaces it).
+                state.counters.misses += 1;
+                return None;
+            };
+            let result = item.result.to_vec();
+            let (objects, entry_snapshot) = (item.objects, item.snapshot);
+            match state.validity(&objects, entry_snapshot, snapshot) {
+                Validity::Valid => {}
+                Validity::Stale => {
+                    state.drop_item(hash, at);
+                    state.counters.invalidations += 1;
+                    state.counters.misses += 1;
+                    return None;
+                }
+                Validity::NotNow => {
+                    state.counters.misses += 1;
+                    return None;
+                }
+            }
+            state.counters.hits += 1;
+            (objects, result)
+        };
+        let (columns, rows) = decode_result(&result).ok()?;
+        Some(Cached { columns, rows, objects })
+    }
+
+    /// Stores a result computed at `snapshot` from `objects`, unless a write to one of them
+    /// committed after that snapshot or is in flight (the result would be stale at once).
+    pub fn store(&self, key: &[u8], snapshot: u64, objects: &[u32], columns: &[String], rows: &[Row]) {
+        let item = encode_item(snapshot, objects, key, columns, rows);
+        let hash = hash_key(key);
+        let mut state = self.state.lock();
+        if item.len() > state.slab.max_item() {
+            state.counters.too_large += 1;
+            return;
+        }
+        if !matches!(state.validity(objects, snapshot, snapshot), Validity::Valid) {
+            state.counters.skipped += 1;
+            return;
+        }
+        if let Some(&old) = state.index.get(&hash) {
+            // A newer result replaces an older one; an older one is not stored.
+            let newer = decode_item(state.slab.get(old)).is_ok_and(|existing| existing.snapshot > snapshot);
+            if newer {
+                state.counters.skipped += 1;
+                return;
+            }
+            state.drop_item(hash, old);
+        }
+        let Some((at, evicted)) = state.slab.insert(hash, &item) else {
+            state.counters.too_large += 1;
+            return;
+        };
+        state.counters.evictions += evicted.len() as u64;
+        for owner in evicted {
+            state.index.remove(&owner);
+        }
+        state.index.insert(hash, at);
+        state.counters.stores += 1;
+    }
+
+    /// A commit writing `objects` is about to begin: their entries are neither used nor stored
+    /// until [`ResultCache::end_writes`].
+    pub fn begin_writes(&self, objects: &[u32]) {
+        let mut state = self.state.lock();
+        for object in objects {
+            state.objects.entry(*object).or_default().in_flight += 1;
+        }
+    }
+
+    /// The commit announced by `begin_writes` ended: at `sequence` (`Some(u64::MAX)` when it
+    /// is unknown whether it committed, which keeps the objects out of the cache), or without
+    /// writing (`None`).
+    pub fn end_writes(&self, objects: &[u32], sequence: Option<u64>) {
+        let mut state = self.state.lock();
+        for object in objects {
+            let entry = state.objects.entry(*object).or_default();
+            entry.in_flight = entry.in_flight.saturating_sub(1);
+            if let Some(sequence) = sequence {
+                entry.last_write = entry.last_write.max(sequence);
+            }
+        }
+    }
+
+    /// Drops every entry (after a schema change).
+    pub fn clear(&self) {
+        let mut state = self.state.lock();
+        let items: Vec<(u64, SlotRef)> = state.index.drain().collect();
+        state.counters.invalidations += items.len() as u64;
+        for (_, at) in items {
+            state.slab.remove(at);
+        }
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        let state = self.state.lock();
+        let counters = &state.counters;
+        CacheStats {
+            hits: counters.hits,
+            misses: counters.misses,
+            stores: counters.stores,
+            too_large: counters.too_large,
+            skipped: counters.skipped,
+            invalidations: counters.invalidations,
+            evictions: counters.evictions,
+            entries: state.index.len(),
+            allocated_bytes: state.slab.allocated_bytes(),
+            classes: state.slab.class_stats(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(n: i64) -> Vec<Row> {
+        (0..n).map(|i| vec![Value::Integer(i), Value::Text(format!("row {i}"))]).collect()
+    }
+
+    fn cache() -> ResultCache {
+        ResultCache::new(SlabConfig { memory: 64 << 10, slab_size: 16 << 10, min_slot: 64, growth: 2.0 })
+    }
+
+    #[test]
+    fn a_result_is_served_to_snapshots_that_see_the_same_state() {
+        let cache = cache();
+        let key = ResultCache::key(1, "SELECT * FROM t WHERE x = ?1", &[Value::Integer(5)]);
+        let columns = vec!["a".to_string(), "b".to_string()];
+        cache.store(&key, 10, &[7], &columns, &rows(3));
+        let hit = cache.lookup(&key, 12).unwrap();
+        assert_eq!((hit.columns, hit.rows, hit.objects), (columns.clone(), rows(3), vec![7]));
+        // An older snapshot too: nothing was written to object 7 since before it.
+        assert!(cache.lookup(&key, 5).is_some());
+        // Another parameter or schema version is another key.
+        assert!(cache.lookup(&ResultCache::key(1, "SELECT * FROM t WHERE x = ?1", &[Value::Integer(6)]), 12).is_none());
+        assert!(cache.lookup(&ResultCache::key(2, "SELECT * FROM t WHERE x = ?1", &[Value::Integer(5)]), 12).is_none());
+        // A write to another object changes nothing.
+        cache.begin_writes(&[8]);
+        cache.end_writes(&[8], Some(11));
+        assert!(cache.lookup(&key, 12).is_some());
+        // A write in flight to object 7: not used; committed at 11: stale for everyone.
+        cache.begin_writes(&[7]);
+        assert!(cache.lookup(&key, 12).is_none());
+        cache.end_writes(&[7], Some(11));
+        assert!(cache.lookup(&key, 12).is_none());
+        assert!(cache.lookup(&key, 9).is_none(), "the entry was dropped");
+        let stats = cache.stats();
+        assert_eq!((stats.hits, stats.invalidations, stats.entries), (3, 1, 0));
+    }
+
+    #[test]
+    fn a_reader_older_than_a_write_the_entry_includes_does_not_use_it() {
+        let cache = cache();
+        let key = ResultCache::key(1, "q", &[]);
+        cache.begin_writes(&[7]);
+        cache.end_writes(&[7], Some(20));
+        cache.store(&key, 25, &[7], &[], &rows(1));
+        assert!(cache.lookup(&key, 19).is_none(), "snapshot 19 does not see the write at 20");
+        assert!(cache.lookup(&key, 20).is_some());
+        // Results computed before a committed write, or during one, are not stored.
+        let old = ResultCache::key(1, "old", &[]);
+        cache.store(&old, 15, &[7], &[], &rows(1));
+        cache.begin_writes(&[7]);
+        let during = ResultCache::key(1, "during", &[]);
+        cache.store(&during, 30, &[7], &[], &rows(1));
+        cache.end_writes(&[7], None);
+        assert!(cache.lookup(&old, 40).is_none() && cache.lookup(&during, 40).is_none());
+        assert_eq!(cache.stats().skipped, 2);
+    }
+
+    #[test]
+    fn results_compete_for_memory_and_large_ones_are_refused() {
+        let cache = cache();
+        for i in 0..200 {
+            cache.store(&ResultCache::key(1, &format!("q{i}"), &[]), 1, &[1], &[], &rows(20));
+        }
+        let stats = cache.stats();
+        assert!(stats.evictions > 0 && stats.allocated_bytes <= 64 << 10, "{stats:?}");
+        assert!(cache.lookup(&ResultCache::key(1, "q199", &[]), 1).is_some(), "the newest survives");
+        assert!(cache.lookup(&ResultCache::key(1, "q0", &[]), 1).is_none(), "the oldest was evicted");
+        cache.store(&ResultCache::key(1, "huge", &[]), 1, &[1], &[], &rows(2000));
+        assert_eq!(cache.stats().too_large, 1);
+        cache.clear();
+        assert_eq!(cache.stats().entries, 0);
+    }
+}
