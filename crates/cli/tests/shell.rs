@@ -180,7 +180,16 @@ fn dump_recreates_the_database_in_another_shell() {
 #[test]
 fn stats_help_and_quit() {
     let dir = setup();
-    let stats = ok(dir.path(), "CREATE TABLE t(x);\nINSERT INTO t VALUES (1);\n.stats\n");
+    let stats =
+        ok(dir.path(), "CREATE TABLE t(x);\nINSERT INTO t VALUES (1);\nSELECT * FROM t;\nSELECT * FROM t;\n.stats\n");
+    assert!(stats.contains("result cache: 1 hits, 1 misses, 1 stored, 1 entries"), "{stats}");
+    assert!(
+        stats.contains(
+            "memory: buffer pool 64.0 MiB, memtables 2 x 16.0 MiB, result cache 16.0 MiB, statements 1024.0 MiB"
+        ),
+        "{stats}"
+    );
+    assert!(stats.contains("  slots of "), "{stats}");
     for part in ["transactions: ", "certifier: ", "memtable: ", "log: ", "filters: ", "buffer pool: ", "pages: "] {
         assert!(stats.contains(part), "{part} missing from\n{stats}");
     }

@@ -51,6 +51,7 @@ use std::sync::Arc;
 pub struct Database {
     engine: tern_sql::Database,
     retry_attempts: u32,
+    memory: Sizes,
 }
 
 impl Database {
@@ -72,7 +73,7 @@ impl Database {
     /// ```
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Database> {
         let engine = tern_sql::Database::open(path, options.engine_options()?)?;
-        Ok(Database { engine, retry_attempts: options.retry_attempts })
+        Ok(Database { engine, retry_attempts: options.retry_attempts, memory: options.resolved()? })
     }
 
     /// A database that lives in memory only (nothing is written to disk).
@@ -84,7 +85,7 @@ impl Database {
     pub fn open_in_memory_with(options: Options) -> Result<Database> {
         let vfs: Arc<dyn tern_pagestore::Vfs> = Arc::new(tern_pagestore::MemoryVfs::new());
         let engine = tern_sql::Database::open_with(vfs, Path::new("memory.tern"), options.engine_options()?)?;
-        Ok(Database { engine, retry_attempts: options.retry_attempts })
+        Ok(Database { engine, retry_attempts: options.retry_attempts, memory: options.resolved()? })
     }
 
     /// A new connection: its own transaction state, to be used from one thread at a time.
@@ -99,10 +100,20 @@ impl Database {
         schema_of(&self.engine.catalog())
     }
 
-    /// Counters and sizes of the storage layers.
+    /// Counters and sizes of the storage layers and the result cache.
     pub fn stats(&self) -> Stats {
         let txn = self.engine.txn_db();
-        Stats { transactions: txn.stats(), storage: txn.lsm_stats() }
+        Stats {
+            transactions: txn.stats(),
+            storage: txn.lsm_stats(),
+            cache: self.engine.cache_stats(),
+            memory: self.memory,
+        }
+    }
+
+    /// How memory is divided among the buffer pool, memtables, result cache and statements.
+    pub fn memory(&self) -> Sizes {
+        self.memory
     }
 
     /// The SQL engine underneath, for what this API does not cover.
@@ -159,6 +170,10 @@ pub struct Stats {
     pub transactions: tern_txn::TxnStats,
     /// The LSM tree's levels, memtables, log and compactions, and its buffer pool.
     pub storage: tern_lsm::Stats,
+    /// The statement result cache (`None` when it is off).
+    pub cache: Option<tern_sql::cache::CacheStats>,
+    /// The memory division in force.
+    pub memory: Sizes,
 }
 
 /// What one statement of a script did ([`Connection::run_script`]).

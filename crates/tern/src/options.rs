@@ -9,7 +9,7 @@ pub use tern_lsm::SyncPolicy;
 /// ```
 /// let options = tern::Options { memory_budget: Some(32 << 20), ..tern::Options::default() };
 /// let sizes = options.resolved()?;
-/// assert!(sizes.buffer_pool_size + 2 * sizes.memtable_size + sizes.query_memory_limit <= 32 << 20);
+/// assert!(sizes.buffer_pool_size + 2 * sizes.memtable_size + sizes.result_cache_size + sizes.query_memory_limit <= 32 << 20);
 /// # Ok::<(), tern::Error>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -25,11 +25,13 @@ pub struct Options {
     /// When a commit reaches the disk: `EveryCommit` (the default; group commit shares one
     /// fsync among concurrent commits), `Interval(d)`, or `Never`.
     pub sync: SyncPolicy,
+    /// Bytes of slab memory for the statement result cache (0 turns it off).
+    pub result_cache_size: usize,
     /// Bytes one statement may materialize (sorts, joins, groups) before it fails with
     /// SQLSTATE 53200.
     pub query_memory_limit: usize,
-    /// When set, overrides the three sizes above: half for the buffer pool, an eighth for each
-    /// of the two memtables, a quarter for statements. At least 4 MiB.
+    /// When set, overrides the four sizes above: 40% for the buffer pool, 10% for each of the
+    /// two memtables, 15% for the result cache, 25% for statements. At least 4 MiB.
     pub memory_budget: Option<usize>,
     /// Attempts of an autocommit statement, and of [`Connection::transact`]'s closure, that
     /// fail with a serialization error (SQLSTATE 40001) before the error is returned.
@@ -43,11 +45,11 @@ pub struct Options {
 pub struct Sizes {
     pub buffer_pool_size: usize,
     pub memtable_size: usize,
+    pub result_cache_size: usize,
     pub query_memory_limit: usize,
 }
 
-/// The smallest memory budget: a pool of 512 pages of 4 KiB (LSM indexes and filters of a
-/// small database fit), memtables of 512 KiB.
+/// The smallest memory budget: a pool of 1.6 MiB (400 pages of 4 KiB), memtables of 400 KiB.
 pub const MIN_MEMORY_BUDGET: usize = 4 << 20;
 
 impl Default for Options {
@@ -57,6 +59,7 @@ impl Default for Options {
             buffer_pool_size: 64 << 20,
             memtable_size: 16 << 20,
             sync: SyncPolicy::EveryCommit,
+            result_cache_size: 16 << 20,
             query_memory_limit: 1 << 30,
             memory_budget: None,
             retry_attempts: 100,
@@ -80,12 +83,16 @@ impl Options {
                     "memory budget of {budget} bytes is below the minimum of {MIN_MEMORY_BUDGET}"
                 )));
             }
-            Some(budget) => {
-                Sizes { buffer_pool_size: budget / 2, memtable_size: budget / 8, query_memory_limit: budget / 4 }
-            }
+            Some(budget) => Sizes {
+                buffer_pool_size: budget / 10 * 4,
+                memtable_size: budget / 10,
+                result_cache_size: budget / 20 * 3,
+                query_memory_limit: budget / 4,
+            },
             None => Sizes {
                 buffer_pool_size: self.buffer_pool_size,
                 memtable_size: self.memtable_size,
+                result_cache_size: self.result_cache_size,
                 query_memory_limit: self.query_memory_limit,
             },
         };
@@ -100,8 +107,9 @@ impl Options {
         Ok(Sizes { buffer_pool_size, ..sizes })
     }
 
-    /// The SQL engine's settings for these options.
-    pub(crate) fn engine_options(&self) -> Result<tern_sql::Options> {
+    /// The SQL engine's settings for these options (for opening a `tern_sql::Database`
+    /// directly).
+    pub fn engine_options(&self) -> Result<tern_sql::Options> {
         let sizes = self.resolved()?;
         let mut options = tern_sql::Options::default();
         let lsm = &mut options.txn.lsm;
@@ -113,6 +121,7 @@ impl Options {
         lsm.table_target_size = lsm.table_target_size.min(sizes.memtable_size.max(256 << 10));
         lsm.sync = self.sync;
         options.query_memory_limit = sizes.query_memory_limit;
+        options.result_cache = sizes.result_cache_size;
         options.autocommit_attempts = self.retry_attempts;
         Ok(options)
     }

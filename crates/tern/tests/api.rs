@@ -400,10 +400,14 @@ fn rust_values_round_trip_through_sql() {
 fn memory_budget_divides_memory_and_rejects_what_cannot_run() {
     let options = Options { memory_budget: Some(256 << 20), ..Options::default() };
     let sizes = options.resolved().unwrap();
-    assert_eq!(sizes.buffer_pool_size, 128 << 20);
-    assert_eq!(sizes.memtable_size, 32 << 20);
+    let budget = 256usize << 20;
+    assert_eq!(sizes.buffer_pool_size, budget / 10 * 4 / 4096 * 4096);
+    assert_eq!(sizes.memtable_size, budget / 10);
+    assert_eq!(sizes.result_cache_size, budget / 20 * 3);
     assert_eq!(sizes.query_memory_limit, 64 << 20);
-    assert!(sizes.buffer_pool_size + 2 * sizes.memtable_size + sizes.query_memory_limit <= 256 << 20);
+    assert!(
+        sizes.buffer_pool_size + 2 * sizes.memtable_size + sizes.result_cache_size + sizes.query_memory_limit <= budget
+    );
     // Without a budget the fields are used as they are (the pool rounded to whole pages).
     let plain = Options { buffer_pool_size: (1 << 20) + 100, ..Options::default() }.resolved().unwrap();
     assert_eq!(plain.buffer_pool_size, 1 << 20);
@@ -431,8 +435,10 @@ fn memory_budget_divides_memory_and_rejects_what_cannot_run() {
     let error = conn.query("SELECT a.pad FROM t AS a, t AS b ORDER BY 1 LIMIT 1", ()).unwrap_err();
     assert_eq!(error.sqlstate, "53200", "a join of 800 x 800 rows exceeds a 1 MiB statement budget");
     let stats = db.stats();
-    assert_eq!(stats.storage.pool.slots * 4096, 2 << 20);
-    assert!(stats.storage.memtable_bytes < 1 << 20, "800 KB of rows did not stay in one 512 KiB memtable");
+    let sizes = Options { memory_budget: Some(tern::MIN_MEMORY_BUDGET), ..Options::default() }.resolved().unwrap();
+    assert_eq!(stats.storage.pool.slots as usize * 4096, sizes.buffer_pool_size);
+    assert!(stats.storage.memtable_bytes < 1 << 20, "800 KB of rows did not stay in one 410 KiB memtable");
+    assert_eq!(db.memory(), sizes);
 }
 
 #[test]

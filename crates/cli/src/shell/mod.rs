@@ -541,6 +541,44 @@ pub fn describe_error(error: &tern::Error, sql: &str) -> String {
 
 fn write_stats(out: &mut dyn Write, stats: &tern::Stats) -> io::Result<()> {
     let kib = |bytes: u64| format!("{:.1} KiB", bytes as f64 / 1024.0);
+    let mib = |bytes: usize| format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64);
+    let memory = &stats.memory;
+    writeln!(
+        out,
+        "memory: buffer pool {}, memtables 2 x {}, result cache {}, statements {}",
+        mib(memory.buffer_pool_size),
+        mib(memory.memtable_size),
+        mib(memory.result_cache_size),
+        mib(memory.query_memory_limit)
+    )?;
+    match &stats.cache {
+        None => writeln!(out, "result cache: off")?,
+        Some(cache) => {
+            writeln!(
+                out,
+                "result cache: {} hits, {} misses, {} stored, {} entries, {} evictions, {} invalidations; {} in slabs, {} unused in slots",
+                cache.hits,
+                cache.misses,
+                cache.stores,
+                cache.entries,
+                cache.evictions,
+                cache.invalidations,
+                kib(cache.allocated_bytes as u64),
+                kib(cache.wasted_bytes() as u64)
+            )?;
+            for class in cache.classes.iter().filter(|class| class.slabs > 0) {
+                writeln!(
+                    out,
+                    "  slots of {} bytes: {} slabs, {} items, {} stored, {} evictions",
+                    class.slot_size,
+                    class.slabs,
+                    class.items,
+                    kib(class.item_bytes as u64),
+                    class.evictions
+                )?;
+            }
+        }
+    }
     let txn = &stats.transactions;
     let lsm = &stats.storage;
     let pool = &lsm.pool;
