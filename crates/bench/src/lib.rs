@@ -16,15 +16,20 @@
 //! | `pool-bfs` | SMILE Algorithm 5 | in-memory CSR | `warm_vs_memory` |
 //! | `kv` | db_bench (LevelDB, RocksDB) | RocksDB (feature `rocksdb`) | `<workload> tern/rocksdb` for fillseq, fillrandom, readrandom, readseq, readwhilewriting |
 //! | `txn` | dsmDB's TPC-B (section 4.2.1) and its certifier | SQLite (rusqlite, bundled) | `tpcb_8threads tern/sqlite`, `tpcb_tps_8threads` |
+//! | `ycsb` | SQLiteKV's mixes and YCSB A-F | SQLite (rusqlite, bundled) | `<mix> <size> tern/sqlite` |
+//! | `cache` | SQLiteKV's result cache (3.1.1.2) | Tern with the cache off; `Vec`s for memory | `fragmentation slab/vecs rss_per_byte`, `read_most on/off`, `read_heavy on/off` |
+//! | `edge` | SMILE's and SQLiteKV's small devices | the same database without limits | `<mix> budget/unlimited`, `rss_mib` |
 //!
 //! Shared pieces: [`pages`] (page sources and the paper's thread split), [`kernels`] (the
 //! per-page work), [`peer`] (the pool-vs-memory comparison), [`data`] (data generation, cold caches, the file-read peer), [`graph`]
 //! (R-MAT, CSR, paged CSR, BFS), [`report`], [`chart`] and [`timing`].
 
 pub mod bfs;
+pub mod cache;
 pub mod chart;
 pub mod common;
 pub mod data;
+pub mod edge;
 pub mod error;
 pub mod graph;
 pub mod groupby;
@@ -72,6 +77,12 @@ pub enum Workload {
     /// SQLiteKV's key-value mixes and YCSB A-F issued as SQL prepared statements to Tern and
     /// to SQLite, plus sequential vs random insert and query orders.
     Ycsb(ycsb::YcsbArgs),
+    /// SQLiteKV's statement result cache on and off (Read Heavy, Read Most), and the memory
+    /// slab allocation saves against individually allocated items.
+    Cache(cache::CacheArgs),
+    /// A small device: one memory budget for everything, 1 GB of rows, SQLiteKV's mixes; peak
+    /// resident memory and throughput against the same database without limits.
+    Edge(edge::EdgeArgs),
 }
 
 impl Workload {
@@ -85,6 +96,8 @@ impl Workload {
             Workload::Kv(_) => kv::NAME,
             Workload::Txn(_) => txn::NAME,
             Workload::Ycsb(_) => ycsb::NAME,
+            Workload::Cache(_) => cache::NAME,
+            Workload::Edge(_) => edge::NAME,
         }
     }
 }
@@ -99,5 +112,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Workload::Kv(args) => kv::run(args).map(drop),
         Workload::Txn(args) => txn::run(args).map(drop),
         Workload::Ycsb(args) => ycsb::run(args).map(drop),
+        Workload::Cache(args) => cache::run(args).map(drop),
+        Workload::Edge(args) => edge::run(args).map(drop),
     }
 }

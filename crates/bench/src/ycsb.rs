@@ -43,8 +43,11 @@ pub const LOAD_ROWS_PER_TXN: usize = 1000;
 pub const MAX_SCAN_LENGTH: usize = 100;
 /// Zipfian constant of YCSB.
 pub const ZIPF_THETA: f64 = 0.99;
-/// Cache of both engines, in MiB.
+/// Cache of both engines, in MiB: SQLite's page cache; Tern's buffer pool and statement
+/// result cache together.
 pub const CACHE_MIB: usize = 64;
+/// Of Tern's cache, the part for statement results.
+pub const RESULT_CACHE_MIB: usize = 16;
 const VALUE_SIZES: [usize; 4] = [64, 256, 1024, 4096];
 const MAX_VALUE_SIZE: usize = 1 << 20;
 
@@ -113,7 +116,7 @@ impl YcsbArgs {
 
 /// One request.
 #[derive(Debug, Clone, Copy)]
-enum Op {
+pub(crate) enum Op {
     Read(u64),
     /// UPDATE of an existing key.
     Update(u64),
@@ -132,8 +135,8 @@ enum Popularity {
 }
 
 /// A mix: name, popularity, and the fractions of read, write, insert, scan, read-modify-write.
-struct Mix {
-    name: &'static str,
+pub(crate) struct Mix {
+    pub(crate) name: &'static str,
     popularity: Popularity,
     read: f64,
     update: f64,
@@ -142,7 +145,7 @@ struct Mix {
     scan: f64,
 }
 
-const MIXES: [Mix; 10] = [
+pub(crate) const MIXES: [Mix; 10] = [
     Mix {
         name: "update_heavy",
         popularity: Popularity::Zipfian,
@@ -237,7 +240,7 @@ pub fn key(id: u64) -> String {
 }
 
 /// The request sequence of a mix, given how many keys exist when it starts.
-fn requests(mix: &Mix, existing: u64, operations: usize, seed: u64) -> Vec<Op> {
+pub(crate) fn requests(mix: &Mix, existing: u64, operations: usize, seed: u64) -> Vec<Op> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let zipf = Zipfian::new(existing);
     let mut next_new = existing;
@@ -268,13 +271,13 @@ fn requests(mix: &Mix, existing: u64, operations: usize, seed: u64) -> Vec<Op> {
 }
 
 /// Values of one size: a pool of random bytes, sliced at an offset per request.
-struct Values {
+pub(crate) struct Values {
     pool: Vec<u8>,
     size: usize,
 }
 
 impl Values {
-    fn new(size: usize, seed: u64) -> Values {
+    pub(crate) fn new(size: usize, seed: u64) -> Values {
         let mut pool = vec![0u8; size + 4096];
         SmallRng::seed_from_u64(seed ^ 0x5eed).fill_bytes(&mut pool);
         Values { pool, size }
@@ -288,7 +291,7 @@ impl Values {
 }
 
 /// An engine driven by the benchmark.
-trait Client {
+pub(crate) trait Client {
     fn begin(&mut self) -> Result<()>;
     fn commit(&mut self) -> Result<()>;
     fn read(&mut self, key: &str) -> Result<bool>;
@@ -314,8 +317,8 @@ fn fnv(hash: &mut u64, bytes: &[u8]) {
     }
 }
 
-struct TernClient {
-    _db: tern_sql::Database,
+pub(crate) struct TernClient {
+    db: tern_sql::Database,
     session: tern_sql::Session,
     read: tern_sql::Statement,
     update: tern_sql::Statement,
@@ -324,15 +327,24 @@ struct TernClient {
     scan: tern_sql::Statement,
 }
 
+/// Tern's settings in the mixes: the buffer pool and the result cache share `CACHE_MIB`.
+pub(crate) fn tern_options(durability: Durability, result_cache_mib: usize) -> tern_sql::Options {
+    let mut options = tern_sql::Options { result_cache: result_cache_mib << 20, ..tern_sql::Options::default() };
+    options.txn.lsm.sync = durability.tern_policy();
+    options.txn.lsm.pool = tern_pagestore::PoolConfig {
+        prefetch_degree: 16,
+        read_ahead: false,
+        ..tern_pagestore::PoolConfig::with_size((CACHE_MIB - RESULT_CACHE_MIB) << 20)
+    };
+    options
+}
+
 impl TernClient {
     fn open(path: &Path, durability: Durability) -> Result<TernClient> {
-        let mut options = tern_sql::Options::default();
-        options.txn.lsm.sync = durability.tern_policy();
-        options.txn.lsm.pool = tern_pagestore::PoolConfig {
-            prefetch_degree: 16,
-            read_ahead: false,
-            ..tern_pagestore::PoolConfig::with_size(CACHE_MIB << 20)
-        };
+        TernClient::open_with(path, tern_options(durability, RESULT_CACHE_MIB))
+    }
+
+    pub(crate) fn open_with(path: &Path, options: tern_sql::Options) -> Result<TernClient> {
         let db = tern_sql::Database::open(path, options)?;
         let mut session = db.session();
         if db.catalog().table("usertable").is_none() {
@@ -345,8 +357,21 @@ impl TernClient {
             insert: session.prepare(INSERT)?,
             scan: session.prepare(SCAN)?,
             session,
-            _db: db,
+            db,
         })
+    }
+
+    pub(crate) fn database(&self) -> &tern_sql::Database {
+        &self.db
+    }
+
+    /// The value stored under `key`, read through the prepared query.
+    pub(crate) fn read_value(&mut self, key: &str) -> Result<Option<Vec<u8>>> {
+        let rows = tern_rows(self.session.execute_prepared(&mut self.read, &[Value::from(key)])?);
+        Ok(rows.into_iter().next().and_then(|row| match row.into_iter().next() {
+            Some(Value::Blob(value)) => Some(value),
+            _ => None,
+        }))
     }
 }
 
@@ -500,7 +525,7 @@ impl Client for SqliteClient {
 }
 
 /// Loads `ids` in the given order, `LOAD_ROWS_PER_TXN` rows per transaction; rows per second.
-fn load(client: &mut dyn Client, ids: &[u64], values: &Values) -> Result<f64> {
+pub(crate) fn load(client: &mut dyn Client, ids: &[u64], values: &Values) -> Result<f64> {
     let started = Instant::now();
     for chunk in ids.chunks(LOAD_ROWS_PER_TXN) {
         client.begin()?;
@@ -513,7 +538,7 @@ fn load(client: &mut dyn Client, ids: &[u64], values: &Values) -> Result<f64> {
 }
 
 /// Runs a request sequence; operations per second. Reads must find their keys.
-fn run_ops(client: &mut dyn Client, ops: &[Op], values: &Values) -> Result<f64> {
+pub(crate) fn run_ops(client: &mut dyn Client, ops: &[Op], values: &Values) -> Result<f64> {
     let started = Instant::now();
     for (n, op) in ops.iter().enumerate() {
         let value = values.get(n as u64 + 7);
@@ -576,7 +601,7 @@ pub struct YcsbReport {
     pub orders: Vec<OrderResult>,
 }
 
-fn shuffled(count: u64, seed: u64) -> Vec<u64> {
+pub(crate) fn shuffled(count: u64, seed: u64) -> Vec<u64> {
     let mut ids: Vec<u64> = (0..count).collect();
     let mut rng = SmallRng::seed_from_u64(seed);
     for i in (1..ids.len()).rev() {

@@ -56,8 +56,8 @@ pub struct Executor<'t> {
     profile: Option<RefCell<HashMap<usize, NodeProfile>>>,
     /// Set from another thread to cancel the statement (SQLSTATE 57014).
     interrupt: Option<&'t AtomicBool>,
-    /// The tables and indexes read, when recorded (for the result cache).
-    objects_read: Option<RefCell<Vec<u32>>>,
+    /// What the statement read, when recorded (for the result cache).
+    reads: Option<RefCell<crate::cache::Footprint>>,
 }
 
 /// What one plan node did during EXPLAIN ANALYZE.
@@ -92,28 +92,37 @@ impl<'t> Executor<'t> {
             defaults: RefCell::new(HashMap::new()),
             profile: None,
             interrupt: None,
-            objects_read: None,
+            reads: None,
         }
     }
 
-    /// Records which tables and indexes the statement reads ([`Executor::objects_read`]).
+    /// Records what the statement reads ([`Executor::reads`]).
     pub fn record_reads(&mut self) {
-        self.objects_read = Some(RefCell::new(Vec::new()));
+        self.reads = Some(RefCell::new(crate::cache::Footprint::default()));
     }
 
-    /// The tables and indexes read so far (empty unless recorded).
-    pub fn objects_read(&self) -> Vec<u32> {
-        self.objects_read.as_ref().map(|objects| objects.borrow().clone()).unwrap_or_default()
+    /// What the statement read so far: the objects it scanned and the keys it looked up (empty
+    /// unless recorded). A read outside any table or index is recorded as object `u32::MAX`.
+    pub fn reads(&self) -> crate::cache::Footprint {
+        self.reads.as_ref().map(|reads| reads.borrow().clone()).unwrap_or_default()
     }
 
-    /// Notes the object `key` belongs to; a key of no object (an unbounded scan) is noted as
-    /// `u32::MAX`, which the cache refuses to store.
-    fn note_read(&self, key: &[u8]) {
-        if let Some(objects) = &self.objects_read {
-            let object = codec::object_of_key(key).unwrap_or(u32::MAX);
-            let mut objects = objects.borrow_mut();
-            if !objects.contains(&object) {
-                objects.push(object);
+    fn note_scan(&self, start: &[u8]) {
+        if let Some(reads) = &self.reads {
+            let object = codec::object_of_key(start).unwrap_or(u32::MAX);
+            let mut reads = reads.borrow_mut();
+            if !reads.objects.contains(&object) {
+                reads.objects.push(object);
+            }
+        }
+    }
+
+    fn note_get(&self, key: &[u8]) {
+        if let Some(reads) = &self.reads {
+            let read = (codec::object_of_key(key).unwrap_or(u32::MAX), crate::cache::stripe(key));
+            let mut reads = reads.borrow_mut();
+            if !reads.keys.contains(&read) {
+                reads.keys.push(read);
             }
         }
     }
@@ -160,7 +169,7 @@ impl<'t> Executor<'t> {
 
     /// Reads a key, seeing the statement's own writes.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.note_read(key);
+        self.note_get(key);
         if let Some(value) = self.overlay.borrow().get(key) {
             return Ok(value.clone());
         }
@@ -189,8 +198,8 @@ impl<'t> Executor<'t> {
     ) -> Result<()> {
         // Every scan starts inside its table's or index's key prefix.
         match &start {
-            Bound::Included(key) | Bound::Excluded(key) => self.note_read(key),
-            Bound::Unbounded => self.note_read(&[]),
+            Bound::Included(key) | Bound::Excluded(key) => self.note_scan(key),
+            Bound::Unbounded => self.note_scan(&[]),
         }
         let (mut start, mut end) = (start, end);
         let mut chunk_rows = first_chunk_rows.clamp(1, SCAN_CHUNK_ROWS);

@@ -117,11 +117,8 @@ impl Database {
                 catalog,
                 ddl_epoch: AtomicU64::new(0),
                 ddl_commit: parking_lot::Mutex::new(()),
-                cache: (options.result_cache > 0).then(|| {
-                    // Slabs of 1 MiB, fewer and smaller for a small cache (at least 4 slabs).
-                    let slab_size = (options.result_cache / 4).clamp(4 << 10, 1 << 20);
-                    ResultCache::new(SlabConfig { memory: options.result_cache, slab_size, ..SlabConfig::default() })
-                }),
+                cache: (options.result_cache > 0)
+                    .then(|| ResultCache::new(SlabConfig::for_memory(options.result_cache))),
                 options,
             }),
         })
@@ -564,15 +561,22 @@ impl Session {
         let Some(cache) = &self.shared.cache else {
             return self.commit_to_store(open).map(drop);
         };
-        // The result cache learns of the tables and indexes written before the commit can be
-        // seen, and of its sequence number after (see crate::cache).
-        let mut objects: Vec<u32> = open.txn.written_keys().filter_map(crate::codec::object_of_key).collect();
-        objects.dedup();
-        if objects.is_empty() && !open.txn.has_written(CATALOG_VERSION_KEY) {
+        // The result cache learns of the tables, indexes and keys written before the commit
+        // can be seen, and of its sequence number after (see crate::cache).
+        let mut writes = crate::cache::Footprint::default();
+        for key in open.txn.written_keys() {
+            if let Some(object) = crate::codec::object_of_key(key) {
+                if writes.objects.last() != Some(&object) {
+                    writes.objects.push(object);
+                }
+                writes.keys.push((object, crate::cache::stripe(key)));
+            }
+        }
+        if writes.objects.is_empty() && !open.txn.has_written(CATALOG_VERSION_KEY) {
             return self.commit_to_store(open).map(drop);
         }
         let schema_change = open.txn.has_written(CATALOG_VERSION_KEY);
-        cache.begin_writes(&objects);
+        cache.begin_writes(&writes);
         let result = self.commit_to_store(open);
         let sequence = match &result {
             Ok(sequence) => Some(*sequence),
@@ -581,7 +585,7 @@ impl Session {
             // Whether it was written is unknown: keep these objects out of the cache.
             Err(_) => Some(u64::MAX),
         };
-        cache.end_writes(&objects, sequence);
+        cache.end_writes(&writes, sequence);
         if schema_change && result.is_ok() {
             cache.clear();
         }
@@ -688,8 +692,9 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
             if let Some(hit) = cache.lookup(&key, snapshot) {
                 if explicit {
                     // What the query would have read joins the read set, so certification
-                    // sees it as if it had been scanned.
-                    for object in &hit.objects {
+                    // sees it as if it had been scanned (whole tables and indexes: the cache
+                    // keeps only stripes of the keys looked up).
+                    for object in &hit.reads.all_objects() {
                         let prefix = crate::codec::object_prefix(*object);
                         open.txn.assume_read_range(&prefix, crate::codec::prefix_end(&prefix).as_deref());
                     }
@@ -708,9 +713,9 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
     let mut new_catalog: Option<Catalog> = None;
     let outcome = run_statement(&catalog, &mut exec, statement, &mut new_catalog, plan)?;
     if let (Some((cache, key, snapshot)), Outcome::Rows { columns, rows }) = (&cache, &outcome) {
-        let objects = exec.objects_read();
-        if !objects.contains(&u32::MAX) {
-            cache.store(key, *snapshot, &objects, columns, rows);
+        let reads = exec.reads();
+        if !reads.all_objects().contains(&u32::MAX) {
+            cache.store(key, *snapshot, &reads, columns, rows);
         }
     }
     if let Some(mut changed) = new_catalog {

@@ -2,16 +2,19 @@
 //! normalized statement, its parameters and the schema version, stored as one item in slab
 //! memory ([`slab`]).
 //!
-//! Correctness rests on two rules. Each entry records the snapshot it was computed at and the
-//! tables and indexes (objects) it read; a transaction with snapshot `S` may use an entry
-//! computed at `E` only if no committed write touched any of those objects after
-//! `min(S, E)`, so both snapshots see the same state of everything the query read. And the
-//! commit path announces writes before they become visible: [`ResultCache::begin_writes`]
-//! raises a per-object in-flight count before the commit, [`ResultCache::end_writes`] records
-//! the commit's sequence number and lowers it after; while a write to an object is in flight no
-//! entry reading it is used or stored. So a reader never sees a result from a state its own
-//! snapshot does not show: newer (a write it cannot see went into the entry) or older (a
-//! write it can see did not).
+//! Correctness rests on two rules. Each entry records the snapshot it was computed at and what
+//! it read: the tables and indexes (objects) it scanned, and the keys it looked up (as one of
+//! [`KEY_STRIPES`] stripes a key hashes to, with the key's object). A transaction with snapshot
+//! `S` may use an entry computed at `E` only if no committed write touched a scanned object or
+//! a looked-up stripe after `min(S, E)`, so both snapshots see the same state of everything the
+//! query read. And the commit path announces writes before they become visible:
+//! [`ResultCache::begin_writes`] raises an in-flight count on every object and stripe written
+//! before the commit, [`ResultCache::end_writes`] records the commit's sequence number and
+//! lowers it after; while a write is in flight no entry that depends on it is used or stored.
+//! So a reader never sees a result from a state its own snapshot does not show: newer (a write
+//! it cannot see went into the entry) or older (a write it can see did not). Point lookups
+//! depending on stripes rather than whole tables is what lets a cached `WHERE k = ?` survive
+//! writes to other keys; two keys sharing a stripe only cost a spurious miss.
 
 pub mod slab;
 
@@ -24,13 +27,46 @@ use slab::{ClassStats, SlabAllocator, SlabConfig, SlotRef};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
+/// Stripes the keys of point lookups hash to (a power of two).
+pub const KEY_STRIPES: usize = 16_384;
+
+/// The stripe of a key.
+pub fn stripe(key: &[u8]) -> u32 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &byte in key {
+        hash ^= byte as u64;
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    ((hash ^ (hash >> 32)) as usize & (KEY_STRIPES - 1)) as u32
+}
+
+/// What a statement read, or a commit wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// Tables and indexes scanned (a read) or written to (a write).
+    pub objects: Vec<u32>,
+    /// Keys looked up (a read) or written (a write): their object and stripe.
+    pub keys: Vec<(u32, u32)>,
+}
+
+impl Footprint {
+    /// Every object involved, scanned or through a key.
+    pub fn all_objects(&self) -> Vec<u32> {
+        let mut objects = self.objects.clone();
+        objects.extend(self.keys.iter().map(|(object, _)| *object));
+        objects.sort_unstable();
+        objects.dedup();
+        objects
+    }
+}
+
 /// A cached result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cached {
     pub columns: Vec<String>,
     pub rows: Vec<Row>,
-    /// The tables and indexes the query read (the caller adds them to its read set).
-    pub objects: Vec<u32>,
+    /// What the query read (the caller adds it to its read set).
+    pub reads: Footprint,
 }
 
 /// Counters of the cache.
@@ -82,6 +118,7 @@ struct State {
     /// Hash of the key -> the item (which holds the key itself, checked on lookup).
     index: HashMap<u64, SlotRef>,
     objects: HashMap<u32, ObjectState>,
+    stripes: Vec<ObjectState>,
     counters: Counters,
 }
 
@@ -96,10 +133,11 @@ enum Validity {
 }
 
 impl State {
-    fn validity(&self, objects: &[u32], entry_snapshot: u64, reader_snapshot: u64) -> Validity {
+    fn validity(&self, reads: &Footprint, entry_snapshot: u64, reader_snapshot: u64) -> Validity {
+        let scanned = reads.objects.iter().map(|object| self.objects.get(object).copied().unwrap_or_default());
+        let looked_up = reads.keys.iter().map(|(_, stripe)| self.stripes[*stripe as usize]);
         let mut validity = Validity::Valid;
-        for object in objects {
-            let state = self.objects.get(object).copied().unwrap_or_default();
+        for state in scanned.chain(looked_up) {
             if state.last_write > entry_snapshot && state.in_flight == 0 {
                 return Validity::Stale;
             }
@@ -116,21 +154,27 @@ impl State {
     }
 }
 
-/// An item's layout in its slot: snapshot (8 bytes), object count and ids (varint, 4 bytes
-/// each), key length and key, then the result (column count, names, row count, rows).
+/// An item's layout in its slot: snapshot (8 bytes), scanned objects (a varint count, 4 bytes
+/// each), looked-up keys (a varint count, object and stripe 4 bytes each), key length and key,
+/// then the result (column count, names, row count, rows).
 struct Item<'b> {
     snapshot: u64,
-    objects: Vec<u32>,
+    reads: Footprint,
     key: &'b [u8],
     result: &'b [u8],
 }
 
-fn encode_item(snapshot: u64, objects: &[u32], key: &[u8], columns: &[String], rows: &[Row]) -> Vec<u8> {
+fn encode_item(snapshot: u64, reads: &Footprint, key: &[u8], columns: &[String], rows: &[Row]) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + key.len() + rows.len() * 16);
     out.extend_from_slice(&snapshot.to_le_bytes());
-    put_varint(objects.len() as u64, &mut out);
-    for object in objects {
+    put_varint(reads.objects.len() as u64, &mut out);
+    for object in &reads.objects {
         out.extend_from_slice(&object.to_le_bytes());
+    }
+    put_varint(reads.keys.len() as u64, &mut out);
+    for (object, stripe) in &reads.keys {
+        out.extend_from_slice(&object.to_le_bytes());
+        out.extend_from_slice(&stripe.to_le_bytes());
     }
     put_varint(key.len() as u64, &mut out);
     out.extend_from_slice(key);
@@ -159,14 +203,19 @@ fn take<'b>(bytes: &'b [u8], position: &mut usize, len: usize) -> Result<&'b [u8
 fn decode_item(bytes: &[u8]) -> Result<Item<'_>> {
     let mut position = 0;
     let snapshot = u64::from_le_bytes(take(bytes, &mut position, 8)?.try_into().expect("8 bytes"));
-    let count = get_varint(bytes, &mut position)? as usize;
-    let objects = take(bytes, &mut position, count.checked_mul(4).ok_or_else(|| Error::corrupt("cached item"))?)?
-        .chunks_exact(4)
-        .map(|chunk| u32::from_le_bytes(chunk.try_into().expect("4 bytes")))
-        .collect();
+    let mut words = |per_entry: usize| -> Result<Vec<u32>> {
+        let count = get_varint(bytes, &mut position)? as usize;
+        let len = count.checked_mul(4 * per_entry).ok_or_else(|| Error::corrupt("cached item"))?;
+        Ok(take(bytes, &mut position, len)?
+            .chunks_exact(4)
+            .map(|chunk| u32::from_le_bytes(chunk.try_into().expect("4 bytes")))
+            .collect())
+    };
+    let objects = words(1)?;
+    let keys = words(2)?.chunks_exact(2).map(|pair| (pair[0], pair[1])).collect();
     let key_len = get_varint(bytes, &mut position)? as usize;
     let key = take(bytes, &mut position, key_len)?;
-    Ok(Item { snapshot, objects, key, result: &bytes[position..] })
+    Ok(Item { snapshot, reads: Footprint { objects, keys }, key, result: &bytes[position..] })
 }
 
 fn decode_result(bytes: &[u8]) -> Result<(Vec<String>, Vec<Row>)> {
@@ -205,6 +254,7 @@ impl ResultCache {
                 slab: SlabAllocator::new(config),
                 index: HashMap::new(),
                 objects: HashMap::new(),
+                stripes: vec![ObjectState::default(); KEY_STRIPES],
                 counters: Counters::default(),
             }),
         }
@@ -225,7 +275,7 @@ impl ResultCache {
     /// The result stored for `key` if it is valid for a reader at `snapshot`.
     pub fn lookup(&self, key: &[u8], snapshot: u64) -> Option<Cached> {
         let hash = hash_key(key);
-        let (objects, result) = {
+        let (reads, result) = {
             let mut state = self.state.lock();
             let Some(&at) = state.index.get(&hash) else {
                 state.counters.misses += 1;
@@ -239,8 +289,8 @@ impl ResultCache {
                 return None;
             };
             let result = item.result.to_vec();
-            let (objects, entry_snapshot) = (item.objects, item.snapshot);
-            match state.validity(&objects, entry_snapshot, snapshot) {
+            let (reads, entry_snapshot) = (item.reads, item.snapshot);
+            match state.validity(&reads, entry_snapshot, snapshot) {
                 Validity::Valid => {}
                 Validity::Stale => {
                     state.drop_item(hash, at);
@@ -254,23 +304,23 @@ impl ResultCache {
                 }
             }
             state.counters.hits += 1;
-            (objects, result)
+            (reads, result)
         };
         let (columns, rows) = decode_result(&result).ok()?;
-        Some(Cached { columns, rows, objects })
+        Some(Cached { columns, rows, reads })
     }
 
-    /// Stores a result computed at `snapshot` from `objects`, unless a write to one of them
+    /// Stores a result computed at `snapshot` from `reads`, unless a write to what it read
     /// committed after that snapshot or is in flight (the result would be stale at once).
-    pub fn store(&self, key: &[u8], snapshot: u64, objects: &[u32], columns: &[String], rows: &[Row]) {
-        let item = encode_item(snapshot, objects, key, columns, rows);
+    pub fn store(&self, key: &[u8], snapshot: u64, reads: &Footprint, columns: &[String], rows: &[Row]) {
+        let item = encode_item(snapshot, reads, key, columns, rows);
         let hash = hash_key(key);
         let mut state = self.state.lock();
         if item.len() > state.slab.max_item() {
             state.counters.too_large += 1;
             return;
         }
-        if !matches!(state.validity(objects, snapshot, snapshot), Validity::Valid) {
+        if !matches!(state.validity(reads, snapshot, snapshot), Validity::Valid) {
             state.counters.skipped += 1;
             return;
         }
@@ -295,26 +345,34 @@ impl ResultCache {
         state.counters.stores += 1;
     }
 
-    /// A commit writing `objects` is about to begin: their entries are neither used nor stored
-    /// until [`ResultCache::end_writes`].
-    pub fn begin_writes(&self, objects: &[u32]) {
+    /// A commit writing `writes` is about to begin: entries that depend on it are neither
+    /// used nor stored until [`ResultCache::end_writes`].
+    pub fn begin_writes(&self, writes: &Footprint) {
         let mut state = self.state.lock();
-        for object in objects {
+        for object in &writes.objects {
             state.objects.entry(*object).or_default().in_flight += 1;
+        }
+        for (_, stripe) in &writes.keys {
+            state.stripes[*stripe as usize].in_flight += 1;
         }
     }
 
     /// The commit announced by `begin_writes` ended: at `sequence` (`Some(u64::MAX)` when it
-    /// is unknown whether it committed, which keeps the objects out of the cache), or without
+    /// is unknown whether it committed, which keeps what it wrote out of the cache), or without
     /// writing (`None`).
-    pub fn end_writes(&self, objects: &[u32], sequence: Option<u64>) {
-        let mut state = self.state.lock();
-        for object in objects {
-            let entry = state.objects.entry(*object).or_default();
+    pub fn end_writes(&self, writes: &Footprint, sequence: Option<u64>) {
+        let end = |entry: &mut ObjectState| {
             entry.in_flight = entry.in_flight.saturating_sub(1);
             if let Some(sequence) = sequence {
                 entry.last_write = entry.last_write.max(sequence);
             }
+        };
+        let mut state = self.state.lock();
+        for object in &writes.objects {
+            end(state.objects.entry(*object).or_default());
+        }
+        for (_, stripe) in &writes.keys {
+            end(&mut state.stripes[*stripe as usize]);
         }
     }
 
@@ -354,6 +412,10 @@ mod tests {
         (0..n).map(|i| vec![Value::Integer(i), Value::Text(format!("row {i}"))]).collect()
     }
 
+    fn scanned(objects: &[u32]) -> Footprint {
+        Footprint { objects: objects.to_vec(), keys: Vec::new() }
+    }
+
     fn cache() -> ResultCache {
         ResultCache::new(SlabConfig { memory: 64 << 10, slab_size: 16 << 10, min_slot: 64, growth: 2.0 })
     }
@@ -363,22 +425,22 @@ mod tests {
         let cache = cache();
         let key = ResultCache::key(1, "SELECT * FROM t WHERE x = ?1", &[Value::Integer(5)]);
         let columns = vec!["a".to_string(), "b".to_string()];
-        cache.store(&key, 10, &[7], &columns, &rows(3));
+        cache.store(&key, 10, &scanned(&[7]), &columns, &rows(3));
         let hit = cache.lookup(&key, 12).unwrap();
-        assert_eq!((hit.columns, hit.rows, hit.objects), (columns.clone(), rows(3), vec![7]));
+        assert_eq!((hit.columns, hit.rows, hit.reads), (columns.clone(), rows(3), scanned(&[7])));
         // An older snapshot too: nothing was written to object 7 since before it.
         assert!(cache.lookup(&key, 5).is_some());
         // Another parameter or schema version is another key.
         assert!(cache.lookup(&ResultCache::key(1, "SELECT * FROM t WHERE x = ?1", &[Value::Integer(6)]), 12).is_none());
         assert!(cache.lookup(&ResultCache::key(2, "SELECT * FROM t WHERE x = ?1", &[Value::Integer(5)]), 12).is_none());
         // A write to another object changes nothing.
-        cache.begin_writes(&[8]);
-        cache.end_writes(&[8], Some(11));
+        cache.begin_writes(&scanned(&[8]));
+        cache.end_writes(&scanned(&[8]), Some(11));
         assert!(cache.lookup(&key, 12).is_some());
         // A write in flight to object 7: not used; committed at 11: stale for everyone.
-        cache.begin_writes(&[7]);
+        cache.begin_writes(&scanned(&[7]));
         assert!(cache.lookup(&key, 12).is_none());
-        cache.end_writes(&[7], Some(11));
+        cache.end_writes(&scanned(&[7]), Some(11));
         assert!(cache.lookup(&key, 12).is_none());
         assert!(cache.lookup(&key, 9).is_none(), "the entry was dropped");
         let stats = cache.stats();
@@ -389,33 +451,51 @@ mod tests {
     fn a_reader_older_than_a_write_the_entry_includes_does_not_use_it() {
         let cache = cache();
         let key = ResultCache::key(1, "q", &[]);
-        cache.begin_writes(&[7]);
-        cache.end_writes(&[7], Some(20));
-        cache.store(&key, 25, &[7], &[], &rows(1));
+        cache.begin_writes(&scanned(&[7]));
+        cache.end_writes(&scanned(&[7]), Some(20));
+        cache.store(&key, 25, &scanned(&[7]), &[], &rows(1));
         assert!(cache.lookup(&key, 19).is_none(), "snapshot 19 does not see the write at 20");
         assert!(cache.lookup(&key, 20).is_some());
         // Results computed before a committed write, or during one, are not stored.
         let old = ResultCache::key(1, "old", &[]);
-        cache.store(&old, 15, &[7], &[], &rows(1));
-        cache.begin_writes(&[7]);
+        cache.store(&old, 15, &scanned(&[7]), &[], &rows(1));
+        cache.begin_writes(&scanned(&[7]));
         let during = ResultCache::key(1, "during", &[]);
-        cache.store(&during, 30, &[7], &[], &rows(1));
-        cache.end_writes(&[7], None);
+        cache.store(&during, 30, &scanned(&[7]), &[], &rows(1));
+        cache.end_writes(&scanned(&[7]), None);
         assert!(cache.lookup(&old, 40).is_none() && cache.lookup(&during, 40).is_none());
         assert_eq!(cache.stats().skipped, 2);
+    }
+
+    #[test]
+    fn a_point_lookup_survives_writes_to_other_keys() {
+        let cache = cache();
+        let key = ResultCache::key(1, "SELECT v FROM t WHERE k = ?1", &[Value::Integer(1)]);
+        let reads = Footprint { objects: Vec::new(), keys: vec![(7, stripe(b"row 1"))] };
+        cache.store(&key, 10, &reads, &[], &rows(1));
+        let other = Footprint { objects: vec![7], keys: vec![(7, stripe(b"row 2"))] };
+        assert_ne!(stripe(b"row 1"), stripe(b"row 2"));
+        cache.begin_writes(&other);
+        cache.end_writes(&other, Some(11));
+        assert!(cache.lookup(&key, 12).is_some(), "another key of the same table was written");
+        let same = Footprint { objects: vec![7], keys: vec![(7, stripe(b"row 1"))] };
+        cache.begin_writes(&same);
+        assert!(cache.lookup(&key, 12).is_none(), "in flight");
+        cache.end_writes(&same, Some(13));
+        assert!(cache.lookup(&key, 14).is_none(), "written");
     }
 
     #[test]
     fn results_compete_for_memory_and_large_ones_are_refused() {
         let cache = cache();
         for i in 0..200 {
-            cache.store(&ResultCache::key(1, &format!("q{i}"), &[]), 1, &[1], &[], &rows(20));
+            cache.store(&ResultCache::key(1, &format!("q{i}"), &[]), 1, &scanned(&[1]), &[], &rows(20));
         }
         let stats = cache.stats();
         assert!(stats.evictions > 0 && stats.allocated_bytes <= 64 << 10, "{stats:?}");
         assert!(cache.lookup(&ResultCache::key(1, "q199", &[]), 1).is_some(), "the newest survives");
         assert!(cache.lookup(&ResultCache::key(1, "q0", &[]), 1).is_none(), "the oldest was evicted");
-        cache.store(&ResultCache::key(1, "huge", &[]), 1, &[1], &[], &rows(2000));
+        cache.store(&ResultCache::key(1, "huge", &[]), 1, &scanned(&[1]), &[], &rows(5000));
         assert_eq!(cache.stats().too_large, 1);
         cache.clear();
         assert_eq!(cache.stats().entries, 0);

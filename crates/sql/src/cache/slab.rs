@@ -25,7 +25,17 @@ pub struct SlabConfig {
 
 impl Default for SlabConfig {
     fn default() -> Self {
-        SlabConfig { memory: 16 << 20, slab_size: 1 << 20, min_slot: 64, growth: 1.5 }
+        SlabConfig::for_memory(16 << 20)
+    }
+}
+
+impl SlabConfig {
+    /// The configuration for `memory` bytes: 256 slabs (from 16 KiB to 1 MiB each), so that
+    /// every class can hold a slab without one class's minimum share being large; slots from
+    /// 64 bytes, each class 1.5 times the last.
+    pub fn for_memory(memory: usize) -> SlabConfig {
+        let slab_size = (memory / 256).clamp(16 << 10, 1 << 20).next_power_of_two();
+        SlabConfig { memory, slab_size, min_slot: 64, growth: 1.5 }
     }
 }
 
@@ -70,6 +80,8 @@ struct Class {
     slabs: Vec<Option<Box<[u8]>>>,
     /// Per slot (slab index * slots_per_slab + slot index).
     slots: Vec<Slot>,
+    /// Items per slab.
+    used: Vec<u32>,
     free: Vec<u32>,
     /// Most recently used first.
     lru_head: u32,
@@ -111,6 +123,7 @@ impl Class {
         let owner = entry.owner;
         self.item_bytes -= entry.len.take().expect("a used slot") as usize;
         self.items -= 1;
+        self.used[slot as usize / self.slots_per_slab] -= 1;
         self.free.push(slot);
         owner
     }
@@ -137,6 +150,7 @@ impl Class {
             }
             None => {
                 self.slabs.push(Some(memory));
+                self.used.push(0);
                 self.slots.resize(self.slabs.len() * self.slots_per_slab, FREE);
                 self.slabs.len() - 1
             }
@@ -161,6 +175,14 @@ impl Class {
 
     fn live_slabs(&self) -> usize {
         self.slabs.iter().filter(|slab| slab.is_some()).count()
+    }
+
+    /// The live slab holding the fewest items (the cheapest to give up), and that count.
+    fn emptiest_slab(&self) -> Option<(usize, u32)> {
+        (0..self.slabs.len())
+            .filter(|&index| self.slabs[index].is_some())
+            .map(|index| (index, self.used[index]))
+            .min_by_key(|(_, used)| *used)
     }
 }
 
@@ -195,6 +217,7 @@ impl SlabAllocator {
                 slots_per_slab: config.slab_size / slot_size,
                 slabs: Vec::new(),
                 slots: Vec::new(),
+                used: Vec::new(),
                 free: Vec::new(),
                 lru_head: NIL,
                 lru_tail: NIL,
@@ -230,6 +253,7 @@ impl SlabAllocator {
             Slot { prev: NIL, next: NIL, len: Some(bytes.len() as u32), owner, last_used: clock };
         target.items += 1;
         target.item_bytes += bytes.len();
+        target.used[slot as usize / target.slots_per_slab] += 1;
         target.push_front(slot);
         Some((SlotRef { class: class as u16, slot }, evicted))
     }
@@ -245,8 +269,20 @@ impl SlabAllocator {
             self.classes[class].add_slab(vec![0u8; self.config.slab_size].into_boxed_slice());
             return self.classes[class].free.pop();
         }
-        // Memory is exhausted. Move a slab here if this class has none, or if another class's
-        // oldest item is older than this class's: what that class holds is colder.
+        // Memory is exhausted. A slab another class holds empty moves here for free.
+        let empty = self.classes.iter().enumerate().find_map(|(index, candidate)| {
+            (index != class)
+                .then(|| candidate.emptiest_slab())
+                .flatten()
+                .filter(|(_, used)| *used == 0)
+                .map(|(slab, _)| (index, slab))
+        });
+        if let Some((donor, slab)) = empty {
+            return Some(self.move_slab(donor, slab, class, evicted));
+        }
+        // Else move one if this class has none, or if another class's oldest item is older
+        // than this class's (what that class holds is colder): the donor gives up its slab
+        // with the fewest items.
         let own_tail = match self.classes[class].lru_tail {
             NIL => None,
             tail => Some(self.classes[class].slots[tail as usize].last_used),
@@ -255,31 +291,14 @@ impl SlabAllocator {
             .classes
             .iter()
             .enumerate()
-            .filter(|(index, candidate)| *index != class && candidate.live_slabs() > 0)
-            .min_by_key(|(_, candidate)| match candidate.lru_tail {
-                // A class with slabs but no items gives one up first.
-                NIL => 0,
-                tail => candidate.slots[tail as usize].last_used,
-            })
-            .map(|(index, candidate)| {
-                let age = match candidate.lru_tail {
-                    NIL => 0,
-                    tail => candidate.slots[tail as usize].last_used,
-                };
-                (index, age)
-            });
+            .filter(|(index, candidate)| *index != class && candidate.live_slabs() > 0 && candidate.lru_tail != NIL)
+            .map(|(index, candidate)| (index, candidate.slots[candidate.lru_tail as usize].last_used))
+            .min_by_key(|(_, age)| *age);
         match (own_tail, donor) {
             (Some(own), Some((_, donor_age))) if own <= donor_age => {}
             (_, Some((donor, _))) => {
-                let donor_class = &mut self.classes[donor];
-                // The slab holding the donor's least recently used item, or any live one.
-                let index = match donor_class.lru_tail {
-                    NIL => donor_class.slabs.iter().position(Option::is_some).expect("a live slab"),
-                    tail => tail as usize / donor_class.slots_per_slab,
-                };
-                let memory = donor_class.remove_slab(index, evicted);
-                self.classes[class].add_slab(memory);
-                return self.classes[class].free.pop();
+                let (slab, _) = self.classes[donor].emptiest_slab().expect("a live slab");
+                return Some(self.move_slab(donor, slab, class, evicted));
             }
             (None, None) => return None,
             (Some(_), None) => {}
@@ -289,6 +308,14 @@ impl SlabAllocator {
         evicted.push(target.release(tail));
         target.evictions += 1;
         target.free.pop()
+    }
+
+    /// Moves slab `slab` of class `from` (evicting its items) to class `to`; returns a free slot
+    /// of `to`.
+    fn move_slab(&mut self, from: usize, slab: usize, to: usize, evicted: &mut Vec<u64>) -> u32 {
+        let memory = self.classes[from].remove_slab(slab, evicted);
+        self.classes[to].add_slab(memory);
+        self.classes[to].free.pop().expect("a new slab has free slots")
     }
 
     /// The bytes of an item; marks it most recently used.
@@ -341,7 +368,7 @@ mod tests {
         let slab = SlabAllocator::new(SlabConfig::default());
         let sizes: Vec<usize> = slab.class_stats().iter().map(|class| class.slot_size).collect();
         assert_eq!(sizes[..4], [64, 96, 144, 216]);
-        assert_eq!(*sizes.last().unwrap(), 1 << 20);
+        assert_eq!(*sizes.last().unwrap(), 64 << 10, "16 MiB in 256 slabs");
     }
 
     #[test]

@@ -1,0 +1,197 @@
+//! `tern bench edge`: Tern on a small device (SMILE's target, SQLiteKV's memory constraints):
+//! with one `memory_budget` (64 MiB by default) for buffer pool, memtables, result cache and
+//! statements, load 1 GB of rows, run SQLiteKV's four mixes, and report the process's peak
+//! resident memory (`VmHWM` of /proc/self/status) and each mix's throughput relative to the same
+//! database reopened without limits (a buffer pool that holds all of it).
+
+use crate::cache::resident_bytes;
+use crate::chart::{self, BarPanel, Panel};
+use crate::common::{Machine, Outputs, start};
+use crate::error::{BenchError, Result};
+use crate::report::result_line;
+use crate::timing::ratio;
+use crate::ycsb::{self, MIXES, Op, TernClient, Values};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub const NAME: &str = "edge";
+
+/// SQLiteKV's mixes.
+const EDGE_MIXES: [&str; 4] = ["update_heavy", "read_most", "read_heavy", "read_latest"];
+
+/// Flags of `tern bench edge`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EdgeArgs {
+    /// Memory budget of the small device, in MiB.
+    #[arg(long, default_value_t = 64)]
+    pub budget_mib: usize,
+    /// MiB of rows to load [default: 1024, or 128 with --quick].
+    #[arg(long)]
+    pub data_mib: Option<usize>,
+    /// Value size in bytes (keys are 16 bytes).
+    #[arg(long, default_value_t = 1000)]
+    pub value_size: usize,
+    /// Requests per mix [default: 100000, or 10000 with --quick].
+    #[arg(long)]
+    pub operations: Option<usize>,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// A fast look: 128 MiB of rows, 10,000 requests per mix.
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory for the database (a subdirectory is created and deleted).
+    #[arg(long, default_value = "bench-results/work")]
+    pub dir: PathBuf,
+    /// Directory for the report (edge.json) and the chart (edge.svg).
+    #[arg(long, default_value = "bench-results")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EdgeMix {
+    pub mix: &'static str,
+    pub budget_ops_per_second: f64,
+    pub unlimited_ops_per_second: f64,
+    pub budget_vs_unlimited: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EdgeReport {
+    pub workload: &'static str,
+    pub machine: Machine,
+    pub budget_mib: usize,
+    pub division: String,
+    pub rows: u64,
+    pub data_mib: usize,
+    pub value_size: usize,
+    pub operations: usize,
+    pub durability: &'static str,
+    pub load_rows_per_second: f64,
+    pub peak_rss_mib: f64,
+    pub rss_after_load_mib: f64,
+    pub mixes: Vec<EdgeMix>,
+}
+
+fn mix_requests(existing: &mut u64, operations: usize, seed: u64) -> Vec<(&'static str, Vec<Op>)> {
+    EDGE_MIXES
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            let mix = MIXES.iter().find(|mix| mix.name == *name).expect("a SQLiteKV mix");
+            let ops = ycsb::requests(mix, *existing, operations, seed.wrapping_add(index as u64 * 104_729));
+            *existing += ops.iter().filter(|op| matches!(op, Op::Insert(_))).count() as u64;
+            (mix.name, ops)
+        })
+        .collect()
+}
+
+pub fn run(args: &EdgeArgs) -> Result<EdgeReport> {
+    let data_mib = args.data_mib.unwrap_or(if args.quick { 128 } else { 1024 });
+    let operations = args.operations.unwrap_or(if args.quick { 10_000 } else { 100_000 });
+    if args.budget_mib < 4 || data_mib == 0 || operations == 0 || args.value_size == 0 {
+        return Err(BenchError::Config("--budget-mib must be at least 4; the other sizes positive".into()));
+    }
+    let (work, outputs, machine): (_, Outputs, Machine) = start(&args.dir, &args.out, NAME)?;
+    let rows = ((data_mib as u64) << 20) / (args.value_size as u64 + 16);
+    let budget = tern::Options {
+        memory_budget: Some(args.budget_mib << 20),
+        sync: tern_lsm::SyncPolicy::Never,
+        ..tern::Options::default()
+    };
+    let sizes = budget.resolved().map_err(|error| BenchError::Config(error.to_string()))?;
+    let mib = |bytes: usize| bytes as f64 / (1 << 20) as f64;
+    let division = format!(
+        "buffer pool {:.1} MiB, memtables 2 x {:.1} MiB, result cache {:.1} MiB, statements {:.1} MiB",
+        mib(sizes.buffer_pool_size),
+        mib(sizes.memtable_size),
+        mib(sizes.result_cache_size),
+        mib(sizes.query_memory_limit)
+    );
+    println!(
+        "edge: budget {} MiB ({division}); {rows} rows of {} B ({data_mib} MiB), {operations} requests per mix; \
+         SyncPolicy::Never (never fsynced) in both runs",
+        args.budget_mib, args.value_size
+    );
+    let path = work.path().join("edge.tern");
+    let values = Values::new(args.value_size, args.seed);
+    let options = budget.engine_options().map_err(|error| BenchError::Config(error.to_string()))?;
+    let mut client = TernClient::open_with(&path, options)?;
+    let ids = ycsb::shuffled(rows, args.seed);
+    let started = Instant::now();
+    for (index, chunk) in ids.chunks(100_000).enumerate() {
+        ycsb::load(&mut client, chunk, &values)?;
+        println!(
+            "  loaded {} rows, {:.0} s, resident {:.1} MiB",
+            (index * 100_000 + chunk.len()),
+            started.elapsed().as_secs_f64(),
+            resident_bytes("VmRSS:") as f64 / (1 << 20) as f64
+        );
+    }
+    let load_rate = rows as f64 / started.elapsed().as_secs_f64();
+    let rss_after_load = resident_bytes("VmRSS:") as f64 / (1 << 20) as f64;
+    let mut existing = rows;
+    let requests = mix_requests(&mut existing, operations, args.seed);
+    let mut budget_rates = Vec::new();
+    for (name, ops) in &requests {
+        let rate = ycsb::run_ops(&mut client, ops, &values)?;
+        println!(
+            "  budget     {name:<13} {rate:>9.0} ops/s, resident {:.1} MiB",
+            resident_bytes("VmRSS:") as f64 / (1 << 20) as f64
+        );
+        budget_rates.push(rate);
+    }
+    let peak = resident_bytes("VmHWM:") as f64 / (1 << 20) as f64;
+    println!("  peak resident memory with the budget: {peak:.1} MiB (budget {} MiB)", args.budget_mib);
+    drop(client);
+    // The same database without limits: a pool that holds every page.
+    let mut unlimited = ycsb::tern_options(crate::txn::Durability::Never, 256);
+    unlimited.txn.lsm.pool.pool_size_bytes = ((data_mib * 2).max(256) << 20).min(8 << 30);
+    unlimited.txn.lsm.memtable_size = 64 << 20;
+    let mut client = TernClient::open_with(&path, unlimited)?;
+    let requests = mix_requests(&mut existing, operations, args.seed ^ 0x5a5a);
+    let mut mixes = Vec::new();
+    for ((name, ops), budget_rate) in requests.iter().zip(budget_rates) {
+        let rate = ycsb::run_ops(&mut client, ops, &values)?;
+        println!("  unlimited  {name:<13} {rate:>9.0} ops/s");
+        mixes.push(EdgeMix {
+            mix: name,
+            budget_ops_per_second: budget_rate,
+            unlimited_ops_per_second: rate,
+            budget_vs_unlimited: ratio(budget_rate, rate),
+        });
+    }
+    let report = EdgeReport {
+        workload: NAME,
+        machine,
+        budget_mib: args.budget_mib,
+        division,
+        rows,
+        data_mib,
+        value_size: args.value_size,
+        operations,
+        durability: "SyncPolicy::Never in both runs",
+        load_rows_per_second: load_rate,
+        peak_rss_mib: peak,
+        rss_after_load_mib: rss_after_load,
+        mixes,
+    };
+    let mut lines: Vec<String> = report
+        .mixes
+        .iter()
+        .map(|mix| result_line(NAME, &format!("{} budget/unlimited", mix.mix), mix.budget_vs_unlimited))
+        .collect();
+    lines.push(result_line(NAME, "rss_mib", peak));
+    let panels = vec![Panel::Bars(BarPanel {
+        title: format!("{} MiB budget / unlimited", args.budget_mib),
+        y_label: "ops/s ratio".into(),
+        bars: report.mixes.iter().map(|mix| (mix.mix.to_string(), mix.budget_vs_unlimited)).collect(),
+    })];
+    crate::report::publish_lines(
+        &outputs,
+        &report,
+        |path| chart::draw(path, "Tern in a memory budget", &panels, 1),
+        &lines,
+    )?;
+    Ok(report)
+}
