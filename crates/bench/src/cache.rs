@@ -143,11 +143,6 @@ fn fragmentation(holder: Holder, mib: usize, seed: u64) -> Fragmentation {
         }
         inserted += size;
     }
-    if std::env::var_os("TERN_SLAB_DEBUG").is_some() {
-        for class in slab.class_stats().iter().filter(|class| class.slabs > 0) {
-            eprintln!("{class:?}");
-        }
-    }
     if holder == Holder::Vecs {
         // Only the Vecs are measured on this side.
         drop(slab);

@@ -17,7 +17,8 @@
 //! Durability is the same on both sides: by default nothing is fsynced (Tern
 //! `SyncPolicy::Never`; SQLite `journal_mode=WAL, synchronous=OFF`); `--sync every-commit`
 //! fsyncs every autocommit statement on both (Tern `SyncPolicy::EveryCommit`; SQLite
-//! `synchronous=FULL`). Both get a 64 MiB cache (Tern's buffer pool, SQLite's page cache).
+//! `synchronous=FULL`). Both get 64 MiB of cache: SQLite's page cache; Tern's 48 MiB buffer
+//! pool plus its 16 MiB statement result cache.
 //!
 //! The run ends with one line per mix and value size,
 //! `RESULT ycsb <mix> <value_size> tern/sqlite = X` (operations per second, Tern over SQLite).

@@ -1173,6 +1173,19 @@ fn flush_loop(inner: Arc<Inner>) {
         if let Err(error) = inner.flush_immutable(&imm) {
             inner.fail(&error);
         }
+        drop(imm);
+        if inner.options.release_memory {
+            release_free_memory();
+        }
+    }
+}
+
+/// Returns free memory the allocator holds to the operating system (glibc only).
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks and shrinks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -1199,6 +1212,9 @@ fn compaction_loop(inner: Arc<Inner>) {
         let result = inner.run_compaction(compaction);
         inner.state.lock().compacting = false;
         inner.changed.notify_all();
+        if inner.options.release_memory {
+            release_free_memory();
+        }
         if let Err(error) = result {
             inner.fail(&error);
         }

@@ -30,9 +30,17 @@ pub struct Options {
     /// Bytes one statement may materialize (sorts, joins, groups) before it fails with
     /// SQLSTATE 53200.
     pub query_memory_limit: usize,
-    /// When set, overrides the four sizes above: 40% for the buffer pool, 10% for each of the
-    /// two memtables, 15% for the result cache, 25% for statements. At least 4 MiB.
+    /// When set, overrides the four sizes above: 40% for the buffer pool, 7.5% for each of the
+    /// two memtables, 10% for the result cache, 20% for statements; the last 15% is room for
+    /// what is not sized directly (table files being built, allocator overhead). At least
+    /// 4 MiB. With a budget, table files are built in pieces of half a memtable, and freed
+    /// memory is returned to the operating system after each flush and compaction.
     pub memory_budget: Option<usize>,
+    /// With a memory budget, also tune the C allocator for small memory (glibc: at most two
+    /// arenas, allocations of 128 KiB and more mapped directly, free memory above 1 MiB
+    /// returned): it is process-wide, so an application that manages its allocator itself
+    /// turns this off.
+    pub tune_allocator: bool,
     /// Attempts of an autocommit statement, and of [`Connection::transact`]'s closure, that
     /// fail with a serialization error (SQLSTATE 40001) before the error is returned.
     ///
@@ -62,6 +70,7 @@ impl Default for Options {
             result_cache_size: 16 << 20,
             query_memory_limit: 1 << 30,
             memory_budget: None,
+            tune_allocator: true,
             retry_attempts: 100,
         }
     }
@@ -85,9 +94,9 @@ impl Options {
             }
             Some(budget) => Sizes {
                 buffer_pool_size: budget / 10 * 4,
-                memtable_size: budget / 10,
-                result_cache_size: budget / 20 * 3,
-                query_memory_limit: budget / 4,
+                memtable_size: budget / 40 * 3,
+                result_cache_size: budget / 10,
+                query_memory_limit: budget / 5,
             },
             None => Sizes {
                 buffer_pool_size: self.buffer_pool_size,
@@ -111,19 +120,39 @@ impl Options {
     /// directly).
     pub fn engine_options(&self) -> Result<tern_sql::Options> {
         let sizes = self.resolved()?;
+        if self.memory_budget.is_some() && self.tune_allocator {
+            tune_allocator();
+        }
         let mut options = tern_sql::Options::default();
         let lsm = &mut options.txn.lsm;
         lsm.page_size = self.page_size;
         lsm.pool.pool_size_bytes = sizes.buffer_pool_size;
         lsm.memtable_size = sizes.memtable_size;
-        // The table files' target size follows the memtable, so a small device writes small
-        // tables instead of holding 8 MiB compaction outputs.
-        lsm.table_target_size = lsm.table_target_size.min(sizes.memtable_size.max(256 << 10));
+        if self.memory_budget.is_some() {
+            // A table being built is held in memory: within a budget, half a memtable.
+            lsm.table_target_size = (sizes.memtable_size / 2).clamp(256 << 10, lsm.table_target_size);
+            // Only level 0 keeps its indexes and filters in memory: level 1 grows with the
+            // data, so its indexes are read through the buffer pool like the deeper levels'.
+            lsm.resident_index_levels = 1;
+            lsm.release_memory = true;
+        }
         lsm.sync = self.sync;
         options.query_memory_limit = sizes.query_memory_limit;
         options.result_cache = sizes.result_cache_size;
         options.autocommit_attempts = self.retry_attempts;
         Ok(options)
+    }
+}
+
+/// Tunes glibc's allocator for a small memory budget ([`Options::tune_allocator`]). Process-
+/// wide, idempotent; nothing on other platforms.
+pub(crate) fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes the allocator's parameters.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 20);
     }
 }
 

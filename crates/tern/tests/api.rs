@@ -402,9 +402,9 @@ fn memory_budget_divides_memory_and_rejects_what_cannot_run() {
     let sizes = options.resolved().unwrap();
     let budget = 256usize << 20;
     assert_eq!(sizes.buffer_pool_size, budget / 10 * 4 / 4096 * 4096);
-    assert_eq!(sizes.memtable_size, budget / 10);
-    assert_eq!(sizes.result_cache_size, budget / 20 * 3);
-    assert_eq!(sizes.query_memory_limit, 64 << 20);
+    assert_eq!(sizes.memtable_size, budget / 40 * 3);
+    assert_eq!(sizes.result_cache_size, budget / 10);
+    assert_eq!(sizes.query_memory_limit, budget / 5);
     assert!(
         sizes.buffer_pool_size + 2 * sizes.memtable_size + sizes.result_cache_size + sizes.query_memory_limit <= budget
     );
@@ -433,11 +433,11 @@ fn memory_budget_divides_memory_and_rejects_what_cannot_run() {
     }
     assert_eq!(count(&conn, "t"), 800);
     let error = conn.query("SELECT a.pad FROM t AS a, t AS b ORDER BY 1 LIMIT 1", ()).unwrap_err();
-    assert_eq!(error.sqlstate, "53200", "a join of 800 x 800 rows exceeds a 1 MiB statement budget");
+    assert_eq!(error.sqlstate, "53200", "a join of 800 x 800 rows exceeds a 0.8 MiB statement budget");
     let stats = db.stats();
     let sizes = Options { memory_budget: Some(tern::MIN_MEMORY_BUDGET), ..Options::default() }.resolved().unwrap();
     assert_eq!(stats.storage.pool.slots as usize * 4096, sizes.buffer_pool_size);
-    assert!(stats.storage.memtable_bytes < 1 << 20, "800 KB of rows did not stay in one 410 KiB memtable");
+    assert!(stats.storage.memtable_bytes < 1 << 20, "800 KB of rows did not stay in one 307 KiB memtable");
     assert_eq!(db.memory(), sizes);
 }
 
