@@ -298,7 +298,8 @@ pub fn run(args: &CacheArgs) -> Result<CacheReport> {
     };
     let slab_vs_vecs = ratio(report.fragmentation[0].rss_per_cached_byte, report.fragmentation[1].rss_per_cached_byte);
     let mut lines = vec![result_line(NAME, "fragmentation slab/vecs rss_per_byte", slab_vs_vecs)];
-    lines.extend(report.mixes.iter().rev().map(|mix| result_line(NAME, &format!("{} on/off", mix.mix), mix.on_vs_off)));
+    // Read Most, then Read Heavy last (the headline figure).
+    lines.extend(report.mixes.iter().map(|mix| result_line(NAME, &format!("{} on/off", mix.mix), mix.on_vs_off)));
     let panels = vec![
         Panel::Bars(BarPanel {
             title: "result cache on / off".into(),
