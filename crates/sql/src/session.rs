@@ -689,7 +689,8 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
     let cache = match (cache, open.txn.snapshot_sequence()) {
         (Some((cache, text)), Some(snapshot)) => {
             let key = ResultCache::key(open.catalog.version, text, params);
-            if let Some(hit) = cache.lookup(&key, snapshot) {
+            let statement = ResultCache::statement_id(text);
+            if let Some(hit) = cache.lookup(&key, statement, snapshot) {
                 if explicit {
                     // What the query would have read joins the read set, so certification
                     // sees it as if it had been scanned (whole tables and indexes: the cache
@@ -701,7 +702,7 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
                 }
                 return Ok(Outcome::Rows { columns: hit.columns, rows: hit.rows });
             }
-            Some((cache, key, snapshot))
+            Some((cache, key, statement, snapshot))
         }
         _ => None,
     };
@@ -712,10 +713,10 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
     }
     let mut new_catalog: Option<Catalog> = None;
     let outcome = run_statement(&catalog, &mut exec, statement, &mut new_catalog, plan)?;
-    if let (Some((cache, key, snapshot)), Outcome::Rows { columns, rows }) = (&cache, &outcome) {
+    if let (Some((cache, key, statement, snapshot)), Outcome::Rows { columns, rows }) = (&cache, &outcome) {
         let reads = exec.reads();
         if !reads.all_objects().contains(&u32::MAX) {
-            cache.store(key, *snapshot, &reads, columns, rows);
+            cache.store(key, *statement, *snapshot, &reads, columns, rows);
         }
     }
     if let Some(mut changed) = new_catalog {

@@ -78,6 +78,8 @@ pub struct CacheStats {
     pub stores: u64,
     pub too_large: u64,
     pub skipped: u64,
+    /// Results not stored because their statement's results are rarely reused.
+    pub not_admitted: u64,
     /// Entries dropped because a write made them stale.
     pub invalidations: u64,
     pub evictions: u64,
@@ -109,12 +111,44 @@ struct Counters {
     stores: u64,
     too_large: u64,
     skipped: u64,
+    not_admitted: u64,
     invalidations: u64,
     evictions: u64,
 }
 
+/// How well caching has paid off for one statement (its text, any parameters).
+#[derive(Debug, Clone, Copy, Default)]
+struct Admission {
+    stores: u32,
+    hits: u32,
+}
+
+/// Statements whose stores have been counted; past this the counts start over.
+const ADMISSION_STATEMENTS: usize = 4096;
+
+impl Admission {
+    /// Whether the next result of this statement is worth storing: always while there is
+    /// little history; afterwards, if at least one store in eight has been hit, else one
+    /// store in sixteen (so that a statement whose results die before reuse, say a scan of a
+    /// table that is written all the time, does not pay for encoding and storing each one, but
+    /// is still noticed when its writes stop).
+    fn admits(&self) -> bool {
+        self.stores < 32 || self.hits.saturating_mul(8) >= self.stores || self.stores.is_multiple_of(16)
+    }
+
+    fn stored(&mut self) {
+        self.stores += 1;
+        if self.stores >= 1024 {
+            self.stores /= 2;
+            self.hits /= 2;
+        }
+    }
+}
+
 struct State {
     slab: SlabAllocator,
+    /// Per statement (hash of its text): stores and hits, for admission.
+    admission: HashMap<u64, Admission>,
     /// Hash of the key -> the item (which holds the key itself, checked on lookup).
     index: HashMap<u64, SlotRef>,
     objects: HashMap<u32, ObjectState>,
@@ -252,12 +286,18 @@ impl ResultCache {
         ResultCache {
             state: Mutex::new(State {
                 slab: SlabAllocator::new(config),
+                admission: HashMap::new(),
                 index: HashMap::new(),
                 objects: HashMap::new(),
                 stripes: vec![ObjectState::default(); KEY_STRIPES],
                 counters: Counters::default(),
             }),
         }
+    }
+
+    /// The identity of a statement's text, for admission ([`ResultCache::store`]).
+    pub fn statement_id(sql: &str) -> u64 {
+        hash_key(sql.as_bytes())
     }
 
     /// The key of a statement: the schema version it is bound against, its normalized text
@@ -272,8 +312,9 @@ impl ResultCache {
         key
     }
 
-    /// The result stored for `key` if it is valid for a reader at `snapshot`.
-    pub fn lookup(&self, key: &[u8], snapshot: u64) -> Option<Cached> {
+    /// The result stored for `key` (of statement `statement`) if it is valid for a reader at
+    /// `snapshot`.
+    pub fn lookup(&self, key: &[u8], statement: u64, snapshot: u64) -> Option<Cached> {
         let hash = hash_key(key);
         let (reads, result) = {
             let mut state = self.state.lock();
@@ -304,15 +345,40 @@ impl ResultCache {
                 }
             }
             state.counters.hits += 1;
+            if let Some(admission) = state.admission.get_mut(&statement) {
+                admission.hits += 1;
+            }
             (reads, result)
         };
         let (columns, rows) = decode_result(&result).ok()?;
         Some(Cached { columns, rows, reads })
     }
 
-    /// Stores a result computed at `snapshot` from `reads`, unless a write to what it read
-    /// committed after that snapshot or is in flight (the result would be stale at once).
-    pub fn store(&self, key: &[u8], snapshot: u64, reads: &Footprint, columns: &[String], rows: &[Row]) {
+    /// Stores a result of statement `statement` computed at `snapshot` from `reads`, unless a
+    /// write to what it read committed after that snapshot or is in flight (the result would
+    /// be stale at once), or the statement's results are rarely reused.
+    pub fn store(
+        &self,
+        key: &[u8],
+        statement: u64,
+        snapshot: u64,
+        reads: &Footprint,
+        columns: &[String],
+        rows: &[Row],
+    ) {
+        {
+            let mut state = self.state.lock();
+            if state.admission.len() >= ADMISSION_STATEMENTS && !state.admission.contains_key(&statement) {
+                state.admission.clear();
+            }
+            let admission = state.admission.entry(statement).or_default();
+            let admitted = admission.admits();
+            admission.stored();
+            if !admitted {
+                state.counters.not_admitted += 1;
+                return;
+            }
+        }
         let item = encode_item(snapshot, reads, key, columns, rows);
         let hash = hash_key(key);
         let mut state = self.state.lock();
@@ -395,6 +461,7 @@ impl ResultCache {
             stores: counters.stores,
             too_large: counters.too_large,
             skipped: counters.skipped,
+            not_admitted: counters.not_admitted,
             invalidations: counters.invalidations,
             evictions: counters.evictions,
             entries: state.index.len(),
@@ -425,24 +492,28 @@ mod tests {
         let cache = cache();
         let key = ResultCache::key(1, "SELECT * FROM t WHERE x = ?1", &[Value::Integer(5)]);
         let columns = vec!["a".to_string(), "b".to_string()];
-        cache.store(&key, 10, &scanned(&[7]), &columns, &rows(3));
-        let hit = cache.lookup(&key, 12).unwrap();
+        cache.store(&key, 0, 10, &scanned(&[7]), &columns, &rows(3));
+        let hit = cache.lookup(&key, 0, 12).unwrap();
         assert_eq!((hit.columns, hit.rows, hit.reads), (columns.clone(), rows(3), scanned(&[7])));
         // An older snapshot too: nothing was written to object 7 since before it.
-        assert!(cache.lookup(&key, 5).is_some());
+        assert!(cache.lookup(&key, 0, 5).is_some());
         // Another parameter or schema version is another key.
-        assert!(cache.lookup(&ResultCache::key(1, "SELECT * FROM t WHERE x = ?1", &[Value::Integer(6)]), 12).is_none());
-        assert!(cache.lookup(&ResultCache::key(2, "SELECT * FROM t WHERE x = ?1", &[Value::Integer(5)]), 12).is_none());
+        assert!(
+            cache.lookup(&ResultCache::key(1, "SELECT * FROM t WHERE x = ?1", &[Value::Integer(6)]), 0, 12).is_none()
+        );
+        assert!(
+            cache.lookup(&ResultCache::key(2, "SELECT * FROM t WHERE x = ?1", &[Value::Integer(5)]), 0, 12).is_none()
+        );
         // A write to another object changes nothing.
         cache.begin_writes(&scanned(&[8]));
         cache.end_writes(&scanned(&[8]), Some(11));
-        assert!(cache.lookup(&key, 12).is_some());
+        assert!(cache.lookup(&key, 0, 12).is_some());
         // A write in flight to object 7: not used; committed at 11: stale for everyone.
         cache.begin_writes(&scanned(&[7]));
-        assert!(cache.lookup(&key, 12).is_none());
+        assert!(cache.lookup(&key, 0, 12).is_none());
         cache.end_writes(&scanned(&[7]), Some(11));
-        assert!(cache.lookup(&key, 12).is_none());
-        assert!(cache.lookup(&key, 9).is_none(), "the entry was dropped");
+        assert!(cache.lookup(&key, 0, 12).is_none());
+        assert!(cache.lookup(&key, 0, 9).is_none(), "the entry was dropped");
         let stats = cache.stats();
         assert_eq!((stats.hits, stats.invalidations, stats.entries), (3, 1, 0));
     }
@@ -453,17 +524,17 @@ mod tests {
         let key = ResultCache::key(1, "q", &[]);
         cache.begin_writes(&scanned(&[7]));
         cache.end_writes(&scanned(&[7]), Some(20));
-        cache.store(&key, 25, &scanned(&[7]), &[], &rows(1));
-        assert!(cache.lookup(&key, 19).is_none(), "snapshot 19 does not see the write at 20");
-        assert!(cache.lookup(&key, 20).is_some());
+        cache.store(&key, 0, 25, &scanned(&[7]), &[], &rows(1));
+        assert!(cache.lookup(&key, 0, 19).is_none(), "snapshot 19 does not see the write at 20");
+        assert!(cache.lookup(&key, 0, 20).is_some());
         // Results computed before a committed write, or during one, are not stored.
         let old = ResultCache::key(1, "old", &[]);
-        cache.store(&old, 15, &scanned(&[7]), &[], &rows(1));
+        cache.store(&old, 0, 15, &scanned(&[7]), &[], &rows(1));
         cache.begin_writes(&scanned(&[7]));
         let during = ResultCache::key(1, "during", &[]);
-        cache.store(&during, 30, &scanned(&[7]), &[], &rows(1));
+        cache.store(&during, 0, 30, &scanned(&[7]), &[], &rows(1));
         cache.end_writes(&scanned(&[7]), None);
-        assert!(cache.lookup(&old, 40).is_none() && cache.lookup(&during, 40).is_none());
+        assert!(cache.lookup(&old, 0, 40).is_none() && cache.lookup(&during, 0, 40).is_none());
         assert_eq!(cache.stats().skipped, 2);
     }
 
@@ -472,30 +543,56 @@ mod tests {
         let cache = cache();
         let key = ResultCache::key(1, "SELECT v FROM t WHERE k = ?1", &[Value::Integer(1)]);
         let reads = Footprint { objects: Vec::new(), keys: vec![(7, stripe(b"row 1"))] };
-        cache.store(&key, 10, &reads, &[], &rows(1));
+        cache.store(&key, 0, 10, &reads, &[], &rows(1));
         let other = Footprint { objects: vec![7], keys: vec![(7, stripe(b"row 2"))] };
         assert_ne!(stripe(b"row 1"), stripe(b"row 2"));
         cache.begin_writes(&other);
         cache.end_writes(&other, Some(11));
-        assert!(cache.lookup(&key, 12).is_some(), "another key of the same table was written");
+        assert!(cache.lookup(&key, 0, 12).is_some(), "another key of the same table was written");
         let same = Footprint { objects: vec![7], keys: vec![(7, stripe(b"row 1"))] };
         cache.begin_writes(&same);
-        assert!(cache.lookup(&key, 12).is_none(), "in flight");
+        assert!(cache.lookup(&key, 0, 12).is_none(), "in flight");
         cache.end_writes(&same, Some(13));
-        assert!(cache.lookup(&key, 14).is_none(), "written");
+        assert!(cache.lookup(&key, 0, 14).is_none(), "written");
+    }
+
+    #[test]
+    fn results_that_are_never_reused_stop_being_stored() {
+        let cache = cache();
+        let store = |statement: u64, i: u64| {
+            cache.store(
+                &ResultCache::key(1, &format!("s{statement} {i}"), &[]),
+                statement,
+                1,
+                &scanned(&[1]),
+                &[],
+                &rows(1),
+            )
+        };
+        for i in 0..64 {
+            store(1, i);
+        }
+        let stats = cache.stats();
+        assert_eq!(stats.stores + stats.not_admitted, 64);
+        assert!(stats.not_admitted >= 28, "{stats:?}");
+        // A statement whose results are hit keeps being stored.
+        for i in 0..64 {
+            store(2, i);
+            assert!(cache.lookup(&ResultCache::key(1, &format!("s2 {i}"), &[]), 2, 1).is_some(), "{i}");
+        }
     }
 
     #[test]
     fn results_compete_for_memory_and_large_ones_are_refused() {
         let cache = cache();
         for i in 0..200 {
-            cache.store(&ResultCache::key(1, &format!("q{i}"), &[]), 1, &scanned(&[1]), &[], &rows(20));
+            cache.store(&ResultCache::key(1, &format!("q{i}"), &[]), i, 1, &scanned(&[1]), &[], &rows(20));
         }
         let stats = cache.stats();
         assert!(stats.evictions > 0 && stats.allocated_bytes <= 64 << 10, "{stats:?}");
-        assert!(cache.lookup(&ResultCache::key(1, "q199", &[]), 1).is_some(), "the newest survives");
-        assert!(cache.lookup(&ResultCache::key(1, "q0", &[]), 1).is_none(), "the oldest was evicted");
-        cache.store(&ResultCache::key(1, "huge", &[]), 1, &scanned(&[1]), &[], &rows(5000));
+        assert!(cache.lookup(&ResultCache::key(1, "q199", &[]), 0, 1).is_some(), "the newest survives");
+        assert!(cache.lookup(&ResultCache::key(1, "q0", &[]), 0, 1).is_none(), "the oldest was evicted");
+        cache.store(&ResultCache::key(1, "huge", &[]), 0, 1, &scanned(&[1]), &[], &rows(5000));
         assert_eq!(cache.stats().too_large, 1);
         cache.clear();
         assert_eq!(cache.stats().entries, 0);
