@@ -32,6 +32,14 @@ pub fn object_prefix(id: u32) -> Vec<u8> {
     prefix
 }
 
+/// The table or index a stored key belongs to (`None` for catalog keys).
+pub fn object_of_key(key: &[u8]) -> Option<u32> {
+    match key {
+        [0x10, a, b, c, d, ..] => Some(u32::from_be_bytes([*a, *b, *c, *d])),
+        _ => None,
+    }
+}
+
 /// The first key after every key starting with `prefix` (`None` if there is none).
 pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();
@@ -355,13 +363,5 @@ mod tests {
         }
         assert_eq!(prefix_end(&[1, 0xFF]), Some(vec![2]));
         assert_eq!(prefix_end(&[0xFF]), None);
-    }
-}
-
-/// The table or index a stored key belongs to (`None` for catalog keys).
-pub fn object_of_key(key: &[u8]) -> Option<u32> {
-    match key {
-        [0x10, a, b, c, d, ..] => Some(u32::from_be_bytes([*a, *b, *c, *d])),
-        _ => None,
     }
 }
