@@ -583,10 +583,7 @@ impl<'t> Executor<'t> {
                 }
                 Ok(output)
             }
-            Plan::Aggregate { input, group_by, aggregates } => {
-                let rows = self.run(input, outer)?;
-                self.aggregate(rows, group_by, aggregates, outer)
-            }
+            Plan::Aggregate { input, group_by, aggregates } => self.run_aggregate(input, group_by, aggregates, outer),
             Plan::Sort { input, keys, limit } => {
                 let rows = self.run(input, outer)?;
                 let limit = match limit {
@@ -850,83 +847,45 @@ impl<'t> Executor<'t> {
         Ok(Some(encoded))
     }
 
-    fn aggregate(
+    /// Groups rows and computes aggregates. Over a scan (with its filter) the rows stream from
+    /// the scan into the groups, so only the groups are held in memory: `count(*)` of a large
+    /// table needs no memory for its rows.
+    fn run_aggregate(
         &self,
-        rows: Vec<Row>,
+        input: &Plan,
         group_by: &[Expr],
         aggregates: &[AggregateCall],
         outer: Option<&Env>,
     ) -> Result<Vec<Row>> {
-        let mut groups: HashMap<Vec<u8>, usize> = HashMap::new();
-        let mut keys: Vec<Row> = Vec::new();
-        let mut states: Vec<Vec<Accumulator>> = Vec::new();
-        // SQLite: with exactly one min() or max(), bare columns come from the row where that
-        // extreme was found (the first such row on ties).
-        let mut extremes = aggregates.iter().enumerate().filter(|(_, call)| {
-            matches!(call.function, AggregateFunction::Min | AggregateFunction::Max) && call.args.len() == 1
-        });
-        let extreme = match (extremes.next(), extremes.next()) {
-            (Some((index, _)), None) => Some(index),
-            _ => None,
-        };
-        for row in &rows {
-            let env = Env::new(row, outer);
-            let group_values = group_by.iter().map(|expr| self.eval(expr, &env)).collect::<Result<Vec<_>>>()?;
-            let key = row_key(&group_values);
-            let index = match groups.get(&key) {
-                Some(&index) => index,
-                None => {
-                    groups.insert(key, keys.len());
-                    keys.push(group_values);
-                    states.push(aggregates.iter().map(Accumulator::new).collect());
-                    if keys.len().is_multiple_of(1024) {
-                        self.charge(1024 * (64 + 64 * aggregates.len()))?;
-                    }
-                    keys.len() - 1
+        let mut grouping = Grouping::new(aggregates);
+        if let Plan::Scan { table, access, filter, reverse } = input {
+            let empty = Env::new(&[], outer);
+            let started = self.profile.as_ref().map(|_| std::time::Instant::now());
+            let mut scanned = 0u64;
+            self.scan_table(table, access, *reverse, &empty, SCAN_FIRST_CHUNK_ROWS, |_, row| {
+                let keep = match filter {
+                    Some(filter) => self.eval(filter, &Env::new(&row, outer))?.truth() == Some(true),
+                    None => true,
+                };
+                if keep {
+                    scanned += 1;
+                    grouping.add(self, &row, group_by, aggregates, outer)?;
                 }
-            };
-            let mut extreme_moved = false;
-            if let Some(at) = extreme {
-                let args = aggregates[at].args.iter().map(|arg| self.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
-                extreme_moved = states[index][at].add(args)?;
+                Ok(true)
+            })?;
+            if let (Some(profile), Some(started)) = (&self.profile, started) {
+                let mut profile = profile.borrow_mut();
+                let node = profile.entry(input as *const Plan as usize).or_default();
+                node.rows += scanned;
+                node.loops += 1;
+                node.time += started.elapsed();
             }
-            // With an extreme, bare columns take this row's values when it moved the extreme or
-            // while the extreme has none (only NULLs so far: they follow the last row, as in
-            // SQLite), and keep them otherwise.
-            let take_bare = extreme.map(|at| {
-                extreme_moved || matches!(&states[index][at], Accumulator::Extreme { best: Value::Null, .. })
-            });
-            for (position, (state, call)) in states[index].iter_mut().zip(aggregates).enumerate() {
-                if Some(position) == extreme {
-                    continue;
-                }
-                let args = call.args.iter().map(|arg| self.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
-                match (state, take_bare) {
-                    (Accumulator::Any(value), Some(true)) => *value = args.into_iter().next().unwrap_or(Value::Null),
-                    (Accumulator::Any(_), Some(false)) => {}
-                    (state, _) => {
-                        state.add(args)?;
-                    }
-                }
+        } else {
+            for row in &self.run(input, outer)? {
+                grouping.add(self, row, group_by, aggregates, outer)?;
             }
         }
-        if keys.is_empty() && group_by.is_empty() {
-            keys.push(Vec::new());
-            states.push(aggregates.iter().map(Accumulator::new).collect());
-        }
-        keys.into_iter()
-            .zip(states)
-            .map(|(mut key, states)| {
-                for state in states {
-                    // inf + -inf is NaN, which SQL has no value for: NULL (SQLite).
-                    key.push(match state.finish()? {
-                        Value::Real(real) if real.is_nan() => Value::Null,
-                        other => other,
-                    });
-                }
-                Ok(key)
-            })
-            .collect()
+        grouping.finish(aggregates, group_by.is_empty())
     }
 
     fn sort(&self, rows: Vec<Row>, keys: &[SortKey], limit: Option<usize>, outer: Option<&Env>) -> Result<Vec<Row>> {
@@ -1505,5 +1464,101 @@ impl Accumulator {
             Accumulator::Any(value) => value,
             Accumulator::First(value) => value.unwrap_or(Value::Null),
         })
+    }
+}
+
+/// The groups of an aggregation being computed, fed one row at a time.
+struct Grouping {
+    groups: HashMap<Vec<u8>, usize>,
+    keys: Vec<Row>,
+    states: Vec<Vec<Accumulator>>,
+    /// SQLite: with exactly one min() or max(), bare columns come from the row where that
+    /// extreme was found (the first such row on ties).
+    extreme: Option<usize>,
+}
+
+impl Grouping {
+    fn new(aggregates: &[AggregateCall]) -> Grouping {
+        let mut extremes = aggregates.iter().enumerate().filter(|(_, call)| {
+            matches!(call.function, AggregateFunction::Min | AggregateFunction::Max) && call.args.len() == 1
+        });
+        let extreme = match (extremes.next(), extremes.next()) {
+            (Some((index, _)), None) => Some(index),
+            _ => None,
+        };
+        Grouping { groups: HashMap::new(), keys: Vec::new(), states: Vec::new(), extreme }
+    }
+
+    fn add(
+        &mut self,
+        exec: &Executor,
+        row: &[Value],
+        group_by: &[Expr],
+        aggregates: &[AggregateCall],
+        outer: Option<&Env>,
+    ) -> Result<()> {
+        let env = Env::new(row, outer);
+        let group_values = group_by.iter().map(|expr| exec.eval(expr, &env)).collect::<Result<Vec<_>>>()?;
+        let key = row_key(&group_values);
+        let index = match self.groups.get(&key) {
+            Some(&index) => index,
+            None => {
+                self.groups.insert(key, self.keys.len());
+                self.keys.push(group_values);
+                self.states.push(aggregates.iter().map(Accumulator::new).collect());
+                if self.keys.len().is_multiple_of(1024) {
+                    exec.charge(1024 * (64 + 64 * aggregates.len()))?;
+                }
+                self.keys.len() - 1
+            }
+        };
+        let mut extreme_moved = false;
+        if let Some(at) = self.extreme {
+            let args = aggregates[at].args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
+            extreme_moved = self.states[index][at].add(args)?;
+        }
+        // With an extreme, bare columns take this row's values when it moved the extreme or
+        // while the extreme has none (only NULLs so far: they follow the last row, as in
+        // SQLite), and keep them otherwise.
+        let take_bare = self.extreme.map(|at| {
+            extreme_moved || matches!(&self.states[index][at], Accumulator::Extreme { best: Value::Null, .. })
+        });
+        for (position, (state, call)) in self.states[index].iter_mut().zip(aggregates).enumerate() {
+            if Some(position) == self.extreme {
+                continue;
+            }
+            let args = call.args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
+            match (state, take_bare) {
+                (Accumulator::Any(value), Some(true)) => *value = args.into_iter().next().unwrap_or(Value::Null),
+                (Accumulator::Any(_), Some(false)) => {}
+                (state, _) => {
+                    state.add(args)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One row per group: its key values, then each aggregate's value. Without GROUP BY there
+    /// is one row even for no input.
+    fn finish(mut self, aggregates: &[AggregateCall], no_group_by: bool) -> Result<Vec<Row>> {
+        if self.keys.is_empty() && no_group_by {
+            self.keys.push(Vec::new());
+            self.states.push(aggregates.iter().map(Accumulator::new).collect());
+        }
+        self.keys
+            .into_iter()
+            .zip(self.states)
+            .map(|(mut key, states)| {
+                for state in states {
+                    // inf + -inf is NaN, which SQL has no value for: NULL (SQLite).
+                    key.push(match state.finish()? {
+                        Value::Real(real) if real.is_nan() => Value::Null,
+                        other => other,
+                    });
+                }
+                Ok(key)
+            })
+            .collect()
     }
 }

@@ -428,16 +428,19 @@ fn memory_budget_divides_memory_and_rejects_what_cannot_run() {
     let conn = db.connect();
     conn.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, pad TEXT)").unwrap();
     let mut insert = conn.prepare("INSERT INTO t(pad) VALUES (?)").unwrap();
-    for _ in 0..600 {
+    for _ in 0..2000 {
         insert.execute(["x".repeat(1000)]).unwrap();
     }
-    assert_eq!(count(&conn, "t"), 600);
+    // 2 MB of rows, counted and summed within a 0.8 MiB statement budget: aggregates stream.
+    assert_eq!(count(&conn, "t"), 2000);
+    let total: i64 = conn.query_row("SELECT sum(length(pad)) FROM t WHERE id > 10", (), |row| row.get(0)).unwrap();
+    assert_eq!(total, 1990 * 1000);
     let error = conn.query("SELECT a.pad FROM t AS a, t AS b ORDER BY 1 LIMIT 1", ()).unwrap_err();
-    assert_eq!(error.sqlstate, "53200", "a join of 600 x 600 rows exceeds a 0.8 MiB statement budget");
+    assert_eq!(error.sqlstate, "53200", "a join of 2000 x 2000 rows exceeds a 0.8 MiB statement budget");
     let stats = db.stats();
     let sizes = Options { memory_budget: Some(tern::MIN_MEMORY_BUDGET), ..Options::default() }.resolved().unwrap();
     assert_eq!(stats.storage.pool.slots as usize * 4096, sizes.buffer_pool_size);
-    assert!(stats.storage.memtable_bytes < 1 << 20, "600 KB of rows did not stay in one 307 KiB memtable");
+    assert!(stats.storage.memtable_bytes < 1 << 20, "2 MB of rows did not stay in one 307 KiB memtable");
     assert_eq!(db.memory(), sizes);
 }
 
