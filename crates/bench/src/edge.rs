@@ -2,7 +2,10 @@
 //! with one `memory_budget` (64 MiB by default) for buffer pool, memtables, result cache and
 //! statements, load 1 GB of rows, run SQLiteKV's four mixes, and report the process's peak
 //! resident memory (`VmHWM` of /proc/self/status) and each mix's throughput relative to the same
-//! database reopened without limits (a buffer pool that holds all of it).
+//! database reopened without limits (a buffer pool that holds all of it). The unlimited run
+//! comes second, so its requests are drawn anew (same mixes and distributions, another seed:
+//! the budget run's inserts already exist), its pool starts cold, and the allocator stays
+//! tuned for the budget.
 
 use crate::cache::resident_bytes;
 use crate::chart::{self, BarPanel, Panel};

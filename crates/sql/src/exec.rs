@@ -58,6 +58,8 @@ pub struct Executor<'t> {
     interrupt: Option<&'t AtomicBool>,
     /// What the statement read, when recorded (for the result cache).
     reads: Option<RefCell<crate::cache::Footprint>>,
+    /// Whether the statement called something volatile (random(), the current time).
+    volatile: Cell<bool>,
 }
 
 /// What one plan node did during EXPLAIN ANALYZE.
@@ -93,7 +95,14 @@ impl<'t> Executor<'t> {
             profile: None,
             interrupt: None,
             reads: None,
+            volatile: Cell::new(false),
         }
+    }
+
+    /// Whether the statement evaluated a volatile call ([`functions::is_volatile`]): its result
+    /// depends on more than the data.
+    pub fn was_volatile(&self) -> bool {
+        self.volatile.get()
     }
 
     /// Records what the statement reads ([`Executor::reads`]).
@@ -1177,6 +1186,9 @@ impl<'t> Executor<'t> {
                 }
                 _ => {
                     let values = args.iter().map(|arg| self.eval(arg, env)).collect::<Result<Vec<_>>>()?;
+                    if functions::is_volatile(*function, &values) {
+                        self.volatile.set(true);
+                    }
                     functions::call(*function, &values)?
                 }
             },

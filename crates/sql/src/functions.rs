@@ -105,6 +105,19 @@ fn numeric_arg(value: &Value) -> Option<f64> {
 
 /// Evaluates a scalar function on evaluated arguments. `Coalesce`, `IfNull` and `Iif` are
 /// evaluated lazily by the executor; here they get all their arguments.
+/// Whether this call's result depends on something other than its arguments (the clock, a
+/// random generator): a query that made one cannot be cached.
+pub fn is_volatile(function: ScalarFunction, args: &[Value]) -> bool {
+    use ScalarFunction::*;
+    match function {
+        Random => true,
+        Date | Time | DateTime | UnixEpoch => {
+            matches!(args.first(), Some(Value::Text(text)) if text.trim().eq_ignore_ascii_case("now"))
+        }
+        _ => false,
+    }
+}
+
 pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
     use ScalarFunction::*;
     let arg = |index: usize| args.get(index).cloned().unwrap_or(Value::Null);

@@ -128,7 +128,9 @@ impl Database {
         Session { shared: self.shared.clone(), transaction: None, interrupt: Arc::new(AtomicBool::new(false)) }
     }
 
-    /// The key-value layer (statistics, checks).
+    /// The key-value layer, for statistics and checks. Writes made through it directly bypass
+    /// the SQL layer's result cache (which learns of writes from SQL commits), so cached query
+    /// results would not see them: write through SQL sessions only.
     pub fn txn_db(&self) -> &TxnDb {
         &self.shared.db
     }
@@ -191,8 +193,9 @@ pub struct Statement {
     sql: String,
     statement: ast::Statement,
     plan: Option<CachedPlan>,
-    /// The statement's normalized text (its result cache key), made when first needed.
-    normalized: Option<String>,
+    /// The statement's normalized text (its result cache key) when it may be cached, made
+    /// when first needed (`Some(None)`: looked at, not cacheable).
+    normalized: Option<Option<String>>,
 }
 
 /// A bound statement and the catalog it is valid for.
@@ -422,9 +425,9 @@ impl Session {
     pub fn execute_prepared(&mut self, statement: &mut Statement, params: &[Value]) -> Result<Outcome> {
         self.interrupt.store(false, Ordering::Relaxed);
         if self.shared.cache.is_some() && statement.normalized.is_none() {
-            statement.normalized = cache_text(&statement.statement);
+            statement.normalized = Some(cache_text(&statement.statement));
         }
-        let text = statement.normalized.as_deref().map(Cacheable::Text).unwrap_or(Cacheable::No);
+        let text = statement.normalized.as_ref().and_then(Option::as_deref).map_or(Cacheable::No, Cacheable::Text);
         self.run(&statement.statement, params, &mut statement.plan, text)
     }
 
@@ -576,16 +579,29 @@ impl Session {
             return self.commit_to_store(open).map(drop);
         }
         let schema_change = open.txn.has_written(CATALOG_VERSION_KEY);
+        // Ends the announcement however the commit ends, a panic included (then as unknown).
+        struct Announced<'c> {
+            cache: &'c ResultCache,
+            writes: crate::cache::Footprint,
+            sequence: Option<u64>,
+        }
+        impl Drop for Announced<'_> {
+            fn drop(&mut self) {
+                self.cache.end_writes(&self.writes, self.sequence);
+            }
+        }
         cache.begin_writes(&writes);
+        let mut announced = Announced { cache, writes, sequence: Some(u64::MAX) };
         let result = self.commit_to_store(open);
-        let sequence = match &result {
+        announced.sequence = match &result {
             Ok(sequence) => Some(*sequence),
-            // Certification failed: nothing was written.
-            Err(error) if error.is_retryable() => None,
-            // Whether it was written is unknown: keep these objects out of the cache.
+            // Refused before anything was written: a conflict (40001), a transaction too
+            // large (54000), a closed database (08003).
+            Err(error) if matches!(error.sqlstate, "40001" | "54000" | "08003") => None,
+            // Whether it was written is unknown: keep what it wrote out of the cache.
             Err(_) => Some(u64::MAX),
         };
-        cache.end_writes(&writes, sequence);
+        drop(announced);
         if schema_change && result.is_ok() {
             cache.clear();
         }
@@ -715,7 +731,7 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
     let outcome = run_statement(&catalog, &mut exec, statement, &mut new_catalog, plan)?;
     if let (Some((cache, key, statement, snapshot)), Outcome::Rows { columns, rows }) = (&cache, &outcome) {
         let reads = exec.reads();
-        if !reads.all_objects().contains(&u32::MAX) {
+        if !exec.was_volatile() && !reads.all_objects().contains(&u32::MAX) {
             cache.store(key, *statement, *snapshot, &reads, columns, rows);
         }
     }

@@ -69,7 +69,19 @@ fn repeated_queries_hit_and_every_kind_of_write_invalidates() {
     let stores = db.cache_stats().unwrap().stores;
     rows(&mut session, "SELECT random()", &[]);
     rows(&mut session, "SELECT datetime('now')", &[]);
-    assert_eq!(db.cache_stats().unwrap().stores, stores);
+    // Also when the volatile call is hidden in a view, a parameter or the data.
+    session
+        .execute(
+            "CREATE VIEW dice AS SELECT random() AS r; CREATE TABLE clock(t TEXT); INSERT INTO clock VALUES (' NOW')",
+            &[],
+        )
+        .unwrap();
+    let stores = db.cache_stats().unwrap().stores;
+    let first = rows(&mut session, "SELECT r FROM dice", &[]);
+    assert_ne!(first, rows(&mut session, "SELECT r FROM dice", &[]), "two random() draws");
+    rows(&mut session, "SELECT datetime(?)", &[Value::from("now")]);
+    rows(&mut session, "SELECT unixepoch(t) FROM clock", &[]);
+    assert_eq!(db.cache_stats().unwrap().stores, stores, "nothing volatile was stored");
     // A transaction that has written does not use the cache: it sees its own write.
     session.execute("BEGIN", &[]).unwrap();
     session.execute("INSERT INTO t VALUES (11, 'y')", &[]).unwrap();

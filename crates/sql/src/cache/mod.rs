@@ -116,7 +116,7 @@ struct Counters {
     evictions: u64,
 }
 
-/// How well caching has paid off for one statement (its text, any parameters).
+/// How well caching has paid off for one statement (its text, whatever the parameters).
 #[derive(Debug, Clone, Copy, Default)]
 struct Admission {
     stores: u32,
@@ -138,7 +138,7 @@ impl Admission {
 
     fn stored(&mut self) {
         self.stores += 1;
-        if self.stores >= 1024 {
+        if self.stores >= 1024 || self.hits >= u32::MAX / 2 {
             self.stores /= 2;
             self.hits /= 2;
         }
@@ -169,7 +169,10 @@ enum Validity {
 impl State {
     fn validity(&self, reads: &Footprint, entry_snapshot: u64, reader_snapshot: u64) -> Validity {
         let scanned = reads.objects.iter().map(|object| self.objects.get(object).copied().unwrap_or_default());
-        let looked_up = reads.keys.iter().map(|(_, stripe)| self.stripes[*stripe as usize]);
+        // A stripe out of range (a damaged item) counts as written: the entry is dropped.
+        let looked_up = reads.keys.iter().map(|(_, stripe)| {
+            self.stripes.get(*stripe as usize).copied().unwrap_or(ObjectState { in_flight: 0, last_write: u64::MAX })
+        });
         let mut validity = Validity::Valid;
         for state in scanned.chain(looked_up) {
             if state.last_write > entry_snapshot && state.in_flight == 0 {
@@ -198,7 +201,15 @@ struct Item<'b> {
     result: &'b [u8],
 }
 
-fn encode_item(snapshot: u64, reads: &Footprint, key: &[u8], columns: &[String], rows: &[Row]) -> Vec<u8> {
+/// The item, or `None` as soon as it grows past `limit` bytes.
+fn encode_item(
+    snapshot: u64,
+    reads: &Footprint,
+    key: &[u8],
+    columns: &[String],
+    rows: &[Row],
+    limit: usize,
+) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(64 + key.len() + rows.len() * 16);
     out.extend_from_slice(&snapshot.to_le_bytes());
     put_varint(reads.objects.len() as u64, &mut out);
@@ -219,11 +230,14 @@ fn encode_item(snapshot: u64, reads: &Footprint, key: &[u8], columns: &[String],
     }
     put_varint(rows.len() as u64, &mut out);
     for row in rows {
+        if out.len() > limit {
+            return None;
+        }
         let encoded = encode_row(row);
         put_varint(encoded.len() as u64, &mut out);
         out.extend_from_slice(&encoded);
     }
-    out
+    (out.len() <= limit).then_some(out)
 }
 
 fn take<'b>(bytes: &'b [u8], position: &mut usize, len: usize) -> Result<&'b [u8]> {
@@ -279,11 +293,14 @@ fn hash_key(key: &[u8]) -> u64 {
 /// The cache: one per database, shared by its sessions.
 pub struct ResultCache {
     state: Mutex<State>,
+    /// The largest item a slot holds.
+    max_item: usize,
 }
 
 impl ResultCache {
     pub fn new(config: SlabConfig) -> ResultCache {
         ResultCache {
+            max_item: config.slab_size,
             state: Mutex::new(State {
                 slab: SlabAllocator::new(config),
                 admission: HashMap::new(),
@@ -346,7 +363,7 @@ impl ResultCache {
             }
             state.counters.hits += 1;
             if let Some(admission) = state.admission.get_mut(&statement) {
-                admission.hits += 1;
+                admission.hits = admission.hits.saturating_add(1);
             }
             (reads, result)
         };
@@ -379,13 +396,12 @@ impl ResultCache {
                 return;
             }
         }
-        let item = encode_item(snapshot, reads, key, columns, rows);
+        let Some(item) = encode_item(snapshot, reads, key, columns, rows, self.max_item) else {
+            self.state.lock().counters.too_large += 1;
+            return;
+        };
         let hash = hash_key(key);
         let mut state = self.state.lock();
-        if item.len() > state.slab.max_item() {
-            state.counters.too_large += 1;
-            return;
-        }
         if !matches!(state.validity(reads, snapshot, snapshot), Validity::Valid) {
             state.counters.skipped += 1;
             return;

@@ -202,6 +202,8 @@ impl SlabAllocator {
     pub fn new(config: SlabConfig) -> SlabAllocator {
         assert!(config.growth > 1.0, "slab classes must grow");
         assert!(config.min_slot >= 8 && config.min_slot <= config.slab_size, "slot sizes within a slab");
+        // Slot numbers are u32 (u32::MAX marks list ends).
+        assert!(config.memory / config.min_slot < u32::MAX as usize, "a cache of at most 256 GiB with 64-byte slots");
         let mut sizes = Vec::new();
         let mut size = config.min_slot;
         while size < config.slab_size {
