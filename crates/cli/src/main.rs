@@ -23,6 +23,10 @@ enum Command {
     Shell {
         /// The database file [default: tern.db in the current directory].
         file: Option<PathBuf>,
+        /// Run within this much memory, in MiB (buffer pool, memtables, result cache and
+        /// statements share it; at least 4). Without it the defaults apply.
+        #[arg(long, value_name = "MIB")]
+        memory_budget: Option<usize>,
     },
     /// Load a CSV file with a header line into a table (created with inferred column types
     /// if it does not exist).
@@ -75,9 +79,13 @@ struct SltArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Shell { file } = &cli.command {
+    if let Command::Shell { file, memory_budget } = &cli.command {
         let path = file.clone().unwrap_or_else(|| PathBuf::from(shell::DEFAULT_DATABASE));
-        return match shell::run(&path) {
+        let options = tern::Options {
+            memory_budget: memory_budget.map(|mib| mib.saturating_mul(1 << 20)),
+            ..tern::Options::default()
+        };
+        return match shell::run(&path, options) {
             Ok(status) => ExitCode::from(status),
             Err(error) => {
                 eprintln!("error: {error:#}");

@@ -204,6 +204,30 @@ fn stats_help_and_quit() {
     assert_eq!(ok(dir.path(), ".exit\nSELECT nope;\n"), "");
     let (_, error) = fails(dir.path(), ".stats now\n");
     assert!(error.contains("usage: .stats"), "{error}");
+    // A memory budget divides memory, and .stats shows it.
+    let output = Command::new(TERN)
+        .args(["shell", "small.tern", "--memory-budget", "32"])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child.stdin.take().unwrap().write_all(b".stats\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(
+        text(&output.stdout)
+            .contains("memory: buffer pool 12.8 MiB, memtables 2 x 2.4 MiB, result cache 3.2 MiB, statements 6.4 MiB"),
+        "{}",
+        text(&output.stdout)
+    );
+    let output = Command::new(TERN)
+        .args(["shell", "tiny.tern", "--memory-budget", "1"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success() && text(&output.stderr).contains("22023"), "{}", text(&output.stderr));
 }
 
 #[test]

@@ -33,9 +33,10 @@ pub struct Stopped;
 
 /// Runs the shell on `database` (created if missing) and returns the process's exit status:
 /// 0, or 1 after an error in a script, or 130 after Ctrl-C ended a script.
-pub fn run(database: &Path) -> anyhow::Result<u8> {
+pub fn run(database: &Path, options: tern::Options) -> anyhow::Result<u8> {
     let interactive = io::stdin().is_terminal();
-    let mut shell = Shell::new(open_database(database)?, !interactive);
+    let db = open_with(database, options)?;
+    let mut shell = Shell::new(db, !interactive);
     let handle = shell.connection.interrupt_handle();
     ctrlc::set_handler(move || {
         handle.interrupt();
@@ -66,8 +67,11 @@ pub fn run(database: &Path) -> anyhow::Result<u8> {
 
 /// Opens (or creates) a database file with the default options.
 pub fn open_database(path: &Path) -> anyhow::Result<Database> {
-    Database::open(path, tern::Options::default())
-        .map_err(|error| anyhow::anyhow!("cannot open {}: {error}", path.display()))
+    open_with(path, tern::Options::default())
+}
+
+fn open_with(path: &Path, options: tern::Options) -> anyhow::Result<Database> {
+    Database::open(path, options).map_err(|error| anyhow::anyhow!("cannot open {}: {error}", path.display()))
 }
 
 /// What reading a line gave.
