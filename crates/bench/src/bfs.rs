@@ -119,21 +119,21 @@ impl BfsArgs {
     pub fn config(&self) -> Result<BfsConfig> {
         let common = &self.common;
         common.validate()?;
-        let scale = self.scale.unwrap_or(if common.quick { 14 } else { 18 });
+        let scale = self.scale.unwrap_or(if common.run.quick { 14 } else { 18 });
         if !(2..=26).contains(&scale) {
             return Err(BenchError::Config(format!("--scale {scale} must be between 2 and 26")));
         }
         if self.edge_factor == 0 {
             return Err(BenchError::Config("--edge-factor must be at least 1".into()));
         }
-        let roots = self.roots.unwrap_or(if common.quick { 4 } else { 8 });
+        let roots = self.roots.unwrap_or(if common.run.quick { 4 } else { 8 });
         if roots == 0 {
             return Err(BenchError::Config("--roots must be at least 1".into()));
         }
         let rmat_d = 1.0 - crate::graph::RMAT_A - crate::graph::RMAT_B - crate::graph::RMAT_C;
         Ok(BfsConfig {
-            quick: common.quick,
-            seed: common.seed,
+            quick: common.run.quick,
+            seed: common.run.seed,
             scale,
             edge_factor: self.edge_factor,
             rmat: [crate::graph::RMAT_A, crate::graph::RMAT_B, crate::graph::RMAT_C, rmat_d],
@@ -211,7 +211,7 @@ fn runs(times: &[Duration], edges: u64, pool_slots: Option<usize>, stats: Option
 /// line, and returns the report.
 pub fn run(args: &BfsArgs) -> Result<BfsReport> {
     let config = args.config()?;
-    let (work, outputs, machine) = start(&args.common.dir, &args.common.out, NAME)?;
+    let (work, outputs, machine) = start(&args.common.run.dir, &args.common.run.out, NAME)?;
     let nodes = 1u32 << config.scale;
     println!(
         "{NAME}: R-MAT scale {} ({nodes} nodes), edge factor {}, a/b/c/d {:.2}/{:.2}/{:.2}/{:.2}, {} roots, seed {}, {} KiB pages, {} partitions{}",

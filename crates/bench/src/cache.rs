@@ -16,7 +16,6 @@ use crate::ycsb::{self, Client, MIXES, TernClient, Values};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use std::path::PathBuf;
 use tern_sql::cache::slab::{SlabAllocator, SlabConfig};
 
 pub const NAME: &str = "cache";
@@ -24,6 +23,8 @@ pub const NAME: &str = "cache";
 /// Flags of `tern bench cache`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CacheArgs {
+    #[command(flatten)]
+    pub run: crate::common::RunArgs,
     /// Rows loaded [default: 100000, or 10000 with --quick].
     #[arg(long)]
     pub records: Option<usize>,
@@ -42,18 +43,6 @@ pub struct CacheArgs {
     /// MiB of items for the fragmentation measurement [default: 256, or 32 with --quick].
     #[arg(long)]
     pub fragmentation_mib: Option<usize>,
-    /// Seed of keys, values and requests.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-    /// A fast look: 10,000 rows and requests.
-    #[arg(long)]
-    pub quick: bool,
-    /// Directory for the databases (a subdirectory is created and deleted).
-    #[arg(long, default_value = "bench-results/work")]
-    pub dir: PathBuf,
-    /// Directory for the report (cache.json) and the chart (cache.svg).
-    #[arg(long, default_value = "bench-results")]
-    pub out: PathBuf,
     /// Internal: run one side of the fragmentation measurement in this process and print it.
     #[arg(long, hide = true, value_enum)]
     pub fragmentation_child: Option<Holder>,
@@ -190,20 +179,20 @@ fn measure_fragmentation(holder: Holder, mib: usize, seed: u64) -> Result<Fragme
 }
 
 pub fn run(args: &CacheArgs) -> Result<CacheReport> {
-    let fragmentation_mib = args.fragmentation_mib.unwrap_or(if args.quick { 32 } else { 256 });
+    let fragmentation_mib = args.fragmentation_mib.unwrap_or(if args.run.quick { 32 } else { 256 });
     if let Some(holder) = args.fragmentation_child {
-        let result = fragmentation(holder, fragmentation_mib, args.seed);
+        let result = fragmentation(holder, fragmentation_mib, args.run.seed);
         println!("FRAGMENTATION {} {}", result.live_bytes, result.rss_growth_bytes);
         std::process::exit(0);
     }
-    let records = args.records.unwrap_or(if args.quick { 10_000 } else { 100_000 });
-    let operations = args.operations.unwrap_or(if args.quick { 10_000 } else { 100_000 });
+    let records = args.records.unwrap_or(if args.run.quick { 10_000 } else { 100_000 });
+    let operations = args.operations.unwrap_or(if args.run.quick { 10_000 } else { 100_000 });
     if records == 0 || operations == 0 || args.rounds == 0 || args.value_size == 0 || args.cache_mib == 0 {
         return Err(BenchError::Config(
             "--records, --operations, --rounds, --value-size and --cache-mib must be positive".into(),
         ));
     }
-    let (work, outputs, machine): (_, Outputs, Machine) = start(&args.dir, &args.out, NAME)?;
+    let (work, outputs, machine): (_, Outputs, Machine) = start(&args.run.dir, &args.run.out, NAME)?;
     let durability = crate::txn::Durability::Never;
     println!(
         "cache: {records} rows of {} B, {operations} requests per round, best of {} rounds; result cache {} MiB vs off; \
@@ -213,12 +202,12 @@ pub fn run(args: &CacheArgs) -> Result<CacheReport> {
         args.cache_mib,
         ycsb::CACHE_MIB - ycsb::RESULT_CACHE_MIB
     );
-    let values = Values::new(args.value_size, args.seed);
+    let values = Values::new(args.value_size, args.run.seed);
     let mut on = TernClient::open_with(&work.path().join("on.tern"), ycsb::tern_options(durability, args.cache_mib))?;
     let mut off_options = ycsb::tern_options(durability, 0);
     off_options.txn.lsm.pool.pool_size_bytes += args.cache_mib << 20;
     let mut off = TernClient::open_with(&work.path().join("off.tern"), off_options)?;
-    let ids = ycsb::shuffled(records as u64, args.seed);
+    let ids = ycsb::shuffled(records as u64, args.run.seed);
     ycsb::load(&mut on, &ids, &values)?;
     ycsb::load(&mut off, &ids, &values)?;
     let mut mixes = Vec::new();
@@ -230,7 +219,7 @@ pub fn run(args: &CacheArgs) -> Result<CacheReport> {
                 mix,
                 records as u64,
                 operations,
-                args.seed.wrapping_add(index as u64 * 7919 + round as u64),
+                args.run.seed.wrapping_add(index as u64 * 7919 + round as u64),
             );
             let (first, second): (&mut dyn Client, &mut dyn Client) =
                 if round % 2 == 0 { (&mut on, &mut off) } else { (&mut off, &mut on) };
@@ -254,7 +243,7 @@ pub fn run(args: &CacheArgs) -> Result<CacheReport> {
         mixes.push(result);
     }
     // Both databases answer every key the same.
-    let mut rng = SmallRng::seed_from_u64(args.seed ^ 0xc0ffee);
+    let mut rng = SmallRng::seed_from_u64(args.run.seed ^ 0xc0ffee);
     for _ in 0..2000 {
         let key = ycsb::key(rng.random_range(0..records as u64));
         let (a, b) = (on.read_value(&key)?, off.read_value(&key)?);
@@ -273,7 +262,7 @@ pub fn run(args: &CacheArgs) -> Result<CacheReport> {
     );
     let mut fragmentation = Vec::new();
     for holder in [Holder::Slab, Holder::Vecs] {
-        let result = measure_fragmentation(holder, fragmentation_mib, args.seed)?;
+        let result = measure_fragmentation(holder, fragmentation_mib, args.run.seed)?;
         println!(
             "  {:?}: {:.1} MiB of items alive, resident memory +{:.1} MiB, {:.3} resident bytes per cached byte",
             holder,

@@ -10,9 +10,9 @@ pub const MAX_PARTITIONS: usize = 1024;
 /// Most `--max-threads`.
 pub const MAX_THREADS: usize = 64;
 
-/// Flags shared by every `tern bench pool-*` workload.
+/// Flags every workload has: where its files go, its seed, and a fast look.
 #[derive(Debug, Clone, clap::Args)]
-pub struct CommonArgs {
+pub struct RunArgs {
     /// Directory for the data files; a subdirectory is created for the run and deleted at its
     /// end (and this directory too, if that leaves it empty).
     #[arg(long, default_value = "bench-results/work")]
@@ -22,13 +22,20 @@ pub struct CommonArgs {
     #[arg(long, default_value = "bench-results")]
     pub out: PathBuf,
 
-    /// Seed of every random choice (data, graph, roots).
+    /// Seed of every random choice (data, keys, requests).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
 
-    /// Shrink every size for a fast look (explicit size flags still win).
+    /// Shrink every size and duration for a fast look (explicit flags still win).
     #[arg(long)]
     pub quick: bool,
+}
+
+/// Flags shared by every `tern bench pool-*` workload.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommonArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
 
     /// Page size of the data file in bytes (a power of two, 4096 to 65536).
     #[arg(long, default_value_t = 4096)]

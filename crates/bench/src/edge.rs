@@ -15,7 +15,6 @@ use crate::report::result_line;
 use crate::timing::ratio;
 use crate::ycsb::{self, MIXES, Op, TernClient, Values};
 use serde::Serialize;
-use std::path::PathBuf;
 use std::time::Instant;
 
 pub const NAME: &str = "edge";
@@ -26,6 +25,8 @@ const EDGE_MIXES: [&str; 4] = ["update_heavy", "read_most", "read_heavy", "read_
 /// Flags of `tern bench edge`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EdgeArgs {
+    #[command(flatten)]
+    pub run: crate::common::RunArgs,
     /// Memory budget of the small device, in MiB.
     #[arg(long, default_value_t = 64)]
     pub budget_mib: usize,
@@ -38,17 +39,6 @@ pub struct EdgeArgs {
     /// Requests per mix [default: 100000, or 10000 with --quick].
     #[arg(long)]
     pub operations: Option<usize>,
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-    /// A fast look: 128 MiB of rows, 10,000 requests per mix.
-    #[arg(long)]
-    pub quick: bool,
-    /// Directory for the database (a subdirectory is created and deleted).
-    #[arg(long, default_value = "bench-results/work")]
-    pub dir: PathBuf,
-    /// Directory for the report (edge.json) and the chart (edge.svg).
-    #[arg(long, default_value = "bench-results")]
-    pub out: PathBuf,
 }
 
 #[cfg(test)]
@@ -115,12 +105,12 @@ fn permute(n: u64, count: u64, seed: u64) -> u64 {
 }
 
 pub fn run(args: &EdgeArgs) -> Result<EdgeReport> {
-    let data_mib = args.data_mib.unwrap_or(if args.quick { 128 } else { 1024 });
-    let operations = args.operations.unwrap_or(if args.quick { 10_000 } else { 100_000 });
+    let data_mib = args.data_mib.unwrap_or(if args.run.quick { 128 } else { 1024 });
+    let operations = args.operations.unwrap_or(if args.run.quick { 10_000 } else { 100_000 });
     if args.budget_mib < 4 || data_mib == 0 || operations == 0 || args.value_size == 0 {
         return Err(BenchError::Config("--budget-mib must be at least 4; the other sizes positive".into()));
     }
-    let (work, outputs, machine): (_, Outputs, Machine) = start(&args.dir, &args.out, NAME)?;
+    let (work, outputs, machine): (_, Outputs, Machine) = start(&args.run.dir, &args.run.out, NAME)?;
     let rows = ((data_mib as u64) << 20) / (args.value_size as u64 + 16);
     let budget = tern::Options {
         memory_budget: Some(args.budget_mib << 20),
@@ -142,7 +132,7 @@ pub fn run(args: &EdgeArgs) -> Result<EdgeReport> {
         args.budget_mib, args.value_size
     );
     let path = work.path().join("edge.tern");
-    let values = Values::new(args.value_size, args.seed);
+    let values = Values::new(args.value_size, args.run.seed);
     let options = budget.engine_options().map_err(|error| BenchError::Config(error.to_string()))?;
     let before_open = resident_bytes("VmRSS:") as f64 / (1 << 20) as f64;
     let mut client = TernClient::open_with(&path, options)?;
@@ -152,7 +142,7 @@ pub fn run(args: &EdgeArgs) -> Result<EdgeReport> {
     );
     // The load order: a permutation of the row numbers (a bijection, so no table of 8 bytes
     // per row sits in the benchmark's own memory).
-    let order = |n: u64| -> u64 { permute(n, rows, args.seed) };
+    let order = |n: u64| -> u64 { permute(n, rows, args.run.seed) };
     let started = Instant::now();
     for chunk_start in (0..rows).step_by(20_000) {
         let chunk: Vec<u64> = (chunk_start..(chunk_start + 20_000).min(rows)).map(order).collect();
@@ -184,7 +174,7 @@ pub fn run(args: &EdgeArgs) -> Result<EdgeReport> {
     let mut existing = rows;
     let mut budget_rates = Vec::new();
     for (index, name) in EDGE_MIXES.iter().enumerate() {
-        let ops = mix_requests(index, &mut existing, operations, args.seed);
+        let ops = mix_requests(index, &mut existing, operations, args.run.seed);
         let rate = ycsb::run_ops(&mut client, &ops, &values)?;
         drop(ops);
         println!(
@@ -204,7 +194,7 @@ pub fn run(args: &EdgeArgs) -> Result<EdgeReport> {
     let mut client = TernClient::open_with(&path, unlimited)?;
     let mut mixes = Vec::new();
     for (index, (name, budget_rate)) in EDGE_MIXES.iter().zip(budget_rates).enumerate() {
-        let ops = mix_requests(index, &mut existing, operations, args.seed ^ 0x5a5a);
+        let ops = mix_requests(index, &mut existing, operations, args.run.seed ^ 0x5a5a);
         let rate = ycsb::run_ops(&mut client, &ops, &values)?;
         println!("  unlimited  {name:<13} {rate:>9.0} ops/s");
         mixes.push(EdgeMix {

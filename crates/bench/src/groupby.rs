@@ -77,14 +77,14 @@ impl GroupByArgs {
     pub fn config(&self) -> Result<GroupByConfig> {
         let common = &self.common;
         common.validate()?;
-        let data_mib = self.data_mib.unwrap_or(if common.quick { 16 } else { 128 });
+        let data_mib = self.data_mib.unwrap_or(if common.run.quick { 16 } else { 128 });
         let pages = (data::mib_to_bytes("--data-mib", data_mib)? / common.page_size as u64) as usize;
         if pages < 1 {
             return Err(BenchError::Config(format!("--data-mib {data_mib} is less than a page")));
         }
         Ok(GroupByConfig {
-            quick: common.quick,
-            data: RandomPages::new(common.page_size, pages, common.partitions, common.seed),
+            quick: common.run.quick,
+            data: RandomPages::new(common.page_size, pages, common.partitions, common.run.seed),
             data_mib,
             payload_bytes: (pages * (common.page_size - tern_pagestore::limits::PAGE_HEADER_SIZE)) as u64,
             threads: common.threads(),
@@ -97,7 +97,7 @@ impl GroupByArgs {
 /// RESULT line, and returns the report.
 pub fn run(args: &GroupByArgs) -> Result<GroupByReport> {
     let config = args.config()?;
-    let (work, outputs, machine) = start(&args.common.dir, &args.common.out, NAME)?;
+    let (work, outputs, machine) = start(&args.common.run.dir, &args.common.run.out, NAME)?;
     println!(
         "{NAME}: {} pages of {} bytes ({} of random bytes), seed {}, {} partitions, {} threads{}",
         config.data.pages,

@@ -123,7 +123,7 @@ impl HashJoinArgs {
     pub fn config(&self) -> Result<HashJoinConfig> {
         let common = &self.common;
         common.validate()?;
-        let data_mib = self.data_mib.unwrap_or(if common.quick { 16 } else { 128 });
+        let data_mib = self.data_mib.unwrap_or(if common.run.quick { 16 } else { 128 });
         let pages = (data::mib_to_bytes("--data-mib", data_mib)? / common.page_size as u64) as usize;
         if pages < BUILD_FRACTION {
             return Err(BenchError::Config(format!(
@@ -131,8 +131,8 @@ impl HashJoinArgs {
             )));
         }
         Ok(HashJoinConfig {
-            quick: common.quick,
-            data: RandomPages::new(common.page_size, pages, common.partitions, common.seed),
+            quick: common.run.quick,
+            data: RandomPages::new(common.page_size, pages, common.partitions, common.run.seed),
             data_mib,
             build_pages: pages / BUILD_FRACTION,
             probe_pages: pages - pages / BUILD_FRACTION,
@@ -147,7 +147,7 @@ impl HashJoinArgs {
 /// RESULT line, and returns the report.
 pub fn run(args: &HashJoinArgs) -> Result<HashJoinReport> {
     let config = args.config()?;
-    let (work, outputs, machine) = start(&args.common.dir, &args.common.out, NAME)?;
+    let (work, outputs, machine) = start(&args.common.run.dir, &args.common.run.out, NAME)?;
     println!(
         "{NAME}: {} pages of {} bytes ({} of random bytes; build {} pages, probe {}), seed {}, {} partitions, {} probe threads{}",
         config.data.pages,

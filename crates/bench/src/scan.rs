@@ -636,7 +636,7 @@ impl ScanArgs {
     pub fn config(&self) -> Result<ScanConfig> {
         let common = &self.common;
         common.validate()?;
-        let quick = common.quick;
+        let quick = common.run.quick;
         let data_mib = self.data_mib.unwrap_or(if quick { 32 } else { 256 });
         let sweep_mib = self.sweep_mib.unwrap_or(if quick { 8 } else { 64 });
         let pin_iterations = self.pin_iterations.unwrap_or(if quick { 500_000 } else { 5_000_000 });
@@ -664,7 +664,7 @@ impl ScanArgs {
         let payload_size = page_size - tern_pagestore::limits::PAGE_HEADER_SIZE;
         Ok(ScanConfig {
             quick,
-            data: RandomPages::new(page_size, pages, common.partitions, common.seed),
+            data: RandomPages::new(page_size, pages, common.partitions, common.run.seed),
             data_mib,
             payload_size,
             payload_bytes: (pages * payload_size) as u64,
@@ -697,7 +697,7 @@ fn partition_counts(configured: usize) -> Vec<usize> {
 /// RESULT lines, and returns the report.
 pub fn run(args: &ScanArgs) -> Result<ScanReport> {
     let config = args.config()?;
-    let (work, outputs, machine) = start(&args.common.dir, &args.common.out, NAME)?;
+    let (work, outputs, machine) = start(&args.common.run.dir, &args.common.run.out, NAME)?;
     println!(
         "{NAME}: {} pages of {} bytes ({} of u32 payload), seed {}, threshold {}, {}, {} partitions, threads {:?}, {} CPUs{}",
         config.data.pages,

@@ -91,6 +91,8 @@ impl Durability {
 /// Flags of `tern bench txn`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct TxnArgs {
+    #[command(flatten)]
+    pub run: crate::common::RunArgs,
     /// Seconds of each TPC-B run [default: 10, or 2 with --quick].
     #[arg(long)]
     pub seconds: Option<f64>,
@@ -98,24 +100,6 @@ pub struct TxnArgs {
     /// When a commit is durable, on both engines.
     #[arg(long, value_enum, default_value_t = Durability::EveryCommit)]
     pub sync: Durability,
-
-    /// Seed of every random choice (ids, deltas, the certifier's keys).
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-
-    /// A fast look: 2-second runs and a short certifier measurement (an explicit --seconds
-    /// wins).
-    #[arg(long)]
-    pub quick: bool,
-
-    /// Directory for the databases; a subdirectory is created for the run and deleted at its
-    /// end (and this directory too, if that leaves it empty).
-    #[arg(long, default_value = "bench-results/work")]
-    pub dir: PathBuf,
-
-    /// Directory for the report (txn.json) and the chart (txn.svg).
-    #[arg(long, default_value = "bench-results")]
-    pub out: PathBuf,
 }
 
 /// The configuration a run resolved from its flags.
@@ -140,7 +124,7 @@ pub struct TxnConfig {
 impl TxnArgs {
     /// Resolves defaults and `--quick`, and checks what clap cannot.
     pub fn config(&self) -> Result<TxnConfig> {
-        let seconds = self.seconds.unwrap_or(if self.quick { 2.0 } else { 10.0 });
+        let seconds = self.seconds.unwrap_or(if self.run.quick { 2.0 } else { 10.0 });
         if !(seconds > 0.0 && seconds <= MAX_SECONDS) {
             return Err(BenchError::Config(format!("--seconds {seconds} must be above 0 and at most {MAX_SECONDS}")));
         }
@@ -155,9 +139,9 @@ impl TxnArgs {
             sweep_threads: SWEEP_THREADS,
             sweep_batch_txns: SWEEP_BATCH_TXNS.to_vec(),
             durability: self.sync,
-            certify_seconds: if self.quick { 0.2 } else { 1.0 },
-            seed: self.seed,
-            quick: self.quick,
+            certify_seconds: if self.run.quick { 0.2 } else { 1.0 },
+            seed: self.run.seed,
+            quick: self.run.quick,
         })
     }
 }
@@ -690,7 +674,7 @@ fn print_header(config: &TxnConfig) {
 /// SQLite, the certifier alone, the tables, the JSON and the chart, the RESULT lines.
 pub fn run(args: &TxnArgs) -> Result<TxnReport> {
     let config = args.config()?;
-    let (work, outputs, machine) = start(&args.dir, &args.out, NAME)?;
+    let (work, outputs, machine) = start(&args.run.dir, &args.run.out, NAME)?;
     print_header(&config);
 
     let mut tern = TernSide { path: work.file(TERN_FILE), config: &config, runs: 0, history: 0 };

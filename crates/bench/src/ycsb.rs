@@ -33,7 +33,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
 use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 use tern_sql::{Outcome, Value};
 
@@ -55,6 +55,8 @@ const MAX_VALUE_SIZE: usize = 1 << 20;
 /// Flags of `tern bench ycsb`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct YcsbArgs {
+    #[command(flatten)]
+    pub run: crate::common::RunArgs,
     /// Rows loaded before the mixes [default: 100000, or 10000 with --quick].
     #[arg(long)]
     pub records: Option<usize>,
@@ -69,18 +71,6 @@ pub struct YcsbArgs {
     /// synchronous=FULL).
     #[arg(long, value_enum, default_value_t = Durability::Never)]
     pub sync: Durability,
-    /// Seed of keys, values and request sequences.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-    /// A fast look: 10,000 rows and requests, 64-byte values (explicit flags win).
-    #[arg(long)]
-    pub quick: bool,
-    /// Directory for the databases (a subdirectory is created and deleted).
-    #[arg(long, default_value = "bench-results/work")]
-    pub dir: PathBuf,
-    /// Directory for the report (ycsb.json) and the chart (ycsb.svg).
-    #[arg(long, default_value = "bench-results")]
-    pub out: PathBuf,
 }
 
 /// The configuration a run resolved from its flags.
@@ -96,11 +86,11 @@ pub struct YcsbConfig {
 
 impl YcsbArgs {
     pub fn config(&self) -> Result<YcsbConfig> {
-        let records = self.records.unwrap_or(if self.quick { 10_000 } else { 100_000 });
-        let operations = self.operations.unwrap_or(if self.quick { 10_000 } else { 100_000 });
+        let records = self.records.unwrap_or(if self.run.quick { 10_000 } else { 100_000 });
+        let operations = self.operations.unwrap_or(if self.run.quick { 10_000 } else { 100_000 });
         let value_sizes = if !self.value_sizes.is_empty() {
             self.value_sizes.clone()
-        } else if self.quick {
+        } else if self.run.quick {
             vec![64]
         } else {
             VALUE_SIZES.to_vec()
@@ -111,7 +101,7 @@ impl YcsbArgs {
         if value_sizes.iter().any(|&size| size == 0 || size > MAX_VALUE_SIZE) {
             return Err(BenchError::Config(format!("value sizes must be between 1 and {MAX_VALUE_SIZE} bytes")));
         }
-        Ok(YcsbConfig { records, operations, value_sizes, durability: self.sync, key_bytes: 16, seed: self.seed })
+        Ok(YcsbConfig { records, operations, value_sizes, durability: self.sync, key_bytes: 16, seed: self.run.seed })
     }
 }
 
@@ -647,7 +637,7 @@ fn measure_orders(work: &Path, config: &YcsbConfig, size: usize, values: &Values
 
 pub fn run(args: &YcsbArgs) -> Result<YcsbReport> {
     let config = args.config()?;
-    let (work, outputs, machine): (_, Outputs, Machine) = start(&args.dir, &args.out, NAME)?;
+    let (work, outputs, machine): (_, Outputs, Machine) = start(&args.run.dir, &args.run.out, NAME)?;
     let peer = format!("SQLite {} (rusqlite, bundled)", rusqlite::version());
     let (tern_durability, sqlite_durability) = match config.durability {
         Durability::Never => ("SyncPolicy::Never (never fsynced)", "journal_mode=WAL, synchronous=OFF (never fsynced)"),

@@ -176,7 +176,7 @@ mod tests {
             Command::Bench(args) => {
                 assert_eq!(args.workload.name(), "pool-scan");
                 let tern_bench::Workload::PoolScan(scan) = args.workload else { panic!("not pool-scan") };
-                assert_eq!((scan.common.seed, scan.common.quick, scan.data_mib), (7, true, Some(8)));
+                assert_eq!((scan.common.run.seed, scan.common.run.quick, scan.data_mib), (7, true, Some(8)));
             }
             other => panic!("not bench: {other:?}"),
         }
@@ -200,7 +200,7 @@ mod tests {
         let Command::Bench(args) = cli.command else { panic!("not bench") };
         assert_eq!(args.workload.name(), "txn");
         let tern_bench::Workload::Txn(txn) = args.workload else { panic!("not txn") };
-        assert_eq!((txn.seconds, txn.sync, txn.quick), (Some(3.0), tern_bench::txn::Durability::Never, false));
+        assert_eq!((txn.seconds, txn.sync, txn.run.quick), (Some(3.0), tern_bench::txn::Durability::Never, false));
         assert!(Cli::try_parse_from(["tern", "bench", "txn", "--quick"]).is_ok());
         assert!(Cli::try_parse_from(["tern", "bench", "txn", "--sync", "sometimes"]).is_err());
         assert!(Cli::try_parse_from(["tern", "bench"]).is_err());
