@@ -9,8 +9,13 @@ const TERN: &str = env!("CARGO_BIN_EXE_tern");
 
 /// Runs `tern shell db` in `dir` with `script` on standard input.
 fn pipe(dir: &Path, script: &str) -> Output {
+    pipe_to(dir, &["shell", "db.tern"], script)
+}
+
+/// Runs `tern` with `args` in `dir` with `script` on standard input.
+fn pipe_to(dir: &Path, args: &[&str], script: &str) -> Output {
     let mut child = Command::new(TERN)
-        .args(["shell", "db.tern"])
+        .args(args)
         .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -46,6 +51,12 @@ fn fails(dir: &Path, script: &str) -> (String, String) {
     (text(&output.stdout), text(&output.stderr))
 }
 
+/// Runs a script that must fail (exit status 1) with `needle` in its standard error.
+fn fails_with(dir: &Path, script: &str, needle: &str) {
+    let (_, error) = fails(dir, script);
+    assert!(error.contains(needle), "{script}: {error}");
+}
+
 fn setup() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("people.csv"), "id,name,score\n1,ada,9.5\n2,\"lovelace, a\",\n3,bob,7\n").unwrap();
@@ -74,12 +85,9 @@ fn sql_spans_lines_and_runs_in_every_mode() {
         out, "+-----+\n| ada |\n+-----+\n+-------+\n| seven |\n+-------+\n|     7 |\n+-------+\n",
         "a last statement needs no ';'"
     );
-    let (_, error) = fails(dir.path(), ".mode html\n");
-    assert!(error.contains("unknown mode html"), "{error}");
-    let (_, error) = fails(dir.path(), ".headers maybe\n");
-    assert!(error.contains("expected on or off"), "{error}");
-    let (_, error) = fails(dir.path(), ".headers\n");
-    assert!(error.contains("usage: .headers on|off"), "{error}");
+    fails_with(dir.path(), ".mode html\n", "unknown mode html");
+    fails_with(dir.path(), ".headers maybe\n", "expected on or off");
+    fails_with(dir.path(), ".headers\n", "usage: .headers on|off");
 }
 
 #[test]
@@ -90,10 +98,8 @@ fn a_script_stops_at_its_first_error_with_the_sqlstate_and_a_caret() {
     assert_eq!(error, "Error: no such column: nope (SQLSTATE 42703)\n    nope FROM t;\n    ^\n");
     let (_, error) = fails(dir.path(), "SELEC 1;\n");
     assert!(error.starts_with("Error: ") && error.contains("(SQLSTATE 42601)") && error.contains("^"), "{error}");
-    let (_, error) = fails(dir.path(), "INSERT INTO t VALUES (1/0) RETURNING x + 'a' * nothing;\n");
-    assert!(error.contains("SQLSTATE 42703"), "{error}");
-    let (_, error) = fails(dir.path(), ".frobnicate\n");
-    assert!(error.contains("unknown command .frobnicate"), "{error}");
+    fails_with(dir.path(), "INSERT INTO t VALUES (1/0) RETURNING x + 'a' * nothing;\n", "SQLSTATE 42703");
+    fails_with(dir.path(), ".frobnicate\n", "unknown command .frobnicate");
     // Comments and blank lines are not statements.
     assert_eq!(ok(dir.path(), "-- nothing\n\n/* still nothing */\n"), "");
 }
@@ -113,12 +119,9 @@ fn tables_schema_and_indexes_describe_the_database() {
     assert_eq!(ok(dir.path(), ".schema A\n"), "CREATE TABLE a (y);\nCREATE INDEX a_y ON a(y);\n");
     assert_eq!(ok(dir.path(), ".indexes\n"), "a_y\n");
     assert_eq!(ok(dir.path(), ".indexes b\n"), "");
-    let (_, error) = fails(dir.path(), ".schema nope\n");
-    assert!(error.contains("no such table: nope"), "{error}");
-    let (_, error) = fails(dir.path(), ".indexes nope\n");
-    assert!(error.contains("no such table: nope"), "{error}");
-    let (_, error) = fails(dir.path(), ".tables a b\n");
-    assert!(error.contains("usage: .tables"), "{error}");
+    fails_with(dir.path(), ".schema nope\n", "no such table: nope");
+    fails_with(dir.path(), ".indexes nope\n", "no such table: nope");
+    fails_with(dir.path(), ".tables a b\n", "usage: .tables");
 }
 
 #[test]
@@ -129,16 +132,13 @@ fn import_output_read_and_timer() {
         ".import people.csv people\n.mode csv\nSELECT typeof(id), name, score FROM people ORDER BY id;\n",
     );
     assert_eq!(out, "typeof(id),name,score\ninteger,ada,9.5\ninteger,\"lovelace, a\",\ninteger,bob,7.0\n");
-    let (_, error) = fails(dir.path(), ".import missing.csv t\n");
-    assert!(error.contains("cannot read missing.csv"), "{error}");
-    let (_, error) = fails(dir.path(), ".import people.csv\n");
-    assert!(error.contains("usage: .import FILE TABLE"), "{error}");
+    fails_with(dir.path(), ".import missing.csv t\n", "cannot read missing.csv");
+    fails_with(dir.path(), ".import people.csv\n", "usage: .import FILE TABLE");
     // .output sends results to a file until .output alone.
     let out = ok(dir.path(), ".output result.txt\nSELECT count(*) AS n FROM people;\n.output\nSELECT 1 AS one;\n");
     assert_eq!(out, "+-----+\n| one |\n+-----+\n|   1 |\n+-----+\n");
     assert_eq!(std::fs::read_to_string(dir.path().join("result.txt")).unwrap(), "+---+\n| n |\n+---+\n| 3 |\n+---+\n");
-    let (_, error) = fails(dir.path(), ".output no/such/dir/file.txt\n");
-    assert!(error.contains("cannot write no/such/dir/file.txt"), "{error}");
+    fails_with(dir.path(), ".output no/such/dir/file.txt\n", "cannot write no/such/dir/file.txt");
     // .read runs a file's SQL and dot-commands, and stops at its first error.
     std::fs::write(dir.path().join("script.sql"), ".mode csv\n.headers off\nSELECT name FROM people\n WHERE id = 3;\n")
         .unwrap();
@@ -147,17 +147,14 @@ fn import_output_read_and_timer() {
     let (out, error) = fails(dir.path(), ".mode csv\n.read bad.sql\nSELECT 4;\n");
     assert_eq!(out, "1\n1\n");
     assert!(error.contains("no such column: nope") && error.contains("bad.sql stopped at the error above"), "{error}");
-    let (_, error) = fails(dir.path(), ".read nothing.sql\n");
-    assert!(error.contains("cannot read nothing.sql"), "{error}");
+    fails_with(dir.path(), ".read nothing.sql\n", "cannot read nothing.sql");
     std::fs::write(dir.path().join("self.sql"), ".read self.sql\n").unwrap();
-    let (_, error) = fails(dir.path(), ".read self.sql\n");
-    assert!(error.contains(".read nests more than 16 files deep"), "{error}");
+    fails_with(dir.path(), ".read self.sql\n", ".read nests more than 16 files deep");
     // .timer adds a line per statement.
     let out = ok(dir.path(), ".timer on\nSELECT 1 AS x;\n.timer off\nSELECT 2 AS y;\n");
     let timed: Vec<&str> = out.lines().filter(|line| line.starts_with("Run Time: real ")).collect();
     assert_eq!(timed.len(), 1, "{out}");
-    let (_, error) = fails(dir.path(), ".timer sometimes\n");
-    assert!(error.contains("expected on or off"), "{error}");
+    fails_with(dir.path(), ".timer sometimes\n", "expected on or off");
 }
 
 #[test]
@@ -173,8 +170,7 @@ fn dump_recreates_the_database_in_another_shell() {
     ok(copy.path(), &dump);
     let query = ".mode csv\nSELECT * FROM people ORDER BY id;\nSELECT * FROM good;\n.schema\n";
     assert_eq!(ok(dir.path(), query), ok(copy.path(), query));
-    let (_, error) = fails(dir.path(), ".dump people\n");
-    assert!(error.contains("usage: .dump"), "{error}");
+    fails_with(dir.path(), ".dump people\n", "usage: .dump");
 }
 
 #[test]
@@ -202,20 +198,9 @@ fn stats_help_and_quit() {
     }
     assert_eq!(ok(dir.path(), "SELECT 1 AS a;\n.quit\nSELECT 2 AS b;\n"), "+---+\n| a |\n+---+\n| 1 |\n+---+\n");
     assert_eq!(ok(dir.path(), ".exit\nSELECT nope;\n"), "");
-    let (_, error) = fails(dir.path(), ".stats now\n");
-    assert!(error.contains("usage: .stats"), "{error}");
+    fails_with(dir.path(), ".stats now\n", "usage: .stats");
     // A memory budget divides memory, and .stats shows it.
-    let output = Command::new(TERN)
-        .args(["shell", "small.tern", "--memory-budget", "32"])
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            child.stdin.take().unwrap().write_all(b".stats\n")?;
-            child.wait_with_output()
-        })
-        .unwrap();
+    let output = pipe_to(dir.path(), &["shell", "small.tern", "--memory-budget", "32"], ".stats\n");
     assert!(
         text(&output.stdout)
             .contains("memory: buffer pool 12.8 MiB, memtables 2 x 2.4 MiB, result cache 3.2 MiB, statements 6.4 MiB"),
@@ -233,15 +218,7 @@ fn stats_help_and_quit() {
 #[test]
 fn the_default_database_is_created_in_the_current_directory() {
     let dir = setup();
-    let mut child = Command::new(TERN)
-        .arg("shell")
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(b"CREATE TABLE here(x);\n").unwrap();
-    assert!(child.wait().unwrap().success());
+    assert!(pipe_to(dir.path(), &["shell"], "CREATE TABLE here(x);\n").status.success());
     assert!(dir.path().join("tern.db").exists());
 }
 
@@ -487,8 +464,7 @@ fn import_inside_a_transaction_and_from_a_non_file() {
         "the import joined the transaction and was rolled back"
     );
     std::fs::create_dir(dir.path().join("folder")).unwrap();
-    let (_, error) = fails(dir.path(), ".import folder t\n");
-    assert!(error.contains("is not a regular file"), "{error}");
+    fails_with(dir.path(), ".import folder t\n", "is not a regular file");
 }
 
 /// The README's tour, run as a script: every result it shows is what the shell prints.
