@@ -231,48 +231,37 @@ const DATE: &str = "%Y-%m-%d";
 const TIME: &str = "%H:%M:%S%.f";
 const DATETIME: &str = "%Y-%m-%d %H:%M:%S%.f";
 
-fn text_of<'v>(value: &'v Value, wanted: &str) -> Result<&'v str> {
+/// The date or time in a TEXT value, parsed by `parse` (the first of its forms that fits).
+/// Another type is 42804; text in none of the forms is 22007, naming `form`.
+fn parse_text<T>(value: &Value, wanted: &str, form: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T> {
     match value {
-        Value::Text(text) => Ok(text),
+        Value::Text(text) => parse(text).ok_or_else(|| Error::new("22007", format!("'{text}' is not a valid {form}"))),
         value => Err(mismatch(value, wanted)),
     }
 }
 
-fn bad_time(text: &str, wanted: &str) -> Error {
-    Error::new("22007", format!("'{text}' is not a valid {wanted}"))
+macro_rules! time_as_text {
+    ($($type:ty => $format:expr),*) => {$(
+        impl ToSql for $type {
+            fn to_sql(&self) -> Result<Value> {
+                Ok(Value::Text(self.format($format).to_string()))
+            }
+        }
+    )*};
 }
-
-impl ToSql for NaiveDate {
-    fn to_sql(&self) -> Result<Value> {
-        Ok(Value::Text(self.format(DATE).to_string()))
-    }
-}
+time_as_text!(NaiveDate => DATE, NaiveTime => TIME, NaiveDateTime => DATETIME);
 
 impl FromSql for NaiveDate {
     fn from_sql(value: &Value) -> Result<Self> {
-        let text = text_of(value, "NaiveDate")?;
-        NaiveDate::parse_from_str(text, DATE).map_err(|_| bad_time(text, "date (YYYY-MM-DD)"))
-    }
-}
-
-impl ToSql for NaiveTime {
-    fn to_sql(&self) -> Result<Value> {
-        Ok(Value::Text(self.format(TIME).to_string()))
+        parse_text(value, "NaiveDate", "date (YYYY-MM-DD)", |text| NaiveDate::parse_from_str(text, DATE).ok())
     }
 }
 
 impl FromSql for NaiveTime {
     fn from_sql(value: &Value) -> Result<Self> {
-        let text = text_of(value, "NaiveTime")?;
-        NaiveTime::parse_from_str(text, TIME)
-            .or_else(|_| NaiveTime::parse_from_str(text, "%H:%M"))
-            .map_err(|_| bad_time(text, "time (HH:MM:SS)"))
-    }
-}
-
-impl ToSql for NaiveDateTime {
-    fn to_sql(&self) -> Result<Value> {
-        Ok(Value::Text(self.format(DATETIME).to_string()))
+        parse_text(value, "NaiveTime", "time (HH:MM:SS)", |text| {
+            [TIME, "%H:%M"].iter().find_map(|format| NaiveTime::parse_from_str(text, format).ok())
+        })
     }
 }
 
@@ -280,12 +269,12 @@ impl ToSql for NaiveDateTime {
 /// as its midnight.
 impl FromSql for NaiveDateTime {
     fn from_sql(value: &Value) -> Result<Self> {
-        let text = text_of(value, "NaiveDateTime")?;
-        NaiveDateTime::parse_from_str(text, DATETIME)
-            .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f"))
-            .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M"))
-            .or_else(|_| NaiveDate::parse_from_str(text, DATE).map(|date| date.and_time(NaiveTime::MIN)))
-            .map_err(|_| bad_time(text, "date and time (YYYY-MM-DD HH:MM:SS)"))
+        parse_text(value, "NaiveDateTime", "date and time (YYYY-MM-DD HH:MM:SS)", |text| {
+            [DATETIME, "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M"]
+                .iter()
+                .find_map(|format| NaiveDateTime::parse_from_str(text, format).ok())
+                .or_else(|| NaiveDate::parse_from_str(text, DATE).ok().map(|date| date.and_time(NaiveTime::MIN)))
+        })
     }
 }
 
