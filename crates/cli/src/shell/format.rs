@@ -45,11 +45,6 @@ pub fn write_rows(out: &mut dyn Write, rows: &Rows, mode: Mode, headers: bool) -
     }
 }
 
-/// A value as shown in a grid or line: NULL spelled out, reals in SQLite's form, blobs as hex.
-fn display(value: &Value) -> String {
-    value.to_string()
-}
-
 struct Borders {
     horizontal: &'static str,
     vertical: &'static str,
@@ -79,7 +74,7 @@ fn write_grid(out: &mut dyn Write, rows: &Rows, headers: bool, borders: &Borders
                 .iter()
                 .map(|value| {
                     let numeric = matches!(value, Value::Integer(_) | Value::Real(_) | Value::Decimal(_));
-                    (cell(display(value)), numeric)
+                    (cell(value.to_string()), numeric)
                 })
                 .collect()
         })
@@ -127,7 +122,7 @@ fn write_csv(out: &mut dyn Write, rows: &Rows, headers: bool) -> io::Result<()> 
     for row in rows {
         let fields = row.values().iter().map(|value| match value {
             Value::Null => String::new(),
-            value => display(value),
+            value => value.to_string(),
         });
         writer.write_record(fields).map_err(csv_error)?;
     }
@@ -171,7 +166,7 @@ fn write_lines(out: &mut dyn Write, rows: &Rows) -> io::Result<()> {
         }
         for (name, value) in rows.column_names().iter().zip(row.values()) {
             let pad = " ".repeat(width - name.width());
-            writeln!(out, "{pad}{name} = {}", display(value))?;
+            writeln!(out, "{pad}{name} = {value}")?;
         }
     }
     Ok(())

@@ -181,11 +181,6 @@ impl Shell {
         }
     }
 
-    /// Forgets a Ctrl-C that cancelled an earlier command.
-    fn interrupt_clear(&self) {
-        self.connection.clear_interrupt();
-    }
-
     fn flush(&mut self) {
         if let Err(error) = self.output.flush() {
             eprintln!("Error: writing output: {error}");
@@ -219,7 +214,7 @@ impl Shell {
                 }
             } else {
                 // Each command typed starts afresh, whatever Ctrl-C cancelled before.
-                self.interrupt_clear();
+                self.connection.clear_interrupt();
             }
             if buffer.is_empty() && line.trim_start().starts_with('.') {
                 match self.dot_command(line.trim()) {
