@@ -23,6 +23,9 @@ use tern_txn::Transaction;
 /// chunks (the size doubles up to the second).
 const SCAN_FIRST_CHUNK_ROWS: usize = 16;
 pub const SCAN_CHUNK_ROWS: usize = 256;
+/// Point reads a statement notes one by one for the result cache before it depends on their
+/// whole tables and indexes instead.
+const MAX_KEYS_NOTED: usize = 64;
 
 /// The row an expression is evaluated on, and the rows of the enclosing queries.
 #[derive(Clone, Copy)]
@@ -128,10 +131,26 @@ impl<'t> Executor<'t> {
 
     fn note_get(&self, key: &[u8]) {
         if let Some(reads) = &self.reads {
-            let read = (codec::object_of_key(key).unwrap_or(u32::MAX), crate::cache::stripe(key));
+            let object = codec::object_of_key(key).unwrap_or(u32::MAX);
             let mut reads = reads.borrow_mut();
-            if !reads.keys.contains(&read) {
+            if reads.objects.contains(&object) {
+                return;
+            }
+            let read = (object, crate::cache::stripe(key));
+            if reads.keys.contains(&read) {
+                return;
+            }
+            if reads.keys.len() < MAX_KEYS_NOTED {
                 reads.keys.push(read);
+                return;
+            }
+            // Many point reads (a lookup join): depend on their whole objects instead, which
+            // keeps noting cheap and the cached item small.
+            let keys = std::mem::take(&mut reads.keys);
+            for object in keys.into_iter().map(|(object, _)| object).chain([object]) {
+                if !reads.objects.contains(&object) {
+                    reads.objects.push(object);
+                }
             }
         }
     }

@@ -731,7 +731,7 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
     let outcome = run_statement(&catalog, &mut exec, statement, &mut new_catalog, plan)?;
     if let (Some((cache, key, statement, snapshot)), Outcome::Rows { columns, rows }) = (&cache, &outcome) {
         let reads = exec.reads();
-        if !exec.was_volatile() && !reads.all_objects().contains(&u32::MAX) {
+        if !exec.was_volatile() && !reads.left_objects() {
             cache.store(key, *statement, *snapshot, &reads, columns, rows);
         }
     }

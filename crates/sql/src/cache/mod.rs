@@ -50,6 +50,12 @@ pub struct Footprint {
 }
 
 impl Footprint {
+    /// Whether something was read outside any table or index (noted as object `u32::MAX`: an
+    /// unbounded scan, a catalog key): such a result cannot be tied to what it read.
+    pub fn left_objects(&self) -> bool {
+        self.objects.contains(&u32::MAX) || self.keys.iter().any(|(object, _)| *object == u32::MAX)
+    }
+
     /// Every object involved, scanned or through a key.
     pub fn all_objects(&self) -> Vec<u32> {
         let mut objects = self.objects.clone();
@@ -151,9 +157,14 @@ struct State {
     admission: HashMap<u64, Admission>,
     /// Hash of the key -> the item (which holds the key itself, checked on lookup).
     index: HashMap<u64, SlotRef>,
+    written: Written,
+    counters: Counters,
+}
+
+/// What commits wrote: per object, and per key stripe.
+struct Written {
     objects: HashMap<u32, ObjectState>,
     stripes: Vec<ObjectState>,
-    counters: Counters,
 }
 
 /// Whether an entry may serve a reader.
@@ -166,7 +177,7 @@ enum Validity {
     NotNow,
 }
 
-impl State {
+impl Written {
     fn validity(&self, reads: &Footprint, entry_snapshot: u64, reader_snapshot: u64) -> Validity {
         let scanned = reads.objects.iter().map(|object| self.objects.get(object).copied().unwrap_or_default());
         // A stripe out of range (a damaged item) counts as written: the entry is dropped.
@@ -184,7 +195,9 @@ impl State {
         }
         validity
     }
+}
 
+impl State {
     fn drop_item(&mut self, hash: u64, at: SlotRef) {
         self.index.remove(&hash);
         self.slab.remove(at);
@@ -305,8 +318,7 @@ impl ResultCache {
                 slab: SlabAllocator::new(config),
                 admission: HashMap::new(),
                 index: HashMap::new(),
-                objects: HashMap::new(),
-                stripes: vec![ObjectState::default(); KEY_STRIPES],
+                written: Written { objects: HashMap::new(), stripes: vec![ObjectState::default(); KEY_STRIPES] },
                 counters: Counters::default(),
             }),
         }
@@ -339,33 +351,33 @@ impl ResultCache {
                 state.counters.misses += 1;
                 return None;
             };
-            let bytes = state.slab.get(at);
-            let item = decode_item(bytes).ok().filter(|item| item.key == key);
-            let Some(item) = item else {
-                // Another key with the same hash: a miss (a store replaces it).
-                state.counters.misses += 1;
-                return None;
-            };
-            let result = item.result.to_vec();
-            let (reads, entry_snapshot) = (item.reads, item.snapshot);
-            match state.validity(&reads, entry_snapshot, snapshot) {
-                Validity::Valid => {}
-                Validity::Stale => {
+            let State { slab, written, .. } = &mut *state;
+            let item = decode_item(slab.get(at)).ok().filter(|item| item.key == key);
+            // The result is copied out only when it serves this reader; `Err(stale)` otherwise.
+            let checked = item.map(|item| match written.validity(&item.reads, item.snapshot, snapshot) {
+                Validity::Valid => Ok((item.reads, item.result.to_vec())),
+                Validity::Stale => Err(true),
+                Validity::NotNow => Err(false),
+            });
+            let found = match checked {
+                Some(Ok(found)) => found,
+                Some(Err(true)) => {
                     state.drop_item(hash, at);
                     state.counters.invalidations += 1;
                     state.counters.misses += 1;
                     return None;
                 }
-                Validity::NotNow => {
+                // Not for this reader, or another key with the same hash (a store replaces it).
+                Some(Err(false)) | None => {
                     state.counters.misses += 1;
                     return None;
                 }
-            }
+            };
             state.counters.hits += 1;
             if let Some(admission) = state.admission.get_mut(&statement) {
                 admission.hits = admission.hits.saturating_add(1);
             }
-            (reads, result)
+            found
         };
         let (columns, rows) = decode_result(&result).ok()?;
         Some(Cached { columns, rows, reads })
@@ -402,7 +414,7 @@ impl ResultCache {
         };
         let hash = hash_key(key);
         let mut state = self.state.lock();
-        if !matches!(state.validity(reads, snapshot, snapshot), Validity::Valid) {
+        if !matches!(state.written.validity(reads, snapshot, snapshot), Validity::Valid) {
             state.counters.skipped += 1;
             return;
         }
@@ -432,10 +444,10 @@ impl ResultCache {
     pub fn begin_writes(&self, writes: &Footprint) {
         let mut state = self.state.lock();
         for object in &writes.objects {
-            state.objects.entry(*object).or_default().in_flight += 1;
+            state.written.objects.entry(*object).or_default().in_flight += 1;
         }
         for (_, stripe) in &writes.keys {
-            state.stripes[*stripe as usize].in_flight += 1;
+            state.written.stripes[*stripe as usize].in_flight += 1;
         }
     }
 
@@ -451,10 +463,10 @@ impl ResultCache {
         };
         let mut state = self.state.lock();
         for object in &writes.objects {
-            end(state.objects.entry(*object).or_default());
+            end(state.written.objects.entry(*object).or_default());
         }
         for (_, stripe) in &writes.keys {
-            end(&mut state.stripes[*stripe as usize]);
+            end(&mut state.written.stripes[*stripe as usize]);
         }
     }
 
