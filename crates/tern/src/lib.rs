@@ -50,7 +50,6 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Database {
     engine: tern_sql::Database,
-    retry_attempts: u32,
     memory: Sizes,
 }
 
@@ -72,8 +71,9 @@ impl Database {
     /// # Ok::<(), tern::Error>(())
     /// ```
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Database> {
-        let engine = tern_sql::Database::open(path, options.engine_options()?)?;
-        Ok(Database { engine, retry_attempts: options.retry_attempts, memory: options.resolved()? })
+        let (engine_options, memory) = options.engine_options_and_sizes()?;
+        let engine = tern_sql::Database::open(path, engine_options)?;
+        Ok(Database { engine, memory })
     }
 
     /// A database that lives in memory only (nothing is written to disk).
@@ -84,8 +84,9 @@ impl Database {
     /// A database in memory with the given sizes.
     pub fn open_in_memory_with(options: Options) -> Result<Database> {
         let vfs: Arc<dyn tern_pagestore::Vfs> = Arc::new(tern_pagestore::MemoryVfs::new());
-        let engine = tern_sql::Database::open_with(vfs, Path::new("memory.tern"), options.engine_options()?)?;
-        Ok(Database { engine, retry_attempts: options.retry_attempts, memory: options.resolved()? })
+        let (engine_options, memory) = options.engine_options_and_sizes()?;
+        let engine = tern_sql::Database::open_with(vfs, Path::new("memory.tern"), engine_options)?;
+        Ok(Database { engine, memory })
     }
 
     /// A new connection: its own transaction state, to be used from one thread at a time.
@@ -371,7 +372,8 @@ impl Connection {
     /// # Ok::<(), tern::Error>(())
     /// ```
     pub fn transact<T>(&mut self, mut body: impl FnMut(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        let attempts = self.db.retry_attempts;
+        // The same limit as autocommit statements' (Options::retry_attempts).
+        let attempts = self.db.engine.options().autocommit_attempts;
         let mut attempt = 0;
         loop {
             attempt += 1;

@@ -119,6 +119,11 @@ impl Options {
     /// The SQL engine's settings for these options (for opening a `tern_sql::Database`
     /// directly).
     pub fn engine_options(&self) -> Result<tern_sql::Options> {
+        self.engine_options_and_sizes().map(|(options, _)| options)
+    }
+
+    /// The engine's settings and the sizes they come from.
+    pub(crate) fn engine_options_and_sizes(&self) -> Result<(tern_sql::Options, Sizes)> {
         let sizes = self.resolved()?;
         if self.memory_budget.is_some() && self.tune_allocator {
             tune_allocator();
@@ -140,7 +145,7 @@ impl Options {
         options.query_memory_limit = sizes.query_memory_limit;
         options.result_cache = sizes.result_cache_size;
         options.autocommit_attempts = self.retry_attempts;
-        Ok(options)
+        Ok((options, sizes))
     }
 }
 
