@@ -79,22 +79,8 @@ struct SltArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Shell { file, memory_budget } = &cli.command {
-        let path = file.clone().unwrap_or_else(|| PathBuf::from(shell::DEFAULT_DATABASE));
-        let options = tern::Options {
-            memory_budget: memory_budget.map(|mib| mib.saturating_mul(1 << 20)),
-            ..tern::Options::default()
-        };
-        return match shell::run(&path, options) {
-            Ok(status) => ExitCode::from(status),
-            Err(error) => {
-                eprintln!("error: {error:#}");
-                ExitCode::FAILURE
-            }
-        };
-    }
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(status) => ExitCode::from(status),
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
@@ -102,24 +88,27 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
+/// Runs a command; returns the process's exit status (the shell's depends on its script).
+fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
+        Command::Shell { file, memory_budget } => {
+            let path = file.unwrap_or_else(|| PathBuf::from(shell::DEFAULT_DATABASE));
+            let options = tern::Options {
+                memory_budget: memory_budget.map(|mib| mib.saturating_mul(1 << 20)),
+                ..tern::Options::default()
+            };
+            return shell::run(&path, options);
+        }
         Command::Bench(args) => {
             let name = args.workload.name();
-            tern_bench::run(&args).with_context(|| format!("tern bench {name} failed"))
+            tern_bench::run(&args).with_context(|| format!("tern bench {name} failed"))?;
         }
-        Command::Slt(args) => run_slt(&args),
-        Command::Shell { .. } => unreachable!("the shell is run by main"),
+        Command::Slt(args) => run_slt(&args)?,
         Command::Import { csv, table, database } => {
             let db = shell::open_database(&database)?;
             let mut connection = db.connect();
             let imported = shell::import::import_csv(&mut connection, &csv, &table, std::io::stderr().is_terminal())?;
-            println!(
-                "imported {} rows into {table}{}",
-                imported.rows,
-                if imported.created { " (new table)" } else { "" }
-            );
-            Ok(())
+            println!("{}", imported.describe(&table));
         }
         Command::Export { database, query, format } => {
             if !database.exists() {
@@ -136,9 +125,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let mut out = std::io::stdout().lock();
             shell::format::write_rows(&mut out, &rows, mode, true)?;
-            Ok(())
         }
     }
+    Ok(0)
 }
 
 fn run_slt(args: &SltArgs) -> anyhow::Result<()> {
