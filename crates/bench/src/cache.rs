@@ -3,9 +3,9 @@
 //! and Read Most (SQLiteKV's mixes, Zipfian keys) run on each with the same requests, rounds
 //! alternating which goes first; the best round of each counts. Both get the same memory: the
 //! "on" database a 48 MiB buffer pool and a 16 MiB result cache, the "off" one a 64 MiB pool.
-//! At the end 2,000 sampled keys must read the same from both. A second part measures what slab allocation saves: the same
-//! stream of cached items (random sizes, with churn) held in the slab allocator and in
-//! individually allocated `Vec`s, each in a child process, as resident memory per byte cached.
+//! At the end 2,000 sampled keys must read the same from both. A second part holds the same
+//! stream of cached items (random sizes, with churn) in the slab allocator and in individually
+//! allocated `Vec`s, each in a child process, and reports resident memory per byte cached.
 
 use crate::chart::{self, BarPanel, Panel};
 use crate::common::{Machine, Outputs, start};

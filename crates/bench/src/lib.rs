@@ -77,8 +77,8 @@ pub enum Workload {
     /// SQLiteKV's key-value mixes and YCSB A-F issued as SQL prepared statements to Tern and
     /// to SQLite, plus sequential vs random insert and query orders.
     Ycsb(ycsb::YcsbArgs),
-    /// SQLiteKV's statement result cache on and off (Read Heavy, Read Most), and the memory
-    /// slab allocation saves against individually allocated items.
+    /// SQLiteKV's statement result cache on and off (Read Heavy, Read Most), and resident
+    /// memory per cached byte in slabs vs individually allocated items.
     Cache(cache::CacheArgs),
     /// A small device: one memory budget for everything, 1 GB of rows, SQLiteKV's mixes; peak
     /// resident memory and throughput against the same database without limits.
