@@ -1,6 +1,7 @@
-//! The `tern` command: `shell` (interactive SQL), `import` and `export` (CSV and JSON for
-//! scripts), `bench` (workloads against their peers) and `slt` (SQL conformance scripts).
+//! The `tern` command: `shell` (interactive SQL), `serve` (PostgreSQL wire protocol),
+//! `import` and `export` (CSV and JSON for scripts), `bench` (workloads against their peers) and `slt` (SQL conformance scripts).
 
+mod serve;
 mod shell;
 
 use anyhow::Context;
@@ -50,6 +51,8 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ExportFormat::Csv)]
         format: ExportFormat,
     },
+    /// Serve a data directory to PostgreSQL clients (psql, libpq, JDBC, pgbench, ...).
+    Serve(serve::ServeArgs),
     /// Run a workload against Tern and a peer on the same data, and report the ratio.
     Bench(tern_bench::BenchArgs),
     /// Run sqllogictest scripts (files or directories) against an in-memory Tern database.
@@ -104,6 +107,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             tern_bench::run(&args).with_context(|| format!("tern bench {name} failed"))?;
         }
         Command::Slt(args) => run_slt(&args)?,
+        Command::Serve(args) => serve::run(args)?,
         Command::Import { csv, table, database } => {
             let db = shell::open_database(&database)?;
             let mut connection = db.connect();

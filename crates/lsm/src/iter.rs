@@ -20,6 +20,17 @@ pub trait Cursor: Send {
     fn key(&self) -> &[u8];
     fn value(&self) -> &[u8];
     fn advance(&mut self) -> Result<()>;
+
+    /// Moves past every remaining entry of the current entry's user key (its older versions,
+    /// going forward). Sources that group versions override it to jump in one step: a row
+    /// updated many times is then skipped at the cost of one entry, not of its versions.
+    fn skip_user_key(&mut self) -> Result<()> {
+        let user = keys::user_key(self.key()).to_vec();
+        while self.valid() && keys::user_key(self.key()) == user.as_slice() {
+            self.advance()?;
+        }
+        Ok(())
+    }
 }
 
 /// The tables of one level L1+ (sorted, not overlapping), opened one at a time.
@@ -133,6 +144,17 @@ impl Cursor for MergingCursor {
         self.pick();
         Ok(())
     }
+
+    fn skip_user_key(&mut self) -> Result<()> {
+        let user = keys::user_key(self.key()).to_vec();
+        for cursor in &mut self.cursors {
+            if cursor.valid() && keys::user_key(cursor.key()) == user.as_slice() {
+                cursor.skip_user_key()?;
+            }
+        }
+        self.pick();
+        Ok(())
+    }
 }
 
 /// Seek keys for user-key bounds: forward cursors start at the first entry at or after the
@@ -214,7 +236,12 @@ impl DbIter {
         while cursor.valid() {
             let key = cursor.key();
             let user = keys::user_key(key);
-            if keys::sequence_of(key) > self.sequence || self.front_key.as_deref() == Some(user) {
+            if self.front_key.as_deref() == Some(user) {
+                // An older version of the key just returned or passed over.
+                cursor.skip_user_key()?;
+                continue;
+            }
+            if keys::sequence_of(key) > self.sequence {
                 cursor.advance()?;
                 continue;
             }

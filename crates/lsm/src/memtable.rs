@@ -585,6 +585,22 @@ impl Cursor for MemCursor {
         (self.node, self.version) = pointers(next);
         Ok(())
     }
+
+    fn skip_user_key(&mut self) -> Result<()> {
+        if !self.forward {
+            // Backward, versions come oldest first and each step searches again: no shortcut.
+            let user = keys::user_key(self.key()).to_vec();
+            while self.valid() && keys::user_key(self.key()) == user.as_slice() {
+                self.advance()?;
+            }
+            return Ok(());
+        }
+        // All versions of a key hang off one node: the next node is the next user key.
+        let node = NodeRef(self.node, PhantomData);
+        let next = self.memtable.follow(node, 0).map(|next| Position { node: next, version: next.newest() });
+        (self.node, self.version) = pointers(next);
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -1430,6 +1430,19 @@ impl<'c> Binder<'c> {
                 glob: name == "glob",
             });
         }
+        // CURRENT_TIMESTAMP / CURRENT_DATE / CURRENT_TIME (and PostgreSQL's now()) are the
+        // time of day in UTC as text, as in SQLite.
+        let clock = match name.as_str() {
+            "current_timestamp" | "now" | "localtimestamp" => Some(ScalarFunction::DateTime),
+            "current_date" => Some(ScalarFunction::Date),
+            "current_time" | "localtime" => Some(ScalarFunction::Time),
+            _ => None,
+        };
+        if let Some(clock) = clock
+            && args.is_empty()
+        {
+            return Ok(Expr::Function(clock, vec![Expr::Literal(Value::Text("now".into()))]));
+        }
         let (scalar, min_args, max_args) =
             ScalarFunction::lookup(&name).ok_or_else(|| Error::undefined_function(&name))?;
         if args.len() < min_args || args.len() > max_args {

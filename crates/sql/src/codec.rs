@@ -23,6 +23,9 @@ use crate::value::{Value, number_order_key};
 pub const CATALOG_VERSION_KEY: &[u8] = &[0x00, b'v'];
 /// Key of the serialized catalog.
 pub const CATALOG_KEY: &[u8] = &[0x00, b'c'];
+/// Prefix of the server's roles (`CREATE USER`): the role name follows, the value is its
+/// password verifier. Not visible to SQL.
+pub const ROLE_PREFIX: &[u8] = &[0x00, b'r'];
 
 /// The key prefix of a table's rows or an index's entries.
 pub fn object_prefix(id: u32) -> Vec<u8> {

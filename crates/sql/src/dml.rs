@@ -86,6 +86,67 @@ pub struct DeletePlan {
     returning: Option<Returning>,
 }
 
+impl DmlPlan {
+    /// The RETURNING columns' names and types, noting the types of parameters on the way
+    /// (a value inserted into or assigned to a column takes the column's type).
+    pub(crate) fn describe(
+        &self,
+        inference: &mut crate::describe::Inference,
+    ) -> Vec<(String, crate::describe::SqlType)> {
+        use crate::describe::SqlType;
+        let (target, returning) = match self {
+            DmlPlan::Insert(insert) => {
+                if let Some(Plan::Values { rows, .. }) = &insert.source {
+                    for row in rows {
+                        for (expr, &column) in row.iter().zip(&insert.positions) {
+                            inference.expect(expr, &[], column_type(&insert.target.table, column));
+                        }
+                    }
+                } else if let Some(source) = &insert.source {
+                    inference.plan(source);
+                }
+                let types = table_types(&insert.target.table);
+                if let Some((assignments, filter)) = &insert.do_update {
+                    // DO UPDATE sees the existing row followed by the excluded one.
+                    let both: Vec<SqlType> = types.iter().chain(&types).cloned().collect();
+                    for (column, expr) in assignments {
+                        inference.expect(expr, &both, column_type(&insert.target.table, *column));
+                    }
+                    if let Some(filter) = filter {
+                        inference.expr(filter, &both);
+                    }
+                }
+                (&insert.target, &insert.returning)
+            }
+            DmlPlan::Update(update) => {
+                let types = inference.plan(&update.scan);
+                for (column, expr) in &update.assignments {
+                    inference.expect(expr, &types, column_type(&update.target.table, *column));
+                }
+                (&update.target, &update.returning)
+            }
+            DmlPlan::Delete(delete) => {
+                inference.plan(&delete.scan);
+                (&delete.target, &delete.returning)
+            }
+        };
+        let Some((columns, exprs)) = returning else { return Vec::new() };
+        let types = table_types(&target.table);
+        columns.iter().zip(exprs).map(|(column, expr)| (column.name.clone(), inference.expr(expr, &types))).collect()
+    }
+}
+
+fn table_types(table: &TableDef) -> Vec<crate::describe::SqlType> {
+    (0..table.columns.len()).map(|column| column_type(table, column)).collect()
+}
+
+pub(crate) fn column_type(table: &TableDef, column: usize) -> crate::describe::SqlType {
+    match table.columns.get(column) {
+        Some(def) if !def.declared_type.is_empty() => crate::describe::SqlType::Declared(def.declared_type.clone()),
+        _ => crate::describe::SqlType::Unknown,
+    }
+}
+
 /// Binds an INSERT, UPDATE or DELETE; `None` for other statements.
 pub fn bind(catalog: &Catalog, statement: &ast::Statement) -> Result<Option<DmlPlan>> {
     Ok(Some(match statement {
@@ -163,6 +224,13 @@ impl<'a, 't> TableWriter<'a, 't> {
     /// taken only when the row is written ([`TableWriter::write_row`]), so a row skipped by OR
     /// IGNORE does not use one up (SQLite).
     fn next_rowid(&mut self) -> Result<i64> {
+        // Hidden row ids come from the database's counter: concurrent inserts then neither
+        // collide nor depend on each other (no read of the table's last key).
+        if self.table.has_hidden_rowid()
+            && let Some(rowid) = self.exec.allocate_rowid(self.table)?
+        {
+            return Ok(rowid);
+        }
         if let Some(next) = self.next_rowid {
             return Ok(next);
         }
@@ -630,9 +698,27 @@ fn delete(plan: &DeletePlan, exec: &Executor) -> Result<DmlResult> {
 /// Writes index entries for every existing row of a table (CREATE INDEX), failing on
 /// duplicates of a unique index.
 pub fn build_index(catalog: &Catalog, exec: &Executor, table: &Arc<TableDef>, index: &IndexDef) -> Result<()> {
+    build_key_index(catalog, exec, table, index, false)
+}
+
+/// Builds an index's entries; with `not_null`, a row with NULL in an index column fails
+/// (a primary key added to an existing table).
+pub fn build_key_index(
+    catalog: &Catalog,
+    exec: &Executor,
+    table: &Arc<TableDef>,
+    index: &IndexDef,
+    not_null: bool,
+) -> Result<()> {
     let mut binder = Binder::new(catalog);
     let (plan, _) = binder.bind_table_scan(table, None)?;
     for (key, row) in exec.scan_rows_with_keys(&plan)? {
+        if not_null && let Some(&column) = index.columns.iter().find(|&&column| row[column].is_null()) {
+            return Err(Error::not_null_violation(format!(
+                "column {} of table {} contains null values",
+                table.columns[column].name, table.name
+            )));
+        }
         let (entry, unique) = exec.index_entry(index, table, &row, &key);
         if unique && exec.get(&entry)?.is_some() {
             let names: Vec<String> =

@@ -63,6 +63,10 @@ pub struct Executor<'t> {
     reads: Option<RefCell<crate::cache::Footprint>>,
     /// Whether the statement called something volatile (random(), the current time).
     volatile: Cell<bool>,
+    /// The session's settings (`current_setting()` and friends).
+    settings: Option<&'t crate::session::Settings>,
+    /// The database's next hidden row id of each table, when it keeps them.
+    rowids: Option<&'t crate::session::Rowids>,
 }
 
 /// What one plan node did during EXPLAIN ANALYZE.
@@ -99,6 +103,8 @@ impl<'t> Executor<'t> {
             interrupt: None,
             reads: None,
             volatile: Cell::new(false),
+            settings: None,
+            rowids: None,
         }
     }
 
@@ -160,6 +166,59 @@ impl<'t> Executor<'t> {
     pub fn with_interrupt(mut self, flag: &'t AtomicBool) -> Executor<'t> {
         self.interrupt = Some(flag);
         self
+    }
+
+    pub fn with_rowids(mut self, rowids: &'t crate::session::Rowids) -> Executor<'t> {
+        self.rowids = Some(rowids);
+        self
+    }
+
+    /// A new hidden row id for `table` from the database's counter (`None` without one). The
+    /// counter starts above the largest row id stored; ids of rolled-back inserts are not
+    /// reused, so ids grow in the order rows are inserted but may have gaps.
+    pub fn allocate_rowid(&self, table: &TableDef) -> Result<Option<i64>> {
+        let Some(rowids) = self.rowids else { return Ok(None) };
+        let mut rowids = rowids.lock();
+        let next = match rowids.get(&table.id) {
+            Some(&next) => next,
+            // Every id handed out since the database opened came from here, so the largest
+            // stored one is in any snapshot taken since.
+            None => self.last_rowid(table)?.map_or(Some(1), |last| last.checked_add(1)).ok_or_else(no_rowid_left)?,
+        };
+        rowids.insert(table.id, next.checked_add(1).ok_or_else(no_rowid_left)?);
+        Ok(Some(next))
+    }
+
+    pub fn with_settings(mut self, settings: &'t crate::session::Settings) -> Executor<'t> {
+        self.settings = Some(settings);
+        self
+    }
+
+    /// A session function: `current_setting()`, `version()`, ...
+    fn session_function(&self, function: ScalarFunction, args: &[Value]) -> Result<Value> {
+        let setting = |name: &str| self.settings.and_then(|settings| settings.read().get(name).cloned());
+        let named = |name: &str, default: String| Value::Text(setting(name).unwrap_or(default));
+        Ok(match function {
+            ScalarFunction::CurrentSetting => {
+                let name = match args.first() {
+                    Some(Value::Null) | None => return Ok(Value::Null),
+                    Some(name) => name.to_text().to_ascii_lowercase(),
+                };
+                let missing_ok = args.get(1).and_then(Value::truth).unwrap_or(false);
+                match setting(&name) {
+                    Some(value) => Value::Text(value),
+                    None if missing_ok => Value::Null,
+                    None => {
+                        return Err(Error::new("42704", format!("unrecognized configuration parameter \"{name}\"")));
+                    }
+                }
+            }
+            ScalarFunction::Version => named("tern.version", format!("Tern {}", env!("CARGO_PKG_VERSION"))),
+            ScalarFunction::CurrentDatabase => named("tern.database", "main".into()),
+            ScalarFunction::CurrentSchema => named("tern.schema", "main".into()),
+            ScalarFunction::CurrentUser => named("tern.user", "tern".into()),
+            other => functions::call(other, args)?,
+        })
     }
 
     fn check_interrupt(&self) -> Result<()> {
@@ -309,9 +368,21 @@ impl<'t> Executor<'t> {
             }
             Access::IndexPoints { index, keys } => {
                 let index_prefix = object_prefix(index.id);
+                // Every column of a unique index given: each key is one entry, read directly
+                // (entries with a NULL carry a suffix, but a NULL never equals a lookup key).
+                let exact = index.unique && keys.iter().all(|key| key.len() == index.columns.len());
                 for entry_prefix in self.point_keys(table, &index_prefix, &index.columns, keys, reverse, env)? {
-                    let end = prefix_end(&entry_prefix).map_or(Bound::Unbounded, Bound::Excluded);
                     let mut stop = false;
+                    if exact {
+                        if let Some(row_key) = self.get(&entry_prefix)? {
+                            self.visit_indexed_row(table, &row_key, &decode, &mut visit, &mut stop)?;
+                        }
+                        if stop {
+                            break;
+                        }
+                        continue;
+                    }
+                    let end = prefix_end(&entry_prefix).map_or(Bound::Unbounded, Bound::Excluded);
                     self.scan(Bound::Included(entry_prefix), end, reverse, first_chunk_rows, |_, row_key| {
                         self.visit_indexed_row(table, row_key, &decode, &mut visit, &mut stop)
                     })?;
@@ -1208,7 +1279,14 @@ impl<'t> Executor<'t> {
                     if functions::is_volatile(*function, &values) {
                         self.volatile.set(true);
                     }
-                    functions::call(*function, &values)?
+                    match function {
+                        ScalarFunction::CurrentSetting
+                        | ScalarFunction::Version
+                        | ScalarFunction::CurrentDatabase
+                        | ScalarFunction::CurrentSchema
+                        | ScalarFunction::CurrentUser => self.session_function(*function, &values)?,
+                        _ => functions::call(*function, &values)?,
+                    }
                 }
             },
             Expr::Aggregate(_) => return Err(Error::grouping("misuse of aggregate function")),
@@ -1592,4 +1670,8 @@ impl Grouping {
             })
             .collect()
     }
+}
+
+fn no_rowid_left() -> Error {
+    Error::new("13000", "database or disk is full: no row id left")
 }

@@ -45,6 +45,15 @@ pub enum ScalarFunction {
     Time,
     DateTime,
     UnixEpoch,
+    /// `current_setting(name [, missing_ok])`: a session setting ([`crate::Session::settings`]).
+    CurrentSetting,
+    /// `version()`, `current_database()`, `current_schema()`, `current_user`: read from the
+    /// session's settings (`tern.version`, `tern.database`, `tern.schema`, `tern.user`), with
+    /// embedded defaults.
+    Version,
+    CurrentDatabase,
+    CurrentSchema,
+    CurrentUser,
 }
 
 impl ScalarFunction {
@@ -90,6 +99,11 @@ impl ScalarFunction {
             "time" => (Time, 1, many),
             "datetime" => (DateTime, 1, many),
             "unixepoch" => (UnixEpoch, 1, many),
+            "current_setting" => (CurrentSetting, 1, 2),
+            "version" => (Version, 0, 0),
+            "current_database" | "current_catalog" => (CurrentDatabase, 0, 0),
+            "current_schema" => (CurrentSchema, 0, 0),
+            "current_user" | "session_user" | "user" => (CurrentUser, 0, 0),
             _ => return None,
         })
     }
@@ -110,7 +124,7 @@ fn numeric_arg(value: &Value) -> Option<f64> {
 pub fn is_volatile(function: ScalarFunction, args: &[Value]) -> bool {
     use ScalarFunction::*;
     match function {
-        Random => true,
+        Random | CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser => true,
         Date | Time | DateTime | UnixEpoch => {
             matches!(args.first(), Some(Value::Text(text)) if text.trim().eq_ignore_ascii_case("now"))
         }
@@ -291,6 +305,9 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             other => other.to_text().chars().next().map_or(Value::Null, |c| Value::Integer(c as i64)),
         },
         Date | Time | DateTime | UnixEpoch => crate::datetime::call(function, args)?,
+        CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser => {
+            return Err(Error::internal("session functions are evaluated by the executor"));
+        }
     })
 }
 

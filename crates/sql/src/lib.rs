@@ -21,6 +21,7 @@ pub mod catalog;
 pub mod codec;
 pub mod datetime;
 pub mod decimal;
+pub mod describe;
 pub mod dml;
 pub mod error;
 pub mod exec;
@@ -31,6 +32,7 @@ pub mod session;
 pub mod slt;
 pub mod value;
 
+pub use describe::{Description, SqlType};
 pub use error::{Error, Result};
 pub use session::{Database, InterruptHandle, Options, Outcome, Session, Statement};
 pub use value::Value;

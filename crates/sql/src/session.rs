@@ -6,6 +6,7 @@ use crate::cache::slab::SlabConfig;
 use crate::cache::{CacheStats, ResultCache};
 use crate::catalog::{Catalog, ColumnDef, IndexDef, TableDef, ViewDef};
 use crate::codec::{CATALOG_KEY, CATALOG_VERSION_KEY};
+use crate::describe::{Description, Inference, SqlType};
 use crate::dml;
 use crate::error::{Error, Result};
 use crate::exec::Executor;
@@ -54,6 +55,8 @@ struct Shared {
     ddl_commit: parking_lot::Mutex<()>,
     /// Results of queries (none when `options.result_cache` is 0).
     cache: Option<ResultCache>,
+    /// Hidden row ids handed out ([`crate::exec::Executor::allocate_rowid`]).
+    rowids: Rowids,
     options: Options,
 }
 
@@ -119,13 +122,19 @@ impl Database {
                 ddl_commit: parking_lot::Mutex::new(()),
                 cache: (options.result_cache > 0)
                     .then(|| ResultCache::new(SlabConfig::for_memory(options.result_cache))),
+                rowids: Rowids::default(),
                 options,
             }),
         })
     }
 
     pub fn session(&self) -> Session {
-        Session { shared: self.shared.clone(), transaction: None, interrupt: Arc::new(AtomicBool::new(false)) }
+        Session {
+            shared: self.shared.clone(),
+            settings: Arc::default(),
+            transaction: None,
+            interrupt: Arc::new(AtomicBool::new(false)),
+        }
     }
 
     /// The key-value layer, for statistics and checks. Writes made through it directly bypass
@@ -156,9 +165,17 @@ struct OpenTransaction {
     catalog: Arc<Catalog>,
 }
 
+/// A session's named settings, read by `current_setting()` and friends. The embedding sets
+/// them (the PostgreSQL server: `SET`, the startup parameters, `tern.version`, ...).
+pub type Settings = RwLock<std::collections::BTreeMap<String, String>>;
+
+/// The next hidden row id of each table (by table id), shared by a database's sessions.
+pub type Rowids = parking_lot::Mutex<std::collections::HashMap<u32, i64>>;
+
 /// A connection's state: at most one open explicit transaction.
 pub struct Session {
     shared: Arc<Shared>,
+    settings: Arc<Settings>,
     transaction: Option<OpenTransaction>,
     /// Raised by an [`InterruptHandle`] to cancel the running statement.
     interrupt: Arc<AtomicBool>,
@@ -216,6 +233,40 @@ impl Statement {
     pub fn sql(&self) -> &str {
         &self.sql
     }
+}
+
+/// The column EXPLAIN's rows are in.
+const EXPLAIN_COLUMN: &str = "QUERY PLAN";
+
+/// The highest parameter number (`$N` or `?N`) in statement text, outside quotes.
+fn parameter_count(sql: &str) -> usize {
+    let bytes = sql.as_bytes();
+    let mut highest = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            quote @ (b'\'' | b'"' | b'`') => {
+                at += 1;
+                while at < bytes.len() && bytes[at] != quote {
+                    at += 1;
+                }
+            }
+            b'$' | b'?' => {
+                let start = at + 1;
+                let mut end = start;
+                while end < bytes.len() && bytes[end].is_ascii_digit() {
+                    end += 1;
+                }
+                if let Ok(number) = sql[start..end].parse::<usize>() {
+                    highest = highest.max(number);
+                }
+                at = end.max(start) - 1;
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    highest
 }
 
 /// Parses SQL text into statements.
@@ -374,6 +425,11 @@ impl Session {
         InterruptHandle { flag: self.interrupt.clone() }
     }
 
+    /// The session's settings (names in lower case), shared with whoever holds the handle.
+    pub fn settings(&self) -> Arc<Settings> {
+        self.settings.clone()
+    }
+
     /// Forgets a pending interrupt (before running a script statement by statement).
     pub fn clear_interrupt(&self) {
         self.interrupt.store(false, Ordering::Relaxed);
@@ -419,6 +475,35 @@ impl Session {
             return Err(Error::syntax(format!("prepare takes exactly one statement, got {}", statements.len())));
         }
         Ok(Statement { sql: sql.to_string(), statement: statements.remove(0), plan: None, normalized: None })
+    }
+
+    /// The result columns and parameters `statement` has, against this session's schema,
+    /// without running it (PostgreSQL's Describe). Statements without rows have no columns;
+    /// a PRAGMA's columns are known only when it runs (`None`).
+    pub fn describe(&self, statement: &Statement) -> Result<Option<Description>> {
+        let catalog = self.catalog();
+        let mut binder = Binder::new(&catalog);
+        let description = match &statement.statement {
+            ast::Statement::Query(query) => {
+                let (plan, columns) = binder.bind_query(query, None)?;
+                let mut inference = Inference::new(binder.parameter_count);
+                let types = inference.plan(&plan);
+                let columns = columns.into_iter().map(|column| column.name).zip(types).collect();
+                Description { columns, parameters: inference.parameters }
+            }
+            dml @ (ast::Statement::Insert(_) | ast::Statement::Update { .. } | ast::Statement::Delete(_)) => {
+                let plan = dml::bind(&catalog, dml)?.ok_or_else(|| Error::internal("not a DML statement"))?;
+                let mut inference = Inference::new(parameter_count(&statement.statement.to_string()));
+                let columns = plan.describe(&mut inference);
+                Description { columns, parameters: inference.parameters }
+            }
+            ast::Statement::Explain { .. } => {
+                Description { columns: vec![(EXPLAIN_COLUMN.to_string(), SqlType::Text)], parameters: Vec::new() }
+            }
+            ast::Statement::Pragma { .. } => return Ok(None),
+            _ => Description::default(),
+        };
+        Ok(Some(description))
     }
 
     /// Runs a prepared statement with `params`.
@@ -476,7 +561,18 @@ impl Session {
             }
             statement => {
                 if let Some(open) = self.transaction.as_mut() {
-                    let run = Run { statement, params, plan, interrupt: &self.interrupt, text, explicit: true };
+                    // Each statement of an explicit transaction reads as new a snapshot as
+                    // its earlier reads allow (fewer serialization failures at COMMIT).
+                    open.txn.refresh_snapshot();
+                    let run = Run {
+                        statement,
+                        params,
+                        plan,
+                        interrupt: &self.interrupt,
+                        settings: &self.settings,
+                        text,
+                        explicit: true,
+                    };
                     return run_in_transaction(&self.shared, open, run);
                 }
                 // Autocommit: retry the whole statement on a serialization failure.
@@ -486,8 +582,15 @@ impl Session {
                     let mut txn = self.shared.db.begin();
                     let catalog = self.load_catalog(&mut txn)?;
                     let mut open = OpenTransaction { txn, catalog };
-                    let run =
-                        Run { statement, params, plan: &mut *plan, interrupt: &self.interrupt, text, explicit: false };
+                    let run = Run {
+                        statement,
+                        params,
+                        plan: &mut *plan,
+                        interrupt: &self.interrupt,
+                        settings: &self.settings,
+                        text,
+                        explicit: false,
+                    };
                     let result = run_in_transaction(&self.shared, &mut open, run)
                         .and_then(|outcome| self.commit(open).map(|_| outcome));
                     match result {
@@ -658,6 +761,7 @@ struct Run<'r> {
     params: &'r [Value],
     plan: &'r mut Option<CachedPlan>,
     interrupt: &'r AtomicBool,
+    settings: &'r Settings,
     text: Cacheable<'r>,
     /// Inside BEGIN ... COMMIT (a cached result must then join the read set).
     explicit: bool,
@@ -671,8 +775,9 @@ fn cache_text(statement: &ast::Statement) -> Option<String> {
     }
     let text = statement.to_string();
     let lower = text.to_ascii_lowercase();
-    const VOLATILE: [&str; 13] = [
+    const VOLATILE: [&str; 14] = [
         "random",
+        "version(",
         "'now'",
         "current_",
         "changes(",
@@ -690,7 +795,7 @@ fn cache_text(statement: &ast::Statement) -> Option<String> {
 }
 
 fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>) -> Result<Outcome> {
-    let Run { statement, params, plan, interrupt, text, explicit } = run;
+    let Run { statement, params, plan, interrupt, settings, text, explicit } = run;
     // The result cache serves queries of transactions that have written nothing (their own
     // writes would not be in a cached result).
     let owned_text;
@@ -723,7 +828,10 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
         _ => None,
     };
     let catalog = open.catalog.clone();
-    let mut exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit).with_interrupt(interrupt);
+    let mut exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit)
+        .with_interrupt(interrupt)
+        .with_settings(settings)
+        .with_rowids(&shared.rowids);
     if cache.is_some() {
         exec.record_reads();
     }
@@ -841,7 +949,7 @@ fn run_statement(
                 plan.explain()
             };
             let rows = text.lines().map(|line| vec![Value::Text(line.to_string())]).collect();
-            Ok(Outcome::Rows { columns: vec!["QUERY PLAN".into()], rows })
+            Ok(Outcome::Rows { columns: vec![EXPLAIN_COLUMN.into()], rows })
         }
         ast::Statement::CreateTable(create) => {
             let mut changed = (**catalog).clone();
@@ -934,11 +1042,21 @@ fn run_statement(
                 return Err(Error::undefined_table(&table_name));
             };
             let mut table = (*table).clone();
+            let mut built = Vec::new();
             for operation in operations {
-                alter_table(&mut changed, &mut table, operation)?;
+                match operation {
+                    ast::AlterTableOperation::AddConstraint { constraint, .. } => {
+                        built.push(add_key_constraint(&mut changed, &mut table, constraint)?)
+                    }
+                    operation => alter_table(&mut changed, &mut table, operation)?,
+                }
             }
             changed.tables.remove(&table_name);
-            changed.tables.insert(table.name.to_ascii_lowercase(), Arc::new(table));
+            let table = Arc::new(table);
+            changed.tables.insert(table.name.to_ascii_lowercase(), table.clone());
+            for (index, not_null) in built {
+                dml::build_key_index(&changed, exec, &table, &index, not_null)?;
+            }
             *new_catalog = Some(changed);
             Ok(Outcome::Done("ALTER TABLE"))
         }
@@ -1211,6 +1329,61 @@ fn edit_stored_sql(sql: &str, object: &str, edit: impl FnOnce(&mut ast::Statemen
         return Ok(statement.to_string());
     }
     Err(Error::corrupt(format!("stored definition of {object}")))
+}
+
+/// ALTER TABLE ADD PRIMARY KEY / ADD UNIQUE: a constraint index over the existing rows (the
+/// rows keep their keys; the index enforces uniqueness, and NOT NULL for a primary key), and
+/// the constraint in the stored CREATE TABLE text. Returns the index to build and whether its
+/// columns must hold no NULL.
+fn add_key_constraint(
+    catalog: &mut Catalog,
+    table: &mut TableDef,
+    constraint: &ast::TableConstraint,
+) -> Result<(Arc<IndexDef>, bool)> {
+    let (columns, primary, name) = match constraint {
+        ast::TableConstraint::PrimaryKey { columns, name, .. } => (columns, true, name),
+        ast::TableConstraint::Unique { columns, name, .. } => (columns, false, name),
+        other => return Err(Error::unsupported(format!("ALTER TABLE ADD {other}"))),
+    };
+    let has_primary_key = !table.primary_key.is_empty()
+        || catalog
+            .table_indexes(&table.name)
+            .iter()
+            .any(|index| index.name == format!("{}_pkey", table.name).to_ascii_lowercase());
+    if primary && has_primary_key {
+        return Err(Error::new("42P16", format!("multiple primary keys for table {} are not allowed", table.name)));
+    }
+    let columns = index_columns(table, columns)?;
+    let suffix = if primary {
+        "pkey".to_string()
+    } else {
+        format!("{}_key", columns.iter().map(|&c| table.columns[c].name.as_str()).collect::<Vec<_>>().join("_"))
+    };
+    let index_name = match name {
+        Some(name) => name.value.to_ascii_lowercase(),
+        None => format!("{}_{suffix}", table.name).to_ascii_lowercase(),
+    };
+    if catalog.name_in_use(&index_name) {
+        return Err(Error::duplicate_object(format!("relation {index_name} already exists")));
+    }
+    if primary {
+        for &column in &columns {
+            table.columns[column].not_null = true;
+        }
+    }
+    edit_table_sql(table, |create| create.constraints.push(constraint.clone()))?;
+    let id = catalog.allocate_id();
+    let index = Arc::new(IndexDef {
+        id,
+        name: index_name.clone(),
+        table: table.name.to_ascii_lowercase(),
+        columns,
+        unique: true,
+        constraint: true,
+        sql: String::new(),
+    });
+    catalog.indexes.insert(index_name, index.clone());
+    Ok((index, primary))
 }
 
 fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::AlterTableOperation) -> Result<()> {

@@ -310,6 +310,23 @@ impl Certifier {
         }
     }
 
+    /// Whether no closed batch after `read_batch` wrote a key of `reads` (sealed) or into a
+    /// range of it, as far as the certifier can still tell (false once those batches are
+    /// forgotten).
+    pub fn reads_unchanged_since(&self, reads: &ReadSet, read_batch: u64) -> bool {
+        if read_batch < self.expired_below {
+            return false;
+        }
+        if reads.keys().iter().any(|key| self.written_after(key, read_batch)) {
+            return false;
+        }
+        reads
+            .ranges()
+            .iter()
+            .filter(|range| !range.is_empty())
+            .all(|range| !self.recent.range::<[u8], _>(range.as_slices()).any(|(_, &batch)| batch > read_batch))
+    }
+
     /// Whether a closed batch after `read_batch` wrote `key`.
     fn written_after(&self, key: &[u8], read_batch: u64) -> bool {
         self.recent.get(key).is_some_and(|&batch| batch > read_batch)

@@ -322,6 +322,17 @@ impl Shared {
         TxnSnapshot { shared: self.clone(), read_batch, lsm }
     }
 
+    /// Whether nothing in `reads` was written after batch `read_batch` (see
+    /// [`Certifier::reads_unchanged_since`]).
+    pub(crate) fn reads_unchanged_since(&self, reads: &crate::sets::ReadSet, read_batch: u64) -> bool {
+        self.state.lock().certifier.reads_unchanged_since(reads, read_batch)
+    }
+
+    /// The last batch new snapshots see.
+    pub(crate) fn applied_batch(&self) -> u64 {
+        self.applied.load(Ordering::Acquire)
+    }
+
     pub(crate) fn count_read_only_commit(&self) {
         self.read_only_commits.fetch_add(1, Ordering::Relaxed);
     }

@@ -71,6 +71,35 @@ impl Transaction {
         self.ensure_snapshot();
     }
 
+    /// Moves a serializable transaction's snapshot forward to the newest committed batch when
+    /// nothing it has read so far was written since its snapshot: what it read is then
+    /// exactly what it would read at the new snapshot, so it may as well have started there,
+    /// and what it reads from now on is newer (OCC validates every read at commit either way,
+    /// so serializability is unchanged). Called between the statements of a long SQL
+    /// transaction, it shrinks the window in which another commit makes it fail from the
+    /// whole transaction to the time since its last statement began. Returns whether it
+    /// moved. A snapshot-isolation transaction keeps its snapshot (it has no read set to
+    /// check).
+    pub fn refresh_snapshot(&mut self) -> bool {
+        if self.isolation != Isolation::Serializable {
+            return false;
+        }
+        let Some(old) = &self.snapshot else { return false };
+        if self.shared.applied_batch() <= old.read_batch {
+            return false;
+        }
+        let new = self.shared.snapshot();
+        if new.read_batch <= old.read_batch {
+            return false;
+        }
+        self.reads.seal();
+        if !self.shared.reads_unchanged_since(&self.reads, old.read_batch) {
+            return false;
+        }
+        self.snapshot = Some(new);
+        true
+    }
+
     /// Records a read of `key` without reading it, for a caller that knows the key's value at
     /// this transaction's snapshot from a cache it keeps coherent with commits (the SQL
     /// layer's catalog). The certifier then treats the transaction as if it had read the key.

@@ -1,0 +1,1153 @@
+//! One connection's engine-side state and everything it does with the engine: simple and
+//! extended queries, COPY, the server's own commands, and PostgreSQL's transaction states.
+//! Methods run on a blocking thread (the connection task hands the backend over for each
+//! request) and append backend messages to an [`Out`].
+
+use crate::compat::{self, Command};
+use crate::copy::{self, CopySpec, Format, RowReader, Source};
+use crate::protocol::{Out, ProtocolError, Reader};
+use crate::server::{Priority, Shared};
+use crate::types;
+use parking_lot::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tern_sql::{Error, Outcome, Session, Value};
+
+/// What the connection does after a request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Go on reading messages.
+    Continue,
+    /// COPY FROM STDIN started: read CopyData until CopyDone or CopyFail.
+    CopyIn,
+}
+
+enum Kind {
+    /// An empty query string.
+    Empty,
+    Sql(Mutex<tern_sql::Statement>),
+    Command(Command),
+}
+
+/// A parsed statement (named, or the unnamed one).
+struct Prepared {
+    kind: Kind,
+    /// Parameter types: the client's, or inferred.
+    param_oids: Vec<u32>,
+    /// Result columns (name, type OID); `None` when only running the statement tells.
+    columns: Option<Vec<(String, u32)>>,
+}
+
+/// A bound statement and, once executed, its remaining rows.
+struct Portal {
+    prepared: Arc<Prepared>,
+    params: Vec<Value>,
+    result_formats: Vec<i16>,
+    result: Option<PortalResult>,
+}
+
+struct PortalResult {
+    columns: Vec<(String, u32)>,
+    rows: VecDeque<Vec<Value>>,
+    tag: String,
+}
+
+/// COPY FROM STDIN in progress.
+struct CopyIn {
+    reader: RowReader,
+    table: String,
+    oids: Vec<u32>,
+    insert: tern_sql::Statement,
+    /// The COPY began its own transaction (none was open).
+    wrapped: bool,
+    rows: u64,
+    error: Option<Error>,
+    /// Started by Execute (extended protocol): no ReadyForQuery at its end.
+    extended: bool,
+}
+
+pub struct Backend {
+    session: Session,
+    shared: Arc<Shared>,
+    statements: HashMap<String, Arc<Prepared>>,
+    portals: HashMap<String, Portal>,
+    /// In a transaction block that failed: only ROLLBACK (or COMMIT, which rolls back) runs.
+    failed: bool,
+    /// After an error in the extended protocol, messages are skipped until Sync.
+    skip_until_sync: bool,
+    copy: Option<CopyIn>,
+    /// The statements of a simple query still to run after its COPY.
+    remaining: Vec<(usize, String)>,
+    /// The full text of the simple query being run (for error positions).
+    query_text: String,
+    /// Set by the connection when the statement timeout fired.
+    pub timed_out: Arc<AtomicBool>,
+    /// ParameterStatus messages owed after SET.
+    reported: Vec<(String, String)>,
+}
+
+/// Parameters reported to the client when they change (PostgreSQL's GUC_REPORT), with the
+/// spelling PostgreSQL uses.
+const REPORTED: [(&str, &str); 8] = [
+    ("application_name", "application_name"),
+    ("client_encoding", "client_encoding"),
+    ("datestyle", "DateStyle"),
+    ("timezone", "TimeZone"),
+    ("intervalstyle", "IntervalStyle"),
+    ("standard_conforming_strings", "standard_conforming_strings"),
+    ("is_superuser", "is_superuser"),
+    ("session_authorization", "session_authorization"),
+];
+
+/// Settings a client may SET besides names with a dot (custom ones), with their defaults.
+fn defaults(user: &str, database: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("server_version", crate::SERVER_VERSION.into()),
+        ("server_version_num", crate::SERVER_VERSION_NUM.into()),
+        ("server_encoding", "UTF8".into()),
+        ("client_encoding", "UTF8".into()),
+        ("datestyle", "ISO, MDY".into()),
+        ("timezone", "UTC".into()),
+        ("intervalstyle", "postgres".into()),
+        ("integer_datetimes", "on".into()),
+        ("standard_conforming_strings", "on".into()),
+        ("is_superuser", "on".into()),
+        ("session_authorization", user.into()),
+        ("application_name", String::new()),
+        ("search_path", "\"$user\", public".into()),
+        ("transaction_isolation", "serializable".into()),
+        ("default_transaction_isolation", "serializable".into()),
+        ("transaction_read_only", "off".into()),
+        ("default_transaction_read_only", "off".into()),
+        ("statement_timeout", "0".into()),
+        ("idle_in_transaction_session_timeout", "0".into()),
+        ("lock_timeout", "0".into()),
+        ("extra_float_digits", "1".into()),
+        ("client_min_messages", "notice".into()),
+        ("bytea_output", "hex".into()),
+        ("synchronous_commit", "on".into()),
+        ("max_identifier_length", "63".into()),
+        ("lc_messages", "C".into()),
+        ("lc_monetary", "C".into()),
+        ("lc_numeric", "C".into()),
+        ("lc_time", "C".into()),
+        ("work_mem", "4MB".into()),
+        ("jit", "off".into()),
+        ("row_security", "on".into()),
+        ("tern.priority", "latency".into()),
+        ("tern.version", format!("PostgreSQL {} (Tern {})", crate::SERVER_VERSION, env!("CARGO_PKG_VERSION"))),
+        ("tern.database", database.into()),
+        ("tern.schema", "public".into()),
+        ("tern.user", user.into()),
+    ]
+}
+
+/// Parses a duration setting: milliseconds, or a number with a unit (ms, s, min, h, d).
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let millis = match unit.trim() {
+        "" | "ms" => number,
+        "s" => number * 1e3,
+        "min" => number * 60e3,
+        "h" => number * 3600e3,
+        "d" => number * 86_400e3,
+        "us" => number / 1e3,
+        _ => return None,
+    };
+    (millis.is_finite() && millis >= 0.0).then(|| Duration::from_micros((millis * 1e3) as u64))
+}
+
+impl Backend {
+    pub fn new(
+        shared: Arc<Shared>,
+        user: &str,
+        database: &str,
+        startup: &[(String, String)],
+    ) -> Result<Backend, Error> {
+        let session = shared.db.engine().session();
+        {
+            let settings = session.settings();
+            let mut settings = settings.write();
+            for (name, value) in defaults(user, database) {
+                settings.insert(name.to_string(), value);
+            }
+        }
+        let mut backend = Backend {
+            session,
+            shared,
+            statements: HashMap::new(),
+            portals: HashMap::new(),
+            failed: false,
+            skip_until_sync: false,
+            copy: None,
+            remaining: Vec::new(),
+            query_text: String::new(),
+            timed_out: Arc::new(AtomicBool::new(false)),
+            reported: Vec::new(),
+        };
+        for (name, value) in startup {
+            if matches!(name.as_str(), "user" | "database" | "replication") {
+                continue;
+            }
+            if name == "options" {
+                // -c name=value pairs (libpq's PGOPTIONS).
+                for pair in value.split_whitespace().filter(|word| *word != "-c") {
+                    let pair = pair.trim_start_matches("--").trim_start_matches("-c");
+                    if let Some((name, value)) = pair.split_once('=') {
+                        backend.set(&name.replace('-', "_"), Some(value.to_string()))?;
+                    }
+                }
+                continue;
+            }
+            backend.set(name, Some(value.clone()))?;
+        }
+        backend.reported.clear();
+        Ok(backend)
+    }
+
+    pub fn interrupt_handle(&self) -> tern_sql::InterruptHandle {
+        self.session.interrupt_handle()
+    }
+
+    /// The parameters a new connection is told of.
+    pub fn startup_parameters(&self) -> Vec<(String, String)> {
+        let settings = self.session.settings();
+        let settings = settings.read();
+        let mut parameters: Vec<(String, String)> = REPORTED
+            .iter()
+            .map(|(name, spelled)| (spelled.to_string(), settings.get(*name).cloned().unwrap_or_default()))
+            .collect();
+        for name in ["server_version", "server_encoding", "integer_datetimes"] {
+            parameters.push((name.to_string(), settings.get(name).cloned().unwrap_or_default()));
+        }
+        parameters
+    }
+
+    pub fn setting(&self, name: &str) -> Option<String> {
+        self.session.settings().read().get(name).cloned()
+    }
+
+    /// The statement timeout in force (`None`: none).
+    pub fn statement_timeout(&self) -> Option<Duration> {
+        self.setting("statement_timeout")
+            .and_then(|text| parse_duration(&text))
+            .filter(|timeout| !timeout.is_zero())
+            .or(self.shared.config.statement_timeout)
+    }
+
+    pub fn idle_in_transaction_timeout(&self) -> Option<Duration> {
+        self.setting("idle_in_transaction_session_timeout")
+            .and_then(|text| parse_duration(&text))
+            .filter(|timeout| !timeout.is_zero())
+            .or(self.shared.config.idle_in_transaction_timeout)
+    }
+
+    pub fn priority(&self) -> Priority {
+        match self.setting("tern.priority").as_deref() {
+            Some("best_effort") => Priority::BestEffort,
+            _ => Priority::Latency,
+        }
+    }
+
+    /// ReadyForQuery's status byte.
+    pub fn status(&self) -> u8 {
+        if self.failed {
+            b'E'
+        } else if self.session.in_transaction() {
+            b'T'
+        } else {
+            b'I'
+        }
+    }
+
+    pub fn in_copy(&self) -> bool {
+        self.copy.is_some()
+    }
+
+    // ---- simple query ----------------------------------------------------------------------
+
+    pub fn simple_query(&mut self, sql: &str, out: &mut Out) -> Flow {
+        self.query_text = sql.to_string();
+        let pieces: Vec<(usize, String)> =
+            compat::split(sql).into_iter().map(|piece| (piece.start, piece.text.to_string())).collect();
+        if pieces.is_empty() {
+            out.empty_query();
+            out.ready(self.status());
+            return Flow::Continue;
+        }
+        self.remaining = pieces;
+        self.run_remaining(out)
+    }
+
+    /// Runs the simple query's statements until one fails, a COPY FROM waits for data, or
+    /// all have run.
+    fn run_remaining(&mut self, out: &mut Out) -> Flow {
+        while !self.remaining.is_empty() {
+            let (start, text) = self.remaining.remove(0);
+            match self.run_simple(&text, out) {
+                Ok(Flow::CopyIn) => return Flow::CopyIn,
+                Ok(Flow::Continue) => {}
+                Err(error) => {
+                    self.error(out, &error, Some((start, &text)));
+                    self.remaining.clear();
+                }
+            }
+        }
+        self.flush_reported(out);
+        out.ready(self.status());
+        Flow::Continue
+    }
+
+    fn run_simple(&mut self, text: &str, out: &mut Out) -> Result<Flow, Error> {
+        if let Some(command) = compat::classify(text) {
+            return self.command(&command, &[], &[], out, false);
+        }
+        self.refuse_if_failed()?;
+        let mut statement = self.session.prepare(text)?;
+        let description = self.session.describe(&statement).ok().flatten();
+        let outcome = self.run_statement(&mut statement, &[])?;
+        self.send_outcome(text, outcome, declared_types(description), &[], out)?;
+        Ok(Flow::Continue)
+    }
+
+    /// Runs a statement through the scheduler, with metrics, and notes a failed transaction.
+    fn run_statement(&mut self, statement: &mut tern_sql::Statement, params: &[Value]) -> Result<Outcome, Error> {
+        let was_in_transaction = self.session.in_transaction();
+        let started = Instant::now();
+        let result = self.session.execute_prepared(statement, params);
+        let in_transaction = self.session.in_transaction();
+        self.shared.metrics.statement(started.elapsed(), result.as_ref().err(), !was_in_transaction && !in_transaction);
+        result.map_err(|error| {
+            if in_transaction {
+                self.failed = true;
+            }
+            self.explain(error)
+        })
+    }
+
+    /// Gives interrupts their PostgreSQL wording.
+    fn explain(&self, mut error: Error) -> Error {
+        if error.sqlstate == "57014" {
+            error.message = if self.timed_out.swap(false, Ordering::Relaxed) {
+                "canceling statement due to statement timeout".into()
+            } else {
+                "canceling statement due to user request".into()
+            };
+        }
+        error
+    }
+
+    fn refuse_if_failed(&self) -> Result<(), Error> {
+        if self.failed {
+            return Err(Error::new(
+                "25P02",
+                "current transaction is aborted, commands ignored until end of transaction block",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sends a statement's outcome: rows (with a RowDescription unless `described` is set
+    /// to skip it: extended protocol) and the command tag.
+    fn send_outcome(
+        &mut self,
+        text: &str,
+        outcome: Outcome,
+        declared: Option<Vec<Option<u32>>>,
+        formats: &[i16],
+        out: &mut Out,
+    ) -> Result<(), Error> {
+        let tag = command_tag(text, &outcome);
+        if let Outcome::Rows { columns, rows } = outcome {
+            let columns = column_types(columns, declared, &rows);
+            out.row_description(&describe_columns(&columns, formats));
+            for row in &rows {
+                send_row(out, row, &columns, formats)?;
+            }
+        }
+        out.command_complete(&tag);
+        Ok(())
+    }
+
+    // ---- the server's own commands ---------------------------------------------------------
+
+    fn command(
+        &mut self,
+        command: &Command,
+        _params: &[Value],
+        formats: &[i16],
+        out: &mut Out,
+        extended: bool,
+    ) -> Result<Flow, Error> {
+        match command {
+            Command::Commit | Command::Rollback if self.failed => {
+                self.failed = false;
+                self.session.execute("ROLLBACK", &[]).ok();
+                self.shared.metrics.rolled_back();
+                out.command_complete("ROLLBACK");
+                return Ok(Flow::Continue);
+            }
+            _ => self.refuse_if_failed()?,
+        }
+        match command {
+            Command::Begin => {
+                if self.session.in_transaction() {
+                    out.notice("25001", "there is already a transaction in progress");
+                } else {
+                    self.session.execute("BEGIN", &[])?;
+                }
+                out.command_complete("BEGIN");
+            }
+            Command::Commit => {
+                if !self.session.in_transaction() {
+                    out.notice("25P01", "there is no transaction in progress");
+                } else {
+                    let started = Instant::now();
+                    let result = self.session.execute("COMMIT", &[]);
+                    self.shared.metrics.committed(started.elapsed(), result.as_ref().err());
+                    result.map_err(|error| self.explain(error))?;
+                }
+                out.command_complete("COMMIT");
+            }
+            Command::Rollback => {
+                if !self.session.in_transaction() {
+                    out.notice("25P01", "there is no transaction in progress");
+                } else {
+                    self.session.execute("ROLLBACK", &[])?;
+                    self.shared.metrics.rolled_back();
+                }
+                out.command_complete("ROLLBACK");
+            }
+            Command::Set { name, value } => {
+                self.set(name, value.clone())?;
+                self.flush_reported(out);
+                out.command_complete("SET");
+            }
+            Command::Reset(name) => {
+                match name {
+                    Some(name) => self.set(name, None)?,
+                    None => self.reset_all(),
+                }
+                self.flush_reported(out);
+                out.command_complete("RESET");
+            }
+            Command::Show(name) => {
+                let name = name.to_ascii_lowercase();
+                let value = self
+                    .setting(&name)
+                    .ok_or_else(|| Error::new("42704", format!("unrecognized configuration parameter \"{name}\"")))?;
+                let columns = vec![(name.clone(), types::TEXT)];
+                if !extended {
+                    out.row_description(&describe_columns(&columns, formats));
+                }
+                send_row(out, &[Value::Text(value)], &columns, formats)?;
+                out.command_complete("SHOW");
+            }
+            Command::NoOp(tag) => out.command_complete(tag),
+            Command::Discard => {
+                if self.session.in_transaction() {
+                    return Err(Error::new("25001", "DISCARD ALL cannot run inside a transaction block"));
+                }
+                self.reset_all();
+                self.statements.clear();
+                self.portals.clear();
+                self.flush_reported(out);
+                out.command_complete("DISCARD ALL");
+            }
+            Command::Deallocate(name) => {
+                match name {
+                    None => self.statements.clear(),
+                    Some(name) => {
+                        self.statements.remove(name).ok_or_else(|| {
+                            Error::new("26000", format!("prepared statement \"{name}\" does not exist"))
+                        })?;
+                    }
+                }
+                out.command_complete(if name.is_some() { "DEALLOCATE" } else { "DEALLOCATE ALL" });
+            }
+            Command::Copy(spec) => return self.copy(spec, out, extended),
+            Command::CreateUser { name, password } => {
+                crate::server::write_role(&self.shared, name, password.as_deref(), RoleChange::Create)?;
+                out.command_complete("CREATE ROLE");
+            }
+            Command::AlterUser { name, password } => {
+                crate::server::write_role(&self.shared, name, password.as_deref(), RoleChange::Alter)?;
+                out.command_complete("ALTER ROLE");
+            }
+            Command::DropUser { names, if_exists } => {
+                for name in names {
+                    match crate::server::write_role(&self.shared, name, None, RoleChange::Drop) {
+                        Err(error) if *if_exists && error.sqlstate == "42704" => {
+                            out.notice("00000", &format!("role \"{name}\" does not exist, skipping"))
+                        }
+                        other => other?,
+                    }
+                }
+                out.command_complete("DROP ROLE");
+            }
+            Command::Unsupported(what) => {
+                return Err(Error::new("0A000", format!("{what} is not supported by Tern")));
+            }
+            Command::Invalid(message) => return Err(Error::syntax(message.clone())),
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// SET name = value (`None`: back to the default).
+    fn set(&mut self, name: &str, value: Option<String>) -> Result<(), Error> {
+        let name = name.to_ascii_lowercase();
+        let invalid = |value: &str| Error::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""));
+        let settings = self.session.settings();
+        let known = settings.read().contains_key(&name);
+        if !known && !name.contains('.') {
+            return Err(Error::new("42704", format!("unrecognized configuration parameter \"{name}\"")));
+        }
+        if matches!(
+            name.as_str(),
+            "server_version"
+                | "server_version_num"
+                | "server_encoding"
+                | "integer_datetimes"
+                | "max_identifier_length"
+                | "is_superuser"
+                | "lc_messages"
+                | "tern.version"
+        ) {
+            return Err(Error::new("55P02", format!("parameter \"{name}\" cannot be changed")));
+        }
+        let value = match value {
+            None => defaults("", "")
+                .into_iter()
+                .find(|(default, _)| *default == name)
+                .map(|(_, value)| value)
+                .unwrap_or_default(),
+            Some(value) => value,
+        };
+        let value = match name.as_str() {
+            "client_encoding" => {
+                let normalized = value.to_ascii_uppercase().replace(['-', '_'], "");
+                if !matches!(normalized.as_str(), "UTF8" | "UNICODE") {
+                    return Err(Error::new(
+                        "22023",
+                        format!("client encoding \"{value}\" is not supported: Tern speaks UTF8 only"),
+                    ));
+                }
+                "UTF8".to_string()
+            }
+            "standard_conforming_strings" => {
+                if !matches!(value.to_ascii_lowercase().as_str(), "on" | "true" | "1") {
+                    return Err(Error::new("0A000", "standard_conforming_strings is always on in Tern"));
+                }
+                "on".to_string()
+            }
+            "bytea_output" if !value.eq_ignore_ascii_case("hex") => return Err(invalid(&value)),
+            "statement_timeout" | "idle_in_transaction_session_timeout" | "lock_timeout" => {
+                parse_duration(&value).ok_or_else(|| invalid(&value))?;
+                value
+            }
+            "tern.priority" => match value.to_ascii_lowercase().replace('-', "_").as_str() {
+                "latency" | "latency_sensitive" | "default" => "latency".to_string(),
+                "best_effort" | "analytics" => "best_effort".to_string(),
+                _ => return Err(invalid(&value)),
+            },
+            "transaction_isolation" | "default_transaction_isolation" => match value.to_ascii_lowercase().as_str() {
+                "serializable" | "repeatable read" | "read committed" | "read uncommitted" => {
+                    value.to_ascii_lowercase()
+                }
+                _ => return Err(invalid(&value)),
+            },
+            _ => value,
+        };
+        settings.write().insert(name.clone(), value.clone());
+        if let Some((_, spelled)) = REPORTED.iter().find(|(reported, _)| *reported == name) {
+            self.reported.push((spelled.to_string(), value));
+        }
+        Ok(())
+    }
+
+    fn reset_all(&mut self) {
+        let names: Vec<String> = self.session.settings().read().keys().cloned().collect();
+        for name in names {
+            // Read-only and session-identity settings stay as they are.
+            let _ = self.set(&name, None);
+        }
+    }
+
+    fn flush_reported(&mut self, out: &mut Out) {
+        for (name, value) in self.reported.drain(..) {
+            out.parameter_status(&name, &value);
+        }
+    }
+
+    // ---- COPY ------------------------------------------------------------------------------
+
+    fn copy(&mut self, spec: &CopySpec, out: &mut Out, extended: bool) -> Result<Flow, Error> {
+        let catalog = self.session.catalog();
+        if !spec.from {
+            let query = match &spec.source {
+                Source::Query(query) => query.clone(),
+                Source::Table { name, columns } => {
+                    let list = if columns.is_empty() {
+                        "*".to_string()
+                    } else {
+                        columns.iter().map(|column| tern::quote_identifier(column)).collect::<Vec<_>>().join(", ")
+                    };
+                    format!("SELECT {list} FROM {}", tern::quote_identifier(name))
+                }
+            };
+            let mut statement = self.session.prepare(&query)?;
+            let description = self.session.describe(&statement).ok().flatten();
+            let outcome = self.run_statement(&mut statement, &[])?;
+            let Outcome::Rows { columns, rows } = outcome else {
+                return Err(Error::new("42601", "COPY (query) TO needs a query that returns rows"));
+            };
+            let columns = column_types(columns, declared_types(description), &rows);
+            out.copy_response(b'H', columns.len());
+            let mut data = Vec::new();
+            if spec.header && spec.format == Format::Csv {
+                let names: Vec<Option<String>> = columns.iter().map(|(name, _)| Some(name.clone())).collect();
+                copy::write_row(spec, &names, &mut data);
+                out.copy_data(&data);
+            }
+            for row in &rows {
+                data.clear();
+                let fields: Vec<Option<String>> = row
+                    .iter()
+                    .zip(&columns)
+                    .map(|(value, (_, oid))| {
+                        types::encode_text(value, *oid).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                    })
+                    .collect();
+                copy::write_row(spec, &fields, &mut data);
+                out.copy_data(&data);
+            }
+            out.copy_done();
+            out.command_complete(&format!("COPY {}", rows.len()));
+            return Ok(Flow::Continue);
+        }
+        let Source::Table { name, columns } = &spec.source else {
+            return Err(Error::new("0A000", "COPY (query) FROM is not possible"));
+        };
+        let table = catalog.table(&name.to_ascii_lowercase()).cloned().ok_or_else(|| Error::undefined_table(name))?;
+        let positions: Vec<usize> = if columns.is_empty() {
+            (0..table.columns.len()).collect()
+        } else {
+            columns
+                .iter()
+                .map(|column| table.column_index(column).ok_or_else(|| Error::undefined_column(column)))
+                .collect::<Result<_, _>>()?
+        };
+        let names: Vec<String> =
+            positions.iter().map(|&position| tern::quote_identifier(&table.columns[position].name)).collect();
+        let placeholders: Vec<String> = (1..=positions.len()).map(|number| format!("?{number}")).collect();
+        let insert = self.session.prepare(&format!(
+            "INSERT INTO {} ({}) VALUES ({})",
+            tern::quote_identifier(&table.name),
+            names.join(", "),
+            placeholders.join(", ")
+        ))?;
+        let oids =
+            positions.iter().map(|&position| types::declared_oid(&table.columns[position].declared_type)).collect();
+        let wrapped = !self.session.in_transaction();
+        if wrapped {
+            self.session.execute("BEGIN", &[])?;
+        }
+        self.copy = Some(CopyIn {
+            reader: RowReader::new(spec),
+            table: table.name.clone(),
+            oids,
+            insert,
+            wrapped,
+            rows: 0,
+            error: None,
+            extended,
+        });
+        out.copy_response(b'G', positions.len());
+        Ok(Flow::CopyIn)
+    }
+
+    /// A CopyData message's rows are inserted as they come.
+    pub fn copy_data(&mut self, data: &[u8]) {
+        let Some(mut copy) = self.copy.take() else { return };
+        if copy.error.is_none() {
+            let result = copy.reader.feed(data).map_err(|message| Error::new("22P04", message));
+            if let Err(error) = result.and_then(|rows| self.insert_rows(&mut copy, rows)) {
+                copy.error = Some(error);
+            }
+        }
+        self.copy = Some(copy);
+    }
+
+    fn insert_rows(&mut self, copy: &mut CopyIn, rows: Vec<copy::Fields>) -> Result<(), Error> {
+        for fields in rows {
+            let line = copy.reader.line;
+            let context = |error: Error| {
+                Error::new(error.sqlstate, format!("{} (COPY {}, line {line})", error.message, copy.table))
+            };
+            if fields.len() != copy.oids.len() {
+                return Err(context(Error::new(
+                    "22P04",
+                    if fields.len() > copy.oids.len() {
+                        "extra data after last expected column".to_string()
+                    } else {
+                        format!("missing data for column {}", fields.len() + 1)
+                    },
+                )));
+            }
+            let mut values = Vec::with_capacity(fields.len());
+            for (field, oid) in fields.iter().zip(&copy.oids) {
+                values.push(match field {
+                    None => Value::Null,
+                    Some(text) => types::decode_text(text.as_bytes(), *oid).map_err(context)?,
+                });
+            }
+            self.session.execute_prepared(&mut copy.insert, &values).map_err(|error| context(self.explain(error)))?;
+            copy.rows += 1;
+        }
+        Ok(())
+    }
+
+    /// CopyDone (`failure` None) or CopyFail: ends the COPY, then goes on with the simple
+    /// query's other statements.
+    pub fn copy_end(&mut self, failure: Option<String>, out: &mut Out) -> Flow {
+        let Some(mut copy) = self.copy.take() else { return Flow::Continue };
+        if copy.error.is_none() {
+            copy.error = match failure {
+                Some(message) => Some(Error::new("57014", format!("COPY from stdin failed: {message}"))),
+                None => match copy.reader.finish() {
+                    Ok(rows) => self.insert_rows(&mut copy, rows).err(),
+                    Err(message) => Some(Error::new("22P04", message)),
+                },
+            };
+        }
+        let result = match copy.error.take() {
+            Some(error) => {
+                if copy.wrapped {
+                    self.session.execute("ROLLBACK", &[]).ok();
+                } else {
+                    self.failed = true;
+                }
+                Err(error)
+            }
+            None if copy.wrapped => {
+                let started = Instant::now();
+                let result = self.session.execute("COMMIT", &[]);
+                self.shared.metrics.committed(started.elapsed(), result.as_ref().err());
+                result.map(drop)
+            }
+            None => Ok(()),
+        };
+        match result {
+            Ok(()) => out.command_complete(&format!("COPY {}", copy.rows)),
+            Err(error) => {
+                self.error(out, &error, None);
+                self.remaining.clear();
+                if copy.extended {
+                    self.skip_until_sync = true;
+                }
+            }
+        }
+        if copy.extended { Flow::Continue } else { self.run_remaining(out) }
+    }
+
+    // ---- extended query --------------------------------------------------------------------
+
+    /// Parse, Bind, Describe, Execute, Close and Sync. After an error, messages up to the
+    /// next Sync are skipped.
+    pub fn extended(&mut self, tag: u8, body: &[u8], out: &mut Out) -> Result<Flow, ProtocolError> {
+        if tag == b'S' {
+            self.skip_until_sync = false;
+            self.flush_reported(out);
+            out.ready(self.status());
+            return Ok(Flow::Continue);
+        }
+        if self.skip_until_sync {
+            return Ok(Flow::Continue);
+        }
+        let mut reader = Reader::new(body);
+        let result = match tag {
+            b'P' => self.parse(&mut reader, out),
+            b'B' => self.bind(&mut reader, out),
+            b'D' => self.describe(&mut reader, out),
+            b'E' => self.execute(&mut reader, out),
+            b'C' => self.close(&mut reader, out),
+            _ => return Err(ProtocolError::invalid(format!("unexpected message type {:?}", tag as char))),
+        };
+        match result {
+            Ok(flow) => Ok(flow),
+            Err(Failure::Protocol(error)) => Err(error),
+            Err(Failure::Sql(error)) => {
+                self.error(out, &error, None);
+                self.skip_until_sync = true;
+                Ok(Flow::Continue)
+            }
+        }
+    }
+
+    fn parse(&mut self, reader: &mut Reader<'_>, out: &mut Out) -> Result<Flow, Failure> {
+        let name = reader.cstr()?;
+        let query = reader.cstr()?;
+        let count = reader.count16()?;
+        let mut client_oids = Vec::with_capacity(count);
+        for _ in 0..count {
+            client_oids.push(reader.i32()? as u32);
+        }
+        if !name.is_empty() && self.statements.contains_key(&name) {
+            return Err(Error::new("42P05", format!("prepared statement \"{name}\" already exists")).into());
+        }
+        self.query_text = query.clone();
+        let pieces = compat::split(&query);
+        if pieces.len() > 1 {
+            return Err(Error::syntax("cannot insert multiple commands into a prepared statement").into());
+        }
+        let prepared = match pieces.first() {
+            None => Prepared { kind: Kind::Empty, param_oids: client_oids, columns: Some(Vec::new()) },
+            Some(piece) => match compat::classify(piece.text) {
+                Some(command) => {
+                    let columns = match &command {
+                        Command::Show(name) => Some(vec![(name.to_ascii_lowercase(), types::TEXT)]),
+                        _ => Some(Vec::new()),
+                    };
+                    Prepared { kind: Kind::Command(command), param_oids: client_oids, columns }
+                }
+                None => {
+                    let statement = self.session.prepare(piece.text)?;
+                    let description = self.session.describe(&statement).map_err(Failure::Sql)?;
+                    let (params, columns) = match description {
+                        Some(description) => (
+                            description.parameters,
+                            Some(
+                                description
+                                    .columns
+                                    .into_iter()
+                                    .map(|(name, kind)| (name, types::oid_of(&kind)))
+                                    .collect(),
+                            ),
+                        ),
+                        None => (Vec::new(), None),
+                    };
+                    let count = params.len().max(client_oids.len());
+                    let param_oids = (0..count)
+                        .map(|index| match client_oids.get(index) {
+                            Some(&oid) if oid != 0 => oid,
+                            _ => params.get(index).map_or(types::TEXT, types::oid_of),
+                        })
+                        .collect();
+                    Prepared { kind: Kind::Sql(Mutex::new(statement)), param_oids, columns }
+                }
+            },
+        };
+        self.statements.insert(name, Arc::new(prepared));
+        out.parse_complete();
+        Ok(Flow::Continue)
+    }
+
+    fn bind(&mut self, reader: &mut Reader<'_>, out: &mut Out) -> Result<Flow, Failure> {
+        let portal_name = reader.cstr()?;
+        let statement_name = reader.cstr()?;
+        let format_count = reader.count16()?;
+        let mut formats = Vec::with_capacity(format_count);
+        for _ in 0..format_count {
+            formats.push(reader.i16()?);
+        }
+        let value_count = reader.count16()?;
+        let mut raw = Vec::with_capacity(value_count);
+        for _ in 0..value_count {
+            raw.push(reader.value()?);
+        }
+        let result_count = reader.count16()?;
+        let mut result_formats = Vec::with_capacity(result_count);
+        for _ in 0..result_count {
+            result_formats.push(reader.i16()?);
+        }
+        let prepared =
+            self.statements.get(&statement_name).cloned().ok_or_else(|| {
+                Error::new("26000", format!("prepared statement \"{statement_name}\" does not exist"))
+            })?;
+        if !portal_name.is_empty() && self.portals.contains_key(&portal_name) {
+            return Err(Error::new("42P03", format!("portal \"{portal_name}\" already exists")).into());
+        }
+        if raw.len() != prepared.param_oids.len() && matches!(prepared.kind, Kind::Sql(_)) {
+            return Err(Failure::Protocol(ProtocolError::invalid(format!(
+                "bind message supplies {} parameters, but prepared statement \"{statement_name}\" requires {}",
+                raw.len(),
+                prepared.param_oids.len()
+            ))));
+        }
+        if !(formats.len() <= 1 || formats.len() == raw.len()) {
+            return Err(Failure::Protocol(ProtocolError::invalid(
+                "bind message has a wrong number of parameter formats",
+            )));
+        }
+        let mut params = Vec::with_capacity(raw.len());
+        for (index, value) in raw.iter().enumerate() {
+            let format = formats.get(if formats.len() == 1 { 0 } else { index }).copied().unwrap_or(0);
+            let oid = prepared.param_oids.get(index).copied().unwrap_or(types::TEXT);
+            params.push(match (value, format) {
+                (None, _) => Value::Null,
+                (Some(bytes), 0) => types::decode_text(bytes, oid)?,
+                (Some(bytes), 1) => types::decode_binary(bytes, oid)?,
+                (Some(_), other) => {
+                    return Err(Failure::Protocol(ProtocolError::invalid(format!("unsupported format code {other}"))));
+                }
+            });
+        }
+        self.portals.insert(portal_name, Portal { prepared, params, result_formats, result: None });
+        out.bind_complete();
+        Ok(Flow::Continue)
+    }
+
+    fn describe(&mut self, reader: &mut Reader<'_>, out: &mut Out) -> Result<Flow, Failure> {
+        let kind = reader.u8()?;
+        let name = reader.cstr()?;
+        match kind {
+            b'S' => {
+                let prepared = self
+                    .statements
+                    .get(&name)
+                    .ok_or_else(|| Error::new("26000", format!("prepared statement \"{name}\" does not exist")))?;
+                out.parameter_description(&prepared.param_oids);
+                match &prepared.columns {
+                    Some(columns) if !columns.is_empty() => out.row_description(&describe_columns(columns, &[])),
+                    _ => out.no_data(),
+                }
+            }
+            b'P' => {
+                let portal = self
+                    .portals
+                    .get(&name)
+                    .ok_or_else(|| Error::new("34000", format!("portal \"{name}\" does not exist")))?;
+                match &portal.prepared.columns {
+                    Some(columns) if !columns.is_empty() => {
+                        out.row_description(&describe_columns(columns, &portal.result_formats))
+                    }
+                    _ => out.no_data(),
+                }
+            }
+            other => return Err(Failure::Protocol(ProtocolError::invalid(format!("Describe of {:?}", other as char)))),
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn execute(&mut self, reader: &mut Reader<'_>, out: &mut Out) -> Result<Flow, Failure> {
+        let name = reader.cstr()?;
+        let max_rows = reader.i32()?;
+        let mut portal = self
+            .portals
+            .remove(&name)
+            .ok_or_else(|| Error::new("34000", format!("portal \"{name}\" does not exist")))?;
+        let result = self.execute_portal(&mut portal, max_rows, out);
+        // The unnamed portal, and any portal run to completion inside no transaction, ends
+        // here; a suspended one stays for the next Execute.
+        if portal.result.as_ref().is_some_and(|result| !result.rows.is_empty()) || !name.is_empty() {
+            self.portals.insert(name, portal);
+        }
+        result
+    }
+
+    fn execute_portal(&mut self, portal: &mut Portal, max_rows: i32, out: &mut Out) -> Result<Flow, Failure> {
+        if portal.result.is_none() {
+            let prepared = portal.prepared.clone();
+            match &prepared.kind {
+                Kind::Empty => {
+                    out.empty_query();
+                    return Ok(Flow::Continue);
+                }
+                Kind::Command(command) => {
+                    return Ok(self.command(command, &portal.params, &portal.result_formats, out, true)?);
+                }
+                Kind::Sql(statement) => {
+                    self.refuse_if_failed()?;
+                    let outcome = {
+                        let mut statement = statement.lock();
+                        self.run_statement(&mut statement, &portal.params)?
+                    };
+                    let text = match &prepared.kind {
+                        Kind::Sql(statement) => statement.lock().sql().to_string(),
+                        _ => String::new(),
+                    };
+                    let tag = command_tag(&text, &outcome);
+                    let (columns, rows) = match outcome {
+                        // Exactly the types Describe announced, when it could.
+                        Outcome::Rows { columns, rows } => match &prepared.columns {
+                            Some(described) if described.len() == columns.len() => (described.clone(), rows),
+                            _ => (column_types(columns, None, &rows), rows),
+                        },
+                        _ => (Vec::new(), Vec::new()),
+                    };
+                    portal.result = Some(PortalResult { columns, rows: rows.into(), tag });
+                }
+            }
+        }
+        let result = portal.result.as_mut().expect("the portal has run");
+        let limit = if max_rows <= 0 { usize::MAX } else { max_rows as usize };
+        let mut sent = 0;
+        while sent < limit
+            && let Some(row) = result.rows.pop_front()
+        {
+            send_row(out, &row, &result.columns, &portal.result_formats)?;
+            sent += 1;
+        }
+        if result.rows.is_empty() {
+            out.command_complete(&result.tag);
+            // Run to completion: the next Execute of this portal returns nothing more.
+            result.tag = result.tag.split(' ').next().map(|word| format!("{word} 0")).unwrap_or_default();
+        } else {
+            out.portal_suspended();
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn close(&mut self, reader: &mut Reader<'_>, out: &mut Out) -> Result<Flow, Failure> {
+        let kind = reader.u8()?;
+        let name = reader.cstr()?;
+        match kind {
+            b'S' => {
+                self.statements.remove(&name);
+            }
+            b'P' => {
+                self.portals.remove(&name);
+            }
+            other => return Err(Failure::Protocol(ProtocolError::invalid(format!("Close of {:?}", other as char)))),
+        }
+        out.close_complete();
+        Ok(Flow::Continue)
+    }
+
+    /// Sends an ErrorResponse; `piece` places the error's position in the query text.
+    fn error(&mut self, out: &mut Out, error: &Error, piece: Option<(usize, &str)>) {
+        let position = piece.and_then(|(start, text)| {
+            let (line, column) = error.position?;
+            Some(character_offset(&self.query_text, start, text, line, column))
+        });
+        out.error("ERROR", error.sqlstate, &error.message, position);
+    }
+}
+
+/// How a role changes (CREATE, ALTER or DROP USER).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoleChange {
+    Create,
+    Alter,
+    Drop,
+}
+
+/// Errors of an extended-protocol step: SQL errors are reported and the connection goes on;
+/// protocol errors end it.
+enum Failure {
+    Sql(Error),
+    Protocol(ProtocolError),
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Failure {
+        Failure::Sql(error)
+    }
+}
+
+impl From<ProtocolError> for Failure {
+    fn from(error: ProtocolError) -> Failure {
+        Failure::Protocol(error)
+    }
+}
+
+/// The 1-based character position in `query` of (line, column) of the statement `text` that
+/// starts at byte `start`.
+fn character_offset(query: &str, start: usize, text: &str, line: u64, column: u64) -> usize {
+    let mut offset = query.get(..start).map_or(0, |before| before.chars().count());
+    for (number, content) in text.split('\n').enumerate() {
+        if number as u64 + 1 == line {
+            return offset + column.max(1) as usize;
+        }
+        offset += content.chars().count() + 1;
+    }
+    offset + 1
+}
+
+/// The command tag PostgreSQL sends for a statement's outcome.
+fn command_tag(text: &str, outcome: &Outcome) -> String {
+    let first = text
+        .split(|c: char| c.is_whitespace() || c == '(')
+        .find(|word| !word.is_empty())
+        .unwrap_or("")
+        .to_ascii_uppercase();
+    let count = match outcome {
+        Outcome::Rows { rows, .. } => rows.len() as u64,
+        Outcome::Changed(count) => *count,
+        Outcome::Done(tag) => return tag.to_string(),
+    };
+    match first.as_str() {
+        "INSERT" | "REPLACE" => format!("INSERT 0 {count}"),
+        "UPDATE" => format!("UPDATE {count}"),
+        "DELETE" => format!("DELETE {count}"),
+        _ => format!("SELECT {count}"),
+    }
+}
+
+/// Result columns with type OIDs: the declared ones where known (`Some`), else the type the
+/// column's values agree on, else text.
+fn column_types(names: Vec<String>, declared: Option<Vec<Option<u32>>>, rows: &[Vec<Value>]) -> Vec<(String, u32)> {
+    let declared = declared.filter(|declared| declared.len() == names.len());
+    names
+        .into_iter()
+        .enumerate()
+        .map(|(index, name)| {
+            let oid = declared
+                .as_ref()
+                .and_then(|declared| declared[index])
+                .or_else(|| {
+                    let mut kinds = rows.iter().filter_map(|row| row.get(index).and_then(types::oid_of_value));
+                    let first = kinds.next()?;
+                    kinds.all(|kind| kind == first).then_some(first)
+                })
+                .unwrap_or(types::TEXT);
+            (name, oid)
+        })
+        .collect()
+}
+
+/// The declared result types of a description (`None` where unknown).
+fn declared_types(description: Option<tern_sql::Description>) -> Option<Vec<Option<u32>>> {
+    description.map(|description| {
+        description
+            .columns
+            .into_iter()
+            .map(|(_, kind)| (kind != tern_sql::SqlType::Unknown).then(|| types::oid_of(&kind)))
+            .collect()
+    })
+}
+
+fn describe_columns(columns: &[(String, u32)], formats: &[i16]) -> Vec<(String, u32, i16, i16)> {
+    columns
+        .iter()
+        .enumerate()
+        .map(|(index, (name, oid))| (name.clone(), *oid, types::size_of(*oid), format_of(formats, index)))
+        .collect()
+}
+
+fn format_of(formats: &[i16], index: usize) -> i16 {
+    match formats {
+        [] => 0,
+        [one] => *one,
+        many => many.get(index).copied().unwrap_or(0),
+    }
+}
+
+fn send_row(out: &mut Out, row: &[Value], columns: &[(String, u32)], formats: &[i16]) -> Result<(), Error> {
+    let mut values = Vec::with_capacity(row.len());
+    for (index, value) in row.iter().enumerate() {
+        let oid = columns.get(index).map_or(types::TEXT, |column| column.1);
+        values.push(if format_of(formats, index) == 1 {
+            types::encode_binary(value, oid)?
+        } else {
+            types::encode_text(value, oid)
+        });
+    }
+    out.data_row(&values);
+    Ok(())
+}

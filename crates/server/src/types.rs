@@ -1,0 +1,503 @@
+//! PostgreSQL types of Tern's values: the OID a column or parameter is described with, and
+//! its text and binary encodings (PostgreSQL's `typsend`/`typreceive` formats).
+//!
+//! Tern's values are dynamically typed; a column's PostgreSQL type comes from its declared
+//! type (`INT` is int4, `BIGINT` int8, `TIMESTAMP` timestamp, ...) or from the expression that
+//! computes it ([`tern_sql::SqlType`]). A value that cannot be encoded as its column's type in
+//! binary (text in an INTEGER column) is an error for that row, SQLSTATE 22P03; in text
+//! format the value's own text is sent.
+
+use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
+use rust_decimal::Decimal;
+use tern_sql::{Error, SqlType, Value};
+
+pub const BOOL: u32 = 16;
+pub const BYTEA: u32 = 17;
+pub const NAME: u32 = 19;
+pub const INT8: u32 = 20;
+pub const INT2: u32 = 21;
+pub const INT4: u32 = 23;
+pub const TEXT: u32 = 25;
+pub const OID: u32 = 26;
+pub const FLOAT4: u32 = 700;
+pub const FLOAT8: u32 = 701;
+pub const UNKNOWN: u32 = 705;
+pub const BPCHAR: u32 = 1042;
+pub const VARCHAR: u32 = 1043;
+pub const DATE: u32 = 1082;
+pub const TIME: u32 = 1083;
+pub const TIMESTAMP: u32 = 1114;
+pub const TIMESTAMPTZ: u32 = 1184;
+pub const NUMERIC: u32 = 1700;
+
+/// The type size RowDescription reports (-1: variable).
+pub fn size_of(oid: u32) -> i16 {
+    match oid {
+        BOOL => 1,
+        INT2 => 2,
+        INT4 | FLOAT4 | DATE | OID => 4,
+        INT8 | FLOAT8 | TIME | TIMESTAMP | TIMESTAMPTZ => 8,
+        NAME => 64,
+        _ => -1,
+    }
+}
+
+/// The OID of a type name as PostgreSQL spells it (`pg_type.typname`), for casts and tests.
+pub fn name_of(oid: u32) -> &'static str {
+    match oid {
+        BOOL => "bool",
+        BYTEA => "bytea",
+        NAME => "name",
+        INT8 => "int8",
+        INT2 => "int2",
+        INT4 => "int4",
+        TEXT => "text",
+        OID => "oid",
+        FLOAT4 => "float4",
+        FLOAT8 => "float8",
+        BPCHAR => "bpchar",
+        VARCHAR => "varchar",
+        DATE => "date",
+        TIME => "time",
+        TIMESTAMP => "timestamp",
+        TIMESTAMPTZ => "timestamptz",
+        NUMERIC => "numeric",
+        _ => "unknown",
+    }
+}
+
+/// The PostgreSQL type a column or parameter of this SQL type is described as.
+pub fn oid_of(sql_type: &SqlType) -> u32 {
+    match sql_type {
+        SqlType::Declared(name) => declared_oid(name),
+        SqlType::Integer => INT8,
+        SqlType::Real => FLOAT8,
+        SqlType::Decimal => NUMERIC,
+        SqlType::Text | SqlType::Unknown => TEXT,
+        SqlType::Blob => BYTEA,
+        SqlType::Boolean => BOOL,
+    }
+}
+
+/// A declared type name's OID: PostgreSQL's names first, then SQLite's affinity rules.
+pub fn declared_oid(declared: &str) -> u32 {
+    let lower = declared.to_ascii_lowercase();
+    let base = lower.split('(').next().unwrap_or_default().trim();
+    match base {
+        "smallint" | "int2" | "tinyint" | "smallserial" => INT2,
+        "int" | "integer" | "int4" | "mediumint" | "serial" | "serial4" => INT4,
+        "bigint" | "int8" | "bigserial" | "serial8" => INT8,
+        "real" | "float4" => FLOAT4,
+        "double" | "double precision" | "float8" | "float" => FLOAT8,
+        "numeric" | "decimal" | "dec" => NUMERIC,
+        "text" | "clob" => TEXT,
+        "varchar" | "character varying" | "nvarchar" | "varying character" => VARCHAR,
+        "char" | "character" | "bpchar" | "nchar" => BPCHAR,
+        "bool" | "boolean" => BOOL,
+        "bytea" | "blob" => BYTEA,
+        "date" => DATE,
+        "time" | "time without time zone" => TIME,
+        "timestamp" | "timestamp without time zone" | "datetime" => TIMESTAMP,
+        "timestamptz" | "timestamp with time zone" => TIMESTAMPTZ,
+        "name" => NAME,
+        _ => match tern_sql::value::Affinity::of_declared_type(declared) {
+            tern_sql::value::Affinity::Integer => INT8,
+            tern_sql::value::Affinity::Real => FLOAT8,
+            tern_sql::value::Affinity::Decimal(..) | tern_sql::value::Affinity::Numeric => NUMERIC,
+            tern_sql::value::Affinity::Text => TEXT,
+            tern_sql::value::Affinity::Blob => {
+                if declared.trim().is_empty() {
+                    TEXT
+                } else {
+                    BYTEA
+                }
+            }
+        },
+    }
+}
+
+/// The OID a value describes itself as (a column whose type nothing declares).
+pub fn oid_of_value(value: &Value) -> Option<u32> {
+    match value {
+        Value::Null => None,
+        Value::Integer(_) => Some(INT8),
+        Value::Real(_) => Some(FLOAT8),
+        Value::Decimal(_) => Some(NUMERIC),
+        Value::Text(_) => Some(TEXT),
+        Value::Blob(_) => Some(BYTEA),
+    }
+}
+
+fn cannot(value: &Value, oid: u32) -> Error {
+    Error::new("22P03", format!("value {} cannot be sent in binary as type {}", value.sql_literal(), name_of(oid)))
+}
+
+fn parse_error(text: &str, oid: u32) -> Error {
+    Error::new("22P02", format!("invalid input syntax for type {}: \"{text}\"", name_of(oid)))
+}
+
+/// A value in text format for a column of type `oid`.
+pub fn encode_text(value: &Value, oid: u32) -> Option<Vec<u8>> {
+    Some(match (value, oid) {
+        (Value::Null, _) => return None,
+        (value, BOOL) => match value.truth() {
+            Some(true) => b"t".to_vec(),
+            Some(false) => b"f".to_vec(),
+            None => value.to_text().into_bytes(),
+        },
+        (Value::Real(real), _) => format_real(*real).into_bytes(),
+        (Value::Blob(bytes), _) => hex_bytea(bytes),
+        (Value::Text(text), BYTEA) => hex_bytea(text.as_bytes()),
+        (value, _) => value.to_text().into_bytes(),
+    })
+}
+
+/// A float as PostgreSQL prints it: shortest round-trip digits, `Infinity`, `NaN`.
+fn format_real(real: f64) -> String {
+    if real.is_nan() {
+        "NaN".into()
+    } else if real.is_infinite() {
+        if real > 0.0 { "Infinity".into() } else { "-Infinity".into() }
+    } else {
+        format!("{real}")
+    }
+}
+
+fn hex_bytea(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(2 + 2 * bytes.len());
+    out.extend_from_slice(b"\\x");
+    for byte in bytes {
+        out.extend_from_slice(format!("{byte:02x}").as_bytes());
+    }
+    out
+}
+
+/// A value in binary format for a column of type `oid`.
+pub fn encode_binary(value: &Value, oid: u32) -> Result<Option<Vec<u8>>, Error> {
+    if value.is_null() {
+        return Ok(None);
+    }
+    let integer = || -> Result<i64, Error> {
+        match value {
+            Value::Integer(integer) => Ok(*integer),
+            Value::Real(real) if real.fract() == 0.0 && real.abs() < 9.2e18 => Ok(*real as i64),
+            Value::Decimal(exact) if exact.fract().is_zero() => i64::try_from(*exact).map_err(|_| cannot(value, oid)),
+            Value::Text(text) => text.trim().parse().map_err(|_| cannot(value, oid)),
+            _ => Err(cannot(value, oid)),
+        }
+    };
+    let real = || -> Result<f64, Error> {
+        match value {
+            Value::Text(text) => text.trim().parse().map_err(|_| cannot(value, oid)),
+            other => other.as_f64().ok_or_else(|| cannot(value, oid)),
+        }
+    };
+    Ok(Some(match oid {
+        BOOL => vec![u8::from(value.truth().ok_or_else(|| cannot(value, oid))?)],
+        INT2 => i16::try_from(integer()?).map_err(|_| cannot(value, oid))?.to_be_bytes().to_vec(),
+        INT4 | OID => i32::try_from(integer()?).map_err(|_| cannot(value, oid))?.to_be_bytes().to_vec(),
+        INT8 => integer()?.to_be_bytes().to_vec(),
+        FLOAT4 => (real()? as f32).to_be_bytes().to_vec(),
+        FLOAT8 => real()?.to_be_bytes().to_vec(),
+        NUMERIC => {
+            let exact = match value {
+                Value::Decimal(exact) => *exact,
+                Value::Integer(integer) => Decimal::from(*integer),
+                Value::Real(real) => Decimal::try_from(*real).map_err(|_| cannot(value, oid))?,
+                Value::Text(text) => text.trim().parse().map_err(|_| cannot(value, oid))?,
+                _ => return Err(cannot(value, oid)),
+            };
+            numeric_send(exact)
+        }
+        BYTEA => match value {
+            Value::Blob(bytes) => bytes.clone(),
+            other => other.to_text().into_bytes(),
+        },
+        DATE => {
+            let date = parse_date(&value.to_text()).ok_or_else(|| cannot(value, oid))?;
+            let days = date.signed_duration_since(epoch_date()).num_days();
+            i32::try_from(days).map_err(|_| cannot(value, oid))?.to_be_bytes().to_vec()
+        }
+        TIME => {
+            let time = parse_time(&value.to_text()).ok_or_else(|| cannot(value, oid))?;
+            let micros = i64::from(time.num_seconds_from_midnight()) * 1_000_000 + i64::from(time.nanosecond() / 1000);
+            micros.to_be_bytes().to_vec()
+        }
+        TIMESTAMP | TIMESTAMPTZ => {
+            let stamp = parse_timestamp(&value.to_text()).ok_or_else(|| cannot(value, oid))?;
+            let micros = stamp
+                .signed_duration_since(epoch_date().and_hms_opt(0, 0, 0).expect("midnight"))
+                .num_microseconds()
+                .ok_or_else(|| cannot(value, oid))?;
+            micros.to_be_bytes().to_vec()
+        }
+        // text, varchar, bpchar, name, unknown: the value's text.
+        _ => value.to_text().into_bytes(),
+    }))
+}
+
+/// A parameter value sent in text format, for a parameter of type `oid` (0: unspecified).
+pub fn decode_text(bytes: &[u8], oid: u32) -> Result<Value, Error> {
+    let text = std::str::from_utf8(bytes).map_err(|_| Error::new("22021", "parameter is not valid UTF-8"))?;
+    Ok(match oid {
+        INT2 | INT4 | INT8 | OID => Value::Integer(text.trim().parse().map_err(|_| parse_error(text, oid))?),
+        FLOAT4 | FLOAT8 => Value::Real(match text.trim() {
+            "NaN" => f64::NAN,
+            "Infinity" => f64::INFINITY,
+            "-Infinity" => f64::NEG_INFINITY,
+            other => other.parse().map_err(|_| parse_error(text, oid))?,
+        }),
+        NUMERIC => Value::Decimal(text.trim().parse().map_err(|_| parse_error(text, oid))?),
+        BOOL => Value::Integer(i64::from(parse_bool(text).ok_or_else(|| parse_error(text, oid))?)),
+        BYTEA => Value::Blob(parse_bytea(text).ok_or_else(|| parse_error(text, oid))?),
+        _ => Value::Text(text.to_string()),
+    })
+}
+
+/// A parameter value sent in binary format.
+pub fn decode_binary(bytes: &[u8], oid: u32) -> Result<Value, Error> {
+    let wrong = || Error::new("22P03", format!("incorrect binary data format for type {}", name_of(oid)));
+    let fixed = |len: usize| -> Result<&[u8], Error> { if bytes.len() == len { Ok(bytes) } else { Err(wrong()) } };
+    Ok(match oid {
+        BOOL => Value::Integer(i64::from(fixed(1)?[0] != 0)),
+        INT2 => Value::Integer(i64::from(i16::from_be_bytes(fixed(2)?.try_into().expect("2 bytes")))),
+        INT4 | OID => Value::Integer(i64::from(i32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes")))),
+        INT8 => Value::Integer(i64::from_be_bytes(fixed(8)?.try_into().expect("8 bytes"))),
+        FLOAT4 => Value::Real(f64::from(f32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes")))),
+        FLOAT8 => Value::Real(f64::from_be_bytes(fixed(8)?.try_into().expect("8 bytes"))),
+        NUMERIC => Value::Decimal(numeric_recv(bytes).ok_or_else(wrong)?),
+        BYTEA => Value::Blob(bytes.to_vec()),
+        DATE => {
+            let days = i32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes"));
+            let date = epoch_date().checked_add_signed(chrono::Duration::days(i64::from(days))).ok_or_else(wrong)?;
+            Value::Text(date.format("%Y-%m-%d").to_string())
+        }
+        TIME => {
+            let micros = i64::from_be_bytes(fixed(8)?.try_into().expect("8 bytes"));
+            let time = NaiveTime::from_num_seconds_from_midnight_opt(
+                u32::try_from(micros.div_euclid(1_000_000)).map_err(|_| wrong())?,
+                u32::try_from(micros.rem_euclid(1_000_000) * 1000).map_err(|_| wrong())?,
+            )
+            .ok_or_else(wrong)?;
+            Value::Text(format_time(time))
+        }
+        TIMESTAMP | TIMESTAMPTZ => {
+            let micros = i64::from_be_bytes(fixed(8)?.try_into().expect("8 bytes"));
+            let stamp = epoch_date()
+                .and_hms_opt(0, 0, 0)
+                .expect("midnight")
+                .checked_add_signed(chrono::Duration::microseconds(micros))
+                .ok_or_else(wrong)?;
+            Value::Text(format!("{} {}", stamp.format("%Y-%m-%d"), format_time(stamp.time())))
+        }
+        TEXT | VARCHAR | BPCHAR | NAME | UNKNOWN | 0 => {
+            Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| Error::new("22021", "text is not valid UTF-8"))?)
+        }
+        other => {
+            return Err(Error::new(
+                "0A000",
+                format!("binary format for parameters of type OID {other} is not supported"),
+            ));
+        }
+    })
+}
+
+fn format_time(time: NaiveTime) -> String {
+    if time.nanosecond() == 0 { time.format("%H:%M:%S").to_string() } else { time.format("%H:%M:%S%.6f").to_string() }
+}
+
+fn epoch_date() -> NaiveDate {
+    NaiveDate::from_ymd_opt(2000, 1, 1).expect("a valid date")
+}
+
+fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "t" | "true" | "yes" | "y" | "on" | "1" => Some(true),
+        "f" | "false" | "no" | "n" | "off" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+fn parse_bytea(text: &str) -> Option<Vec<u8>> {
+    let Some(hex) = text.strip_prefix("\\x") else { return Some(text.as_bytes().to_vec()) };
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len()).step_by(2).map(|at| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok()).collect()
+}
+
+fn parse_date(text: &str) -> Option<NaiveDate> {
+    let text = text.trim();
+    NaiveDate::parse_from_str(text.get(..10).unwrap_or(text), "%Y-%m-%d").ok()
+}
+
+fn parse_time(text: &str) -> Option<NaiveTime> {
+    let text = text.trim();
+    NaiveTime::parse_from_str(text, "%H:%M:%S%.f").or_else(|_| NaiveTime::parse_from_str(text, "%H:%M")).ok()
+}
+
+fn parse_timestamp(text: &str) -> Option<NaiveDateTime> {
+    let text = text.trim().trim_end_matches('Z').trim_end_matches("+00").trim_end_matches("+00:00");
+    for format in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M"] {
+        if let Ok(stamp) = NaiveDateTime::parse_from_str(text, format) {
+            return Some(stamp);
+        }
+    }
+    parse_date(text).and_then(|date| date.and_hms_opt(0, 0, 0))
+}
+
+/// PostgreSQL's binary numeric: base-10000 digits with a weight, a sign and a display scale.
+fn numeric_send(value: Decimal) -> Vec<u8> {
+    let scale = value.scale();
+    let negative = value.is_sign_negative() && !value.is_zero();
+    let digits = value.abs().mantissa().to_string(); // the unscaled digits
+    let scale_usize = scale as usize;
+    let (integer, fraction) = if digits.len() > scale_usize {
+        (digits[..digits.len() - scale_usize].to_string(), digits[digits.len() - scale_usize..].to_string())
+    } else {
+        (String::new(), format!("{digits:0>scale_usize$}"))
+    };
+    let integer = integer.trim_start_matches('0');
+    // Pad the integer part on the left and the fraction on the right to groups of four.
+    let integer_padded = format!("{}{integer}", "0".repeat((4 - integer.len() % 4) % 4));
+    let fraction_padded = format!("{fraction}{}", "0".repeat((4 - fraction.len() % 4) % 4));
+    let mut groups: Vec<i16> = Vec::new();
+    for chunk in integer_padded.as_bytes().chunks(4).chain(fraction_padded.as_bytes().chunks(4)) {
+        let text = std::str::from_utf8(chunk).expect("ascii digits");
+        groups.push(text.parse().expect("four digits"));
+    }
+    let mut weight = (integer_padded.len() / 4) as i16 - 1;
+    // Strip leading zero groups (adjusting the weight) and trailing zero groups.
+    while groups.first() == Some(&0) {
+        groups.remove(0);
+        weight -= 1;
+    }
+    while groups.last() == Some(&0) {
+        groups.pop();
+    }
+    if groups.is_empty() {
+        weight = 0;
+    }
+    let mut out = Vec::with_capacity(8 + 2 * groups.len());
+    out.extend_from_slice(&(groups.len() as i16).to_be_bytes());
+    out.extend_from_slice(&weight.to_be_bytes());
+    out.extend_from_slice(&(if negative { 0x4000u16 } else { 0 }).to_be_bytes());
+    out.extend_from_slice(&(scale as u16).to_be_bytes());
+    for group in groups {
+        out.extend_from_slice(&group.to_be_bytes());
+    }
+    out
+}
+
+fn numeric_recv(bytes: &[u8]) -> Option<Decimal> {
+    if bytes.len() < 8 {
+        return None;
+    }
+    let count = i16::from_be_bytes([bytes[0], bytes[1]]);
+    let weight = i16::from_be_bytes([bytes[2], bytes[3]]);
+    let sign = u16::from_be_bytes([bytes[4], bytes[5]]);
+    let scale = u16::from_be_bytes([bytes[6], bytes[7]]);
+    if count < 0 || bytes.len() != 8 + 2 * count as usize || sign == 0xC000 {
+        return None;
+    }
+    let mut text = String::new();
+    let groups: Vec<i16> =
+        (0..count as usize).map(|at| i16::from_be_bytes([bytes[8 + 2 * at], bytes[9 + 2 * at]])).collect();
+    if groups.iter().any(|group| !(0..10_000).contains(group)) {
+        return None;
+    }
+    // Digits from weight down to -scale/4 groups.
+    let mut integer = String::new();
+    for position in 0..=weight.max(-1) {
+        let group = groups.get(position as usize).copied().unwrap_or(0);
+        integer.push_str(&format!("{group:04}"));
+    }
+    let mut fraction = String::new();
+    let first_fraction = (weight + 1).max(0) as usize;
+    let leading_zero_groups = if weight < -1 { (-1 - weight) as usize } else { 0 };
+    for _ in 0..leading_zero_groups {
+        fraction.push_str("0000");
+    }
+    for group in groups.iter().skip(first_fraction) {
+        fraction.push_str(&format!("{group:04}"));
+    }
+    let scale = scale as usize;
+    if fraction.len() < scale {
+        fraction.push_str(&"0".repeat(scale - fraction.len()));
+    }
+    fraction.truncate(scale);
+    let integer = integer.trim_start_matches('0');
+    if sign == 0x4000 {
+        text.push('-');
+    }
+    text.push_str(if integer.is_empty() { "0" } else { integer });
+    if !fraction.is_empty() {
+        text.push('.');
+        text.push_str(&fraction);
+    }
+    text.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numeric_round_trips_in_binary() {
+        for text in [
+            "0",
+            "1",
+            "-1",
+            "10000",
+            "12345.678",
+            "0.0001",
+            "-0.00012",
+            "99999999.99999999",
+            "1.50",
+            "123456789012345678.9",
+        ] {
+            let value: Decimal = text.parse().unwrap();
+            let back = numeric_recv(&numeric_send(value)).unwrap();
+            assert_eq!(back, value, "{text}");
+            assert_eq!(back.scale(), value.scale(), "{text}");
+        }
+        // PostgreSQL's own encoding of 12345.678: 3 groups, weight 1, scale 3.
+        let sent = numeric_send("12345.678".parse().unwrap());
+        assert_eq!(sent, [0, 3, 0, 1, 0, 0, 0, 3, 0, 1, 0x09, 0x29, 0x1a, 0x7c]);
+    }
+
+    #[test]
+    fn dates_and_timestamps_round_trip() {
+        for (text, oid) in [
+            ("2026-11-23", DATE),
+            ("1999-12-31", DATE),
+            ("12:34:56", TIME),
+            ("2026-11-23 12:34:56.123456", TIMESTAMP),
+            ("1970-01-01 00:00:00", TIMESTAMP),
+        ] {
+            let sent = encode_binary(&Value::Text(text.into()), oid).unwrap().unwrap();
+            assert_eq!(decode_binary(&sent, oid).unwrap(), Value::Text(text.into()), "{text}");
+        }
+    }
+
+    #[test]
+    fn declared_types_map_to_postgres_types() {
+        assert_eq!(declared_oid("INT"), INT4);
+        assert_eq!(declared_oid("BIGINT"), INT8);
+        assert_eq!(declared_oid("char(84)"), BPCHAR);
+        assert_eq!(declared_oid("VARCHAR(20)"), VARCHAR);
+        assert_eq!(declared_oid("DECIMAL(10,2)"), NUMERIC);
+        assert_eq!(declared_oid("UNSIGNED BIG INT"), INT8);
+        assert_eq!(declared_oid("timestamp"), TIMESTAMP);
+        assert_eq!(declared_oid(""), TEXT);
+    }
+
+    #[test]
+    fn bad_input_is_an_error() {
+        assert_eq!(decode_text(b"x1", INT4).unwrap_err().sqlstate, "22P02");
+        assert_eq!(decode_binary(&[0, 1], INT4).unwrap_err().sqlstate, "22P03");
+        assert!(numeric_recv(&[0, 1, 0, 0, 0, 0, 0, 0]).is_none());
+        assert_eq!(encode_binary(&Value::Integer(1 << 40), INT4).unwrap_err().sqlstate, "22P03");
+        assert_eq!(encode_binary(&Value::Text("abc".into()), INT8).unwrap_err().sqlstate, "22P03");
+    }
+}

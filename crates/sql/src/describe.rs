@@ -1,0 +1,389 @@
+//! What a statement will produce before it runs: the type of each result column and of each
+//! parameter, inferred from the bound plan (PostgreSQL's Describe message needs both before
+//! any row exists).
+//!
+//! Tern stores values dynamically typed, as SQLite does, so these are the types a column is
+//! declared with or an expression is expected to produce; a row may still carry a value of
+//! another kind (a text stored in an INTEGER column), and a client must be ready for that.
+//! A type that cannot be known statically is [`SqlType::Unknown`].
+
+use crate::catalog::TableDef;
+use crate::functions::ScalarFunction;
+use crate::plan::{Access, AggregateFunction, BinaryOp, CastType, Expr, Plan, UnaryOp};
+use crate::value::{Affinity, Value};
+
+/// The expected type of a result column or parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SqlType {
+    /// A table column's declared type, as written (`INT`, `VARCHAR(20)`, `TIMESTAMP`, ...).
+    Declared(String),
+    Integer,
+    Real,
+    Decimal,
+    Text,
+    Blob,
+    /// Comparisons and logical operators: 0, 1 or NULL.
+    Boolean,
+    Unknown,
+}
+
+/// A statement's result columns (name and type) and parameters (`$1`/`?1` is the first).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Description {
+    pub columns: Vec<(String, SqlType)>,
+    pub parameters: Vec<SqlType>,
+}
+
+impl SqlType {
+    fn of_column(table: &TableDef, index: usize) -> SqlType {
+        crate::dml::column_type(table, index)
+    }
+
+    /// The broad kind of the type, for arithmetic.
+    fn kind(&self) -> SqlType {
+        match self {
+            SqlType::Declared(name) => match Affinity::of_declared_type(name) {
+                Affinity::Integer => SqlType::Integer,
+                Affinity::Real => SqlType::Real,
+                Affinity::Decimal(..) => SqlType::Decimal,
+                Affinity::Text => SqlType::Text,
+                Affinity::Blob | Affinity::Numeric => SqlType::Unknown,
+            },
+            other => other.clone(),
+        }
+    }
+}
+
+/// Infers result and parameter types over plans, given the parameter count.
+pub(crate) struct Inference {
+    pub parameters: Vec<SqlType>,
+}
+
+impl Inference {
+    pub fn new(count: usize) -> Inference {
+        Inference { parameters: vec![SqlType::Unknown; count] }
+    }
+
+    /// The output types of `plan`, noting parameter types found on the way.
+    pub fn plan(&mut self, plan: &Plan) -> Vec<SqlType> {
+        match plan {
+            Plan::Values { rows, width } => {
+                let mut types = vec![SqlType::Unknown; *width];
+                for row in rows {
+                    for (slot, expr) in types.iter_mut().zip(row) {
+                        let found = self.expr(expr, &[]);
+                        if *slot == SqlType::Unknown {
+                            *slot = found;
+                        }
+                    }
+                }
+                types
+            }
+            Plan::Scan { table, access, filter, .. } => {
+                let types: Vec<SqlType> =
+                    (0..table.columns.len()).map(|index| SqlType::of_column(table, index)).collect();
+                self.access(table, access, &types);
+                if let Some(filter) = filter {
+                    self.expr(filter, &types);
+                }
+                types
+            }
+            Plan::Filter { input, predicate } => {
+                let types = self.plan(input);
+                self.expr(predicate, &types);
+                types
+            }
+            Plan::Project { input, exprs } => {
+                let types = self.plan(input);
+                exprs.iter().map(|expr| self.expr(expr, &types)).collect()
+            }
+            Plan::Join { left, right, left_keys, right_keys, condition, .. } => {
+                let mut types = self.plan(left);
+                let right_types = self.plan(right);
+                for (left_key, right_key) in left_keys.iter().zip(right_keys) {
+                    self.expr(left_key, &types);
+                    self.expr(right_key, &right_types);
+                }
+                types.extend(right_types);
+                if let Some(condition) = condition {
+                    self.expr(condition, &types);
+                }
+                types
+            }
+            Plan::LookupJoin { left, table, right_filter, condition, left_key, .. } => {
+                let mut types = self.plan(left);
+                self.expr(left_key, &types);
+                let right: Vec<SqlType> =
+                    (0..table.columns.len()).map(|index| SqlType::of_column(table, index)).collect();
+                if let Some(filter) = right_filter {
+                    self.expr(filter, &right);
+                }
+                types.extend(right);
+                if let Some(condition) = condition {
+                    self.expr(condition, &types);
+                }
+                types
+            }
+            Plan::Aggregate { input, group_by, aggregates } => {
+                let input_types = self.plan(input);
+                let mut types: Vec<SqlType> = group_by.iter().map(|expr| self.expr(expr, &input_types)).collect();
+                for call in aggregates {
+                    let args: Vec<SqlType> = call.args.iter().map(|arg| self.expr(arg, &input_types)).collect();
+                    let first = args.first().cloned().unwrap_or(SqlType::Unknown);
+                    types.push(match call.function {
+                        AggregateFunction::Count | AggregateFunction::CountStar => SqlType::Integer,
+                        AggregateFunction::Total | AggregateFunction::Avg => SqlType::Real,
+                        AggregateFunction::GroupConcat => SqlType::Text,
+                        AggregateFunction::Sum => match first.kind() {
+                            SqlType::Integer => SqlType::Integer,
+                            SqlType::Decimal => SqlType::Decimal,
+                            SqlType::Real => SqlType::Real,
+                            _ => SqlType::Unknown,
+                        },
+                        AggregateFunction::Min
+                        | AggregateFunction::Max
+                        | AggregateFunction::AnyValue
+                        | AggregateFunction::First => first,
+                    });
+                }
+                types
+            }
+            Plan::Sort { input, keys, limit } => {
+                let types = self.plan(input);
+                for key in keys {
+                    self.expr(&key.expr, &types);
+                }
+                if let Some(limit) = limit {
+                    self.expect(limit, &[], SqlType::Integer);
+                }
+                types
+            }
+            Plan::Limit { input, limit, offset } => {
+                let types = self.plan(input);
+                for bound in [limit, offset].into_iter().flatten() {
+                    self.expect(bound, &[], SqlType::Integer);
+                }
+                types
+            }
+            Plan::Distinct { input } => self.plan(input),
+            Plan::SetOperation { left, right, .. } => {
+                let types = self.plan(left);
+                self.plan(right);
+                types
+            }
+            Plan::Recursive { anchor, step, .. } => {
+                let types = self.plan(anchor);
+                self.plan(step);
+                types
+            }
+            Plan::WorkingTable { width, .. } => vec![SqlType::Unknown; *width],
+        }
+    }
+
+    fn access(&mut self, table: &TableDef, access: &Access, types: &[SqlType]) {
+        let column_type = |index: usize| types.get(index).cloned().unwrap_or(SqlType::Unknown);
+        match access {
+            Access::Full => {}
+            Access::PrimaryKeyPoints(keys) => {
+                for key in keys {
+                    for (expr, &column) in key.iter().zip(&table.primary_key) {
+                        self.expect(expr, &[], column_type(column));
+                    }
+                }
+            }
+            Access::PrimaryKeyRange { lower, upper } => {
+                let column = table.primary_key.first().copied().unwrap_or(usize::MAX);
+                for (expr, _) in [lower, upper].into_iter().flatten() {
+                    self.expect(expr, &[], column_type(column));
+                }
+            }
+            Access::IndexPoints { index, keys } => {
+                for key in keys {
+                    for (expr, &column) in key.iter().zip(&index.columns) {
+                        self.expect(expr, &[], column_type(column));
+                    }
+                }
+            }
+            Access::IndexRange { index, lower, upper } => {
+                let column = index.columns.first().copied().unwrap_or(usize::MAX);
+                for (expr, _) in [lower, upper].into_iter().flatten() {
+                    self.expect(expr, &[], column_type(column));
+                }
+            }
+        }
+    }
+
+    /// Notes that `expr` is expected to have type `wanted` (a parameter takes it).
+    pub fn expect(&mut self, expr: &Expr, input: &[SqlType], wanted: SqlType) {
+        match param_of(expr) {
+            Some(index) => self.note(index, wanted),
+            None => {
+                self.expr(expr, input);
+            }
+        }
+    }
+
+    fn note(&mut self, index: usize, wanted: SqlType) {
+        if let Some(slot) = self.parameters.get_mut(index)
+            && *slot == SqlType::Unknown
+        {
+            *slot = wanted;
+        }
+    }
+
+    /// The type of `expr` over a row of `input` types.
+    pub fn expr(&mut self, expr: &Expr, input: &[SqlType]) -> SqlType {
+        match expr {
+            Expr::Literal(value) => match value {
+                Value::Null => SqlType::Unknown,
+                Value::Integer(_) => SqlType::Integer,
+                Value::Real(_) => SqlType::Real,
+                Value::Decimal(_) => SqlType::Decimal,
+                Value::Text(_) => SqlType::Text,
+                Value::Blob(_) => SqlType::Blob,
+            },
+            Expr::Column(index) => input.get(*index).cloned().unwrap_or(SqlType::Unknown),
+            Expr::Outer { .. } | Expr::Param(_) | Expr::Aggregate(_) => SqlType::Unknown,
+            Expr::Unary(op, inner) => {
+                let inner = self.expr(inner, input);
+                match op {
+                    UnaryOp::Not => SqlType::Boolean,
+                    UnaryOp::BitNot => SqlType::Integer,
+                    UnaryOp::Neg | UnaryOp::Plus => inner.kind(),
+                }
+            }
+            Expr::Binary(op, left, right) => {
+                let left_type = self.expr(left, input);
+                let right_type = self.expr(right, input);
+                // A parameter compared with or combined with a typed operand takes its type.
+                if let Some(index) = param_of(left) {
+                    self.note(index, right_type.clone());
+                }
+                if let Some(index) = param_of(right) {
+                    self.note(index, left_type.clone());
+                }
+                match op {
+                    op if op.is_comparison() => SqlType::Boolean,
+                    BinaryOp::And | BinaryOp::Or => SqlType::Boolean,
+                    BinaryOp::Concat => SqlType::Text,
+                    BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::ShiftLeft | BinaryOp::ShiftRight => SqlType::Integer,
+                    _ => match (left_type.kind(), right_type.kind()) {
+                        (SqlType::Integer, SqlType::Integer) => SqlType::Integer,
+                        (SqlType::Decimal, SqlType::Integer | SqlType::Decimal)
+                        | (SqlType::Integer, SqlType::Decimal) => SqlType::Decimal,
+                        (SqlType::Real, SqlType::Integer | SqlType::Real | SqlType::Decimal)
+                        | (SqlType::Integer | SqlType::Decimal, SqlType::Real) => SqlType::Real,
+                        _ => SqlType::Unknown,
+                    },
+                }
+            }
+            Expr::Is { left, right, .. } => {
+                let left_type = self.expr(left, input);
+                let right_type = self.expr(right, input);
+                if let Some(index) = param_of(left) {
+                    self.note(index, right_type);
+                }
+                if let Some(index) = param_of(right) {
+                    self.note(index, left_type);
+                }
+                SqlType::Boolean
+            }
+            Expr::IsNull(inner, _) => {
+                self.expr(inner, input);
+                SqlType::Boolean
+            }
+            Expr::InList { expr, list, .. } => {
+                let wanted = self.expr(expr, input);
+                for item in list {
+                    self.expect(item, input, wanted.clone());
+                }
+                SqlType::Boolean
+            }
+            Expr::InSubquery { expr, subquery, .. } => {
+                self.expr(expr, input);
+                self.plan(&subquery.plan);
+                SqlType::Boolean
+            }
+            Expr::Exists { subquery, .. } => {
+                self.plan(&subquery.plan);
+                SqlType::Boolean
+            }
+            Expr::ScalarSubquery(subquery) => self.plan(&subquery.plan).into_iter().next().unwrap_or(SqlType::Unknown),
+            Expr::Case { operand, whens, otherwise } => {
+                if let Some(operand) = operand {
+                    self.expr(operand, input);
+                }
+                let mut result = SqlType::Unknown;
+                for (when, then) in whens {
+                    self.expr(when, input);
+                    let then = self.expr(then, input);
+                    if result == SqlType::Unknown {
+                        result = then;
+                    }
+                }
+                if let Some(otherwise) = otherwise {
+                    let otherwise = self.expr(otherwise, input);
+                    if result == SqlType::Unknown {
+                        result = otherwise;
+                    }
+                }
+                result
+            }
+            Expr::Cast(inner, to) => {
+                self.expr(inner, input);
+                match to {
+                    CastType::Integer => SqlType::Integer,
+                    CastType::Real => SqlType::Real,
+                    CastType::Decimal(..) => SqlType::Decimal,
+                    CastType::Text => SqlType::Text,
+                    CastType::Blob => SqlType::Blob,
+                    CastType::Numeric => SqlType::Unknown,
+                }
+            }
+            Expr::Affinity(inner, _) => self.expr(inner, input),
+            Expr::Like { expr, pattern, escape, .. } => {
+                self.expect(expr, input, SqlType::Text);
+                self.expect(pattern, input, SqlType::Text);
+                if let Some(escape) = escape {
+                    self.expect(escape, input, SqlType::Text);
+                }
+                SqlType::Boolean
+            }
+            Expr::Function(function, args) => {
+                let types: Vec<SqlType> = args.iter().map(|arg| self.expr(arg, input)).collect();
+                function_type(*function, &types)
+            }
+        }
+    }
+}
+
+/// The parameter `expr` is, possibly under a comparison affinity.
+fn param_of(expr: &Expr) -> Option<usize> {
+    match expr {
+        Expr::Param(index) => Some(*index),
+        Expr::Affinity(inner, _) => param_of(inner),
+        _ => None,
+    }
+}
+
+fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
+    use ScalarFunction::*;
+    let first = args.first().cloned().unwrap_or(SqlType::Unknown);
+    match function {
+        Length | Instr | Unicode | Sign | UnixEpoch => SqlType::Integer,
+        Lower | Upper | Substr | Trim | Ltrim | Rtrim | Replace | Typeof | Hex | Quote | Char | Concat | Date
+        | Time | DateTime | CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser => SqlType::Text,
+        Random => SqlType::Integer,
+        Sqrt | Power | Exp | Ln | Log10 => SqlType::Real,
+        Abs | Ceil | Floor | Round => match first.kind() {
+            SqlType::Integer => SqlType::Integer,
+            SqlType::Decimal => SqlType::Decimal,
+            SqlType::Real => SqlType::Real,
+            _ => SqlType::Unknown,
+        },
+        Coalesce | IfNull | Min | Max | Iif | NullIf => {
+            args.iter().find(|kind| **kind != SqlType::Unknown).cloned().unwrap_or(SqlType::Unknown)
+        }
+        _ => SqlType::Unknown,
+    }
+}
