@@ -464,7 +464,7 @@ pub fn write_row(spec: &CopySpec, fields: &[Option<String>], out: &mut Vec<u8>) 
                         b'\\' => out.extend_from_slice(b"\\\\"),
                         b'\n' => out.extend_from_slice(b"\\n"),
                         b'\r' => out.extend_from_slice(b"\\r"),
-                        b'\t' if spec.delimiter != b'\t' => out.extend_from_slice(b"\\t"),
+                        b'\t' => out.extend_from_slice(b"\\t"),
                         byte if byte == spec.delimiter => {
                             out.push(b'\\');
                             out.push(byte);

@@ -436,6 +436,16 @@ fn session(
             other => other?,
         };
         let mut flush = false;
+        if backend.in_copy() && !matches!(message.tag, b'd' | b'c' | b'f') {
+            // During COPY FROM STDIN, Flush and Sync are ignored (an extended-protocol client
+            // sends its Sync right after Execute); any other message aborts the copy.
+            if matches!(message.tag, b'S' | b'H') {
+                write.flush()?;
+                continue;
+            }
+            let reason = format!("unexpected message type {:?} during COPY", message.tag as char);
+            backend = run(backend, shared, move |backend, out| backend.copy_end(Some(reason), out), &mut out)?.0;
+        }
         match message.tag {
             b'Q' => {
                 let sql = Reader::new(&message.body).cstr()?;

@@ -1048,6 +1048,15 @@ impl<'c> Binder<'c> {
                     Some(column) => column,
                     // SQLite reads a double-quoted name that is no column as a string.
                     None if ident.quote_style == Some('"') => Expr::Literal(Value::Text(ident.value.clone())),
+                    // SQL's niladic functions, written without parentheses.
+                    None if ident.quote_style.is_none() => match lower(ident).as_str() {
+                        "current_user" | "session_user" | "current_role" => {
+                            Expr::Function(ScalarFunction::CurrentUser, Vec::new())
+                        }
+                        "current_catalog" => Expr::Function(ScalarFunction::CurrentDatabase, Vec::new()),
+                        "current_schema" => Expr::Function(ScalarFunction::CurrentSchema, Vec::new()),
+                        _ => return Err(Error::undefined_column(&ident.value)),
+                    },
                     None => return Err(Error::undefined_column(&ident.value)),
                 }
             }

@@ -1,0 +1,432 @@
+//! The server through a real PostgreSQL client (tokio-postgres): both query protocols, every
+//! supported type in text and binary, errors and their SQLSTATEs, COPY both ways, SCRAM,
+//! cancel and timeouts, limits, concurrent clients with serialization retries, metrics, and a
+//! shutdown with clients connected.
+
+use futures_util::{SinkExt, StreamExt};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tern_server::{AuthMethod, Config, Server};
+use tokio::sync::watch;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+
+struct Running {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    done: tokio::task::JoinHandle<Result<(), tern_server::ServeError>>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+async fn start_with(edit: impl FnOnce(&mut Config)) -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data: dir.path().to_path_buf(),
+        options: tern::Options { sync: tern::SyncPolicy::Never, ..tern::Options::default() },
+        shutdown_grace: Duration::from_secs(5),
+        ..Config::default()
+    };
+    edit(&mut config);
+    let server = Server::bind(config).await.unwrap();
+    let addr = server.local_addr();
+    let (stop, stopped) = watch::channel(false);
+    let done = tokio::spawn(server.run(stopped));
+    Running { addr, stop, done, _dir: Some(dir) }
+}
+
+async fn start() -> Running {
+    start_with(|_| {}).await
+}
+
+async fn connect_as(running: &Running, user: &str, password: Option<&str>) -> Result<Client, tokio_postgres::Error> {
+    let mut config = tokio_postgres::Config::new();
+    config.host("127.0.0.1").port(running.addr.port()).user(user).dbname("tern");
+    if let Some(password) = password {
+        config.password(password);
+    }
+    let (client, connection) = config.connect(NoTls).await?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+async fn connect(running: &Running) -> Client {
+    connect_as(running, "tern", None).await.unwrap()
+}
+
+fn code(error: &tokio_postgres::Error) -> String {
+    error.code().map(|code| code.code().to_string()).unwrap_or_else(|| format!("no SQLSTATE: {error}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simple_and_extended_queries_with_every_type() {
+    let running = start().await;
+    let client = connect(&running).await;
+    client
+        .batch_execute(
+            "CREATE TABLE t(i INT PRIMARY KEY, b BIGINT, s SMALLINT, r REAL, d DOUBLE PRECISION, t TEXT, v VARCHAR(10),
+                            f BOOLEAN, y BYTEA, n NUMERIC(10,2), dt DATE, ts TIMESTAMP)",
+        )
+        .await
+        .unwrap();
+    let date = chrono::NaiveDate::from_ymd_opt(2026, 11, 23).unwrap();
+    let stamp = date.and_hms_micro_opt(12, 34, 56, 789).unwrap();
+    let decimal: rust_decimal::Decimal = "1234.56".parse().unwrap();
+    // Extended protocol: parameters and results in binary (tokio-postgres's choice).
+    let inserted = client
+        .execute(
+            "INSERT INTO t VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            &[
+                &1i32,
+                &(1i64 << 40),
+                &-7i16,
+                &1.5f32,
+                &2.25f64,
+                &"héllo",
+                &"short",
+                &true,
+                &vec![0u8, 255, 7],
+                &decimal,
+                &date,
+                &stamp,
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(inserted, 1);
+    client.execute("INSERT INTO t (i, t) VALUES ($1, $2)", &[&2i32, &None::<String>]).await.unwrap();
+    let row = client.query_one("SELECT * FROM t WHERE i = $1", &[&1i32]).await.unwrap();
+    assert_eq!(row.get::<_, i32>("i"), 1);
+    assert_eq!(row.get::<_, i64>("b"), 1 << 40);
+    assert_eq!(row.get::<_, i16>("s"), -7);
+    assert_eq!(row.get::<_, f32>("r"), 1.5);
+    assert_eq!(row.get::<_, f64>("d"), 2.25);
+    assert_eq!(row.get::<_, String>("t"), "héllo");
+    assert_eq!(row.get::<_, String>("v"), "short");
+    assert!(row.get::<_, bool>("f"));
+    assert_eq!(row.get::<_, Vec<u8>>("y"), vec![0, 255, 7]);
+    assert_eq!(row.get::<_, rust_decimal::Decimal>("n"), decimal);
+    assert_eq!(row.get::<_, chrono::NaiveDate>("dt"), date);
+    assert_eq!(row.get::<_, chrono::NaiveDateTime>("ts"), stamp);
+    let row = client.query_one("SELECT t, b FROM t WHERE i = 2", &[]).await.unwrap();
+    assert_eq!(row.get::<_, Option<String>>(0), None);
+    assert_eq!(row.get::<_, Option<i64>>(1), None);
+    // Expressions: counts are bigint, comparisons boolean, arithmetic follows its operands.
+    let row = client
+        .query_one("SELECT count(*), 1 = 1, i + 1, d * 2, 'a' || 'b' FROM t WHERE i = 1 GROUP BY i, d", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 1);
+    assert!(row.get::<_, bool>(1));
+    assert_eq!(row.get::<_, f64>(3), 4.5);
+    assert_eq!(row.get::<_, String>(4), "ab");
+    // A prepared statement runs again with new parameters; RETURNING gives rows.
+    let statement = client.prepare("UPDATE t SET b = b + $1 WHERE i = $2 RETURNING b").await.unwrap();
+    let rows = client.query(&statement, &[&1i64, &1i32]).await.unwrap();
+    assert_eq!(rows[0].get::<_, i64>(0), (1 << 40) + 1);
+    // Simple protocol: text values, several statements in one message.
+    let messages = client.simple_query("SELECT i, f, y FROM t ORDER BY i; SELECT 'x' AS x").await.unwrap();
+    let rows: Vec<Vec<Option<String>>> = messages
+        .iter()
+        .filter_map(|message| match message {
+            SimpleQueryMessage::Row(row) => Some((0..row.len()).map(|at| row.get(at).map(str::to_string)).collect()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            vec![Some("1".into()), Some("t".into()), Some("\\x00ff07".into())],
+            vec![Some("2".into()), None, None],
+            vec![Some("x".into())],
+        ]
+    );
+    // The PostgreSQL surface clients look at.
+    let row = client
+        .query_one("SELECT version(), current_database(), current_setting('server_version'), current_user", &[])
+        .await
+        .unwrap();
+    assert!(row.get::<_, String>(0).starts_with("PostgreSQL 15.0 (Tern"));
+    assert_eq!(row.get::<_, String>(1), "tern");
+    assert_eq!(row.get::<_, String>(2), "15.0");
+    client.batch_execute("SET application_name = 'wire test'").await.unwrap();
+    let shown = client.query_one("SHOW application_name", &[]).await.unwrap();
+    assert_eq!(shown.get::<_, String>(0), "wire test");
+    let error = client.batch_execute("SET no_such_setting = 1").await.unwrap_err();
+    assert_eq!(code(&error), "42704");
+    let error = client.batch_execute("SET client_encoding = 'LATIN1'").await.unwrap_err();
+    assert_eq!(code(&error), "22023");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_carry_their_sqlstate_and_transactions_behave_as_postgres() {
+    let running = start().await;
+    let client = connect(&running).await;
+    for (sql, expected) in [
+        ("SELEC 1", "42601"),
+        ("SELECT * FROM missing", "42P01"),
+        ("SELECT nope FROM (SELECT 1 AS a)", "42703"),
+        ("LISTEN channel", "0A000"),
+        ("COPY t FROM '/etc/passwd'", "42601"),
+    ] {
+        let error = client.simple_query(sql).await.unwrap_err();
+        assert_eq!(code(&error), expected, "{sql}");
+        let error = client.query(sql, &[]).await.unwrap_err();
+        assert_eq!(code(&error), expected, "{sql} (extended)");
+    }
+    client.batch_execute("CREATE TABLE u(k INT PRIMARY KEY)").await.unwrap();
+    client.execute("INSERT INTO u VALUES ($1)", &[&1i32]).await.unwrap();
+    let error = client.execute("INSERT INTO u VALUES ($1)", &[&1i32]).await.unwrap_err();
+    assert_eq!(code(&error), "23505");
+    // Text that is not a number for an integer parameter sent as text: 22P02.
+    let error = client.simple_query("SELECT CAST('x' AS INTEGER) + 'y'").await.err();
+    assert!(error.is_none(), "SQLite-style casts are lenient");
+    // After an error in a transaction block, only ROLLBACK/COMMIT are accepted (25P02);
+    // COMMIT then rolls back.
+    client.batch_execute("BEGIN; INSERT INTO u VALUES (2)").await.unwrap();
+    assert_eq!(code(&client.batch_execute("INSERT INTO u VALUES (1)").await.unwrap_err()), "23505");
+    assert_eq!(code(&client.batch_execute("SELECT 1").await.unwrap_err()), "25P02");
+    let done = client.simple_query("COMMIT").await.unwrap();
+    assert!(matches!(&done[0], SimpleQueryMessage::CommandComplete(0)));
+    let count: i64 = client.query_one("SELECT count(*) FROM u", &[]).await.unwrap().get(0);
+    assert_eq!(count, 1, "the failed transaction's insert is gone");
+    // The connection is still usable after all that.
+    assert_eq!(client.query_one("SELECT 2", &[]).await.unwrap().get::<_, i64>(0), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_in_and_out_in_text_and_csv() {
+    let running = start().await;
+    let client = connect(&running).await;
+    client.batch_execute("CREATE TABLE c(id INT, name TEXT, score REAL, ok BOOLEAN)").await.unwrap();
+    let sink = client.copy_in("COPY c FROM STDIN").await.unwrap();
+    let mut sink = std::pin::pin!(sink);
+    // Rows split across messages, escapes, NULL.
+    for chunk in ["1\tann\t1.5\tt\n2\tb\\tob\t\\N\tf\n", "3\tc", "arl\t3\tt\n"] {
+        sink.send(bytes::Bytes::from(chunk)).await.unwrap();
+    }
+    assert_eq!(sink.finish().await.unwrap(), 3);
+    let sink = client.copy_in("COPY c (id, name) FROM STDIN WITH (FORMAT csv, HEADER true)").await.unwrap();
+    let mut sink = std::pin::pin!(sink);
+    sink.send(bytes::Bytes::from("id,name\n4,\"d, \"\"quoted\"\"\"\n5,\n")).await.unwrap();
+    assert_eq!(sink.finish().await.unwrap(), 2);
+    let rows = client.query("SELECT id, name, score, ok FROM c ORDER BY id", &[]).await.unwrap();
+    let names: Vec<Option<String>> = rows.iter().map(|row| row.get(1)).collect();
+    assert_eq!(
+        names,
+        [Some("ann".into()), Some("b\tob".into()), Some("carl".into()), Some("d, \"quoted\"".into()), None]
+    );
+    assert_eq!(rows[1].get::<_, Option<f32>>(2), None);
+    assert!(!rows[1].get::<_, bool>(3));
+    // Out, in both formats.
+    let stream = client.copy_out("COPY (SELECT id, name FROM c WHERE id <= 2 ORDER BY id) TO STDOUT").await.unwrap();
+    let chunks: Vec<bytes::Bytes> = stream.map(|chunk| chunk.unwrap()).collect().await;
+    assert_eq!(chunks.concat(), b"1\tann\n2\tb\\tob\n");
+    let stream = client.copy_out("COPY c (id, name) TO STDOUT WITH (FORMAT csv, HEADER)").await.unwrap();
+    let text = String::from_utf8(stream.map(|chunk| chunk.unwrap()).collect::<Vec<_>>().await.concat()).unwrap();
+    assert!(text.starts_with("id,name\n1,ann\n"), "{text}");
+    assert!(text.contains("4,\"d, \"\"quoted\"\"\"\n5,\n"), "{text}");
+    // A bad row fails the whole COPY: nothing of it stays.
+    let sink = client.copy_in("COPY c FROM STDIN").await.unwrap();
+    let mut sink = std::pin::pin!(sink);
+    sink.send(bytes::Bytes::from("6\tf\t1\tt\n7\tonly two\n")).await.unwrap();
+    let error = sink.finish().await.unwrap_err();
+    assert_eq!(code(&error), "22P04");
+    let count: i64 = client.query_one("SELECT count(*) FROM c", &[]).await.unwrap().get(0);
+    assert_eq!(count, 5);
+    // COPY into an unknown table, or with an unknown option.
+    assert_eq!(code(&client.simple_query("COPY nope FROM STDIN").await.unwrap_err()), "42P01");
+    assert_eq!(code(&client.simple_query("COPY c FROM STDIN (bogus)").await.unwrap_err()), "42601");
+    assert_eq!(client.query_one("SELECT 1", &[]).await.unwrap().get::<_, i64>(0), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scram_passwords_and_trust_on_loopback() {
+    let users = tern_server::read_users("# users\nalice:secret\n").unwrap();
+    let running = start_with(|config| config.users = users).await;
+    // A user with a password must give it, even on loopback.
+    let alice = connect_as(&running, "alice", Some("secret")).await.unwrap();
+    assert_eq!(alice.query_one("SELECT current_user", &[]).await.unwrap().get::<_, String>(0), "alice");
+    let error = connect_as(&running, "alice", Some("wrong")).await.err().unwrap();
+    assert_eq!(code(&error), "28P01");
+    // Users created with CREATE USER keep a verifier in the database.
+    alice.batch_execute("CREATE USER bob WITH PASSWORD 'hunter2'").await.unwrap();
+    assert_eq!(code(&alice.batch_execute("CREATE USER bob").await.unwrap_err()), "42710");
+    assert!(connect_as(&running, "bob", Some("hunter2")).await.is_ok());
+    assert_eq!(code(&connect_as(&running, "bob", Some("nope")).await.err().unwrap()), "28P01");
+    alice.batch_execute("ALTER USER bob PASSWORD 'new'").await.unwrap();
+    assert!(connect_as(&running, "bob", Some("new")).await.is_ok());
+    alice.batch_execute("DROP USER bob").await.unwrap();
+    // Without a password, a loopback client is trusted.
+    assert!(connect_as(&running, "bob", None).await.is_ok());
+    assert_eq!(code(&alice.batch_execute("DROP USER bob").await.unwrap_err()), "42704");
+    alice.batch_execute("DROP USER IF EXISTS bob").await.unwrap();
+
+    // With --auth scram, unknown users fail like wrong passwords.
+    let strict = start_with(|config| config.auth = AuthMethod::Scram).await;
+    let error = connect_as(&strict, "mallory", Some("guess")).await.err().unwrap();
+    assert_eq!(code(&error), "28P01");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_statement_timeout_and_limits() {
+    let running = start_with(|config| {
+        config.max_connections = 3;
+        config.idle_in_transaction_timeout = Some(Duration::from_millis(300));
+        config.max_message_size = 4 << 10;
+    })
+    .await;
+    let client = connect(&running).await;
+    let endless = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n";
+    // Cancel from another connection (PostgreSQL's cancel request).
+    let token = client.cancel_token();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        token.cancel_query(NoTls).await.unwrap();
+    });
+    let error = client.simple_query(endless).await.unwrap_err();
+    assert_eq!(code(&error), "57014");
+    assert!(error.as_db_error().unwrap().message().contains("user request"), "{error}");
+    canceller.await.unwrap();
+    // Statement timeout.
+    client.batch_execute("SET statement_timeout = '200ms'").await.unwrap();
+    let error = client.simple_query(endless).await.unwrap_err();
+    assert_eq!(code(&error), "57014");
+    assert!(error.as_db_error().unwrap().message().contains("statement timeout"), "{error}");
+    client.batch_execute("SET statement_timeout = 0").await.unwrap();
+    assert_eq!(client.query_one("SELECT 1", &[]).await.unwrap().get::<_, i64>(0), 1);
+    // Too many connections: the fourth is refused with 53300.
+    let second = connect(&running).await;
+    let _third = connect(&running).await;
+    let error = connect_as(&running, "tern", None).await.err().unwrap();
+    assert_eq!(code(&error), "53300");
+    // A message over the limit ends the connection with 54000.
+    let big = format!("SELECT '{}'", "x".repeat(8 << 10));
+    let error = second.simple_query(&big).await.unwrap_err();
+    assert!(error.code() == Some(&SqlState::PROGRAM_LIMIT_EXCEEDED) || error.is_closed(), "{error}");
+    // Idle inside a transaction too long: the connection is closed (25P03).
+    client.batch_execute("BEGIN").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(client.simple_query("SELECT 1").await.is_err());
+}
+
+/// Transfers between accounts from several clients at once: serialization failures (40001)
+/// are retried, and the total never changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_clients_retry_serialization_failures() {
+    let running = start().await;
+    let setup = connect(&running).await;
+    setup.batch_execute("CREATE TABLE acct(id INT PRIMARY KEY, balance BIGINT)").await.unwrap();
+    for id in 0..4 {
+        setup.execute("INSERT INTO acct VALUES ($1, 100)", &[&id]).await.unwrap();
+    }
+    let mut tasks = Vec::new();
+    for worker in 0..4i32 {
+        let client = connect(&running).await;
+        tasks.push(tokio::spawn(async move {
+            let mut retries = 0;
+            for round in 0..40i32 {
+                let (from, to) = ((worker + round) % 4, (worker + round + 1) % 4);
+                loop {
+                    let attempt = async {
+                        client.batch_execute("BEGIN").await?;
+                        client.execute("UPDATE acct SET balance = balance - 1 WHERE id = $1", &[&from]).await?;
+                        client.execute("UPDATE acct SET balance = balance + 1 WHERE id = $1", &[&to]).await?;
+                        client.batch_execute("COMMIT").await
+                    };
+                    match attempt.await {
+                        Ok(()) => break,
+                        Err(error) if error.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) => {
+                            retries += 1;
+                            let _ = client.batch_execute("ROLLBACK").await;
+                        }
+                        Err(error) => panic!("{error}"),
+                    }
+                }
+            }
+            retries
+        }));
+    }
+    let mut retries = 0;
+    for task in tasks {
+        retries += task.await.unwrap();
+    }
+    let total: i64 = setup.query_one("SELECT sum(balance) FROM acct", &[]).await.unwrap().get(0);
+    assert_eq!(total, 400, "after {retries} retries");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_and_priority_classes() {
+    let metrics: SocketAddr = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap()
+    };
+    let running = start_with(|config| config.metrics = Some(metrics)).await;
+    let client = connect(&running).await;
+    client.batch_execute("CREATE TABLE m(x INT); INSERT INTO m VALUES (1)").await.unwrap();
+    client.batch_execute("SET tern.priority = best_effort").await.unwrap();
+    assert_eq!(client.query_one("SHOW tern.priority", &[]).await.unwrap().get::<_, String>(0), "best_effort");
+    assert_eq!(client.query_one("SELECT count(*) FROM m", &[]).await.unwrap().get::<_, i64>(0), 1);
+    assert_eq!(code(&client.batch_execute("SET tern.priority = urgent").await.unwrap_err()), "22023");
+    let body = tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(metrics).unwrap();
+        stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut body = String::new();
+        stream.read_to_string(&mut body).unwrap();
+        body
+    })
+    .await
+    .unwrap();
+    assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
+    for metric in [
+        "tern_statements_total",
+        "tern_connections_active 1",
+        "tern_statement_duration_seconds_bucket",
+        "tern_buffer_pool_hits_total",
+    ] {
+        assert!(body.contains(metric), "{metric} missing:\n{body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_with_clients_connected_keeps_what_was_committed() {
+    let running = start().await;
+    let dir = running._dir.as_ref().unwrap().path().to_path_buf();
+    let client = connect(&running).await;
+    let other = connect(&running).await;
+    client.batch_execute("CREATE TABLE s(x INT); INSERT INTO s VALUES (1)").await.unwrap();
+    other.batch_execute("BEGIN; INSERT INTO s VALUES (2)").await.unwrap();
+    running.stop.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), running.done).await.unwrap().unwrap().unwrap();
+    let error = client.simple_query("SELECT 1").await.unwrap_err();
+    assert!(error.is_closed() || error.code() == Some(&SqlState::ADMIN_SHUTDOWN), "{error}");
+    assert!(other.simple_query("COMMIT").await.is_err());
+    // The database reopens with the committed row and without the open transaction's.
+    let db = tern::Database::open(dir.join("tern.db"), tern::Options::default()).unwrap();
+    let values: Vec<i64> = db.connect().query("SELECT x FROM s", ()).unwrap().map(|row| row.get(0)).unwrap();
+    assert_eq!(values, [1]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_messages_end_the_connection_with_a_protocol_error() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let running = start().await;
+    // A startup packet with an impossible length, and an unknown protocol version.
+    for packet in [vec![0u8, 0, 0, 2], vec![0, 0, 0, 8, 0, 9, 0, 0]] {
+        let mut stream = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+        stream.write_all(&packet).await.unwrap();
+        let mut reply = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut reply)).await.unwrap();
+        assert!(reply.is_empty() || reply[0] == b'E', "{reply:?}");
+    }
+    // An SSL request is refused with 'N' (TLS is not configured), then startup goes on.
+    let mut stream = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+    stream.write_all(&[0, 0, 0, 8, 4, 210, 22, 47]).await.unwrap();
+    let mut answer = [0u8; 1];
+    stream.read_exact(&mut answer).await.unwrap();
+    assert_eq!(&answer, b"N");
+    // The server still serves others.
+    let client = connect(&running).await;
+    assert_eq!(client.query_one("SELECT 1", &[]).await.unwrap().get::<_, i64>(0), 1);
+}
