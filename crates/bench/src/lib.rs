@@ -38,6 +38,7 @@ pub mod kernels;
 pub mod kv;
 pub mod pages;
 pub mod peer;
+pub mod pgbench;
 pub mod report;
 pub mod scan;
 pub mod timing;
@@ -83,6 +84,9 @@ pub enum Workload {
     /// A small device: one memory budget for everything, 1 GB of rows, SQLiteKV's mixes; peak
     /// resident memory and throughput against the same database without limits.
     Edge(edge::EdgeArgs),
+    /// pgbench's TPC-B-like script through the PostgreSQL protocol: `tern serve` against a
+    /// PostgreSQL 15 server started for the run, same scale, clients and fsync policy.
+    Pgbench(pgbench::PgbenchArgs),
 }
 
 impl Workload {
@@ -98,6 +102,7 @@ impl Workload {
             Workload::Ycsb(_) => ycsb::NAME,
             Workload::Cache(_) => cache::NAME,
             Workload::Edge(_) => edge::NAME,
+            Workload::Pgbench(_) => pgbench::NAME,
         }
     }
 }
@@ -114,5 +119,6 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Workload::Ycsb(args) => ycsb::run(args).map(drop),
         Workload::Cache(args) => cache::run(args).map(drop),
         Workload::Edge(args) => edge::run(args).map(drop),
+        Workload::Pgbench(args) => pgbench::run(args).map(drop),
     }
 }

@@ -1,0 +1,350 @@
+//! `tern bench pgbench`: pgbench's built-in TPC-B-like script against `tern serve` and against
+//! a PostgreSQL 15 server initialized for the run in the work directory (Debian's server
+//! binaries, loopback, a free port). Both get the same `pgbench -i -s N` and the same
+//! `pgbench -c C -j J -T D --max-tries 10`, and the same durability: `--sync never` is Tern's
+//! SyncPolicy::Never against PostgreSQL's fsync=off, synchronous_commit=off; `--sync
+//! every-commit` is Tern's group commit with fsync against PostgreSQL's defaults (fsync=on,
+//! synchronous_commit=on). Ends with `RESULT pgbench tern/postgres = X` (the TPS ratio).
+
+use crate::chart::{BarPanel, Panel};
+use crate::common::{Machine, Outputs, start};
+use crate::error::{BenchError, Result};
+use crate::report::publish;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const NAME: &str = "pgbench";
+
+/// Where Debian installs PostgreSQL 15's programs.
+const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+pub enum Sync {
+    /// No fsync on either side.
+    Never,
+    /// fsync at every commit on both sides (group commit).
+    EveryCommit,
+}
+
+/// Flags of `tern bench pgbench`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PgbenchArgs {
+    #[command(flatten)]
+    pub run: crate::common::RunArgs,
+    /// pgbench's scale factor (-s) [default: 10, or 1 with --quick].
+    #[arg(long)]
+    pub scale: Option<u32>,
+    /// Client connections (-c).
+    #[arg(long, default_value_t = 8)]
+    pub clients: u32,
+    /// pgbench threads (-j).
+    #[arg(long, default_value_t = 2)]
+    pub jobs: u32,
+    /// Seconds of each run (-T) [default: 60, or 10 with --quick].
+    #[arg(long)]
+    pub duration: Option<u32>,
+    /// Durability of both servers.
+    #[arg(long, value_enum, default_value_t = Sync::Never)]
+    pub sync: Sync,
+}
+
+/// What one pgbench run printed.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct PgbenchRun {
+    pub init_seconds: f64,
+    pub tps: f64,
+    pub transactions: u64,
+    pub failed: u64,
+    pub retried: u64,
+    pub latency_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PgbenchReport {
+    pub workload: &'static str,
+    pub machine: Machine,
+    pub scale: u32,
+    pub clients: u32,
+    pub jobs: u32,
+    pub duration_seconds: u32,
+    pub sync: Sync,
+    pub durability: String,
+    pub tern: PgbenchRun,
+    pub postgres: PgbenchRun,
+    pub tern_vs_postgres: f64,
+}
+
+fn program(name: &str) -> Result<PathBuf> {
+    let path = Path::new(PG_BIN).join(name);
+    if path.exists() {
+        return Ok(path);
+    }
+    Err(BenchError::PeerMissing(format!(
+        "{} not found: install PostgreSQL 15's server and client programs (apt-get install -y postgresql-15)",
+        path.display()
+    )))
+}
+
+fn config_error(message: String) -> BenchError {
+    BenchError::Config(message)
+}
+
+/// Runs a command, as the `postgres` user when this process is root (PostgreSQL refuses to run
+/// as root); returns its standard output and error.
+fn run_command(program: &Path, args: &[String], as_postgres: bool) -> Result<String> {
+    let mut command = if as_postgres {
+        let mut line = shell_quote(&program.to_string_lossy());
+        for arg in args {
+            line.push(' ');
+            line.push_str(&shell_quote(arg));
+        }
+        let mut command = Command::new("su");
+        command.args(["postgres", "-s", "/bin/sh", "-c", &line]);
+        command
+    } else {
+        let mut command = Command::new(program);
+        command.args(args);
+        command
+    };
+    let output = command.output().map_err(|error| BenchError::io("run", program, error))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    if !output.status.success() {
+        return Err(config_error(format!("{} {} failed:\n{text}", program.display(), args.join(" "))));
+    }
+    Ok(text)
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn free_port() -> Result<u16> {
+    let listener =
+        std::net::TcpListener::bind("127.0.0.1:0").map_err(|error| BenchError::io("bind", "127.0.0.1:0", error))?;
+    Ok(listener.local_addr().map_err(|error| BenchError::io("bind", "127.0.0.1:0", error))?.port())
+}
+
+/// Parses pgbench's summary.
+fn parse_run(text: &str) -> PgbenchRun {
+    let number_after = |prefix: &str| -> Option<f64> {
+        text.lines()
+            .find_map(|line| line.trim().strip_prefix(prefix))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|number| number.parse().ok())
+    };
+    PgbenchRun {
+        init_seconds: 0.0,
+        tps: number_after("tps = ").unwrap_or(0.0),
+        transactions: number_after("number of transactions actually processed:").unwrap_or(0.0) as u64,
+        failed: number_after("number of failed transactions:").unwrap_or(0.0) as u64,
+        retried: number_after("number of transactions retried:").unwrap_or(0.0) as u64,
+        latency_ms: number_after("latency average =").unwrap_or(0.0),
+    }
+}
+
+/// `pgbench -i` then the timed run against a server at `port`.
+fn bench(
+    pgbench: &Path,
+    port: u16,
+    database: &str,
+    args: &PgbenchArgs,
+    scale: u32,
+    duration: u32,
+) -> Result<PgbenchRun> {
+    let connection = |extra: &[String]| -> Vec<String> {
+        let mut all: Vec<String> =
+            ["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "tern"].iter().map(|s| s.to_string()).collect();
+        all.extend_from_slice(extra);
+        all.push(database.to_string());
+        all
+    };
+    let started = std::time::Instant::now();
+    run_command(pgbench, &connection(&["-i".into(), "-q".into(), "-s".into(), scale.to_string()]), false)?;
+    let init_seconds = started.elapsed().as_secs_f64();
+    let text = run_command(
+        pgbench,
+        &connection(&[
+            "-c".into(),
+            args.clients.to_string(),
+            "-j".into(),
+            args.jobs.to_string(),
+            "-T".into(),
+            duration.to_string(),
+            "--max-tries".into(),
+            "10".into(),
+        ]),
+        false,
+    )?;
+    let mut run = parse_run(&text);
+    if run.tps == 0.0 {
+        return Err(config_error(format!("pgbench printed no tps:\n{text}")));
+    }
+    run.init_seconds = init_seconds;
+    Ok(run)
+}
+
+fn run_tern(work: &Path, pgbench: &Path, args: &PgbenchArgs, scale: u32, duration: u32) -> Result<PgbenchRun> {
+    let runtime = tokio::runtime::Runtime::new().map_err(|error| BenchError::io("start runtime", work, error))?;
+    let config = tern_server::Config {
+        listen: "127.0.0.1:0".parse().expect("an address"),
+        data: work.join("tern"),
+        options: tern::Options {
+            sync: match args.sync {
+                Sync::Never => tern::SyncPolicy::Never,
+                Sync::EveryCommit => tern::SyncPolicy::EveryCommit,
+            },
+            ..tern::Options::default()
+        },
+        ..tern_server::Config::default()
+    };
+    let server =
+        runtime.block_on(tern_server::Server::bind(config)).map_err(|error| config_error(error.to_string()))?;
+    let port = server.local_addr().port();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let serving = runtime.spawn(server.run(stopped));
+    let result = bench(pgbench, port, "tern", args, scale, duration);
+    let _ = stop.send(true);
+    runtime
+        .block_on(serving)
+        .map_err(|error| config_error(error.to_string()))?
+        .map_err(|error| config_error(error.to_string()))?;
+    result
+}
+
+/// A PostgreSQL server for the run, stopped when dropped.
+struct Postgres {
+    pg_ctl: PathBuf,
+    data: PathBuf,
+    as_postgres: bool,
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let args =
+            vec!["-D".into(), self.data.to_string_lossy().into_owned(), "-m".into(), "fast".into(), "stop".into()];
+        let _ = run_command(&self.pg_ctl, &args, self.as_postgres);
+    }
+}
+
+fn run_postgres(work: &Path, pgbench: &Path, args: &PgbenchArgs, scale: u32, duration: u32) -> Result<PgbenchRun> {
+    let initdb = program("initdb")?;
+    let pg_ctl = program("pg_ctl")?;
+    let as_postgres = is_root();
+    let data = work.join("postgres");
+    std::fs::create_dir_all(&data).map_err(|error| BenchError::io("create", &data, error))?;
+    if as_postgres {
+        // The postgres user must own the data directory and reach it.
+        let status = Command::new("chown")
+            .args(["-R", "postgres", &work.to_string_lossy()])
+            .status()
+            .map_err(|error| BenchError::io("chown", work, error))?;
+        if !status.success() {
+            return Err(config_error(format!("chown postgres {} failed", work.display())));
+        }
+        let mut ancestor = work.parent();
+        while let Some(dir) = ancestor {
+            let _ = Command::new("chmod").args(["o+x", &dir.to_string_lossy()]).status();
+            ancestor = dir.parent();
+        }
+    }
+    let data_text = data.to_string_lossy().into_owned();
+    run_command(
+        &initdb,
+        &["-D".into(), data_text.clone(), "-A".into(), "trust".into(), "-U".into(), "tern".into()],
+        as_postgres,
+    )?;
+    let port = free_port()?;
+    let durability = match args.sync {
+        Sync::Never => "-c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+        Sync::EveryCommit => "-c fsync=on -c synchronous_commit=on",
+    };
+    let options = format!(
+        "-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections={} {durability}",
+        data_text,
+        args.clients + 10
+    );
+    let log = data.join("server.log").to_string_lossy().into_owned();
+    run_command(
+        &pg_ctl,
+        &["-D".into(), data_text.clone(), "-l".into(), log, "-o".into(), options, "-w".into(), "start".into()],
+        as_postgres,
+    )?;
+    let _server = Postgres { pg_ctl, data, as_postgres };
+    bench(pgbench, port, "postgres", args, scale, duration)
+}
+
+pub fn run(args: &PgbenchArgs) -> Result<PgbenchReport> {
+    let scale = args.scale.unwrap_or(if args.run.quick { 1 } else { 10 });
+    let duration = args.duration.unwrap_or(if args.run.quick { 10 } else { 60 });
+    if scale == 0 || duration == 0 || args.clients == 0 || args.jobs == 0 || args.jobs > args.clients {
+        return Err(config_error("scale, duration, clients and jobs must be positive, jobs <= clients".into()));
+    }
+    let pgbench = program("pgbench")?;
+    let (work, outputs, machine): (_, Outputs, Machine) = start(&args.run.dir, &args.run.out, NAME)?;
+    let work_path =
+        std::fs::canonicalize(work.path()).map_err(|error| BenchError::io("resolve", work.path(), error))?;
+    println!(
+        "pgbench -s {scale}, -c {} -j {} -T {duration} --max-tries 10, sync {:?}",
+        args.clients, args.jobs, args.sync
+    );
+    let tern = run_tern(&work_path, &pgbench, args, scale, duration)?;
+    println!(
+        "tern:     {:>9.1} tps  {:>7} transactions  {:>5} failed  {:>6} retried  latency {:.3} ms  (init {:.1} s)",
+        tern.tps, tern.transactions, tern.failed, tern.retried, tern.latency_ms, tern.init_seconds
+    );
+    let postgres = run_postgres(&work_path, &pgbench, args, scale, duration)?;
+    println!(
+        "postgres: {:>9.1} tps  {:>7} transactions  {:>5} failed  {:>6} retried  latency {:.3} ms  (init {:.1} s)",
+        postgres.tps,
+        postgres.transactions,
+        postgres.failed,
+        postgres.retried,
+        postgres.latency_ms,
+        postgres.init_seconds
+    );
+    let ratio = tern.tps / postgres.tps;
+    let durability = match args.sync {
+        Sync::Never => "Tern SyncPolicy::Never; PostgreSQL fsync=off, synchronous_commit=off, full_page_writes=off",
+        Sync::EveryCommit => "Tern SyncPolicy::EveryCommit (group commit); PostgreSQL fsync=on, synchronous_commit=on",
+    };
+    let report = PgbenchReport {
+        workload: NAME,
+        machine,
+        scale,
+        clients: args.clients,
+        jobs: args.jobs,
+        duration_seconds: duration,
+        sync: args.sync,
+        durability: durability.to_string(),
+        tern: tern.clone(),
+        postgres: postgres.clone(),
+        tern_vs_postgres: ratio,
+    };
+    let panels = [Panel::Bars(BarPanel {
+        title: format!("pgbench TPC-B, scale {scale}, {} clients, {duration} s", args.clients),
+        y_label: "transactions per second".into(),
+        bars: vec![("Tern".into(), tern.tps), ("PostgreSQL 15".into(), postgres.tps)],
+    })];
+    publish(&outputs, &report, "tern bench pgbench", &panels, (NAME, "tern/postgres", ratio))?;
+    drop(work);
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn pgbench_output_is_parsed() {
+        let text = "transaction type: <builtin: TPC-B (sort of)>\nnumber of transactions actually processed: 2410\n\
+                    number of failed transactions: 14 (0.5%)\nnumber of transactions retried: 21 (0.8%)\n\
+                    latency average = 23.367 ms (including failures)\ntps = 240.970264 (without initial connection time)\n";
+        let run = super::parse_run(text);
+        assert_eq!((run.transactions, run.failed, run.retried), (2410, 14, 21));
+        assert!((run.tps - 240.970264).abs() < 1e-9 && (run.latency_ms - 23.367).abs() < 1e-9);
+    }
+}
