@@ -513,3 +513,72 @@ fn schema_changes_are_seen_at_once_by_busy_sessions() {
         assert!(reader.join().unwrap() > 0);
     }
 }
+
+#[test]
+fn describe_gives_result_and_parameter_types_without_running() {
+    use tern_sql::SqlType;
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session.execute("CREATE TABLE t(id INT PRIMARY KEY, name VARCHAR(20), score REAL, n)", &[]).unwrap();
+    let statement = session.prepare("SELECT id, name, count(*), score * 2, id + 1, id = 1 FROM t WHERE name = $1 AND id > $2 GROUP BY id LIMIT $3").unwrap();
+    let description = session.describe(&statement).unwrap().unwrap();
+    let types: Vec<SqlType> = description.columns.iter().map(|(_, kind)| kind.clone()).collect();
+    assert_eq!(
+        types,
+        [
+            SqlType::Declared("INT".into()),
+            SqlType::Declared("VARCHAR(20)".into()),
+            SqlType::Integer,
+            SqlType::Real,
+            SqlType::Integer,
+            SqlType::Boolean
+        ]
+    );
+    assert_eq!(
+        description.parameters,
+        [SqlType::Declared("VARCHAR(20)".into()), SqlType::Declared("INT".into()), SqlType::Integer]
+    );
+    let insert = session.prepare("INSERT INTO t (score, id) VALUES ($1, $2) RETURNING name").unwrap();
+    let description = session.describe(&insert).unwrap().unwrap();
+    assert_eq!(description.parameters, [SqlType::Declared("REAL".into()), SqlType::Declared("INT".into())]);
+    assert_eq!(description.columns, [("name".to_string(), SqlType::Declared("VARCHAR(20)".into()))]);
+    let update = session.prepare("UPDATE t SET n = $1 WHERE id = $2").unwrap();
+    assert_eq!(
+        session.describe(&update).unwrap().unwrap().parameters,
+        [SqlType::Unknown, SqlType::Declared("INT".into())]
+    );
+    // Nothing ran: the table is still empty; an unknown table fails at describe.
+    assert!(rows(&mut session, "SELECT * FROM t").is_empty());
+    let missing = session.prepare("SELECT * FROM missing").unwrap();
+    assert_eq!(session.describe(&missing).unwrap_err().sqlstate, "42P01");
+}
+
+#[test]
+fn primary_keys_added_later_and_concurrent_inserts_without_one() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session.execute("CREATE TABLE h(k INT, v TEXT); INSERT INTO h VALUES (1, 'a'), (2, 'b')", &[]).unwrap();
+    session.execute("ALTER TABLE h ADD PRIMARY KEY (k)", &[]).unwrap();
+    assert_eq!(session.execute("INSERT INTO h VALUES (1, 'c')", &[]).unwrap_err().sqlstate, "23505");
+    assert_eq!(session.execute("INSERT INTO h VALUES (NULL, 'c')", &[]).unwrap_err().sqlstate, "23502");
+    assert_eq!(session.execute("ALTER TABLE h ADD PRIMARY KEY (v)", &[]).unwrap_err().sqlstate, "42P16");
+    let plan: String =
+        rows(&mut session, "EXPLAIN SELECT v FROM h WHERE k = 2").iter().map(|row| row[0].to_text()).collect();
+    assert!(plan.contains("h_pkey"), "{plan}");
+    assert_eq!(rows(&mut session, "SELECT v FROM h WHERE k = 2"), [[Value::Text("b".into())]]);
+    session.execute("CREATE TABLE n(k INT); INSERT INTO n VALUES (1), (NULL)", &[]).unwrap();
+    assert_eq!(session.execute("ALTER TABLE n ADD PRIMARY KEY (k)", &[]).unwrap_err().sqlstate, "23502");
+    session.execute("ALTER TABLE n ADD UNIQUE (k)", &[]).unwrap();
+    assert_eq!(session.execute("INSERT INTO n VALUES (1)", &[]).unwrap_err().sqlstate, "23505");
+    // Two transactions inserting into a table without a primary key both commit, and rows
+    // keep their insertion order.
+    session.execute("CREATE TABLE log(x INT)", &[]).unwrap();
+    let mut other = db.session();
+    session.execute("BEGIN; INSERT INTO log VALUES (1)", &[]).unwrap();
+    other.execute("BEGIN; INSERT INTO log VALUES (2)", &[]).unwrap();
+    other.execute("COMMIT", &[]).unwrap();
+    session.execute("INSERT INTO log VALUES (3); COMMIT", &[]).unwrap();
+    session.execute("INSERT INTO log VALUES (4)", &[]).unwrap();
+    let values: Vec<Value> = rows(&mut session, "SELECT x FROM log").into_iter().map(|row| row[0].clone()).collect();
+    assert_eq!(values, [1, 2, 3, 4].map(Value::Integer));
+}

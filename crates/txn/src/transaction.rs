@@ -19,6 +19,8 @@ pub struct Transaction {
     reads: ReadSet,
     writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     write_bytes: usize,
+    /// Reads are not recorded ([`Transaction::set_record_reads`]).
+    unrecorded: bool,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -40,6 +42,7 @@ impl Transaction {
             reads: ReadSet::new(),
             writes: BTreeMap::new(),
             write_bytes: 0,
+            unrecorded: false,
         }
     }
 
@@ -63,7 +66,14 @@ impl Transaction {
     }
 
     fn records_reads(&self) -> bool {
-        self.isolation == Isolation::Serializable
+        self.isolation == Isolation::Serializable && !self.unrecorded
+    }
+
+    /// Stops (false) or resumes (true) adding reads to the read set. For reads whose result
+    /// the caller makes safe by other means (the SQL layer's row-id counter reads the largest
+    /// stored id once and hands out ids above it under a lock): they then create no conflict.
+    pub fn set_record_reads(&mut self, record: bool) {
+        self.unrecorded = !record;
     }
 
     /// Takes the transaction's snapshot now if it has none yet (normally the first read does).

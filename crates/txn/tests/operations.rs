@@ -425,3 +425,30 @@ fn a_failed_batch_write_fails_its_commit_and_later_ones_and_loses_nothing_acknow
     assert_eq!(get(&db, b"after"), None);
     db.check().unwrap();
 }
+
+#[test]
+fn a_snapshot_moves_forward_only_while_what_was_read_is_unchanged() {
+    let (_memory, db) = open_memory(small_options());
+    put(&db, b"a", b"1");
+    put(&db, b"b", b"1");
+    let mut txn = db.begin();
+    assert_eq!(txn.get(b"a").unwrap(), Some(b"1".to_vec()));
+    // Nothing committed since: nothing to move to.
+    assert!(!txn.refresh_snapshot());
+    // A write to a key it has not read: the snapshot moves and the new value is seen.
+    put(&db, b"b", b"2");
+    assert!(txn.refresh_snapshot());
+    assert_eq!(txn.get(b"b").unwrap(), Some(b"2".to_vec()));
+    txn.put(b"c", b"x").unwrap();
+    // A write to a key it read: the snapshot stays, and the commit fails as it would have.
+    put(&db, b"a", b"2");
+    assert!(!txn.refresh_snapshot());
+    assert_eq!(txn.get(b"a").unwrap(), Some(b"1".to_vec()), "reads stay repeatable");
+    assert!(matches!(txn.commit(), Err(Error::Serialization(_))));
+    // Snapshot isolation keeps its snapshot (it has no read set to check).
+    let mut snapshot = db.begin_with(Isolation::Snapshot);
+    snapshot.get(b"a").unwrap();
+    put(&db, b"b", b"3");
+    assert!(!snapshot.refresh_snapshot());
+    assert_eq!(snapshot.get(b"b").unwrap(), Some(b"2".to_vec()));
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Runs PostgreSQL's own clients against `tern serve`: psql (simple queries, errors, \copy in
+# and out, variables) and a short pgbench (initialization with COPY and ALTER TABLE ADD
+# PRIMARY KEY, then the TPC-B-like script with retries). Fails on any error.
+#
+#   scripts/pg-clients.sh            # builds the release binary first
+#   TERN=path/to/tern scripts/pg-clients.sh
+#
+# Needs psql and pgbench (Debian: apt-get install -y postgresql-client-15).
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+for tool in psql pgbench; do
+    command -v "$tool" >/dev/null || { echo "pg-clients: $tool is not installed; skipping" >&2; exit 0; }
+done
+if [ -z "${TERN:-}" ]; then
+    cargo build --release --bin tern --manifest-path "$root/Cargo.toml" >&2
+    TERN="$root/target/release/tern"
+fi
+
+work="$(mktemp -d)"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+"$TERN" serve --data "$work/data" --listen "127.0.0.1:$port" --sync never 2>"$work/server.log" &
+server=$!
+cleanup() {
+    kill -TERM "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+for _ in $(seq 50); do
+    pg_isready -q -h 127.0.0.1 -p "$port" 2>/dev/null && break
+    sleep 0.1
+done
+
+export PGHOST=127.0.0.1 PGPORT="$port" PGUSER=tern PGDATABASE=tern
+psql_run() { psql -X -v ON_ERROR_STOP=1 -q "$@"; }
+
+echo "== psql"
+psql_run <<SQL
+CREATE TABLE city(id INT PRIMARY KEY, name TEXT NOT NULL, population BIGINT, founded DATE);
+INSERT INTO city VALUES (1, 'Lisbon', 545000, '1147-10-25'), (2, 'Porto', 232000, NULL);
+\set want 1
+SELECT name, population FROM city WHERE id = :want;
+SELECT version(), current_database(), current_setting('server_version');
+SHOW server_version;
+SET application_name = 'pg-clients';
+BEGIN;
+UPDATE city SET population = population + 1 WHERE id = 2;
+COMMIT;
+\copy city TO '$work/city.csv' WITH (FORMAT csv, HEADER)
+CREATE TABLE city_copy(id INT PRIMARY KEY, name TEXT NOT NULL, population BIGINT, founded DATE);
+\copy city_copy FROM '$work/city.csv' WITH (FORMAT csv, HEADER)
+SELECT count(*) AS copied FROM city_copy;
+SQL
+
+echo "== psql reports errors with their SQLSTATE"
+if psql -X -v ON_ERROR_STOP=1 -q -c "SELECT * FROM no_such_table" 2>"$work/error.txt"; then
+    echo "expected an error" >&2
+    exit 1
+fi
+grep -q 'no such table' "$work/error.txt"
+
+echo "== pgbench"
+pgbench -q -i -s 1 >/dev/null 2>"$work/init.txt" || { cat "$work/init.txt" >&2; exit 1; }
+pgbench -c 4 -j 2 -T 5 --max-tries 10 | tee "$work/run.txt"
+grep -q "tps = " "$work/run.txt"
+if grep -q "aborted" "$work/run.txt"; then
+    echo "a pgbench client aborted" >&2
+    exit 1
+fi
+echo "pg-clients: all passed"
