@@ -27,7 +27,7 @@ pub enum Flow {
 enum Kind {
     /// An empty query string.
     Empty,
-    Sql(Mutex<tern_sql::Statement>),
+    Sql(Box<Mutex<tern_sql::Statement>>),
     Command(Command),
 }
 
@@ -838,7 +838,7 @@ impl Backend {
                             _ => params.get(index).map_or(types::TEXT, types::oid_of),
                         })
                         .collect();
-                    Prepared { kind: Kind::Sql(Mutex::new(statement)), param_oids, columns }
+                    Prepared { kind: Kind::Sql(Box::new(Mutex::new(statement))), param_oids, columns }
                 }
             },
         };

@@ -268,8 +268,7 @@ impl RowReader {
         self.pending.extend_from_slice(data);
         let mut rows = Vec::new();
         let mut start = 0;
-        loop {
-            let Some(end) = self.record_end(start) else { break };
+        while let Some(end) = self.record_end(start) {
             let record = &self.pending[start..end];
             let record = record.strip_suffix(b"\r").unwrap_or(record);
             start = end + 1;
@@ -411,38 +410,34 @@ impl RowReader {
             (self.spec.delimiter as char, self.spec.quote as char, self.spec.escape as char);
         let mut fields = Vec::new();
         let mut chars = record.chars().peekable();
+        let mut value = String::new();
+        let mut was_quoted = false;
+        let mut quoted = false;
         loop {
-            let mut value = String::new();
-            let mut was_quoted = false;
-            let mut quoted = false;
-            loop {
-                match chars.next() {
-                    None => {
-                        if quoted {
-                            return Err(format!("line {}: unterminated CSV quoted field", self.line));
-                        }
-                        break;
+            match chars.next() {
+                None => {
+                    if quoted {
+                        return Err(format!("line {}: unterminated CSV quoted field", self.line));
                     }
-                    Some(c) if quoted && c == escape && chars.peek() == Some(&quote) => {
-                        chars.next();
-                        value.push(quote);
-                    }
-                    Some(c) if c == quote => {
-                        quoted = !quoted;
-                        was_quoted = true;
-                    }
-                    Some(c) if !quoted && c == delimiter => {
-                        fields.push(self.csv_value(value, was_quoted));
-                        value = String::new();
-                        was_quoted = false;
-                        continue;
-                    }
-                    Some(c) => value.push(c),
+                    break;
                 }
+                Some(c) if quoted && c == escape && chars.peek() == Some(&quote) => {
+                    chars.next();
+                    value.push(quote);
+                }
+                Some(c) if c == quote => {
+                    quoted = !quoted;
+                    was_quoted = true;
+                }
+                Some(c) if !quoted && c == delimiter => {
+                    fields.push(self.csv_value(std::mem::take(&mut value), was_quoted));
+                    was_quoted = false;
+                }
+                Some(c) => value.push(c),
             }
-            fields.push(self.csv_value(value, was_quoted));
-            return Ok(fields);
         }
+        fields.push(self.csv_value(value, was_quoted));
+        Ok(fields)
     }
 
     fn csv_value(&self, value: String, quoted: bool) -> Option<String> {
