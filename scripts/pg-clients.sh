@@ -20,7 +20,14 @@ fi
 
 work="$(mktemp -d)"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-"$TERN" serve --data "$work/data" --listen "127.0.0.1:$port" --sync never 2>"$work/server.log" &
+# TLS for clients that ask, when openssl can make a certificate.
+tls=()
+if command -v openssl >/dev/null; then
+    openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
+        -keyout "$work/server.key" -out "$work/server.crt" 2>/dev/null
+    tls=(--tls-cert "$work/server.crt" --tls-key "$work/server.key")
+fi
+"$TERN" serve --data "$work/data" --listen "127.0.0.1:$port" --sync never "${tls[@]}" 2>"$work/server.log" &
 server=$!
 cleanup() {
     kill -TERM "$server" 2>/dev/null || true
@@ -53,6 +60,11 @@ CREATE TABLE city_copy(id INT PRIMARY KEY, name TEXT NOT NULL, population BIGINT
 \copy city_copy FROM '$work/city.csv' WITH (FORMAT csv, HEADER)
 SELECT count(*) AS copied FROM city_copy;
 SQL
+
+if [ ${#tls[@]} -gt 0 ]; then
+    echo "== psql over TLS"
+    PGSSLMODE=require psql -X -v ON_ERROR_STOP=1 -q -c "SELECT count(*) AS over_tls FROM city"
+fi
 
 echo "== psql reports errors with their SQLSTATE"
 if psql -X -v ON_ERROR_STOP=1 -q -c "SELECT * FROM no_such_table" 2>"$work/error.txt"; then

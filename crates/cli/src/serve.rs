@@ -41,6 +41,15 @@ pub struct ServeArgs {
     /// Run within this much memory, in MiB (as `tern shell --memory-budget`).
     #[arg(long, value_name = "MIB")]
     memory_budget: Option<usize>,
+    /// PEM certificate chain for TLS (with --tls-key): clients asking for TLS get it.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key for TLS.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Refuse clients that do not use TLS (needs --tls-cert and --tls-key).
+    #[arg(long, requires = "tls_cert")]
+    tls_required: bool,
     /// When commits reach the disk: every-commit (fsync, group commit) or never (the
     /// operating system decides; a machine crash may lose recent commits).
     #[arg(long, value_enum, default_value_t = Sync::EveryCommit)]
@@ -84,7 +93,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         },
         ..tern::Options::default()
     };
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tern_server::load_tls(cert, key)?),
+        _ => None,
+    };
     let config = tern_server::Config {
+        tls,
+        tls_required: args.tls_required,
         listen: args.listen,
         data: args.data.clone(),
         options,

@@ -56,3 +56,28 @@ pub fn read_users(text: &str) -> Result<std::collections::HashMap<String, Verifi
     }
     Ok(users)
 }
+
+/// TLS settings from a PEM certificate chain and a PEM private key (PKCS#8, PKCS#1 or SEC1).
+pub fn load_tls(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> Result<std::sync::Arc<rustls::ServerConfig>, ServeError> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<_, _>>())
+        .map_err(|error| ServeError::Config(format!("reading certificates from {}: {error}", cert.display())))?;
+    if certs.is_empty() {
+        return Err(ServeError::Config(format!("no certificate in {}", cert.display())));
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|error| ServeError::Config(format!("reading the private key from {}: {error}", key.display())))?;
+    let config =
+        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|error| ServeError::Config(format!("TLS: {error}")))?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .map_err(|error| ServeError::Config(format!("TLS certificate and key: {error}")))?;
+    Ok(std::sync::Arc::new(config))
+}

@@ -33,7 +33,7 @@ pub enum AuthMethod {
 }
 
 /// The server's settings.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Config {
     pub listen: SocketAddr,
     /// The data directory (the database is `tern.db` in it).
@@ -53,6 +53,10 @@ pub struct Config {
     pub priority: bool,
     /// How long shutdown waits for running statements before interrupting them.
     pub shutdown_grace: Duration,
+    /// TLS for clients that ask for it ([`crate::load_tls`]).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Refuse clients that do not use TLS.
+    pub tls_required: bool,
 }
 
 impl Default for Config {
@@ -70,6 +74,8 @@ impl Default for Config {
             metrics: None,
             priority: true,
             shutdown_grace: Duration::from_secs(30),
+            tls: None,
+            tls_required: false,
         }
     }
 }
@@ -280,12 +286,85 @@ impl<R: Read> Read for Patient<'_, R> {
     }
 }
 
+/// A connection's socket, plain or wrapped in TLS after an SSLRequest.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
+    /// Only while being upgraded.
+    Upgrading,
+}
+
+/// The connection's stream, shared by its buffered reader and writer (one thread uses both,
+/// never at once).
+#[derive(Clone)]
+struct SharedStream(std::rc::Rc<std::cell::RefCell<Stream>>);
+
+impl Read for SharedStream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match &mut *self.0.borrow_mut() {
+            Stream::Plain(tcp) => tcp.read(buf),
+            Stream::Tls(tls) => tls.read(buf),
+            Stream::Upgrading => Err(std::io::ErrorKind::NotConnected.into()),
+        }
+    }
+}
+
+impl Write for SharedStream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match &mut *self.0.borrow_mut() {
+            Stream::Plain(tcp) => tcp.write(buf),
+            Stream::Tls(tls) => tls.write(buf),
+            Stream::Upgrading => Err(std::io::ErrorKind::NotConnected.into()),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &mut *self.0.borrow_mut() {
+            Stream::Plain(tcp) => tcp.flush(),
+            Stream::Tls(tls) => tls.flush(),
+            Stream::Upgrading => Ok(()),
+        }
+    }
+}
+
+impl SharedStream {
+    fn is_tls(&self) -> bool {
+        matches!(&*self.0.borrow(), Stream::Tls(_))
+    }
+
+    /// Starts TLS on the plain socket (the handshake runs on the first read).
+    fn upgrade(&self, config: Arc<rustls::ServerConfig>) -> Result<(), Ended> {
+        let mut stream = self.0.borrow_mut();
+        let Stream::Plain(tcp) = std::mem::replace(&mut *stream, Stream::Upgrading) else {
+            return Err(ProtocolError::invalid("SSLRequest after TLS started").into());
+        };
+        let connection =
+            rustls::ServerConnection::new(config).map_err(|error| Ended::Fatal("08P01", format!("TLS: {error}")))?;
+        *stream = Stream::Tls(Box::new(rustls::StreamOwned::new(connection, tcp)));
+        Ok(())
+    }
+
+    fn close(&self) {
+        match &mut *self.0.borrow_mut() {
+            Stream::Plain(tcp) => {
+                let _ = tcp.shutdown(std::net::Shutdown::Both);
+            }
+            Stream::Tls(tls) => {
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+                let _ = tls.sock.shutdown(std::net::Shutdown::Both);
+            }
+            Stream::Upgrading => {}
+        }
+    }
+}
+
 /// A connection's life: startup, authentication, then messages until Terminate.
 fn connection(stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
     let _ = stream.set_read_timeout(Some(POLL));
-    let Ok(write) = stream.try_clone() else { return };
-    let mut read = BufReader::with_capacity(64 << 10, stream);
-    let mut write = BufWriter::with_capacity(64 << 10, write);
+    let stream = SharedStream(std::rc::Rc::new(std::cell::RefCell::new(Stream::Plain(stream))));
+    let mut read = BufReader::with_capacity(64 << 10, stream.clone());
+    let mut write = BufWriter::with_capacity(64 << 10, stream.clone());
     if let Err(error) = session(&mut read, &mut write, peer, shared) {
         // Tell the client why, when it can still hear it.
         let mut out = Out::default();
@@ -300,7 +379,7 @@ fn connection(stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
         }
     }
     let _ = write.flush();
-    let _ = read.get_ref().shutdown(std::net::Shutdown::Both);
+    stream.close();
 }
 
 /// Why a connection ended abnormally.
@@ -337,7 +416,7 @@ impl Drop for Registered<'_> {
 
 /// Waits for the next message's first byte, watching for shutdown and the idle limit.
 fn next_message(
-    read: &mut BufReader<TcpStream>,
+    read: &mut BufReader<SharedStream>,
     shared: &Shared,
     idle_limit: Option<Duration>,
     limit: usize,
@@ -366,8 +445,8 @@ fn next_message(
 }
 
 fn session(
-    read: &mut BufReader<TcpStream>,
-    write: &mut BufWriter<TcpStream>,
+    read: &mut BufReader<SharedStream>,
+    write: &mut BufWriter<SharedStream>,
     peer: SocketAddr,
     shared: &Arc<Shared>,
 ) -> Result<(), Ended> {
@@ -381,7 +460,21 @@ fn session(
             other => other?,
         };
         match startup {
-            Startup::Ssl | Startup::GssEnc => {
+            Startup::Ssl => match &shared.config.tls {
+                Some(config) if !read.get_ref().is_tls() => {
+                    if !read.buffer().is_empty() {
+                        return Err(ProtocolError::invalid("data sent after SSLRequest before the answer").into());
+                    }
+                    write.write_all(b"S")?;
+                    write.flush()?;
+                    read.get_ref().upgrade(config.clone())?;
+                }
+                _ => {
+                    write.write_all(b"N")?;
+                    write.flush()?;
+                }
+            },
+            Startup::GssEnc => {
                 write.write_all(b"N")?;
                 write.flush()?;
             }
@@ -396,6 +489,9 @@ fn session(
             Startup::Start { params } => break params,
         }
     };
+    if shared.config.tls_required && !read.get_ref().is_tls() {
+        return Err(Ended::Fatal("28000", "the server requires TLS (sslmode=require)".into()));
+    }
     let param = |name: &str| params.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone());
     let user = param("user")
         .ok_or_else(|| Ended::Fatal("28000", "no PostgreSQL user name specified in startup packet".into()))?;
@@ -542,8 +638,8 @@ fn run<T: Send + 'static>(
 /// `--auth scram`), SCRAM-SHA-256 otherwise. Unknown users and wrong passwords get the same
 /// answer (28P01).
 fn authenticate(
-    read: &mut BufReader<TcpStream>,
-    write: &mut BufWriter<TcpStream>,
+    read: &mut BufReader<SharedStream>,
+    write: &mut BufWriter<SharedStream>,
     peer: SocketAddr,
     shared: &Shared,
     user: &str,

@@ -430,3 +430,62 @@ async fn malformed_messages_end_the_connection_with_a_protocol_error() {
     let client = connect(&running).await;
     assert_eq!(client.query_one("SELECT 1", &[]).await.unwrap().get::<_, i64>(0), 1);
 }
+
+/// TLS: a client that asks gets a handshake with the configured certificate and then the
+/// ordinary protocol; with `tls_required`, a plaintext client is refused (28000).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_when_asked_and_required() {
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert_path, key_path) = (dir.path().join("server.crt"), dir.path().join("server.key"));
+    std::fs::write(&cert_path, certified.cert.pem()).unwrap();
+    std::fs::write(&key_path, certified.key_pair.serialize_pem()).unwrap();
+    let tls = tern_server::load_tls(&cert_path, &key_path).unwrap();
+    let running = start_with(|config| {
+        config.tls = Some(tls);
+        config.tls_required = true;
+    })
+    .await;
+    let error = connect_as(&running, "tern", None).await.err().unwrap();
+    assert_eq!(code(&error), "28000");
+    let cert_der = certified.cert.der().clone();
+    let addr = running.addr;
+    let reply = tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert_der).unwrap();
+        let config =
+            rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+        let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+        tcp.write_all(&[0, 0, 0, 8, 4, 210, 22, 47]).unwrap();
+        let mut answer = [0u8; 1];
+        tcp.read_exact(&mut answer).unwrap();
+        assert_eq!(&answer, b"S");
+        let connection =
+            rustls::ClientConnection::new(std::sync::Arc::new(config), "localhost".try_into().unwrap()).unwrap();
+        let mut tls = rustls::StreamOwned::new(connection, tcp);
+        let params = b"user\0tern\0database\0tern\0\0";
+        let mut startup = ((params.len() + 8) as i32).to_be_bytes().to_vec();
+        startup.extend_from_slice(&196_608i32.to_be_bytes());
+        startup.extend_from_slice(params);
+        tls.write_all(&startup).unwrap();
+        let query = b"SELECT 41 + 1\0";
+        let mut message = vec![b'Q'];
+        message.extend_from_slice(&((query.len() + 4) as i32).to_be_bytes());
+        message.extend_from_slice(query);
+        tls.write_all(&message).unwrap();
+        tls.write_all(&[b'X', 0, 0, 0, 4]).unwrap();
+        let mut reply = Vec::new();
+        let _ = tls.read_to_end(&mut reply);
+        reply
+    })
+    .await
+    .unwrap();
+    // AuthenticationOk, then the query's DataRow with "42".
+    assert_eq!(&reply[..9], &[b'R', 0, 0, 0, 8, 0, 0, 0, 0]);
+    assert!(reply.windows(2).any(|window| window == b"42"), "{reply:?}");
+}
