@@ -309,8 +309,12 @@ impl Backend {
         }
         self.refuse_if_failed()?;
         let mut statement = self.session.prepare(text)?;
-        let description = self.session.describe(&statement).ok().flatten();
         let outcome = self.run_statement(&mut statement, &[])?;
+        // Column types only matter when there are rows to describe (binding again costs).
+        let description = match outcome {
+            Outcome::Rows { .. } => self.session.describe(&statement).ok().flatten(),
+            _ => None,
+        };
         self.send_outcome(text, outcome, declared_types(description), &[], out)?;
         Ok(Flow::Continue)
     }
