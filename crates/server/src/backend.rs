@@ -86,6 +86,9 @@ pub struct Backend {
     pub timed_out: Arc<AtomicBool>,
     /// ParameterStatus messages owed after SET.
     reported: Vec<(String, String)>,
+    /// The settings as the session started (defaults, then the startup packet's): what RESET
+    /// returns to.
+    initial: HashMap<String, String>,
 }
 
 /// Parameters reported to the client when they change (PostgreSQL's GUC_REPORT), with the
@@ -189,6 +192,7 @@ impl Backend {
             query_text: String::new(),
             timed_out: Arc::new(AtomicBool::new(false)),
             reported: Vec::new(),
+            initial: HashMap::new(),
         };
         for (name, value) in startup {
             if matches!(name.as_str(), "user" | "database" | "replication") {
@@ -207,6 +211,7 @@ impl Backend {
             backend.set(name, Some(value.clone()))?;
         }
         backend.reported.clear();
+        backend.initial = backend.session.settings().read().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         Ok(backend)
     }
 
@@ -525,11 +530,7 @@ impl Backend {
             return Err(Error::new("55P02", format!("parameter \"{name}\" cannot be changed")));
         }
         let value = match value {
-            None => defaults("", "")
-                .into_iter()
-                .find(|(default, _)| *default == name)
-                .map(|(_, value)| value)
-                .unwrap_or_default(),
+            None => self.initial.get(&name).cloned().unwrap_or_default(),
             Some(value) => value,
         };
         let value = match name.as_str() {

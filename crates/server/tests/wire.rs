@@ -152,6 +152,13 @@ async fn simple_and_extended_queries_with_every_type() {
     client.batch_execute("SET application_name = 'wire test'").await.unwrap();
     let shown = client.query_one("SHOW application_name", &[]).await.unwrap();
     assert_eq!(shown.get::<_, String>(0), "wire test");
+    client.batch_execute("RESET ALL").await.unwrap();
+    let row = client
+        .query_one("SELECT current_user, current_database(), current_setting('application_name')", &[])
+        .await
+        .unwrap();
+    assert_eq!((row.get::<_, String>(0).as_str(), row.get::<_, String>(1).as_str()), ("tern", "tern"));
+    assert_eq!(row.get::<_, String>(2), "", "back to the session's start");
     let error = client.batch_execute("SET no_such_setting = 1").await.unwrap_err();
     assert_eq!(code(&error), "42704");
     let error = client.batch_execute("SET client_encoding = 'LATIN1'").await.unwrap_err();
