@@ -11,58 +11,21 @@ use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use rust_decimal::Decimal;
 use tern_sql::{Error, SqlType, Value};
 
-pub const BOOL: u32 = 16;
-pub const BYTEA: u32 = 17;
-pub const NAME: u32 = 19;
-pub const INT8: u32 = 20;
-pub const INT2: u32 = 21;
-pub const INT4: u32 = 23;
-pub const TEXT: u32 = 25;
-pub const OID: u32 = 26;
-pub const FLOAT4: u32 = 700;
-pub const FLOAT8: u32 = 701;
-pub const UNKNOWN: u32 = 705;
-pub const BPCHAR: u32 = 1042;
-pub const VARCHAR: u32 = 1043;
-pub const DATE: u32 = 1082;
-pub const TIME: u32 = 1083;
-pub const TIMESTAMP: u32 = 1114;
-pub const TIMESTAMPTZ: u32 = 1184;
-pub const NUMERIC: u32 = 1700;
+pub use tern_sql::pgtype::{
+    BOOL, BPCHAR, BYTEA, CHAR, DATE, FLOAT4, FLOAT8, INT2, INT4, INT8, NAME, NUMERIC, OID, REGCLASS, TEXT, TIME,
+    TIMESTAMP, TIMESTAMPTZ, UNKNOWN, VARCHAR, declared_oid, name_of,
+};
 
 /// The type size RowDescription reports (-1: variable).
 pub fn size_of(oid: u32) -> i16 {
     match oid {
         BOOL => 1,
         INT2 => 2,
-        INT4 | FLOAT4 | DATE | OID => 4,
+        CHAR => 1,
+        INT4 | FLOAT4 | DATE | OID | REGCLASS => 4,
         INT8 | FLOAT8 | TIME | TIMESTAMP | TIMESTAMPTZ => 8,
         NAME => 64,
         _ => -1,
-    }
-}
-
-/// The OID of a type name as PostgreSQL spells it (`pg_type.typname`), for casts and tests.
-pub fn name_of(oid: u32) -> &'static str {
-    match oid {
-        BOOL => "bool",
-        BYTEA => "bytea",
-        NAME => "name",
-        INT8 => "int8",
-        INT2 => "int2",
-        INT4 => "int4",
-        TEXT => "text",
-        OID => "oid",
-        FLOAT4 => "float4",
-        FLOAT8 => "float8",
-        BPCHAR => "bpchar",
-        VARCHAR => "varchar",
-        DATE => "date",
-        TIME => "time",
-        TIMESTAMP => "timestamp",
-        TIMESTAMPTZ => "timestamptz",
-        NUMERIC => "numeric",
-        _ => "unknown",
     }
 }
 
@@ -76,43 +39,6 @@ pub fn oid_of(sql_type: &SqlType) -> u32 {
         SqlType::Text | SqlType::Unknown => TEXT,
         SqlType::Blob => BYTEA,
         SqlType::Boolean => BOOL,
-    }
-}
-
-/// A declared type name's OID: PostgreSQL's names first, then SQLite's affinity rules.
-pub fn declared_oid(declared: &str) -> u32 {
-    let lower = declared.to_ascii_lowercase();
-    let base = lower.split('(').next().unwrap_or_default().trim();
-    match base {
-        "smallint" | "int2" | "tinyint" | "smallserial" => INT2,
-        "int" | "integer" | "int4" | "mediumint" | "serial" | "serial4" => INT4,
-        "bigint" | "int8" | "bigserial" | "serial8" => INT8,
-        "real" | "float4" => FLOAT4,
-        "double" | "double precision" | "float8" | "float" => FLOAT8,
-        "numeric" | "decimal" | "dec" => NUMERIC,
-        "text" | "clob" => TEXT,
-        "varchar" | "character varying" | "nvarchar" | "varying character" => VARCHAR,
-        "char" | "character" | "bpchar" | "nchar" => BPCHAR,
-        "bool" | "boolean" => BOOL,
-        "bytea" | "blob" => BYTEA,
-        "date" => DATE,
-        "time" | "time without time zone" => TIME,
-        "timestamp" | "timestamp without time zone" | "datetime" => TIMESTAMP,
-        "timestamptz" | "timestamp with time zone" => TIMESTAMPTZ,
-        "name" => NAME,
-        _ => match tern_sql::value::Affinity::of_declared_type(declared) {
-            tern_sql::value::Affinity::Integer => INT8,
-            tern_sql::value::Affinity::Real => FLOAT8,
-            tern_sql::value::Affinity::Decimal(..) | tern_sql::value::Affinity::Numeric => NUMERIC,
-            tern_sql::value::Affinity::Text => TEXT,
-            tern_sql::value::Affinity::Blob => {
-                if declared.trim().is_empty() {
-                    TEXT
-                } else {
-                    BYTEA
-                }
-            }
-        },
     }
 }
 
@@ -195,7 +121,7 @@ pub fn encode_binary(value: &Value, oid: u32) -> Result<Option<Vec<u8>>, Error> 
     Ok(Some(match oid {
         BOOL => vec![u8::from(value.truth().ok_or_else(|| cannot(value, oid))?)],
         INT2 => i16::try_from(integer()?).map_err(|_| cannot(value, oid))?.to_be_bytes().to_vec(),
-        INT4 | OID => i32::try_from(integer()?).map_err(|_| cannot(value, oid))?.to_be_bytes().to_vec(),
+        INT4 | OID | REGCLASS => i32::try_from(integer()?).map_err(|_| cannot(value, oid))?.to_be_bytes().to_vec(),
         INT8 => integer()?.to_be_bytes().to_vec(),
         FLOAT4 => (real()? as f32).to_be_bytes().to_vec(),
         FLOAT8 => real()?.to_be_bytes().to_vec(),

@@ -124,6 +124,37 @@ pub fn object_name(name: &ast::ObjectName) -> Result<String> {
     }
 }
 
+/// The schema part of a qualified name (`pg_catalog` of `pg_catalog.pg_class`), lower case.
+fn schema_name(name: &ast::ObjectName) -> Option<String> {
+    match name.0.len().checked_sub(2).map(|at| &name.0[at]) {
+        Some(ast::ObjectNamePart::Identifier(ident)) => Some(lower(ident)),
+        _ => None,
+    }
+}
+
+thread_local! {
+    /// Set while a view's columns are computed for the system catalog: a view over the catalog
+    /// would otherwise list itself again, without end.
+    static LISTING_VIEW_COLUMNS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A view's column names and affinities, found by binding its query (empty if it no longer
+/// binds, or while another view's columns are being computed).
+fn view_output_columns(catalog: &Catalog, view: &crate::catalog::ViewDef) -> Vec<(String, Option<Affinity>)> {
+    if LISTING_VIEW_COLUMNS.with(Cell::get) {
+        return Vec::new();
+    }
+    LISTING_VIEW_COLUMNS.with(|listing| listing.set(true));
+    let bound = parse_query(&view.query).and_then(|query| Binder::new(catalog).bind_query(&query, None));
+    LISTING_VIEW_COLUMNS.with(|listing| listing.set(false));
+    let Ok((_, columns)) = bound else { return Vec::new() };
+    columns
+        .into_iter()
+        .enumerate()
+        .map(|(position, column)| (view.columns.get(position).cloned().unwrap_or(column.name), column.affinity))
+        .collect()
+}
+
 /// Parses and binds an expression with no columns (a DEFAULT).
 pub fn bind_standalone_expr(sql: &str) -> Result<Expr> {
     let expr = parse_expr(sql)?;
@@ -391,10 +422,20 @@ impl<'c> Binder<'c> {
     fn bind_table_factor(&mut self, factor: &ast::TableFactor, holder: &Scope) -> Result<(Plan, Vec<ScopeColumn>)> {
         match factor {
             ast::TableFactor::Table { name, alias, args, .. } => {
-                if args.is_some() {
-                    return Err(Error::unsupported("table-valued functions"));
+                if let Some(args) = args {
+                    return self.bind_table_function(name, &args.args, alias.as_ref(), holder);
                 }
                 let table_name = object_name(name)?;
+                let schema = schema_name(name);
+                if matches!(schema.as_deref(), Some("pg_catalog" | "information_schema")) {
+                    return match self.system_table(schema.as_deref(), &table_name, alias.as_ref()) {
+                        Some(found) => Ok(found),
+                        None => {
+                            let span = name.span();
+                            Err(Error::undefined_table(&name.to_string()).at(span.start.line, span.start.column))
+                        }
+                    };
+                }
                 let alias_name = alias.as_ref().map(|alias| lower(&alias.name)).unwrap_or_else(|| table_name.clone());
                 if let Some(working) = self.working_tables.iter().rev().find(|working| working.name == table_name) {
                     if working.in_anchor {
@@ -430,10 +471,16 @@ impl<'c> Binder<'c> {
                     let (plan, columns) = result?;
                     return Ok((plan, derived_columns(&alias_name, &columns, &view.columns, alias)?));
                 }
-                let table = self.catalog.table(&table_name).cloned().ok_or_else(|| {
+                let Some(table) = self.catalog.table(&table_name).cloned() else {
+                    // PostgreSQL searches pg_catalog too: `FROM pg_class` names the system relation.
+                    if schema.is_none()
+                        && let Some(found) = self.system_table(None, &table_name, alias.as_ref())
+                    {
+                        return Ok(found);
+                    }
                     let span = name.span();
-                    Error::undefined_table(&name.to_string()).at(span.start.line, span.start.column)
-                })?;
+                    return Err(Error::undefined_table(&name.to_string()).at(span.start.line, span.start.column));
+                };
                 let columns = table_columns(&table, &alias_name);
                 Ok((Plan::Scan { table, access: Access::Full, filter: None, reverse: false }, columns))
             }
@@ -456,6 +503,60 @@ impl<'c> Binder<'c> {
             }
             other => Err(Error::unsupported(format!("table reference {other}"))),
         }
+    }
+
+    /// A relation of `pg_catalog` / `information_schema` ([`crate::system`]), if `name` is one.
+    fn system_table(
+        &mut self,
+        schema: Option<&str>,
+        name: &str,
+        alias: Option<&ast::TableAlias>,
+    ) -> Option<(Plan, Vec<ScopeColumn>)> {
+        let catalog = self.catalog;
+        let view_columns = |view: &crate::catalog::ViewDef| view_output_columns(catalog, view);
+        let system = crate::system::lookup(catalog, schema, name, &view_columns)?;
+        let alias_name = alias.map(|alias| lower(&alias.name)).unwrap_or_else(|| name.to_string());
+        let columns = table_columns(&system.table, &alias_name);
+        Some((Plan::SystemTable { table: system.table, rows: Arc::new(system.rows) }, columns))
+    }
+
+    /// A set-returning function in FROM: `generate_series(start, stop [, step])` or
+    /// `unnest(array)`. Its arguments may read the enclosing query's columns.
+    fn bind_table_function(
+        &mut self,
+        name: &ast::ObjectName,
+        args: &[ast::FunctionArg],
+        alias: Option<&ast::TableAlias>,
+        holder: &Scope,
+    ) -> Result<(Plan, Vec<ScopeColumn>)> {
+        let function_name = object_name(name)?;
+        let (function, min_args, max_args) = match function_name.as_str() {
+            "generate_series" => (TableFunction::GenerateSeries, 2, 3),
+            "unnest" => (TableFunction::Unnest, 1, 1),
+            _ => return Err(Error::unsupported(format!("table-valued function {function_name}"))),
+        };
+        if args.len() < min_args || args.len() > max_args {
+            return Err(Error::new("42883", format!("wrong number of arguments to function {function_name}()")));
+        }
+        let scope = Scope::new(Vec::new(), holder.parent);
+        let mut bound = Vec::with_capacity(args.len());
+        for arg in args {
+            let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr)) = arg else {
+                return Err(Error::unsupported("named arguments to a table-valued function"));
+            };
+            bound.push(self.bind_expr(expr, &scope)?);
+        }
+        if scope.correlated.get() {
+            holder.correlated.set(true);
+        }
+        let alias_name = alias.map(|alias| lower(&alias.name)).unwrap_or_else(|| function_name.clone());
+        let column_name = alias
+            .and_then(|alias| alias.columns.first())
+            .map(|column| lower(&column.name))
+            .unwrap_or(alias_name.clone());
+        let affinity = (function == TableFunction::GenerateSeries).then_some(Affinity::Integer);
+        let column = ScopeColumn { table: Some(alias_name), name: column_name, affinity, merged: false };
+        Ok((Plan::TableFunction { function, args: bound }, vec![column]))
     }
 
     /// A reference to a CTE of `WITH RECURSIVE` whose body is `anchor UNION [ALL] step`: the
@@ -1093,6 +1194,45 @@ impl<'c> Binder<'c> {
             }
             E::BinaryOp { left, op, right } => {
                 use ast::BinaryOperator as B;
+                // OPERATOR(pg_catalog.op) is the operator itself.
+                let named;
+                let op = match op {
+                    B::PGCustomBinaryOperator(parts)
+                        if parts.len() == 2 && parts[0].eq_ignore_ascii_case("pg_catalog") =>
+                    {
+                        named = match parts[1].as_str() {
+                            "~" => B::PGRegexMatch,
+                            "~*" => B::PGRegexIMatch,
+                            "!~" => B::PGRegexNotMatch,
+                            "!~*" => B::PGRegexNotIMatch,
+                            "=" => B::Eq,
+                            "<>" | "!=" => B::NotEq,
+                            "<" => B::Lt,
+                            "<=" => B::LtEq,
+                            ">" => B::Gt,
+                            ">=" => B::GtEq,
+                            "||" => B::StringConcat,
+                            "+" => B::Plus,
+                            "-" => B::Minus,
+                            _ => return Err(Error::unsupported(format!("operator {op}"))),
+                        };
+                        &named
+                    }
+                    other => other,
+                };
+                if let B::PGRegexMatch | B::PGRegexIMatch | B::PGRegexNotMatch | B::PGRegexNotIMatch = op {
+                    let case_insensitive = matches!(op, B::PGRegexIMatch | B::PGRegexNotIMatch);
+                    let call = Expr::Function(
+                        ScalarFunction::RegexMatch,
+                        vec![
+                            self.bind_expr(left, scope)?,
+                            self.bind_expr(right, scope)?,
+                            Expr::Literal(Value::Integer(i64::from(case_insensitive))),
+                        ],
+                    );
+                    let negated = matches!(op, B::PGRegexNotMatch | B::PGRegexNotIMatch);
+                    return Ok(if negated { Expr::Unary(UnaryOp::Not, Box::new(call)) } else { call });
+                }
                 let op = match op {
                     B::Plus => BinaryOp::Add,
                     B::Minus => BinaryOp::Sub,
@@ -1224,6 +1364,24 @@ impl<'c> Binder<'c> {
                 }
                 Expr::InSubquery { expr: Box::new(bound), subquery, negated: *negated }
             }
+            E::AnyOp { left, compare_op: ast::BinaryOperator::Eq, right, .. } => match right.as_ref() {
+                // x = ANY(SELECT ...) is x IN (SELECT ...).
+                E::Subquery(query) => {
+                    let in_subquery = E::InSubquery { expr: left.clone(), subquery: query.clone(), negated: false };
+                    return self.bind_expr(&in_subquery, scope);
+                }
+                array => Expr::Function(
+                    ScalarFunction::ArrayContains,
+                    vec![self.bind_expr(array, scope)?, self.bind_expr(left, scope)?],
+                ),
+            },
+            E::CompoundFieldAccess { root, access_chain } => match access_chain.as_slice() {
+                [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] => Expr::Function(
+                    ScalarFunction::ArrayElement,
+                    vec![self.bind_expr(root, scope)?, self.bind_expr(index, scope)?],
+                ),
+                _ => return Err(Error::unsupported(format!("expression {expr}"))),
+            },
             E::Exists { subquery, negated } => {
                 Expr::Exists { subquery: self.subquery(subquery, scope)?, negated: *negated }
             }
@@ -1258,6 +1416,9 @@ impl<'c> Binder<'c> {
             E::Cast { expr: inner, data_type, format, .. } => {
                 if format.is_some() {
                     return Err(Error::unsupported("CAST ... FORMAT"));
+                }
+                if let Some(bound) = self.bind_catalog_cast(inner, data_type, scope)? {
+                    return Ok(bound);
                 }
                 let to = match affinity_of_type(data_type)? {
                     Affinity::Integer => CastType::Integer,
@@ -1317,8 +1478,9 @@ impl<'c> Binder<'c> {
             E::Floor { expr: inner, .. } => Expr::Function(ScalarFunction::Floor, vec![self.bind_expr(inner, scope)?]),
             E::TypedString(typed) => self.bind_value(&typed.value.value)?,
             E::Collate { expr: inner, collation } => {
-                let name = collation.to_string().to_ascii_lowercase();
-                if name != "binary" && name != "\"c\"" && name != "c" {
+                let name = collation.to_string().to_ascii_lowercase().replace('"', "");
+                let name = name.strip_prefix("pg_catalog.").unwrap_or(&name);
+                if !matches!(name, "binary" | "c" | "posix" | "default") {
                     return Err(Error::unsupported(format!("collation {collation}")));
                 }
                 self.bind_expr(inner, scope)?
@@ -1375,6 +1537,9 @@ impl<'c> Binder<'c> {
         }
         let (args, distinct, star) = match &function.args {
             ast::FunctionArguments::None => (Vec::new(), false, false),
+            ast::FunctionArguments::Subquery(query) if name == "array" => {
+                return self.bind_array_subquery(query, scope);
+            }
             ast::FunctionArguments::Subquery(_) => {
                 return Err(Error::unsupported("a subquery as the only function argument"));
             }
@@ -1404,7 +1569,8 @@ impl<'c> Binder<'c> {
             ("min", 1) => Some(AggregateFunction::Min),
             ("max", 1) => Some(AggregateFunction::Max),
             ("group_concat", 1 | 2) | ("string_agg", 2) => Some(AggregateFunction::GroupConcat),
-            ("count" | "sum" | "total" | "avg" | "group_concat" | "string_agg", _) => {
+            ("array_agg", 1) => Some(AggregateFunction::ArrayAgg),
+            ("count" | "sum" | "total" | "avg" | "group_concat" | "string_agg" | "array_agg", _) => {
                 return Err(Error::new("42883", format!("wrong number of arguments to function {name}()")));
             }
             _ => None,
@@ -1452,6 +1618,9 @@ impl<'c> Binder<'c> {
         {
             return Ok(Expr::Function(clock, vec![Expr::Literal(Value::Text("now".into()))]));
         }
+        if let Some(bound) = self.bind_catalog_function(&name, &args, scope)? {
+            return Ok(bound);
+        }
         let (scalar, min_args, max_args) =
             ScalarFunction::lookup(&name).ok_or_else(|| Error::undefined_function(&name))?;
         if args.len() < min_args || args.len() > max_args {
@@ -1459,6 +1628,136 @@ impl<'c> Binder<'c> {
         }
         let bound = args.iter().map(|arg| self.bind_expr(arg, scope)).collect::<Result<Vec<_>>>()?;
         Ok(Expr::Function(scalar, bound))
+    }
+
+    /// `ARRAY(subquery)`: the subquery's values as an array literal (`{}` when it has no rows).
+    fn bind_array_subquery(&mut self, query: &ast::Query, scope: &Scope) -> Result<Expr> {
+        let mut wrapper =
+            parse_query("SELECT coalesce(array_agg(element), '{}') FROM (SELECT 1) AS elements(element)")?;
+        let ast::SetExpr::Select(select) = wrapper.body.as_mut() else {
+            return Err(Error::internal("ARRAY() wrapper is not a SELECT"));
+        };
+        let ast::TableFactor::Derived { subquery, .. } = &mut select.from[0].relation else {
+            return Err(Error::internal("ARRAY() wrapper has no derived table"));
+        };
+        *subquery = Box::new(query.clone());
+        Ok(Expr::ScalarSubquery(self.subquery(&wrapper, scope)?))
+    }
+
+    /// Functions that read the catalog (`pg_get_indexdef`, `pg_get_constraintdef`,
+    /// `pg_get_viewdef`, `pg_get_userbyid`): bound to a CASE over the catalog this statement
+    /// sees, so they cost nothing per row beyond the comparison. `None` for other functions.
+    fn bind_catalog_function(&mut self, name: &str, args: &[&ast::Expr], scope: &Scope) -> Result<Option<Expr>> {
+        let arity = |min: usize, max: usize| {
+            if args.len() < min || args.len() > max {
+                Err(Error::new("42883", format!("wrong number of arguments to function {name}()")))
+            } else {
+                Ok(())
+            }
+        };
+        let lookup = |key: Expr, pairs: Vec<(Expr, Expr)>| Expr::Case {
+            operand: Some(Box::new(key)),
+            whens: pairs,
+            otherwise: None,
+        };
+        let text = |value: &str| Expr::Literal(Value::Text(value.to_string()));
+        let integer = |value: i64| Expr::Literal(Value::Integer(value));
+        Ok(Some(match name {
+            "pg_get_userbyid" => {
+                arity(1, 1)?;
+                self.bind_expr(args[0], scope)?;
+                Expr::Function(ScalarFunction::CurrentUser, Vec::new())
+            }
+            "pg_get_indexdef" => {
+                arity(1, 3)?;
+                let oid = self.bind_expr(args[0], scope)?;
+                let column = match args.get(1) {
+                    Some(column) => self.bind_expr(column, scope)?,
+                    None => integer(0),
+                };
+                let definitions = crate::system::definitions(self.catalog);
+                let pairs = definitions
+                    .indexes
+                    .iter()
+                    .map(|(index_oid, definition, columns)| {
+                        let mut per_column = vec![(integer(0), text(definition))];
+                        per_column.extend(
+                            columns
+                                .iter()
+                                .enumerate()
+                                .map(|(position, name)| (integer(position as i64 + 1), text(name))),
+                        );
+                        (integer(*index_oid), lookup(column.clone(), per_column))
+                    })
+                    .collect();
+                lookup(oid, pairs)
+            }
+            "pg_get_constraintdef" | "pg_get_viewdef" => {
+                arity(1, 2)?;
+                let oid = self.bind_expr(args[0], scope)?;
+                let definitions = crate::system::definitions(self.catalog);
+                let source = if name == "pg_get_viewdef" { &definitions.views } else { &definitions.constraints };
+                lookup(oid, source.iter().map(|(oid, definition)| (integer(*oid), text(definition))).collect())
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// Casts to PostgreSQL's catalog types: `regclass` (a relation's name <-> OID),
+    /// `regnamespace`, `regtype`, `oid`, `name`, and arrays (kept as their text). `None` for
+    /// other types.
+    fn bind_catalog_cast(
+        &mut self,
+        inner: &ast::Expr,
+        data_type: &ast::DataType,
+        scope: &Scope,
+    ) -> Result<Option<Expr>> {
+        let type_name = match data_type {
+            ast::DataType::Array(_) => return Ok(Some(self.bind_expr(inner, scope)?)),
+            ast::DataType::Regclass => "regclass".to_string(),
+            ast::DataType::Custom(name, _) => object_name(name)?,
+            _ => return Ok(None),
+        };
+        let bound = match type_name.as_str() {
+            "regclass" | "regnamespace" | "regtype" | "oid" | "regproc" | "regrole" | "name" => {
+                self.bind_expr(inner, scope)?
+            }
+            _ => return Ok(None),
+        };
+        let literal = |value: Value| Expr::Literal(value);
+        Ok(Some(match type_name.as_str() {
+            "regclass" => {
+                if let Expr::Literal(Value::Text(name)) = &bound {
+                    let oid = crate::system::relation_oid(self.catalog, name.trim_matches('"'))
+                        .ok_or_else(|| Error::undefined_table(name))?;
+                    return Ok(Some(literal(Value::Integer(oid))));
+                }
+                let names = crate::system::relation_names(self.catalog);
+                Expr::Case {
+                    operand: Some(Box::new(bound.clone())),
+                    whens: names
+                        .into_iter()
+                        .map(|(oid, name)| (literal(Value::Integer(oid)), literal(Value::Text(name))))
+                        .collect(),
+                    otherwise: Some(Box::new(bound)),
+                }
+            }
+            "regnamespace" => Expr::Case {
+                operand: Some(Box::new(bound.clone())),
+                whens: [
+                    (crate::system::PG_CATALOG_OID, "pg_catalog"),
+                    (crate::system::PUBLIC_OID, "public"),
+                    (crate::system::INFORMATION_SCHEMA_OID, "information_schema"),
+                ]
+                .into_iter()
+                .map(|(oid, name)| (literal(Value::Integer(oid)), literal(Value::Text(name.into()))))
+                .collect(),
+                otherwise: Some(Box::new(bound)),
+            },
+            "regtype" => Expr::Function(ScalarFunction::FormatType, vec![bound, literal(Value::Integer(-1))]),
+            "name" => Expr::Cast(Box::new(bound), CastType::Text),
+            _ => Expr::Cast(Box::new(bound), CastType::Integer),
+        }))
     }
 
     /// Binds a table's single-table scan with a WHERE clause (UPDATE and DELETE), choosing

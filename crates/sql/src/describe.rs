@@ -133,7 +133,7 @@ impl Inference {
                     types.push(match call.function {
                         AggregateFunction::Count | AggregateFunction::CountStar => SqlType::Integer,
                         AggregateFunction::Total | AggregateFunction::Avg => SqlType::Real,
-                        AggregateFunction::GroupConcat => SqlType::Text,
+                        AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg => SqlType::Text,
                         AggregateFunction::Sum => match first.kind() {
                             SqlType::Integer => SqlType::Integer,
                             SqlType::Decimal => SqlType::Decimal,
@@ -177,6 +177,18 @@ impl Inference {
                 types
             }
             Plan::WorkingTable { width, .. } => vec![SqlType::Unknown; *width],
+            Plan::SystemTable { table, .. } => {
+                (0..table.columns.len()).map(|index| SqlType::of_column(table, index)).collect()
+            }
+            Plan::TableFunction { function, args } => {
+                for arg in args {
+                    self.expr(arg, &[]);
+                }
+                vec![match function {
+                    crate::plan::TableFunction::GenerateSeries => SqlType::Integer,
+                    crate::plan::TableFunction::Unnest => SqlType::Text,
+                }]
+            }
         }
     }
 
@@ -374,6 +386,10 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         Lower | Upper | Substr | Trim | Ltrim | Rtrim | Replace | Typeof | Hex | Quote | Char | Concat | Date
         | Time | DateTime | CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser => SqlType::Text,
         Random => SqlType::Integer,
+        RegexMatch | ArrayContains | AlwaysTrue | AlwaysFalse => SqlType::Boolean,
+        ArrayElement | ArrayToString | FormatType | EncodingName | QuoteIdent | AlwaysNull => SqlType::Text,
+        ArrayUpper | ArrayLower | Cardinality => SqlType::Integer,
+        FirstArgument => first,
         Sqrt | Power | Exp | Ln | Log10 => SqlType::Real,
         Abs | Ceil | Floor | Round => match first.kind() {
             SqlType::Integer => SqlType::Integer,

@@ -727,6 +727,60 @@ impl<'t> Executor<'t> {
                 Some(rows) => Ok(rows.as_ref().clone()),
                 None => Err(Error::internal(format!("working table #{id} read outside its recursion"))),
             },
+            Plan::SystemTable { rows, .. } => {
+                rows.iter().map(|row| row.iter().map(|expr| self.eval(expr, &Env::new(&[], outer))).collect()).collect()
+            }
+            Plan::TableFunction { function, args } => {
+                let env = Env::new(&[], outer);
+                let args = args.iter().map(|arg| self.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
+                self.run_table_function(*function, &args)
+            }
+        }
+    }
+
+    /// The rows of a set-returning function. NULL arguments give no rows, as in PostgreSQL.
+    fn run_table_function(&self, function: TableFunction, args: &[Value]) -> Result<Vec<Row>> {
+        if args.iter().any(Value::is_null) {
+            return Ok(Vec::new());
+        }
+        match function {
+            TableFunction::GenerateSeries => {
+                let integer = |value: &Value| {
+                    value.as_i64().ok_or_else(|| {
+                        Error::new("22023", format!("generate_series takes integers, not {}", value.sql_literal()))
+                    })
+                };
+                let (start, stop) = (integer(&args[0])?, integer(&args[1])?);
+                let step = match args.get(2) {
+                    Some(step) => integer(step)?,
+                    None => 1,
+                };
+                if step == 0 {
+                    return Err(Error::new("22023", "step size cannot equal zero"));
+                }
+                let count = (i128::from(stop) - i128::from(start)) / i128::from(step) + 1;
+                if count > i128::from(crate::limits::MAX_SERIES_ROWS) {
+                    return Err(Error::program_limit(format!(
+                        "generate_series would produce {count} rows (at most {})",
+                        crate::limits::MAX_SERIES_ROWS
+                    )));
+                }
+                let count = count.max(0) as usize;
+                let mut rows = Vec::with_capacity(count.min(65_536));
+                for position in 0..count {
+                    if position % 65_536 == 65_535 {
+                        self.charge(65_536 * 32)?;
+                    }
+                    rows.push(vec![Value::Integer(start + position as i64 * step)]);
+                }
+                Ok(rows)
+            }
+            TableFunction::Unnest => {
+                let text = args[0].to_text();
+                let elements = crate::array::parse(&text)
+                    .ok_or_else(|| Error::new("22P02", format!("malformed array literal: \"{text}\"")))?;
+                Ok(elements.into_iter().map(|element| vec![element.map_or(Value::Null, Value::Text)]).collect())
+            }
         }
     }
 
@@ -1396,6 +1450,11 @@ enum Accumulator {
         any: bool,
         distinct: Option<HashSet<Vec<u8>>>,
     },
+    Array {
+        /// Each element's text, `None` for NULL.
+        elements: Vec<Option<String>>,
+        distinct: Option<HashSet<Vec<u8>>>,
+    },
     Any(Value),
     First(Option<Value>),
 }
@@ -1423,6 +1482,7 @@ impl Accumulator {
             AggregateFunction::GroupConcat => {
                 Accumulator::Concat { text: String::new(), any: false, distinct: distinct() }
             }
+            AggregateFunction::ArrayAgg => Accumulator::Array { elements: Vec::new(), distinct: distinct() },
             AggregateFunction::AnyValue => Accumulator::Any(Value::Null),
             AggregateFunction::First => Accumulator::First(None),
         }
@@ -1522,6 +1582,11 @@ impl Accumulator {
                 *any = true;
                 text.push_str(&functions::text_of(&value));
             }
+            Accumulator::Array { elements, distinct } => {
+                if Self::first_time(distinct, &value) {
+                    elements.push((!value.is_null()).then(|| functions::text_of(&value)));
+                }
+            }
             Accumulator::Any(current) => {
                 if current.is_null() {
                     *current = value;
@@ -1574,6 +1639,13 @@ impl Accumulator {
                     Value::Text(text)
                 } else {
                     Value::Null
+                }
+            }
+            Accumulator::Array { elements, .. } => {
+                if elements.is_empty() {
+                    Value::Null
+                } else {
+                    Value::Text(crate::array::format(elements.iter().map(Option::as_deref)))
                 }
             }
             Accumulator::Any(value) => value,

@@ -54,6 +54,36 @@ pub enum ScalarFunction {
     CurrentDatabase,
     CurrentSchema,
     CurrentUser,
+    /// `text ~ pattern` (POSIX regular expression, in the `regex` crate's syntax); the third
+    /// argument is 1 for the case-insensitive `~*`.
+    RegexMatch,
+    /// `value = ANY(array)` with the array as its first argument (see [`crate::array`]).
+    ArrayContains,
+    /// `array[index]` (1-based).
+    ArrayElement,
+    /// `array_to_string(array, separator [, null_text])`.
+    ArrayToString,
+    /// `array_upper(array, 1)` / `array_length(array, 1)`: the number of elements (NULL if none).
+    ArrayUpper,
+    /// `array_lower(array, 1)`: 1, or NULL for an empty array.
+    ArrayLower,
+    /// `cardinality(array)`: the number of elements.
+    Cardinality,
+    /// `format_type(type_oid, typmod)`.
+    FormatType,
+    /// `pg_get_expr(expression, relation [, pretty])`: Tern keeps expressions as SQL text.
+    FirstArgument,
+    /// `pg_table_is_visible(oid)` and the `has_*_privilege` family: every object is in `public`
+    /// and every user may do everything.
+    AlwaysTrue,
+    /// `pg_relation_is_publishable(oid)`, `pg_is_in_recovery()`.
+    AlwaysFalse,
+    /// `obj_description`, `col_description`, `shobj_description`: Tern keeps no comments.
+    AlwaysNull,
+    /// `pg_encoding_to_char(encoding)`: Tern's only encoding is UTF8.
+    EncodingName,
+    /// `quote_ident(text)`.
+    QuoteIdent,
 }
 
 impl ScalarFunction {
@@ -104,6 +134,25 @@ impl ScalarFunction {
             "current_database" | "current_catalog" => (CurrentDatabase, 0, 0),
             "current_schema" => (CurrentSchema, 0, 0),
             "current_user" | "session_user" | "user" => (CurrentUser, 0, 0),
+            "array_to_string" => (ArrayToString, 2, 3),
+            "array_upper" | "array_length" => (ArrayUpper, 2, 2),
+            "array_lower" => (ArrayLower, 2, 2),
+            "cardinality" => (Cardinality, 1, 1),
+            "format_type" => (FormatType, 2, 2),
+            "pg_get_expr" => (FirstArgument, 2, 3),
+            "pg_table_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" => (AlwaysTrue, 1, 1),
+            "has_table_privilege" | "has_schema_privilege" | "has_database_privilege" | "has_column_privilege" => {
+                (AlwaysTrue, 2, 4)
+            }
+            "pg_relation_is_publishable" => (AlwaysFalse, 1, 1),
+            "pg_is_in_recovery" => (AlwaysFalse, 0, 0),
+            "obj_description"
+            | "col_description"
+            | "shobj_description"
+            | "pg_get_statisticsobjdef_columns"
+            | "pg_get_ruledef" => (AlwaysNull, 1, 2),
+            "pg_encoding_to_char" => (EncodingName, 1, 1),
+            "quote_ident" => (QuoteIdent, 1, 1),
             _ => return None,
         })
     }
@@ -305,6 +354,67 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             other => other.to_text().chars().next().map_or(Value::Null, |c| Value::Integer(c as i64)),
         },
         Date | Time | DateTime | UnixEpoch => crate::datetime::call(function, args)?,
+        RegexMatch => {
+            if any_null {
+                return Ok(Value::Null);
+            }
+            Value::from(regex_match(&arg(0).to_text(), &arg(1).to_text(), arg(2).truth() == Some(true))?)
+        }
+        ArrayContains => {
+            let (Value::Text(array), wanted) = (arg(0), arg(1)) else { return Ok(Value::Null) };
+            if wanted.is_null() {
+                return Ok(Value::Null);
+            }
+            let elements = parse_array(&array)?;
+            let wanted = wanted.to_text();
+            if elements.iter().any(|element| element.as_deref() == Some(wanted.as_str())) {
+                Value::from(true)
+            } else if elements.iter().any(Option::is_none) {
+                Value::Null
+            } else {
+                Value::from(false)
+            }
+        }
+        ArrayElement => {
+            let (Value::Text(array), Some(index)) = (arg(0), arg(1).as_i64()) else {
+                return Ok(Value::Null);
+            };
+            let elements = parse_array(&array)?;
+            usize::try_from(index - 1)
+                .ok()
+                .and_then(|position| elements.into_iter().nth(position).flatten())
+                .map_or(Value::Null, Value::Text)
+        }
+        ArrayToString => {
+            let (Value::Text(array), Value::Text(separator)) = (arg(0), arg(1)) else { return Ok(Value::Null) };
+            let null_text = match arg(2) {
+                Value::Null => None,
+                other => Some(other.to_text()),
+            };
+            let elements: Vec<String> =
+                parse_array(&array)?.into_iter().filter_map(|element| element.or_else(|| null_text.clone())).collect();
+            Value::Text(elements.join(&separator))
+        }
+        ArrayUpper | ArrayLower | Cardinality => {
+            let Value::Text(array) = arg(0) else { return Ok(Value::Null) };
+            let count = parse_array(&array)?.len() as i64;
+            match function {
+                Cardinality => Value::Integer(count),
+                _ if count == 0 || arg(1).as_i64() != Some(1) => Value::Null,
+                ArrayLower => Value::Integer(1),
+                _ => Value::Integer(count),
+            }
+        }
+        FormatType => match arg(0).as_i64().and_then(|oid| u32::try_from(oid).ok()) {
+            None => Value::Null,
+            Some(oid) => Value::Text(crate::pgtype::format_type(oid, arg(1).as_i64().unwrap_or(-1))),
+        },
+        FirstArgument => arg(0),
+        AlwaysTrue => Value::from(true),
+        AlwaysFalse => Value::from(false),
+        AlwaysNull => Value::Null,
+        EncodingName => Value::from("UTF8"),
+        QuoteIdent => text_map(arg(0), |text| crate::system::quote_ident(text)),
         CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser => {
             return Err(Error::internal("session functions are evaluated by the executor"));
         }
@@ -661,4 +771,33 @@ mod tests {
         assert_eq!(substr(&text, &Value::Integer(0), Some(&Value::Integer(2))), Value::from("h"));
         assert_eq!(substr(&text, &Value::Integer(3), Some(&Value::Integer(-2))), Value::from("he"));
     }
+}
+
+fn parse_array(text: &str) -> Result<Vec<Option<String>>> {
+    crate::array::parse(text).ok_or_else(|| Error::new("22P02", format!("malformed array literal: \"{text}\"")))
+}
+
+/// Compiled patterns of `~`, kept per thread: a query applies one pattern to many rows.
+fn regex_match(text: &str, pattern: &str, case_insensitive: bool) -> Result<bool> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static COMPILED: RefCell<HashMap<(String, bool), regex::Regex>> = RefCell::new(HashMap::new());
+    }
+    COMPILED.with(|compiled| {
+        let mut compiled = compiled.borrow_mut();
+        let key = (pattern.to_string(), case_insensitive);
+        if !compiled.contains_key(&key) {
+            let regex = regex::RegexBuilder::new(pattern)
+                .case_insensitive(case_insensitive)
+                .size_limit(crate::limits::MAX_REGEX_BYTES)
+                .build()
+                .map_err(|error| Error::new("2201B", format!("invalid regular expression: {error}")))?;
+            if compiled.len() >= crate::limits::MAX_CACHED_REGEXES {
+                compiled.clear();
+            }
+            compiled.insert(key.clone(), regex);
+        }
+        Ok(compiled[&key].is_match(text))
+    })
 }

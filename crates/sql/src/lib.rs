@@ -15,6 +15,7 @@
 //! assert_eq!(rows, vec![vec![Value::Integer(2)]]);
 //! ```
 
+pub mod array;
 pub mod bind;
 pub mod cache;
 pub mod catalog;
@@ -27,9 +28,11 @@ pub mod error;
 pub mod exec;
 pub mod functions;
 pub mod limits;
+pub mod pgtype;
 pub mod plan;
 pub mod session;
 pub mod slt;
+pub mod system;
 pub mod value;
 
 pub use describe::{Description, SqlType};

@@ -26,6 +26,16 @@ pub const SHORT_STATEMENT_TOKENS: usize = 128;
 /// unoptimized builds use large frames.
 const PARSE_STACK: usize = 64 * 1024 * 1024;
 
+/// Compiled size a regular expression (`~`) may take: a hostile pattern (`(a{1000}){1000}`)
+/// is refused instead of building a huge automaton.
+pub const MAX_REGEX_BYTES: usize = 1 << 20;
+
+/// Compiled patterns each thread keeps; past this the cache starts over.
+pub const MAX_CACHED_REGEXES: usize = 64;
+
+/// Rows `generate_series` may produce: a bound on one statement's work.
+pub const MAX_SERIES_ROWS: i64 = 100_000_000;
+
 /// Runs the parser with enough stack for [`MAX_PARSE_DEPTH`] levels (the segment is reserved,
 /// not committed: only the pages a deep statement touches cost memory).
 pub fn with_parse_stack<T>(parse: impl FnOnce() -> T) -> T {

@@ -102,6 +102,8 @@ pub enum AggregateFunction {
     Min,
     Max,
     GroupConcat,
+    /// `array_agg(x)`: the values as an array literal (see [`crate::array`]).
+    ArrayAgg,
     /// A bare column in an aggregate query: the value from some row of the group (SQLite).
     AnyValue,
     /// The value in the group's first row, NULL included (the row correlated subqueries of an
@@ -372,6 +374,15 @@ pub struct SortKey {
     pub nulls_first: bool,
 }
 
+/// The set-returning functions a FROM clause may call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableFunction {
+    /// `generate_series(start, stop [, step])`: integers.
+    GenerateSeries,
+    /// `unnest(array)`: the elements of an array literal.
+    Unnest,
+}
+
 #[derive(Debug, Clone)]
 pub enum Plan {
     /// Literal rows (also the single empty row of a SELECT without FROM).
@@ -454,6 +465,18 @@ pub enum Plan {
         id: usize,
         width: usize,
     },
+    /// A relation of `pg_catalog` or `information_schema` ([`crate::system`]): rows computed
+    /// from the catalog when the statement was bound, with the columns' PostgreSQL types.
+    SystemTable {
+        table: Arc<TableDef>,
+        rows: Arc<Vec<Vec<Expr>>>,
+    },
+    /// A set-returning function in FROM (`generate_series`, `unnest`): one column; its
+    /// arguments may read the enclosing query's row.
+    TableFunction {
+        function: TableFunction,
+        args: Vec<Expr>,
+    },
 }
 
 impl Plan {
@@ -473,6 +496,8 @@ impl Plan {
             Plan::SetOperation { left, .. } => left.width(),
             Plan::Recursive { anchor, .. } => anchor.width(),
             Plan::WorkingTable { width, .. } => *width,
+            Plan::SystemTable { table, .. } => table.columns.len(),
+            Plan::TableFunction { .. } => 1,
         }
     }
 
@@ -589,6 +614,13 @@ impl Plan {
             }
             Plan::WorkingTable { id, .. } => {
                 let _ = writeln!(out, "{pad}WorkingTable #{id}");
+            }
+            Plan::SystemTable { table, rows } => {
+                let _ = writeln!(out, "{pad}SystemTable {} rows={}", table.name, rows.len());
+            }
+            Plan::TableFunction { function, args } => {
+                let args: Vec<String> = args.iter().map(ToString::to_string).collect();
+                let _ = writeln!(out, "{pad}TableFunction {function:?}({})", args.join(", "));
             }
         }
     }

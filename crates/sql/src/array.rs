@@ -1,0 +1,101 @@
+//! PostgreSQL arrays as Tern carries them: text in PostgreSQL's array literal form
+//! (`{1,2,"a b",NULL}`), one dimension. Tern has no array type of its own; this is what
+//! `ARRAY(subquery)`, `array_agg`, `= ANY(array)`, `array[i]`, `unnest` and `array_to_string`
+//! read and write, which is what PostgreSQL clients' catalog queries need.
+
+/// The elements of an array literal (`None` is NULL), or `None` when the text is not one.
+pub fn parse(text: &str) -> Option<Vec<Option<String>>> {
+    let inner = text.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let mut elements = Vec::new();
+    if inner.trim().is_empty() {
+        return Some(elements);
+    }
+    let mut chars = inner.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut element = String::new();
+        let quoted = chars.next_if_eq(&'"').is_some();
+        if quoted {
+            loop {
+                match chars.next()? {
+                    '"' => break,
+                    '\\' => element.push(chars.next()?),
+                    other => element.push(other),
+                }
+            }
+            while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        } else {
+            while let Some(c) = chars.next_if(|c| *c != ',') {
+                if c == '{' || c == '}' || c == '"' {
+                    return None; // nested arrays are not supported
+                }
+                element.push(c);
+            }
+            element = element.trim_end().to_string();
+        }
+        let null = !quoted && element.eq_ignore_ascii_case("null");
+        elements.push(if null { None } else { Some(element) });
+        match chars.next() {
+            None => return Some(elements),
+            Some(',') => {}
+            Some(_) => return None,
+        }
+    }
+}
+
+/// The array literal of `elements`.
+pub fn format<'a>(elements: impl IntoIterator<Item = Option<&'a str>>) -> String {
+    let mut out = String::from("{");
+    for (position, element) in elements.into_iter().enumerate() {
+        if position > 0 {
+            out.push(',');
+        }
+        match element {
+            None => out.push_str("NULL"),
+            Some(text) => {
+                let needs_quotes = text.is_empty()
+                    || text.eq_ignore_ascii_case("null")
+                    || text.chars().any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
+                if needs_quotes {
+                    out.push('"');
+                    for c in text.chars() {
+                        if c == '"' || c == '\\' {
+                            out.push('\\');
+                        }
+                        out.push(c);
+                    }
+                    out.push('"');
+                } else {
+                    out.push_str(text);
+                }
+            }
+        }
+    }
+    out.push('}');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn literals_parse() {
+        assert_eq!(parse("{}"), Some(vec![]));
+        assert_eq!(parse("{1,2}"), Some(vec![Some("1".into()), Some("2".into())]));
+        assert_eq!(parse("{\"a b\",NULL,\"NULL\"}"), Some(vec![Some("a b".into()), None, Some("NULL".into())]));
+        assert_eq!(parse("{ x , y }"), Some(vec![Some("x".into()), Some("y".into())]));
+        assert_eq!(parse("1,2"), None);
+        assert_eq!(parse("{\"unclosed}"), None);
+        assert_eq!(parse("{{1},{2}}"), None);
+    }
+
+    proptest! {
+        #[test]
+        fn format_then_parse_is_the_identity(elements in proptest::collection::vec(proptest::option::of(".{0,8}"), 0..6)) {
+            let text = format(elements.iter().map(|element| element.as_deref()));
+            prop_assert_eq!(parse(&text), Some(elements));
+        }
+    }
+}

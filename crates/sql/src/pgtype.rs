@@ -1,0 +1,172 @@
+//! PostgreSQL's built-in types as Tern describes its values to PostgreSQL clients: each type's
+//! OID (`pg_type.oid`), its name, the OID a declared column type maps to, and the type
+//! modifier (`atttypmod`) and display name (`format_type`) of a declared type.
+//!
+//! The server describes result columns with these OIDs; the system catalog (`crate::system`)
+//! lists them in `pg_type` and `pg_attribute`. OIDs are PostgreSQL's own, so clients that know
+//! them (libpq, JDBC, tokio-postgres, psycopg) decode values without asking the catalog.
+
+use crate::value::Affinity;
+
+pub const BOOL: u32 = 16;
+pub const BYTEA: u32 = 17;
+pub const CHAR: u32 = 18;
+pub const NAME: u32 = 19;
+pub const INT8: u32 = 20;
+pub const INT2: u32 = 21;
+pub const INT4: u32 = 23;
+pub const TEXT: u32 = 25;
+pub const OID: u32 = 26;
+pub const FLOAT4: u32 = 700;
+pub const FLOAT8: u32 = 701;
+pub const UNKNOWN: u32 = 705;
+pub const BPCHAR: u32 = 1042;
+pub const VARCHAR: u32 = 1043;
+pub const DATE: u32 = 1082;
+pub const TIME: u32 = 1083;
+pub const TIMESTAMP: u32 = 1114;
+pub const TIMESTAMPTZ: u32 = 1184;
+pub const NUMERIC: u32 = 1700;
+pub const REGCLASS: u32 = 2205;
+
+/// The OID of the default collation (`pg_collation`), carried by text types.
+pub const DEFAULT_COLLATION: i64 = 100;
+/// The "C" collation, carried by `name`.
+pub const C_COLLATION: i64 = 950;
+
+/// Every type the catalog lists: OID, `typname`, `typlen`, `typcategory`, collation.
+pub const BUILT_IN: &[(u32, &str, i64, &str, i64)] = &[
+    (BOOL, "bool", 1, "B", 0),
+    (BYTEA, "bytea", -1, "U", 0),
+    (CHAR, "char", 1, "Z", 0),
+    (NAME, "name", 64, "S", C_COLLATION),
+    (INT8, "int8", 8, "N", 0),
+    (INT2, "int2", 2, "N", 0),
+    (INT4, "int4", 4, "N", 0),
+    (TEXT, "text", -1, "S", DEFAULT_COLLATION),
+    (OID, "oid", 4, "N", 0),
+    (FLOAT4, "float4", 4, "N", 0),
+    (FLOAT8, "float8", 8, "N", 0),
+    (UNKNOWN, "unknown", -2, "X", 0),
+    (BPCHAR, "bpchar", -1, "S", DEFAULT_COLLATION),
+    (VARCHAR, "varchar", -1, "S", DEFAULT_COLLATION),
+    (DATE, "date", 4, "D", 0),
+    (TIME, "time", 8, "D", 0),
+    (TIMESTAMP, "timestamp", 8, "D", 0),
+    (TIMESTAMPTZ, "timestamptz", 8, "D", 0),
+    (NUMERIC, "numeric", -1, "N", 0),
+    (REGCLASS, "regclass", 4, "N", 0),
+];
+
+/// The type name PostgreSQL spells for an OID (`pg_type.typname`).
+pub fn name_of(oid: u32) -> &'static str {
+    BUILT_IN.iter().find(|(known, ..)| *known == oid).map_or("unknown", |(_, name, ..)| name)
+}
+
+/// A declared type name's OID: PostgreSQL's names first, then SQLite's affinity rules.
+pub fn declared_oid(declared: &str) -> u32 {
+    let lower = declared.to_ascii_lowercase();
+    let base = lower.split('(').next().unwrap_or_default().trim();
+    let base = base.strip_prefix("pg_catalog.").unwrap_or(base);
+    match base {
+        "smallint" | "int2" | "tinyint" | "smallserial" => INT2,
+        "int" | "integer" | "int4" | "mediumint" | "serial" | "serial4" => INT4,
+        "bigint" | "int8" | "bigserial" | "serial8" => INT8,
+        "real" | "float4" => FLOAT4,
+        "double" | "double precision" | "float8" | "float" => FLOAT8,
+        "numeric" | "decimal" | "dec" => NUMERIC,
+        "text" | "clob" => TEXT,
+        "varchar" | "character varying" | "nvarchar" | "varying character" => VARCHAR,
+        "char" | "character" | "bpchar" | "nchar" => BPCHAR,
+        "\"char\"" => CHAR,
+        "bool" | "boolean" => BOOL,
+        "bytea" | "blob" => BYTEA,
+        "date" => DATE,
+        "time" | "time without time zone" => TIME,
+        "timestamp" | "timestamp without time zone" | "datetime" => TIMESTAMP,
+        "timestamptz" | "timestamp with time zone" => TIMESTAMPTZ,
+        "name" => NAME,
+        "oid" => OID,
+        "regclass" => REGCLASS,
+        _ => match Affinity::of_declared_type(declared) {
+            Affinity::Integer => INT8,
+            Affinity::Real => FLOAT8,
+            Affinity::Decimal(..) | Affinity::Numeric => NUMERIC,
+            Affinity::Text => TEXT,
+            Affinity::Blob => {
+                if declared.trim().is_empty() {
+                    TEXT
+                } else {
+                    BYTEA
+                }
+            }
+        },
+    }
+}
+
+/// The type modifier of a declared type (`atttypmod`): the length of `VARCHAR(n)`/`CHAR(n)`
+/// and the precision and scale of `NUMERIC(p,s)`, encoded as PostgreSQL does; -1 for none.
+pub fn declared_typmod(declared: &str) -> i64 {
+    let Some((_, arguments)) = declared.split_once('(') else { return -1 };
+    let numbers: Vec<i64> =
+        arguments.trim_end_matches(')').split(',').filter_map(|number| number.trim().parse().ok()).collect();
+    match (declared_oid(declared), numbers.as_slice()) {
+        (VARCHAR | BPCHAR, [length]) => length + 4,
+        (NUMERIC, [precision]) => (precision << 16) + 4,
+        (NUMERIC, [precision, scale]) => ((precision << 16) | scale) + 4,
+        _ => -1,
+    }
+}
+
+/// `format_type(oid, typmod)`: the SQL name of a type with its modifier, as `\d` shows it.
+pub fn format_type(oid: u32, typmod: i64) -> String {
+    let base = match oid {
+        BOOL => "boolean",
+        CHAR => "\"char\"",
+        INT8 => "bigint",
+        INT2 => "smallint",
+        INT4 => "integer",
+        FLOAT4 => "real",
+        FLOAT8 => "double precision",
+        BPCHAR => "character",
+        VARCHAR => "character varying",
+        TIME => "time without time zone",
+        TIMESTAMP => "timestamp without time zone",
+        TIMESTAMPTZ => "timestamp with time zone",
+        other => match name_of(other) {
+            "unknown" if other != UNKNOWN => return "???".to_string(),
+            name => name,
+        },
+    };
+    match oid {
+        VARCHAR | BPCHAR if typmod >= 4 => format!("{base}({})", typmod - 4),
+        NUMERIC if typmod >= 4 => {
+            let packed = typmod - 4;
+            format!("{base}({},{})", packed >> 16, packed & 0xffff)
+        }
+        _ => base.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_types_format_as_postgres_shows_them() {
+        for (declared, shown) in [
+            ("INT", "integer"),
+            ("BIGINT", "bigint"),
+            ("VARCHAR(20)", "character varying(20)"),
+            ("NUMERIC(10,2)", "numeric(10,2)"),
+            ("DECIMAL(7)", "numeric(7,0)"),
+            ("TEXT", "text"),
+            ("TIMESTAMP", "timestamp without time zone"),
+            ("", "text"),
+            ("BLOB", "bytea"),
+        ] {
+            assert_eq!(format_type(declared_oid(declared), declared_typmod(declared)), shown, "{declared}");
+        }
+        assert_eq!(format_type(4242, -1), "???");
+    }
+}

@@ -1,0 +1,1320 @@
+//! PostgreSQL's system catalogs (`pg_catalog`) and the SQL standard's `information_schema`,
+//! computed from Tern's catalog when a statement names them.
+//!
+//! PostgreSQL clients learn about a database by querying these relations: `psql` for `\d`,
+//! `\dt`, `\l`, `\dn`, `\du`; drivers and ORMs for tables, columns and keys. Tern keeps no
+//! separate copy: a statement that reads `pg_class` gets rows built from the catalog it was
+//! bound against, so they are exactly as consistent as the statement's view of the schema
+//! (inside a transaction, its own DDL included). The relations are read-only.
+//!
+//! # Object identifiers
+//!
+//! PostgreSQL names objects by OID; Tern derives them from catalog ids so that they stay the
+//! same from one statement to the next (psql looks a table up, then asks for its columns by
+//! OID). All are below 2^31, so they fit the `oid` type's binary form.
+//!
+//! | object | OID |
+//! |---|---|
+//! | namespaces | `pg_catalog` 11, `public` 2200, `information_schema` 13183 |
+//! | table, index | 16384 + catalog id |
+//! | primary key (the row key: an index in PostgreSQL's eyes) | `0x1000_0000` + table id |
+//! | view (views have no catalog id) | `0x2000_0000` + 28 bits of a hash of the name |
+//! | primary key / unique constraint | its index's OID + `0x3000_0000` |
+//! | CHECK constraint n of a table | `0x6000_0000` + table id * 64 + n |
+//!
+//! Only the user's relations are listed in `pg_class`; the system relations themselves are
+//! not (so `\dS` shows none). Relations with no counterpart in Tern (policies, publications,
+//! inheritance, triggers, statistics objects) exist and are empty, so that client queries
+//! joining them bind and return what PostgreSQL returns for a database without such objects.
+
+use crate::catalog::{Catalog, ColumnDef, TableDef, ViewDef};
+use crate::functions::ScalarFunction;
+use crate::pgtype;
+use crate::plan::Expr;
+use crate::value::{Affinity, Value};
+use std::sync::Arc;
+
+pub const PG_CATALOG_OID: i64 = 11;
+pub const PUBLIC_OID: i64 = 2200;
+pub const INFORMATION_SCHEMA_OID: i64 = 13183;
+/// The owner of every object: the bootstrap role (`pg_authid` OID 10 in PostgreSQL).
+pub const OWNER_OID: i64 = 10;
+const FIRST_OBJECT_OID: i64 = 16384;
+const PRIMARY_KEY_OID_BASE: i64 = 0x1000_0000;
+const VIEW_OID_BASE: i64 = 0x2000_0000;
+const CONSTRAINT_OID_OFFSET: i64 = 0x3000_0000;
+const CHECK_OID_BASE: i64 = 0x6000_0000;
+/// `pg_am`: the heap (tables) and btree (indexes) access methods.
+const HEAP_AM_OID: i64 = 2;
+const BTREE_AM_OID: i64 = 403;
+
+/// A system relation: its columns (with PostgreSQL's types) and its rows for this catalog.
+pub struct SystemTable {
+    pub table: Arc<TableDef>,
+    pub rows: Vec<Vec<Expr>>,
+}
+
+/// The columns of a view, computed by the binder (a view stores only its query text).
+pub type ViewColumns<'a> = &'a dyn Fn(&ViewDef) -> Vec<(String, Option<Affinity>)>;
+
+/// The system relation `schema.name` (`schema` lower case, `None` when unqualified: then only
+/// `pg_catalog` is searched, as PostgreSQL's search path does), or `None`.
+pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewColumns) -> Option<SystemTable> {
+    let listing = || Listing::new(catalog, views);
+    let (columns, rows): (&[(&str, &str)], Vec<Vec<Expr>>) = match (schema.unwrap_or("pg_catalog"), name) {
+        ("pg_catalog", "pg_namespace") => (PG_NAMESPACE, namespaces()),
+        ("pg_catalog", "pg_class") => (PG_CLASS, listing().pg_class()),
+        ("pg_catalog", "pg_attribute") => (PG_ATTRIBUTE, listing().pg_attribute()),
+        ("pg_catalog", "pg_attrdef") => (PG_ATTRDEF, listing().pg_attrdef()),
+        ("pg_catalog", "pg_index") => (PG_INDEX, listing().pg_index()),
+        ("pg_catalog", "pg_constraint") => (PG_CONSTRAINT, listing().pg_constraint()),
+        ("pg_catalog", "pg_type") => (PG_TYPE, types()),
+        ("pg_catalog", "pg_am") => (PG_AM, access_methods()),
+        ("pg_catalog", "pg_database") => (PG_DATABASE, databases()),
+        ("pg_catalog", "pg_roles") => (PG_ROLES, roles()),
+        ("pg_catalog", "pg_user") => (PG_USER, users()),
+        ("pg_catalog", "pg_collation") => (PG_COLLATION, collations()),
+        ("pg_catalog", "pg_tablespace") => (PG_TABLESPACE, tablespaces()),
+        ("pg_catalog", "pg_views") => (PG_VIEWS, listing().pg_views()),
+        ("pg_catalog", "pg_tables") => (PG_TABLES, listing().pg_tables()),
+        ("pg_catalog", "pg_indexes") => (PG_INDEXES, listing().pg_indexes()),
+        ("pg_catalog", "pg_auth_members") => (PG_AUTH_MEMBERS, Vec::new()),
+        ("pg_catalog", "pg_policy") => (PG_POLICY, Vec::new()),
+        ("pg_catalog", "pg_statistic_ext") => (PG_STATISTIC_EXT, Vec::new()),
+        ("pg_catalog", "pg_publication") => (PG_PUBLICATION, Vec::new()),
+        ("pg_catalog", "pg_publication_namespace") => (PG_PUBLICATION_NAMESPACE, Vec::new()),
+        ("pg_catalog", "pg_publication_rel") => (PG_PUBLICATION_REL, Vec::new()),
+        ("pg_catalog", "pg_inherits") => (PG_INHERITS, Vec::new()),
+        ("pg_catalog", "pg_trigger") => (PG_TRIGGER, Vec::new()),
+        ("pg_catalog", "pg_description") => (PG_DESCRIPTION, Vec::new()),
+        ("pg_catalog", "pg_rewrite") => (PG_REWRITE, Vec::new()),
+        ("pg_catalog", "pg_sequence") => (PG_SEQUENCE, Vec::new()),
+        ("pg_catalog", "pg_extension") => (PG_EXTENSION, Vec::new()),
+        ("information_schema", "schemata") => (SCHEMATA, schemata()),
+        ("information_schema", "tables") => (TABLES, listing().tables()),
+        ("information_schema", "views") => (VIEWS, listing().views()),
+        ("information_schema", "columns") => (COLUMNS, listing().columns()),
+        ("information_schema", "table_constraints") => (TABLE_CONSTRAINTS, listing().table_constraints()),
+        ("information_schema", "key_column_usage") => (KEY_COLUMN_USAGE, listing().key_column_usage()),
+        _ => return None,
+    };
+    let table = TableDef {
+        id: 0,
+        name: name.to_string(),
+        columns: columns
+            .iter()
+            .map(|(name, declared)| ColumnDef {
+                name: name.to_string(),
+                declared_type: declared.to_string(),
+                affinity: affinity_of(declared),
+                not_null: false,
+                default: None,
+                // The row key of a system table is its position; nothing is stored.
+            })
+            .collect(),
+        primary_key: Vec::new(),
+        rowid_alias: None,
+        checks: Vec::new(),
+        sql: String::new(),
+    };
+    debug_assert!(rows.iter().all(|row| row.len() == columns.len()), "a row of {name} has the wrong width");
+    Some(SystemTable { table: Arc::new(table), rows })
+}
+
+/// Comparison affinity of a catalog column: numeric for OIDs and numbers, text otherwise.
+fn affinity_of(declared: &str) -> Affinity {
+    match pgtype::declared_oid(declared) {
+        pgtype::OID | pgtype::INT2 | pgtype::INT4 | pgtype::INT8 | pgtype::BOOL | pgtype::REGCLASS => Affinity::Integer,
+        pgtype::FLOAT4 | pgtype::FLOAT8 => Affinity::Real,
+        _ => Affinity::Text,
+    }
+}
+
+/// The OID of a table, view or index (the relation `regclass` names), if it exists.
+pub fn relation_oid(catalog: &Catalog, name: &str) -> Option<i64> {
+    let name = name.to_ascii_lowercase();
+    let name = name.strip_prefix("public.").unwrap_or(&name);
+    if let Some(table) = catalog.tables.get(name) {
+        return Some(table_oid(table));
+    }
+    if let Some(index) = catalog.indexes.get(name) {
+        return Some(FIRST_OBJECT_OID + i64::from(index.id));
+    }
+    if catalog.views.contains_key(name) {
+        return Some(view_oid(name));
+    }
+    catalog.tables.values().find(|table| primary_key_name(table) == name).map(|table| primary_key_oid(table))
+}
+
+/// Pairs of (OID, name) of every relation, for `regclass` output.
+pub fn relation_names(catalog: &Catalog) -> Vec<(i64, String)> {
+    let mut names: Vec<(i64, String)> =
+        catalog.tables.values().map(|table| (table_oid(table), table.name.to_ascii_lowercase())).collect();
+    names.extend(catalog.indexes.values().map(|index| (FIRST_OBJECT_OID + i64::from(index.id), index.name.clone())));
+    names.extend(catalog.views.keys().map(|name| (view_oid(name), name.clone())));
+    names.extend(
+        catalog
+            .tables
+            .values()
+            .filter(|table| !table.primary_key.is_empty())
+            .map(|table| (primary_key_oid(table), primary_key_name(table))),
+    );
+    names
+}
+
+/// Pairs of (OID, definition) for `pg_get_indexdef(oid)` and `pg_get_constraintdef(oid)`, and
+/// the column names of each index for `pg_get_indexdef(oid, column)`.
+pub fn definitions(catalog: &Catalog) -> Definitions {
+    let listing = Listing::new(catalog, &|_| Vec::new());
+    Definitions {
+        indexes: listing
+            .indexes
+            .iter()
+            .map(|index| (index.oid, index.definition(), index.columns.iter().map(|(_, name)| name.clone()).collect()))
+            .collect(),
+        constraints: listing
+            .constraints
+            .iter()
+            .map(|constraint| (constraint.oid, constraint.definition.clone()))
+            .collect(),
+        views: catalog.views.iter().map(|(name, view)| (view_oid(name), view.query.clone())).collect(),
+    }
+}
+
+/// See [`definitions`].
+pub struct Definitions {
+    pub indexes: Vec<(i64, String, Vec<String>)>,
+    pub constraints: Vec<(i64, String)>,
+    pub views: Vec<(i64, String)>,
+}
+
+fn table_oid(table: &TableDef) -> i64 {
+    FIRST_OBJECT_OID + i64::from(table.id)
+}
+
+fn primary_key_oid(table: &TableDef) -> i64 {
+    PRIMARY_KEY_OID_BASE + i64::from(table.id)
+}
+
+fn primary_key_name(table: &TableDef) -> String {
+    format!("{}_pkey", table.name.to_ascii_lowercase())
+}
+
+fn view_oid(name: &str) -> i64 {
+    // FNV-1a: stable across runs and builds (the standard library's hasher is not).
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in name.bytes() {
+        hash = (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193);
+    }
+    VIEW_OID_BASE + i64::from(hash & 0x0fff_ffff)
+}
+
+// ---- values ---------------------------------------------------------------------------------
+
+fn text(value: impl Into<String>) -> Expr {
+    Expr::Literal(Value::Text(value.into()))
+}
+
+fn int(value: i64) -> Expr {
+    Expr::Literal(Value::Integer(value))
+}
+
+fn boolean(value: bool) -> Expr {
+    Expr::Literal(Value::Integer(i64::from(value)))
+}
+
+fn null() -> Expr {
+    Expr::Literal(Value::Null)
+}
+
+/// The connected user (`current_user`), read when the statement runs.
+fn current_user() -> Expr {
+    Expr::Function(ScalarFunction::CurrentUser, Vec::new())
+}
+
+fn current_database() -> Expr {
+    Expr::Function(ScalarFunction::CurrentDatabase, Vec::new())
+}
+
+fn yes_no(value: bool) -> Expr {
+    text(if value { "YES" } else { "NO" })
+}
+
+// ---- the user's objects as PostgreSQL sees them --------------------------------------------
+
+struct Attribute {
+    name: String,
+    declared: String,
+    not_null: bool,
+    default: Option<String>,
+}
+
+impl Attribute {
+    fn type_oid(&self) -> u32 {
+        pgtype::declared_oid(&self.declared)
+    }
+}
+
+struct Relation {
+    oid: i64,
+    name: String,
+    /// `pg_class.relkind`: 'r' table, 'v' view, 'i' index.
+    kind: &'static str,
+    attributes: Vec<Attribute>,
+    checks: usize,
+    has_index: bool,
+    view_query: Option<String>,
+}
+
+struct Index {
+    oid: i64,
+    name: String,
+    table_oid: i64,
+    table_name: String,
+    /// (attnum in the table, column name).
+    columns: Vec<(i64, String)>,
+    unique: bool,
+    primary: bool,
+    /// Backs a PRIMARY KEY or UNIQUE constraint.
+    constraint: bool,
+}
+
+impl Index {
+    fn definition(&self) -> String {
+        let columns: Vec<String> = self.columns.iter().map(|(_, name)| quote_ident(name)).collect();
+        format!(
+            "CREATE {}INDEX {} ON public.{} USING btree ({})",
+            if self.unique { "UNIQUE " } else { "" },
+            quote_ident(&self.name),
+            quote_ident(&self.table_name),
+            columns.join(", ")
+        )
+    }
+}
+
+struct Constraint {
+    oid: i64,
+    name: String,
+    table_oid: i64,
+    table_name: String,
+    /// 'p' primary key, 'u' unique, 'c' check.
+    kind: &'static str,
+    index_oid: i64,
+    /// (attnum, column name) of a key constraint.
+    columns: Vec<(i64, String)>,
+    definition: String,
+    check: Option<String>,
+}
+
+/// An identifier as PostgreSQL prints it: bare when it is lower case and plain, else quoted.
+pub fn quote_ident(name: &str) -> String {
+    let plain = name.chars().next().is_some_and(|first| first.is_ascii_lowercase() || first == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain { name.to_string() } else { format!("\"{}\"", name.replace('"', "\"\"")) }
+}
+
+struct Listing {
+    relations: Vec<Relation>,
+    indexes: Vec<Index>,
+    constraints: Vec<Constraint>,
+}
+
+impl Listing {
+    fn new(catalog: &Catalog, views: ViewColumns) -> Listing {
+        let mut relations = Vec::new();
+        let mut indexes = Vec::new();
+        let mut constraints = Vec::new();
+        for table in catalog.tables.values() {
+            let oid = table_oid(table);
+            let name = table.name.to_ascii_lowercase();
+            let attnum = |column: usize| column as i64 + 1;
+            let column_name = |column: usize| table.columns[column].name.clone();
+            if !table.primary_key.is_empty() {
+                let columns: Vec<(i64, String)> =
+                    table.primary_key.iter().map(|&column| (attnum(column), column_name(column))).collect();
+                indexes.push(Index {
+                    oid: primary_key_oid(table),
+                    name: primary_key_name(table),
+                    table_oid: oid,
+                    table_name: name.clone(),
+                    columns,
+                    unique: true,
+                    primary: true,
+                    constraint: true,
+                });
+            }
+            for index in catalog.table_indexes(&table.name) {
+                let primary = index.constraint && index.name == primary_key_name(table);
+                indexes.push(Index {
+                    oid: FIRST_OBJECT_OID + i64::from(index.id),
+                    name: index.name.clone(),
+                    table_oid: oid,
+                    table_name: name.clone(),
+                    columns: index.columns.iter().map(|&column| (attnum(column), column_name(column))).collect(),
+                    unique: index.unique,
+                    primary,
+                    constraint: index.constraint,
+                });
+            }
+            for (number, check) in table.checks.iter().enumerate() {
+                constraints.push(Constraint {
+                    oid: CHECK_OID_BASE + i64::from(table.id) * 64 + number.min(63) as i64,
+                    name: format!("{name}_check{}", number + 1),
+                    table_oid: oid,
+                    table_name: name.clone(),
+                    kind: "c",
+                    index_oid: 0,
+                    columns: Vec::new(),
+                    definition: format!("CHECK ({check})"),
+                    check: Some(check.clone()),
+                });
+            }
+            relations.push(Relation {
+                oid,
+                name,
+                kind: "r",
+                attributes: table
+                    .columns
+                    .iter()
+                    .enumerate()
+                    .map(|(position, column)| Attribute {
+                        name: column.name.clone(),
+                        declared: column.declared_type.clone(),
+                        not_null: column.not_null || table.primary_key.contains(&position),
+                        default: column.default.clone(),
+                    })
+                    .collect(),
+                checks: table.checks.len(),
+                has_index: !table.primary_key.is_empty() || !catalog.table_indexes(&table.name).is_empty(),
+                view_query: None,
+            });
+        }
+        for index in &indexes {
+            if index.constraint {
+                let columns: Vec<String> = index.columns.iter().map(|(_, name)| quote_ident(name)).collect();
+                let kind = if index.primary { "PRIMARY KEY" } else { "UNIQUE" };
+                constraints.push(Constraint {
+                    oid: index.oid + CONSTRAINT_OID_OFFSET,
+                    name: index.name.clone(),
+                    table_oid: index.table_oid,
+                    table_name: index.table_name.clone(),
+                    kind: if index.primary { "p" } else { "u" },
+                    index_oid: index.oid,
+                    columns: index.columns.clone(),
+                    definition: format!("{kind} ({})", columns.join(", ")),
+                    check: None,
+                });
+            }
+            let table = catalog.table(&index.table_name).expect("an index's table exists");
+            relations.push(Relation {
+                oid: index.oid,
+                name: index.name.clone(),
+                kind: "i",
+                attributes: index
+                    .columns
+                    .iter()
+                    .map(|(attnum, name)| Attribute {
+                        name: name.clone(),
+                        declared: table.columns[*attnum as usize - 1].declared_type.clone(),
+                        not_null: false,
+                        default: None,
+                    })
+                    .collect(),
+                checks: 0,
+                has_index: false,
+                view_query: None,
+            });
+        }
+        for (name, view) in &catalog.views {
+            let attributes = views(view)
+                .into_iter()
+                .map(|(name, affinity)| Attribute {
+                    name,
+                    declared: match affinity {
+                        Some(Affinity::Integer) => "bigint".into(),
+                        Some(Affinity::Real) => "double precision".into(),
+                        Some(Affinity::Numeric | Affinity::Decimal(..)) => "numeric".into(),
+                        Some(Affinity::Blob) => "bytea".into(),
+                        Some(Affinity::Text) | None => "text".into(),
+                    },
+                    not_null: false,
+                    default: None,
+                })
+                .collect();
+            relations.push(Relation {
+                oid: view_oid(name),
+                name: name.clone(),
+                kind: "v",
+                attributes,
+                checks: 0,
+                has_index: false,
+                view_query: Some(view.query.clone()),
+            });
+        }
+        Listing { relations, indexes, constraints }
+    }
+
+    fn pg_class(&self) -> Vec<Vec<Expr>> {
+        self.relations
+            .iter()
+            .map(|relation| {
+                let am = match relation.kind {
+                    "r" => HEAP_AM_OID,
+                    "i" => BTREE_AM_OID,
+                    _ => 0,
+                };
+                vec![
+                    int(relation.oid),
+                    text(&relation.name),
+                    int(PUBLIC_OID),
+                    int(0),
+                    int(0),
+                    int(OWNER_OID),
+                    int(am),
+                    int(relation.oid),
+                    int(0),
+                    int(0),
+                    Expr::Literal(Value::Real(-1.0)),
+                    int(0),
+                    int(0),
+                    boolean(relation.has_index),
+                    boolean(false),
+                    text("p"),
+                    text(relation.kind),
+                    int(relation.attributes.len() as i64),
+                    int(relation.checks as i64),
+                    boolean(relation.kind == "v"),
+                    boolean(false),
+                    boolean(false),
+                    boolean(false),
+                    boolean(false),
+                    boolean(true),
+                    text(if relation.kind == "r" { "d" } else { "n" }),
+                    boolean(false),
+                    int(0),
+                    int(0),
+                    int(0),
+                    null(),
+                    null(),
+                    null(),
+                ]
+            })
+            .collect()
+    }
+
+    fn pg_attribute(&self) -> Vec<Vec<Expr>> {
+        let mut rows = Vec::new();
+        for relation in &self.relations {
+            for (position, attribute) in relation.attributes.iter().enumerate() {
+                let type_oid = attribute.type_oid();
+                let (length, collation) = pgtype::BUILT_IN
+                    .iter()
+                    .find(|(oid, ..)| *oid == type_oid)
+                    .map_or((-1, 0), |(_, _, length, _, collation)| (*length, *collation));
+                rows.push(vec![
+                    int(relation.oid),
+                    text(&attribute.name),
+                    int(i64::from(type_oid)),
+                    int(-1),
+                    int(length),
+                    int(position as i64 + 1),
+                    int(0),
+                    int(-1),
+                    int(pgtype::declared_typmod(&attribute.declared)),
+                    boolean(length > 0 && length <= 8),
+                    text(if length == -1 { "i" } else { "c" }),
+                    text(if length == -1 { "x" } else { "p" }),
+                    text(""),
+                    boolean(attribute.not_null),
+                    boolean(attribute.default.is_some()),
+                    boolean(false),
+                    text(""),
+                    text(""),
+                    boolean(false),
+                    boolean(true),
+                    int(0),
+                    int(collation),
+                    null(),
+                    null(),
+                    null(),
+                ]);
+            }
+        }
+        rows
+    }
+
+    fn pg_attrdef(&self) -> Vec<Vec<Expr>> {
+        let mut rows = Vec::new();
+        for relation in &self.relations {
+            for (position, attribute) in relation.attributes.iter().enumerate() {
+                if let Some(default) = &attribute.default {
+                    let oid = relation.oid * 1024 + position as i64;
+                    rows.push(vec![int(oid), int(relation.oid), int(position as i64 + 1), text(default)]);
+                }
+            }
+        }
+        rows
+    }
+
+    fn pg_index(&self) -> Vec<Vec<Expr>> {
+        self.indexes
+            .iter()
+            .map(|index| {
+                let key: Vec<String> = index.columns.iter().map(|(attnum, _)| attnum.to_string()).collect();
+                vec![
+                    int(index.oid),
+                    int(index.table_oid),
+                    int(index.columns.len() as i64),
+                    int(index.columns.len() as i64),
+                    boolean(index.unique),
+                    boolean(false),
+                    boolean(index.primary),
+                    boolean(false),
+                    boolean(true),
+                    boolean(false),
+                    boolean(true),
+                    boolean(false),
+                    boolean(true),
+                    boolean(true),
+                    boolean(false),
+                    text(key.join(" ")),
+                    null(),
+                    null(),
+                    null(),
+                    null(),
+                    null(),
+                ]
+            })
+            .collect()
+    }
+
+    fn pg_constraint(&self) -> Vec<Vec<Expr>> {
+        self.constraints
+            .iter()
+            .map(|constraint| {
+                let key: Vec<String> = constraint.columns.iter().map(|(attnum, _)| attnum.to_string()).collect();
+                vec![
+                    int(constraint.oid),
+                    text(&constraint.name),
+                    int(PUBLIC_OID),
+                    text(constraint.kind),
+                    boolean(false),
+                    boolean(false),
+                    boolean(true),
+                    int(constraint.table_oid),
+                    int(0),
+                    int(constraint.index_oid),
+                    int(0),
+                    int(0),
+                    text(" "),
+                    text(" "),
+                    text(" "),
+                    boolean(true),
+                    int(0),
+                    boolean(false),
+                    if key.is_empty() { null() } else { text(format!("{{{}}}", key.join(","))) },
+                    null(),
+                    constraint.check.clone().map_or_else(null, text),
+                ]
+            })
+            .collect()
+    }
+
+    fn pg_views(&self) -> Vec<Vec<Expr>> {
+        self.relations
+            .iter()
+            .filter_map(|relation| {
+                let query = relation.view_query.as_ref()?;
+                Some(vec![text("public"), text(&relation.name), current_user(), text(query)])
+            })
+            .collect()
+    }
+
+    fn pg_tables(&self) -> Vec<Vec<Expr>> {
+        self.relations
+            .iter()
+            .filter(|relation| relation.kind == "r")
+            .map(|relation| {
+                vec![
+                    text("public"),
+                    text(&relation.name),
+                    current_user(),
+                    null(),
+                    boolean(relation.has_index),
+                    boolean(false),
+                    boolean(false),
+                    boolean(false),
+                ]
+            })
+            .collect()
+    }
+
+    fn pg_indexes(&self) -> Vec<Vec<Expr>> {
+        self.indexes
+            .iter()
+            .map(|index| {
+                vec![text("public"), text(&index.table_name), text(&index.name), null(), text(index.definition())]
+            })
+            .collect()
+    }
+
+    fn tables(&self) -> Vec<Vec<Expr>> {
+        self.relations
+            .iter()
+            .filter(|relation| relation.kind != "i")
+            .map(|relation| {
+                let is_table = relation.kind == "r";
+                vec![
+                    current_database(),
+                    text("public"),
+                    text(&relation.name),
+                    text(if is_table { "BASE TABLE" } else { "VIEW" }),
+                    null(),
+                    null(),
+                    null(),
+                    null(),
+                    null(),
+                    yes_no(is_table),
+                    text("NO"),
+                    null(),
+                ]
+            })
+            .collect()
+    }
+
+    fn views(&self) -> Vec<Vec<Expr>> {
+        self.relations
+            .iter()
+            .filter_map(|relation| {
+                let query = relation.view_query.as_ref()?;
+                Some(vec![
+                    current_database(),
+                    text("public"),
+                    text(&relation.name),
+                    text(query),
+                    text("NONE"),
+                    text("NO"),
+                    text("NO"),
+                ])
+            })
+            .collect()
+    }
+
+    fn columns(&self) -> Vec<Vec<Expr>> {
+        let mut rows = Vec::new();
+        for relation in self.relations.iter().filter(|relation| relation.kind != "i") {
+            for (position, attribute) in relation.attributes.iter().enumerate() {
+                let type_oid = attribute.type_oid();
+                let typmod = pgtype::declared_typmod(&attribute.declared);
+                let data_type = pgtype::format_type(type_oid, -1);
+                let length = match type_oid {
+                    pgtype::VARCHAR | pgtype::BPCHAR if typmod >= 4 => int(typmod - 4),
+                    _ => null(),
+                };
+                let (precision, radix, scale) = match type_oid {
+                    pgtype::INT2 => (int(16), int(2), int(0)),
+                    pgtype::INT4 => (int(32), int(2), int(0)),
+                    pgtype::INT8 => (int(64), int(2), int(0)),
+                    pgtype::FLOAT4 => (int(24), int(2), null()),
+                    pgtype::FLOAT8 => (int(53), int(2), null()),
+                    pgtype::NUMERIC if typmod >= 4 => (int((typmod - 4) >> 16), int(10), int((typmod - 4) & 0xffff)),
+                    pgtype::NUMERIC => (null(), int(10), null()),
+                    _ => (null(), null(), null()),
+                };
+                rows.push(vec![
+                    current_database(),
+                    text("public"),
+                    text(&relation.name),
+                    text(&attribute.name),
+                    int(position as i64 + 1),
+                    attribute.default.clone().map_or_else(null, text),
+                    yes_no(!attribute.not_null),
+                    text(data_type),
+                    length,
+                    precision,
+                    radix,
+                    scale,
+                    current_database(),
+                    text("pg_catalog"),
+                    text(pgtype::name_of(type_oid)),
+                    yes_no(relation.kind == "r"),
+                ]);
+            }
+        }
+        rows
+    }
+
+    fn table_constraints(&self) -> Vec<Vec<Expr>> {
+        self.constraints
+            .iter()
+            .map(|constraint| {
+                let kind = match constraint.kind {
+                    "p" => "PRIMARY KEY",
+                    "u" => "UNIQUE",
+                    _ => "CHECK",
+                };
+                vec![
+                    current_database(),
+                    text("public"),
+                    text(&constraint.name),
+                    current_database(),
+                    text("public"),
+                    text(&constraint.table_name),
+                    text(kind),
+                    text("NO"),
+                    text("NO"),
+                    text("YES"),
+                ]
+            })
+            .collect()
+    }
+
+    fn key_column_usage(&self) -> Vec<Vec<Expr>> {
+        let mut rows = Vec::new();
+        for constraint in &self.constraints {
+            for (position, (_, column)) in constraint.columns.iter().enumerate() {
+                rows.push(vec![
+                    current_database(),
+                    text("public"),
+                    text(&constraint.name),
+                    current_database(),
+                    text("public"),
+                    text(&constraint.table_name),
+                    text(column),
+                    int(position as i64 + 1),
+                    null(),
+                ]);
+            }
+        }
+        rows
+    }
+}
+
+fn namespaces() -> Vec<Vec<Expr>> {
+    [(PG_CATALOG_OID, "pg_catalog"), (PUBLIC_OID, "public"), (INFORMATION_SCHEMA_OID, "information_schema")]
+        .into_iter()
+        .map(|(oid, name)| vec![int(oid), text(name), int(OWNER_OID), null()])
+        .collect()
+}
+
+fn schemata() -> Vec<Vec<Expr>> {
+    ["pg_catalog", "public", "information_schema"]
+        .into_iter()
+        .map(|name| vec![current_database(), text(name), current_user(), null(), null(), null(), null()])
+        .collect()
+}
+
+fn types() -> Vec<Vec<Expr>> {
+    pgtype::BUILT_IN
+        .iter()
+        .map(|&(oid, name, length, category, collation)| {
+            vec![
+                int(i64::from(oid)),
+                text(name),
+                int(PG_CATALOG_OID),
+                int(OWNER_OID),
+                int(length),
+                boolean(length > 0 && length <= 8),
+                text("b"),
+                text(category),
+                boolean(false),
+                boolean(true),
+                text(","),
+                int(0),
+                int(0),
+                int(0),
+                boolean(false),
+                int(0),
+                int(-1),
+                int(0),
+                int(collation),
+                null(),
+            ]
+        })
+        .collect()
+}
+
+fn access_methods() -> Vec<Vec<Expr>> {
+    vec![
+        vec![int(HEAP_AM_OID), text("heap"), text("heap_tableam_handler"), text("t")],
+        vec![int(BTREE_AM_OID), text("btree"), text("bthandler"), text("i")],
+    ]
+}
+
+fn databases() -> Vec<Vec<Expr>> {
+    vec![vec![
+        int(FIRST_OBJECT_OID - 1),
+        current_database(),
+        int(OWNER_OID),
+        int(6), // UTF8
+        text("c"),
+        boolean(false),
+        boolean(true),
+        int(-1),
+        int(0),
+        int(0),
+        int(1663),
+        text("C"),
+        text("C"),
+        null(),
+        null(),
+        null(),
+    ]]
+}
+
+/// The connected role (Tern has no privileges: every authenticated user may do everything, so
+/// the role is listed as a superuser).
+fn roles() -> Vec<Vec<Expr>> {
+    vec![vec![
+        current_user(),
+        boolean(true),
+        boolean(true),
+        boolean(true),
+        boolean(true),
+        boolean(true),
+        boolean(false),
+        int(-1),
+        text("********"),
+        null(),
+        boolean(true),
+        null(),
+        int(OWNER_OID),
+    ]]
+}
+
+fn users() -> Vec<Vec<Expr>> {
+    vec![vec![
+        current_user(),
+        int(OWNER_OID),
+        boolean(true),
+        boolean(true),
+        boolean(false),
+        boolean(true),
+        text("********"),
+        null(),
+        null(),
+    ]]
+}
+
+fn collations() -> Vec<Vec<Expr>> {
+    [(pgtype::DEFAULT_COLLATION, "default", "d"), (pgtype::C_COLLATION, "C", "c"), (951, "POSIX", "c")]
+        .into_iter()
+        .map(|(oid, name, provider)| {
+            vec![int(oid), text(name), int(PG_CATALOG_OID), int(OWNER_OID), text(provider), boolean(true), int(-1)]
+        })
+        .collect()
+}
+
+fn tablespaces() -> Vec<Vec<Expr>> {
+    vec![
+        vec![int(1663), text("pg_default"), int(OWNER_OID), null(), null()],
+        vec![int(1664), text("pg_global"), int(OWNER_OID), null(), null()],
+    ]
+}
+
+// ---- column lists (PostgreSQL 15's order and types) ------------------------------------------
+
+const PG_NAMESPACE: &[(&str, &str)] = &[("oid", "oid"), ("nspname", "name"), ("nspowner", "oid"), ("nspacl", "text")];
+
+const PG_CLASS: &[(&str, &str)] = &[
+    ("oid", "oid"),
+    ("relname", "name"),
+    ("relnamespace", "oid"),
+    ("reltype", "oid"),
+    ("reloftype", "oid"),
+    ("relowner", "oid"),
+    ("relam", "oid"),
+    ("relfilenode", "oid"),
+    ("reltablespace", "oid"),
+    ("relpages", "int4"),
+    ("reltuples", "float4"),
+    ("relallvisible", "int4"),
+    ("reltoastrelid", "oid"),
+    ("relhasindex", "bool"),
+    ("relisshared", "bool"),
+    ("relpersistence", "\"char\""),
+    ("relkind", "\"char\""),
+    ("relnatts", "int2"),
+    ("relchecks", "int2"),
+    ("relhasrules", "bool"),
+    ("relhastriggers", "bool"),
+    ("relhassubclass", "bool"),
+    ("relrowsecurity", "bool"),
+    ("relforcerowsecurity", "bool"),
+    ("relispopulated", "bool"),
+    ("relreplident", "\"char\""),
+    ("relispartition", "bool"),
+    ("relrewrite", "oid"),
+    ("relfrozenxid", "int4"),
+    ("relminmxid", "int4"),
+    ("relacl", "text"),
+    ("reloptions", "text"),
+    ("relpartbound", "text"),
+];
+
+const PG_ATTRIBUTE: &[(&str, &str)] = &[
+    ("attrelid", "oid"),
+    ("attname", "name"),
+    ("atttypid", "oid"),
+    ("attstattarget", "int4"),
+    ("attlen", "int2"),
+    ("attnum", "int2"),
+    ("attndims", "int4"),
+    ("attcacheoff", "int4"),
+    ("atttypmod", "int4"),
+    ("attbyval", "bool"),
+    ("attalign", "\"char\""),
+    ("attstorage", "\"char\""),
+    ("attcompression", "\"char\""),
+    ("attnotnull", "bool"),
+    ("atthasdef", "bool"),
+    ("atthasmissing", "bool"),
+    ("attidentity", "\"char\""),
+    ("attgenerated", "\"char\""),
+    ("attisdropped", "bool"),
+    ("attislocal", "bool"),
+    ("attinhcount", "int4"),
+    ("attcollation", "oid"),
+    ("attacl", "text"),
+    ("attoptions", "text"),
+    ("attfdwoptions", "text"),
+];
+
+const PG_ATTRDEF: &[(&str, &str)] = &[("oid", "oid"), ("adrelid", "oid"), ("adnum", "int2"), ("adbin", "text")];
+
+const PG_INDEX: &[(&str, &str)] = &[
+    ("indexrelid", "oid"),
+    ("indrelid", "oid"),
+    ("indnatts", "int2"),
+    ("indnkeyatts", "int2"),
+    ("indisunique", "bool"),
+    ("indnullsnotdistinct", "bool"),
+    ("indisprimary", "bool"),
+    ("indisexclusion", "bool"),
+    ("indimmediate", "bool"),
+    ("indisclustered", "bool"),
+    ("indisvalid", "bool"),
+    ("indcheckxmin", "bool"),
+    ("indisready", "bool"),
+    ("indislive", "bool"),
+    ("indisreplident", "bool"),
+    ("indkey", "text"),
+    ("indcollation", "text"),
+    ("indclass", "text"),
+    ("indoption", "text"),
+    ("indexprs", "text"),
+    ("indpred", "text"),
+];
+
+const PG_CONSTRAINT: &[(&str, &str)] = &[
+    ("oid", "oid"),
+    ("conname", "name"),
+    ("connamespace", "oid"),
+    ("contype", "\"char\""),
+    ("condeferrable", "bool"),
+    ("condeferred", "bool"),
+    ("convalidated", "bool"),
+    ("conrelid", "oid"),
+    ("contypid", "oid"),
+    ("conindid", "oid"),
+    ("conparentid", "oid"),
+    ("confrelid", "oid"),
+    ("confupdtype", "\"char\""),
+    ("confdeltype", "\"char\""),
+    ("confmatchtype", "\"char\""),
+    ("conislocal", "bool"),
+    ("coninhcount", "int4"),
+    ("connoinherit", "bool"),
+    ("conkey", "text"),
+    ("confkey", "text"),
+    ("conbin", "text"),
+];
+
+const PG_TYPE: &[(&str, &str)] = &[
+    ("oid", "oid"),
+    ("typname", "name"),
+    ("typnamespace", "oid"),
+    ("typowner", "oid"),
+    ("typlen", "int2"),
+    ("typbyval", "bool"),
+    ("typtype", "\"char\""),
+    ("typcategory", "\"char\""),
+    ("typispreferred", "bool"),
+    ("typisdefined", "bool"),
+    ("typdelim", "\"char\""),
+    ("typrelid", "oid"),
+    ("typelem", "oid"),
+    ("typarray", "oid"),
+    ("typnotnull", "bool"),
+    ("typbasetype", "oid"),
+    ("typtypmod", "int4"),
+    ("typndims", "int4"),
+    ("typcollation", "oid"),
+    ("typdefault", "text"),
+];
+
+const PG_AM: &[(&str, &str)] = &[("oid", "oid"), ("amname", "name"), ("amhandler", "text"), ("amtype", "\"char\"")];
+
+const PG_DATABASE: &[(&str, &str)] = &[
+    ("oid", "oid"),
+    ("datname", "name"),
+    ("datdba", "oid"),
+    ("encoding", "int4"),
+    ("datlocprovider", "\"char\""),
+    ("datistemplate", "bool"),
+    ("datallowconn", "bool"),
+    ("datconnlimit", "int4"),
+    ("datfrozenxid", "int4"),
+    ("datminmxid", "int4"),
+    ("dattablespace", "oid"),
+    ("datcollate", "text"),
+    ("datctype", "text"),
+    ("daticulocale", "text"),
+    ("datcollversion", "text"),
+    ("datacl", "text"),
+];
+
+const PG_ROLES: &[(&str, &str)] = &[
+    ("rolname", "name"),
+    ("rolsuper", "bool"),
+    ("rolinherit", "bool"),
+    ("rolcreaterole", "bool"),
+    ("rolcreatedb", "bool"),
+    ("rolcanlogin", "bool"),
+    ("rolreplication", "bool"),
+    ("rolconnlimit", "int4"),
+    ("rolpassword", "text"),
+    ("rolvaliduntil", "timestamptz"),
+    ("rolbypassrls", "bool"),
+    ("rolconfig", "text"),
+    ("oid", "oid"),
+];
+
+const PG_USER: &[(&str, &str)] = &[
+    ("usename", "name"),
+    ("usesysid", "oid"),
+    ("usecreatedb", "bool"),
+    ("usesuper", "bool"),
+    ("userepl", "bool"),
+    ("usebypassrls", "bool"),
+    ("passwd", "text"),
+    ("valuntil", "timestamptz"),
+    ("useconfig", "text"),
+];
+
+const PG_COLLATION: &[(&str, &str)] = &[
+    ("oid", "oid"),
+    ("collname", "name"),
+    ("collnamespace", "oid"),
+    ("collowner", "oid"),
+    ("collprovider", "\"char\""),
+    ("collisdeterministic", "bool"),
+    ("collencoding", "int4"),
+];
+
+const PG_TABLESPACE: &[(&str, &str)] =
+    &[("oid", "oid"), ("spcname", "name"), ("spcowner", "oid"), ("spcacl", "text"), ("spcoptions", "text")];
+
+const PG_VIEWS: &[(&str, &str)] =
+    &[("schemaname", "name"), ("viewname", "name"), ("viewowner", "name"), ("definition", "text")];
+
+const PG_TABLES: &[(&str, &str)] = &[
+    ("schemaname", "name"),
+    ("tablename", "name"),
+    ("tableowner", "name"),
+    ("tablespace", "name"),
+    ("hasindexes", "bool"),
+    ("hasrules", "bool"),
+    ("hastriggers", "bool"),
+    ("rowsecurity", "bool"),
+];
+
+const PG_INDEXES: &[(&str, &str)] = &[
+    ("schemaname", "name"),
+    ("tablename", "name"),
+    ("indexname", "name"),
+    ("tablespace", "name"),
+    ("indexdef", "text"),
+];
+
+const PG_AUTH_MEMBERS: &[(&str, &str)] =
+    &[("roleid", "oid"), ("member", "oid"), ("grantor", "oid"), ("admin_option", "bool")];
+
+const PG_POLICY: &[(&str, &str)] = &[
+    ("oid", "oid"),
+    ("polname", "name"),
+    ("polrelid", "oid"),
+    ("polcmd", "\"char\""),
+    ("polpermissive", "bool"),
+    ("polroles", "text"),
+    ("polqual", "text"),
+    ("polwithcheck", "text"),
+];
+
+const PG_STATISTIC_EXT: &[(&str, &str)] = &[
+    ("oid", "oid"),
+    ("stxrelid", "oid"),
+    ("stxname", "name"),
+    ("stxnamespace", "oid"),
+    ("stxowner", "oid"),
+    ("stxstattarget", "int4"),
+    ("stxkeys", "text"),
+    ("stxkind", "text"),
+    ("stxexprs", "text"),
+];
+
+const PG_PUBLICATION: &[(&str, &str)] = &[
+    ("oid", "oid"),
+    ("pubname", "name"),
+    ("pubowner", "oid"),
+    ("puballtables", "bool"),
+    ("pubinsert", "bool"),
+    ("pubupdate", "bool"),
+    ("pubdelete", "bool"),
+    ("pubtruncate", "bool"),
+    ("pubviaroot", "bool"),
+];
+
+const PG_PUBLICATION_NAMESPACE: &[(&str, &str)] = &[("oid", "oid"), ("pnpubid", "oid"), ("pnnspid", "oid")];
+
+const PG_PUBLICATION_REL: &[(&str, &str)] =
+    &[("oid", "oid"), ("prpubid", "oid"), ("prrelid", "oid"), ("prqual", "text"), ("prattrs", "text")];
+
+const PG_INHERITS: &[(&str, &str)] =
+    &[("inhrelid", "oid"), ("inhparent", "oid"), ("inhseqno", "int4"), ("inhdetachpending", "bool")];
+
+const PG_TRIGGER: &[(&str, &str)] = &[
+    ("oid", "oid"),
+    ("tgrelid", "oid"),
+    ("tgparentid", "oid"),
+    ("tgname", "name"),
+    ("tgfoid", "oid"),
+    ("tgtype", "int2"),
+    ("tgenabled", "\"char\""),
+    ("tgisinternal", "bool"),
+];
+
+const PG_DESCRIPTION: &[(&str, &str)] =
+    &[("objoid", "oid"), ("classoid", "oid"), ("objsubid", "int4"), ("description", "text")];
+
+const PG_REWRITE: &[(&str, &str)] =
+    &[("oid", "oid"), ("rulename", "name"), ("ev_class", "oid"), ("ev_type", "\"char\""), ("ev_enabled", "\"char\"")];
+
+const PG_SEQUENCE: &[(&str, &str)] = &[
+    ("seqrelid", "oid"),
+    ("seqtypid", "oid"),
+    ("seqstart", "int8"),
+    ("seqincrement", "int8"),
+    ("seqmax", "int8"),
+    ("seqmin", "int8"),
+    ("seqcache", "int8"),
+    ("seqcycle", "bool"),
+];
+
+const PG_EXTENSION: &[(&str, &str)] = &[
+    ("oid", "oid"),
+    ("extname", "name"),
+    ("extowner", "oid"),
+    ("extnamespace", "oid"),
+    ("extrelocatable", "bool"),
+    ("extversion", "text"),
+];
+
+const SCHEMATA: &[(&str, &str)] = &[
+    ("catalog_name", "name"),
+    ("schema_name", "name"),
+    ("schema_owner", "name"),
+    ("default_character_set_catalog", "name"),
+    ("default_character_set_schema", "name"),
+    ("default_character_set_name", "name"),
+    ("sql_path", "text"),
+];
+
+const TABLES: &[(&str, &str)] = &[
+    ("table_catalog", "name"),
+    ("table_schema", "name"),
+    ("table_name", "name"),
+    ("table_type", "text"),
+    ("self_referencing_column_name", "name"),
+    ("reference_generation", "text"),
+    ("user_defined_type_catalog", "name"),
+    ("user_defined_type_schema", "name"),
+    ("user_defined_type_name", "name"),
+    ("is_insertable_into", "text"),
+    ("is_typed", "text"),
+    ("commit_action", "text"),
+];
+
+const VIEWS: &[(&str, &str)] = &[
+    ("table_catalog", "name"),
+    ("table_schema", "name"),
+    ("table_name", "name"),
+    ("view_definition", "text"),
+    ("check_option", "text"),
+    ("is_updatable", "text"),
+    ("is_insertable_into", "text"),
+];
+
+const COLUMNS: &[(&str, &str)] = &[
+    ("table_catalog", "name"),
+    ("table_schema", "name"),
+    ("table_name", "name"),
+    ("column_name", "name"),
+    ("ordinal_position", "int4"),
+    ("column_default", "text"),
+    ("is_nullable", "text"),
+    ("data_type", "text"),
+    ("character_maximum_length", "int4"),
+    ("numeric_precision", "int4"),
+    ("numeric_precision_radix", "int4"),
+    ("numeric_scale", "int4"),
+    ("udt_catalog", "name"),
+    ("udt_schema", "name"),
+    ("udt_name", "name"),
+    ("is_updatable", "text"),
+];
+
+const TABLE_CONSTRAINTS: &[(&str, &str)] = &[
+    ("constraint_catalog", "name"),
+    ("constraint_schema", "name"),
+    ("constraint_name", "name"),
+    ("table_catalog", "name"),
+    ("table_schema", "name"),
+    ("table_name", "name"),
+    ("constraint_type", "text"),
+    ("is_deferrable", "text"),
+    ("initially_deferred", "text"),
+    ("enforced", "text"),
+];
+
+const KEY_COLUMN_USAGE: &[(&str, &str)] = &[
+    ("constraint_catalog", "name"),
+    ("constraint_schema", "name"),
+    ("constraint_name", "name"),
+    ("table_catalog", "name"),
+    ("table_schema", "name"),
+    ("table_name", "name"),
+    ("column_name", "name"),
+    ("ordinal_position", "int4"),
+    ("position_in_unique_constraint", "int4"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_quoted_only_when_needed() {
+        assert_eq!(quote_ident("city"), "city");
+        assert_eq!(quote_ident("City"), "\"City\"");
+        assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
+        assert_eq!(quote_ident("1st"), "\"1st\"");
+    }
+
+    #[test]
+    fn view_oids_are_stable_and_in_their_range() {
+        assert_eq!(view_oid("v"), view_oid("v"));
+        assert_ne!(view_oid("v"), view_oid("w"));
+        assert!((VIEW_OID_BASE..CONSTRAINT_OID_OFFSET).contains(&view_oid("some_view")));
+    }
+}
