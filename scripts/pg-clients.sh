@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs PostgreSQL's own clients against `tern serve`: psql (simple queries, errors, \copy in
-# and out, variables) and a short pgbench (initialization with COPY and ALTER TABLE ADD
+# and out, variables, the catalog commands \d, \dt, \d TABLE, \di, \dv, \dn, \du, \l) and a
+# short pgbench (initialization with COPY and ALTER TABLE ADD
 # PRIMARY KEY, then the TPC-B-like script with retries). Fails on any error.
 #
 #   scripts/pg-clients.sh            # builds the release binary first
@@ -60,6 +61,25 @@ CREATE TABLE city_copy(id INT PRIMARY KEY, name TEXT NOT NULL, population BIGINT
 \copy city_copy FROM '$work/city.csv' WITH (FORMAT csv, HEADER)
 SELECT count(*) AS copied FROM city_copy;
 SQL
+
+echo "== psql describes the schema (pg_catalog)"
+psql_run -c "CREATE INDEX city_name ON city(name)" -c "CREATE VIEW big_city AS SELECT name FROM city WHERE population > 300000"
+for command in '\d' '\dt' '\d city' '\d+ city' '\di' '\d city_name' '\dv' '\d big_city' '\dn' '\du' '\l'; do
+    # psql reports a failed catalog query on standard error; any such line is a failure.
+    psql -X -v ON_ERROR_STOP=1 -c "$command" >"$work/describe.txt" 2>"$work/describe.err" || { cat "$work/describe.err" >&2; exit 1; }
+    if [ -s "$work/describe.err" ]; then
+        echo "psql $command:" >&2
+        cat "$work/describe.err" >&2
+        exit 1
+    fi
+done
+psql -X -c '\d city' >"$work/describe.txt"
+for expected in 'Table "public.city"' '"city_pkey" PRIMARY KEY, btree (id)' '"city_name" btree (name)' 'not null'; do
+    grep -qF "$expected" "$work/describe.txt" || { echo "\\d city lacks: $expected" >&2; cat "$work/describe.txt" >&2; exit 1; }
+done
+psql -X -At -c '\dt' | grep -q '^public|city|table|' || { echo "\\dt does not list city" >&2; exit 1; }
+psql -X -At -c '\l' | grep -q '^tern|' || { echo "\\l does not list the database" >&2; exit 1; }
+psql -X -c '\d no_such_table' 2>&1 | grep -q 'Did not find any relation named "no_such_table"'
 
 if [ ${#tls[@]} -gt 0 ]; then
     echo "== psql over TLS"

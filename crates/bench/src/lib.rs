@@ -39,6 +39,7 @@ pub mod kv;
 pub mod pages;
 pub mod peer;
 pub mod pgbench;
+pub mod priority;
 pub mod report;
 pub mod scan;
 pub mod timing;
@@ -87,6 +88,9 @@ pub enum Workload {
     /// pgbench's TPC-B-like script through the PostgreSQL protocol: `tern serve` against a
     /// PostgreSQL 15 server started for the run, same scale, clients and fsync policy.
     Pgbench(pgbench::PgbenchArgs),
+    /// SharedDB/FBX's priority classes: pgbench's transactions while best-effort clients scan,
+    /// with the server's priority classes on and off.
+    Priority(priority::PriorityArgs),
 }
 
 impl Workload {
@@ -103,6 +107,7 @@ impl Workload {
             Workload::Cache(_) => cache::NAME,
             Workload::Edge(_) => edge::NAME,
             Workload::Pgbench(_) => pgbench::NAME,
+            Workload::Priority(_) => priority::NAME,
         }
     }
 }
@@ -120,5 +125,6 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Workload::Cache(args) => cache::run(args).map(drop),
         Workload::Edge(args) => edge::run(args).map(drop),
         Workload::Pgbench(args) => pgbench::run(args).map(drop),
+        Workload::Priority(args) => priority::run(args).map(drop),
     }
 }

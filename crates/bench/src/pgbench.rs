@@ -75,7 +75,7 @@ pub struct PgbenchReport {
     pub tern_vs_postgres: f64,
 }
 
-fn program(name: &str) -> Result<PathBuf> {
+pub(crate) fn program(name: &str) -> Result<PathBuf> {
     let path = Path::new(PG_BIN).join(name);
     if path.exists() {
         return Ok(path);
@@ -86,13 +86,13 @@ fn program(name: &str) -> Result<PathBuf> {
     )))
 }
 
-fn config_error(message: String) -> BenchError {
+pub(crate) fn config_error(message: String) -> BenchError {
     BenchError::Config(message)
 }
 
 /// Runs a command, as the `postgres` user when this process is root (PostgreSQL refuses to run
 /// as root); returns its standard output and error.
-fn run_command(program: &Path, args: &[String], as_postgres: bool) -> Result<String> {
+pub(crate) fn run_command(program: &Path, args: &[String], as_postgres: bool) -> Result<String> {
     let mut command = if as_postgres {
         let mut line = shell_quote(&program.to_string_lossy());
         for arg in args {
@@ -131,7 +131,7 @@ fn free_port() -> Result<u16> {
 }
 
 /// Parses pgbench's summary.
-fn parse_run(text: &str) -> PgbenchRun {
+pub(crate) fn parse_run(text: &str) -> PgbenchRun {
     let number_after = |prefix: &str| -> Option<f64> {
         text.lines()
             .find_map(|line| line.trim().strip_prefix(prefix))

@@ -496,3 +496,62 @@ async fn tls_when_asked_and_required() {
     assert_eq!(&reply[..9], &[b'R', 0, 0, 0, 8, 0, 0, 0, 0]);
     assert!(reply.windows(2).any(|window| window == b"42"), "{reply:?}");
 }
+
+/// The catalog through the protocol: `pg_catalog` columns carry PostgreSQL's types (oid, name,
+/// bool in binary; `t`/`f` in text), and `information_schema` answers a driver's questions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn system_catalog_over_the_protocol() {
+    let running = start().await;
+    let client = connect(&running).await;
+    client
+        .batch_execute(
+            "CREATE TABLE items(id INT PRIMARY KEY, label VARCHAR(20) NOT NULL); CREATE TABLE notes(body TEXT)",
+        )
+        .await
+        .unwrap();
+    let rows = client
+        .query(
+            "SELECT c.oid, c.relname, c.relhasindex FROM pg_catalog.pg_class c
+             WHERE c.relkind = 'r' AND c.relname ~ $1 ORDER BY c.relname",
+            &[&"^(items|notes)$"],
+        )
+        .await
+        .unwrap();
+    let listed: Vec<(String, bool)> = rows.iter().map(|row| (row.get(1), row.get(2))).collect();
+    assert_eq!(listed, [("items".to_string(), true), ("notes".to_string(), false)]);
+    let oid: u32 = rows[0].get(0);
+    let named: String = client.query_one("SELECT $1::int8::regclass::text", &[&i64::from(oid)]).await.unwrap().get(0);
+    assert_eq!(named, "items");
+    let columns = client
+        .query(
+            "SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attnotnull
+             FROM pg_catalog.pg_attribute a WHERE a.attrelid = $1 AND a.attnum > 0 ORDER BY a.attnum",
+            &[&oid],
+        )
+        .await
+        .unwrap();
+    let columns: Vec<(String, String, bool)> = columns.iter().map(|row| (row.get(0), row.get(1), row.get(2))).collect();
+    assert_eq!(
+        columns,
+        [
+            ("id".to_string(), "integer".to_string(), true),
+            ("label".to_string(), "character varying(20)".to_string(), true)
+        ]
+    );
+    // Text format (the simple protocol) spells booleans as PostgreSQL does.
+    let messages = client.simple_query("SELECT relhasindex FROM pg_class WHERE relname = 'items'").await.unwrap();
+    let row = messages
+        .iter()
+        .find_map(|message| if let SimpleQueryMessage::Row(row) = message { Some(row) } else { None })
+        .unwrap();
+    assert_eq!(row.get(0), Some("t"));
+    let tables: Vec<String> = client
+        .query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(tables, ["items", "notes"]);
+    assert_eq!(code(&client.query("SELECT * FROM pg_catalog.pg_nothing", &[]).await.unwrap_err()), "42P01");
+}

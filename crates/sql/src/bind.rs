@@ -1640,7 +1640,7 @@ impl<'c> Binder<'c> {
         let ast::TableFactor::Derived { subquery, .. } = &mut select.from[0].relation else {
             return Err(Error::internal("ARRAY() wrapper has no derived table"));
         };
-        *subquery = Box::new(query.clone());
+        **subquery = query.clone();
         Ok(Expr::ScalarSubquery(self.subquery(&wrapper, scope)?))
     }
 

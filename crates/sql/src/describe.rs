@@ -342,15 +342,17 @@ impl Inference {
                 result
             }
             Expr::Cast(inner, to) => {
-                self.expr(inner, input);
-                match to {
+                let target = match to {
                     CastType::Integer => SqlType::Integer,
                     CastType::Real => SqlType::Real,
                     CastType::Decimal(..) => SqlType::Decimal,
                     CastType::Text => SqlType::Text,
                     CastType::Blob => SqlType::Blob,
                     CastType::Numeric => SqlType::Unknown,
-                }
+                };
+                // `$1::int8` gives the parameter the cast's type, as in PostgreSQL.
+                self.expect(inner, input, target.clone());
+                target
             }
             Expr::Affinity(inner, _) => self.expr(inner, input),
             Expr::Like { expr, pattern, escape, .. } => {

@@ -760,10 +760,13 @@ impl<'t> Executor<'t> {
                 }
                 let count = (i128::from(stop) - i128::from(start)) / i128::from(step) + 1;
                 if count > i128::from(crate::limits::MAX_SERIES_ROWS) {
-                    return Err(Error::program_limit(format!(
-                        "generate_series would produce {count} rows (at most {})",
-                        crate::limits::MAX_SERIES_ROWS
-                    )));
+                    return Err(Error::new(
+                        "54000",
+                        format!(
+                            "generate_series would produce {count} rows (at most {})",
+                            crate::limits::MAX_SERIES_ROWS
+                        ),
+                    ));
                 }
                 let count = count.max(0) as usize;
                 let mut rows = Vec::with_capacity(count.min(65_536));

@@ -414,7 +414,7 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
         AlwaysFalse => Value::from(false),
         AlwaysNull => Value::Null,
         EncodingName => Value::from("UTF8"),
-        QuoteIdent => text_map(arg(0), |text| crate::system::quote_ident(text)),
+        QuoteIdent => text_map(arg(0), crate::system::quote_ident),
         CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser => {
             return Err(Error::internal("session functions are evaluated by the executor"));
         }
@@ -705,6 +705,35 @@ pub fn text_of(value: &Value) -> String {
     }
 }
 
+fn parse_array(text: &str) -> Result<Vec<Option<String>>> {
+    crate::array::parse(text).ok_or_else(|| Error::new("22P02", format!("malformed array literal: \"{text}\"")))
+}
+
+/// Compiled patterns of `~`, kept per thread: a query applies one pattern to many rows.
+fn regex_match(text: &str, pattern: &str, case_insensitive: bool) -> Result<bool> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static COMPILED: RefCell<HashMap<(String, bool), regex::Regex>> = RefCell::new(HashMap::new());
+    }
+    COMPILED.with(|compiled| {
+        let mut compiled = compiled.borrow_mut();
+        let key = (pattern.to_string(), case_insensitive);
+        if !compiled.contains_key(&key) {
+            let regex = regex::RegexBuilder::new(pattern)
+                .case_insensitive(case_insensitive)
+                .size_limit(crate::limits::MAX_REGEX_BYTES)
+                .build()
+                .map_err(|error| Error::new("2201B", format!("invalid regular expression: {error}")))?;
+            if compiled.len() >= crate::limits::MAX_CACHED_REGEXES {
+                compiled.clear();
+            }
+            compiled.insert(key.clone(), regex);
+        }
+        Ok(compiled[&key].is_match(text))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -771,33 +800,4 @@ mod tests {
         assert_eq!(substr(&text, &Value::Integer(0), Some(&Value::Integer(2))), Value::from("h"));
         assert_eq!(substr(&text, &Value::Integer(3), Some(&Value::Integer(-2))), Value::from("he"));
     }
-}
-
-fn parse_array(text: &str) -> Result<Vec<Option<String>>> {
-    crate::array::parse(text).ok_or_else(|| Error::new("22P02", format!("malformed array literal: \"{text}\"")))
-}
-
-/// Compiled patterns of `~`, kept per thread: a query applies one pattern to many rows.
-fn regex_match(text: &str, pattern: &str, case_insensitive: bool) -> Result<bool> {
-    use std::cell::RefCell;
-    use std::collections::HashMap;
-    thread_local! {
-        static COMPILED: RefCell<HashMap<(String, bool), regex::Regex>> = RefCell::new(HashMap::new());
-    }
-    COMPILED.with(|compiled| {
-        let mut compiled = compiled.borrow_mut();
-        let key = (pattern.to_string(), case_insensitive);
-        if !compiled.contains_key(&key) {
-            let regex = regex::RegexBuilder::new(pattern)
-                .case_insensitive(case_insensitive)
-                .size_limit(crate::limits::MAX_REGEX_BYTES)
-                .build()
-                .map_err(|error| Error::new("2201B", format!("invalid regular expression: {error}")))?;
-            if compiled.len() >= crate::limits::MAX_CACHED_REGEXES {
-                compiled.clear();
-            }
-            compiled.insert(key.clone(), regex);
-        }
-        Ok(compiled[&key].is_match(text))
-    })
 }

@@ -319,12 +319,14 @@ impl Value {
         }
     }
 
-    /// The value as an integer if it is one, or reads as one (text `'3'`, a real `3.0`).
+    /// The value as an integer if it is one or reads wholly as one (text `'3'`, a real `3.0`;
+    /// not `'3x'`, unlike SQLite's numeric prefix rule).
     pub fn as_i64(&self) -> Option<i64> {
-        match self.to_numeric() {
-            Value::Integer(integer) => Some(integer),
-            Value::Real(real) if real.fract() == 0.0 && real.abs() < 9.2e18 => Some(real as i64),
+        match self {
+            Value::Integer(integer) => Some(*integer),
+            Value::Real(real) if real.fract() == 0.0 && real.abs() < 9.2e18 => Some(*real as i64),
             Value::Decimal(exact) if exact.fract().is_zero() => exact.to_i64(),
+            Value::Text(text) => text.trim().parse().ok(),
             _ => None,
         }
     }
