@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs PostgreSQL's own clients against `tern serve`: psql (simple queries, errors, \copy in
-# and out, variables, the catalog commands \d, \dt, \d TABLE, \di, \dv, \dn, \du, \l) and a
-# short pgbench (initialization with COPY and ALTER TABLE ADD
-# PRIMARY KEY, then the TPC-B-like script with retries). Fails on any error.
+# Runs PostgreSQL's own clients against `tern serve`: psql (simple queries, errors, \copy in and
+# out, variables, TLS, the catalog commands \d, \dt, \d TABLE, \di, \dv, \dn, \du, \l), psycopg 3
+# (scripts/psycopg-check.py, installed from PyPI into a temporary virtual environment) and a
+# short pgbench (initialization with COPY and ALTER TABLE ADD PRIMARY KEY, then the TPC-B-like
+# script with retries). Fails on any error.
 #
 #   scripts/pg-clients.sh            # builds the release binary first
 #   TERN=path/to/tern scripts/pg-clients.sh
@@ -79,7 +80,8 @@ for expected in 'Table "public.city"' '"city_pkey" PRIMARY KEY, btree (id)' '"ci
 done
 psql -X -At -c '\dt' | grep -q '^public|city|table|' || { echo "\\dt does not list city" >&2; exit 1; }
 psql -X -At -c '\l' | grep -q '^tern|' || { echo "\\l does not list the database" >&2; exit 1; }
-psql -X -c '\d no_such_table' 2>&1 | grep -q 'Did not find any relation named "no_such_table"'
+missing="$(psql -X -c '\d no_such_table' 2>&1 || true)"
+grep -q 'Did not find any relation named "no_such_table"' <<<"$missing" || { echo "$missing" >&2; exit 1; }
 
 if [ ${#tls[@]} -gt 0 ]; then
     echo "== psql over TLS"
@@ -92,6 +94,14 @@ if psql -X -v ON_ERROR_STOP=1 -q -c "SELECT * FROM no_such_table" 2>"$work/error
     exit 1
 fi
 grep -q 'no such table' "$work/error.txt"
+
+echo "== psycopg"
+# psycopg 3 from PyPI in a throwaway virtual environment (skipped if Python or PyPI is missing).
+if python3 -m venv "$work/venv" >/dev/null 2>&1 && "$work/venv/bin/pip" install -q "psycopg[binary]" >/dev/null 2>&1; then
+    "$work/venv/bin/python" "$root/scripts/psycopg-check.py" 127.0.0.1 "$port"
+else
+    echo "psycopg could not be installed; skipping"
+fi
 
 echo "== pgbench"
 pgbench -q -i -s 1 >/dev/null 2>"$work/init.txt" || { cat "$work/init.txt" >&2; exit 1; }

@@ -312,9 +312,15 @@ impl Backend {
         if let Some(command) = compat::classify(text) {
             return self.command(&command, &[], &[], out, false);
         }
-        self.refuse_if_failed()?;
+        let rollback_to = compat::is_rollback_to(text);
+        if !rollback_to {
+            self.refuse_if_failed()?;
+        }
         let mut statement = self.session.prepare(text)?;
         let outcome = self.run_statement(&mut statement, &[])?;
+        if rollback_to {
+            self.failed = false;
+        }
         // Column types only matter when there are rows to describe (binding again costs).
         let description = match outcome {
             Outcome::Rows { .. } => self.session.describe(&statement).ok().flatten(),
@@ -967,11 +973,17 @@ impl Backend {
                     return Ok(self.command(command, &portal.params, &portal.result_formats, out, true)?);
                 }
                 Kind::Sql(statement) => {
-                    self.refuse_if_failed()?;
+                    let rollback_to = compat::is_rollback_to(statement.lock().sql());
+                    if !rollback_to {
+                        self.refuse_if_failed()?;
+                    }
                     let outcome = {
                         let mut statement = statement.lock();
                         self.run_statement(&mut statement, &portal.params)?
                     };
+                    if rollback_to {
+                        self.failed = false;
+                    }
                     let text = match &prepared.kind {
                         Kind::Sql(statement) => statement.lock().sql().to_string(),
                         _ => String::new(),

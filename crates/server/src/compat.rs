@@ -268,6 +268,13 @@ fn name(token: Option<&Token>) -> Option<String> {
     }
 }
 
+/// Whether `text` is `ROLLBACK TO [SAVEPOINT] name`: the one statement besides ROLLBACK that
+/// runs in a failed transaction block, and ends the failed state when it succeeds.
+pub fn is_rollback_to(text: &str) -> bool {
+    let Some(tokens) = tokens(text) else { return false };
+    matches!(word(tokens.first()), Some("rollback" | "abort")) && word(tokens.get(1)) == Some("to")
+}
+
 /// The command `text` is, or `None` for SQL the engine runs.
 pub fn classify(text: &str) -> Option<Command> {
     let tokens = tokens(text)?;
@@ -278,7 +285,7 @@ pub fn classify(text: &str) -> Option<Command> {
         "start" if second == Some("transaction") => Command::Begin,
         "commit" | "end" => Command::Commit,
         "rollback" | "abort" => {
-            // ROLLBACK TO [SAVEPOINT] goes to the engine (which refuses savepoints).
+            // ROLLBACK TO [SAVEPOINT] goes to the engine.
             if second == Some("to") || tokens.iter().any(|token| word(Some(token)) == Some("prepared")) {
                 return None;
             }
@@ -476,6 +483,8 @@ mod tests {
         assert_eq!(classify("BEGIN ISOLATION LEVEL REPEATABLE READ"), Some(Command::Begin));
         assert_eq!(classify("end"), Some(Command::Commit));
         assert_eq!(classify("ROLLBACK TO SAVEPOINT a"), None);
+        assert!(is_rollback_to("rollback to savepoint a") && is_rollback_to("ROLLBACK TO a"));
+        assert!(!is_rollback_to("ROLLBACK") && !is_rollback_to("SAVEPOINT a"));
         assert_eq!(classify("vacuum analyze pgbench_branches"), Some(Command::NoOp("VACUUM")));
         assert_eq!(classify("select 1"), None);
         assert_eq!(

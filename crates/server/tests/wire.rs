@@ -555,3 +555,23 @@ async fn system_catalog_over_the_protocol() {
     assert_eq!(tables, ["items", "notes"]);
     assert_eq!(code(&client.query("SELECT * FROM pg_catalog.pg_nothing", &[]).await.unwrap_err()), "42P01");
 }
+
+/// A failed transaction block accepts only ROLLBACK or ROLLBACK TO SAVEPOINT; the latter
+/// returns it to a working state (psycopg's nested `conn.transaction()` blocks rely on it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_to_savepoint_recovers_a_failed_block() {
+    let running = start().await;
+    let client = connect(&running).await;
+    client.batch_execute("CREATE TABLE sp(x INT PRIMARY KEY)").await.unwrap();
+    client.batch_execute("BEGIN; INSERT INTO sp VALUES (1); SAVEPOINT before_duplicate").await.unwrap();
+    assert_eq!(code(&client.execute("INSERT INTO sp VALUES (1)", &[]).await.unwrap_err()), "23505");
+    assert_eq!(code(&client.query("SELECT * FROM sp", &[]).await.unwrap_err()), "25P02");
+    // Through the extended protocol, as drivers send it.
+    client.execute("ROLLBACK TO SAVEPOINT before_duplicate", &[]).await.unwrap();
+    client.execute("INSERT INTO sp VALUES (2)", &[]).await.unwrap();
+    client.batch_execute("SAVEPOINT s2; INSERT INTO sp VALUES (3); ROLLBACK TO s2; RELEASE s2; COMMIT").await.unwrap();
+    let values: Vec<i32> =
+        client.query("SELECT x FROM sp ORDER BY x", &[]).await.unwrap().iter().map(|row| row.get(0)).collect();
+    assert_eq!(values, [1, 2]);
+    assert_eq!(code(&client.batch_execute("SAVEPOINT outside").await.unwrap_err()), "25P01");
+}

@@ -1692,6 +1692,20 @@ impl<'c> Binder<'c> {
                     .collect();
                 lookup(oid, pairs)
             }
+            "to_regclass" => {
+                arity(1, 1)?;
+                let name = self.bind_expr(args[0], scope)?;
+                if let Expr::Literal(Value::Text(name)) = &name {
+                    let oid = crate::system::relation_oid(self.catalog, name.trim_matches('"'));
+                    return Ok(Some(oid.map_or(Expr::Literal(Value::Null), integer)));
+                }
+                let lowered = Expr::Function(ScalarFunction::Lower, vec![name]);
+                let pairs = crate::system::relation_names(self.catalog)
+                    .into_iter()
+                    .map(|(oid, name)| (text(&name), integer(oid)))
+                    .collect();
+                lookup(lowered, pairs)
+            }
             "pg_get_constraintdef" | "pg_get_viewdef" => {
                 arity(1, 2)?;
                 let oid = self.bind_expr(args[0], scope)?;

@@ -390,7 +390,7 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         Random => SqlType::Integer,
         RegexMatch | ArrayContains | AlwaysTrue | AlwaysFalse => SqlType::Boolean,
         ArrayElement | ArrayToString | FormatType | EncodingName | QuoteIdent | AlwaysNull => SqlType::Text,
-        ArrayUpper | ArrayLower | Cardinality => SqlType::Integer,
+        ArrayUpper | ArrayLower | Cardinality | ToRegtype => SqlType::Integer,
         FirstArgument => first,
         Sqrt | Power | Exp | Ln | Log10 => SqlType::Real,
         Abs | Ceil | Floor | Round => match first.kind() {

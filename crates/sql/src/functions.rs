@@ -84,6 +84,8 @@ pub enum ScalarFunction {
     EncodingName,
     /// `quote_ident(text)`.
     QuoteIdent,
+    /// `to_regtype(name)`: a type's OID, or NULL if there is no such type.
+    ToRegtype,
 }
 
 impl ScalarFunction {
@@ -153,6 +155,7 @@ impl ScalarFunction {
             | "pg_get_ruledef" => (AlwaysNull, 1, 2),
             "pg_encoding_to_char" => (EncodingName, 1, 1),
             "quote_ident" => (QuoteIdent, 1, 1),
+            "to_regtype" => (ToRegtype, 1, 1),
             _ => return None,
         })
     }
@@ -415,6 +418,12 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
         AlwaysNull => Value::Null,
         EncodingName => Value::from("UTF8"),
         QuoteIdent => text_map(arg(0), crate::system::quote_ident),
+        ToRegtype => match arg(0) {
+            Value::Null => Value::Null,
+            name => {
+                crate::pgtype::oid_of_name(&name.to_text()).map_or(Value::Null, |oid| Value::Integer(i64::from(oid)))
+            }
+        },
         CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser => {
             return Err(Error::internal("session functions are evaluated by the executor"));
         }

@@ -33,6 +33,9 @@ pub const MAX_REGEX_BYTES: usize = 1 << 20;
 /// Compiled patterns each thread keeps; past this the cache starts over.
 pub const MAX_CACHED_REGEXES: usize = 64;
 
+/// Savepoints one transaction may hold: each keeps a copy of the transaction's writes.
+pub const MAX_SAVEPOINTS: usize = 1024;
+
 /// Rows `generate_series` may produce: a bound on one statement's work.
 pub const MAX_SERIES_ROWS: i64 = 100_000_000;
 

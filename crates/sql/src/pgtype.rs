@@ -63,6 +63,36 @@ pub fn name_of(oid: u32) -> &'static str {
     BUILT_IN.iter().find(|(known, ..)| *known == oid).map_or("unknown", |(_, name, ..)| name)
 }
 
+/// The OID of a type named as PostgreSQL accepts it (`int4`, `integer`, `character varying`,
+/// `pg_catalog.text`, ...), or `None` (what `to_regtype` returns NULL for).
+pub fn oid_of_name(name: &str) -> Option<u32> {
+    let lower = name.trim().to_ascii_lowercase();
+    let lower = lower.strip_prefix("pg_catalog.").unwrap_or(&lower);
+    let aliases: &[(&str, u32)] = &[
+        ("int", INT4),
+        ("integer", INT4),
+        ("smallint", INT2),
+        ("bigint", INT8),
+        ("real", FLOAT4),
+        ("float", FLOAT8),
+        ("double precision", FLOAT8),
+        ("decimal", NUMERIC),
+        ("boolean", BOOL),
+        ("character varying", VARCHAR),
+        ("character", BPCHAR),
+        ("char", BPCHAR),
+        ("\"char\"", CHAR),
+        ("time without time zone", TIME),
+        ("timestamp without time zone", TIMESTAMP),
+        ("timestamp with time zone", TIMESTAMPTZ),
+    ];
+    aliases
+        .iter()
+        .find(|(alias, _)| *alias == lower)
+        .map(|(_, oid)| *oid)
+        .or_else(|| BUILT_IN.iter().find(|(_, typname, ..)| *typname == lower).map(|(oid, ..)| *oid))
+}
+
 /// A declared type name's OID: PostgreSQL's names first, then SQLite's affinity rules.
 pub fn declared_oid(declared: &str) -> u32 {
     let lower = declared.to_ascii_lowercase();
@@ -168,5 +198,8 @@ mod tests {
             assert_eq!(format_type(declared_oid(declared), declared_typmod(declared)), shown, "{declared}");
         }
         assert_eq!(format_type(4242, -1), "???");
+        assert_eq!(oid_of_name("int4"), Some(INT4));
+        assert_eq!(oid_of_name("pg_catalog.Character Varying"), Some(VARCHAR));
+        assert_eq!(oid_of_name("no_such_type"), None);
     }
 }

@@ -163,6 +163,8 @@ struct OpenTransaction {
     txn: Transaction,
     /// The catalog as this transaction sees it (including its own DDL).
     catalog: Arc<Catalog>,
+    /// SAVEPOINTs, oldest first: the name, the writes and the catalog at that moment.
+    savepoints: Vec<(String, tern_txn::Savepoint, Arc<Catalog>)>,
 }
 
 /// A session's named settings, read by `current_setting()` and friends. The embedding sets
@@ -267,6 +269,14 @@ fn parameter_count(sql: &str) -> usize {
         at += 1;
     }
     highest
+}
+
+/// The position of the newest savepoint called `name` (3B001 if there is none).
+fn find_savepoint(open: &OpenTransaction, name: &str) -> Result<usize> {
+    open.savepoints
+        .iter()
+        .rposition(|(saved, ..)| saved.eq_ignore_ascii_case(name))
+        .ok_or_else(|| Error::new("3B001", format!("savepoint \"{name}\" does not exist")))
 }
 
 /// Parses SQL text into statements.
@@ -539,7 +549,7 @@ impl Session {
                 }
                 let mut txn = self.shared.db.begin();
                 let catalog = self.load_catalog(&mut txn)?;
-                self.transaction = Some(OpenTransaction { txn, catalog });
+                self.transaction = Some(OpenTransaction { txn, catalog, savepoints: Vec::new() });
                 Ok(Outcome::Done("BEGIN"))
             }
             ast::Statement::Commit { .. } => {
@@ -550,10 +560,41 @@ impl Session {
                 self.commit(open)?;
                 Ok(Outcome::Done("COMMIT"))
             }
-            ast::Statement::Rollback { savepoint, .. } => {
-                if savepoint.is_some() {
-                    return Err(Error::unsupported("savepoints"));
+            ast::Statement::Savepoint { name } => {
+                let open = self
+                    .transaction
+                    .as_mut()
+                    .ok_or_else(|| Error::new("25P01", "SAVEPOINT can only be used in transaction blocks"))?;
+                if open.savepoints.len() >= crate::limits::MAX_SAVEPOINTS {
+                    return Err(Error::program_limit(format!(
+                        "a transaction may hold at most {} savepoints",
+                        crate::limits::MAX_SAVEPOINTS
+                    )));
                 }
+                open.savepoints.push((name.value.to_ascii_lowercase(), open.txn.savepoint(), open.catalog.clone()));
+                Ok(Outcome::Done("SAVEPOINT"))
+            }
+            ast::Statement::ReleaseSavepoint { name } => {
+                let open = self
+                    .transaction
+                    .as_mut()
+                    .ok_or_else(|| Error::new("25P01", "RELEASE SAVEPOINT can only be used in transaction blocks"))?;
+                let at = find_savepoint(open, &name.value)?;
+                open.savepoints.truncate(at);
+                Ok(Outcome::Done("RELEASE"))
+            }
+            ast::Statement::Rollback { savepoint: Some(name), .. } => {
+                let open = self.transaction.as_mut().ok_or_else(|| {
+                    Error::new("25P01", "ROLLBACK TO SAVEPOINT can only be used in transaction blocks")
+                })?;
+                let at = find_savepoint(open, &name.value)?;
+                open.savepoints.truncate(at + 1);
+                let (_, savepoint, catalog) = &open.savepoints[at];
+                open.txn.rollback_to(savepoint);
+                open.catalog = catalog.clone();
+                Ok(Outcome::Done("ROLLBACK"))
+            }
+            ast::Statement::Rollback { .. } => {
                 if self.transaction.take().is_none() {
                     return Err(Error::new("25P01", "cannot rollback - no transaction is active"));
                 }
@@ -581,7 +622,7 @@ impl Session {
                     attempt += 1;
                     let mut txn = self.shared.db.begin();
                     let catalog = self.load_catalog(&mut txn)?;
-                    let mut open = OpenTransaction { txn, catalog };
+                    let mut open = OpenTransaction { txn, catalog, savepoints: Vec::new() };
                     let run = Run {
                         statement,
                         params,

@@ -582,3 +582,38 @@ fn primary_keys_added_later_and_concurrent_inserts_without_one() {
     let values: Vec<Value> = rows(&mut session, "SELECT x FROM log").into_iter().map(|row| row[0].clone()).collect();
     assert_eq!(values, [1, 2, 3, 4].map(Value::Integer));
 }
+
+/// SAVEPOINT / ROLLBACK TO / RELEASE: writes and DDL after a savepoint are undone, earlier ones
+/// kept; names may repeat (the newest is meant); outside a transaction they are 25P01.
+#[test]
+fn savepoints_undo_what_came_after_them() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    let count = |session: &mut tern_sql::Session| rows(session, "SELECT count(*) FROM t")[0][0].clone();
+    let sqlstate = |session: &mut tern_sql::Session, sql: &str| session.execute(sql, &[]).unwrap_err().sqlstate;
+    assert_eq!(sqlstate(&mut session, "SAVEPOINT a"), "25P01");
+    assert_eq!(sqlstate(&mut session, "ROLLBACK TO SAVEPOINT a"), "25P01");
+    session.execute("CREATE TABLE t(x INT PRIMARY KEY)", &[]).unwrap();
+    session.execute("BEGIN; INSERT INTO t VALUES (1); SAVEPOINT a; INSERT INTO t VALUES (2)", &[]).unwrap();
+    session.execute("SAVEPOINT b; CREATE TABLE u(y INT); INSERT INTO t VALUES (3)", &[]).unwrap();
+    assert_eq!(count(&mut session), Value::Integer(3));
+    session.execute("ROLLBACK TO b", &[]).unwrap();
+    assert_eq!(count(&mut session), Value::Integer(2));
+    assert_eq!(sqlstate(&mut session, "SELECT * FROM u"), "42P01", "DDL after the savepoint is undone too");
+    // ROLLBACK TO keeps the savepoint: it can be rolled back to again.
+    session.execute("INSERT INTO t VALUES (4); ROLLBACK TO SAVEPOINT b", &[]).unwrap();
+    assert_eq!(count(&mut session), Value::Integer(2));
+    // A failed statement does not end the transaction; rolling back to before it goes on.
+    assert_eq!(sqlstate(&mut session, "INSERT INTO t VALUES (1)"), "23505");
+    session.execute("RELEASE SAVEPOINT b; ROLLBACK TO a", &[]).unwrap();
+    assert_eq!(count(&mut session), Value::Integer(1));
+    assert_eq!(sqlstate(&mut session, "ROLLBACK TO b"), "3B001", "released with a");
+    session.execute("SAVEPOINT a; INSERT INTO t VALUES (5); SAVEPOINT a; INSERT INTO t VALUES (6)", &[]).unwrap();
+    session.execute("ROLLBACK TO a", &[]).unwrap();
+    assert_eq!(count(&mut session), Value::Integer(2), "the newest savepoint of a name");
+    session.execute("COMMIT", &[]).unwrap();
+    assert_eq!(
+        rows(&mut session, "SELECT x FROM t ORDER BY x"),
+        vec![vec![Value::Integer(1)], vec![Value::Integer(5)]]
+    );
+}

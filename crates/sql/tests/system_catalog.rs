@@ -339,6 +339,19 @@ fn regclass_casts_name_and_number_relations() {
     assert_eq!(one(&mut session, "SELECT 2200::regnamespace"), "public");
     assert_eq!(one(&mut session, "SELECT 23::regtype"), "integer");
     assert_eq!(sqlstate(&mut session, "SELECT 'nothing'::regclass"), "42P01");
+    assert_eq!(one(&mut session, "SELECT to_regclass('city')"), oid);
+    assert_eq!(one(&mut session, "SELECT to_regclass('nothing')"), "NULL");
+    assert_eq!(one(&mut session, "SELECT to_regclass(relname) FROM pg_class WHERE relname = 'city'"), oid);
+    // psycopg's TypeInfo query.
+    assert_eq!(
+        rows(
+            &mut session,
+            "SELECT typname AS name, oid, typarray AS array_oid, oid::regtype::text AS regtype, typdelim AS delimiter
+             FROM pg_type t WHERE t.oid = to_regtype('int4') ORDER BY t.oid"
+        ),
+        [["int4", "23", "0", "integer", ","]]
+    );
+    assert_eq!(one(&mut session, "SELECT to_regtype('no_such_type')"), "NULL");
     assert_eq!(
         rows(&mut session, "SELECT attname FROM pg_attribute WHERE attrelid = 'city'::regclass ORDER BY attnum")
             .concat(),

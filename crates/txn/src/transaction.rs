@@ -11,6 +11,13 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use tern_lsm::limits::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 
+/// The writes of a transaction at one moment ([`Transaction::savepoint`]).
+#[derive(Debug, Clone)]
+pub struct Savepoint {
+    writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    write_bytes: usize,
+}
+
 /// A transaction. Dropping it without [`Transaction::commit`] rolls it back.
 pub struct Transaction {
     shared: Arc<Shared>,
@@ -155,6 +162,20 @@ impl Transaction {
         self.write_bytes = bytes;
         self.writes.extend(writes);
         Ok(())
+    }
+
+    /// The transaction's writes as they are now, to return to with
+    /// [`Transaction::rollback_to`] (SQL's SAVEPOINT). Costs a copy of the write set.
+    pub fn savepoint(&self) -> Savepoint {
+        Savepoint { writes: self.writes.clone(), write_bytes: self.write_bytes }
+    }
+
+    /// Forgets the writes made since `savepoint` was taken. Reads made since stay in the read
+    /// set: certification then checks a superset of what the surviving writes depended on,
+    /// which keeps the transaction serializable (at worst it conflicts more often).
+    pub fn rollback_to(&mut self, savepoint: &Savepoint) {
+        self.writes = savepoint.writes.clone();
+        self.write_bytes = savepoint.write_bytes;
     }
 
     /// Whether the transaction has written (set or removed) `key`.
