@@ -271,6 +271,11 @@ fn parameter_count(sql: &str) -> usize {
     highest
 }
 
+/// The open transaction a savepoint statement (`what`) needs: 25P01 outside one.
+fn in_block<'t>(transaction: &'t mut Option<OpenTransaction>, what: &str) -> Result<&'t mut OpenTransaction> {
+    transaction.as_mut().ok_or_else(|| Error::new("25P01", format!("{what} can only be used in transaction blocks")))
+}
+
 /// The position of the newest savepoint called `name` (3B001 if there is none).
 fn find_savepoint(open: &OpenTransaction, name: &str) -> Result<usize> {
     open.savepoints
@@ -561,10 +566,7 @@ impl Session {
                 Ok(Outcome::Done("COMMIT"))
             }
             ast::Statement::Savepoint { name } => {
-                let open = self
-                    .transaction
-                    .as_mut()
-                    .ok_or_else(|| Error::new("25P01", "SAVEPOINT can only be used in transaction blocks"))?;
+                let open = in_block(&mut self.transaction, "SAVEPOINT")?;
                 if open.savepoints.len() >= crate::limits::MAX_SAVEPOINTS {
                     return Err(Error::program_limit(format!(
                         "a transaction may hold at most {} savepoints",
@@ -575,18 +577,13 @@ impl Session {
                 Ok(Outcome::Done("SAVEPOINT"))
             }
             ast::Statement::ReleaseSavepoint { name } => {
-                let open = self
-                    .transaction
-                    .as_mut()
-                    .ok_or_else(|| Error::new("25P01", "RELEASE SAVEPOINT can only be used in transaction blocks"))?;
+                let open = in_block(&mut self.transaction, "RELEASE SAVEPOINT")?;
                 let at = find_savepoint(open, &name.value)?;
                 open.savepoints.truncate(at);
                 Ok(Outcome::Done("RELEASE"))
             }
             ast::Statement::Rollback { savepoint: Some(name), .. } => {
-                let open = self.transaction.as_mut().ok_or_else(|| {
-                    Error::new("25P01", "ROLLBACK TO SAVEPOINT can only be used in transaction blocks")
-                })?;
+                let open = in_block(&mut self.transaction, "ROLLBACK TO SAVEPOINT")?;
                 let at = find_savepoint(open, &name.value)?;
                 open.savepoints.truncate(at + 1);
                 let (_, savepoint, catalog) = &open.savepoints[at];
