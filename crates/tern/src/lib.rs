@@ -91,7 +91,11 @@ impl Database {
 
     /// A new connection: its own transaction state, to be used from one thread at a time.
     pub fn connect(&self) -> Connection {
-        Connection { db: self.clone(), session: RefCell::new(self.engine.session()) }
+        Connection {
+            db: self.clone(),
+            session: RefCell::new(self.engine.session()),
+            statements: RefCell::new(std::collections::VecDeque::new()),
+        }
     }
 
     /// Tables, indexes and views, as the newest committed schema has them: tables first, then
@@ -232,6 +236,19 @@ impl Outcome {
 pub struct Connection {
     db: Database,
     session: RefCell<tern_sql::Session>,
+    /// [`Connection::run_cached`]'s statements, most recently used first.
+    statements: RefCell<std::collections::VecDeque<CachedStatement>>,
+}
+
+/// Statements [`Connection::run_cached`] keeps parsed and planned.
+pub const STATEMENT_CACHE_SIZE: usize = 64;
+
+/// A statement of the connection's cache, with its result columns' declared types and the
+/// catalog they were found in.
+struct CachedStatement {
+    sql: String,
+    statement: tern_sql::Statement,
+    types: Option<(Arc<tern_sql::catalog::Catalog>, Vec<Option<String>>)>,
 }
 
 impl Connection {
@@ -278,6 +295,57 @@ impl Connection {
     /// ```
     pub fn query_row<T>(&self, sql: &str, params: impl Params, map: impl FnOnce(&Row<'_>) -> Result<T>) -> Result<T> {
         first_row(&self.query(sql, params)?, map)
+    }
+
+    /// Runs `sql` through the connection's cache of prepared statements: the
+    /// [`STATEMENT_CACHE_SIZE`] most recently used texts stay parsed and planned (what
+    /// `sqlite3`'s statement cache and rusqlite's `prepare_cached` do), for applications that
+    /// send the same texts again and again. Returns what the statement did and, when it
+    /// returned rows, each column's declared type (as [`Statement::column_types`]).
+    ///
+    /// ```
+    /// let db = tern::Database::open_in_memory()?;
+    /// let conn = db.connect();
+    /// conn.execute("CREATE TABLE t(day DATE)", ())?;
+    /// for day in ["2024-01-01", "2024-01-02"] {
+    ///     conn.run_cached("INSERT INTO t VALUES (?)", [day])?;
+    /// }
+    /// let (outcome, types) = conn.run_cached("SELECT day FROM t", ())?;
+    /// assert!(matches!(outcome, tern::Outcome::Rows(rows) if rows.len() == 2));
+    /// assert_eq!(types, [Some("DATE".to_string())]);
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn run_cached(&self, sql: &str, params: impl Params) -> Result<(Outcome, Vec<Option<String>>)> {
+        let values = params.to_values()?;
+        let found = {
+            let mut cache = self.statements.borrow_mut();
+            cache.iter().position(|entry| entry.sql == sql).and_then(|position| cache.remove(position))
+        };
+        let mut entry = match found {
+            Some(entry) => entry,
+            None => {
+                CachedStatement { sql: sql.to_string(), statement: self.session.borrow().prepare(sql)?, types: None }
+            }
+        };
+        let result = self.run_prepared(&mut entry.statement, &values);
+        let types = match &result {
+            Ok(Outcome::Rows(_)) => {
+                let catalog = self.session.borrow().catalog();
+                match &entry.types {
+                    Some((seen, types)) if Arc::ptr_eq(seen, &catalog) => types.clone(),
+                    _ => {
+                        let types = declared_types(&self.session.borrow(), &entry.statement)?;
+                        entry.types = Some((catalog, types.clone()));
+                        types
+                    }
+                }
+            }
+            _ => Vec::new(),
+        };
+        let mut cache = self.statements.borrow_mut();
+        cache.push_front(entry);
+        cache.truncate(STATEMENT_CACHE_SIZE);
+        result.map(|outcome| (outcome, types))
     }
 
     /// Parses a statement once, to run it many times with new parameters. The plan is kept
@@ -469,6 +537,23 @@ impl Connection {
 
 pub use dump::quote_identifier;
 
+/// The declared type of each result column of `statement` (`None` for expressions).
+fn declared_types(session: &tern_sql::Session, statement: &tern_sql::Statement) -> Result<Vec<Option<String>>> {
+    let description = session.describe(statement)?;
+    Ok(description
+        .map(|description| {
+            description
+                .columns
+                .into_iter()
+                .map(|(_, kind)| match kind {
+                    tern_sql::SqlType::Declared(name) => Some(name),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
 fn rows_of(outcome: Outcome) -> Result<Rows> {
     match outcome {
         Outcome::Rows(rows) => Ok(rows),
@@ -503,6 +588,39 @@ impl Statement<'_> {
     /// Runs the query and maps its first row; no row is SQLSTATE 02000.
     pub fn query_row<T>(&mut self, params: impl Params, map: impl FnOnce(&Row<'_>) -> Result<T>) -> Result<T> {
         first_row(&self.query(params)?, map)
+    }
+
+    /// Runs the statement with `params` and returns what it did: rows, a count of rows
+    /// changed, or a tag (for statements that are neither).
+    ///
+    /// ```
+    /// let db = tern::Database::open_in_memory()?;
+    /// let conn = db.connect();
+    /// let mut create = conn.prepare("CREATE TABLE t(x INTEGER)")?;
+    /// assert_eq!(create.run(())?, tern::Outcome::Done("CREATE TABLE"));
+    /// assert_eq!(conn.prepare("INSERT INTO t VALUES (?)")?.run([5])?, tern::Outcome::Changed(1));
+    /// let tern::Outcome::Rows(rows) = conn.prepare("SELECT x FROM t")?.run(())? else { panic!() };
+    /// assert_eq!(rows.len(), 1);
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn run(&mut self, params: impl Params) -> Result<Outcome> {
+        self.connection.run_prepared(&mut self.inner, &params.to_values()?)
+    }
+
+    /// The declared type of each result column (`Some("DATE")` for a column of a table
+    /// declared DATE), or `None` where the column is an expression or has no declared type.
+    /// Empty for statements that return no rows.
+    ///
+    /// ```
+    /// let db = tern::Database::open_in_memory()?;
+    /// let conn = db.connect();
+    /// conn.execute("CREATE TABLE t(day DATE, n INTEGER)", ())?;
+    /// let types = conn.prepare("SELECT day, n + 1 FROM t")?.column_types()?;
+    /// assert_eq!(types, [Some("DATE".to_string()), None]);
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn column_types(&self) -> Result<Vec<Option<String>>> {
+        declared_types(&self.connection.session.borrow(), &self.inner)
     }
 
     /// The SQL text the statement was prepared from.
