@@ -211,6 +211,11 @@ impl Connection {
         py.detach(|| self.lock().map(|connection| !connection.is_autocommit())).map_err(engine_error)
     }
 
+    /// The row id of the last row an INSERT on this connection stored, or None.
+    fn last_insert_rowid(&self, py: Python<'_>) -> PyResult<Option<i64>> {
+        py.detach(|| self.lock().map(|connection| connection.last_insert_rowid())).map_err(engine_error)
+    }
+
     /// Cancels the statement running on this connection (from any thread).
     fn interrupt(&self) {
         self.interrupt.interrupt();

@@ -56,7 +56,18 @@ def test_cursor_fetching_description_rowcount_and_iteration(conn):
     assert cursor.rowcount == 7
     cursor.execute("UPDATE t SET name = name || '!' WHERE id > ?", (4,))
     assert cursor.rowcount == 3
-    assert cursor.lastrowid is None
+    assert cursor.lastrowid is None, "no INSERT ran through execute() yet"
+    cursor.execute("CREATE TABLE auto(id INTEGER PRIMARY KEY, note TEXT)")
+    cursor.execute("INSERT INTO auto(note) VALUES ('a')")
+    assert cursor.lastrowid == 1
+    cursor.execute("INSERT INTO auto(note) VALUES ('b'), ('c')")
+    assert cursor.lastrowid == 3
+    cursor.execute("CREATE TABLE hidden(note TEXT)")
+    cursor.execute("INSERT INTO hidden VALUES ('x')")
+    first = cursor.lastrowid
+    cursor.execute("INSERT INTO hidden VALUES ('y')")
+    assert cursor.lastrowid > first
+    assert conn.execute("SELECT note FROM auto WHERE id = ?", (3,)).fetchone() == ("c",)
     cursor.execute("SELECT id, name FROM t ORDER BY id")
     assert [column[0] for column in cursor.description] == ["id", "name"]
     assert all(len(column) == 7 for column in cursor.description)

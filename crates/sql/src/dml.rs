@@ -244,16 +244,21 @@ impl<'a, 't> TableWriter<'a, 't> {
         Ok(next)
     }
 
-    /// Keeps the next row id above a row id just written.
-    fn note_rowid(&mut self, key: &[u8], row: &[Value]) {
-        let rowid = if self.table.has_hidden_rowid() {
+    /// The row id of a row stored under `key`, if the table is keyed by one.
+    fn rowid_of(&self, key: &[u8], row: &[Value]) -> Option<i64> {
+        if self.table.has_hidden_rowid() {
             crate::codec::decode_integer_key(&key[object_prefix(self.table.id).len()..])
         } else {
             match self.table.rowid_alias.map(|alias| &row[alias]) {
                 Some(Value::Integer(rowid)) => Some(*rowid),
                 _ => None,
             }
-        };
+        }
+    }
+
+    /// Keeps the next row id above a row id just written.
+    fn note_rowid(&mut self, key: &[u8], row: &[Value]) {
+        let rowid = self.rowid_of(key, row);
         if let (Some(rowid), Some(next)) = (rowid, self.next_rowid)
             && rowid >= next
         {
@@ -556,6 +561,9 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
             continue;
         }
         writer.write_row(&key, &row);
+        if let Some(rowid) = writer.rowid_of(&key, &row) {
+            exec.note_inserted_rowid(rowid);
+        }
         changed += 1;
         inserted.push(row);
     }

@@ -67,6 +67,9 @@ pub struct Executor<'t> {
     settings: Option<&'t crate::session::Settings>,
     /// The database's next hidden row id of each table, when it keeps them.
     rowids: Option<&'t crate::session::Rowids>,
+    /// The row id of the last row an INSERT of this statement stored (tables keyed by a row
+    /// id: hidden, or an INTEGER PRIMARY KEY).
+    inserted_rowid: Cell<Option<i64>>,
 }
 
 /// What one plan node did during EXPLAIN ANALYZE.
@@ -105,7 +108,18 @@ impl<'t> Executor<'t> {
             volatile: Cell::new(false),
             settings: None,
             rowids: None,
+            inserted_rowid: Cell::new(None),
         }
+    }
+
+    /// Notes the row id of a row an INSERT stored.
+    pub fn note_inserted_rowid(&self, rowid: i64) {
+        self.inserted_rowid.set(Some(rowid));
+    }
+
+    /// The row id of the last row this statement inserted into a row-id table, if any.
+    pub fn inserted_rowid(&self) -> Option<i64> {
+        self.inserted_rowid.get()
     }
 
     /// Whether the statement evaluated a volatile call ([`functions::is_volatile`]): its result

@@ -134,6 +134,7 @@ impl Database {
             settings: Arc::default(),
             transaction: None,
             interrupt: Arc::new(AtomicBool::new(false)),
+            last_insert_rowid: None,
         }
     }
 
@@ -179,6 +180,8 @@ pub struct Session {
     shared: Arc<Shared>,
     settings: Arc<Settings>,
     transaction: Option<OpenTransaction>,
+    /// The row id of the last row a successful INSERT stored in a row-id table.
+    last_insert_rowid: Option<i64>,
     /// Raised by an [`InterruptHandle`] to cancel the running statement.
     interrupt: Arc<AtomicBool>,
 }
@@ -455,6 +458,13 @@ impl Session {
         self.transaction.is_some()
     }
 
+    /// The row id of the last row a successful INSERT of this session stored in a table keyed
+    /// by a row id (an `INTEGER PRIMARY KEY`, or none declared), as SQLite's
+    /// `sqlite3_last_insert_rowid`; `None` before any.
+    pub fn last_insert_rowid(&self) -> Option<i64> {
+        self.last_insert_rowid
+    }
+
     /// The schema as this session sees it: its open transaction's (with that transaction's own
     /// DDL), or else the newest committed one.
     pub fn catalog(&self) -> Arc<Catalog> {
@@ -544,6 +554,23 @@ impl Session {
         plan: &mut Option<CachedPlan>,
         text: Cacheable<'_>,
     ) -> Result<Outcome> {
+        let inserted = std::cell::Cell::new(None);
+        let outcome = self.run_noting(statement, params, plan, text, &inserted)?;
+        if let Some(rowid) = inserted.get() {
+            self.last_insert_rowid = Some(rowid);
+        }
+        Ok(outcome)
+    }
+
+    /// Runs a statement; the row id of the last row it inserted goes to `inserted`.
+    fn run_noting(
+        &mut self,
+        statement: &ast::Statement,
+        params: &[Value],
+        plan: &mut Option<CachedPlan>,
+        text: Cacheable<'_>,
+        inserted: &std::cell::Cell<Option<i64>>,
+    ) -> Result<Outcome> {
         if self.interrupt.load(Ordering::Relaxed) {
             return Err(Error::query_canceled());
         }
@@ -610,6 +637,7 @@ impl Session {
                         settings: &self.settings,
                         text,
                         explicit: true,
+                        inserted,
                     };
                     return run_in_transaction(&self.shared, open, run);
                 }
@@ -628,6 +656,7 @@ impl Session {
                         settings: &self.settings,
                         text,
                         explicit: false,
+                        inserted,
                     };
                     let result = run_in_transaction(&self.shared, &mut open, run)
                         .and_then(|outcome| self.commit(open).map(|_| outcome));
@@ -803,6 +832,8 @@ struct Run<'r> {
     text: Cacheable<'r>,
     /// Inside BEGIN ... COMMIT (a cached result must then join the read set).
     explicit: bool,
+    /// Where the row id of the last row the statement inserted goes.
+    inserted: &'r std::cell::Cell<Option<i64>>,
 }
 
 /// The text a query's result is cached under: its normalized form, if it is a query whose
@@ -833,7 +864,7 @@ fn cache_text(statement: &ast::Statement) -> Option<String> {
 }
 
 fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>) -> Result<Outcome> {
-    let Run { statement, params, plan, interrupt, settings, text, explicit } = run;
+    let Run { statement, params, plan, interrupt, settings, text, explicit, inserted } = run;
     // The result cache serves queries of transactions that have written nothing (their own
     // writes would not be in a cached result).
     let owned_text;
@@ -880,6 +911,9 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
         if !exec.was_volatile() && !reads.left_objects() {
             cache.store(key, *statement, *snapshot, &reads, columns, rows);
         }
+    }
+    if let Some(rowid) = exec.inserted_rowid() {
+        inserted.set(Some(rowid));
     }
     if let Some(mut changed) = new_catalog {
         changed.version = catalog.version + 1;

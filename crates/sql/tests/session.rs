@@ -617,3 +617,28 @@ fn savepoints_undo_what_came_after_them() {
         vec![vec![Value::Integer(1)], vec![Value::Integer(5)]]
     );
 }
+
+/// last_insert_rowid: the row id of the last row a successful INSERT stored in a row-id table;
+/// failed inserts, updates and inserts into tables keyed otherwise leave it as it was.
+#[test]
+fn last_insert_rowid_follows_successful_inserts() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    assert_eq!(session.last_insert_rowid(), None);
+    session
+        .execute("CREATE TABLE a(id INTEGER PRIMARY KEY, v TEXT UNIQUE); CREATE TABLE k(name TEXT PRIMARY KEY)", &[])
+        .unwrap();
+    session.execute("INSERT INTO a(v) VALUES ('x'), ('y')", &[]).unwrap();
+    assert_eq!(session.last_insert_rowid(), Some(2));
+    session.execute("INSERT INTO a VALUES (10, 'z')", &[]).unwrap();
+    assert_eq!(session.last_insert_rowid(), Some(10));
+    assert!(session.execute("INSERT INTO a(v) VALUES ('w'), ('x')", &[]).is_err(), "the second row is a duplicate");
+    assert_eq!(session.last_insert_rowid(), Some(10), "a failed statement changes nothing");
+    session.execute("UPDATE a SET v = 'zz' WHERE id = 1; INSERT INTO k VALUES ('not a row id')", &[]).unwrap();
+    assert_eq!(session.last_insert_rowid(), Some(10));
+    session.execute("BEGIN; INSERT INTO a(v) VALUES ('in a transaction')", &[]).unwrap();
+    assert_eq!(session.last_insert_rowid(), Some(11));
+    session.execute("ROLLBACK", &[]).unwrap();
+    // Each session has its own.
+    assert_eq!(db.session().last_insert_rowid(), None);
+}

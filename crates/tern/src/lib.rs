@@ -466,6 +466,23 @@ impl Connection {
         schema_of(&self.session.borrow().catalog())
     }
 
+    /// The row id of the last row a successful INSERT on this connection stored in a table
+    /// keyed by a row id (an `INTEGER PRIMARY KEY`, or no primary key), as SQLite's
+    /// `last_insert_rowid()`; `None` before any.
+    ///
+    /// ```
+    /// let db = tern::Database::open_in_memory()?;
+    /// let conn = db.connect();
+    /// conn.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT)", ())?;
+    /// assert_eq!(conn.last_insert_rowid(), None);
+    /// conn.execute("INSERT INTO t(name) VALUES ('a'), ('b')", ())?;
+    /// assert_eq!(conn.last_insert_rowid(), Some(2));
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn last_insert_rowid(&self) -> Option<i64> {
+        self.session.borrow().last_insert_rowid()
+    }
+
     /// Whether statements commit on their own (no transaction is open).
     pub fn is_autocommit(&self) -> bool {
         !self.session.borrow().in_transaction()

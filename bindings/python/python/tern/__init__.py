@@ -439,7 +439,7 @@ class Cursor:
         self.arraysize = 1
         self.description: Optional[tuple] = None
         self.rowcount = -1
-        self.lastrowid = None  # Tern does not expose row ids of inserted rows
+        self.lastrowid: Optional[int] = None
         self._rows: list = []
         self._columns: Optional[list] = None
         self._position = 0
@@ -480,6 +480,11 @@ class Cursor:
 
     def execute(self, sql: str, parameters: Any = None) -> "Cursor":
         self._load(*self._run(self.connection._native.execute, sql, parameters))
+        if sql.lstrip()[:7].upper().startswith(("INSERT", "REPLACE")):
+            # As sqlite3: the row id of the last row inserted (kept when none was).
+            rowid = self.connection._native.last_insert_rowid()
+            if rowid is not None:
+                self.lastrowid = rowid
         return self
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Any]) -> "Cursor":
