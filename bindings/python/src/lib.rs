@@ -12,11 +12,41 @@ use tern::Value;
 
 pyo3::create_exception!(_tern, EngineError, PyException, "An error from the engine: args are (sqlstate, message).");
 
-/// `decimal.Decimal`, imported once.
+/// `decimal.Decimal`, `datetime.datetime`, `datetime.date`, `datetime.time` and
+/// `datetime.timezone.utc`, imported once.
 static DECIMAL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static DATETIME: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static DATE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static TIME: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static UTC: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 fn decimal_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
     DECIMAL.import(py, "decimal", "Decimal")
+}
+
+/// A date, time or datetime as ISO-8601 text (what Tern's date functions read); an aware
+/// datetime in UTC. `None` for other objects.
+fn iso_text(object: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    let py = object.py();
+    // datetime is a subclass of date: test it first.
+    if object.is_instance(DATETIME.import(py, "datetime", "datetime")?)? {
+        let mut moment = object.clone();
+        if !moment.getattr("tzinfo")?.is_none() {
+            let utc = UTC.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+                Ok(py.import("datetime")?.getattr("timezone")?.getattr("utc")?.unbind())
+            })?;
+            let kwargs = pyo3::types::PyDict::new(py);
+            kwargs.set_item("tzinfo", py.None())?;
+            moment = moment.call_method1("astimezone", (utc.bind(py),))?.call_method("replace", (), Some(&kwargs))?;
+        }
+        return Ok(Some(moment.call_method1("isoformat", (" ",))?.extract()?));
+    }
+    if object.is_instance(DATE.import(py, "datetime", "date")?)?
+        || object.is_instance(TIME.import(py, "datetime", "time")?)?
+    {
+        return Ok(Some(object.call_method0("isoformat")?.extract()?));
+    }
+    Ok(None)
 }
 
 fn engine_error(error: tern::Error) -> PyErr {
@@ -255,6 +285,12 @@ fn to_value(object: &Bound<'_, PyAny>) -> PyResult<Value> {
     }
     if object.is_instance_of::<PyBytes>() || object.is_instance_of::<PyByteArray>() {
         return Ok(Value::Blob(object.extract::<Vec<u8>>()?));
+    }
+    if let Some(text) = iso_text(object)? {
+        return Ok(Value::Text(text));
+    }
+    if let Ok(view) = object.cast::<pyo3::types::PyMemoryView>() {
+        return Ok(Value::Blob(view.call_method0("tobytes")?.extract::<Vec<u8>>()?));
     }
     if object.is_instance(decimal_type(object.py())?)? {
         let text = object.str()?.to_string();

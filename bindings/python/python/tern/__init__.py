@@ -169,20 +169,6 @@ def TimestampFromTicks(ticks: float) -> datetime.datetime:
 # ---- values -----------------------------------------------------------------------------------
 
 
-def _to_engine(value: Any) -> Any:
-    """A Python value as one the engine takes (dates and times become ISO-8601 text, what
-    Tern's date functions read)."""
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return value.isoformat(sep=" ")
-    if isinstance(value, (datetime.date, datetime.time)):
-        return value.isoformat()
-    if isinstance(value, memoryview):
-        return value.tobytes()
-    return value
-
-
 def _converter(declared: Optional[str]):
     """How a column of this declared type is read back (None: as the engine gives it)."""
     if not declared:
@@ -255,18 +241,23 @@ def _named_to_numbered(sql: str) -> tuple[str, list[str]]:
     return "".join(out), names
 
 
-def _bind(sql: str, parameters: Any) -> tuple[str, list[Any]]:
+def _bind(sql: str, parameters: Any) -> tuple[str, Any]:
+    """The SQL and positional values for `parameters` (values are converted natively: dates
+    and times to ISO-8601 text, what Tern's date functions read)."""
+    kind = type(parameters)
+    if kind is tuple or kind is list:
+        return sql, parameters
     if parameters is None:
-        return sql, []
+        return sql, ()
     if isinstance(parameters, Mapping):
         sql, names = _named_to_numbered(sql)
         try:
-            return sql, [_to_engine(parameters[name]) for name in names]
+            return sql, [parameters[name] for name in names]
         except KeyError as missing:
             raise ProgrammingError(f"no value for parameter :{missing.args[0]}") from None
     if isinstance(parameters, (str, bytes)) or not isinstance(parameters, Sequence):
         raise ProgrammingError("parameters must be a sequence or a mapping")
-    return sql, [_to_engine(value) for value in parameters]
+    return sql, parameters
 
 
 # ---- connections and cursors ------------------------------------------------------------------
@@ -316,6 +307,21 @@ _registry_lock = threading.Lock()
 
 
 _TRANSACTION_CONTROL = ("BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE")
+_SHAPES_KEPT = 256
+_KINDS_KEPT = 4096
+_kinds: dict = {}
+
+
+def _kind_of(sql: str) -> tuple:
+    """(manages transactions itself, is an INSERT/REPLACE) for a statement text, remembered."""
+    kind = _kinds.get(sql)
+    if kind is None:
+        first = sql.lstrip()[:9].upper()
+        kind = (first.startswith(_TRANSACTION_CONTROL), first.startswith(("INSERT", "REPLACE")))
+        if len(_kinds) >= _KINDS_KEPT:
+            _kinds.clear()
+        _kinds[sql] = kind
+    return kind
 
 
 class Connection:
@@ -338,6 +344,7 @@ class Connection:
         self._native = database.connect()
         self._autocommit = autocommit
         self._closed = False
+        self._shapes: dict = {}
 
     # -- transactions
 
@@ -416,10 +423,20 @@ class Connection:
     def _opens_transaction(self, sql: str) -> bool:
         """Whether `sql` runs inside an implicit transaction (PEP 249): every statement but
         those that manage transactions themselves, unless in autocommit mode."""
-        if self._autocommit:
-            return False
-        first = sql.lstrip()[:9].upper()
-        return not first.startswith(_TRANSACTION_CONTROL)
+        return not self._autocommit and not _kind_of(sql)[0]
+
+    def _shape(self, columns: list, types: list) -> tuple:
+        """The description and converters of a result with these columns (kept: a program
+        runs the same queries again and again)."""
+        key = (tuple(columns), tuple(types))
+        shape = self._shapes.get(key)
+        if shape is None:
+            if len(self._shapes) >= _SHAPES_KEPT:
+                self._shapes.clear()
+            description = tuple((name, declared, None, None, None, None, None) for name, declared in zip(*key))
+            converters = [_converter(declared) for declared in types]
+            shape = self._shapes[key] = (description, converters if any(converters) else None)
+        return shape
 
     @staticmethod
     def _call(method, *args):
@@ -457,30 +474,30 @@ class Cursor:
 
     def _load(self, columns, types, rows, count, columnar: bool = False) -> None:
         self._position = 0
+        self.rowcount = count
         if columns is None:
             self.description = None
             self._rows, self._columns = [], None
-            self.rowcount = count
             return
-        self.description = tuple((name, declared, None, None, None, None, None) for name, declared in zip(columns, types))
-        converters = [_converter(declared) for declared in types]
+        self.description, converters = self.connection._shape(columns, types)
         if columnar:
-            self._columns = [
-                data if convert is None else [convert(value) for value in data] for data, convert in zip(rows, converters)
-            ]
-            self._rows = []
-        else:
-            if any(convert is not None for convert in converters):
+            if converters is not None:
                 rows = [
-                    tuple(value if convert is None else convert(value) for value, convert in zip(row, converters))
-                    for row in rows
+                    data if convert is None else [convert(value) for value in data]
+                    for data, convert in zip(rows, converters)
                 ]
-            self._rows, self._columns = rows, None
-        self.rowcount = count
+            self._rows, self._columns = [], rows
+            return
+        if converters is not None:
+            rows = [
+                tuple(value if convert is None else convert(value) for value, convert in zip(row, converters))
+                for row in rows
+            ]
+        self._rows, self._columns = rows, None
 
     def execute(self, sql: str, parameters: Any = None) -> "Cursor":
         self._load(*self._run(self.connection._native.execute, sql, parameters))
-        if sql.lstrip()[:7].upper().startswith(("INSERT", "REPLACE")):
+        if _kind_of(sql)[1]:
             # As sqlite3: the row id of the last row inserted (kept when none was).
             rowid = self.connection._native.last_insert_rowid()
             if rowid is not None:
@@ -489,11 +506,19 @@ class Cursor:
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Any]) -> "Cursor":
         self._check()
-        bound = []
+        if not isinstance(seq_of_parameters, (list, tuple)):
+            seq_of_parameters = list(seq_of_parameters)
         numbered = sql
-        for parameters in seq_of_parameters:
-            numbered, values = _bind(sql, parameters)
-            bound.append(values)
+        if seq_of_parameters and isinstance(seq_of_parameters[0], Mapping):
+            bound = []
+            for parameters in seq_of_parameters:
+                numbered, values = _bind(sql, parameters)
+                bound.append(values)
+        else:
+            for parameters in seq_of_parameters:
+                if isinstance(parameters, (str, bytes)) or not isinstance(parameters, Sequence):
+                    raise ProgrammingError("parameters must be a sequence or a mapping")
+            bound = seq_of_parameters
         begin = self.connection._opens_transaction(numbered)
         count = Connection._call(self.connection._native.execute_many, numbered, bound, begin)
         self._load(None, [], [], count)
@@ -508,15 +533,16 @@ class Cursor:
         return self
 
     def fetchone(self) -> Optional[tuple]:
-        self._check()
-        if self.description is None:
-            raise ProgrammingError("the last statement returned no rows")
-        self._materialize_rows()
-        if self._position >= len(self._rows):
+        if self._closed or self.description is None or self._columns is not None:
+            self._check()
+            if self.description is None:
+                raise ProgrammingError("the last statement returned no rows")
+            self._materialize_rows()
+        position = self._position
+        if position >= len(self._rows):
             return None
-        row = self._rows[self._position]
-        self._position += 1
-        return row
+        self._position = position + 1
+        return self._rows[position]
 
     def fetchmany(self, size: Optional[int] = None) -> list:
         self._check()
