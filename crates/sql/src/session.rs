@@ -226,6 +226,8 @@ pub struct CachedPlan {
     /// rolled-back DDL).
     catalog: Arc<Catalog>,
     plan: BoundPlan,
+    /// Parameters the statement takes (the binder's count).
+    parameters: usize,
 }
 
 enum BoundPlan {
@@ -507,6 +509,16 @@ impl Session {
     /// a PRAGMA's columns are known only when it runs (`None`).
     pub fn describe(&self, statement: &Statement) -> Result<Option<Description>> {
         let catalog = self.catalog();
+        // A query that ran against this catalog has its plan: no need to bind it again.
+        if let Some(CachedPlan { catalog: planned, plan: BoundPlan::Query { plan, columns }, parameters }) =
+            &statement.plan
+            && Arc::ptr_eq(planned, &catalog)
+        {
+            let mut inference = Inference::new(*parameters);
+            let types = inference.plan(plan);
+            let columns = columns.iter().cloned().zip(types).collect();
+            return Ok(Some(Description { columns, parameters: inference.parameters }));
+        }
         let mut binder = Binder::new(&catalog);
         let description = match &statement.statement {
             ast::Statement::Query(query) => {
@@ -971,17 +983,21 @@ fn run_statement(
         | ast::Statement::Delete(_) => {
             let valid = cached.as_ref().is_some_and(|cached| Arc::ptr_eq(&cached.catalog, catalog));
             if !valid {
-                let plan = match statement {
+                let (plan, parameters) = match statement {
                     ast::Statement::Query(query) => {
                         let mut binder = Binder::new(catalog);
                         let (plan, columns) = binder.bind_query(query, None)?;
-                        BoundPlan::Query { plan, columns: columns.into_iter().map(|column| column.name).collect() }
+                        let columns = columns.into_iter().map(|column| column.name).collect();
+                        (BoundPlan::Query { plan, columns }, binder.parameter_count)
                     }
-                    other => BoundPlan::Dml(
-                        dml::bind(catalog, other)?.ok_or_else(|| Error::internal("not a DML statement"))?,
+                    other => (
+                        BoundPlan::Dml(
+                            dml::bind(catalog, other)?.ok_or_else(|| Error::internal("not a DML statement"))?,
+                        ),
+                        parameter_count(&other.to_string()),
                     ),
                 };
-                *cached = Some(CachedPlan { catalog: catalog.clone(), plan });
+                *cached = Some(CachedPlan { catalog: catalog.clone(), plan, parameters });
             }
             match &cached.as_ref().expect("a plan was just bound").plan {
                 BoundPlan::Query { plan, columns } => {

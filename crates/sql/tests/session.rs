@@ -549,6 +549,20 @@ fn describe_gives_result_and_parameter_types_without_running() {
     );
     // Nothing ran: the table is still empty; an unknown table fails at describe.
     assert!(rows(&mut session, "SELECT * FROM t").is_empty());
+    // After a run the plan it kept describes the statement, with the same answer; after a
+    // schema change the statement is bound again.
+    let mut statement = statement;
+    let before = session.describe(&statement).unwrap();
+    let params = [Value::from("x"), Value::Integer(0), Value::Integer(5)];
+    session.execute_prepared(&mut statement, &params).unwrap();
+    assert_eq!(session.describe(&statement).unwrap(), before);
+    let mut anonymous = session.prepare("SELECT name FROM t WHERE id = ? AND score < ?").unwrap();
+    let unrun = session.describe(&anonymous).unwrap();
+    session.execute_prepared(&mut anonymous, &[Value::Integer(1), Value::Real(2.0)]).unwrap();
+    assert_eq!(session.describe(&anonymous).unwrap(), unrun);
+    assert_eq!(unrun.unwrap().parameters.len(), 2);
+    session.execute("ALTER TABLE t RENAME COLUMN name TO label", &[]).unwrap();
+    assert_eq!(session.describe(&anonymous).unwrap_err().sqlstate, "42703");
     let missing = session.prepare("SELECT * FROM missing").unwrap();
     assert_eq!(session.describe(&missing).unwrap_err().sqlstate, "42P01");
 }
