@@ -124,8 +124,9 @@ struct Connection {
 }
 
 /// What a statement produced: column names (None when it returns no rows), their declared
-/// types, the rows (tuples) or columns (lists), and the count of rows changed or returned.
-type Produced = (Option<Vec<String>>, Vec<Option<String>>, Py<PyAny>, u64);
+/// types, the rows (tuples) or columns (lists), the count of rows changed or returned, and the
+/// connection's last inserted row id (read under the same lock as the statement ran).
+type Produced = (Option<Vec<String>>, Vec<Option<String>>, Py<PyAny>, u64, Option<i64>);
 
 enum Shape {
     Rows,
@@ -150,13 +151,14 @@ impl Connection {
         let params = to_values(params)?;
         // The statement runs without the GIL: other Python threads go on meanwhile. Texts run
         // again are found parsed and planned in the connection's statement cache.
-        let (outcome, types) = py
+        let ((outcome, types), rowid) = py
             .detach(|| -> tern::Result<_> {
                 let connection = self.lock()?;
                 if begin && connection.is_autocommit() {
                     connection.run_cached("BEGIN", ())?;
                 }
-                connection.run_cached(sql, params)
+                let produced = connection.run_cached(sql, params)?;
+                Ok((produced, connection.last_insert_rowid()))
             })
             .map_err(engine_error)?;
         Ok(match outcome {
@@ -186,10 +188,10 @@ impl Connection {
                         list.into_any().unbind()
                     }
                 };
-                (Some(columns), types, data, count)
+                (Some(columns), types, data, count, rowid)
             }
-            tern::Outcome::Changed(count) => (None, Vec::new(), PyList::empty(py).into_any().unbind(), count),
-            tern::Outcome::Done(_) => (None, Vec::new(), PyList::empty(py).into_any().unbind(), 0),
+            tern::Outcome::Changed(count) => (None, Vec::new(), PyList::empty(py).into_any().unbind(), count, rowid),
+            tern::Outcome::Done(_) => (None, Vec::new(), PyList::empty(py).into_any().unbind(), 0, rowid),
         })
     }
 }
@@ -241,9 +243,17 @@ impl Connection {
         py.detach(|| self.lock().map(|connection| !connection.is_autocommit())).map_err(engine_error)
     }
 
-    /// The row id of the last row an INSERT on this connection stored, or None.
-    fn last_insert_rowid(&self, py: Python<'_>) -> PyResult<Option<i64>> {
-        py.detach(|| self.lock().map(|connection| connection.last_insert_rowid())).map_err(engine_error)
+    /// Ends the open transaction, if any: COMMIT with `commit`, else ROLLBACK (one call, so
+    /// that another thread's statement cannot come between the check and the end).
+    fn finish(&self, py: Python<'_>, commit: bool) -> PyResult<()> {
+        py.detach(|| -> tern::Result<()> {
+            let connection = self.lock()?;
+            if !connection.is_autocommit() {
+                connection.run_cached(if commit { "COMMIT" } else { "ROLLBACK" }, ())?;
+            }
+            Ok(())
+        })
+        .map_err(engine_error)
     }
 
     /// Cancels the statement running on this connection (from any thread).

@@ -324,6 +324,13 @@ def test_executescript_and_savepoints(conn):
     conn.execute("ROLLBACK TO SAVEPOINT before_four")
     conn.commit()
     assert conn.execute("SELECT x FROM s ORDER BY x").fetchall() == [(1,), (2,), (3,)]
+    # A SAVEPOINT may open the transaction (an implicit BEGIN goes first, as in psycopg).
+    conn.execute("SAVEPOINT first_thing")
+    conn.execute("INSERT INTO s VALUES (5)")
+    conn.execute("ROLLBACK TO first_thing")
+    conn.execute("RELEASE first_thing")
+    conn.commit()
+    assert conn.execute("SELECT count(*) FROM s").fetchone() == (3,)
 
 
 SCRIPT = [

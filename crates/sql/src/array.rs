@@ -4,8 +4,17 @@
 //! read and write, which is what PostgreSQL clients' catalog queries need.
 
 /// The elements of an array literal (`None` is NULL), or `None` when the text is not one.
+/// PostgreSQL's vector types (`int2vector`, `oidvector`: `pg_index.indkey` is `1 2`) print as
+/// numbers separated by spaces; they are read as arrays too (subscripts stay 1-based here,
+/// where PostgreSQL counts vectors from 0).
 pub fn parse(text: &str) -> Option<Vec<Option<String>>> {
-    let inner = text.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let trimmed = text.trim();
+    if !trimmed.starts_with('{') {
+        let numbers: Vec<Option<String>> = trimmed.split_whitespace().map(|word| Some(word.to_string())).collect();
+        let all_numbers = numbers.iter().flatten().all(|word| word.parse::<i64>().is_ok());
+        return (all_numbers && !numbers.is_empty()).then_some(numbers);
+    }
+    let inner = trimmed.strip_prefix('{')?.strip_suffix('}')?;
     let mut elements = Vec::new();
     if inner.trim().is_empty() {
         return Some(elements);
@@ -87,6 +96,8 @@ mod tests {
         assert_eq!(parse("{\"a b\",NULL,\"NULL\"}"), Some(vec![Some("a b".into()), None, Some("NULL".into())]));
         assert_eq!(parse("{ x , y }"), Some(vec![Some("x".into()), Some("y".into())]));
         assert_eq!(parse("1,2"), None);
+        assert_eq!(parse("1 3"), Some(vec![Some("1".into()), Some("3".into())]));
+        assert_eq!(parse("a b"), None);
         assert_eq!(parse("{\"unclosed}"), None);
         assert_eq!(parse("{{1},{2}}"), None);
     }

@@ -421,7 +421,10 @@ impl<'c> Binder<'c> {
     /// The plan and columns of one table reference.
     fn bind_table_factor(&mut self, factor: &ast::TableFactor, holder: &Scope) -> Result<(Plan, Vec<ScopeColumn>)> {
         match factor {
-            ast::TableFactor::Table { name, alias, args, .. } => {
+            ast::TableFactor::Table { name, alias, args, with_ordinality, .. } => {
+                if *with_ordinality {
+                    return Err(Error::unsupported("WITH ORDINALITY"));
+                }
                 if let Some(args) = args {
                     return self.bind_table_function(name, &args.args, alias.as_ref(), holder);
                 }
@@ -1732,9 +1735,10 @@ impl<'c> Binder<'c> {
             ast::DataType::Custom(name, _) => object_name(name)?,
             _ => return Ok(None),
         };
-        let bound = match type_name.as_str() {
-            "regclass" | "regnamespace" | "regtype" | "oid" | "regproc" | "regrole" | "name" => {
-                self.bind_expr(inner, scope)?
+        let mut bound = match type_name.as_str() {
+            "regclass" | "regnamespace" | "regtype" | "oid" | "name" => self.bind_expr(inner, scope)?,
+            "regproc" | "regprocedure" | "regrole" | "regoper" | "regconfig" => {
+                return Err(Error::unsupported(format!("the type {type_name}")));
             }
             _ => return Ok(None),
         };
@@ -1742,9 +1746,15 @@ impl<'c> Binder<'c> {
         Ok(Some(match type_name.as_str() {
             "regclass" => {
                 if let Expr::Literal(Value::Text(name)) = &bound {
-                    let oid = crate::system::relation_oid(self.catalog, name.trim_matches('"'))
-                        .ok_or_else(|| Error::undefined_table(name))?;
-                    return Ok(Some(literal(Value::Integer(oid))));
+                    // An OID written as digits is an OID; anything else names a relation.
+                    match name.trim().parse::<i64>() {
+                        Ok(oid) => bound = literal(Value::Integer(oid)),
+                        Err(_) => {
+                            let oid = crate::system::relation_oid(self.catalog, name.trim_matches('"'))
+                                .ok_or_else(|| Error::undefined_table(name))?;
+                            return Ok(Some(literal(Value::Integer(oid))));
+                        }
+                    }
                 }
                 let names = crate::system::relation_names(self.catalog);
                 Expr::Case {
@@ -1768,7 +1778,15 @@ impl<'c> Binder<'c> {
                 .collect(),
                 otherwise: Some(Box::new(bound)),
             },
-            "regtype" => Expr::Function(ScalarFunction::FormatType, vec![bound, literal(Value::Integer(-1))]),
+            "regtype" => match &bound {
+                // A type's name: its canonical spelling (what a regtype prints).
+                Expr::Literal(Value::Text(name)) if name.trim().parse::<i64>().is_err() => {
+                    let oid = crate::pgtype::oid_of_name(name)
+                        .ok_or_else(|| Error::new("42704", format!("type \"{name}\" does not exist")))?;
+                    literal(Value::Text(crate::pgtype::format_type(oid, -1)))
+                }
+                _ => Expr::Function(ScalarFunction::FormatType, vec![bound, literal(Value::Integer(-1))]),
+            },
             "name" => Expr::Cast(Box::new(bound), CastType::Text),
             _ => Expr::Cast(Box::new(bound), CastType::Integer),
         }))

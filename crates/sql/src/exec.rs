@@ -772,6 +772,10 @@ impl<'t> Executor<'t> {
                 if step == 0 {
                     return Err(Error::new("22023", "step size cannot equal zero"));
                 }
+                let ascending = step > 0;
+                if (ascending && stop < start) || (!ascending && stop > start) {
+                    return Ok(Vec::new());
+                }
                 let count = (i128::from(stop) - i128::from(start)) / i128::from(step) + 1;
                 if count > i128::from(crate::limits::MAX_SERIES_ROWS) {
                     return Err(Error::new(
@@ -788,7 +792,9 @@ impl<'t> Executor<'t> {
                     if position % 65_536 == 65_535 {
                         self.charge(65_536 * 32)?;
                     }
-                    rows.push(vec![Value::Integer(start + position as i64 * step)]);
+                    // In range: the last value lies between start and stop.
+                    let value = i128::from(start) + position as i128 * i128::from(step);
+                    rows.push(vec![Value::Integer(value as i64)]);
                 }
                 Ok(rows)
             }

@@ -383,8 +383,9 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
                 return Ok(Value::Null);
             };
             let elements = parse_array(&array)?;
-            usize::try_from(index - 1)
-                .ok()
+            index
+                .checked_sub(1)
+                .and_then(|position| usize::try_from(position).ok())
                 .and_then(|position| elements.into_iter().nth(position).flatten())
                 .map_or(Value::Null, Value::Text)
         }
@@ -732,6 +733,7 @@ fn regex_match(text: &str, pattern: &str, case_insensitive: bool) -> Result<bool
             let regex = regex::RegexBuilder::new(pattern)
                 .case_insensitive(case_insensitive)
                 .size_limit(crate::limits::MAX_REGEX_BYTES)
+                .dfa_size_limit(crate::limits::MAX_REGEX_BYTES)
                 .build()
                 .map_err(|error| Error::new("2201B", format!("invalid regular expression: {error}")))?;
             if compiled.len() >= crate::limits::MAX_CACHED_REGEXES {

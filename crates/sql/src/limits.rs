@@ -30,10 +30,11 @@ const PARSE_STACK: usize = 64 * 1024 * 1024;
 /// is refused instead of building a huge automaton.
 pub const MAX_REGEX_BYTES: usize = 1 << 20;
 
-/// Compiled patterns each thread keeps; past this the cache starts over.
-pub const MAX_CACHED_REGEXES: usize = 64;
+/// Compiled patterns each thread keeps; past this the cache starts over. With each pattern's
+/// program and lazy DFA bounded by [`MAX_REGEX_BYTES`], a thread holds at most 32 MiB.
+pub const MAX_CACHED_REGEXES: usize = 16;
 
-/// Savepoints one transaction may hold: each keeps a copy of the transaction's writes.
+/// Savepoints one transaction may hold (each an undo frame in the transaction).
 pub const MAX_SAVEPOINTS: usize = 1024;
 
 /// Rows `generate_series` may produce: a bound on one statement's work.

@@ -141,9 +141,11 @@ pub fn declared_typmod(declared: &str) -> i64 {
     let numbers: Vec<i64> =
         arguments.trim_end_matches(')').split(',').filter_map(|number| number.trim().parse().ok()).collect();
     match (declared_oid(declared), numbers.as_slice()) {
-        (VARCHAR | BPCHAR, [length]) => length + 4,
-        (NUMERIC, [precision]) => (precision << 16) + 4,
-        (NUMERIC, [precision, scale]) => ((precision << 16) | scale) + 4,
+        (VARCHAR | BPCHAR, [length]) if (0..=10_485_760).contains(length) => length + 4,
+        (NUMERIC, [precision]) if (1..=1000).contains(precision) => (precision << 16) + 4,
+        (NUMERIC, [precision, scale]) if (1..=1000).contains(precision) && (0..=1000).contains(scale) => {
+            ((precision << 16) | scale) + 4
+        }
         _ => -1,
     }
 }

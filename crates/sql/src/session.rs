@@ -164,8 +164,9 @@ struct OpenTransaction {
     txn: Transaction,
     /// The catalog as this transaction sees it (including its own DDL).
     catalog: Arc<Catalog>,
-    /// SAVEPOINTs, oldest first: the name, the writes and the catalog at that moment.
-    savepoints: Vec<(String, tern_txn::Savepoint, Arc<Catalog>)>,
+    /// SAVEPOINTs, oldest first (the transaction's savepoint of the same depth): the name and
+    /// the catalog at that moment.
+    savepoints: Vec<(String, Arc<Catalog>)>,
 }
 
 /// A session's named settings, read by `current_setting()` and friends. The embedding sets
@@ -281,12 +282,18 @@ fn in_block<'t>(transaction: &'t mut Option<OpenTransaction>, what: &str) -> Res
     transaction.as_mut().ok_or_else(|| Error::new("25P01", format!("{what} can only be used in transaction blocks")))
 }
 
+/// A savepoint's name as SQL identifiers go: folded to lower case unless quoted.
+fn savepoint_name(name: &ast::Ident) -> String {
+    if name.quote_style.is_some() { name.value.clone() } else { name.value.to_ascii_lowercase() }
+}
+
 /// The position of the newest savepoint called `name` (3B001 if there is none).
-fn find_savepoint(open: &OpenTransaction, name: &str) -> Result<usize> {
+fn find_savepoint(open: &OpenTransaction, name: &ast::Ident) -> Result<usize> {
+    let wanted = savepoint_name(name);
     open.savepoints
         .iter()
-        .rposition(|(saved, ..)| saved.eq_ignore_ascii_case(name))
-        .ok_or_else(|| Error::new("3B001", format!("savepoint \"{name}\" does not exist")))
+        .rposition(|(saved, _)| *saved == wanted)
+        .ok_or_else(|| Error::new("3B001", format!("savepoint \"{}\" does not exist", name.value)))
 }
 
 /// Parses SQL text into statements.
@@ -612,22 +619,23 @@ impl Session {
                         crate::limits::MAX_SAVEPOINTS
                     )));
                 }
-                open.savepoints.push((name.value.to_ascii_lowercase(), open.txn.savepoint(), open.catalog.clone()));
+                open.txn.savepoint();
+                open.savepoints.push((savepoint_name(name), open.catalog.clone()));
                 Ok(Outcome::Done("SAVEPOINT"))
             }
             ast::Statement::ReleaseSavepoint { name } => {
                 let open = in_block(&mut self.transaction, "RELEASE SAVEPOINT")?;
-                let at = find_savepoint(open, &name.value)?;
+                let at = find_savepoint(open, name)?;
+                open.txn.release(at);
                 open.savepoints.truncate(at);
                 Ok(Outcome::Done("RELEASE"))
             }
             ast::Statement::Rollback { savepoint: Some(name), .. } => {
                 let open = in_block(&mut self.transaction, "ROLLBACK TO SAVEPOINT")?;
-                let at = find_savepoint(open, &name.value)?;
+                let at = find_savepoint(open, name)?;
                 open.savepoints.truncate(at + 1);
-                let (_, savepoint, catalog) = &open.savepoints[at];
-                open.txn.rollback_to(savepoint);
-                open.catalog = catalog.clone();
+                open.txn.rollback_to(at);
+                open.catalog = open.savepoints[at].1.clone();
                 Ok(Outcome::Done("ROLLBACK"))
             }
             ast::Statement::Rollback { .. } => {
@@ -657,6 +665,7 @@ impl Session {
                 let mut attempt = 0;
                 loop {
                     attempt += 1;
+                    inserted.set(None);
                     let mut txn = self.shared.db.begin();
                     let catalog = self.load_catalog(&mut txn)?;
                     let mut open = OpenTransaction { txn, catalog, savepoints: Vec::new() };

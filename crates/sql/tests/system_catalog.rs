@@ -338,6 +338,10 @@ fn regclass_casts_name_and_number_relations() {
     assert_eq!(one(&mut session, "SELECT 'public.city'::regclass::oid"), oid);
     assert_eq!(one(&mut session, "SELECT 2200::regnamespace"), "public");
     assert_eq!(one(&mut session, "SELECT 23::regtype"), "integer");
+    assert_eq!(one(&mut session, "SELECT 'int4'::regtype"), "integer");
+    assert_eq!(sqlstate(&mut session, "SELECT 'no_such_type'::regtype"), "42704");
+    assert_eq!(one(&mut session, &format!("SELECT '{oid}'::regclass")), "city", "an OID in digits");
+    assert_eq!(sqlstate(&mut session, "SELECT 'x'::regrole"), "0A000");
     assert_eq!(sqlstate(&mut session, "SELECT 'nothing'::regclass"), "42P01");
     assert_eq!(one(&mut session, "SELECT to_regclass('city')"), oid);
     assert_eq!(one(&mut session, "SELECT to_regclass('nothing')"), "NULL");
@@ -390,6 +394,9 @@ fn arrays_as_postgres_array_literals() {
     assert_eq!(one(&mut session, "SELECT k FROM t WHERE tags[2] = 'dark blue'"), "1");
     assert_eq!(one(&mut session, "SELECT tags[1] || '!' FROM t WHERE k = 1"), "red!");
     assert_eq!(one(&mut session, "SELECT tags[9] || '!' FROM t WHERE k = 1"), "NULL");
+    assert_eq!(one(&mut session, "SELECT '{a}'[-9223372036854775808] || '!'"), "NULL");
+    // Vectors (pg_index.indkey) read as arrays.
+    assert_eq!(one(&mut session, "SELECT 2 = ANY('1 2')"), "1");
     assert_eq!(one(&mut session, "SELECT array_to_string(tags, '+') FROM t WHERE k = 1"), "red+dark blue");
     assert_eq!(one(&mut session, "SELECT array_upper(tags, 1) FROM t WHERE k = 1"), "2");
     assert_eq!(one(&mut session, "SELECT array_upper(tags, 1) FROM t WHERE k = 2"), "NULL");
@@ -411,6 +418,17 @@ fn generate_series_counts_and_is_bounded() {
     assert_eq!(rows(&mut session, "SELECT s FROM generate_series(10, 1, -4) s").concat(), ["10", "6", "2"]);
     assert_eq!(rows(&mut session, "SELECT n * 2 FROM generate_series(1, 3) AS g(n)").concat(), ["2", "4", "6"]);
     assert!(rows(&mut session, "SELECT * FROM generate_series(5, 1)").is_empty());
+    assert!(rows(&mut session, "SELECT * FROM generate_series(5, 4, 2)").is_empty());
+    assert!(rows(&mut session, "SELECT * FROM generate_series(0, 1, -2)").is_empty());
+    assert_eq!(
+        rows(
+            &mut session,
+            "SELECT * FROM generate_series(-9000000000000000000, 9000000000000000000, 4500000000000000000)"
+        )
+        .concat(),
+        ["-9000000000000000000", "-4500000000000000000", "0", "4500000000000000000", "9000000000000000000"]
+    );
+    assert_eq!(sqlstate(&mut session, "SELECT * FROM generate_series(1, 2) WITH ORDINALITY"), "0A000");
     assert!(rows(&mut session, "SELECT * FROM generate_series(1, NULL)").is_empty());
     assert_eq!(one(&mut session, "SELECT count(*) FROM generate_series(1, 100000)"), "100000");
     assert_eq!(sqlstate(&mut session, "SELECT * FROM generate_series(1, 5, 0)"), "22023");

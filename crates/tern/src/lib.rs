@@ -334,7 +334,9 @@ impl Connection {
                 match &entry.types {
                     Some((seen, types)) if Arc::ptr_eq(seen, &catalog) => types.clone(),
                     _ => {
-                        let types = declared_types(&self.session.borrow(), &entry.statement)?;
+                        // The statement has run: a description that fails is unknown types,
+                        // not an error for a statement that succeeded.
+                        let types = declared_types(&self.session.borrow(), &entry.statement).unwrap_or_default();
                         entry.types = Some((catalog, types.clone()));
                         types
                     }

@@ -38,4 +38,4 @@ pub use certifier::{Batch, BatchCheck, Certifier, CertifierOptions, CertifierSta
 pub use db::{CommitInfo, MAX_TRANSACTION_BYTES, Options, RetryPolicy, TxnDb, TxnStats};
 pub use error::{Conflict, Error, Result};
 pub use sets::{KeyRange, ReadSet, Sketch};
-pub use transaction::{Savepoint, Scan, Transaction};
+pub use transaction::{Scan, Transaction};

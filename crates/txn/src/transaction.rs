@@ -11,10 +11,15 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use tern_lsm::limits::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 
-/// The writes of a transaction at one moment ([`Transaction::savepoint`]).
-#[derive(Debug, Clone)]
-pub struct Savepoint {
-    writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+/// A key's entry in the write set: `Some(value)` sets it, `None` removes it.
+type WriteEntry = Option<Vec<u8>>;
+
+/// What to undo to return to a savepoint ([`Transaction::savepoint`]): for each key first
+/// written after it, the transaction's own entry for that key before (`None`: it had none).
+#[derive(Debug, Default)]
+struct UndoFrame {
+    entries: Vec<(Vec<u8>, Option<WriteEntry>)>,
+    seen: std::collections::HashSet<Vec<u8>>,
     write_bytes: usize,
 }
 
@@ -28,6 +33,8 @@ pub struct Transaction {
     write_bytes: usize,
     /// Reads are not recorded ([`Transaction::set_record_reads`]).
     unrecorded: bool,
+    /// Open savepoints, oldest first.
+    savepoints: Vec<UndoFrame>,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -50,6 +57,7 @@ impl Transaction {
             writes: BTreeMap::new(),
             write_bytes: 0,
             unrecorded: false,
+            savepoints: Vec::new(),
         }
     }
 
@@ -160,22 +168,75 @@ impl Transaction {
             bytes = self.bytes_after(bytes, key, value.as_deref())?;
         }
         self.write_bytes = bytes;
+        for key in writes.keys() {
+            self.note_undo(key);
+        }
         self.writes.extend(writes);
         Ok(())
     }
 
-    /// The transaction's writes as they are now, to return to with
-    /// [`Transaction::rollback_to`] (SQL's SAVEPOINT). Costs a copy of the write set.
-    pub fn savepoint(&self) -> Savepoint {
-        Savepoint { writes: self.writes.clone(), write_bytes: self.write_bytes }
+    /// Opens a savepoint (SQL's SAVEPOINT) and returns its depth (0 for the oldest open one).
+    /// From now on the first write of each key keeps the key's previous entry, so that
+    /// [`Transaction::rollback_to`] costs the writes made since, not the whole write set.
+    pub fn savepoint(&mut self) -> usize {
+        self.savepoints.push(UndoFrame { write_bytes: self.write_bytes, ..UndoFrame::default() });
+        self.savepoints.len() - 1
     }
 
-    /// Forgets the writes made since `savepoint` was taken. Reads made since stay in the read
-    /// set: certification then checks a superset of what the surviving writes depended on,
-    /// which keeps the transaction serializable (at worst it conflicts more often).
-    pub fn rollback_to(&mut self, savepoint: &Savepoint) {
-        self.writes = savepoint.writes.clone();
-        self.write_bytes = savepoint.write_bytes;
+    /// Open savepoints.
+    pub fn savepoint_depth(&self) -> usize {
+        self.savepoints.len()
+    }
+
+    /// Forgets the writes made since savepoint `depth` was opened; it stays open, and newer
+    /// ones are gone. Reads made since stay in the read set: certification then checks a
+    /// superset of what the surviving writes depended on, which keeps the transaction
+    /// serializable (at worst it conflicts more often).
+    ///
+    /// # Panics
+    /// If no savepoint `depth` is open (a caller's bug).
+    pub fn rollback_to(&mut self, depth: usize) {
+        assert!(depth < self.savepoints.len(), "rollback to savepoint {depth} of {}", self.savepoints.len());
+        while self.savepoints.len() > depth {
+            let frame = self.savepoints.pop().expect("checked above");
+            for (key, previous) in frame.entries.into_iter().rev() {
+                match previous {
+                    Some(entry) => self.writes.insert(key, entry),
+                    None => self.writes.remove(&key),
+                };
+            }
+            self.write_bytes = frame.write_bytes;
+        }
+        self.savepoints.push(UndoFrame { write_bytes: self.write_bytes, ..UndoFrame::default() });
+    }
+
+    /// Closes savepoint `depth` and the newer ones, keeping their writes (SQL's RELEASE): what
+    /// they would undo passes to the savepoint before, if one is open.
+    ///
+    /// # Panics
+    /// If no savepoint `depth` is open (a caller's bug).
+    pub fn release(&mut self, depth: usize) {
+        assert!(depth < self.savepoints.len(), "release of savepoint {depth} of {}", self.savepoints.len());
+        let released: Vec<UndoFrame> = self.savepoints.drain(depth..).collect();
+        if let Some(parent) = self.savepoints.last_mut() {
+            for frame in released {
+                for (key, previous) in frame.entries {
+                    if parent.seen.insert(key.clone()) {
+                        parent.entries.push((key, previous));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Keeps `key`'s entry for the newest savepoint before its first write after it.
+    fn note_undo(&mut self, key: &[u8]) {
+        if let Some(frame) = self.savepoints.last_mut()
+            && !frame.seen.contains(key)
+        {
+            frame.seen.insert(key.to_vec());
+            frame.entries.push((key.to_vec(), self.writes.get(key).cloned()));
+        }
     }
 
     /// Whether the transaction has written (set or removed) `key`.
@@ -201,6 +262,7 @@ impl Transaction {
 
     fn write(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         self.write_bytes = self.bytes_after(self.write_bytes, key, value)?;
+        self.note_undo(key);
         self.writes.insert(key.to_vec(), value.map(<[u8]>::to_vec));
         Ok(())
     }

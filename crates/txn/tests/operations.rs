@@ -452,3 +452,87 @@ fn a_snapshot_moves_forward_only_while_what_was_read_is_unchanged() {
     assert!(!snapshot.refresh_snapshot());
     assert_eq!(snapshot.get(b"b").unwrap(), Some(b"2".to_vec()));
 }
+
+#[derive(Debug, Clone)]
+enum SavepointOp {
+    Put(u8, u8),
+    Delete(u8),
+    Savepoint,
+    RollbackTo(u8),
+    Release(u8),
+    Write(Vec<(u8, Option<u8>)>),
+}
+
+fn savepoint_op() -> impl Strategy<Value = SavepointOp> {
+    prop_oneof![
+        3 => (0u8..12, any::<u8>()).prop_map(|(k, v)| SavepointOp::Put(k, v)),
+        1 => (0u8..12).prop_map(SavepointOp::Delete),
+        2 => Just(SavepointOp::Savepoint),
+        1 => any::<u8>().prop_map(SavepointOp::RollbackTo),
+        1 => any::<u8>().prop_map(SavepointOp::Release),
+        1 => prop::collection::vec((0u8..12, prop::option::of(any::<u8>())), 1..4).prop_map(SavepointOp::Write),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Savepoints (undo logs) against a model that copies the whole view at each savepoint:
+    /// after any mix of writes, savepoints, rollbacks and releases the transaction sees what
+    /// the model sees, and commits it.
+    #[test]
+    fn savepoints_match_a_model_of_copies(ops in prop::collection::vec(savepoint_op(), 1..60)) {
+        let (_memory, db) = open_memory(small_options());
+        put(&db, &k(0), b"committed");
+        let mut txn = db.begin();
+        let mut view: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::from([(k(0), b"committed".to_vec())]);
+        let mut copies: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = Vec::new();
+        for op in ops {
+            match op {
+                SavepointOp::Put(key, value) => {
+                    txn.put(&k(key), &[value]).unwrap();
+                    view.insert(k(key), vec![value]);
+                }
+                SavepointOp::Delete(key) => {
+                    txn.delete(&k(key)).unwrap();
+                    view.remove(&k(key));
+                }
+                SavepointOp::Write(writes) => {
+                    let mut batch = BTreeMap::new();
+                    for (key, value) in writes {
+                        batch.insert(k(key), value.map(|value| vec![value]));
+                        match value {
+                            Some(value) => view.insert(k(key), vec![value]),
+                            None => view.remove(&k(key)),
+                        };
+                    }
+                    txn.write_all(batch).unwrap();
+                }
+                SavepointOp::Savepoint => {
+                    prop_assert_eq!(txn.savepoint(), copies.len());
+                    copies.push(view.clone());
+                }
+                SavepointOp::RollbackTo(at) if !copies.is_empty() => {
+                    let depth = usize::from(at) % copies.len();
+                    txn.rollback_to(depth);
+                    copies.truncate(depth + 1);
+                    view = copies[depth].clone();
+                }
+                SavepointOp::Release(at) if !copies.is_empty() => {
+                    let depth = usize::from(at) % copies.len();
+                    txn.release(depth);
+                    copies.truncate(depth);
+                }
+                _ => {}
+            }
+            prop_assert_eq!(txn.savepoint_depth(), copies.len());
+            for key in 0..12 {
+                prop_assert_eq!(txn.get(&k(key)).unwrap(), view.get(&k(key)).cloned(), "key {}", key);
+            }
+        }
+        txn.commit().unwrap();
+        for key in 0..12 {
+            prop_assert_eq!(get(&db, &k(key)), view.get(&k(key)).cloned());
+        }
+    }
+}

@@ -306,7 +306,9 @@ _open_databases: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDict
 _registry_lock = threading.Lock()
 
 
-_TRANSACTION_CONTROL = ("BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE")
+# Statements that open or end transactions themselves (SAVEPOINT and RELEASE need one open:
+# an implicit BEGIN goes first, as in psycopg).
+_TRANSACTION_CONTROL = ("BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT")
 _SHAPES_KEPT = 256
 _KINDS_KEPT = 4096
 _kinds: dict = {}
@@ -364,21 +366,18 @@ class Connection:
 
     def commit(self) -> None:
         self._check_open()
-        if self._native.in_transaction():
-            self._call(self._native.execute, "COMMIT", [])
+        self._call(self._native.finish, True)
 
     def rollback(self) -> None:
         self._check_open()
-        if self._native.in_transaction():
-            self._call(self._native.execute, "ROLLBACK", [])
+        self._call(self._native.finish, False)
 
     def close(self) -> None:
         """Closes the connection; an open transaction is rolled back (PEP 249)."""
         if self._closed:
             return
         try:
-            if self._native.in_transaction():
-                self._native.execute("ROLLBACK", [])
+            self._native.finish(False)
         finally:
             self._closed = True
             self._native = None
@@ -472,7 +471,7 @@ class Cursor:
         sql, values = _bind(sql, parameters)
         return Connection._call(method, sql, values, self.connection._opens_transaction(sql))
 
-    def _load(self, columns, types, rows, count, columnar: bool = False) -> None:
+    def _load(self, columns, types, rows, count, rowid=None, columnar: bool = False) -> None:
         self._position = 0
         self.rowcount = count
         if columns is None:
@@ -496,12 +495,12 @@ class Cursor:
         self._rows, self._columns = rows, None
 
     def execute(self, sql: str, parameters: Any = None) -> "Cursor":
-        self._load(*self._run(self.connection._native.execute, sql, parameters))
-        if _kind_of(sql)[1]:
-            # As sqlite3: the row id of the last row inserted (kept when none was).
-            rowid = self.connection._native.last_insert_rowid()
-            if rowid is not None:
-                self.lastrowid = rowid
+        produced = self._run(self.connection._native.execute, sql, parameters)
+        self._load(*produced)
+        rowid = produced[4]
+        if rowid is not None and _kind_of(sql)[1]:
+            # As sqlite3: after an INSERT, the row id of the last row it stored.
+            self.lastrowid = rowid
         return self
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Any]) -> "Cursor":
