@@ -40,6 +40,7 @@ pub mod pages;
 pub mod peer;
 pub mod pgbench;
 pub mod priority;
+pub mod python;
 pub mod report;
 pub mod scan;
 pub mod timing;
@@ -91,6 +92,9 @@ pub enum Workload {
     /// SharedDB/FBX's priority classes: pgbench's transactions while best-effort clients scan,
     /// with the server's priority classes on and off.
     Priority(priority::PriorityArgs),
+    /// Insert and point-lookup rates from Python: the `tern` package against the `sqlite3`
+    /// module (builds the package in release mode first).
+    Python(python::PythonArgs),
 }
 
 impl Workload {
@@ -108,6 +112,7 @@ impl Workload {
             Workload::Edge(_) => edge::NAME,
             Workload::Pgbench(_) => pgbench::NAME,
             Workload::Priority(_) => priority::NAME,
+            Workload::Python(_) => python::NAME,
         }
     }
 }
@@ -126,5 +131,6 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Workload::Edge(args) => edge::run(args).map(drop),
         Workload::Pgbench(args) => pgbench::run(args).map(drop),
         Workload::Priority(args) => priority::run(args).map(drop),
+        Workload::Python(args) => python::run(args).map(drop),
     }
 }
