@@ -436,3 +436,59 @@ fn generate_series_counts_and_is_bounded() {
     assert_eq!(sqlstate(&mut session, "SELECT * FROM generate_series('a', 2)"), "22023");
     assert_eq!(sqlstate(&mut session, "SELECT * FROM no_such_function(1)"), "0A000");
 }
+
+#[test]
+fn every_system_relation_reads_whole_rows() {
+    let db = database();
+    let mut session = db.session();
+    schema(&mut session);
+    let relations = [
+        "pg_catalog.pg_namespace",
+        "pg_catalog.pg_class",
+        "pg_catalog.pg_attribute",
+        "pg_catalog.pg_attrdef",
+        "pg_catalog.pg_index",
+        "pg_catalog.pg_constraint",
+        "pg_catalog.pg_type",
+        "pg_catalog.pg_am",
+        "pg_catalog.pg_database",
+        "pg_catalog.pg_roles",
+        "pg_catalog.pg_user",
+        "pg_catalog.pg_collation",
+        "pg_catalog.pg_tablespace",
+        "pg_catalog.pg_views",
+        "pg_catalog.pg_tables",
+        "pg_catalog.pg_indexes",
+        "pg_catalog.pg_auth_members",
+        "pg_catalog.pg_policy",
+        "pg_catalog.pg_statistic_ext",
+        "pg_catalog.pg_publication",
+        "pg_catalog.pg_publication_namespace",
+        "pg_catalog.pg_publication_rel",
+        "pg_catalog.pg_inherits",
+        "pg_catalog.pg_trigger",
+        "pg_catalog.pg_description",
+        "pg_catalog.pg_rewrite",
+        "pg_catalog.pg_sequence",
+        "pg_catalog.pg_extension",
+        "information_schema.schemata",
+        "information_schema.tables",
+        "information_schema.views",
+        "information_schema.columns",
+        "information_schema.table_constraints",
+        "information_schema.key_column_usage",
+    ];
+    for relation in relations {
+        let (columns, rows) = session.query(&format!("SELECT * FROM {relation}"), &[]).unwrap();
+        assert!(!columns.is_empty(), "{relation}");
+        assert!(rows.iter().all(|row| row.len() == columns.len()), "{relation}");
+        // Every column can be named, and the relation is the same unqualified (pg_catalog).
+        let first = &columns[0];
+        session.query(&format!("SELECT {first} FROM {relation} WHERE {first} IS NOT NULL"), &[]).unwrap();
+    }
+    let non_empty = |session: &mut Session, relation: &str| rows(session, &format!("SELECT * FROM {relation}")).len();
+    assert_eq!(non_empty(&mut session, "pg_views"), 1);
+    assert_eq!(non_empty(&mut session, "pg_tables"), 2);
+    assert_eq!(non_empty(&mut session, "pg_indexes"), 3, "city_pkey, city_name and h's unique index");
+    assert_eq!(non_empty(&mut session, "information_schema.views"), 1);
+}
