@@ -88,6 +88,25 @@ if [ ${#tls[@]} -gt 0 ]; then
     PGSSLMODE=require psql -X -v ON_ERROR_STOP=1 -q -c "SELECT count(*) AS over_tls FROM city"
 fi
 
+if [ ${#tls[@]} -gt 0 ]; then
+    echo "== --tls required refuses plaintext"
+    strict_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+    "$TERN" serve --data "$work/strict" --listen "127.0.0.1:$strict_port" --sync never "${tls[@]}" --tls required 2>"$work/strict.log" &
+    strict=$!
+    for _ in $(seq 50); do
+        pg_isready -q -h 127.0.0.1 -p "$strict_port" 2>/dev/null && break
+        sleep 0.1
+    done
+    if PGSSLMODE=disable psql -X -p "$strict_port" -c "SELECT 1" >/dev/null 2>"$work/strict.err"; then
+        echo "a plaintext client was served with --tls required" >&2
+        kill -TERM "$strict"
+        exit 1
+    fi
+    PGSSLMODE=require psql -X -p "$strict_port" -At -c "SELECT 'tls ok'" | grep -q 'tls ok'
+    kill -TERM "$strict"
+    wait "$strict" || true
+fi
+
 echo "== psql reports errors with their SQLSTATE"
 if psql -X -v ON_ERROR_STOP=1 -q -c "SELECT * FROM no_such_table" 2>"$work/error.txt"; then
     echo "expected an error" >&2

@@ -50,6 +50,10 @@ pub struct ServeArgs {
     /// Refuse clients that do not use TLS (needs --tls-cert and --tls-key).
     #[arg(long, requires = "tls_cert")]
     tls_required: bool,
+    /// TLS policy when a certificate is configured: `prefer` (the default: clients that ask get
+    /// TLS) or `required` (the same as --tls-required).
+    #[arg(long, value_enum, requires = "tls_cert")]
+    tls: Option<TlsMode>,
     /// When commits reach the disk: every-commit (fsync, group commit) or never (the
     /// operating system decides; a machine crash may lose recent commits).
     #[arg(long, value_enum, default_value_t = Sync::EveryCommit)]
@@ -60,6 +64,13 @@ pub struct ServeArgs {
 enum Auth {
     TrustLoopback,
     Scram,
+}
+
+/// `--tls`: whether plaintext clients are served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum TlsMode {
+    Prefer,
+    Required,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -99,7 +110,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let config = tern_server::Config {
         tls,
-        tls_required: args.tls_required,
+        tls_required: args.tls_required || args.tls == Some(TlsMode::Required),
         listen: args.listen,
         data: args.data.clone(),
         options,
