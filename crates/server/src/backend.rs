@@ -312,15 +312,10 @@ impl Backend {
         if let Some(command) = compat::classify(text) {
             return self.command(&command, &[], &[], out, false);
         }
-        let rollback_to = compat::is_rollback_to(text);
-        if !rollback_to {
-            self.refuse_if_failed()?;
-        }
+        let recovering = self.admit(text)?;
         let mut statement = self.session.prepare(text)?;
         let outcome = self.run_statement(&mut statement, &[])?;
-        if rollback_to {
-            self.failed = false;
-        }
+        self.failed &= !recovering;
         // Column types only matter when there are rows to describe (binding again costs).
         let description = match outcome {
             Outcome::Rows { .. } => self.session.describe(&statement).ok().flatten(),
@@ -355,6 +350,17 @@ impl Backend {
             };
         }
         error
+    }
+
+    /// Whether the engine may run `sql` now: in a failed block only `ROLLBACK TO SAVEPOINT`,
+    /// which returns the block to a working state when it succeeds (`Ok(true)`: the caller
+    /// clears the failed state then). The text is looked at only in a failed block.
+    fn admit(&self, sql: &str) -> Result<bool, Error> {
+        if self.failed && compat::is_rollback_to(sql) {
+            return Ok(true);
+        }
+        self.refuse_if_failed()?;
+        Ok(false)
     }
 
     fn refuse_if_failed(&self) -> Result<(), Error> {
@@ -973,17 +979,12 @@ impl Backend {
                     return Ok(self.command(command, &portal.params, &portal.result_formats, out, true)?);
                 }
                 Kind::Sql(statement) => {
-                    let rollback_to = compat::is_rollback_to(statement.lock().sql());
-                    if !rollback_to {
-                        self.refuse_if_failed()?;
-                    }
+                    let recovering = self.admit(statement.lock().sql())?;
                     let outcome = {
                         let mut statement = statement.lock();
                         self.run_statement(&mut statement, &portal.params)?
                     };
-                    if rollback_to {
-                        self.failed = false;
-                    }
+                    self.failed &= !recovering;
                     let text = match &prepared.kind {
                         Kind::Sql(statement) => statement.lock().sql().to_string(),
                         _ => String::new(),
