@@ -134,23 +134,16 @@ fn affinity_of(declared: &str) -> Affinity {
 pub fn relation_oid(catalog: &Catalog, name: &str) -> Option<i64> {
     let name = name.to_ascii_lowercase();
     let name = name.strip_prefix("public.").unwrap_or(&name);
-    if let Some(table) = catalog.tables.get(name) {
-        return Some(table_oid(table));
-    }
-    if let Some(index) = catalog.indexes.get(name) {
-        return Some(FIRST_OBJECT_OID + i64::from(index.id));
-    }
-    if catalog.views.contains_key(name) {
-        return Some(view_oid(name));
-    }
-    catalog.tables.values().find(|table| primary_key_name(table) == name).map(|table| primary_key_oid(table))
+    relation_names(catalog).into_iter().find(|(_, known)| known == name).map(|(oid, _)| oid)
 }
 
 /// Pairs of (OID, name) of every relation, for `regclass` output.
 pub fn relation_names(catalog: &Catalog) -> Vec<(i64, String)> {
     let mut names: Vec<(i64, String)> =
         catalog.tables.values().map(|table| (table_oid(table), table.name.to_ascii_lowercase())).collect();
-    names.extend(catalog.indexes.values().map(|index| (FIRST_OBJECT_OID + i64::from(index.id), index.name.clone())));
+    names.extend(
+        catalog.indexes.values().map(|index| (FIRST_OBJECT_OID + i64::from(index.id), index.name.to_ascii_lowercase())),
+    );
     names.extend(catalog.views.keys().map(|name| (view_oid(name), name.clone())));
     names.extend(
         catalog
@@ -234,6 +227,12 @@ fn current_user() -> Expr {
 
 fn current_database() -> Expr {
     Expr::Function(ScalarFunction::CurrentDatabase, Vec::new())
+}
+
+/// A row that starts with an object's catalog, schema and name (most `information_schema`
+/// relations' first three columns), followed by `rest`.
+fn qualified_row(name: &str, rest: impl IntoIterator<Item = Expr>) -> Vec<Expr> {
+    [current_database(), text("public"), text(name)].into_iter().chain(rest).collect()
 }
 
 fn yes_no(value: bool) -> Expr {
@@ -664,20 +663,20 @@ impl Listing {
             .filter(|relation| relation.kind != "i")
             .map(|relation| {
                 let is_table = relation.kind == "r";
-                vec![
-                    current_database(),
-                    text("public"),
-                    text(&relation.name),
-                    text(if is_table { "BASE TABLE" } else { "VIEW" }),
-                    null(),
-                    null(),
-                    null(),
-                    null(),
-                    null(),
-                    yes_no(is_table),
-                    text("NO"),
-                    null(),
-                ]
+                qualified_row(
+                    &relation.name,
+                    [
+                        text(if is_table { "BASE TABLE" } else { "VIEW" }),
+                        null(),
+                        null(),
+                        null(),
+                        null(),
+                        null(),
+                        yes_no(is_table),
+                        text("NO"),
+                        null(),
+                    ],
+                )
             })
             .collect()
     }
@@ -687,15 +686,7 @@ impl Listing {
             .iter()
             .filter_map(|relation| {
                 let query = relation.view_query.as_ref()?;
-                Some(vec![
-                    current_database(),
-                    text("public"),
-                    text(&relation.name),
-                    text(query),
-                    text("NONE"),
-                    text("NO"),
-                    text("NO"),
-                ])
+                Some(qualified_row(&relation.name, [text(query), text("NONE"), text("NO"), text("NO")]))
             })
             .collect()
     }
@@ -721,24 +712,24 @@ impl Listing {
                     pgtype::NUMERIC => (null(), int(10), null()),
                     _ => (null(), null(), null()),
                 };
-                rows.push(vec![
-                    current_database(),
-                    text("public"),
-                    text(&relation.name),
-                    text(&attribute.name),
-                    int(position as i64 + 1),
-                    attribute.default.clone().map_or_else(null, text),
-                    yes_no(!attribute.not_null),
-                    text(data_type),
-                    length,
-                    precision,
-                    radix,
-                    scale,
-                    current_database(),
-                    text("pg_catalog"),
-                    text(pgtype::name_of(type_oid)),
-                    yes_no(relation.kind == "r"),
-                ]);
+                rows.push(qualified_row(
+                    &relation.name,
+                    [
+                        text(&attribute.name),
+                        int(position as i64 + 1),
+                        attribute.default.clone().map_or_else(null, text),
+                        yes_no(!attribute.not_null),
+                        text(data_type),
+                        length,
+                        precision,
+                        radix,
+                        scale,
+                        current_database(),
+                        text("pg_catalog"),
+                        text(pgtype::name_of(type_oid)),
+                        yes_no(relation.kind == "r"),
+                    ],
+                ));
             }
         }
         rows
@@ -753,18 +744,8 @@ impl Listing {
                     "u" => "UNIQUE",
                     _ => "CHECK",
                 };
-                vec![
-                    current_database(),
-                    text("public"),
-                    text(&constraint.name),
-                    current_database(),
-                    text("public"),
-                    text(&constraint.table_name),
-                    text(kind),
-                    text("NO"),
-                    text("NO"),
-                    text("YES"),
-                ]
+                let table = qualified_row(&constraint.table_name, [text(kind), text("NO"), text("NO"), text("YES")]);
+                qualified_row(&constraint.name, table)
             })
             .collect()
     }
@@ -773,17 +754,8 @@ impl Listing {
         let mut rows = Vec::new();
         for constraint in &self.constraints {
             for (position, (_, column)) in constraint.columns.iter().enumerate() {
-                rows.push(vec![
-                    current_database(),
-                    text("public"),
-                    text(&constraint.name),
-                    current_database(),
-                    text("public"),
-                    text(&constraint.table_name),
-                    text(column),
-                    int(position as i64 + 1),
-                    null(),
-                ]);
+                let table = qualified_row(&constraint.table_name, [text(column), int(position as i64 + 1), null()]);
+                rows.push(qualified_row(&constraint.name, table));
             }
         }
         rows
