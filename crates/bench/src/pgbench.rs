@@ -107,10 +107,17 @@ pub(crate) fn run_command(program: &Path, args: &[String], as_postgres: bool) ->
         command.args(args);
         command
     };
-    let output = command.output().map_err(|error| BenchError::io("run", program, error))?;
+    output_of(&mut command, &format!("{} {}", program.display(), args.join(" ")))
+}
+
+/// Runs `command` and returns its standard output and error; a failure to start or a non-zero
+/// exit is an error that quotes what it printed. `what` names the command in errors.
+pub(crate) fn output_of(command: &mut Command, what: &str) -> Result<String> {
+    let program = PathBuf::from(command.get_program());
+    let output = command.output().map_err(|error| BenchError::io("run", &program, error))?;
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     if !output.status.success() {
-        return Err(config_error(format!("{} {} failed:\n{text}", program.display(), args.join(" "))));
+        return Err(config_error(format!("{what} failed:\n{text}")));
     }
     Ok(text)
 }
@@ -148,6 +155,16 @@ pub(crate) fn parse_run(text: &str) -> PgbenchRun {
     }
 }
 
+/// Arguments for a PostgreSQL client program (pgbench, psql) to reach `database` on the
+/// loopback `port` as user `tern`, with `extra` before the database name.
+pub(crate) fn connection_args(port: u16, database: &str, extra: &[&str]) -> Vec<String> {
+    let port = port.to_string();
+    let mut all: Vec<String> = ["-h", "127.0.0.1", "-p", &port, "-U", "tern"].iter().map(|s| s.to_string()).collect();
+    all.extend(extra.iter().map(|s| s.to_string()));
+    all.push(database.to_string());
+    all
+}
+
 /// `pgbench -i` then the timed run against a server at `port`.
 fn bench(
     pgbench: &Path,
@@ -157,28 +174,13 @@ fn bench(
     scale: u32,
     duration: u32,
 ) -> Result<PgbenchRun> {
-    let connection = |extra: &[String]| -> Vec<String> {
-        let mut all: Vec<String> =
-            ["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "tern"].iter().map(|s| s.to_string()).collect();
-        all.extend_from_slice(extra);
-        all.push(database.to_string());
-        all
-    };
     let started = std::time::Instant::now();
-    run_command(pgbench, &connection(&["-i".into(), "-q".into(), "-s".into(), scale.to_string()]), false)?;
+    run_command(pgbench, &connection_args(port, database, &["-i", "-q", "-s", &scale.to_string()]), false)?;
     let init_seconds = started.elapsed().as_secs_f64();
+    let (clients, jobs, duration) = (args.clients.to_string(), args.jobs.to_string(), duration.to_string());
     let text = run_command(
         pgbench,
-        &connection(&[
-            "-c".into(),
-            args.clients.to_string(),
-            "-j".into(),
-            args.jobs.to_string(),
-            "-T".into(),
-            duration.to_string(),
-            "--max-tries".into(),
-            "10".into(),
-        ]),
+        &connection_args(port, database, &["-c", &clients, "-j", &jobs, "-T", &duration, "--max-tries", "10"]),
         false,
     )?;
     let mut run = parse_run(&text);
@@ -189,31 +191,69 @@ fn bench(
     Ok(run)
 }
 
+/// A `tern serve` in this process on a free loopback port (`tern bench pgbench`, `tern bench
+/// priority`), stopped by [`TernServer::stop`] or when dropped.
+pub(crate) struct TernServer {
+    runtime: tokio::runtime::Runtime,
+    stop: tokio::sync::watch::Sender<bool>,
+    serving: Option<tokio::task::JoinHandle<std::result::Result<(), tern_server::ServeError>>>,
+    pub port: u16,
+}
+
+impl TernServer {
+    pub(crate) fn start(data: PathBuf, sync: tern::SyncPolicy, priority: bool) -> Result<TernServer> {
+        let runtime = tokio::runtime::Runtime::new().map_err(|error| BenchError::io("start runtime", &data, error))?;
+        let config = tern_server::Config {
+            listen: "127.0.0.1:0".parse().expect("an address"),
+            data,
+            options: tern::Options { sync, ..tern::Options::default() },
+            priority,
+            ..tern_server::Config::default()
+        };
+        let server =
+            runtime.block_on(tern_server::Server::bind(config)).map_err(|error| config_error(error.to_string()))?;
+        let port = server.local_addr().port();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let serving = Some(runtime.spawn(server.run(stopped)));
+        Ok(TernServer { runtime, stop, serving, port })
+    }
+
+    /// Client arguments to reach this server's database.
+    pub(crate) fn connection(&self, extra: &[&str]) -> Vec<String> {
+        connection_args(self.port, "tern", extra)
+    }
+
+    /// Shuts the server down and reports how its run ended.
+    pub(crate) fn stop(mut self) -> Result<()> {
+        let _ = self.stop.send(true);
+        match self.serving.take() {
+            Some(serving) => self
+                .runtime
+                .block_on(serving)
+                .map_err(|error| config_error(error.to_string()))?
+                .map_err(|error| config_error(error.to_string())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for TernServer {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(serving) = self.serving.take() {
+            let _ = self.runtime.block_on(serving);
+        }
+    }
+}
+
 fn run_tern(work: &Path, pgbench: &Path, args: &PgbenchArgs, scale: u32, duration: u32) -> Result<PgbenchRun> {
-    let runtime = tokio::runtime::Runtime::new().map_err(|error| BenchError::io("start runtime", work, error))?;
-    let config = tern_server::Config {
-        listen: "127.0.0.1:0".parse().expect("an address"),
-        data: work.join("tern"),
-        options: tern::Options {
-            sync: match args.sync {
-                Sync::Never => tern::SyncPolicy::Never,
-                Sync::EveryCommit => tern::SyncPolicy::EveryCommit,
-            },
-            ..tern::Options::default()
-        },
-        ..tern_server::Config::default()
+    let sync = match args.sync {
+        Sync::Never => tern::SyncPolicy::Never,
+        Sync::EveryCommit => tern::SyncPolicy::EveryCommit,
     };
-    let server =
-        runtime.block_on(tern_server::Server::bind(config)).map_err(|error| config_error(error.to_string()))?;
-    let port = server.local_addr().port();
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let serving = runtime.spawn(server.run(stopped));
-    let result = bench(pgbench, port, "tern", args, scale, duration);
-    let _ = stop.send(true);
-    runtime
-        .block_on(serving)
-        .map_err(|error| config_error(error.to_string()))?
-        .map_err(|error| config_error(error.to_string()))?;
+    let server = TernServer::start(work.join("tern"), sync, true)?;
+    let result = bench(pgbench, server.port, "tern", args, scale, duration);
+    server.stop()?;
     result
 }
 

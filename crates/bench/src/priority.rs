@@ -10,10 +10,10 @@
 use crate::chart::{BarPanel, Panel};
 use crate::common::{Machine, Outputs, start};
 use crate::error::{BenchError, Result};
-use crate::pgbench::{PgbenchRun, config_error, parse_run, program, run_command};
+use crate::pgbench::{PgbenchRun, TernServer, config_error, parse_run, program, run_command};
 use crate::report::publish;
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
@@ -66,51 +66,6 @@ pub struct PriorityReport {
     pub latency_class_gain: f64,
     /// Analytic queries per second with priority / without.
     pub analytics_kept: f64,
-}
-
-/// A `tern serve` for one mix, stopped when dropped.
-struct TernServer {
-    runtime: tokio::runtime::Runtime,
-    stop: tokio::sync::watch::Sender<bool>,
-    serving: Option<tokio::task::JoinHandle<std::result::Result<(), tern_server::ServeError>>>,
-    port: u16,
-}
-
-impl TernServer {
-    fn start(data: PathBuf, priority: bool) -> Result<TernServer> {
-        let runtime = tokio::runtime::Runtime::new().map_err(|error| BenchError::io("start runtime", &data, error))?;
-        let config = tern_server::Config {
-            listen: "127.0.0.1:0".parse().expect("an address"),
-            data,
-            options: tern::Options { sync: tern::SyncPolicy::Never, ..tern::Options::default() },
-            priority,
-            ..tern_server::Config::default()
-        };
-        let server =
-            runtime.block_on(tern_server::Server::bind(config)).map_err(|error| config_error(error.to_string()))?;
-        let port = server.local_addr().port();
-        let (stop, stopped) = tokio::sync::watch::channel(false);
-        let serving = Some(runtime.spawn(server.run(stopped)));
-        Ok(TernServer { runtime, stop, serving, port })
-    }
-
-    fn connection(&self, extra: &[&str]) -> Vec<String> {
-        let port = self.port.to_string();
-        let mut all: Vec<String> =
-            ["-h", "127.0.0.1", "-p", &port, "-U", "tern"].iter().map(|s| s.to_string()).collect();
-        all.extend(extra.iter().map(|s| s.to_string()));
-        all.push("tern".into());
-        all
-    }
-}
-
-impl Drop for TernServer {
-    fn drop(&mut self) {
-        let _ = self.stop.send(true);
-        if let Some(serving) = self.serving.take() {
-            let _ = self.runtime.block_on(serving);
-        }
-    }
 }
 
 /// Runs pgbench for `duration` seconds while `analytic_clients` threads run the analytic query
@@ -211,16 +166,27 @@ pub fn run(args: &PriorityArgs) -> Result<PriorityReport> {
         args.clients, args.analytic_clients
     );
     {
-        let server = TernServer::start(data.join("tern"), true)?;
+        let server = TernServer::start(data.join("tern"), tern::SyncPolicy::Never, true)?;
         run_command(&pgbench, &server.connection(&["-i", "-q", "-s", &scale.to_string()]), false)?;
     }
-    let transactions_alone = mix(&TernServer::start(data.join("tern"), true)?, &pgbench, &psql, args, 0)?;
+    let transactions_alone =
+        mix(&TernServer::start(data.join("tern"), tern::SyncPolicy::Never, true)?, &pgbench, &psql, args, 0)?;
     describe("transactions alone", &transactions_alone);
-    let with_priority =
-        mix(&TernServer::start(data.join("tern"), true)?, &pgbench, &psql, args, args.analytic_clients)?;
+    let with_priority = mix(
+        &TernServer::start(data.join("tern"), tern::SyncPolicy::Never, true)?,
+        &pgbench,
+        &psql,
+        args,
+        args.analytic_clients,
+    )?;
     describe("mixed, with priority", &with_priority);
-    let without_priority =
-        mix(&TernServer::start(data.join("tern"), false)?, &pgbench, &psql, args, args.analytic_clients)?;
+    let without_priority = mix(
+        &TernServer::start(data.join("tern"), tern::SyncPolicy::Never, false)?,
+        &pgbench,
+        &psql,
+        args,
+        args.analytic_clients,
+    )?;
     describe("mixed, --no-priority", &without_priority);
     let latency_class_gain = with_priority.latency_class.tps / without_priority.latency_class.tps;
     let analytics_kept =

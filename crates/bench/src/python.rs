@@ -9,6 +9,7 @@
 use crate::chart::{BarPanel, Panel};
 use crate::common::{Machine, Outputs, start};
 use crate::error::{BenchError, Result};
+use crate::pgbench::output_of;
 use crate::report::publish;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -72,15 +73,6 @@ fn repository() -> PathBuf {
     std::fs::canonicalize(&root).unwrap_or(root)
 }
 
-fn run_checked(command: &mut Command, what: &str) -> Result<String> {
-    let output = command.output().map_err(|error| BenchError::PeerMissing(format!("{what}: {error}")))?;
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    if !output.status.success() {
-        return Err(BenchError::Config(format!("{what} failed:\n{text}")));
-    }
-    Ok(text)
-}
-
 pub fn run(args: &PythonArgs) -> Result<PythonReport> {
     let rows = args.rows.unwrap_or(if args.run.quick { 20_000 } else { 100_000 });
     let lookups = args.lookups.unwrap_or(if args.run.quick { 20_000 } else { 100_000 });
@@ -101,7 +93,7 @@ pub fn run(args: &PythonArgs) -> Result<PythonReport> {
         }
         let venv = python.parent().and_then(Path::parent).unwrap_or(Path::new("."));
         println!("building the tern Python package (release) into {}", venv.display());
-        run_checked(
+        output_of(
             Command::new(&maturin)
                 .args(["develop", "--release", "-q"])
                 .current_dir(root.join("bindings/python"))
@@ -112,7 +104,7 @@ pub fn run(args: &PythonArgs) -> Result<PythonReport> {
     }
     let (work, outputs, machine): (_, Outputs, Machine) = start(&args.run.dir, &args.run.out, NAME)?;
     let script_json = work.path().join("bench.json");
-    let text = run_checked(
+    let text = output_of(
         Command::new(&python)
             .arg(root.join("bindings/python/bench.py"))
             .args(["--rows", &rows.to_string(), "--lookups", &lookups.to_string(), "--seed"])
@@ -141,23 +133,16 @@ pub fn run(args: &PythonArgs) -> Result<PythonReport> {
         lookup_ratio: script.lookup_ratio,
         tern_vs_sqlite3: script.tern_vs_sqlite3,
     };
+    let panel = |title: String, y_label: &str, rate: fn(&Rates) -> f64| {
+        Panel::Bars(BarPanel {
+            title,
+            y_label: y_label.into(),
+            bars: vec![("tern".into(), rate(&script.tern)), ("sqlite3".into(), rate(&script.sqlite3))],
+        })
+    };
     let panels = [
-        Panel::Bars(BarPanel {
-            title: format!("{rows} inserts (executemany, 1,000 per commit)"),
-            y_label: "rows per second".into(),
-            bars: vec![
-                ("tern".into(), script.tern.inserts_per_second),
-                ("sqlite3".into(), script.sqlite3.inserts_per_second),
-            ],
-        }),
-        Panel::Bars(BarPanel {
-            title: format!("{lookups} point lookups (execute + fetchone)"),
-            y_label: "lookups per second".into(),
-            bars: vec![
-                ("tern".into(), script.tern.lookups_per_second),
-                ("sqlite3".into(), script.sqlite3.lookups_per_second),
-            ],
-        }),
+        panel(format!("{rows} inserts (executemany, 1,000 per commit)"), "rows per second", |r| r.inserts_per_second),
+        panel(format!("{lookups} point lookups (execute + fetchone)"), "lookups per second", |r| r.lookups_per_second),
     ];
     publish(&outputs, &report, "tern bench python", &panels, (NAME, "tern/sqlite3", script.tern_vs_sqlite3))?;
     drop(work);
