@@ -21,7 +21,15 @@ if [ -z "${TERN:-}" ]; then
 fi
 
 work="$(mktemp -d)"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+# A free loopback port, and waiting (5 s at most) until a server accepts there.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_ready() {
+    for _ in $(seq 50); do
+        pg_isready -q -h 127.0.0.1 -p "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+}
+port="$(free_port)"
 # TLS for clients that ask, when openssl can make a certificate.
 tls=()
 if command -v openssl >/dev/null; then
@@ -37,10 +45,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-for _ in $(seq 50); do
-    pg_isready -q -h 127.0.0.1 -p "$port" 2>/dev/null && break
-    sleep 0.1
-done
+wait_ready "$port"
 
 export PGHOST=127.0.0.1 PGPORT="$port" PGUSER=tern PGDATABASE=tern
 psql_run() { psql -X -v ON_ERROR_STOP=1 -q "$@"; }
@@ -90,13 +95,10 @@ fi
 
 if [ ${#tls[@]} -gt 0 ]; then
     echo "== --tls required refuses plaintext"
-    strict_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+    strict_port="$(free_port)"
     "$TERN" serve --data "$work/strict" --listen "127.0.0.1:$strict_port" --sync never "${tls[@]}" --tls required 2>"$work/strict.log" &
     strict=$!
-    for _ in $(seq 50); do
-        pg_isready -q -h 127.0.0.1 -p "$strict_port" 2>/dev/null && break
-        sleep 0.1
-    done
+    wait_ready "$strict_port"
     if PGSSLMODE=disable psql -X -p "$strict_port" -c "SELECT 1" >/dev/null 2>"$work/strict.err"; then
         echo "a plaintext client was served with --tls required" >&2
         kill -TERM "$strict"
