@@ -28,6 +28,9 @@ wait_ready() {
         pg_isready -q -h 127.0.0.1 -p "$1" 2>/dev/null && return 0
         sleep 0.1
     done
+    echo "pg-clients: no server answered on port $1" >&2
+    cat "$work"/*.log >&2 2>/dev/null || true
+    return 1
 }
 port="$(free_port)"
 # TLS for clients that ask, when openssl can make a certificate.
