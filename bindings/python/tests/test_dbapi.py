@@ -5,7 +5,9 @@ standard `sqlite3` module on the same script."""
 import datetime
 import decimal
 import sqlite3
+import sys
 import threading
+import time
 
 import pytest
 
@@ -285,17 +287,22 @@ def test_the_gil_is_released_while_a_statement_runs(conn):
     def spin():
         while not stop.is_set():
             ticks[0] += 1
+            time.sleep(0)  # hands the GIL back at once to a thread that waits for it
 
+    # With a switch interval far longer than the query, the spinner can run while this thread
+    # is busy only if this thread gives the GIL up: as the native call does while it runs.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(5)
     spinner = threading.Thread(target=spin)
-    spinner.start()
     try:
+        spinner.start()
         before = ticks[0]
-        # Long enough to span many GIL switch intervals (5 ms).
         count = conn.execute("SELECT count(*) FROM generate_series(1, 3000000)").fetchone()[0]
         during = ticks[0] - before
     finally:
         stop.set()
         spinner.join()
+        sys.setswitchinterval(interval)
     assert count == 3_000_000
     assert during > 0, "another Python thread ran while the query did"
 

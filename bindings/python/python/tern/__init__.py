@@ -15,7 +15,6 @@ one raises `OperationalError` with `sqlstate == "40001"`; run the transaction ag
 from __future__ import annotations
 
 import datetime
-import decimal
 import os
 import threading
 import weakref
