@@ -243,12 +243,10 @@ pub struct Connection {
 /// Statements [`Connection::run_cached`] keeps parsed and planned.
 pub const STATEMENT_CACHE_SIZE: usize = 64;
 
-/// A statement of the connection's cache, with its result columns' declared types and the
-/// catalog they were found in.
+/// A statement of the connection's cache.
 struct CachedStatement {
     sql: String,
     statement: tern_sql::Statement,
-    types: Option<(Arc<tern_sql::catalog::Catalog>, Vec<Option<String>>)>,
 }
 
 impl Connection {
@@ -323,25 +321,13 @@ impl Connection {
         };
         let mut entry = match found {
             Some(entry) => entry,
-            None => {
-                CachedStatement { sql: sql.to_string(), statement: self.session.borrow().prepare(sql)?, types: None }
-            }
+            None => CachedStatement { sql: sql.to_string(), statement: self.session.borrow().prepare(sql)? },
         };
         let result = self.run_prepared(&mut entry.statement, &values);
+        // A query that ran is described from the plan it kept (no second binding). The
+        // statement has run: a description that fails is unknown types, not an error.
         let types = match &result {
-            Ok(Outcome::Rows(_)) => {
-                let catalog = self.session.borrow().catalog();
-                match &entry.types {
-                    Some((seen, types)) if Arc::ptr_eq(seen, &catalog) => types.clone(),
-                    _ => {
-                        // The statement has run: a description that fails is unknown types,
-                        // not an error for a statement that succeeded.
-                        let types = declared_types(&self.session.borrow(), &entry.statement).unwrap_or_default();
-                        entry.types = Some((catalog, types.clone()));
-                        types
-                    }
-                }
-            }
+            Ok(Outcome::Rows(_)) => declared_types(&self.session.borrow(), &entry.statement).unwrap_or_default(),
             _ => Vec::new(),
         };
         let mut cache = self.statements.borrow_mut();
