@@ -804,11 +804,11 @@ impl Inner {
         let mut sequence = wal.last_sequence;
         let mut last = Vec::with_capacity(group.len());
         wal.buffer.clear();
+        // One record for the whole group: it is synced as one, and a log whose records are each
+        // synced before the next is written can tell a torn tail from damage (see `wal`).
+        wal::encode_record(&mut wal.buffer, sequence + 1, group.iter().map(|member| &member.batch));
         for member in group {
-            if !member.batch.is_empty() {
-                wal::encode_record(&mut wal.buffer, sequence + 1, &member.batch);
-                sequence += member.batch.count as u64;
-            }
+            sequence += member.batch.count as u64;
             last.push(sequence);
         }
         if sequence >= MAX_SEQUENCE {

@@ -2,13 +2,18 @@
 //! being written to a table.
 //!
 //! ```text
-//! file   := header (16 bytes: "TERNWAL\0", format u32, 0 u32) | record*
-//! record := crc32c u32 (of everything after it) | len u32 | first_sequence u64 | count u32 | batch
+//! file   := header (16 bytes: "TERNWAL\0", format u32, flags u32) | record*
+//! record := crc32c u32 (of everything after it) | len u32 | first_sequence u64 | count u32 | batch*
 //! ```
-//! One record per write batch; a write group appends its records with one write and, under
-//! the default policy, one fsync. Recovery reads records until the first one that is short,
-//! fails its checksum or does not continue the sequence numbers: that is the torn tail of a
-//! crash, and everything before it is replayed.
+//! One record per write group (the batches of the group, one after the other), appended with
+//! one write and, under the default policy, one fsync. Recovery reads records until the first
+//! one that is short, fails its checksum or does not continue the sequence numbers: that is the
+//! torn tail of a crash, and everything before it is replayed.
+//!
+//! Flag [`SYNCED_RECORDS`] says that every record was synced before the next one was written
+//! (`SyncPolicy::EveryCommit`). In such a log a crash can tear only the last record, so a
+//! damaged record followed by a good later one is not a torn tail but damage to acknowledged
+//! commits: replay fails with a corruption error naming the record instead of dropping them.
 //!
 //! Under `SyncPolicy::EveryCommit` the log grows in zero-filled chunks of
 //! [`PREALLOCATION`] bytes written ahead of the records: an append then overwrites blocks the
@@ -31,6 +36,8 @@ pub const HEADER_SIZE: u64 = 16;
 pub const RECORD_OVERHEAD: usize = 20;
 /// The chunk a preallocating log grows by.
 pub const PREALLOCATION: u64 = 1 << 20;
+/// Header flag: each record was synced before the next was written.
+pub const SYNCED_RECORDS: u32 = 1;
 
 /// The log file being appended to.
 pub struct Wal {
@@ -56,7 +63,9 @@ impl Wal {
         let mut header = Vec::with_capacity(HEADER_SIZE as usize);
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&FORMAT.to_le_bytes());
-        header.extend_from_slice(&0u32.to_le_bytes());
+        // A preallocating log is the EveryCommit one: each record is synced before the next.
+        let flags = if preallocate { SYNCED_RECORDS } else { 0 };
+        header.extend_from_slice(&flags.to_le_bytes());
         file.write_all_at(&header, 0).map_err(|error| Error::io("write", path, error))?;
         file.sync().map_err(|error| Error::io("sync", path, error))?;
         vfs.sync_directory(path).map_err(|error| Error::io("sync directory of", path, error))?;
@@ -90,13 +99,23 @@ impl Wal {
     }
 }
 
-/// Appends one record for `batch` starting at `first_sequence` to `out`.
-pub fn encode_record(out: &mut Vec<u8>, first_sequence: u64, batch: &WriteBatch) {
+/// Appends one record holding `batches` (in order, with consecutive sequences from
+/// `first_sequence`) to `out`. Empty batches are skipped; nothing is written if all are empty.
+pub fn encode_record<'a>(out: &mut Vec<u8>, first_sequence: u64, batches: impl IntoIterator<Item = &'a WriteBatch>) {
     let start = out.len();
     out.extend_from_slice(&[0; 8]);
     out.extend_from_slice(&first_sequence.to_le_bytes());
-    out.extend_from_slice(&batch.count.to_le_bytes());
-    out.extend_from_slice(&batch.data);
+    out.extend_from_slice(&[0; 4]);
+    let mut count = 0u32;
+    for batch in batches {
+        count += batch.count;
+        out.extend_from_slice(&batch.data);
+    }
+    if count == 0 {
+        out.truncate(start);
+        return;
+    }
+    out[start + 16..start + 20].copy_from_slice(&count.to_le_bytes());
     let len = (out.len() - start - 8) as u32;
     out[start + 4..start + 8].copy_from_slice(&len.to_le_bytes());
     let crc = crc32c::crc32c(&out[start + 4..]);
@@ -152,6 +171,7 @@ pub fn replay(
     if format != FORMAT {
         return Err(Error::NotAnLsm(format!("{}: log format {format} is not supported", path.display())));
     }
+    let synced_records = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) & SYNCED_RECORDS != 0;
     let mut offset = HEADER_SIZE as usize;
     while offset < bytes.len() {
         let stop = |reason: &str| Some((offset as u64, reason.to_string()));
@@ -191,5 +211,36 @@ pub fn replay(
         *after = last;
         offset += 8 + len;
     }
+    if let Some((stop, reason)) = &result.tail
+        && synced_records
+        && let Some(later) = later_record(&bytes, *stop as usize, *after)
+    {
+        return Err(Error::corruption(
+            format!("log {}", path.display()),
+            format!(
+                "the record at offset {stop} (sequence {}) is damaged ({reason}), but a later record at offset \
+                 {later} survives: acknowledged commits are in the damaged part",
+                *after + 1
+            ),
+        ));
+    }
     Ok(result)
+}
+
+/// The offset of the first intact record after the damaged one at `damaged` whose sequence
+/// comes after `after` (the last one replayed), if any. Candidates are filtered by their
+/// sequence before their checksum is computed, so the scan costs little per byte.
+fn later_record(bytes: &[u8], damaged: usize, after: u64) -> Option<usize> {
+    let plausible = |sequence: u64| sequence > after.saturating_add(1) && sequence - after <= 1 << 40;
+    (damaged + 1..bytes.len().saturating_sub(RECORD_OVERHEAD)).find(|&offset| {
+        let first_sequence = u64::from_le_bytes(bytes[offset + 8..offset + 16].try_into().expect("8 bytes"));
+        if !plausible(first_sequence) {
+            return false;
+        }
+        let crc = u32::from_le_bytes(bytes[offset..offset + 4].try_into().expect("4 bytes"));
+        let len = u32::from_le_bytes(bytes[offset + 4..offset + 8].try_into().expect("4 bytes")) as usize;
+        len >= RECORD_OVERHEAD - 8
+            && len <= bytes.len() - offset - 8
+            && crc32c::crc32c(&bytes[offset + 4..offset + 8 + len]) == crc
+    })
 }
