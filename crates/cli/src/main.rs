@@ -1,8 +1,11 @@
 //! The `tern` command: `shell` (interactive SQL), `serve` (PostgreSQL wire protocol),
-//! `import` and `export` (CSV and JSON for scripts), `bench` (workloads against their peers) and `slt` (SQL conformance scripts).
+//! `import` and `export` (CSV and JSON for scripts), `check` (integrity check), `torture`
+//! (crash harness), `bench` (workloads against their peers) and `slt` (SQL conformance scripts).
 
+mod check;
 mod serve;
 mod shell;
+mod torture;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -51,6 +54,15 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ExportFormat::Csv)]
         format: ExportFormat,
     },
+    /// Check a database file: page checksums, the allocation bitmap, tables, the catalog
+    /// and every index. Lists each problem; exits with status 1 if there is any.
+    Check {
+        /// The database file.
+        file: PathBuf,
+    },
+    /// Torture tests against real processes and files.
+    #[command(subcommand)]
+    Torture(TortureCommand),
     /// Serve a data directory to PostgreSQL clients (psql, libpq, JDBC, pgbench, ...).
     Serve(serve::ServeArgs),
     /// Run a workload against Tern and a peer on the same data, and report the ratio.
@@ -65,6 +77,16 @@ enum ExportFormat {
     Csv,
     /// A JSON array of objects.
     Json,
+}
+
+#[derive(Debug, Subcommand)]
+enum TortureCommand {
+    /// Kill a process running a SQL workload with SIGKILL at random moments, again and again;
+    /// after each kill, reopen and check that no acknowledged commit is lost or corrupt.
+    Crash(torture::CrashArgs),
+    /// The process `crash` kills (internal).
+    #[command(hide = true)]
+    CrashChild(torture::ChildArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -107,6 +129,17 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             tern_bench::run(&args).with_context(|| format!("tern bench {name} failed"))?;
         }
         Command::Slt(args) => run_slt(&args)?,
+        Command::Check { file } => return check::run(&file, &mut std::io::stdout().lock()),
+        Command::Torture(TortureCommand::Crash(args)) => {
+            let summary = torture::run(&args, &mut std::io::stdout().lock())?;
+            println!(
+                "crash torture: {} iterations, {} acknowledged inserts all present, balances intact, integrity check clean ({:.0} s)",
+                summary.iterations,
+                summary.acknowledged,
+                summary.elapsed.as_secs_f64()
+            );
+        }
+        Command::Torture(TortureCommand::CrashChild(args)) => torture::child(&args)?,
         Command::Serve(args) => serve::run(args)?,
         Command::Import { csv, table, database } => {
             let db = shell::open_database(&database)?;

@@ -27,7 +27,7 @@ mod version;
 mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, LevelStats, Snapshot, Stats, log_paths};
+pub use db::{Db, IntegrityReport, LevelStats, Snapshot, Stats, log_paths};
 pub use error::{Error, Result};
 pub use iter::DbIter;
 pub use options::{MAX_MEMTABLE_SIZE, Options, SyncPolicy};

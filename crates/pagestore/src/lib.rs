@@ -42,4 +42,4 @@ pub use numa::NumaMode;
 pub use page::{PageId, PageKind};
 pub use pool::{BufferPool, PageReadGuard, PageWriteGuard, PoolStats};
 pub use storage::PageFile;
-pub use vfs::{FaultKind, FaultOp, FaultVfs, MemoryVfs, OsVfs, Vfs};
+pub use vfs::{FaultKind, FaultOp, FaultVfs, MemoryVfs, OsVfs, PowerLossReport, PowerLossVfs, Vfs};

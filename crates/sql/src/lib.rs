@@ -19,6 +19,7 @@ pub mod array;
 pub mod bind;
 pub mod cache;
 pub mod catalog;
+pub mod check;
 pub mod codec;
 pub mod datetime;
 pub mod decimal;
@@ -35,6 +36,7 @@ pub mod slt;
 pub mod system;
 pub mod value;
 
+pub use check::IntegrityReport;
 pub use describe::{Description, SqlType};
 pub use error::{Error, Result};
 pub use session::{Database, InterruptHandle, Options, Outcome, Session, Statement};

@@ -34,7 +34,7 @@ mod types;
 
 pub use options::{MIN_MEMORY_BUDGET, Options, Sizes, SyncPolicy};
 pub use rows::{ColumnIndex, Row, Rows};
-pub use tern_sql::{Error, InterruptHandle, Value};
+pub use tern_sql::{Error, IntegrityReport, InterruptHandle, Value};
 pub use types::{FromSql, Params, ToSql};
 
 /// Results of the embedded API.
@@ -87,6 +87,31 @@ impl Database {
         let (engine_options, memory) = options.engine_options_and_sizes()?;
         let engine = tern_sql::Database::open_with(vfs, Path::new("memory.tern"), engine_options)?;
         Ok(Database { engine, memory })
+    }
+
+    /// Opens (or creates) the database at `path` on the file system `vfs`: an in-memory one,
+    /// or one that injects faults, as the reliability tests do.
+    pub fn open_with(vfs: Arc<dyn tern_pagestore::Vfs>, path: impl AsRef<Path>, options: Options) -> Result<Database> {
+        let (engine_options, memory) = options.engine_options_and_sizes()?;
+        let engine = tern_sql::Database::open_with(vfs, path.as_ref(), engine_options)?;
+        Ok(Database { engine, memory })
+    }
+
+    /// Checks the whole database, as `tern check` does, and lists every problem: page
+    /// checksums, the allocation bitmap against the tables, table order and filters, the
+    /// catalog against the data, and every index against its table. Run it with no other
+    /// connection writing.
+    ///
+    /// ```
+    /// let db = tern::Database::open_in_memory()?;
+    /// db.connect().execute_batch("CREATE TABLE t(x UNIQUE); INSERT INTO t VALUES (1), (2)")?;
+    /// let report = db.integrity_check()?;
+    /// assert!(report.is_ok(), "{:?}", report.problems);
+    /// assert_eq!((report.rows, report.index_entries), (2, 2));
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn integrity_check(&self) -> Result<IntegrityReport> {
+        self.engine.integrity_check()
     }
 
     /// A new connection: its own transaction state, to be used from one thread at a time.

@@ -270,6 +270,11 @@ impl TxnDb {
         Ok(self.shared.db.check()?)
     }
 
+    /// The LSM's full check, listing every problem ([`tern_lsm::Db::integrity_check`]).
+    pub fn integrity_check(&self) -> Result<tern_lsm::IntegrityReport> {
+        Ok(self.shared.db.integrity_check()?)
+    }
+
     /// Writes the memtable out and waits for compactions, e.g. before measuring.
     pub fn flush(&self) -> Result<()> {
         self.shared.db.flush()?;

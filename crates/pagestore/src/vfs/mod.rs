@@ -1,17 +1,21 @@
 //! The file system seen by the page store. Everything the store does to disk goes through
 //! [`Vfs`] and [`VfsFile`], so that tests can run in memory and inject faults.
 //!
-//! Three implementations: [`OsVfs`] (the real file: `pread`/`pwrite`, optional `O_DIRECT`),
-//! [`MemoryVfs`] (files are byte vectors) and [`FaultVfs`] (wraps another one and fails the Nth
-//! read, write or sync with EIO or ENOSPC, or tears a write at a chosen byte).
+//! Four implementations: [`OsVfs`] (the real file: `pread`/`pwrite`, optional `O_DIRECT`),
+//! [`MemoryVfs`] (files are byte vectors), [`FaultVfs`] (wraps another one and fails the Nth
+//! read, write or sync with EIO or ENOSPC, or tears a write at a chosen byte) and
+//! [`PowerLossVfs`] (in memory, keeps unsynced writes apart and loses or tears them at a
+//! simulated power cut).
 
 mod fault;
 mod memory;
 mod os;
+mod power;
 
 pub use fault::{FaultKind, FaultOp, FaultVfs};
 pub use memory::MemoryVfs;
 pub use os::OsVfs;
+pub use power::{PowerLossReport, PowerLossVfs};
 
 use std::io;
 use std::path::Path;

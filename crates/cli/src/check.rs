@@ -1,0 +1,65 @@
+//! `tern check FILE`: opens the database and runs its integrity check, like SQLite's
+//! `PRAGMA integrity_check`; prints what was checked and every problem, and exits non-zero if
+//! there is any (or if the file does not open).
+
+use std::io::Write;
+use std::path::Path;
+
+/// Exit status when problems were found.
+pub const PROBLEMS: u8 = 1;
+
+/// Checks the database at `path`; writes the report to `out` and returns the exit status.
+pub fn run(path: &Path, out: &mut dyn Write) -> anyhow::Result<u8> {
+    if !path.exists() {
+        anyhow::bail!("no database at {}", path.display());
+    }
+    writeln!(out, "checking {}", path.display())?;
+    // Opening replays the write-ahead log, so what is checked is the database as recovered.
+    let report = match tern::Database::open(path, tern::Options::default()) {
+        Ok(db) => db.integrity_check(),
+        Err(error) => Err(error),
+    };
+    let report = match report {
+        Ok(report) => report,
+        Err(error) => {
+            writeln!(out, "problem: the database does not open: {error}")?;
+            // Still list every damaged page, from the page store alone.
+            let mut count = 1;
+            match tern_pagestore::BufferPool::open(path, tern_pagestore::PoolConfig::with_size(1 << 20)) {
+                Ok(pool) => {
+                    let damaged = pool.verify_allocated_pages();
+                    writeln!(out, "pages: {} allocated, {} damaged", pool.allocated_pages().len(), damaged.len())?;
+                    for (_, error) in &damaged {
+                        writeln!(out, "problem: {error}")?;
+                    }
+                    count += damaged.len();
+                }
+                Err(error) => writeln!(out, "the page store does not open either: {error}")?,
+            }
+            writeln!(out, "{count} problem{}", if count == 1 { "" } else { "s" })?;
+            return Ok(PROBLEMS);
+        }
+    };
+    let storage = &report.storage;
+    writeln!(
+        out,
+        "storage: {} pages verified, {} tables with {} entries",
+        storage.pages, storage.tables, storage.entries
+    )?;
+    writeln!(
+        out,
+        "sql: {} tables with {} rows, {} indexes with {} entries",
+        report.tables, report.rows, report.indexes, report.index_entries
+    )?;
+    for problem in &report.problems {
+        writeln!(out, "problem: {problem}")?;
+    }
+    if report.is_ok() {
+        writeln!(out, "ok")?;
+        Ok(0)
+    } else {
+        let count = report.problems.len();
+        writeln!(out, "{count} problem{}", if count == 1 { "" } else { "s" })?;
+        Ok(PROBLEMS)
+    }
+}
