@@ -55,6 +55,11 @@ impl Error {
         }
     }
 
+    /// True if the disk was full (the write was not made durable).
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, Error::DiskFull { .. } | Error::PageStore(tern_pagestore::Error::DiskFull { .. }))
+    }
+
     pub(crate) fn corruption(what: impl Into<String>, detail: impl Into<String>) -> Error {
         Error::Corruption { what: what.into(), detail: detail.into() }
     }

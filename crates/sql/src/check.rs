@@ -83,17 +83,33 @@ impl Database {
         };
         check_catalog(&catalog, &mut report.problems);
         let exec = Executor::new(&mut txn, &[], usize::MAX);
+        // A read that fails (a damaged page) ends the check of that object, not of the rest.
+        let unreadable = |object: String, error: crate::Error, problems: &mut Vec<String>| {
+            problems.push(format!("{object}: reading it failed: {}", error.message));
+        };
         for table in catalog.tables.values() {
             report.tables += 1;
             let indexes = catalog.table_indexes(&table.name);
             let mut expected: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); indexes.len()];
-            report.rows += check_rows(&exec, table, &indexes, &mut expected, &mut report.problems)?;
+            match check_rows(&exec, table, &indexes, &mut expected, &mut report.problems) {
+                Ok(rows) => report.rows += rows,
+                Err(error) => {
+                    unreadable(format!("table {}", table.name), error, &mut report.problems);
+                    report.indexes += indexes.len();
+                    continue; // the expected entries are incomplete
+                }
+            }
             for (index, expected) in indexes.iter().zip(expected) {
                 report.indexes += 1;
-                report.index_entries += check_index(&exec, index, &table.name, expected, &mut report.problems)?;
+                match check_index(&exec, index, &table.name, expected, &mut report.problems) {
+                    Ok(entries) => report.index_entries += entries,
+                    Err(error) => unreadable(format!("index {}", index.name), error, &mut report.problems),
+                }
             }
         }
-        check_orphans(&exec, &catalog, &mut report.problems)?;
+        if let Err(error) = check_orphans(&exec, &catalog, &mut report.problems) {
+            unreadable("the key space".into(), error, &mut report.problems);
+        }
         Ok(report)
     }
 }

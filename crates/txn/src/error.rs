@@ -72,7 +72,9 @@ impl Error {
         match self {
             Error::Serialization(_) => "40001",
             Error::Storage(error) if error.is_corruption() => "XX001",
-            Error::Storage(tern_lsm::Error::DiskFull { .. }) => "53100",
+            Error::CommitFailed(error) if error.is_corruption() => "XX001",
+            Error::Storage(error) if error.is_disk_full() => "53100",
+            Error::CommitFailed(error) if error.is_disk_full() => "53100",
             Error::Storage(_) | Error::CommitFailed(_) => "58030",
             Error::TooLarge { .. } => "54000",
             Error::Finished => "25000",
