@@ -92,7 +92,10 @@ pub struct Binder<'c> {
     next_subquery: Cell<usize>,
     ctes: Vec<HashMap<String, Arc<CteDef>>>,
     working_tables: Vec<WorkingTable>,
+    /// Queries (subqueries, views, CTEs) being bound, one inside the other.
     depth: usize,
+    /// Expressions being bound, one inside the other (counted on through subqueries).
+    expression_depth: usize,
     /// Highest parameter number seen (1-based), and named parameters in order of appearance.
     pub parameter_count: usize,
     pub named_parameters: Vec<String>,
@@ -190,6 +193,7 @@ impl<'c> Binder<'c> {
             ctes: Vec::new(),
             working_tables: Vec::new(),
             depth: 0,
+            expression_depth: 0,
             parameter_count: 0,
             named_parameters: Vec::new(),
         }
@@ -376,6 +380,11 @@ impl<'c> Binder<'c> {
     }
 
     fn bind_set_expr(&mut self, body: &ast::SetExpr, holder: &Scope) -> Result<(Plan, Vec<OutputColumn>)> {
+        // A compound SELECT recurses once per term (at most MAX_COMPOUND_SELECT).
+        crate::limits::with_stack(|| self.bind_set_expr_inner(body, holder))
+    }
+
+    fn bind_set_expr_inner(&mut self, body: &ast::SetExpr, holder: &Scope) -> Result<(Plan, Vec<OutputColumn>)> {
         match body {
             ast::SetExpr::Select(select) => self.bind_select(select, &[], None, holder),
             ast::SetExpr::Query(query) => self.bind_query_in(query, holder),
@@ -722,6 +731,13 @@ impl<'c> Binder<'c> {
                 holder.correlated.set(true);
             }
             return Ok((plan, Vec::new()));
+        }
+        let tables: usize = from.iter().map(|item| 1 + item.joins.len()).sum();
+        if tables > crate::limits::MAX_JOIN_TABLES {
+            return Err(Error::program_limit(format!(
+                "statement too complex: {tables} tables in one FROM clause (at most {})",
+                crate::limits::MAX_JOIN_TABLES
+            )));
         }
         // Only plain inner joins (comma, JOIN ... ON) are reordered; outer joins keep syntax order.
         let reorderable = from.iter().all(|item| {
@@ -1071,16 +1087,21 @@ impl<'c> Binder<'c> {
     }
 
     pub fn bind_expr(&mut self, expr: &ast::Expr, scope: &Scope) -> Result<Expr> {
-        self.depth += 1;
-        if self.depth > crate::limits::MAX_EXPRESSION_DEPTH {
-            self.depth -= 1;
+        self.expression_depth += 1;
+        if self.expression_depth > crate::limits::MAX_EXPRESSION_DEPTH {
+            self.expression_depth -= 1;
             return Err(Error::program_limit("expression is nested too deeply"));
         }
         let result = crate::limits::with_stack(|| self.bind_expr_inner(expr, scope)).map_err(|error| {
+            // The innermost expression with a position names the place (a span is computed
+            // from the whole subtree, so each enclosing level computing it again is quadratic).
+            if error.position.is_some() {
+                return error;
+            }
             let span = expr.span();
             error.at(span.start.line, span.start.column)
         });
-        self.depth -= 1;
+        self.expression_depth -= 1;
         result
     }
 

@@ -81,6 +81,16 @@ impl Error {
     pub fn out_of_memory(limit: usize) -> Error {
         Error::new("53200", format!("query needs more than its memory limit of {limit} bytes"))
     }
+    /// A string or blob would exceed the size a value may have.
+    pub fn value_too_large(bytes: usize) -> Error {
+        Error::new(
+            "54000",
+            format!(
+                "a value of {bytes} bytes would exceed the limit of {} bytes (or the query memory limit)",
+                crate::limits::MAX_VALUE_BYTES
+            ),
+        )
+    }
     pub fn program_limit(message: impl Into<String>) -> Error {
         Error::new("54001", message)
     }

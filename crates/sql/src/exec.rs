@@ -80,6 +80,15 @@ pub struct NodeProfile {
     pub time: std::time::Duration,
 }
 
+/// Bytes of a value's text form, at least (numbers: an upper bound).
+fn text_bytes(value: &Value) -> usize {
+    match value {
+        Value::Text(text) => text.len(),
+        Value::Blob(bytes) => bytes.len(),
+        _ => 32,
+    }
+}
+
 fn row_bytes(row: &[Value]) -> usize {
     row.iter()
         .map(|value| match value {
@@ -262,6 +271,15 @@ impl<'t> Executor<'t> {
     pub fn finish(self) -> Result<()> {
         // All or nothing: a statement that fails here leaves no trace in the transaction.
         self.txn.into_inner().write_all(self.overlay.into_inner())?;
+        Ok(())
+    }
+
+    /// Refuses to build a value larger than [`crate::limits::MAX_VALUE_BYTES`] or the query's
+    /// memory limit (54000), before its bytes are allocated.
+    fn check_value_size(&self, bytes: usize) -> Result<()> {
+        if bytes > crate::limits::MAX_VALUE_BYTES.min(self.memory_limit) {
+            return Err(Error::value_too_large(bytes));
+        }
         Ok(())
     }
 
@@ -689,6 +707,9 @@ impl<'t> Executor<'t> {
                             };
                             if keep {
                                 matched = true;
+                                if output.len() % 4096 == 4095 {
+                                    self.charge(4096 * row_bytes(&combined))?;
+                                }
                                 output.push(combined);
                             }
                             Ok(true)
@@ -1217,6 +1238,11 @@ impl<'t> Executor<'t> {
                     let right = self.eval(right, env)?;
                     compare(*op, &left, &right)
                 }
+                BinaryOp::Concat => {
+                    let (left, right) = (self.eval(left, env)?, self.eval(right, env)?);
+                    self.check_value_size(text_bytes(&left) + text_bytes(&right))?;
+                    functions::arithmetic(BinaryOp::Concat, &left, &right)?
+                }
                 op => functions::arithmetic(*op, &self.eval(left, env)?, &self.eval(right, env)?)?,
             },
             Expr::Is { left, right, negated } => {
@@ -1337,7 +1363,18 @@ impl<'t> Executor<'t> {
                 if value.is_null() || pattern.is_null() {
                     return Ok(Value::Null);
                 }
-                let matched = functions::like(&value.to_text(), &pattern.to_text(), escape, *glob);
+                let pattern = pattern.to_text();
+                if pattern.len() > crate::limits::MAX_LIKE_PATTERN_BYTES {
+                    return Err(Error::new(
+                        "54000",
+                        format!(
+                            "LIKE or GLOB pattern of {} bytes is too complex (at most {})",
+                            pattern.len(),
+                            crate::limits::MAX_LIKE_PATTERN_BYTES
+                        ),
+                    ));
+                }
+                let matched = functions::like(&value.to_text(), &pattern, escape, *glob);
                 Value::Integer(i64::from(matched != *negated))
             }
             Expr::Function(function, args) => match function {
@@ -1362,6 +1399,7 @@ impl<'t> Executor<'t> {
                     if functions::is_volatile(*function, &values) {
                         self.volatile.set(true);
                     }
+                    self.check_value_size(functions::result_bytes(*function, &values))?;
                     match function {
                         ScalarFunction::CurrentSetting
                         | ScalarFunction::Version
@@ -1603,7 +1641,11 @@ impl Accumulator {
                     }
                 }
                 *any = true;
-                text.push_str(&functions::text_of(&value));
+                let value = functions::text_of(&value);
+                if text.len() + value.len() > crate::limits::MAX_VALUE_BYTES {
+                    return Err(Error::value_too_large(text.len() + value.len()));
+                }
+                text.push_str(&value);
             }
             Accumulator::Array { elements, distinct } => {
                 if Self::first_time(distinct, &value) {
@@ -1685,7 +1727,13 @@ struct Grouping {
     /// SQLite: with exactly one min() or max(), bare columns come from the row where that
     /// extreme was found (the first such row on ties).
     extreme: Option<usize>,
+    /// Bytes the groups took (keys, and the arguments DISTINCT, group_concat and array_agg
+    /// keep) that are not charged to the memory limit yet.
+    uncharged: usize,
 }
+
+/// Bytes of groups a [`Grouping`] gathers before charging them.
+const GROUPING_CHARGE_BYTES: usize = 64 * 1024;
 
 impl Grouping {
     fn new(aggregates: &[AggregateCall]) -> Grouping {
@@ -1696,7 +1744,7 @@ impl Grouping {
             (Some((index, _)), None) => Some(index),
             _ => None,
         };
-        Grouping { groups: HashMap::new(), keys: Vec::new(), states: Vec::new(), extreme }
+        Grouping { groups: HashMap::new(), keys: Vec::new(), states: Vec::new(), extreme, uncharged: 0 }
     }
 
     fn add(
@@ -1713,12 +1761,11 @@ impl Grouping {
         let index = match self.groups.get(&key) {
             Some(&index) => index,
             None => {
+                // The key twice (encoded in the map, as values in the row) and the states.
+                self.uncharged += key.len() + row_bytes(&group_values) + 64 * aggregates.len();
                 self.groups.insert(key, self.keys.len());
                 self.keys.push(group_values);
                 self.states.push(aggregates.iter().map(Accumulator::new).collect());
-                if self.keys.len().is_multiple_of(1024) {
-                    exec.charge(1024 * (64 + 64 * aggregates.len()))?;
-                }
                 self.keys.len() - 1
             }
         };
@@ -1738,6 +1785,9 @@ impl Grouping {
                 continue;
             }
             let args = call.args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
+            if call.distinct || matches!(call.function, AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg) {
+                self.uncharged += row_bytes(&args);
+            }
             match (state, take_bare) {
                 (Accumulator::Any(value), Some(true)) => *value = args.into_iter().next().unwrap_or(Value::Null),
                 (Accumulator::Any(_), Some(false)) => {}
@@ -1745,6 +1795,9 @@ impl Grouping {
                     state.add(args)?;
                 }
             }
+        }
+        if self.uncharged >= GROUPING_CHARGE_BYTES {
+            exec.charge(std::mem::take(&mut self.uncharged))?;
         }
         Ok(())
     }

@@ -184,6 +184,39 @@ pub fn is_volatile(function: ScalarFunction, args: &[Value]) -> bool {
     }
 }
 
+/// At least as many bytes as the result of `function` on `args` takes, for the functions whose
+/// result can outgrow their arguments (0 for the others): checked against the value limit
+/// before the result is built.
+pub fn result_bytes(function: ScalarFunction, args: &[Value]) -> usize {
+    use ScalarFunction::*;
+    let bytes = |index: usize| match args.get(index) {
+        Some(Value::Text(text)) => text.len(),
+        Some(Value::Blob(bytes)) => bytes.len(),
+        Some(_) => 32,
+        None => 0,
+    };
+    match function {
+        Replace => match (args.first(), args.get(1)) {
+            (Some(text), Some(pattern)) if !text.is_null() && !pattern.is_null() => {
+                let (text, pattern) = (text.to_text(), pattern.to_text());
+                let grows = bytes(2).saturating_sub(pattern.len());
+                if pattern.is_empty() || grows == 0 {
+                    return 0;
+                }
+                text.len().saturating_add(text.matches(pattern.as_str()).count().saturating_mul(grows))
+            }
+            _ => 0,
+        },
+        Concat => (0..args.len()).map(bytes).fold(0, usize::saturating_add),
+        Hex | Quote => bytes(0).saturating_mul(2).saturating_add(3),
+        Upper | Lower => bytes(0).saturating_mul(3),
+        Char => args.len().saturating_mul(4),
+        // Each element (at least a byte of the array's text) may become the NULL text.
+        ArrayToString => bytes(0).saturating_mul(1 + bytes(1) + if args.len() > 2 { bytes(2) } else { 0 }),
+        _ => 0,
+    }
+}
+
 pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
     use ScalarFunction::*;
     let arg = |index: usize| args.get(index).cloned().unwrap_or(Value::Null);

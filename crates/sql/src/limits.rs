@@ -12,6 +12,25 @@ pub const MAX_QUERY_DEPTH: usize = 64;
 /// and OR build left-deep trees, so this is what bounds binder and evaluator recursion.
 pub const MAX_EXPRESSION_DEPTH: usize = 1000;
 
+/// Terms of one statement's compound SELECTs (SQLite's SQLITE_MAX_COMPOUND_SELECT): the parser
+/// builds `a UNION b UNION c ...` as a left-deep tree, one level per term.
+pub const MAX_COMPOUND_SELECT: usize = 500;
+
+/// Columns of a table (SQLite's SQLITE_MAX_COLUMN; 54011 beyond, as in PostgreSQL): the whole
+/// catalog is one key-value entry, and every row carries every column.
+pub const MAX_COLUMNS: usize = 2000;
+
+/// Tables one FROM clause joins (SQLite's limit): the plan is a join tree as deep as the list,
+/// and planning, running and dropping it recurse along it.
+pub const MAX_JOIN_TABLES: usize = 64;
+
+/// Operator tokens on any path through a statement's brackets (each level counting the tokens
+/// of its open expression): an upper bound on the left-deep operator chains the parser builds
+/// before [`MAX_EXPRESSION_DEPTH`] can be checked, small enough that dropping such a tree
+/// inside the parser (after a syntax error) fits its stack (half of `PARSE_STACK` at least,
+/// which holds about 100,000 levels in unoptimized builds).
+pub const MAX_OPERATOR_TOKENS: usize = 50_000;
+
 /// Stack kept free before a recursive step of parsing, binding or evaluation; below it the
 /// step runs on a new stack segment, so deep but legal statements work on any thread's stack.
 const STACK_RED_ZONE: usize = 1024 * 1024;
@@ -36,6 +55,15 @@ pub const MAX_CACHED_REGEXES: usize = 16;
 
 /// Savepoints one transaction may hold (each an undo frame in the transaction).
 pub const MAX_SAVEPOINTS: usize = 1024;
+
+/// Bytes a string or blob computed by a query may have (a lower query memory limit lowers it):
+/// `replace()` multiplies lengths, so a short statement could otherwise ask for terabytes.
+/// Stored values are far smaller (the key-value store's limit).
+pub const MAX_VALUE_BYTES: usize = 256 << 20;
+
+/// Bytes of a LIKE or GLOB pattern (SQLite's SQLITE_MAX_LIKE_PATTERN_LENGTH): matching costs
+/// up to the text's length times the pattern's.
+pub const MAX_LIKE_PATTERN_BYTES: usize = 50_000;
 
 /// Rows `generate_series` may produce: a bound on one statement's work.
 pub const MAX_SERIES_ROWS: i64 = 100_000_000;

@@ -315,13 +315,188 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
         .map_err(|error| Error::from(sqlparser::parser::ParserError::TokenizerError(error.to_string())))?;
     number_anonymous_parameters(&mut tokens);
     let tokens = rewrite_sqlite_forms(tokens);
+    check_chains(&tokens)?;
     let short = tokens.len() <= crate::limits::SHORT_STATEMENT_TOKENS;
-    let parse = move || -> Result<Vec<ast::Statement>> {
-        let parser = sqlparser::parser::Parser::new(dialect).with_recursion_limit(crate::limits::MAX_PARSE_DEPTH);
-        Ok(parser.with_tokens_with_locations(tokens).parse_statements()?)
+    let parse = |tokens: Vec<sqlparser::tokenizer::TokenWithSpan>, depth: usize| -> Result<Vec<ast::Statement>> {
+        let parser = sqlparser::parser::Parser::new(dialect).with_recursion_limit(depth);
+        let mut statements = parser.with_tokens_with_locations(tokens).parse_statements()?;
+        cut_deep_expressions(&mut statements)?;
+        Ok(statements)
     };
     // A short statement cannot nest deeply: it parses on the current stack.
-    if short { crate::limits::with_stack(parse) } else { crate::limits::with_parse_stack(parse) }
+    if short {
+        return crate::limits::with_stack(|| parse(tokens, crate::limits::MAX_PARSE_DEPTH));
+    }
+    let retry = tokens.clone();
+    let error = match crate::limits::with_parse_stack(|| parse(tokens, crate::limits::MAX_PARSE_DEPTH)) {
+        Err(error) if error.sqlstate != "54001" => error,
+        parsed => return parsed,
+    };
+    // sqlparser sometimes backtracks from its recursion limit and reports something else (a
+    // `CASE` read as a column name, a `NOT` where the statement should end): if a little more
+    // depth changes the outcome, the limit was the cause.
+    match crate::limits::with_parse_stack(|| parse(retry, crate::limits::MAX_PARSE_DEPTH + 10)) {
+        Err(again) if again == error => Err(error),
+        _ => Err(Error::program_limit("statement is nested too deeply")),
+    }
+}
+
+/// Refuses statements whose operator chains could build trees too deep to drop safely, and
+/// statements nested (brackets, CASE) deeper than the parser follows.
+///
+/// sqlparser's recursion limit counts nested parse calls, but it builds `a + b + c ...` (and
+/// `x::t::t`, `x IS NULL IS NULL`, `SELECT .. UNION SELECT ..`) in a loop, as left-deep trees of
+/// any depth; dropping such a tree recurses once per level. Counting tokens bounds them before
+/// they exist (a syntax error after a long chain drops it inside the parser):
+/// - a compound SELECT has at most [`crate::limits::MAX_COMPOUND_SELECT`] terms (the set
+///   operators of one statement are counted);
+/// - operator tokens on the path from the statement to any token (each bracket level counts
+///   those of its open expression, a comma starts a new one) number at most
+///   [`crate::limits::MAX_OPERATOR_TOKENS`], which bounds every chain inside the parser
+///   (`WHEN`, `THEN` and `ELSE` end an expression like a comma).
+///
+/// [`cut_deep_expressions`] then applies the exact limit to the parsed trees.
+fn check_chains(tokens: &[sqlparser::tokenizer::TokenWithSpan]) -> Result<()> {
+    use sqlparser::keywords::Keyword;
+    use sqlparser::tokenizer::Token;
+    let too_complex = |what: String| Err(Error::program_limit(format!("statement too complex: {what}")));
+    let mut set_operators = 0usize;
+    // Operator tokens of the open expression at each bracket level, and their sum.
+    let mut levels: Vec<usize> = vec![0];
+    let mut operators = 0usize;
+    // Open CASE expressions: with brackets, the nesting sqlparser's recursion limit counts (it
+    // backtracks from a CASE too deep and reads `CASE` as a column name instead).
+    let mut cases = 0usize;
+    for token in tokens {
+        match &token.token {
+            Token::SemiColon => {
+                set_operators = 0;
+                cases = 0;
+                levels = vec![0];
+                operators = 0;
+            }
+            Token::LParen | Token::LBracket | Token::LBrace => levels.push(0),
+            Token::RParen | Token::RBracket | Token::RBrace => {
+                if levels.len() > 1 {
+                    operators -= levels.pop().unwrap_or(0);
+                }
+            }
+            Token::Comma => {
+                let level = levels.last_mut().expect("the statement's level");
+                operators -= *level;
+                *level = 0;
+            }
+            Token::Word(word) => match word.keyword {
+                // Like commas, these end one expression and start the next.
+                Keyword::WHEN | Keyword::THEN | Keyword::ELSE => {
+                    let level = levels.last_mut().expect("the statement's level");
+                    operators -= *level;
+                    *level = 0;
+                }
+                Keyword::CASE => cases += 1,
+                Keyword::END => cases = cases.saturating_sub(1),
+                Keyword::UNION | Keyword::INTERSECT | Keyword::EXCEPT | Keyword::MINUS => {
+                    set_operators += 1;
+                    if set_operators > crate::limits::MAX_COMPOUND_SELECT {
+                        return too_complex(format!(
+                            "more than {} terms in a compound SELECT",
+                            crate::limits::MAX_COMPOUND_SELECT
+                        ));
+                    }
+                }
+                Keyword::AND
+                | Keyword::OR
+                | Keyword::XOR
+                | Keyword::IS
+                | Keyword::IN
+                | Keyword::NOT
+                | Keyword::BETWEEN
+                | Keyword::LIKE
+                | Keyword::ILIKE
+                | Keyword::REGEXP
+                | Keyword::RLIKE
+                | Keyword::MATCH
+                | Keyword::SIMILAR
+                | Keyword::COLLATE
+                | Keyword::AT
+                | Keyword::DIV
+                | Keyword::NOTNULL => {
+                    *levels.last_mut().expect("the statement's level") += 1;
+                    operators += 1;
+                }
+                _ => {}
+            },
+            Token::Whitespace(_)
+            | Token::EOF
+            | Token::Number(..)
+            | Token::Placeholder(_)
+            | Token::Period
+            | Token::SingleQuotedString(_)
+            | Token::DoubleQuotedString(_)
+            | Token::NationalStringLiteral(_)
+            | Token::EscapedStringLiteral(_)
+            | Token::HexStringLiteral(_)
+            | Token::DollarQuotedString(_) => {}
+            // Symbols: arithmetic, comparison, `||`, `::`, `->`, ...
+            _ => {
+                *levels.last_mut().expect("the statement's level") += 1;
+                operators += 1;
+            }
+        }
+        if levels.len() - 1 + cases > crate::limits::MAX_PARSE_DEPTH {
+            return Err(Error::program_limit("statement is nested too deeply"));
+        }
+        if operators > crate::limits::MAX_OPERATOR_TOKENS {
+            return too_complex(format!(
+                "more than {} operators in nested expressions",
+                crate::limits::MAX_OPERATOR_TOKENS
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Applies [`crate::limits::MAX_EXPRESSION_DEPTH`] to parsed statements (54001). A deeper
+/// expression is cut out of its statement and taken apart one depth limit at a time, so that
+/// neither this walk nor any later one (binding, cloning, dropping) recurses deeper than the
+/// limit.
+fn cut_deep_expressions(statements: &mut [ast::Statement]) -> Result<()> {
+    use sqlparser::ast::{VisitMut, VisitorMut};
+    use std::ops::ControlFlow;
+    #[derive(Default)]
+    struct Cutter {
+        depth: usize,
+        cut: Vec<ast::Expr>,
+    }
+    impl VisitorMut for Cutter {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<()> {
+            self.depth += 1;
+            if self.depth > crate::limits::MAX_EXPRESSION_DEPTH {
+                self.cut.push(std::mem::replace(expr, ast::Expr::value(ast::Value::Null)));
+            }
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, _expr: &mut ast::Expr) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+    }
+    let mut cutter = Cutter::default();
+    for statement in statements.iter_mut() {
+        let _ = statement.visit(&mut cutter);
+    }
+    if cutter.cut.is_empty() {
+        return Ok(());
+    }
+    while let Some(mut deep) = cutter.cut.pop() {
+        cutter.depth = 0;
+        let _ = deep.visit(&mut cutter);
+    }
+    Err(Error::program_limit(format!(
+        "statement too complex: an expression is nested more than {} levels deep",
+        crate::limits::MAX_EXPRESSION_DEPTH
+    )))
 }
 
 /// Rewrites two SQLite forms sqlparser does not accept into equivalents it does:
@@ -1220,6 +1395,10 @@ fn index_columns(table: &TableDef, columns: &[ast::IndexColumn]) -> Result<Vec<u
 }
 
 /// Adds a table to the catalog; false if it existed and IF NOT EXISTS was given.
+fn too_many_columns() -> Error {
+    Error::new("54011", format!("tables can have at most {} columns", crate::limits::MAX_COLUMNS))
+}
+
 fn create_table(catalog: &mut Catalog, create: &ast::CreateTable) -> Result<bool> {
     let name = object_name(&create.name)?;
     if catalog.name_in_use(&name) {
@@ -1233,6 +1412,9 @@ fn create_table(catalog: &mut Catalog, create: &ast::CreateTable) -> Result<bool
     }
     if create.columns.is_empty() {
         return Err(Error::syntax("a table needs at least one column"));
+    }
+    if create.columns.len() > crate::limits::MAX_COLUMNS {
+        return Err(too_many_columns());
     }
     let mut table = TableDef {
         id: catalog.allocate_id(),
@@ -1491,6 +1673,9 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
                     return Ok(());
                 }
                 return Err(Error::duplicate_object(format!("duplicate column name: {}", column.name.value)));
+            }
+            if table.columns.len() >= crate::limits::MAX_COLUMNS {
+                return Err(too_many_columns());
             }
             let (def, primary, unique, check) = column_def(column)?;
             if primary || unique {
