@@ -170,8 +170,9 @@ fn verify(path: &Path, acknowledged: &BTreeSet<i64>) -> anyhow::Result<usize> {
         }
         return Ok(0);
     }
-    let (count, total): (i64, i64) = connection
-        .query_row("SELECT count(*), sum(balance) FROM accounts", (), |row| Ok((row.get(0)?, row.get(1)?)))?;
+    let (count, total): (i64, i64) =
+        connection
+            .query_row("SELECT count(*), sum(balance) FROM accounts", (), |row| Ok((row.get(0)?, row.get(1)?)))?;
     if (count, total) != (ACCOUNTS, ACCOUNTS * INITIAL_BALANCE) {
         bail!("accounts: {count} holding {total}, expected {ACCOUNTS} holding {}", ACCOUNTS * INITIAL_BALANCE);
     }

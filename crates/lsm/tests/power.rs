@@ -71,9 +71,9 @@ fn power_loss_case(seed: u64, sync: SyncPolicy) -> PowerLossReport {
             let a = db.get(&key(k), None).unwrap_or_else(|error| panic!("seed {seed}: get {k}: {error}"));
             let b = db.get(&key(k + 1000), None).unwrap();
             let version_of = |found: &Option<Vec<u8>>| {
-                found.as_ref().map(|bytes| {
-                    String::from_utf8_lossy(bytes).split(':').nth(1).unwrap().parse::<u32>().unwrap()
-                })
+                found
+                    .as_ref()
+                    .map(|bytes| String::from_utf8_lossy(bytes).split(':').nth(1).unwrap().parse::<u32>().unwrap())
             };
             // A batch is atomic: both keys carry the same version.
             assert_eq!(version_of(&a), version_of(&b), "seed {seed}: batch of key {k} half applied");
@@ -97,8 +97,9 @@ fn seeds(count: u64) -> Vec<u64> {
     match std::env::var("TERN_POWER_SEED") {
         Ok(seed) => vec![seed.parse().expect("TERN_POWER_SEED is a number")],
         // TERN_POWER_CASES runs more cases than the default, for a long run.
-        Err(_) => (1..=std::env::var("TERN_POWER_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(count))
-            .collect(),
+        Err(_) => {
+            (1..=std::env::var("TERN_POWER_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(count)).collect()
+        }
     }
 }
 

@@ -138,7 +138,8 @@ fn check_catalog(catalog: &Catalog, problems: &mut Vec<String>) {
     for index in catalog.indexes.values() {
         claim(index.id, format!("index {}", index.name), problems);
         match catalog.table(&index.table) {
-            None => problems.push(format!("catalog: index {} is on table {}, which does not exist", index.name, index.table)),
+            None => problems
+                .push(format!("catalog: index {} is on table {}, which does not exist", index.name, index.table)),
             Some(table) => {
                 if let Some(column) = index.columns.iter().find(|&&column| column >= table.columns.len()) {
                     problems.push(format!("catalog: index {} names column {column} of {}", index.name, table.name));
@@ -189,7 +190,11 @@ fn check_rows(
         }
         for (column, definition) in table.columns.iter().enumerate() {
             if definition.not_null && row[column].is_null() {
-                findings.add(format!("row {} has NULL in NOT NULL column {}", hex(&key[prefix.len()..]), definition.name));
+                findings.add(format!(
+                    "row {} has NULL in NOT NULL column {}",
+                    hex(&key[prefix.len()..]),
+                    definition.name
+                ));
             }
         }
         for (index, expected) in indexes.iter().zip(expected.iter_mut()) {
@@ -246,7 +251,8 @@ fn check_index(
 
 /// Keys of tables or indexes the catalog does not know (left behind, or a damaged catalog).
 fn check_orphans(exec: &Executor, catalog: &Catalog, problems: &mut Vec<String>) -> Result<()> {
-    let known: BTreeSet<u32> = catalog.tables.values().map(|table| table.id).chain(catalog.indexes.values().map(|index| index.id)).collect();
+    let known: BTreeSet<u32> =
+        catalog.tables.values().map(|table| table.id).chain(catalog.indexes.values().map(|index| index.id)).collect();
     let mut start = object_prefix(0);
     loop {
         let mut found = None;

@@ -47,7 +47,12 @@ fn setup(connection: &mut Connection) -> tern::Result<()> {
 }
 
 /// One statement or transaction of the workload; records the insert's id if it committed.
-fn step(connection: &mut Connection, rng: &mut SmallRng, next_id: &mut i64, acked: &mut BTreeSet<i64>) -> tern::Result<()> {
+fn step(
+    connection: &mut Connection,
+    rng: &mut SmallRng,
+    next_id: &mut i64,
+    acked: &mut BTreeSet<i64>,
+) -> tern::Result<()> {
     let (from, to, amount) = (rng.random_range(1..=ACCOUNTS), rng.random_range(1..=ACCOUNTS), rng.random_range(1..50));
     let transfer = |tx: &Connection| -> tern::Result<()> {
         tx.execute("UPDATE accounts SET balance = balance - ?1 WHERE id = ?2", (amount, from))?;
@@ -90,7 +95,8 @@ fn verify(db: &Database, acked: &BTreeSet<i64>, context: &str) -> i64 {
         .unwrap_or_else(|error| panic!("{context}: {error}"));
     assert_eq!((count, total), (ACCOUNTS, ACCOUNTS * INITIAL), "{context}: balances");
     let mut present = BTreeSet::new();
-    for row in &connection.query("SELECT id, payload FROM log", ()).unwrap_or_else(|error| panic!("{context}: {error}")) {
+    for row in &connection.query("SELECT id, payload FROM log", ()).unwrap_or_else(|error| panic!("{context}: {error}"))
+    {
         let (id, payload): (i64, String) = (row.get(0).unwrap(), row.get(1).unwrap());
         assert_eq!(payload, payload_of(id), "{context}: row {id}");
         present.insert(id);
@@ -221,7 +227,10 @@ fn io_errors_fail_statements_cleanly_and_lose_nothing() {
                 Err(error) => {
                     assert!(["58030", "53100"].contains(&error.sqlstate), "{context}: {error}");
                     let message = &error.message;
-                    assert!(message.contains("refuses writes") || message.contains("commit failed"), "{context}: {error}");
+                    assert!(
+                        message.contains("refuses writes") || message.contains("commit failed"),
+                        "{context}: {error}"
+                    );
                     outcome.refused += 1;
                 }
             }
@@ -326,7 +335,11 @@ fn flipped_bytes_are_corruption_errors_naming_the_page() {
             // The byte was in a page the database no longer uses.
             assert!(read_error.is_none(), "{context}: a query failed but the check passed");
         } else {
-            assert!(report.problems.iter().any(|problem| problem.contains(&needle)), "{context}: {:?}", report.problems);
+            assert!(
+                report.problems.iter().any(|problem| problem.contains(&needle)),
+                "{context}: {:?}",
+                report.problems
+            );
             named += 1;
         }
         if read_error.is_none() {

@@ -81,7 +81,7 @@ pub struct PowerLossVfs {
 }
 
 fn powered_off() -> io::Error {
-    io::Error::new(io::ErrorKind::Other, "the power is off (simulated power loss)")
+    io::Error::other("the power is off (simulated power loss)")
 }
 
 fn not_found() -> io::Error {
