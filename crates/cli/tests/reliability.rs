@@ -100,3 +100,28 @@ fn check_reports_truncated_and_foreign_files() {
     assert!(text(&output).contains("no database at"), "{}", text(&output));
     assert!(!dir.path().join("missing.tern").exists(), "check creates nothing");
 }
+
+/// A flipped byte in the middle of a synced write-ahead log: opening refuses to drop the
+/// acknowledged commits behind it, and `tern check` reports the log and the offset.
+#[test]
+fn check_reports_a_damaged_log_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("logged.tern");
+    {
+        let db = tern::Database::open(&path, tern::Options::default()).unwrap();
+        let connection = db.connect();
+        connection.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)", ()).unwrap();
+        for id in 0..200 {
+            connection.execute("INSERT INTO t VALUES (?1, 'some value or other')", (id,)).unwrap();
+        }
+    } // closed: the commits stay in the log until the memtable fills
+    let log = dir.path().join("logged.tern-wal");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let records_end = bytes.iter().rposition(|&byte| byte != 0).unwrap() + 1;
+    bytes[records_end / 2] ^= 0x04;
+    std::fs::write(&log, &bytes).unwrap();
+    let output = tern(&["check", path.to_str().unwrap()]);
+    let report = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{report}");
+    assert!(report.contains("logged.tern-wal") && report.contains("offset"), "{report}");
+}
