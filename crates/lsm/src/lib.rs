@@ -17,6 +17,8 @@ mod bloom;
 mod compaction;
 mod db;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod iter;
 mod keys;
 pub mod limits;

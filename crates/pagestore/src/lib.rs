@@ -25,6 +25,8 @@ mod aligned;
 mod allocation;
 mod config;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod header;
 pub mod limits;
 pub mod numa;

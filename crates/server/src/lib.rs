@@ -6,6 +6,8 @@ pub mod auth;
 mod backend;
 pub mod compat;
 pub mod copy;
+#[doc(hidden)]
+pub mod fuzzing;
 mod metrics;
 mod pool;
 pub mod protocol;

@@ -102,6 +102,24 @@ pub struct Shared {
     shutting_down: AtomicBool,
 }
 
+impl Shared {
+    pub(crate) fn new(db: tern::Database, config: Config, watchdog: Watchdog) -> Shared {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let best_effort = config.priority.then(|| crate::pool::LowPriorityPool::new(cores.saturating_sub(1).max(1)));
+        Shared {
+            db,
+            config,
+            metrics: Metrics::default(),
+            cancel: Mutex::new(HashMap::new()),
+            next_pid: AtomicI32::new(std::process::id() as i32 & 0xffff),
+            connections: AtomicUsize::new(0),
+            best_effort,
+            watchdog,
+            shutting_down: AtomicBool::new(false),
+        }
+    }
+}
+
 /// A running server.
 pub struct Server {
     shared: Arc<Shared>,
@@ -119,19 +137,7 @@ impl Server {
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|error| crate::ServeError::Io(format!("listening on {}: {error}", config.listen)))?;
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let best_effort = config.priority.then(|| crate::pool::LowPriorityPool::new(cores.saturating_sub(1).max(1)));
-        let shared = Arc::new(Shared {
-            db,
-            config,
-            metrics: Metrics::default(),
-            cancel: Mutex::new(HashMap::new()),
-            next_pid: AtomicI32::new(std::process::id() as i32 & 0xffff),
-            connections: AtomicUsize::new(0),
-            best_effort,
-            watchdog: Watchdog::start(),
-            shutting_down: AtomicBool::new(false),
-        });
+        let shared = Arc::new(Shared::new(db, config, Watchdog::start()));
         Ok(Server { shared, listener })
     }
 
@@ -383,7 +389,7 @@ fn connection(stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
 }
 
 /// Why a connection ended abnormally.
-enum Ended {
+pub(crate) enum Ended {
     Protocol(ProtocolError),
     Fatal(&'static str, String),
 }
@@ -416,7 +422,7 @@ impl Drop for Registered<'_> {
 
 /// Waits for the next message's first byte, watching for shutdown and the idle limit.
 fn next_message(
-    read: &mut BufReader<SharedStream>,
+    read: &mut impl Read,
     shared: &Shared,
     idle_limit: Option<Duration>,
     limit: usize,
@@ -510,7 +516,7 @@ fn session(
     authenticate(read, write, peer, shared, &user)?;
 
     let mut out = Out::default();
-    let mut backend = Backend::new(shared.clone(), &user, &database, &params)
+    let backend = Backend::new(shared.clone(), &user, &database, &params)
         .map_err(|error| Ended::Fatal(error.sqlstate, error.message))?;
     let secret: i32 = rand::random();
     shared.cancel.lock().insert(pid, (secret, backend.interrupt_handle()));
@@ -522,7 +528,18 @@ fn session(
     out.ready(backend.status());
     write.write_all(&out.take())?;
     write.flush()?;
+    message_loop(read, write, backend, shared)
+}
 
+/// Reads and answers messages until Terminate or the end of the stream (the fuzz target
+/// `pgwire` runs a session through this too).
+pub(crate) fn message_loop(
+    read: &mut impl Read,
+    write: &mut impl Write,
+    mut backend: Backend,
+    shared: &Arc<Shared>,
+) -> Result<(), Ended> {
+    let mut out = Out::default();
     let limit = shared.config.max_message_size;
     let mut copy_buffer = Vec::new();
     loop {

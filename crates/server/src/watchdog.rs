@@ -10,6 +10,8 @@ use tern_sql::InterruptHandle;
 
 type Alarms = BTreeMap<(Instant, u64), (InterruptHandle, Arc<AtomicBool>)>;
 
+/// Clones share one thread, which ends once the last clone is gone.
+#[derive(Clone)]
 pub struct Watchdog {
     inner: Arc<(Mutex<(Alarms, u64)>, Condvar)>,
 }
