@@ -1,0 +1,3 @@
+CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT, c REAL);
+INSERT INTO t VALUES (1, 'x', 1.5), (2, NULL, -2e10), (3, 'zz', 0.0);
+SELECT a, b, c FROM t WHERE a > 1 ORDER BY c DESC;

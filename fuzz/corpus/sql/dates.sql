@@ -1,0 +1,1 @@
+SELECT date('2026-11-25'), time('12:34:56'), datetime('2026-11-25 10:00', '+1 day'), julianday('2000-01-01'), strftime('%Y-%m-%d %H', '2026-11-25T10:11:12'), now() IS NOT NULL;

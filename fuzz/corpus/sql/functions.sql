@@ -1,0 +1,1 @@
+SELECT abs(-3), length('héllo'), lower('AB'), upper('ab'), substr('abcdef', 2, 3), replace('aaa','a','b'), trim('  x '), ltrim('xxy','x'), instr('abc','c'), hex('ab'), quote('it''s'), round(2.567, 2), typeof(1.0), printf('%d-%s', 3, 'x'), unicode('A'), char(65, 66), random() IS NOT NULL, zeroblob(3);

@@ -1,0 +1,7 @@
+CREATE TABLE t(a INT, b TEXT);
+CREATE INDEX ti ON t(b);
+CREATE UNIQUE INDEX tu ON t(a);
+INSERT INTO t VALUES (1,'q'),(2,'q');
+INSERT INTO t VALUES (1,'dup');
+SELECT a FROM t WHERE b = 'q';
+DROP INDEX ti;

@@ -1,0 +1,7 @@
+CREATE TABLE s(a INT, b TEXT);
+INSERT INTO s SELECT value, 'r' || value FROM generate_series(1, 300);
+SELECT b FROM s ORDER BY a DESC LIMIT 5;
+SELECT DISTINCT length(b) FROM s;
+SELECT count(*) FROM s WHERE b LIKE 'r1%';
+VACUUM;
+ANALYZE;

@@ -1,0 +1,7 @@
+CREATE TABLE a(id INT, v TEXT);
+CREATE TABLE b(id INT, w INT);
+INSERT INTO a VALUES (1,'x'),(2,'y');
+INSERT INTO b VALUES (1,10),(1,11),(3,12);
+SELECT a.v, b.w FROM a JOIN b ON a.id = b.id;
+SELECT * FROM a LEFT JOIN b USING (id);
+SELECT * FROM a CROSS JOIN b WHERE b.w > 10;

@@ -1,0 +1,1 @@
+SELECT 'abc' ~ '^a.c$', 'ABC' ~* 'b', 'abc' !~ 'd', regexp_replace('a1b2', '[0-9]', '#', 'g'), 'x' SIMILAR TO 'x';
