@@ -202,7 +202,11 @@ pub fn replay(
         } else {
             Some(first_sequence) == after.checked_add(1)
         };
-        let last = first_sequence.checked_add(count as u64).map(|end| end - 1).filter(|&last| last <= MAX_SEQUENCE);
+        // Damaged bytes may give sequence 0 and count 0: no subtraction that could wrap.
+        let last = first_sequence
+            .checked_add(count as u64)
+            .and_then(|end| end.checked_sub(1))
+            .filter(|&last| last <= MAX_SEQUENCE);
         let Some(last) = last.filter(|_| count > 0 && continues) else {
             result.tail = stop("sequence numbers do not continue (a stale record, or one after a lost one)");
             break;
