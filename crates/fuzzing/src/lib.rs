@@ -136,5 +136,8 @@ pub fn pgwire(data: &[u8]) {
     tern_server::fuzzing::session(data, STATEMENT_TIMEOUT);
 }
 
+/// A fuzz target's body.
+pub type Target = fn(&[u8]);
+
 /// The fuzz targets, by name, for the corpus test.
-pub const TARGETS: [(&str, fn(&[u8])); 4] = [("sql", sql), ("wal", wal), ("block", block), ("pgwire", pgwire)];
+pub const TARGETS: [(&str, Target); 4] = [("sql", sql), ("wal", wal), ("block", block), ("pgwire", pgwire)];

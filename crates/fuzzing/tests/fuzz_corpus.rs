@@ -14,7 +14,7 @@ fn fuzz_dir() -> PathBuf {
 fn inputs(kind: &str, target: &str) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(fuzz_dir().join(kind).join(target)) else { return Vec::new() };
     let mut files: Vec<PathBuf> = entries.map(|entry| entry.expect("a directory entry").path()).collect();
-    files.retain(|path| path.is_file() && !path.file_name().is_some_and(|name| name == "README.md"));
+    files.retain(|path| path.is_file() && path.file_name().is_none_or(|name| name != "README.md"));
     files.sort();
     files
 }
