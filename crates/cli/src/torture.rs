@@ -257,3 +257,47 @@ fn transfers(db: &tern::Database, seed: u64) -> anyhow::Result<()> {
         connection.transact(|tx| transfer(tx, from, to, amount))?;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parent's checks can fail: a lost acknowledged insert, a wrong payload and a broken
+    /// balance are each caught.
+    #[test]
+    fn verify_catches_lost_and_wrong_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("verify.tern");
+        {
+            let db = tern::Database::open(&path, options()).unwrap();
+            let connection = db.connect();
+            connection
+                .execute_batch(
+                    "CREATE TABLE accounts(id INTEGER PRIMARY KEY, balance INTEGER NOT NULL);
+                     CREATE TABLE log(id INTEGER PRIMARY KEY, payload TEXT NOT NULL, account INTEGER);
+                     CREATE INDEX log_account ON log(account);",
+                )
+                .unwrap();
+            for id in 1..=ACCOUNTS {
+                connection.execute("INSERT INTO accounts VALUES (?1, ?2)", (id, INITIAL_BALANCE)).unwrap();
+            }
+            for id in 1..=3 {
+                connection.execute("INSERT INTO log VALUES (?1, ?2, 1)", (id, payload_of(id))).unwrap();
+            }
+        }
+        let acknowledged: BTreeSet<i64> = (1..=3).collect();
+        assert_eq!(verify(&path, &acknowledged).unwrap(), 3);
+        let lost: BTreeSet<i64> = (1..=4).collect();
+        assert!(verify(&path, &lost).unwrap_err().to_string().contains("lost"));
+        let change = |sql: &str, payload: String| {
+            let db = tern::Database::open(&path, options()).unwrap();
+            db.connect().execute(sql, (payload,)).unwrap();
+        };
+        change("UPDATE log SET payload = ?1 WHERE id = 2", "other".into());
+        assert!(verify(&path, &acknowledged).unwrap_err().to_string().contains("wrong payload"));
+        change("UPDATE log SET payload = ?1 WHERE id = 2", payload_of(2));
+        assert_eq!(verify(&path, &acknowledged).unwrap(), 3);
+        change("UPDATE accounts SET balance = balance + length(?1) WHERE id = 7", "x".into());
+        assert!(verify(&path, &acknowledged).unwrap_err().to_string().contains("accounts"));
+    }
+}
