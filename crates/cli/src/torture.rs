@@ -58,6 +58,11 @@ pub struct Summary {
     pub elapsed: Duration,
 }
 
+/// The accounts the transfers move money between, and the inserts' table with an index.
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS accounts(id INTEGER PRIMARY KEY, balance INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS log(id INTEGER PRIMARY KEY, payload TEXT NOT NULL, account INTEGER);
+    CREATE INDEX IF NOT EXISTS log_account ON log(account);";
+
 fn payload_of(id: i64) -> String {
     // From 12 bytes to about 3 KB, so some rows take several blocks.
     let repeat = (id.unsigned_abs() * 2_654_435_761 % 97) as usize;
@@ -200,11 +205,7 @@ pub fn child(args: &ChildArgs) -> anyhow::Result<()> {
     let db = tern::Database::open(&args.db, options())?;
     let mut connection = db.connect();
     connection.transact(|tx| {
-        tx.execute_batch(
-            "CREATE TABLE IF NOT EXISTS accounts(id INTEGER PRIMARY KEY, balance INTEGER NOT NULL);
-             CREATE TABLE IF NOT EXISTS log(id INTEGER PRIMARY KEY, payload TEXT NOT NULL, account INTEGER);
-             CREATE INDEX IF NOT EXISTS log_account ON log(account);",
-        )?;
+        tx.execute_batch(SCHEMA)?;
         let accounts: i64 = tx.query_row("SELECT count(*) FROM accounts", (), |row| row.get(0))?;
         if accounts == 0 {
             for id in 1..=ACCOUNTS {
@@ -271,13 +272,7 @@ mod tests {
         {
             let db = tern::Database::open(&path, options()).unwrap();
             let connection = db.connect();
-            connection
-                .execute_batch(
-                    "CREATE TABLE accounts(id INTEGER PRIMARY KEY, balance INTEGER NOT NULL);
-                     CREATE TABLE log(id INTEGER PRIMARY KEY, payload TEXT NOT NULL, account INTEGER);
-                     CREATE INDEX log_account ON log(account);",
-                )
-                .unwrap();
+            connection.execute_batch(SCHEMA).unwrap();
             for id in 1..=ACCOUNTS {
                 connection.execute("INSERT INTO accounts VALUES (?1, ?2)", (id, INITIAL_BALANCE)).unwrap();
             }
