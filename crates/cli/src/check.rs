@@ -36,8 +36,7 @@ pub fn run(path: &Path, out: &mut dyn Write) -> anyhow::Result<u8> {
                 }
                 Err(error) => writeln!(out, "the page store does not open either: {error}")?,
             }
-            writeln!(out, "{count} problem{}", if count == 1 { "" } else { "s" })?;
-            return Ok(PROBLEMS);
+            return problems(out, count);
         }
     };
     let storage = &report.storage;
@@ -58,8 +57,12 @@ pub fn run(path: &Path, out: &mut dyn Write) -> anyhow::Result<u8> {
         writeln!(out, "ok")?;
         Ok(0)
     } else {
-        let count = report.problems.len();
-        writeln!(out, "{count} problem{}", if count == 1 { "" } else { "s" })?;
-        Ok(PROBLEMS)
+        problems(out, report.problems.len())
     }
+}
+
+/// The closing line of a failed check, and its exit status.
+fn problems(out: &mut dyn Write, count: usize) -> anyhow::Result<u8> {
+    writeln!(out, "{count} problem{}", if count == 1 { "" } else { "s" })?;
+    Ok(PROBLEMS)
 }

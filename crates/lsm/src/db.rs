@@ -141,6 +141,15 @@ pub struct IntegrityReport {
     pub problems: Vec<String>,
 }
 
+/// What [`Db::audit`] went through.
+#[derive(Default)]
+struct Audit {
+    tables: usize,
+    entries: u64,
+    /// Owner of every page of the manifest and the tables.
+    owner: BTreeMap<u64, String>,
+}
+
 /// Counters and sizes of a database.
 #[derive(Debug, Clone, Default)]
 pub struct Stats {
@@ -631,100 +640,91 @@ impl Db {
     }
 
     /// Verifies every table (checksums through the page store, key order, filters, entry
-    /// counts), the level invariants, and that the allocated pages are exactly the tables' and
-    /// the manifest's. Returns the number of entries in tables.
+    /// counts), the level invariants, and that every page of the manifest and the tables is
+    /// allocated and has one owner. Returns the number of entries in tables, or the first
+    /// problem.
     pub fn check(&self) -> Result<u64> {
-        let inner = &self.inner;
-        let install = inner.install.lock();
-        let view = inner.view();
-        view.version.check()?;
-        let mut entries = 0;
-        for (_, table) in view.version.tables() {
-            entries += table.verify()?;
+        let mut first = None;
+        let audit = self.audit(&mut |_, error| {
+            first.get_or_insert(error);
+        });
+        match first {
+            Some(error) => Err(error),
+            None => Ok(audit.entries),
         }
-        let mut owner: BTreeMap<u64, String> = BTreeMap::new();
-        let mut claim = |pages: std::ops::Range<u64>, name: String| {
-            for page in pages {
-                if let Some(previous) = owner.insert(page, name.clone()) {
-                    return Err(Error::corruption(
-                        "page ownership",
-                        format!("page {page} belongs to {previous} and {name}"),
-                    ));
-                }
-            }
-            Ok(())
-        };
-        claim(
-            install.location.first_page..install.location.first_page + install.location.pages,
-            "the manifest".into(),
-        )?;
-        for (level, table) in view.version.tables() {
-            claim(table.meta.pages(), format!("table {} of level {level}", table.meta.id))?;
-        }
-        for (page, name) in &owner {
-            if !inner.pool.is_allocated(*page) {
-                return Err(Error::corruption("allocation bitmap", format!("page {page} of {name} is not allocated")));
-            }
-        }
-        Ok(entries)
     }
 
     /// A full check for `tern check`, like SQLite's `PRAGMA integrity_check`: goes on past
-    /// each problem and lists them all. Waits for background work first, then checks the level
-    /// invariants, every table (keys in order, every key in its filter, entry counts, checksums
-    /// of every block read), that no page belongs to two owners, that the allocation bitmap
-    /// holds exactly the manifest's and the tables' pages, and reads every allocated page from
-    /// the file to verify its checksum. Meant for a database without concurrent writers: a
-    /// flush or compaction started by one would show its unfinished pages as unowned.
+    /// each problem and lists them all. Waits for background work first, then checks what
+    /// [`Db::check`] checks, that no allocated page is left without an owner, and reads every
+    /// allocated page from the file to verify its checksum. Meant for a database without
+    /// concurrent writers: a flush or compaction started by one would show its unfinished pages
+    /// as unowned.
     pub fn integrity_check(&self) -> Result<IntegrityReport> {
-        let mut report = IntegrityReport::default();
+        let mut problems = Vec::new();
         if let Err(error) = self.wait_for_background_work() {
             // A flush or compaction that failed (on a damaged page, say) is itself a finding.
-            report.problems.push(format!("background work stopped: {error}"));
+            problems.push(format!("background work stopped: {error}"));
         }
-        let inner = &self.inner;
-        let install = inner.install.lock();
-        let view = inner.view();
-        if let Err(error) = view.version.check() {
-            report.problems.push(error.to_string());
-        }
-        let mut owner: BTreeMap<u64, String> = BTreeMap::new();
-        let mut claim = |pages: std::ops::Range<u64>, name: String, problems: &mut Vec<String>| {
-            for page in pages {
-                if let Some(previous) = owner.insert(page, name.clone()) {
-                    problems.push(format!("page {page} belongs to both {previous} and {name}"));
-                }
-            }
-        };
-        let manifest = install.location.first_page..install.location.first_page + install.location.pages;
-        claim(manifest, "the manifest".into(), &mut report.problems);
-        for (level, table) in view.version.tables() {
-            let name = format!("table {} of level {level}", table.meta.id);
-            report.tables += 1;
-            match table.verify() {
-                Ok(entries) => report.entries += entries,
-                Err(error) => report.problems.push(format!("{name}: {error}")),
-            }
-            claim(table.meta.pages(), name, &mut report.problems);
-        }
-        let allocated: std::collections::BTreeSet<u64> = inner.pool.allocated_pages().into_iter().collect();
-        for (page, name) in &owner {
-            if !allocated.contains(page) {
-                report.problems.push(format!("allocation bitmap: page {page} of {name} is not allocated"));
-            }
-        }
-        let unowned: Vec<u64> = allocated.iter().copied().filter(|page| !owner.contains_key(page)).collect();
+        let audit = self.audit(&mut |context, error| {
+            problems.push(if context.is_empty() { error.to_string() } else { format!("{context}: {error}") })
+        });
+        let allocated = self.inner.pool.allocated_pages();
+        let unowned: Vec<u64> = allocated.iter().copied().filter(|page| !audit.owner.contains_key(page)).collect();
         if let (Some(first), Some(last)) = (unowned.first(), unowned.last()) {
-            report.problems.push(format!(
+            problems.push(format!(
                 "allocation bitmap: {} allocated pages ({first}..={last}) belong to no table and not to the manifest",
                 unowned.len()
             ));
         }
-        report.pages = allocated.len() as u64;
-        for (_, error) in inner.pool.verify_allocated_pages() {
-            report.problems.push(error.to_string()); // names the page
+        for (_, error) in self.inner.pool.verify_allocated_pages() {
+            problems.push(error.to_string()); // names the page
         }
-        Ok(report)
+        Ok(IntegrityReport { tables: audit.tables, entries: audit.entries, pages: allocated.len() as u64, problems })
+    }
+
+    /// What [`Db::check`] and [`Db::integrity_check`] share: the level invariants, every table,
+    /// and each page of the manifest and the tables allocated with one owner. Hands each problem
+    /// (with the table it concerns, if any) to `problem` and goes on.
+    fn audit(&self, problem: &mut dyn FnMut(String, Error)) -> Audit {
+        let inner = &self.inner;
+        let install = inner.install.lock();
+        let view = inner.view();
+        if let Err(error) = view.version.check() {
+            problem(String::new(), error);
+        }
+        let mut audit = Audit::default();
+        fn claim(
+            owner: &mut BTreeMap<u64, String>,
+            problem: &mut dyn FnMut(String, Error),
+            pages: std::ops::Range<u64>,
+            name: String,
+        ) {
+            for page in pages {
+                if let Some(previous) = owner.insert(page, name.clone()) {
+                    let detail = format!("page {page} belongs to both {previous} and {name}");
+                    problem(String::new(), Error::corruption("page ownership", detail));
+                }
+            }
+        }
+        let manifest = install.location.first_page..install.location.first_page + install.location.pages;
+        claim(&mut audit.owner, problem, manifest, "the manifest".into());
+        for (level, table) in view.version.tables() {
+            let name = format!("table {} of level {level}", table.meta.id);
+            audit.tables += 1;
+            match table.verify() {
+                Ok(entries) => audit.entries += entries,
+                Err(error) => problem(name.clone(), error),
+            }
+            claim(&mut audit.owner, problem, table.meta.pages(), name);
+        }
+        for (page, name) in &audit.owner {
+            if !inner.pool.is_allocated(*page) {
+                let detail = format!("page {page} of {name} is not allocated");
+                problem(String::new(), Error::corruption("allocation bitmap", detail));
+            }
+        }
+        audit
     }
 
     /// The buffer pool (statistics, tests).

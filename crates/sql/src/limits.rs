@@ -40,6 +40,8 @@ const STACK_SEGMENT: usize = 8 * 1024 * 1024;
 /// stack holds; longer ones parse on a stack of `PARSE_STACK` bytes (mapping it costs
 /// tens of microseconds, which short OLTP statements should not pay).
 pub const SHORT_STATEMENT_TOKENS: usize = 128;
+// A short statement cannot hold an expression too deep to keep (the parser skips the check).
+const _: () = assert!(SHORT_STATEMENT_TOKENS < MAX_EXPRESSION_DEPTH);
 
 /// Stack a parse may need at most: sqlparser recurses several frames per nesting level, and
 /// unoptimized builds use large frames.

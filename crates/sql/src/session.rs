@@ -320,7 +320,10 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
     let parse = |tokens: Vec<sqlparser::tokenizer::TokenWithSpan>, depth: usize| -> Result<Vec<ast::Statement>> {
         let parser = sqlparser::parser::Parser::new(dialect).with_recursion_limit(depth);
         let mut statements = parser.with_tokens_with_locations(tokens).parse_statements()?;
-        cut_deep_expressions(&mut statements)?;
+        // A short statement has fewer tokens than the expression depth limit: nothing to cut.
+        if !short {
+            cut_deep_expressions(&mut statements)?;
+        }
         Ok(statements)
     };
     // A short statement cannot nest deeply: it parses on the current stack.

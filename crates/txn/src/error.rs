@@ -71,16 +71,25 @@ impl Error {
     pub fn sqlstate(&self) -> &'static str {
         match self {
             Error::Serialization(_) => "40001",
-            Error::Storage(error) if error.is_corruption() => "XX001",
-            Error::CommitFailed(error) if error.is_corruption() => "XX001",
-            Error::Storage(error) if error.is_disk_full() => "53100",
-            Error::CommitFailed(error) if error.is_disk_full() => "53100",
-            Error::Storage(_) | Error::CommitFailed(_) => "58030",
+            Error::Storage(error) => storage_sqlstate(error),
+            Error::CommitFailed(error) => storage_sqlstate(error),
             Error::TooLarge { .. } => "54000",
             Error::Finished => "25000",
             Error::Closed => "08003",
             Error::InvalidOptions(_) => "22023",
         }
+    }
+}
+
+/// The SQLSTATE of a failure of the key-value engine: damaged data, a full disk, or another
+/// I/O error.
+fn storage_sqlstate(error: &tern_lsm::Error) -> &'static str {
+    if error.is_corruption() {
+        "XX001"
+    } else if error.is_disk_full() {
+        "53100"
+    } else {
+        "58030"
     }
 }
 

@@ -108,11 +108,6 @@ impl PowerLossVfs {
         state.cut_at = Some(state.writes + n.max(1));
     }
 
-    /// True while the power is off.
-    pub fn is_off(&self) -> bool {
-        self.state.lock().off
-    }
-
     /// Boots again after a power cut (cutting it first if needed): decides what of the unsynced
     /// state reached the disk (see the module documentation), and makes that the files.
     pub fn restart(&self, rng: &mut impl Rng) -> PowerLossReport {
@@ -159,12 +154,6 @@ impl PowerLossVfs {
         state.names = names;
         state.off = false;
         report
-    }
-
-    /// A copy of a file's bytes as reads see them.
-    pub fn contents(&self, path: &Path) -> Option<Vec<u8>> {
-        let state = self.state.lock();
-        state.names.get(path).map(|&inode| state.inodes[inode].current.clone())
     }
 }
 
