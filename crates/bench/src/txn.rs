@@ -309,7 +309,7 @@ impl TernSide<'_> {
     fn options(&self, max_batch_txns: usize) -> tern_txn::Options {
         let lsm = tern_lsm::Options { sync: self.config.durability.tern_policy(), ..tern_lsm::Options::default() };
         let certifier = CertifierOptions { max_batch_txns, ..CertifierOptions::default() };
-        tern_txn::Options { lsm, certifier, retry: tern_txn::RetryPolicy::default() }
+        tern_txn::Options { lsm, certifier, ..tern_txn::Options::default() }
     }
 
     fn load(&mut self) -> Result<f64> {

@@ -79,6 +79,11 @@ impl WriteBatch {
         self.count = 0;
     }
 
+    /// The entries in order: `(key, Some(value))` for a put, `(key, None)` for a delete.
+    pub fn entries(&self) -> Entries<'_> {
+        Entries { reader: Reader::new(&self.data, "write batch"), left: self.count }
+    }
+
     /// Calls `f(kind, key, value)` for each entry in order (value empty for deletes).
     pub(crate) fn for_each(data: &[u8], count: u32, mut f: impl FnMut(Kind, &[u8], &[u8])) -> Result<()> {
         let mut reader = Reader::new(data, "write batch");
@@ -99,5 +104,31 @@ impl WriteBatch {
             return Err(Error::corruption("write batch", "bytes after the last entry"));
         }
         Ok(())
+    }
+}
+
+/// The entries of a [`WriteBatch`] ([`WriteBatch::entries`]).
+pub struct Entries<'a> {
+    reader: Reader<'a>,
+    left: u32,
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = (&'a [u8], Option<&'a [u8]>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        // A batch is only built by `put` and `delete`, so it always decodes.
+        let kind = self.reader.u8().expect("a well-formed batch");
+        let key = self.reader.length_prefixed().expect("a well-formed batch");
+        let value = (kind == Kind::Put as u8).then(|| self.reader.length_prefixed().expect("a well-formed batch"));
+        Some((key, value))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
     }
 }

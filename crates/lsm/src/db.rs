@@ -1,9 +1,17 @@
 //! The database: write path with group commit, read path over memtables and levels, snapshots,
 //! the flush and compaction threads, recovery.
 //!
-//! Locks, always taken in this order: `install` (manifest changes) → `state` (coordination and
-//! the current read view) → `wal`. Readers take none of them but the read view's `RwLock` for
-//! the time of one `Arc` clone.
+//! Locks, always taken in this order: `log_turn` (one log write at a time, with the memtable
+//! switch it may make) → `install` (manifest changes) → `state` (coordination and the current
+//! read view) → `wal`. Readers take none of them: the read view is an `ArcSwap`, the memtable
+//! is lock-free, and snapshots register in a sharded registry.
+//!
+//! Writes go through three steps, which callers may spread over threads
+//! ([`Db::log_write`]): logging (exclusive and in order: the record is written, sequences are
+//! assigned, the memtable is chosen), inserting into the memtable (any thread, concurrently,
+//! through [`LoggedWrite`]), and publishing (in order: [`Db::publish`] makes a sequence and
+//! everything before it visible to new reads). [`Db::write`] runs all three for its callers,
+//! with group commit.
 
 use crate::batch::WriteBatch;
 use crate::compaction::{self, Compaction};
@@ -13,10 +21,12 @@ use crate::keys::{self, KIND_FOR_SEEK, Kind};
 use crate::limits::{MAX_SEQUENCE, MAX_WRITE_GROUP_BYTES, NUM_LEVELS};
 use crate::memtable::{MemCursor, Memtable};
 use crate::options::{Options, SyncPolicy};
+use crate::registry::{Registration, Registry};
 use crate::table::{Lookup, Table, TableBuilder, TableCounters, TableCursor, TableMeta};
 use crate::version::{self, ManifestHeader, ManifestLocation, Version};
 use crate::wal::{self, Wal};
-use parking_lot::{Condvar, Mutex, RwLock};
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
@@ -94,7 +104,7 @@ impl ReadView {
 /// Versions it can see are kept by compaction until it is dropped.
 pub struct Snapshot {
     sequence: u64,
-    registry: Arc<Mutex<BTreeMap<u64, usize>>>,
+    _held: Registration,
 }
 
 impl Snapshot {
@@ -109,15 +119,82 @@ impl std::fmt::Debug for Snapshot {
     }
 }
 
-impl Drop for Snapshot {
+/// A write group logged by [`Db::log_write`], whose entries have the sequences
+/// `first_sequence ..= last_sequence` and go into the memtable that was current when it was
+/// logged. Entries may be inserted from several threads at once. That memtable is not flushed
+/// before the `LoggedWrite` is dropped, so drop it once every entry is in.
+pub struct LoggedWrite {
+    memtable: Arc<Memtable>,
+    first_sequence: u64,
+    last_sequence: u64,
+}
+
+impl LoggedWrite {
+    pub fn first_sequence(&self) -> u64 {
+        self.first_sequence
+    }
+
+    pub fn last_sequence(&self) -> u64 {
+        self.last_sequence
+    }
+
+    /// Whether the group had no entries (nothing was logged).
+    pub fn is_empty(&self) -> bool {
+        self.last_sequence < self.first_sequence
+    }
+
+    /// Inserts the entries of `batch`, one of the logged batches, with consecutive sequences
+    /// from `first` (its place in the group).
+    pub fn insert(&self, batch: &WriteBatch, first: u64) -> Result<()> {
+        assert!(
+            batch.is_empty() || first >= self.first_sequence && first + batch.count as u64 - 1 <= self.last_sequence,
+            "a batch of the logged group"
+        );
+        let mut sequence = first;
+        WriteBatch::for_each(&batch.data, batch.count, |kind, key, value| {
+            self.memtable.insert(key, sequence, kind, value);
+            sequence += 1;
+        })
+    }
+}
+
+impl Drop for LoggedWrite {
     fn drop(&mut self) {
-        let mut registry = self.registry.lock();
-        if let Some(count) = registry.get_mut(&self.sequence) {
-            *count -= 1;
-            if *count == 0 {
-                registry.remove(&self.sequence);
-            }
+        self.memtable.end_write();
+    }
+}
+
+impl std::fmt::Debug for LoggedWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoggedWrite").field("first", &self.first_sequence).field("last", &self.last_sequence).finish()
+    }
+}
+
+/// Tells, over the entries of a sorted run (internal-key order), which versions no reader can
+/// see: those with a newer version of the same key at or below the smallest snapshot.
+struct HiddenVersions {
+    smallest_snapshot: u64,
+    user_key: Vec<u8>,
+    /// Sequence of the previous (newer) version of `user_key`; `u64::MAX` at a new key.
+    newer_sequence: u64,
+}
+
+impl HiddenVersions {
+    fn new(smallest_snapshot: u64) -> HiddenVersions {
+        HiddenVersions { smallest_snapshot, user_key: Vec::new(), newer_sequence: u64::MAX }
+    }
+
+    /// Whether the entry with internal key `key`, the next in order, is hidden.
+    fn is_hidden(&mut self, key: &[u8]) -> bool {
+        let user = keys::user_key(key);
+        if self.newer_sequence == u64::MAX || self.user_key != user {
+            self.user_key.clear();
+            self.user_key.extend_from_slice(user);
+            self.newer_sequence = u64::MAX;
         }
+        let hidden = self.newer_sequence <= self.smallest_snapshot;
+        self.newer_sequence = keys::sequence_of(key);
+        hidden
     }
 }
 
@@ -215,6 +292,8 @@ struct State {
 struct WalState {
     wal: Wal,
     last_sequence: u64,
+    /// The highest position logged ([`Db::log_write`]).
+    last_position: u64,
     buffer: Vec<u8>,
     /// The log of the immutable memtable, until the flush thread has synced it.
     sealed: Option<Wal>,
@@ -243,7 +322,7 @@ pub(crate) struct Inner {
     vfs: Arc<dyn Vfs>,
     wal_path: PathBuf,
     next_wal_path: PathBuf,
-    current: RwLock<Arc<ReadView>>,
+    current: ArcSwap<ReadView>,
     state: Mutex<State>,
     /// Signalled whenever the read view, `compacting` or the error state changes.
     changed: Condvar,
@@ -251,7 +330,14 @@ pub(crate) struct Inner {
     queue_changed: Condvar,
     wal: Mutex<WalState>,
     visible_sequence: AtomicU64,
-    snapshots: Arc<Mutex<BTreeMap<u64, usize>>>,
+    /// Under `SyncPolicy::EveryCommit`: every write at or below it is synced to the log.
+    durable_sequence: AtomicU64,
+    /// One log sync at a time ([`Db::sync_through`]).
+    sync_lock: Mutex<()>,
+    snapshots: Arc<Registry>,
+    /// Held while a write group is logged: one at a time, in order, with the memtable switch
+    /// it may make (see the module documentation).
+    log_turn: Mutex<()>,
     install: Mutex<ManifestState>,
     pub(crate) next_table_id: AtomicU64,
     pub(crate) table_counters: Arc<TableCounters>,
@@ -336,10 +422,12 @@ impl Db {
         let mut last_sequence = header.last_sequence;
 
         // Replay the logs into a memtable.
-        let recovered = Memtable::new();
+        let recovered = Memtable::with_capacity(options.memtable_size);
         let mut replayed_to = 0u64;
+        let mut last_position = header.last_position;
         for log in [&wal_path, &next_wal_path] {
             let replay = wal::replay(vfs.as_ref(), log, header.flushed_sequence, &mut replayed_to, |record| {
+                last_position = last_position.max(record.position);
                 let mut sequence = record.first_sequence;
                 WriteBatch::for_each(record.batch, record.count, |kind, key, value| {
                     if sequence > header.flushed_sequence {
@@ -363,11 +451,11 @@ impl Db {
             vfs: vfs.clone(),
             wal_path: wal_path.clone(),
             next_wal_path,
-            current: RwLock::new(Arc::new(ReadView {
+            current: ArcSwap::from_pointee(ReadView {
                 mem: Arc::new(Memtable::new()),
                 imm: None,
                 version: Arc::new(version),
-            })),
+            }),
             state: Mutex::new(State {
                 bg_error: None,
                 shutting_down: false,
@@ -386,12 +474,16 @@ impl Db {
                     preallocated: None,
                 },
                 last_sequence,
+                last_position,
                 buffer: Vec::new(),
                 sealed: None,
                 spare: None,
             }),
             visible_sequence: AtomicU64::new(last_sequence),
+            durable_sequence: AtomicU64::new(last_sequence),
+            sync_lock: Mutex::new(()),
             snapshots: Arc::default(),
+            log_turn: Mutex::new(()),
             install: Mutex::new(ManifestState {
                 location: location.unwrap_or(ManifestLocation { first_page: 0, pages: 0, len: 0, crc: 0 }),
                 header,
@@ -407,9 +499,11 @@ impl Db {
             let mut install = inner.install.lock();
             let mut version = (*inner.view().version).clone();
             if !recovered.is_empty() {
+                // No snapshot exists yet: of each key only the newest version is needed.
+                let mut hidden = HiddenVersions::new(last_sequence);
                 let metas = inner.write_tables(
                     &mut MemCursor::new(Arc::new(recovered), None, true),
-                    None,
+                    Some(&mut |key| Ok(!hidden.is_hidden(key))),
                     MAX_FLUSH_TABLE_BYTES,
                 )?;
                 for meta in metas {
@@ -419,17 +513,21 @@ impl Db {
             }
             // From here on every write is in a table or in the new log, which starts at
             // `last_sequence + 1`: record that as flushed, or the next replay would find a gap.
-            if location.is_none() || last_sequence > header.flushed_sequence {
+            if location.is_none() || last_sequence > header.flushed_sequence || last_position > header.last_position {
                 let header = ManifestHeader {
                     next_table_id: inner.next_table_id.load(Ordering::SeqCst),
                     flushed_sequence: last_sequence,
                     last_sequence,
+                    last_position,
                 };
                 inner.persist(&mut install, &version, header)?;
             }
             inner.sweep_orphans(&install, &version)?;
-            *inner.current.write() =
-                Arc::new(ReadView { mem: Arc::new(Memtable::new()), imm: None, version: Arc::new(version) });
+            inner.set_view(ReadView {
+                mem: Arc::new(Memtable::with_capacity(inner.options.memtable_size)),
+                imm: None,
+                version: Arc::new(version),
+            });
         }
         if vfs.exists(&inner.next_wal_path) {
             vfs.remove(&inner.next_wal_path).map_err(|error| Error::io("remove", &inner.next_wal_path, error))?;
@@ -443,7 +541,10 @@ impl Db {
             let inner = inner.clone();
             std::thread::Builder::new()
                 .name(name.to_string())
-                .spawn(move || work(inner))
+                .spawn(move || {
+                    batch_priority();
+                    work(inner)
+                })
                 .map_err(|error| Error::io("spawn a thread for", Path::new(name), error))
         };
         threads.push(spawn("tern-lsm-flush", flush_loop, &inner)?);
@@ -477,9 +578,66 @@ impl Db {
         self.inner.submit(batch, false)
     }
 
+    /// Appends `batches` to the log as one record at `position` (the caller's number for the
+    /// group, kept in the log and reported by [`Db::last_position`] after a restart; 0 for
+    /// none) and gives their entries consecutive sequence numbers, without syncing, inserting
+    /// or publishing them.
+    ///
+    /// The pipelined write path: calls are served one at a time, in the order the caller makes
+    /// them; the caller then inserts the entries through the returned [`LoggedWrite`] (from any
+    /// threads), makes them durable with [`Db::sync_through`], and publishes the last sequence
+    /// with [`Db::publish`] once it and every earlier group are inserted and durable. A caller
+    /// using this must not also use [`Db::write`], which publishes on its own.
+    pub fn log_write(&self, position: u64, batches: &[&WriteBatch]) -> Result<LoggedWrite> {
+        self.inner.log_write(position, batches, false)
+    }
+
+    /// Under [`SyncPolicy::EveryCommit`], returns once every write up to `sequence` (logged by
+    /// [`Db::log_write`]) is synced to disk; under the other policies at once. Concurrent
+    /// callers share syncs: one sync covers everything appended before it started, and appends
+    /// go on while it runs.
+    pub fn sync_through(&self, sequence: u64) -> Result<()> {
+        self.inner.sync_through(sequence)
+    }
+
+    /// Syncs everything appended to the log so far ([`Db::log_write`]) and returns the new
+    /// durable sequence (under policies other than [`SyncPolicy::EveryCommit`], returns at
+    /// once). One sync runs at a time: for callers that coordinate syncs among themselves.
+    pub fn sync_log(&self) -> Result<u64> {
+        self.inner.sync_log()?;
+        Ok(self.durable_sequence())
+    }
+
+    /// The last sequence known to be durable as the sync policy promises: under
+    /// [`SyncPolicy::EveryCommit`] the last one synced to the log, otherwise every appended
+    /// one (`u64::MAX`: nothing waits for a sync).
+    pub fn durable_sequence(&self) -> u64 {
+        match self.inner.options.sync {
+            SyncPolicy::EveryCommit => self.inner.durable_sequence.load(Ordering::Acquire),
+            _ => u64::MAX,
+        }
+    }
+
+    /// The last sequence appended to the log.
+    pub fn appended_sequence(&self) -> u64 {
+        self.inner.wal.lock().last_sequence
+    }
+
+    /// Makes writes up to `sequence` visible to new reads and snapshots. Every write at or
+    /// below it must be inserted ([`LoggedWrite`]).
+    pub fn publish(&self, sequence: u64) {
+        self.inner.visible_sequence.fetch_max(sequence, Ordering::AcqRel);
+    }
+
+    /// The highest position logged so far ([`Db::log_write`]); after opening, the highest
+    /// position found in the tables and the log.
+    pub fn last_position(&self) -> u64 {
+        self.inner.wal.lock().last_position
+    }
+
     /// The value of `key` as of `snapshot` (or now).
     pub fn get(&self, key: &[u8], snapshot: Option<&Snapshot>) -> Result<Option<Vec<u8>>> {
-        let view = self.inner.view();
+        let view = self.inner.current.load();
         let sequence = self.read_sequence(snapshot);
         view.get(key, sequence)
     }
@@ -509,10 +667,8 @@ impl Db {
 
     /// Pins the current state for reads until the snapshot is dropped.
     pub fn snapshot(&self) -> Snapshot {
-        let mut registry = self.inner.snapshots.lock();
-        let sequence = self.inner.visible_sequence.load(Ordering::Acquire);
-        *registry.entry(sequence).or_insert(0) += 1;
-        Snapshot { sequence, registry: self.inner.snapshots.clone() }
+        let held = self.inner.snapshots.register(|| self.inner.visible_sequence.load(Ordering::SeqCst));
+        Snapshot { sequence: held.value(), _held: held }
     }
 
     /// The sequence number of the latest write visible to reads.
@@ -611,7 +767,7 @@ impl Db {
             memtable_bytes: view.mem.approximate_bytes(),
             immutable_memtable_bytes: view.imm.as_ref().map_or(0, |imm| imm.approximate_bytes()),
             last_sequence: inner.visible_sequence.load(Ordering::Acquire),
-            live_snapshots: inner.snapshots.lock().values().sum(),
+            live_snapshots: inner.snapshots.count(),
             batches: counter(&inner.counters.batches),
             write_groups: counter(&inner.counters.write_groups),
             wal_bytes: counter(&inner.counters.wal_bytes),
@@ -798,11 +954,11 @@ impl tern_pagestore::vfs::VfsFile for NoFile {
 
 impl Inner {
     pub(crate) fn view(&self) -> Arc<ReadView> {
-        self.current.read().clone()
+        self.current.load_full()
     }
 
     fn set_view(&self, view: ReadView) {
-        *self.current.write() = Arc::new(view);
+        self.current.store(Arc::new(view));
     }
 
     pub(crate) fn open_table(&self, meta: TableMeta, level: usize) -> Result<Table> {
@@ -868,52 +1024,96 @@ impl Inner {
 
     /// Logs and applies a write group; returns the last sequence of each member's batch.
     fn commit_group(&self, group: &[Arc<Writer>]) -> Result<Vec<u64>> {
-        // Only the leader rotates memtables, so this one stays current until the group is in.
-        let mem = self.make_room(group.iter().any(|member| member.rotate))?;
-        let mut guard = self.wal.lock();
-        let wal = &mut *guard;
-        let mut sequence = wal.last_sequence;
+        let batches: Vec<&WriteBatch> = group.iter().map(|member| &member.batch).collect();
+        let logged = self.log_write(0, &batches, group.iter().any(|member| member.rotate))?;
+        let mut next = logged.first_sequence;
         let mut last = Vec::with_capacity(group.len());
-        wal.buffer.clear();
-        // One record for the whole group: it is synced as one, and a log whose records are each
-        // synced before the next is written can tell a torn tail from damage (see `wal`).
-        wal::encode_record(&mut wal.buffer, sequence + 1, group.iter().map(|member| &member.batch));
-        for member in group {
-            sequence += member.batch.count as u64;
-            last.push(sequence);
+        for batch in batches {
+            logged.insert(batch, next)?;
+            next += batch.count as u64;
+            last.push(next - 1);
         }
-        if sequence >= MAX_SEQUENCE {
-            return Err(Error::ReadOnly("sequence numbers exhausted".into()));
+        if !logged.is_empty() {
+            self.sync_through(logged.last_sequence)?;
+            self.visible_sequence.fetch_max(logged.last_sequence, Ordering::AcqRel);
         }
-        if wal.buffer.is_empty() {
-            return Ok(last);
+        Ok(last)
+    }
+
+    fn sync_through(&self, sequence: u64) -> Result<()> {
+        if self.options.sync != SyncPolicy::EveryCommit || self.durable_sequence.load(Ordering::Acquire) >= sequence {
+            return Ok(());
         }
-        let logged = wal.wal.append(&wal.buffer).and_then(|()| match self.options.sync {
-            SyncPolicy::EveryCommit => {
-                bump(&self.counters.wal_syncs, 1);
-                wal.wal.sync()
-            }
-            _ => Ok(()),
-        });
-        if let Err(error) = logged {
-            // What reached the log is unknown: refuse writes until the log is replayed.
-            drop(guard); // `fail` takes `state`, which comes before `wal` in the lock order
+        let _sync = self.sync_lock.lock();
+        if self.durable_sequence.load(Ordering::Acquire) >= sequence {
+            return Ok(()); // the sync that just ended covered it
+        }
+        self.sync_locked()
+    }
+
+    fn sync_log(&self) -> Result<()> {
+        if self.options.sync != SyncPolicy::EveryCommit {
+            return Ok(());
+        }
+        let _sync = self.sync_lock.lock();
+        self.sync_locked()
+    }
+
+    /// Syncs everything appended so far (appends made during the sync are left for the next
+    /// one); the caller holds `sync_lock`.
+    fn sync_locked(&self) -> Result<()> {
+        let (file, path, target) = {
+            let mut wal = self.wal.lock();
+            wal.wal.unsynced = false;
+            (wal.wal.file.clone(), wal.wal.path.clone(), wal.last_sequence)
+        };
+        bump(&self.counters.wal_syncs, 1);
+        if let Err(error) = file.sync() {
+            let error = Error::io("sync", &path, error);
+            // What reached the disk is unknown: refuse writes until the log is replayed.
             self.fail(&error);
             return Err(error);
         }
-        bump(&self.counters.write_groups, 1);
-        bump(&self.counters.batches, group.iter().filter(|member| !member.batch.is_empty()).count() as u64);
-        bump(&self.counters.wal_bytes, wal.buffer.len() as u64);
-        let mut next = wal.last_sequence + 1;
-        for member in group {
-            WriteBatch::for_each(&member.batch.data, member.batch.count, |kind, key, value| {
-                mem.insert(key, next, kind, value);
-                next += 1;
-            })?;
+        self.durable_sequence.fetch_max(target, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// [`Db::log_write`]; with `rotate`, first makes a non-empty memtable immutable.
+    fn log_write(&self, position: u64, batches: &[&WriteBatch], rotate: bool) -> Result<LoggedWrite> {
+        let _turn = self.log_turn.lock();
+        // Only a log write switches memtables, so this one stays current until the group is in.
+        let mem = self.make_room(rotate)?;
+        let mut guard = self.wal.lock();
+        let wal = &mut *guard;
+        let first_sequence = wal.last_sequence + 1;
+        let count: u64 = batches.iter().map(|batch| batch.count as u64).sum();
+        let last_sequence = wal.last_sequence + count;
+        if last_sequence >= MAX_SEQUENCE {
+            return Err(Error::ReadOnly("sequence numbers exhausted".into()));
         }
-        wal.last_sequence = sequence;
-        self.visible_sequence.store(sequence, Ordering::Release);
-        Ok(last)
+        if count > 0 {
+            wal.buffer.clear();
+            // One record for the whole group: it is replayed whole or not at all, and the
+            // durable point it carries lets replay tell a torn tail from damage (`wal`).
+            let durable = self.durable_sequence.load(Ordering::Acquire);
+            wal::encode_record(&mut wal.buffer, first_sequence, position, durable, batches.iter().copied());
+            if let Err(error) = wal.wal.append(&wal.buffer) {
+                // What reached the log is unknown: refuse writes until the log is replayed.
+                drop(guard); // `fail` takes `state`, which comes before `wal` in the lock order
+                self.fail(&error);
+                return Err(error);
+            }
+            bump(&self.counters.write_groups, 1);
+            bump(&self.counters.batches, batches.iter().filter(|batch| !batch.is_empty()).count() as u64);
+            bump(&self.counters.wal_bytes, wal.buffer.len() as u64);
+            wal.last_sequence = last_sequence;
+            wal.last_position = wal.last_position.max(position);
+            mem.note_position(position);
+        }
+        // Counted before the turn is released, so that a flush of this memtable, which can only
+        // follow a later switch, waits for these inserts.
+        mem.begin_write();
+        Ok(LoggedWrite { memtable: mem, first_sequence, last_sequence })
     }
 
     /// Called by the group leader before logging: delays or stops writes while level 0 backs
@@ -958,6 +1158,21 @@ impl Inner {
             // record would not continue the sequence: what survives is always a prefix.
             let switched = {
                 let mut wal = self.wal.lock();
+                // Under EveryCommit the sealed log is synced now, so that a sync in progress or
+                // to come ([`Db::sync_through`]) need only cover the new log.
+                let behind = self.durable_sequence.load(Ordering::Acquire) < wal.last_sequence;
+                let synced = if self.options.sync == SyncPolicy::EveryCommit && behind {
+                    bump(&self.counters.wal_syncs, 1);
+                    wal.wal.sync()
+                } else {
+                    Ok(())
+                };
+                if let Err(error) = synced {
+                    state.bg_error = Some(error.to_string());
+                    self.changed.notify_all();
+                    return Err(error);
+                }
+                self.durable_sequence.fetch_max(wal.last_sequence, Ordering::AcqRel);
                 let next = match wal.spare.take() {
                     Some(spare) => Ok(spare),
                     None => Wal::create(
@@ -977,7 +1192,7 @@ impl Inner {
                 return Err(error);
             }
             self.set_view(ReadView {
-                mem: Arc::new(Memtable::new()),
+                mem: Arc::new(Memtable::with_capacity(self.options.memtable_size)),
                 imm: Some(view.mem.clone()),
                 version: view.version.clone(),
             });
@@ -986,11 +1201,9 @@ impl Inner {
         }
     }
 
-    /// The oldest sequence some reader may still read at.
+    /// The oldest sequence some reader may still read at (now or later: see `registry`).
     pub(crate) fn smallest_snapshot(&self) -> u64 {
-        let registry = self.snapshots.lock();
-        let visible = self.visible_sequence.load(Ordering::Acquire);
-        registry.keys().next().copied().unwrap_or(visible).min(visible)
+        self.snapshots.oldest(self.visible_sequence.load(Ordering::SeqCst))
     }
 
     /// Writes the entries of `cursor` to new tables, starting a new table once one reaches
@@ -1092,11 +1305,12 @@ impl Inner {
         Ok(())
     }
 
-    fn manifest_header(&self, manifest: &ManifestState, flushed_sequence: u64) -> ManifestHeader {
+    fn manifest_header(&self, manifest: &ManifestState, flushed_sequence: u64, last_position: u64) -> ManifestHeader {
         ManifestHeader {
             next_table_id: self.next_table_id.load(Ordering::SeqCst),
             flushed_sequence,
             last_sequence: self.visible_sequence.load(Ordering::Acquire).max(manifest.header.last_sequence),
+            last_position: last_position.max(manifest.header.last_position),
         }
     }
 
@@ -1110,7 +1324,18 @@ impl Inner {
         {
             sealed.sync()?;
         }
-        let metas = self.write_tables(&mut MemCursor::new(imm.clone(), None, true), None, MAX_FLUSH_TABLE_BYTES)?;
+        // Inserts of write groups logged before the switch may still be running.
+        while imm.writers() > 0 {
+            std::thread::sleep(Duration::from_micros(20));
+        }
+        // Versions every reader sees past are not written (a tombstone is: deeper levels may
+        // hold the key).
+        let mut hidden = HiddenVersions::new(self.smallest_snapshot());
+        let metas = self.write_tables(
+            &mut MemCursor::new(imm.clone(), None, true),
+            Some(&mut |key| Ok(!hidden.is_hidden(key))),
+            MAX_FLUSH_TABLE_BYTES,
+        )?;
         let mut manifest = self.install.lock();
         let view = self.view();
         let mut version = (*view.version).clone();
@@ -1118,7 +1343,8 @@ impl Inner {
             version.levels[0].push(Arc::new(self.open_table(meta, 0)?));
         }
         version.sort();
-        let header = self.manifest_header(&manifest, imm.max_sequence().max(manifest.header.flushed_sequence));
+        let flushed = imm.max_sequence().max(manifest.header.flushed_sequence);
+        let header = self.manifest_header(&manifest, flushed, imm.max_position());
         self.persist(&mut manifest, &version, header)?;
         // The tables now hold everything the sealed log did: retire it. The memtable stays
         // immutable until then, so no writer starts another log meanwhile.
@@ -1158,7 +1384,7 @@ impl Inner {
             let resident = output_level < self.options.resident_index_levels;
             version.levels[output_level].push(Arc::new(table.reopen(resident)?));
             version.sort();
-            let header = self.manifest_header(&manifest, manifest.header.flushed_sequence);
+            let header = self.manifest_header(&manifest, manifest.header.flushed_sequence, 0);
             self.persist(&mut manifest, &version, header)?;
             self.install_version(version);
             bump(&self.counters.trivial_moves, 1);
@@ -1172,22 +1398,15 @@ impl Inner {
             .map(|table| TableCursor::new(table.clone(), None, true).map(|cursor| Box::new(cursor) as Box<dyn Cursor>))
             .collect::<Result<_>>()?;
         let mut merged = MergingCursor::new(cursors, true);
-        let mut last_user: Option<Vec<u8>> = None;
-        let mut newer_sequence = u64::MAX;
+        let mut hidden = HiddenVersions::new(smallest_snapshot);
         let mut keep = |key: &[u8]| -> Result<bool> {
-            let user = keys::user_key(key);
-            if last_user.as_deref() != Some(user) {
-                last_user = Some(user.to_vec());
-                newer_sequence = u64::MAX;
+            if hidden.is_hidden(key) {
+                return Ok(false);
             }
-            let sequence = keys::sequence_of(key);
-            // A newer version every reader sees hides this one.
-            let hidden = newer_sequence <= smallest_snapshot;
             let dead_tombstone = keys::kind_of(key)? == Kind::Delete
-                && sequence <= smallest_snapshot
-                && compaction::is_bottom_for(&view.version, output_level, user);
-            newer_sequence = sequence;
-            Ok(!hidden && !dead_tombstone)
+                && keys::sequence_of(key) <= smallest_snapshot
+                && compaction::is_bottom_for(&view.version, output_level, keys::user_key(key));
+            Ok(!dead_tombstone)
         };
         let metas = self.write_tables(&mut merged, Some(&mut keep), self.options.table_target_size)?;
         let written: u64 = metas.iter().map(|meta| meta.page_count * self.pool.page_size() as u64).sum();
@@ -1204,7 +1423,7 @@ impl Inner {
         }
         version.sort();
         version.check()?;
-        let header = self.manifest_header(&manifest, manifest.header.flushed_sequence);
+        let header = self.manifest_header(&manifest, manifest.header.flushed_sequence, 0);
         self.persist(&mut manifest, &version, header)?;
         for table in &inputs {
             table.mark_obsolete();
@@ -1247,6 +1466,24 @@ fn flush_loop(inner: Arc<Inner>) {
         drop(imm);
         if inner.options.release_memory {
             release_free_memory();
+        }
+    }
+}
+
+/// Marks the calling (background) thread as batch work for the scheduler (Linux's
+/// `SCHED_BATCH`): it still gets its fair share of the CPU, but it does not preempt the
+/// threads that commit when it wakes up. A committer preempted in the middle of the commit
+/// pipeline holds up every other committer (they wait for its batch), so on a machine with as
+/// many committers as cores, a flush that wakes up and takes a core from one of them costs far
+/// more than its own time. Elsewhere this does nothing.
+fn batch_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        let parameters = libc::sched_param { sched_priority: 0 };
+        // SAFETY: sched_setscheduler reads the parameters and changes only this thread's policy.
+        let result = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &parameters) };
+        if result != 0 {
+            tracing::debug!(error = %std::io::Error::last_os_error(), "SCHED_BATCH refused; keeping the default policy");
         }
     }
 }

@@ -74,7 +74,7 @@ impl Error {
 
     /// A copy good enough to hand to every writer that shares a failed group or a stopped
     /// background thread (I/O errors are not `Clone`).
-    pub(crate) fn share(&self) -> Error {
+    pub fn share(&self) -> Error {
         match self {
             Error::Io { op, path, source } => {
                 Error::Io { op, path: path.clone(), source: io::Error::new(source.kind(), source.to_string()) }

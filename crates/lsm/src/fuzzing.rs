@@ -62,7 +62,7 @@ pub fn fix_wal_checksums(log: &mut [u8]) {
 pub fn sample_wal(batches: &[Vec<(&[u8], &[u8])>]) -> Vec<u8> {
     let mut log = Vec::new();
     log.extend_from_slice(b"TERNWAL\0");
-    log.extend_from_slice(&1u32.to_le_bytes());
+    log.extend_from_slice(&wal::FORMAT.to_le_bytes());
     log.extend_from_slice(&0u32.to_le_bytes());
     let mut sequence = 1;
     for entries in batches {
@@ -71,7 +71,7 @@ pub fn sample_wal(batches: &[Vec<(&[u8], &[u8])>]) -> Vec<u8> {
             let written = if value.is_empty() { batch.delete(key) } else { batch.put(key, value) };
             written.expect("sample entries are within the limits");
         }
-        wal::encode_record(&mut log, sequence, [&batch]);
+        wal::encode_record(&mut log, sequence, sequence, 0, [&batch]);
         sequence += batch.count as u64;
     }
     log
@@ -216,7 +216,7 @@ pub fn sample_manifest() -> Vec<u8> {
         largest: internal_key(to, 3, 1),
         max_sequence: 9,
     };
-    let header = version::ManifestHeader { next_table_id: 3, flushed_sequence: 9, last_sequence: 9 };
+    let header = version::ManifestHeader { next_table_id: 3, flushed_sequence: 9, last_sequence: 9, last_position: 0 };
     let (first, second) = (table(1, 5, b"a", b"k"), table(2, 9, b"l", b"z"));
     version::encode(&header, &[(0, &first), (1, &second)])
 }

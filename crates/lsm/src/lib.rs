@@ -24,12 +24,13 @@ mod keys;
 pub mod limits;
 mod memtable;
 mod options;
+pub mod registry;
 mod table;
 mod version;
 mod wal;
 
-pub use batch::WriteBatch;
-pub use db::{Db, IntegrityReport, LevelStats, Snapshot, Stats, log_paths};
+pub use batch::{Entries, WriteBatch};
+pub use db::{Db, IntegrityReport, LevelStats, LoggedWrite, Snapshot, Stats, log_paths};
 pub use error::{Error, Result};
 pub use iter::DbIter;
 pub use options::{MAX_MEMTABLE_SIZE, Options, SyncPolicy};

@@ -1,31 +1,46 @@
 //! The memtable: a skiplist of user keys whose nodes live in an arena, as in LevelDB, with the
 //! versions of each key in a chain hanging off its node (newest first).
 //!
-//! Inserts are serialized by a mutex (in practice only the leader of a write group inserts);
-//! reads and scans run concurrently without locks. A node or version is published by a release
-//! store of the pointer to it, after it is fully written, and readers follow pointers with
-//! acquire loads, so a reader sees either the old structure or the new record complete.
-//! Nothing is removed or moved: the arena's chunks stay put until the memtable is dropped,
-//! which frees a few large chunks instead of one allocation per entry.
+//! Inserts run concurrently from any number of threads, and reads and scans run concurrently
+//! with them, all without locks on the shared structure:
+//! - Memory comes from arena shards (a thread keeps to one shard, so its allocations take an
+//!   uncontended lock and do not share a cache line with other threads' allocations).
+//! - A point index, a fixed array of hash buckets each holding a lock-free list of key nodes,
+//!   maps each user key to its node. A new key is claimed by a compare-and-swap on its bucket
+//!   (insert if absent: of two threads inserting the same new key, one wins and the other adds
+//!   its version to the winner's node), so the skiplist never holds a key twice.
+//! - The skiplist links a claimed node bottom up with one compare-and-swap per level (as
+//!   RocksDB's `InlineSkipList::InsertConcurrently`); a failed swap searches that level again
+//!   from the predecessor it had.
+//! - A key's versions form a list sorted by sequence, newest first; a version is linked with a
+//!   compare-and-swap at its place, usually the head.
 //!
-//! A new version of a key already present does not touch the skiplist: it is pushed on the
+//! A node or version is published by a release store or swap of the pointer to it, after it is
+//! fully written, and readers follow pointers with acquire loads, so a reader sees either the
+//! old structure or the new record complete. Nothing is removed or moved: the arena's chunks
+//! stay put until the memtable is dropped, which frees a few large chunks instead of one
+//! allocation per entry.
+//!
+//! A new version of a key already present does not touch the skiplist: it is linked on the
 //! key's chain. Only a new key pays the skiplist search (a cache miss per level). Point lookups
-//! do not search either: a hash index, split into shards behind reader-writer locks, maps each
-//! user key to its node, and a lookup walks the chain to the newest version its snapshot may
-//! see. Entries still come out of a cursor in internal-key order (user key ascending, sequence
-//! descending), which is what flushing and the merging iterators need.
+//! do not search either: they hash the key, walk its bucket and then the chain to the newest
+//! version their snapshot may see. Entries still come out of a cursor in internal-key order
+//! (user key ascending, sequence descending), which is what flushing and the merging iterators
+//! need. A node is in the point index before it is in the skiplist, so a cursor may miss a key
+//! whose insert is still running; the write path publishes a write's sequence only after all
+//! its inserts finished, and a flush waits for the memtable's writers ([`Memtable::writers`]).
 //!
 //! Layouts in the arena (8-byte aligned):
-//! - key node: `key_len u32 | height u32 | versions AtomicPtr | next AtomicPtr * height | user key`
+//! - key node: `key_len u32 | height u32 | versions AtomicPtr | bucket next AtomicPtr
+//!   | next AtomicPtr * height | user key`
 //! - version: `older AtomicPtr | key_len u32 | value_len u32 | internal key | value`
 
 use crate::error::Result;
 use crate::iter::Cursor;
 use crate::keys::{self, Kind};
 use crate::table::Lookup;
-use parking_lot::{Mutex, RwLock};
-use rustc_hash::FxHashMap;
-use std::borrow::Borrow;
+use parking_lot::Mutex;
+use std::cell::Cell;
 use std::cmp::Ordering as KeyOrdering;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
@@ -38,16 +53,25 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 const MAX_HEIGHT: usize = 12;
 /// Arena chunk size; a record larger than a quarter of it gets a chunk of its own.
 const CHUNK_BYTES: usize = 256 << 10;
-/// Shards of the point index (a power of two).
-const INDEX_SHARDS: usize = 16;
-/// Bytes charged to the memtable's size for each distinct key in the point index.
-const INDEX_ENTRY_BYTES: usize = 40;
+/// Arena shards (a power of two). Threads are spread over them round robin.
+const ARENA_SHARDS: usize = 8;
+/// Bytes of memtable per bucket of the point index: with entries of 40 bytes and more, a
+/// bucket holds a few keys when the memtable is full. The bucket array (8 bytes per bucket,
+/// 1/32 of the capacity) is allocated up front and not counted in the memtable's size.
+const BYTES_PER_BUCKET: usize = 256;
+/// Fewest and most buckets of the point index.
+const MIN_BUCKETS: usize = 1 << 10;
+const MAX_BUCKETS: usize = 1 << 22;
+/// Capacity a memtable is sized for when none is given (tests, recovery).
+const DEFAULT_CAPACITY: usize = 4 << 20;
 
 #[repr(C)]
 struct Node {
     key_len: u32,
     height: u32,
     versions: AtomicPtr<Version>,
+    /// The next node in this node's bucket of the point index.
+    bucket_next: AtomicPtr<Node>,
     // followed by `height` next pointers and the user key
 }
 
@@ -68,8 +92,8 @@ struct NodeRef<'a>(*const Node, PhantomData<&'a Memtable>);
 impl<'a> NodeRef<'a> {
     fn height(self) -> usize {
         // SAFETY (all accessors): the pointer is the head or a node written by
-        // `Arena::node` into an arena chunk that outlives 'a; the tower and key lie in the same
-        // chunk, right after the header.
+        // `ArenaShard::node` into an arena chunk that outlives 'a; the tower and key lie in
+        // the same chunk, right after the header.
         unsafe { (*self.0).height as usize }
     }
 
@@ -89,8 +113,7 @@ impl<'a> NodeRef<'a> {
 
     /// The newest version (every published node has one).
     fn newest(self) -> VersionRef<'a> {
-        // SAFETY: see `height`.
-        let newest = unsafe { (*self.0).versions.load(Ordering::Acquire) };
+        let newest = self.versions().load(Ordering::Acquire);
         debug_assert!(!newest.is_null());
         VersionRef(newest, PhantomData)
     }
@@ -98,6 +121,11 @@ impl<'a> NodeRef<'a> {
     fn versions(self) -> &'a AtomicPtr<Version> {
         // SAFETY: see `height`.
         unsafe { &(*self.0).versions }
+    }
+
+    fn bucket_next(self) -> &'a AtomicPtr<Node> {
+        // SAFETY: see `height`.
+        unsafe { &(*self.0).bucket_next }
     }
 }
 
@@ -107,8 +135,9 @@ struct VersionRef<'a>(*const Version, PhantomData<&'a Memtable>);
 
 impl<'a> VersionRef<'a> {
     fn data(self) -> *const u8 {
-        // SAFETY (all accessors): the pointer is a version written by `Arena::version` into an
-        // arena chunk that outlives 'a; key and value follow the header in the same chunk.
+        // SAFETY (all accessors): the pointer is a version written by `ArenaShard::version`
+        // into an arena chunk that outlives 'a; key and value follow the header in the same
+        // chunk.
         unsafe { self.0.add(1) as *const u8 }
     }
 
@@ -120,6 +149,10 @@ impl<'a> VersionRef<'a> {
     fn value(self) -> &'a [u8] {
         // SAFETY: see `data`.
         unsafe { std::slice::from_raw_parts(self.data().add((*self.0).key_len as usize), (*self.0).value_len as usize) }
+    }
+
+    fn trailer(self) -> u64 {
+        keys::trailer_of(self.key())
     }
 
     fn older_link(self) -> &'a AtomicPtr<Version> {
@@ -142,14 +175,18 @@ impl<'a> VersionRef<'a> {
 }
 
 /// Chunks of 8-byte words, handed out front to back. Chunks never move once allocated.
-struct Arena {
+struct ArenaShard {
     chunks: Vec<Box<[u64]>>,
     next: *mut u8,
     remaining: usize,
     rng: u64,
 }
 
-impl Arena {
+impl ArenaShard {
+    fn new(seed: u64) -> ArenaShard {
+        ArenaShard { chunks: Vec::new(), next: ptr::null_mut(), remaining: 0, rng: seed | 1 }
+    }
+
     fn allocate(&mut self, bytes: usize) -> (*mut u8, usize) {
         let bytes = bytes.next_multiple_of(8);
         if bytes > CHUNK_BYTES / 4 {
@@ -186,8 +223,8 @@ impl Arena {
         height
     }
 
-    /// Writes a key node into the arena; its next pointers and its chain are null.
-    fn node(&mut self, height: usize, user_key: &[u8]) -> (*mut Node, usize) {
+    /// Writes a key node into the arena whose chain is `version`; its other pointers are null.
+    fn node(&mut self, height: usize, user_key: &[u8], version: *mut Version) -> (*mut Node, usize) {
         let size = size_of::<Node>() + height * size_of::<AtomicPtr<Node>>() + user_key.len();
         let (memory, bytes) = self.allocate(size);
         let node = memory as *mut Node;
@@ -199,7 +236,8 @@ impl Arena {
                 Node {
                     key_len: user_key.len() as u32,
                     height: height as u32,
-                    versions: AtomicPtr::new(ptr::null_mut()),
+                    versions: AtomicPtr::new(version),
+                    bucket_next: AtomicPtr::new(ptr::null_mut()),
                 },
             );
             let data = (node.add(1) as *mut u8).add(height * size_of::<AtomicPtr<Node>>());
@@ -233,62 +271,52 @@ impl Arena {
     }
 }
 
-/// A user key inside the arena, hashed and compared by its bytes.
-#[derive(Clone, Copy)]
-struct ArenaKey {
-    pointer: *const u8,
-    len: usize,
-}
-
-impl ArenaKey {
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: `pointer` and `len` describe the user key of a node in an arena chunk, which
-        // lives as long as the memtable that owns this index.
-        unsafe { std::slice::from_raw_parts(self.pointer, self.len) }
-    }
-}
-
-impl Borrow<[u8]> for ArenaKey {
-    fn borrow(&self) -> &[u8] {
-        self.bytes()
-    }
-}
-
-impl Hash for ArenaKey {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.bytes().hash(state);
-    }
-}
-
-impl PartialEq for ArenaKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.bytes() == other.bytes()
-    }
-}
-
-impl Eq for ArenaKey {}
-
-/// A node pointer stored in the point index.
-#[derive(Clone, Copy)]
-struct IndexedNode(*const Node);
-
-type IndexShard = RwLock<FxHashMap<ArenaKey, IndexedNode>>;
-
-pub struct Memtable {
-    head: *const Node,
-    height: AtomicUsize,
-    /// Serializes inserts; owns the arena.
-    writer: Mutex<Arena>,
-    /// User key -> its node.
-    index: Box<[IndexShard]>,
+/// One arena shard with the counters of what was inserted through it, on a cache line of its
+/// own.
+#[repr(align(128))]
+struct Shard {
+    arena: Mutex<ArenaShard>,
+    /// Bytes handed out, and the highest sequence inserted, through this shard.
     bytes: AtomicUsize,
     max_sequence: AtomicU64,
 }
 
-fn shard_of(user_key: &[u8]) -> usize {
+/// The arena shard the calling thread uses: threads are numbered as they first insert, and
+/// take the shards round robin.
+fn shard_of_thread() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    SHARD.with(|shard| {
+        if shard.get() == usize::MAX {
+            shard.set(NEXT.fetch_add(1, Ordering::Relaxed) % ARENA_SHARDS);
+        }
+        shard.get()
+    })
+}
+
+fn hash_of(user_key: &[u8]) -> u64 {
     let mut hasher = rustc_hash::FxHasher::default();
     user_key.hash(&mut hasher);
-    (hasher.finish() >> 32) as usize & (INDEX_SHARDS - 1)
+    hasher.finish()
+}
+
+pub struct Memtable {
+    head: *const Node,
+    /// Height of the tallest node linked so far.
+    height: AtomicUsize,
+    shards: Box<[Shard]>,
+    /// The point index: `buckets[hash & mask]` starts a list of key nodes through
+    /// `bucket_next`.
+    buckets: Box<[AtomicPtr<Node>]>,
+    mask: u64,
+    /// Write groups logged into this memtable whose inserts have not all finished.
+    writers: AtomicUsize,
+    /// The highest log position of a write group logged into it.
+    max_position: AtomicU64,
+    /// Keeps the head node's memory.
+    _head_chunk: Box<[u64]>,
 }
 
 /// A place in the memtable: a key node and one of its versions.
@@ -300,8 +328,8 @@ struct Position<'a> {
 
 // SAFETY: the raw pointers point into the arena, which the memtable owns and never frees or
 // moves before it is dropped; shared access follows the publication protocol described at the
-// top (release stores of fully written records, acquire loads), and inserts hold `writer`; the
-// point index holds pointers into the same arena and is changed under its shard locks.
+// top (release stores and swaps of fully written records, acquire loads), and each arena shard
+// is changed under its lock.
 unsafe impl Send for Memtable {}
 unsafe impl Sync for Memtable {}
 
@@ -313,15 +341,32 @@ impl Default for Memtable {
 
 impl Memtable {
     pub fn new() -> Self {
-        let mut arena = Arena { chunks: Vec::new(), next: ptr::null_mut(), remaining: 0, rng: 0x2545_f491_4f6c_dd1d };
-        let (head, bytes) = arena.node(MAX_HEIGHT, &[]);
+        Self::with_capacity(DEFAULT_CAPACITY)
+    }
+
+    /// A memtable sized for about `capacity` bytes of entries (it may hold more; the point
+    /// index's chains then grow longer).
+    pub fn with_capacity(capacity: usize) -> Self {
+        let buckets = (capacity / BYTES_PER_BUCKET).next_power_of_two().clamp(MIN_BUCKETS, MAX_BUCKETS);
+        let mut head_arena = ArenaShard::new(1);
+        let (head, head_bytes) = head_arena.node(MAX_HEIGHT, &[], ptr::null_mut());
+        let head_chunk = head_arena.chunks.pop().expect("the head's chunk");
+        let shards: Box<[Shard]> = (0..ARENA_SHARDS)
+            .map(|index| Shard {
+                arena: Mutex::new(ArenaShard::new(0x2545_f491_4f6c_dd1d ^ (index as u64) << 32)),
+                bytes: AtomicUsize::new(if index == 0 { head_bytes } else { 0 }),
+                max_sequence: AtomicU64::new(0),
+            })
+            .collect();
         Memtable {
             head,
             height: AtomicUsize::new(1),
-            writer: Mutex::new(arena),
-            index: (0..INDEX_SHARDS).map(|_| RwLock::new(FxHashMap::default())).collect(),
-            bytes: AtomicUsize::new(bytes),
-            max_sequence: AtomicU64::new(0),
+            shards,
+            buckets: (0..buckets).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
+            mask: buckets as u64 - 1,
+            writers: AtomicUsize::new(0),
+            max_position: AtomicU64::new(0),
+            _head_chunk: head_chunk,
         }
     }
 
@@ -335,91 +380,202 @@ impl Memtable {
         (!next.is_null()).then_some(NodeRef(next, PhantomData))
     }
 
-    fn indexed(&self, user_key: &[u8]) -> Option<NodeRef<'_>> {
-        let found = self.index[shard_of(user_key)].read().get(user_key).copied();
-        found.map(|IndexedNode(node)| NodeRef(node, PhantomData))
+    fn bucket(&self, hash: u64) -> &AtomicPtr<Node> {
+        &self.buckets[(hash & self.mask) as usize]
     }
 
-    pub fn insert(&self, user_key: &[u8], sequence: u64, kind: Kind, value: &[u8]) {
-        let mut arena = self.writer.lock();
-        let (new, mut bytes) = arena.version(user_key, keys::trailer(sequence, kind as u8), value);
-        let version = VersionRef(new, PhantomData);
-        match self.indexed(user_key) {
-            Some(node) => Self::link_version(node, version),
-            None => {
-                bytes += INDEX_ENTRY_BYTES;
-                let height = arena.random_height();
-                let (node, node_bytes) = arena.node(height, user_key);
-                bytes += node_bytes;
-                let node = NodeRef(node, PhantomData);
-                // The chain is set before the node is published.
-                node.versions().store(new, Ordering::Relaxed);
-                self.link_node(node);
-                let key = node.user_key();
-                let arena_key = ArenaKey { pointer: key.as_ptr(), len: key.len() };
-                self.index[shard_of(key)].write().insert(arena_key, IndexedNode(node.0));
+    /// The node of `user_key` in the point index, searching the bucket's list from `from` up
+    /// to (not including) `until`.
+    fn find_in_bucket(&self, user_key: &[u8], from: *mut Node, until: *mut Node) -> Option<NodeRef<'_>> {
+        let mut current = from;
+        while current != until {
+            let node = NodeRef(current, PhantomData);
+            if node.user_key() == user_key {
+                return Some(node);
+            }
+            current = node.bucket_next().load(Ordering::Acquire);
+        }
+        None
+    }
+
+    fn indexed(&self, user_key: &[u8]) -> Option<NodeRef<'_>> {
+        let head = self.bucket(hash_of(user_key)).load(Ordering::Acquire);
+        self.find_in_bucket(user_key, head, ptr::null_mut())
+    }
+
+    /// Puts `node` into the point index unless its key is there already; returns the key's
+    /// node (`node` itself if it was put in).
+    fn claim<'a>(&'a self, node: NodeRef<'a>, hash: u64) -> NodeRef<'a> {
+        let bucket = self.bucket(hash);
+        let mut head = bucket.load(Ordering::Acquire);
+        let mut searched: *mut Node = ptr::null_mut();
+        loop {
+            // Only the nodes pushed since the last look need a search.
+            if let Some(existing) = self.find_in_bucket(node.user_key(), head, searched) {
+                return existing;
+            }
+            node.bucket_next().store(head, Ordering::Relaxed);
+            match bucket.compare_exchange(head, node.0 as *mut Node, Ordering::Release, Ordering::Acquire) {
+                Ok(_) => return node,
+                Err(current) => {
+                    searched = head;
+                    head = current;
+                }
             }
         }
+    }
+
+    /// Inserts a version of `user_key`. Safe to call from many threads at once; every
+    /// `(user_key, sequence)` must be inserted once.
+    pub fn insert(&self, user_key: &[u8], sequence: u64, kind: Kind, value: &[u8]) {
+        let hash = hash_of(user_key);
+        let existing = self.find_in_bucket(user_key, self.bucket(hash).load(Ordering::Acquire), ptr::null_mut());
+        let shard = &self.shards[shard_of_thread()];
+        let mut arena = shard.arena.lock();
+        let (new, mut bytes) = arena.version(user_key, keys::trailer(sequence, kind as u8), value);
+        let version = VersionRef(new, PhantomData);
+        let fresh = if existing.is_none() {
+            let height = arena.random_height();
+            let (node, node_bytes) = arena.node(height, user_key, new);
+            bytes += node_bytes;
+            Some(NodeRef(node, PhantomData))
+        } else {
+            None
+        };
         drop(arena);
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.max_sequence.fetch_max(sequence, Ordering::Relaxed);
+        shard.bytes.fetch_add(bytes, Ordering::Relaxed);
+        shard.max_sequence.fetch_max(sequence, Ordering::Relaxed);
+        match (existing, fresh) {
+            (Some(node), _) => Self::link_version(node, version),
+            (None, Some(fresh)) => {
+                let node = self.claim(fresh, hash);
+                if ptr::eq(node.0, fresh.0) {
+                    self.link_node(fresh);
+                } else {
+                    // Another thread claimed the key first: our node is never linked.
+                    Self::link_version(node, version);
+                }
+            }
+            (None, None) => unreachable!("a node is made when none exists"),
+        }
     }
 
     /// Puts a version into its key's chain, which stays in internal-key order (largest trailer
-    /// first). Sequences normally grow, so it goes first; replay order is not relied on.
+    /// first). Sequences normally grow, so it goes first; out of order (replay, or write groups
+    /// applied concurrently) it is linked further down.
     fn link_version(node: NodeRef<'_>, version: VersionRef<'_>) {
-        let trailer = keys::trailer_of(version.key());
-        let newest = node.newest();
-        if trailer > keys::trailer_of(newest.key()) {
-            version.older_link().store(newest.0 as *mut Version, Ordering::Relaxed);
-            node.versions().store(version.0 as *mut Version, Ordering::Release);
-            return;
-        }
-        let mut before = newest;
-        while let Some(older) = before.older() {
-            if keys::trailer_of(older.key()) < trailer {
-                break;
+        let trailer = version.trailer();
+        'retry: loop {
+            let newest = node.newest();
+            if trailer > newest.trailer() {
+                version.older_link().store(newest.0 as *mut Version, Ordering::Relaxed);
+                let swapped = node.versions().compare_exchange(
+                    newest.0 as *mut Version,
+                    version.0 as *mut Version,
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                );
+                if swapped.is_ok() {
+                    return;
+                }
+                continue 'retry;
             }
-            before = older;
+            let mut before = newest;
+            loop {
+                let older = before.older_link().load(Ordering::Acquire);
+                if older.is_null() || VersionRef(older, PhantomData).trailer() < trailer {
+                    version.older_link().store(older, Ordering::Relaxed);
+                    let swapped = before.older_link().compare_exchange(
+                        older,
+                        version.0 as *mut Version,
+                        Ordering::Release,
+                        Ordering::Relaxed,
+                    );
+                    if swapped.is_ok() {
+                        return;
+                    }
+                    // Another version was linked right here: look again from `before`.
+                    continue;
+                }
+                before = VersionRef(older, PhantomData);
+            }
         }
-        version.older_link().store(before.older_link().load(Ordering::Relaxed), Ordering::Relaxed);
-        before.older_link().store(version.0 as *mut Version, Ordering::Release);
     }
 
-    /// Links a new key node into the skiplist.
+    /// At `level`, the last node before `key` and the node after it (null at the end),
+    /// starting from `from`, which is before `key`.
+    fn splice<'a>(&'a self, key: &[u8], from: NodeRef<'a>, level: usize) -> (NodeRef<'a>, *mut Node) {
+        let mut node = from;
+        loop {
+            let next = node.next(level).load(Ordering::Acquire);
+            if next.is_null() || keys::compare_bytes(NodeRef(next, PhantomData).user_key(), key) != KeyOrdering::Less {
+                return (node, next);
+            }
+            node = NodeRef(next, PhantomData);
+        }
+    }
+
+    /// Links a claimed key node into the skiplist, bottom up, one compare-and-swap per level.
     fn link_node(&self, new: NodeRef<'_>) {
         let key = new.user_key();
-        // The last node before `key` at every level.
-        let mut previous: [*const Node; MAX_HEIGHT] = [self.head; MAX_HEIGHT];
-        let height = self.height.load(Ordering::Relaxed);
+        let new_height = new.height();
+        let height = self.height.fetch_max(new_height, Ordering::Relaxed).max(new_height);
+        // The last node before `key` and the one after it, at every level.
+        let mut before: [NodeRef<'_>; MAX_HEIGHT] = [self.head(); MAX_HEIGHT];
+        let mut after: [*mut Node; MAX_HEIGHT] = [ptr::null_mut(); MAX_HEIGHT];
         let mut node = self.head();
         for level in (0..height).rev() {
-            while let Some(next) = self.follow(node, level) {
-                if keys::compare_bytes(next.user_key(), key) != KeyOrdering::Less {
+            (before[level], after[level]) = self.splice(key, node, level);
+            node = before[level];
+        }
+        for level in 0..new_height {
+            loop {
+                // `new` is not reachable at this level yet: its pointer is set before the swap
+                // that publishes it.
+                new.next(level).store(after[level], Ordering::Relaxed);
+                let swapped = before[level].next(level).compare_exchange(
+                    after[level],
+                    new.0 as *mut Node,
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                );
+                if swapped.is_ok() {
                     break;
                 }
-                node = next;
+                (before[level], after[level]) = self.splice(key, before[level], level);
             }
-            previous[level] = node.0;
         }
-        let new_height = new.height();
-        if new_height > height {
-            // Readers that see the new height before the new node find null pointers in the
-            // head at the new levels and simply go down.
-            self.height.store(new_height, Ordering::Relaxed);
-        }
-        for (level, before) in previous.iter().enumerate().take(new_height) {
-            // `new` is not reachable yet: its tower is filled before the release store that
-            // publishes it at each level.
-            let before = NodeRef(*before, PhantomData);
-            new.next(level).store(before.next(level).load(Ordering::Relaxed), Ordering::Relaxed);
-            before.next(level).store(new.0 as *mut Node, Ordering::Release);
-        }
+    }
+
+    /// Counts a write group logged into this memtable until its inserts finish
+    /// ([`Memtable::end_write`]); a flush waits for none to be left.
+    pub fn begin_write(&self) {
+        self.writers.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn end_write(&self) {
+        let before = self.writers.fetch_sub(1, Ordering::AcqRel);
+        debug_assert!(before > 0);
+    }
+
+    /// Write groups whose inserts into this memtable have not all finished.
+    pub fn writers(&self) -> usize {
+        self.writers.load(Ordering::Acquire)
+    }
+
+    /// Notes that a write group at log `position` goes into this memtable.
+    pub fn note_position(&self, position: u64) {
+        self.max_position.fetch_max(position, Ordering::Relaxed);
+    }
+
+    /// The highest log position of a write group in this memtable.
+    pub fn max_position(&self) -> u64 {
+        self.max_position.load(Ordering::Relaxed)
     }
 
     /// Memory used by the entries (arena bytes handed out, plus the index).
     pub fn approximate_bytes(&self) -> usize {
-        self.bytes.load(Ordering::Relaxed)
+        self.shards.iter().map(|shard| shard.bytes.load(Ordering::Relaxed)).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -427,7 +583,7 @@ impl Memtable {
     }
 
     pub fn max_sequence(&self) -> u64 {
-        self.max_sequence.load(Ordering::Relaxed)
+        self.shards.iter().map(|shard| shard.max_sequence.load(Ordering::Relaxed)).max().unwrap_or(0)
     }
 
     /// The first node whose user key is at or after `user_key`, and the last node before it
@@ -724,6 +880,71 @@ mod tests {
         assert!(matches!(memtable.get(b"k0500", &lookup).unwrap(), Lookup::Value(_)));
         assert_eq!(memtable.get(b"k0500", &internal_key(b"k0500", 0, KIND_FOR_SEEK)).unwrap(), Lookup::Absent);
         assert!(memtable.approximate_bytes() > 600 << 10);
+    }
+
+    /// Threads insert versions of shared keys (new keys raced by several threads, versions of
+    /// one key arriving out of sequence order) while readers scan; afterwards every version is
+    /// there exactly once, in internal-key order, and lookups find the newest visible one.
+    #[test]
+    fn threads_insert_concurrently() {
+        const THREADS: u64 = 4;
+        const PER_THREAD: u64 = 5_000;
+        let memtable = Arc::new(Memtable::with_capacity(1 << 20));
+        let writers: Vec<_> = (0..THREADS)
+            .map(|thread| {
+                let memtable = memtable.clone();
+                std::thread::spawn(move || {
+                    for i in 0..PER_THREAD {
+                        // Sequences interleave across threads, so a key's versions come in from
+                        // several threads in no particular order.
+                        let sequence = i * THREADS + thread + 1;
+                        let key = format!("{:06}", (i * 31 + thread * 7) % 3_000);
+                        memtable.insert(key.as_bytes(), sequence, Kind::Put, &sequence.to_le_bytes());
+                    }
+                })
+            })
+            .collect();
+        while writers.iter().any(|writer| !writer.is_finished()) {
+            let mut cursor = MemCursor::new(memtable.clone(), None, true);
+            let mut previous: Option<Vec<u8>> = None;
+            while cursor.valid() {
+                if let Some(previous) = &previous {
+                    assert_eq!(keys::compare(previous, cursor.key()), KeyOrdering::Less);
+                }
+                previous = Some(cursor.key().to_vec());
+                cursor.advance().unwrap();
+            }
+        }
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        let mut expected = Vec::new();
+        for thread in 0..THREADS {
+            for i in 0..PER_THREAD {
+                let sequence = i * THREADS + thread + 1;
+                let key = format!("{:06}", (i * 31 + thread * 7) % 3_000);
+                expected.push(internal_key(key.as_bytes(), sequence, 1));
+            }
+        }
+        expected.sort_by(|a, b| keys::compare(a, b));
+        let mut cursor = MemCursor::new(memtable.clone(), None, true);
+        for key in &expected {
+            assert_eq!(cursor.key(), key.as_slice());
+            assert_eq!(cursor.value(), &keys::sequence_of(key).to_le_bytes());
+            cursor.advance().unwrap();
+        }
+        assert!(!cursor.valid());
+        for key in expected.iter().step_by(97) {
+            let user = keys::user_key(key);
+            let newest = expected
+                .iter()
+                .filter(|other| keys::user_key(other) == user)
+                .map(|other| keys::sequence_of(other))
+                .max();
+            let lookup = internal_key(user, u64::MAX >> 8, KIND_FOR_SEEK);
+            assert_eq!(memtable.get(user, &lookup).unwrap(), Lookup::Value(newest.unwrap().to_le_bytes().to_vec()));
+        }
+        assert_eq!(memtable.max_sequence(), THREADS * PER_THREAD);
     }
 
     #[test]

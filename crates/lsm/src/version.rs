@@ -6,9 +6,12 @@
 //!
 //! ```text
 //! root     := "TERNLSM\0" | format u32 | first_page u64 | pages u64 | len u64 | crc32c u32
-//! manifest := "TERNMANI" | next_table_id u64 | flushed_sequence u64 | last_sequence u64
-//!             | tables u32 | (level u8 | table meta)*
+//! manifest := "TERNMAN2" | next_table_id u64 | flushed_sequence u64 | last_sequence u64
+//!             | last_position u64 | tables u32 | (level u8 | table meta)*
 //! ```
+//!
+//! A manifest written before log positions existed starts with "TERNMANI" and has no
+//! `last_position` (read as 0).
 
 use crate::error::{Error, Result};
 use crate::keys::{self, Reader};
@@ -19,7 +22,9 @@ use std::sync::Arc;
 use tern_pagestore::{BufferPool, PageId};
 
 const ROOT_MAGIC: &[u8; 8] = b"TERNLSM\0";
-const MANIFEST_MAGIC: &[u8; 8] = b"TERNMANI";
+const MANIFEST_MAGIC: &[u8; 8] = b"TERNMAN2";
+/// The manifest of the first format, without `last_position`.
+const MANIFEST_MAGIC_V1: &[u8; 8] = b"TERNMANI";
 const FORMAT: u32 = 1;
 
 /// The tables of every level. L0 tables may overlap and are ordered newest first; the tables of
@@ -79,12 +84,14 @@ pub struct ManifestHeader {
     pub flushed_sequence: u64,
     /// Highest sequence assigned when the manifest was written.
     pub last_sequence: u64,
+    /// Highest log position ([`crate::Db::log_write`]) of a write in the tables.
+    pub last_position: u64,
 }
 
 pub fn encode(header: &ManifestHeader, tables: &[(usize, &TableMeta)]) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(MANIFEST_MAGIC);
-    for value in [header.next_table_id, header.flushed_sequence, header.last_sequence] {
+    for value in [header.next_table_id, header.flushed_sequence, header.last_sequence, header.last_position] {
         out.extend_from_slice(&value.to_le_bytes());
     }
     out.extend_from_slice(&(tables.len() as u32).to_le_bytes());
@@ -97,11 +104,19 @@ pub fn encode(header: &ManifestHeader, tables: &[(usize, &TableMeta)]) -> Vec<u8
 
 pub fn decode(bytes: &[u8]) -> Result<(ManifestHeader, Vec<(usize, TableMeta)>)> {
     let mut reader = Reader::new(bytes, "manifest");
-    if reader.bytes(8)? != MANIFEST_MAGIC {
+    let magic = reader.bytes(8)?;
+    if magic != MANIFEST_MAGIC && magic != MANIFEST_MAGIC_V1 {
         return Err(Error::corruption("manifest", "bad magic number"));
     }
-    let header =
-        ManifestHeader { next_table_id: reader.u64()?, flushed_sequence: reader.u64()?, last_sequence: reader.u64()? };
+    let mut header = ManifestHeader {
+        next_table_id: reader.u64()?,
+        flushed_sequence: reader.u64()?,
+        last_sequence: reader.u64()?,
+        last_position: 0,
+    };
+    if magic == MANIFEST_MAGIC {
+        header.last_position = reader.u64()?;
+    }
     let count = reader.u32()?;
     let mut tables = Vec::new();
     for _ in 0..count {

@@ -3,17 +3,28 @@
 //!
 //! ```text
 //! file   := header (16 bytes: "TERNWAL\0", format u32, flags u32) | record*
-//! record := crc32c u32 (of everything after it) | len u32 | first_sequence u64 | count u32 | batch*
+//! record := crc32c u32 (of everything after it) | len u32 | first_sequence u64 | count u32
+//!           | position u64 | durable u64 | batch*
 //! ```
+//! `position` is the caller's number for the write group (the commit log position of a
+//! transaction batch, [`crate::Db::log_write`]); 0 when it has none. `durable` is the last
+//! sequence known to be synced when the record was appended. Logs of format 1 have neither
+//! field (read as 0).
+//!
 //! One record per write group (the batches of the group, one after the other), appended with
-//! one write and, under the default policy, one fsync. Recovery reads records until the first
+//! one write. Syncing is apart from appending: under the default policy a write is
+//! acknowledged once a sync that started after its append has finished, and one sync covers
+//! every record appended before it started, so appends go on while a sync runs (group commit
+//! across write groups, as PostgreSQL flushes its WAL). Recovery reads records until the first
 //! one that is short, fails its checksum or does not continue the sequence numbers: that is the
 //! torn tail of a crash, and everything before it is replayed.
 //!
-//! Flag [`SYNCED_RECORDS`] says that every record was synced before the next one was written
-//! (`SyncPolicy::EveryCommit`). In such a log a crash can tear only the last record, so a
-//! damaged record followed by a good later one is not a torn tail but damage to acknowledged
-//! commits: replay fails with a corruption error naming the record instead of dropping them.
+//! Flag [`SYNCED_RECORDS`] (`SyncPolicy::EveryCommit`) says that the `durable` fields can be
+//! trusted: a record at or below some later record's `durable` had been synced before that
+//! later record was appended. A crash can tear only records appended after the last completed
+//! sync, so a damaged record that a later intact record declares durable is not a torn tail but
+//! damage to acknowledged commits: replay fails with a corruption error naming the record
+//! instead of dropping them. Damage after the last durable point is a torn tail.
 //!
 //! Under `SyncPolicy::EveryCommit` the log grows in zero-filled chunks of
 //! [`PREALLOCATION`] bytes written ahead of the records: an append then overwrites blocks the
@@ -30,13 +41,17 @@ use std::sync::Arc;
 use tern_pagestore::vfs::{OpenOptions, Vfs, VfsFile};
 
 const MAGIC: &[u8; 8] = b"TERNWAL\0";
-const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 2;
+/// The format before records carried a position.
+const FORMAT_WITHOUT_POSITIONS: u32 = 1;
 pub const HEADER_SIZE: u64 = 16;
-/// Record bytes before the batch: crc, len, first sequence, count.
-pub const RECORD_OVERHEAD: usize = 20;
+/// Record bytes before the batch: crc, len, first sequence, count, position, durable.
+pub const RECORD_OVERHEAD: usize = 36;
+/// The same in a log of format 1 (no position).
+const RECORD_OVERHEAD_V1: usize = 20;
 /// The chunk a preallocating log grows by.
 pub const PREALLOCATION: u64 = 1 << 20;
-/// Header flag: each record was synced before the next was written.
+/// Header flag: the records' `durable` fields say what was synced when they were appended.
 pub const SYNCED_RECORDS: u32 = 1;
 
 /// The log file being appended to.
@@ -100,12 +115,21 @@ impl Wal {
 }
 
 /// Appends one record holding `batches` (in order, with consecutive sequences from
-/// `first_sequence`) to `out`. Empty batches are skipped; nothing is written if all are empty.
-pub fn encode_record<'a>(out: &mut Vec<u8>, first_sequence: u64, batches: impl IntoIterator<Item = &'a WriteBatch>) {
+/// `first_sequence`) at `position`, with `durable` the last sequence synced so far, to `out`.
+/// Empty batches are skipped; nothing is written if all are empty.
+pub fn encode_record<'a>(
+    out: &mut Vec<u8>,
+    first_sequence: u64,
+    position: u64,
+    durable: u64,
+    batches: impl IntoIterator<Item = &'a WriteBatch>,
+) {
     let start = out.len();
     out.extend_from_slice(&[0; 8]);
     out.extend_from_slice(&first_sequence.to_le_bytes());
     out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&position.to_le_bytes());
+    out.extend_from_slice(&durable.to_le_bytes());
     let mut count = 0u32;
     for batch in batches {
         count += batch.count;
@@ -126,6 +150,7 @@ pub fn encode_record<'a>(out: &mut Vec<u8>, first_sequence: u64, batches: impl I
 pub struct Record<'a> {
     pub first_sequence: u64,
     pub count: u32,
+    pub position: u64,
     pub batch: &'a [u8],
 }
 
@@ -168,14 +193,15 @@ pub fn replay(
         return Err(Error::corruption(format!("log {}", path.display()), "bad magic number"));
     }
     let format = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if format != FORMAT {
+    if format != FORMAT && format != FORMAT_WITHOUT_POSITIONS {
         return Err(Error::NotAnLsm(format!("{}: log format {format} is not supported", path.display())));
     }
+    let overhead = if format == FORMAT { RECORD_OVERHEAD } else { RECORD_OVERHEAD_V1 };
     let synced_records = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) & SYNCED_RECORDS != 0;
     let mut offset = HEADER_SIZE as usize;
     while offset < bytes.len() {
         let stop = |reason: &str| Some((offset as u64, reason.to_string()));
-        if bytes.len() - offset < RECORD_OVERHEAD {
+        if bytes.len() - offset < overhead {
             result.tail = stop("short record header");
             break;
         }
@@ -185,7 +211,7 @@ pub fn replay(
             // The zero-filled end of a preallocated log: nothing was cut off.
             break;
         }
-        if len < RECORD_OVERHEAD - 8 || len > bytes.len() - offset - 8 {
+        if len < overhead - 8 || len > bytes.len() - offset - 8 {
             result.tail = stop(if len == 0 { "zeroed record" } else { "record runs past the end of the file" });
             break;
         }
@@ -197,6 +223,7 @@ pub fn replay(
         let mut reader = Reader::new(&body[4..], "log record");
         let first_sequence = reader.u64()?;
         let count = reader.u32()?;
+        let (position, _durable) = if format == FORMAT { (reader.u64()?, reader.u64()?) } else { (0, 0) };
         let continues = if *after == 0 {
             (1..=flushed.saturating_add(1)).contains(&first_sequence)
         } else {
@@ -211,19 +238,19 @@ pub fn replay(
             result.tail = stop("sequence numbers do not continue (a stale record, or one after a lost one)");
             break;
         };
-        apply(Record { first_sequence, count, batch: &body[16..] })?;
+        apply(Record { first_sequence, count, position, batch: &body[overhead - 4..] })?;
         *after = last;
         offset += 8 + len;
     }
     if let Some((stop, reason)) = &result.tail
         && synced_records
-        && let Some(later) = later_record(&bytes, *stop as usize, *after)
+        && let Some(later) = later_record(&bytes, *stop as usize, *after, format)
     {
         return Err(Error::corruption(
             format!("log {}", path.display()),
             format!(
                 "the record at offset {stop} (sequence {}) is damaged ({reason}), but a later record at offset \
-                 {later} survives: acknowledged commits are in the damaged part",
+                 {later} says it was synced: acknowledged commits are in the damaged part",
                 *after + 1
             ),
         ));
@@ -231,19 +258,29 @@ pub fn replay(
     Ok(result)
 }
 
-/// The offset of the first intact record after the damaged one at `damaged` whose sequence
-/// comes after `after` (the last one replayed), if any. Candidates are filtered by their
-/// sequence before their checksum is computed, so the scan costs little per byte.
-fn later_record(bytes: &[u8], damaged: usize, after: u64) -> Option<usize> {
+/// The offset of the first intact record after the damaged one at `damaged` that declares the
+/// damaged record synced: its sequence comes after `after` (the last one replayed) and, in a
+/// log of the current format, its `durable` field is at least the damaged record's first
+/// sequence (`after + 1`). In a log of format 1 every record was synced before the next was
+/// written, so any later intact record declares it. Candidates are filtered by their sequence
+/// before their checksum is computed, so the scan costs little per byte.
+fn later_record(bytes: &[u8], damaged: usize, after: u64, format: u32) -> Option<usize> {
+    let overhead = if format == FORMAT { RECORD_OVERHEAD } else { RECORD_OVERHEAD_V1 };
     let plausible = |sequence: u64| sequence > after.saturating_add(1) && sequence - after <= 1 << 40;
-    (damaged + 1..bytes.len().saturating_sub(RECORD_OVERHEAD)).find(|&offset| {
+    (damaged + 1..bytes.len().saturating_sub(overhead)).find(|&offset| {
         let first_sequence = u64::from_le_bytes(bytes[offset + 8..offset + 16].try_into().expect("8 bytes"));
         if !plausible(first_sequence) {
             return false;
         }
+        if format == FORMAT {
+            let durable = u64::from_le_bytes(bytes[offset + 28..offset + 36].try_into().expect("8 bytes"));
+            if durable <= after {
+                return false;
+            }
+        }
         let crc = u32::from_le_bytes(bytes[offset..offset + 4].try_into().expect("4 bytes"));
         let len = u32::from_le_bytes(bytes[offset + 4..offset + 8].try_into().expect("4 bytes")) as usize;
-        len >= RECORD_OVERHEAD - 8
+        len >= overhead - 8
             && len <= bytes.len() - offset - 8
             && crc32c::crc32c(&bytes[offset + 4..offset + 8 + len]) == crc
     })

@@ -13,15 +13,20 @@
 //!    inserted there. Batches apply in order and each batch in member order, so that order is
 //!    the serial order.
 //!
-//! Under snapshot isolation only writes are checked: no write to a key it writes may have
-//! committed after its snapshot or be in the open batch (first committer wins). It joins the
-//! end of the open batch, which no later member's reads can be hurt by.
+//! Under snapshot isolation only writes are checked: no write to a key it sets or removes may
+//! have committed after its snapshot or be in the open batch (first committer wins). It joins
+//! the end of the open batch, which no later member's reads can be hurt by.
+//!
+//! A delta (a write that changes a key's value by an operand, folded in at commit) is a write
+//! without a read: it joins the written keys, so readers of its key are ordered before it, but
+//! it is never checked as a read, and under snapshot isolation it is not a write that others'
+//! deltas conflict with (deltas commute; they are resolved in commit order).
 
 use crate::error::Conflict;
+use crate::request::{Request, Sketches};
 use crate::sets::{KeyRange, ReadSet, Sketch, sorted_intersect};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The isolation level of one transaction.
@@ -79,77 +84,6 @@ pub enum BatchCheck {
     /// dsmDB section 3.4: like `Pairwise`, but point reads and writes are Bloom filters of
     /// `bits` bits compared by AND (scanned ranges stay exact).
     Sketches { bits: usize },
-}
-
-/// A committing transaction as the certifier sees it.
-#[derive(Debug)]
-pub struct Request {
-    pub isolation: Isolation,
-    /// The last batch the transaction's snapshot includes; `None` if it read nothing.
-    pub read_batch: Option<u64>,
-    /// Sealed read set; empty under snapshot isolation.
-    pub reads: ReadSet,
-    /// Sorted, distinct keys written, and their new values (`None` deletes).
-    pub keys: Vec<Vec<u8>>,
-    pub values: Vec<Option<Vec<u8>>>,
-    /// Bytes the writes take in a commit batch ([`entry_bytes`]).
-    pub bytes: usize,
-    sketches: Option<Sketches>,
-    /// Set when the batch is durable: the sequence number of the transaction's last write, a
-    /// total order of all commits that matches the serial order.
-    commit_sequence: AtomicU64,
-}
-
-#[derive(Debug)]
-struct Sketches {
-    reads: Sketch,
-    writes: Sketch,
-}
-
-impl Request {
-    pub fn new(
-        isolation: Isolation,
-        read_batch: Option<u64>,
-        mut reads: ReadSet,
-        mut keys: Vec<Vec<u8>>,
-        mut values: Vec<Option<Vec<u8>>>,
-    ) -> Request {
-        assert_eq!(keys.len(), values.len(), "one value (or None) per key");
-        if !keys.windows(2).all(|pair| pair[0] < pair[1]) {
-            // Sort by key; of repeated keys the last write wins.
-            let mut writes: Vec<(Vec<u8>, Option<Vec<u8>>)> = keys.into_iter().zip(values).collect();
-            writes.reverse();
-            writes.sort_by(|a, b| a.0.cmp(&b.0));
-            writes.dedup_by(|later, earlier| later.0 == earlier.0);
-            (keys, values) = writes.into_iter().unzip();
-        }
-        reads.seal();
-        let bytes = keys.iter().zip(&values).map(|(key, value)| entry_bytes(key, value.as_deref())).sum();
-        Request {
-            isolation,
-            read_batch,
-            reads,
-            keys,
-            values,
-            bytes,
-            sketches: None,
-            commit_sequence: AtomicU64::new(0),
-        }
-    }
-
-    pub fn commit_sequence(&self) -> u64 {
-        self.commit_sequence.load(Ordering::Acquire)
-    }
-
-    pub fn set_commit_sequence(&self, sequence: u64) {
-        self.commit_sequence.store(sequence, Ordering::Release);
-    }
-}
-
-/// Bytes one write takes in a commit batch: key, value and a bound on the batch's per-entry
-/// header (kind and two length varints).
-pub fn entry_bytes(key: &[u8], value: Option<&[u8]>) -> usize {
-    key.len() + value.map_or(0, <[u8]>::len) + 11
 }
 
 /// Whether `writer` wrote something `reader` read. Point reads go through the sketches when
@@ -285,6 +219,7 @@ impl Certifier {
                     Conflict::Unplaceable => &mut self.stats.unplaceable,
                     Conflict::WriteWrite => &mut self.stats.write_write,
                     Conflict::SnapshotTooOld => &mut self.stats.too_old,
+                    Conflict::Vanished => unreachable!("only the commit pipeline finds a vanished delta target"),
                 };
                 *counter += 1;
                 return Err(conflict);
@@ -367,14 +302,19 @@ impl Certifier {
     }
 
     fn certify_snapshot(&self, request: &Request) -> Result<usize, Conflict> {
+        // Deltas are resolved in commit order whatever was written before them: only the keys
+        // set or removed must not have been written concurrently.
         if let Some(read_batch) = self.check_age(request)?
-            && request.keys.iter().any(|key| self.written_after(key, read_batch))
+            && request.full_writes().any(|key| self.written_after(key, read_batch))
         {
             return Err(Conflict::WriteWrite);
         }
         let written_in_batch = match self.options.batch_check {
-            BatchCheck::Indexed => request.keys.iter().any(|key| self.index.writes.contains_key(key)),
-            _ => self.open.iter().any(|member| sorted_intersect(&member.keys, &request.keys)),
+            BatchCheck::Indexed => request.full_writes().any(|key| self.index.writes.contains_key(key)),
+            _ => {
+                let full: Vec<Vec<u8>> = request.full_writes().cloned().collect();
+                self.open.iter().any(|member| sorted_intersect(&member.keys, &full))
+            }
         };
         if written_in_batch {
             return Err(Conflict::WriteWrite);
@@ -513,15 +453,6 @@ mod tests {
         let batch = certifier.close().unwrap();
         assert_eq!(order(&batch), vec![vec![b"y".to_vec()], vec![b"x".to_vec()]]);
         assert_eq!(certifier.stats().reordered, 1);
-    }
-
-    #[test]
-    fn requests_sort_their_writes_and_keep_the_last_of_a_repeated_key() {
-        let keys = vec![b"b".to_vec(), b"a".to_vec(), b"b".to_vec()];
-        let values = vec![Some(b"1".to_vec()), None, Some(b"2".to_vec())];
-        let request = Request::new(Isolation::Serializable, None, ReadSet::new(), keys, values);
-        assert_eq!(request.keys, vec![b"a".to_vec(), b"b".to_vec()]);
-        assert_eq!(request.values, vec![None, Some(b"2".to_vec())]);
     }
 
     #[test]

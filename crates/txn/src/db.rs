@@ -1,19 +1,21 @@
-//! The local runtime: a key-value database whose writes go through transactions and the
-//! certifier. Closed batches are applied to the LSM, each as one atomic, WAL-synced write, by
-//! whichever waiting committer finds no write in progress (a leader, as in LevelDB's group
-//! commit), so a lone committer writes its own batch without handing it to another thread.
+//! The local runtime: a key-value database whose writes go through transactions, the
+//! certifier and the commit pipeline (`pipeline`), which logs each certified batch as one
+//! atomic, WAL-synced write, has every member insert its own writes into the memtable, and
+//! publishes batches in order.
 
-use crate::certifier::{Batch, Certifier, CertifierOptions, CertifierStats, Isolation, Request};
+use crate::certifier::{CertifierOptions, CertifierStats, Isolation};
+use crate::delta::Resolver;
 use crate::error::{Error, Result};
+use crate::pipeline::Pipeline;
+use crate::request::Request;
 use crate::transaction::Transaction;
-use parking_lot::{Condvar, Mutex, MutexGuard};
-use std::collections::{BTreeMap, VecDeque};
 use std::hash::{BuildHasher, RandomState};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
-use tern_lsm::{Db, WriteBatch};
+use std::time::Duration;
+use tern_lsm::Db;
+use tern_lsm::registry::Registration;
 use tern_pagestore::Vfs;
 
 /// The largest write set one transaction may have, in [`crate::entry_bytes`]: half of what
@@ -47,6 +49,9 @@ pub struct Options {
     pub lsm: tern_lsm::Options,
     pub certifier: CertifierOptions,
     pub retry: RetryPolicy,
+    /// Applies the operands of deltas ([`Transaction::add_delta`]); without one, deltas are
+    /// refused.
+    pub resolver: Option<Resolver>,
 }
 
 impl Options {
@@ -81,6 +86,9 @@ pub struct TxnStats {
     pub retries: u64,
     /// Batches written to the LSM.
     pub batches_written: u64,
+    /// Transactions that failed at commit because a key they changed by a delta had been
+    /// removed (a retryable conflict found by the commit pipeline, not the certifier).
+    pub vanished: u64,
     pub certifier: CertifierStats,
     /// Snapshots of running transactions, and the oldest batch one of them reads from.
     pub active_snapshots: usize,
@@ -105,51 +113,17 @@ pub struct TxnDb {
 pub(crate) struct Shared {
     pub(crate) db: Db,
     pub(crate) options: Options,
-    state: Mutex<State>,
-    /// Wakes committers waiting for their batch: a batch was applied or closed, or the
-    /// writing committer finished.
-    done: Condvar,
-    /// Snapshots in use, by the batch they read from, with counts.
-    snapshots: Mutex<BTreeMap<u64, usize>>,
-    /// The last batch applied to the LSM (and so visible to new snapshots). Stored under the
-    /// state lock; read without it only by `snapshot`.
-    applied: AtomicU64,
+    pub(crate) pipeline: Pipeline,
     read_only_commits: AtomicU64,
     retries: AtomicU64,
-}
-
-struct State {
-    certifier: Certifier,
-    /// Closed batches not yet being written, in order.
-    closed: VecDeque<Batch>,
-    /// Whether a committer is writing a batch now.
-    writing: bool,
-    /// When the first member joined the open batch.
-    open_since: Option<Instant>,
-    failed: Option<Arc<tern_lsm::Error>>,
-    shutdown: bool,
-    commits: u64,
-    batches_written: u64,
 }
 
 /// A snapshot held by a transaction: an LSM snapshot plus the last batch it includes. Holding
 /// it keeps the certifier from forgetting the batches after it.
 pub(crate) struct TxnSnapshot {
-    shared: Arc<Shared>,
     pub(crate) read_batch: u64,
+    _held: Registration,
     pub(crate) lsm: tern_lsm::Snapshot,
-}
-
-impl Drop for TxnSnapshot {
-    fn drop(&mut self) {
-        let mut snapshots = self.shared.snapshots.lock();
-        if let Some(count) = snapshots.get_mut(&self.read_batch) {
-            *count -= 1;
-            if *count == 0 {
-                snapshots.remove(&self.read_batch);
-            }
-        }
-    }
 }
 
 /// What a successful commit tells the caller.
@@ -179,26 +153,13 @@ impl TxnDb {
     }
 
     fn start(db: Db, options: Options) -> TxnDb {
-        // Batch numbers restart on every open: nothing validated before survives a restart,
-        // because no transaction does.
-        let certifier = Certifier::new(options.certifier.clone(), 1);
-        let state = State {
-            certifier,
-            closed: VecDeque::new(),
-            writing: false,
-            open_since: None,
-            failed: None,
-            shutdown: false,
-            commits: 0,
-            batches_written: 0,
-        };
+        // Batch numbers are log positions: they go on from the last one in the log.
+        let first_batch = db.last_position() + 1;
+        let pipeline = Pipeline::new(options.certifier.clone(), first_batch, options.resolver.clone());
         let shared = Arc::new(Shared {
             db,
             options,
-            state: Mutex::new(state),
-            done: Condvar::new(),
-            snapshots: Mutex::new(BTreeMap::new()),
-            applied: AtomicU64::new(0),
+            pipeline,
             read_only_commits: AtomicU64::new(0),
             retries: AtomicU64::new(0),
         });
@@ -244,19 +205,17 @@ impl TxnDb {
 
     /// Counters of the transaction layer.
     pub fn stats(&self) -> TxnStats {
-        let (certifier, commits, batches_written) = {
-            let state = self.shared.state.lock();
-            (state.certifier.stats(), state.commits, state.batches_written)
-        };
-        let snapshots = self.shared.snapshots.lock();
+        let pipeline = &self.shared.pipeline;
+        let counter = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         TxnStats {
-            commits,
-            read_only_commits: self.shared.read_only_commits.load(Ordering::Relaxed),
-            retries: self.shared.retries.load(Ordering::Relaxed),
-            batches_written,
-            certifier,
-            active_snapshots: snapshots.values().sum(),
-            oldest_snapshot_batch: snapshots.keys().next().copied(),
+            commits: counter(&pipeline.counters.commits),
+            read_only_commits: counter(&self.shared.read_only_commits),
+            retries: counter(&self.shared.retries),
+            batches_written: counter(&pipeline.counters.batches_written),
+            vanished: counter(&pipeline.counters.vanished),
+            certifier: pipeline.certifier_stats(),
+            active_snapshots: pipeline.snapshots.count(),
+            oldest_snapshot_batch: pipeline.snapshots.peek_oldest(),
         }
     }
 
@@ -294,7 +253,7 @@ impl TxnDb {
     pub fn close(self) -> Result<()> {
         let shared = self.shared.clone();
         drop(self);
-        let failed = shared.state.lock().failed.clone();
+        let failed = shared.pipeline.failure();
         if let Ok(shared) = Arc::try_unwrap(shared) {
             shared.db.close()?;
         }
@@ -307,162 +266,47 @@ impl TxnDb {
 
 impl Drop for TxnDb {
     fn drop(&mut self) {
-        self.shared.state.lock().shutdown = true;
-        // Committers waiting out a batch delay close their batch at once.
-        self.shared.done.notify_all();
+        self.shared.pipeline.shut_down();
     }
 }
 
 impl Shared {
-    /// Takes a snapshot for a transaction. The batch number is read before the LSM snapshot
-    /// is taken, so the snapshot includes at least that batch (perhaps more: then validation
-    /// is stricter than needed, never weaker). Registering it under the lock through which
-    /// the writing committer finds the oldest snapshot keeps the certifier from forgetting the
-    /// batches after it.
+    /// Takes a snapshot for a transaction. The batch number is read (and registered) before
+    /// the LSM snapshot is taken, so the snapshot includes at least that batch (perhaps more:
+    /// then validation is stricter than needed, never weaker). The registration keeps the
+    /// certifier from forgetting the batches after it (`tern_lsm::registry`).
     pub(crate) fn snapshot(self: &Arc<Shared>) -> TxnSnapshot {
-        let mut snapshots = self.snapshots.lock();
-        let read_batch = self.applied.load(Ordering::Acquire);
+        let held = self.pipeline.snapshots.register(|| self.pipeline.published());
         let lsm = self.db.snapshot();
-        *snapshots.entry(read_batch).or_insert(0) += 1;
-        TxnSnapshot { shared: self.clone(), read_batch, lsm }
+        TxnSnapshot { read_batch: held.value(), _held: held, lsm }
     }
 
     /// Whether nothing in `reads` was written after batch `read_batch` (see
-    /// [`Certifier::reads_unchanged_since`]).
+    /// [`crate::Certifier::reads_unchanged_since`]).
     pub(crate) fn reads_unchanged_since(&self, reads: &crate::sets::ReadSet, read_batch: u64) -> bool {
-        self.state.lock().certifier.reads_unchanged_since(reads, read_batch)
+        self.pipeline.with_certifier(|certifier| certifier.reads_unchanged_since(reads, read_batch))
     }
 
     /// The last batch new snapshots see.
     pub(crate) fn applied_batch(&self) -> u64 {
-        self.applied.load(Ordering::Acquire)
+        self.pipeline.published()
     }
 
     pub(crate) fn count_read_only_commit(&self) {
         self.read_only_commits.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Certifies `request`, and if it is accepted waits until its batch is durable.
+    /// Certifies `request`, and if it is accepted waits until its batch is durable and visible.
     pub(crate) fn submit(&self, request: Request) -> Result<CommitInfo> {
         if request.bytes > MAX_TRANSACTION_BYTES {
             return Err(Error::TooLarge { bytes: request.bytes, limit: MAX_TRANSACTION_BYTES });
         }
-        let mut state = self.state.lock();
-        if state.shutdown {
-            return Err(Error::Closed);
-        }
-        if let Some(error) = &state.failed {
-            return Err(Error::CommitFailed(error.clone()));
-        }
-        if state.certifier.would_overflow(request.bytes) {
-            self.close_open_batch(&mut state);
-        }
-        let (request, batch) = state.certifier.certify(request).map_err(Error::Serialization)?;
-        if state.open_since.is_none() {
-            state.open_since = Some(Instant::now());
-        }
-        if state.certifier.open_is_full() {
-            self.close_open_batch(&mut state);
-        }
-        self.wait_applied(&mut state, batch)?;
-        Ok(CommitInfo { sequence: request.commit_sequence(), batch: Some(batch) })
-    }
-
-    fn close_open_batch(&self, state: &mut State) {
-        if let Some(batch) = state.certifier.close() {
-            state.closed.push_back(batch);
-            state.open_since = None;
-            self.done.notify_all();
-        }
-    }
-
-    /// Waits until batch `batch` is applied. Whenever no write is in progress, this thread
-    /// writes the next batch itself (closing the open one if it is next, after the configured
-    /// delay). Every unapplied batch has a committer waiting here, so batches always progress.
-    fn wait_applied(&self, state: &mut MutexGuard<'_, State>, batch: u64) -> Result<()> {
-        let delay = self.options.certifier.max_batch_delay;
-        while self.applied.load(Ordering::Acquire) < batch {
-            if let Some(error) = &state.failed {
-                return Err(Error::CommitFailed(error.clone()));
-            }
-            if state.writing {
-                self.done.wait(state);
-                continue;
-            }
-            let Some(next) = state.closed.pop_front() else {
-                // Nothing is closed or being written, so the batch still missing is the open
-                // one, which holds this transaction.
-                let since = state.open_since.expect("the open batch holds this transaction");
-                let waited = since.elapsed();
-                if waited < delay && !state.shutdown {
-                    self.done.wait_for(state, delay - waited);
-                } else {
-                    self.close_open_batch(state);
-                }
-                continue;
-            };
-            state.writing = true;
-            let outcome = MutexGuard::unlocked(state, || {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.apply(&next)))
-            });
-            state.writing = false;
-            let outcome = match outcome {
-                Ok(outcome) => outcome,
-                Err(panic) => {
-                    // A bug below: stop commits rather than leave the others waiting forever.
-                    let error = tern_lsm::Error::ReadOnly("writing a commit batch panicked".into());
-                    state.failed = Some(Arc::new(error));
-                    self.done.notify_all();
-                    std::panic::resume_unwind(panic);
-                }
-            };
-            match outcome {
-                Ok(()) => {
-                    state.commits += next.txns.len() as u64;
-                    state.batches_written += 1;
-                    self.applied.store(next.id, Ordering::Release);
-                    let oldest = self.snapshots.lock().keys().next().copied().unwrap_or(next.id);
-                    state.certifier.forget_through(oldest);
-                }
-                Err(error) => {
-                    tracing::error!(%error, batch = next.id, "writing a commit batch failed; commits are refused");
-                    state.failed = Some(Arc::new(error));
-                }
-            }
-            self.done.notify_all();
-        }
-        Ok(())
+        self.pipeline.commit(&self.db, request)
     }
 
     /// Waits until every batch closed or forming now is applied (or writing failed), so that
     /// a snapshot taken afterwards includes every write certified so far.
     fn catch_up(&self) {
-        let mut state = self.state.lock();
-        let open = state.certifier.open_id();
-        let target = if state.certifier.open_len() > 0 { open } else { open - 1 };
-        while self.applied.load(Ordering::Acquire) < target && state.failed.is_none() {
-            self.done.wait(&mut state);
-        }
-    }
-
-    /// Writes `batch` as one atomic LSM write and gives each member its commit sequence.
-    fn apply(&self, batch: &Batch) -> tern_lsm::Result<()> {
-        let mut writes = WriteBatch::new();
-        let mut ends = Vec::with_capacity(batch.txns.len());
-        for txn in &batch.txns {
-            for (key, value) in txn.keys.iter().zip(&txn.values) {
-                match value {
-                    Some(value) => writes.put(key, value)?,
-                    None => writes.delete(key)?,
-                }
-            }
-            ends.push(writes.len() as u64);
-        }
-        let total = writes.len() as u64;
-        let last = self.db.write(writes)?;
-        for (txn, end) in batch.txns.iter().zip(ends) {
-            txn.set_commit_sequence(last - (total - end));
-        }
-        Ok(())
+        self.pipeline.catch_up();
     }
 }

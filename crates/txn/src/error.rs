@@ -20,6 +20,9 @@ pub enum Conflict {
     /// The write sets this transaction would have to be checked against were dropped because
     /// the certifier's memory limit was reached while the transaction ran.
     SnapshotTooOld,
+    /// A key it changed by a delta was removed by a transaction that committed after its
+    /// snapshot, so the delta had nothing to change at its place in the commit order.
+    Vanished,
 }
 
 impl std::fmt::Display for Conflict {
@@ -30,6 +33,9 @@ impl std::fmt::Display for Conflict {
             Conflict::Unplaceable => "no order within the commit batch keeps the batch serializable",
             Conflict::WriteWrite => "a key it writes was written by a transaction that committed after its snapshot",
             Conflict::SnapshotTooOld => "its snapshot is older than the write sets the certifier keeps",
+            Conflict::Vanished => {
+                "a row it changed by a delta was removed by a transaction that committed after its snapshot"
+            }
         })
     }
 }
@@ -59,6 +65,22 @@ pub enum Error {
     Closed,
     #[error("invalid options: {0}")]
     InvalidOptions(String),
+    /// A delta could not be applied to its key's value (an overflow, say): the transaction did
+    /// not commit. Carries the SQLSTATE the resolver chose.
+    #[error("{message}")]
+    Delta { sqlstate: &'static str, message: String },
+    /// A delta was written or read but the database has no [`crate::DeltaResolver`].
+    #[error("the database has no delta resolver")]
+    NoResolver,
+}
+
+impl From<crate::delta::DeltaError> for Error {
+    fn from(error: crate::delta::DeltaError) -> Error {
+        match error {
+            crate::delta::DeltaError::Vanished => Error::Serialization(Conflict::Vanished),
+            crate::delta::DeltaError::Failed { sqlstate, message } => Error::Delta { sqlstate, message },
+        }
+    }
 }
 
 impl Error {
@@ -77,6 +99,8 @@ impl Error {
             Error::Finished => "25000",
             Error::Closed => "08003",
             Error::InvalidOptions(_) => "22023",
+            Error::Delta { sqlstate, .. } => sqlstate,
+            Error::NoResolver => "XX000",
         }
     }
 }

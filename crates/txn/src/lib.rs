@@ -30,12 +30,18 @@
 
 mod certifier;
 mod db;
+mod delta;
 mod error;
+mod pipeline;
+mod request;
 mod sets;
+mod signal;
 mod transaction;
 
-pub use certifier::{Batch, BatchCheck, Certifier, CertifierOptions, CertifierStats, Isolation, Request, entry_bytes};
+pub use certifier::{Batch, BatchCheck, Certifier, CertifierOptions, CertifierStats, Isolation};
 pub use db::{CommitInfo, MAX_TRANSACTION_BYTES, Options, RetryPolicy, TxnDb, TxnStats};
+pub use delta::{DeltaError, DeltaResolver, Resolver};
 pub use error::{Conflict, Error, Result};
+pub use request::{Request, Write, entry_bytes};
 pub use sets::{KeyRange, ReadSet, Sketch};
 pub use transaction::{Scan, Transaction};

@@ -1,9 +1,11 @@
 //! One transaction: a snapshot taken at its first read, a buffered write set, and (under
 //! serializable isolation) the read set the certifier validates.
 
-use crate::certifier::{Isolation, Request, entry_bytes};
+use crate::certifier::Isolation;
 use crate::db::{CommitInfo, MAX_TRANSACTION_BYTES, Shared, TxnSnapshot};
+use crate::delta::Resolver;
 use crate::error::{Error, Result};
+use crate::request::{Request, Write};
 use crate::sets::{KeyRange, ReadSet};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -11,14 +13,11 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use tern_lsm::limits::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 
-/// A key's entry in the write set: `Some(value)` sets it, `None` removes it.
-type WriteEntry = Option<Vec<u8>>;
-
 /// What to undo to return to a savepoint ([`Transaction::savepoint`]): for each key first
 /// written after it, the transaction's own entry for that key before (`None`: it had none).
 #[derive(Debug, Default)]
 struct UndoFrame {
-    entries: Vec<(Vec<u8>, Option<WriteEntry>)>,
+    entries: Vec<(Vec<u8>, Option<Write>)>,
     seen: std::collections::HashSet<Vec<u8>>,
     write_bytes: usize,
 }
@@ -29,7 +28,7 @@ pub struct Transaction {
     isolation: Isolation,
     snapshot: Option<TxnSnapshot>,
     reads: ReadSet,
-    writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    writes: BTreeMap<Vec<u8>, Write>,
     write_bytes: usize,
     /// Reads are not recorded ([`Transaction::set_record_reads`]).
     unrecorded: bool,
@@ -136,11 +135,28 @@ impl Transaction {
     }
 
     /// The value of `key`: the transaction's own write if it wrote one, else the value in its
-    /// snapshot (taken now if this is its first read).
+    /// snapshot (taken now if this is its first read). A delta the transaction wrote is folded
+    /// into the snapshot's value, which counts as a read of the key (and the delta becomes a
+    /// plain write of the result).
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if let Some(own) = self.writes.get(key) {
-            return Ok(own.clone());
+        match self.writes.get(key) {
+            Some(Write::Put(value)) => return Ok(Some(value.clone())),
+            Some(Write::Delete) => return Ok(None),
+            Some(Write::Delta(_)) => {}
+            None => {}
         }
+        let stored = self.read_stored(key)?;
+        match self.writes.get(key) {
+            Some(Write::Delta(operand)) => {
+                let operand = operand.clone();
+                self.fold_delta(key, stored.as_deref(), &operand).map(Some)
+            }
+            _ => Ok(stored),
+        }
+    }
+
+    /// The value of `key` in the snapshot, recording the read.
+    fn read_stored(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         if self.records_reads() {
             self.reads.add_key(key);
         }
@@ -149,23 +165,74 @@ impl Transaction {
         Ok(self.shared.db.get(key, snapshot)?)
     }
 
+    /// Folds the transaction's own delta `operand` of `key` into `stored` (the value it read)
+    /// and keeps the result as a plain write in its place.
+    fn fold_delta(&mut self, key: &[u8], stored: Option<&[u8]>, operand: &[u8]) -> Result<Vec<u8>> {
+        let value = self.resolver()?.0.resolve(key, stored, operand)?;
+        self.write(key, Write::Put(value.clone()))?;
+        Ok(value)
+    }
+
+    fn resolver(&self) -> Result<&Resolver> {
+        self.shared.options.resolver.as_ref().ok_or(Error::NoResolver)
+    }
+
     /// Sets `key` to `value` when the transaction commits.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.write(key, Some(value))
+        self.write(key, Write::Put(value.to_vec()))
     }
 
     /// Removes `key` when the transaction commits.
     pub fn delete(&mut self, key: &[u8]) -> Result<()> {
-        self.write(key, None)
+        self.write(key, Write::Delete)
+    }
+
+    /// Changes `key`'s value by `operand` when the transaction commits: the database's
+    /// [`crate::DeltaResolver`] folds it into the value the key has at the transaction's place
+    /// in the commit order. No read of the key is recorded, so concurrent deltas to one key do
+    /// not conflict. The caller must know the key has a value ([`Transaction::delta_target_exists`]).
+    /// After the transaction's own set of the key, the operand is applied to that value at once;
+    /// after its own delta, the two are combined.
+    pub fn add_delta(&mut self, key: &[u8], operand: &[u8]) -> Result<()> {
+        let resolver = &self.resolver()?.0;
+        let entry = match self.writes.get(key) {
+            None => Write::Delta(operand.to_vec()),
+            Some(Write::Delta(older)) => Write::Delta(resolver.combine(key, older, operand)?),
+            Some(Write::Put(value)) => Write::Put(resolver.resolve(key, Some(value), operand)?),
+            Some(Write::Delete) => Write::Put(resolver.resolve(key, None, operand)?),
+        };
+        self.write(key, entry)
+    }
+
+    /// Whether `key` has a value for a delta to change. If it has, no read is recorded: the
+    /// delta's resolution at commit fails the transaction (with a retryable conflict) if the
+    /// key was removed meanwhile, so the answer still holds at the transaction's place in the
+    /// commit order. If it has not, the read is recorded like any other (a concurrent insert
+    /// then conflicts).
+    pub fn delta_target_exists(&mut self, key: &[u8]) -> Result<bool> {
+        match self.writes.get(key) {
+            Some(Write::Delete) => return Ok(false),
+            Some(_) => return Ok(true),
+            None => {}
+        }
+        self.ensure_snapshot();
+        let snapshot = self.snapshot.as_ref().map(|snapshot| &snapshot.lsm);
+        let exists = self.shared.db.get(key, snapshot)?.is_some();
+        if !exists && self.records_reads() {
+            self.reads.add_key(key);
+        }
+        Ok(exists)
     }
 
     /// Applies a set of writes (`Some` sets, `None` removes), all or none: when one key or
     /// value is too large, or the transaction would grow past its limit, nothing is written.
     /// Takes ownership of the buffers (no copy).
     pub fn write_all(&mut self, writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>) -> Result<()> {
+        let writes: BTreeMap<Vec<u8>, Write> =
+            writes.into_iter().map(|(key, value)| (key, value.map_or(Write::Delete, Write::Put))).collect();
         let mut bytes = self.write_bytes;
-        for (key, value) in &writes {
-            bytes = self.bytes_after(bytes, key, value.as_deref())?;
+        for (key, write) in &writes {
+            bytes = self.bytes_after(bytes, key, write)?;
         }
         self.write_bytes = bytes;
         for key in writes.keys() {
@@ -260,26 +327,26 @@ impl Transaction {
         self.ensure_snapshot();
     }
 
-    fn write(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
-        self.write_bytes = self.bytes_after(self.write_bytes, key, value)?;
+    fn write(&mut self, key: &[u8], write: Write) -> Result<()> {
+        self.write_bytes = self.bytes_after(self.write_bytes, key, &write)?;
         self.note_undo(key);
-        self.writes.insert(key.to_vec(), value.map(<[u8]>::to_vec));
+        self.writes.insert(key.to_vec(), write);
         Ok(())
     }
 
-    /// The transaction's write bytes (`bytes` so far) once `key` is set to `value`, or the
+    /// The transaction's write bytes (`bytes` so far) once `key`'s entry is `write`, or the
     /// error if the key or value is too large or the transaction would grow past its limit.
-    fn bytes_after(&self, bytes: usize, key: &[u8], value: Option<&[u8]>) -> Result<usize> {
+    fn bytes_after(&self, bytes: usize, key: &[u8], write: &Write) -> Result<usize> {
         if key.len() > MAX_KEY_SIZE {
             return Err(tern_lsm::Error::KeyTooLarge { len: key.len(), limit: MAX_KEY_SIZE }.into());
         }
-        if let Some(value) = value
+        if let Write::Put(value) | Write::Delta(value) = write
             && value.len() > MAX_VALUE_SIZE
         {
             return Err(tern_lsm::Error::ValueTooLarge { len: value.len(), limit: MAX_VALUE_SIZE }.into());
         }
-        let replaced = self.writes.get(key).map_or(0, |old| entry_bytes(key, old.as_deref()));
-        let bytes = bytes - replaced + entry_bytes(key, value);
+        let replaced = self.writes.get(key).map_or(0, |old| old.bytes(key));
+        let bytes = bytes - replaced + write.bytes(key);
         if bytes > MAX_TRANSACTION_BYTES {
             return Err(Error::TooLarge { bytes, limit: MAX_TRANSACTION_BYTES });
         }
@@ -333,10 +400,10 @@ impl Transaction {
             let sequence = snapshot.as_ref().map_or_else(|| self.shared.db.latest_sequence(), |s| s.lsm.sequence());
             return Ok(CommitInfo { sequence, batch: None });
         }
-        let (keys, values) = std::mem::take(&mut self.writes).into_iter().unzip();
+        let writes = std::mem::take(&mut self.writes);
         let reads = std::mem::take(&mut self.reads);
         let read_batch = snapshot.as_ref().map(|snapshot| snapshot.read_batch);
-        let request = Request::new(self.isolation, read_batch, reads, keys, values);
+        let request = Request::from_writes(self.isolation, read_batch, reads, writes);
         // The snapshot stays registered until the certifier has validated the request, so the
         // batches it must be checked against are still there.
         let outcome = self.shared.submit(request);
@@ -359,7 +426,7 @@ pub struct Scan<'t> {
     own_cursor: Option<Vec<u8>>,
     own_done: bool,
     peeked_lsm: Option<(Vec<u8>, Vec<u8>)>,
-    peeked_own: Option<(Vec<u8>, Option<Vec<u8>>)>,
+    peeked_own: Option<(Vec<u8>, Write)>,
     forward: bool,
     bounds: KeyRange,
     recorded: Option<usize>,
@@ -370,7 +437,7 @@ pub struct Scan<'t> {
 
 impl Scan<'_> {
     /// The transaction's next own write in scan order within the range.
-    fn next_own(&mut self) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+    fn next_own(&mut self) -> Option<(Vec<u8>, Write)> {
         if self.own_done {
             return None;
         }
@@ -422,13 +489,19 @@ impl Scan<'_> {
             match order {
                 Ordering::Less => return Ok(self.peeked_lsm.take()),
                 Ordering::Equal | Ordering::Greater => {
-                    if order == Ordering::Equal {
-                        // The transaction's own write replaces the stored value.
-                        self.peeked_lsm = None;
-                    }
-                    let (key, value) = self.peeked_own.take().expect("peeked");
-                    if let Some(value) = value {
-                        return Ok(Some((key, value)));
+                    // The transaction's own write replaces the stored value, or (a delta)
+                    // changes it.
+                    let stored = if order == Ordering::Equal { self.peeked_lsm.take() } else { None };
+                    let (key, write) = self.peeked_own.take().expect("peeked");
+                    match write {
+                        Write::Put(value) => return Ok(Some((key, value))),
+                        Write::Delete => {}
+                        Write::Delta(operand) => {
+                            // The scan's range is in the read set: the read is recorded.
+                            let stored = stored.map(|(_, value)| value);
+                            let value = self.txn.fold_delta(&key, stored.as_deref(), &operand)?;
+                            return Ok(Some((key, value)));
+                        }
                     }
                 }
             }

@@ -197,9 +197,9 @@ impl Model {
 
     fn apply(&mut self, batch: &Batch) {
         for txn in &batch.txns {
-            for (key, value) in txn.keys.iter().zip(&txn.values) {
+            for (key, value) in txn.writes() {
                 self.sequence += 1;
-                self.versions.entry(key.clone()).or_default().push((self.sequence, value.as_deref().map(writer_of)));
+                self.versions.entry(key.to_vec()).or_default().push((self.sequence, value.map(writer_of)));
             }
             txn.set_commit_sequence(self.sequence);
         }
