@@ -79,6 +79,20 @@ impl WriteBatch {
         self.count = 0;
     }
 
+    /// Appends the entries of `other` after this batch's.
+    pub fn extend(&mut self, other: &WriteBatch) -> Result<()> {
+        self.reserve(other.data.len())?;
+        self.data.extend_from_slice(&other.data);
+        self.count += other.count;
+        Ok(())
+    }
+
+    /// A batch of `count` entries encoded as a log record stores them; checked.
+    pub(crate) fn from_encoded(data: Vec<u8>, count: u32) -> Result<WriteBatch> {
+        WriteBatch::for_each(&data, count, |_, _, _| {})?;
+        Ok(WriteBatch { data, count })
+    }
+
     /// The entries in order: `(key, Some(value))` for a put, `(key, None)` for a delete.
     pub fn entries(&self) -> Entries<'_> {
         Entries { reader: Reader::new(&self.data, "write batch"), left: self.count }

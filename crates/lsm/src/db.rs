@@ -13,6 +13,7 @@
 //! everything before it visible to new reads). [`Db::write`] runs all three for its callers,
 //! with group commit.
 
+use crate::archive::{self, LogReader};
 use crate::batch::WriteBatch;
 use crate::compaction::{self, Compaction};
 use crate::error::{Error, Result};
@@ -334,6 +335,8 @@ pub(crate) struct Inner {
     durable_sequence: AtomicU64,
     /// One log sync at a time ([`Db::sync_through`]).
     sync_lock: Mutex<()>,
+    /// The last position of the retained logs removed for the size limit, if any.
+    truncated_through: Mutex<Option<u64>>,
     snapshots: Arc<Registry>,
     /// Held while a write group is logged: one at a time, in order, with the memtable switch
     /// it may make (see the module documentation).
@@ -373,7 +376,8 @@ pub struct Db {
 /// The logs beside the database file at `path`: `<name>.tern-wal` (for `<name>.tern`; other
 /// names get `.tern-wal` appended) and the next log, `<name>.tern-wal.next`, which exists while
 /// a memtable is being flushed or has been created ahead of time. With `path` itself, these
-/// are all the files of a database.
+/// are all the files of a database, but for retained logs ([`Options::retain_log_bytes`]),
+/// which are named after the log with `.archive-` and a position appended.
 pub fn log_paths(path: &Path) -> [PathBuf; 2] {
     let base =
         if path.extension().is_some_and(|extension| extension != "tern") { path } else { &path.with_extension("") };
@@ -425,9 +429,12 @@ impl Db {
         let recovered = Memtable::with_capacity(options.memtable_size);
         let mut replayed_to = 0u64;
         let mut last_position = header.last_position;
-        for log in [&wal_path, &next_wal_path] {
+        // The last position in each log, to name it when it is retained.
+        let mut log_positions = [0u64; 2];
+        for (log, log_position) in [&wal_path, &next_wal_path].into_iter().zip(&mut log_positions) {
             let replay = wal::replay(vfs.as_ref(), log, header.flushed_sequence, &mut replayed_to, |record| {
                 last_position = last_position.max(record.position);
+                *log_position = (*log_position).max(record.position);
                 let mut sequence = record.first_sequence;
                 WriteBatch::for_each(record.batch, record.count, |kind, key, value| {
                     if sequence > header.flushed_sequence {
@@ -482,6 +489,7 @@ impl Db {
             visible_sequence: AtomicU64::new(last_sequence),
             durable_sequence: AtomicU64::new(last_sequence),
             sync_lock: Mutex::new(()),
+            truncated_through: Mutex::new(None),
             snapshots: Arc::default(),
             log_turn: Mutex::new(()),
             install: Mutex::new(ManifestState {
@@ -529,8 +537,8 @@ impl Db {
                 version: Arc::new(version),
             });
         }
-        if vfs.exists(&inner.next_wal_path) {
-            vfs.remove(&inner.next_wal_path).map_err(|error| Error::io("remove", &inner.next_wal_path, error))?;
+        for (log, log_position) in [&inner.wal_path, &inner.next_wal_path].into_iter().zip(log_positions) {
+            inner.retire_log(log, log_position)?;
         }
         let preallocate = inner.options.sync == SyncPolicy::EveryCommit;
         inner.wal.lock().wal = Wal::create(vfs.as_ref(), &wal_path, preallocate)?;
@@ -621,6 +629,38 @@ impl Db {
     /// The last sequence appended to the log.
     pub fn appended_sequence(&self) -> u64 {
         self.inner.wal.lock().last_sequence
+    }
+
+    /// Reads the write groups logged from position `from` on, in position order: from the
+    /// retained logs ([`Options::retain_log_bytes`]), then the logs in use, up to what was
+    /// appended when this is called. A position no longer kept is an
+    /// [`Error::LogTruncated`].
+    pub fn read_log(&self, from: u64) -> Result<LogReader> {
+        let inner = &self.inner;
+        // The live logs first, then the archives: a log archived in between is found by the
+        // listing (see `flush_immutable`); one found twice is read once.
+        let live: Vec<archive::Source> = {
+            let wal = inner.wal.lock();
+            wal.sealed
+                .iter()
+                .chain(std::iter::once(&wal.wal))
+                .map(|log| archive::Source::Live(log.file.clone(), log.path.clone(), log.offset))
+                .collect()
+        };
+        let mut sources: Vec<archive::Source> = archive::list(inner.vfs.as_ref(), &inner.wal_path)?
+            .into_iter()
+            .filter(|(last, _)| *last >= from)
+            .map(|(_, path)| archive::Source::Archive(path))
+            .collect();
+        sources.extend(live);
+        let truncated = *inner.truncated_through.lock();
+        LogReader::new(inner.vfs.clone(), sources, from, truncated)
+    }
+
+    /// Removes the retained logs whose write groups are all at or below position `through`
+    /// (every reader is past them).
+    pub fn release_log(&self, through: u64) -> Result<()> {
+        archive::release(self.inner.vfs.as_ref(), &self.inner.wal_path, through)
     }
 
     /// Makes writes up to `sequence` visible to new reads and snapshots. Every write at or
@@ -1091,7 +1131,8 @@ impl Inner {
         if last_sequence >= MAX_SEQUENCE {
             return Err(Error::ReadOnly("sequence numbers exhausted".into()));
         }
-        if count > 0 {
+        // A group without entries is logged only for its position (positions have no gaps).
+        if count > 0 || position > 0 {
             wal.buffer.clear();
             // One record for the whole group: it is replayed whole or not at all, and the
             // durable point it carries lets replay tell a torn tail from damage (`wal`).
@@ -1317,12 +1358,15 @@ impl Inner {
     /// Writes the immutable memtable to a level-0 table, installs it, and retires the log
     /// that covered it.
     fn flush_immutable(&self, imm: &Arc<Memtable>) -> Result<()> {
-        let sealed = self.wal.lock().sealed.take();
-        if let Some(mut sealed) = sealed
-            && sealed.unsynced
+        // The sealed log stays in the log state until it is retired, for readers of the log.
+        let unsynced = self.wal.lock().sealed.as_mut().filter(|sealed| sealed.unsynced).map(|sealed| {
+            sealed.unsynced = false;
+            (sealed.file.clone(), sealed.path.clone())
+        });
+        if let Some((file, path)) = unsynced
             && self.options.sync != SyncPolicy::Never
         {
-            sealed.sync()?;
+            file.sync().map_err(|error| Error::io("sync", &path, error))?;
         }
         // Inserts of write groups logged before the switch may still be running.
         while imm.writers() > 0 {
@@ -1349,11 +1393,16 @@ impl Inner {
         // The tables now hold everything the sealed log did: retire it. The memtable stays
         // immutable until then, so no writer starts another log meanwhile.
         let io = |op, path: &Path, result: std::io::Result<()>| result.map_err(|error| Error::io(op, path, error));
-        let retired = io("remove", &self.wal_path, self.vfs.remove(&self.wal_path))
+        let retired = self
+            .retire_log(&self.wal_path, imm.max_position())
             .and_then(|()| io("rename", &self.next_wal_path, self.vfs.rename(&self.next_wal_path, &self.wal_path)))
             .and_then(|()| io("sync directory of", &self.wal_path, self.vfs.sync_directory(&self.wal_path)));
         if retired.is_ok() {
-            self.wal.lock().wal.path = self.wal_path.clone();
+            // After the rename: a reader of the log that finds no sealed log finds its archive.
+            let mut wal = self.wal.lock();
+            wal.sealed = None;
+            wal.wal.path = self.wal_path.clone();
+            drop(wal);
             match Wal::create(self.vfs.as_ref(), &self.next_wal_path, self.options.sync == SyncPolicy::EveryCommit) {
                 Ok(spare) => self.wal.lock().spare = Some(spare),
                 Err(error) => tracing::warn!(%error, "could not create the next log ahead of time"),
@@ -1370,6 +1419,26 @@ impl Inner {
         bump(&self.counters.flushes, 1);
         self.changed.notify_all();
         retired
+    }
+
+    /// Retires the log at `log`, whose last position is `last_position`, once the tables hold
+    /// everything in it: removes it, or keeps it as an archive if logs are retained (and it has
+    /// positions), then holds the archives to their size limit.
+    fn retire_log(&self, log: &Path, last_position: u64) -> Result<()> {
+        if !self.vfs.exists(log) {
+            return Ok(());
+        }
+        if self.options.retain_log_bytes == 0 || last_position == 0 {
+            return self.vfs.remove(log).map_err(|error| Error::io("remove", log, error));
+        }
+        let archive = archive::path_for(&self.wal_path, last_position);
+        self.vfs.rename(log, &archive).map_err(|error| Error::io("rename", log, error))?;
+        if let Some(removed) = archive::enforce_limit(self.vfs.as_ref(), &self.wal_path, self.options.retain_log_bytes)?
+        {
+            let mut truncated = self.truncated_through.lock();
+            *truncated = Some(truncated.map_or(removed, |through| through.max(removed)));
+        }
+        Ok(())
     }
 
     /// Runs one compaction and installs its result.

@@ -43,6 +43,10 @@ pub enum Error {
     /// The database was closed.
     #[error("the database is closed")]
     Closed,
+    /// A reader of the log asked for a position whose record is no longer kept (its retained
+    /// log was removed for the size limit, or logs were not retained then).
+    #[error("log position {position} is no longer kept (removed through {removed_through})")]
+    LogTruncated { position: u64, removed_through: u64 },
 }
 
 impl Error {
@@ -65,7 +69,7 @@ impl Error {
     }
 
     /// An I/O error on a log file, with ENOSPC turned into `DiskFull`.
-    pub(crate) fn io(op: &'static str, path: &std::path::Path, source: io::Error) -> Error {
+    pub fn io(op: &'static str, path: &std::path::Path, source: io::Error) -> Error {
         if source.raw_os_error() == Some(28) {
             return Error::DiskFull { path: path.to_path_buf() };
         }
@@ -87,6 +91,9 @@ impl Error {
             Error::NotAnLsm(message) => Error::NotAnLsm(message.clone()),
             Error::InvalidOptions(message) => Error::InvalidOptions(message.clone()),
             Error::ReadOnly(message) => Error::ReadOnly(message.clone()),
+            Error::LogTruncated { position, removed_through } => {
+                Error::LogTruncated { position: *position, removed_through: *removed_through }
+            }
             Error::Closed => Error::Closed,
             Error::PageStore(error) if error.is_corruption() => Error::corruption("page store", error.to_string()),
             Error::PageStore(error) => Error::ReadOnly(error.to_string()),

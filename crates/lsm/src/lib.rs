@@ -11,6 +11,7 @@
 //! - The manifest (which tables make up each level) is written copy-on-write and made current
 //!   by the page store's atomic checkpoint.
 
+mod archive;
 mod batch;
 mod block;
 mod bloom;
@@ -29,6 +30,7 @@ mod table;
 mod version;
 mod wal;
 
+pub use archive::{LogReader, LogRecord};
 pub use batch::{Entries, WriteBatch};
 pub use db::{Db, IntegrityReport, LevelStats, LoggedWrite, Snapshot, Stats, log_paths};
 pub use error::{Error, Result};

@@ -45,6 +45,9 @@ pub struct Options {
     /// Levels (from L0 down) whose tables keep their index and Bloom filter in memory; deeper
     /// tables read them through the buffer pool (SQLiteKV's index management).
     pub resident_index_levels: usize,
+    /// Keep logs the tables no longer need, up to this many bytes, for readers of the commit
+    /// log ([`crate::Db::read_log`]); 0 removes them as soon as their memtable is in a table.
+    pub retain_log_bytes: u64,
     /// After each flush and compaction, hand memory the allocator holds free back to the
     /// operating system (glibc's `malloc_trim`), so that resident memory follows what is in
     /// use: for small devices, at the cost of a walk over the allocator's free lists.
@@ -66,6 +69,7 @@ impl Default for Options {
             base_level_size: 64 << 20,
             level_size_ratio: 10,
             resident_index_levels: 2,
+            retain_log_bytes: 0,
             release_memory: false,
         }
     }

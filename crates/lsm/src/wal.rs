@@ -34,7 +34,6 @@
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::keys::Reader;
 use crate::limits::MAX_SEQUENCE;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -73,7 +72,7 @@ impl Wal {
             vfs.remove(path).map_err(|error| Error::io("remove", path, error))?;
         }
         let file = vfs
-            .open(path, OpenOptions { create_new: true, direct_io: false })
+            .open(path, OpenOptions { create_new: true, ..OpenOptions::default() })
             .map_err(|e| Error::io("create", path, e))?;
         let mut header = Vec::with_capacity(HEADER_SIZE as usize);
         header.extend_from_slice(MAGIC);
@@ -116,7 +115,8 @@ impl Wal {
 
 /// Appends one record holding `batches` (in order, with consecutive sequences from
 /// `first_sequence`) at `position`, with `durable` the last sequence synced so far, to `out`.
-/// Empty batches are skipped; nothing is written if all are empty.
+/// Empty batches are skipped; if all are empty, a record is written only for a position (it
+/// marks the position as used: positions in the log have no gaps), else nothing.
 pub fn encode_record<'a>(
     out: &mut Vec<u8>,
     first_sequence: u64,
@@ -135,7 +135,7 @@ pub fn encode_record<'a>(
         count += batch.count;
         out.extend_from_slice(&batch.data);
     }
-    if count == 0 {
+    if count == 0 && position == 0 {
         out.truncate(start);
         return;
     }
@@ -160,6 +160,76 @@ pub struct Replay {
     pub tail: Option<(u64, String)>,
 }
 
+/// A log file read whole: its format and bytes, `None` for a missing or empty one.
+struct LogBytes {
+    format: u32,
+    flags: u32,
+    bytes: Vec<u8>,
+}
+
+impl LogBytes {
+    fn overhead(&self) -> usize {
+        if self.format == FORMAT { RECORD_OVERHEAD } else { RECORD_OVERHEAD_V1 }
+    }
+}
+
+/// Reads and checks the header of the log in `file`.
+fn read_log(file: &dyn VfsFile, path: &Path, end: Option<u64>) -> Result<Option<LogBytes>> {
+    let size = match end {
+        Some(end) => end,
+        None => file.size().map_err(|error| Error::io("size", path, error))?,
+    };
+    if size < HEADER_SIZE {
+        // Created but its header never reached the disk: no record was ever acknowledged.
+        return Ok(None);
+    }
+    let mut bytes = vec![0u8; size as usize];
+    file.read_exact_at(&mut bytes, 0).map_err(|error| Error::io("read", path, error))?;
+    if bytes[..HEADER_SIZE as usize].iter().all(|&byte| byte == 0) {
+        // Created, but its header never reached the disk: no record was ever acknowledged.
+        tracing::warn!(log = %path.display(), "log with an empty header: treated as empty");
+        return Ok(None);
+    }
+    if &bytes[..8] != MAGIC {
+        return Err(Error::corruption(format!("log {}", path.display()), "bad magic number"));
+    }
+    let format = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if format != FORMAT && format != FORMAT_WITHOUT_POSITIONS {
+        return Err(Error::NotAnLsm(format!("{}: log format {format} is not supported", path.display())));
+    }
+    let flags = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes"));
+    Ok(Some(LogBytes { format, flags, bytes }))
+}
+
+/// The record at `offset`, checksummed (with its length in bytes), or why none is there: the
+/// end of the log (`Ok(None)`) or a torn or damaged record (`Err(reason)`).
+fn decode_record(log: &LogBytes, offset: usize) -> std::result::Result<Option<(Record<'_>, usize)>, &'static str> {
+    let bytes = &log.bytes;
+    let overhead = log.overhead();
+    if offset >= bytes.len() || bytes[offset..].iter().all(|&byte| byte == 0) {
+        // The end, or the zero-filled end of a preallocated log: nothing was cut off.
+        return Ok(None);
+    }
+    if bytes.len() - offset < overhead {
+        return Err("short record header");
+    }
+    let crc = u32::from_le_bytes(bytes[offset..offset + 4].try_into().expect("4 bytes"));
+    let len = u32::from_le_bytes(bytes[offset + 4..offset + 8].try_into().expect("4 bytes")) as usize;
+    if len < overhead - 8 || len > bytes.len() - offset - 8 {
+        return Err(if len == 0 { "zeroed record" } else { "record runs past the end of the file" });
+    }
+    let body = &bytes[offset + 4..offset + 8 + len];
+    if crc32c::crc32c(body) != crc {
+        return Err("checksum mismatch");
+    }
+    let field = |at: usize, size: usize| &body[4 + at..4 + at + size];
+    let first_sequence = u64::from_le_bytes(field(0, 8).try_into().expect("8 bytes"));
+    let count = u32::from_le_bytes(field(8, 4).try_into().expect("4 bytes"));
+    let position = if log.format == FORMAT { u64::from_le_bytes(field(12, 8).try_into().expect("8 bytes")) } else { 0 };
+    let record = Record { first_sequence, count, position, batch: &body[overhead - 4..] };
+    Ok(Some((record, 8 + len)))
+}
+
 /// Reads the log at `path` (a missing file is an empty log) and hands every good record to
 /// `apply`, in order. `after` is the last sequence replayed so far (0 before the first record
 /// of the first file); a record must continue it. The first record must start at or below
@@ -177,74 +247,42 @@ pub fn replay(
         return Ok(result);
     }
     let file = vfs.open(path, OpenOptions::default()).map_err(|error| Error::io("open", path, error))?;
-    let size = file.size().map_err(|error| Error::io("size", path, error))?;
-    if size < HEADER_SIZE {
-        // Created but its header never reached the disk: no record was ever acknowledged.
-        return Ok(result);
-    }
-    let mut bytes = vec![0u8; size as usize];
-    file.read_exact_at(&mut bytes, 0).map_err(|error| Error::io("read", path, error))?;
-    if bytes[..HEADER_SIZE as usize].iter().all(|&byte| byte == 0) {
-        // Created, but its header never reached the disk: no record was ever acknowledged.
-        tracing::warn!(log = %path.display(), "log with an empty header: treated as empty");
-        return Ok(result);
-    }
-    if &bytes[..8] != MAGIC {
-        return Err(Error::corruption(format!("log {}", path.display()), "bad magic number"));
-    }
-    let format = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if format != FORMAT && format != FORMAT_WITHOUT_POSITIONS {
-        return Err(Error::NotAnLsm(format!("{}: log format {format} is not supported", path.display())));
-    }
-    let overhead = if format == FORMAT { RECORD_OVERHEAD } else { RECORD_OVERHEAD_V1 };
-    let synced_records = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) & SYNCED_RECORDS != 0;
+    let Some(log) = read_log(file.as_ref(), path, None)? else { return Ok(result) };
+    let synced_records = log.flags & SYNCED_RECORDS != 0;
     let mut offset = HEADER_SIZE as usize;
-    while offset < bytes.len() {
+    loop {
         let stop = |reason: &str| Some((offset as u64, reason.to_string()));
-        if bytes.len() - offset < overhead {
-            result.tail = stop("short record header");
-            break;
-        }
-        let crc = u32::from_le_bytes(bytes[offset..offset + 4].try_into().expect("4 bytes"));
-        let len = u32::from_le_bytes(bytes[offset + 4..offset + 8].try_into().expect("4 bytes")) as usize;
-        if bytes[offset..].iter().all(|&byte| byte == 0) {
-            // The zero-filled end of a preallocated log: nothing was cut off.
-            break;
-        }
-        if len < overhead - 8 || len > bytes.len() - offset - 8 {
-            result.tail = stop(if len == 0 { "zeroed record" } else { "record runs past the end of the file" });
-            break;
-        }
-        let body = &bytes[offset + 4..offset + 8 + len];
-        if crc32c::crc32c(body) != crc {
-            result.tail = stop("checksum mismatch");
-            break;
-        }
-        let mut reader = Reader::new(&body[4..], "log record");
-        let first_sequence = reader.u64()?;
-        let count = reader.u32()?;
-        let (position, _durable) = if format == FORMAT { (reader.u64()?, reader.u64()?) } else { (0, 0) };
+        let (record, len) = match decode_record(&log, offset) {
+            Ok(Some(found)) => found,
+            Ok(None) => break,
+            Err(reason) => {
+                result.tail = stop(reason);
+                break;
+            }
+        };
+        let first_sequence = record.first_sequence;
         let continues = if *after == 0 {
             (1..=flushed.saturating_add(1)).contains(&first_sequence)
         } else {
             Some(first_sequence) == after.checked_add(1)
         };
-        // Damaged bytes may give sequence 0 and count 0: no subtraction that could wrap.
+        // Damaged bytes may give sequence 0 and count 0: no subtraction that could wrap. A
+        // record without entries is valid only as a position's mark.
         let last = first_sequence
-            .checked_add(count as u64)
+            .checked_add(record.count as u64)
             .and_then(|end| end.checked_sub(1))
             .filter(|&last| last <= MAX_SEQUENCE);
-        let Some(last) = last.filter(|_| count > 0 && continues) else {
+        let Some(last) = last.filter(|_| (record.count > 0 || record.position > 0) && continues) else {
             result.tail = stop("sequence numbers do not continue (a stale record, or one after a lost one)");
             break;
         };
-        apply(Record { first_sequence, count, position, batch: &body[overhead - 4..] })?;
+        apply(record)?;
         *after = last;
-        offset += 8 + len;
+        offset += len;
     }
     if let Some((stop, reason)) = &result.tail
         && synced_records
-        && let Some(later) = later_record(&bytes, *stop as usize, *after, format)
+        && let Some(later) = later_record(&log.bytes, *stop as usize, *after, log.format)
     {
         return Err(Error::corruption(
             format!("log {}", path.display()),
@@ -256,6 +294,23 @@ pub fn replay(
         ));
     }
     Ok(result)
+}
+
+/// The records of the log in `file` (its first `end` bytes if given, else all of it), up to
+/// the first torn or damaged one, for readers of retained logs (`log_reader`).
+pub(crate) fn read_records(
+    file: &dyn VfsFile,
+    path: &Path,
+    end: Option<u64>,
+    mut take: impl FnMut(Record<'_>) -> Result<()>,
+) -> Result<()> {
+    let Some(log) = read_log(file, path, end)? else { return Ok(()) };
+    let mut offset = HEADER_SIZE as usize;
+    while let Ok(Some((record, len))) = decode_record(&log, offset) {
+        take(record)?;
+        offset += len;
+    }
+    Ok(())
 }
 
 /// The offset of the first intact record after the damaged one at `damaged` that declares the

@@ -52,7 +52,7 @@ impl PageFile {
                 "page size {page_size} must be a power of two between 4 KiB and 64 KiB"
             )));
         }
-        let options = OpenOptions { create_new: true, direct_io };
+        let options = OpenOptions { create_new: true, direct_io, read_only: false };
         let file = vfs.open(path, options).map_err(|error| open_error(path, error))?;
         Ok(PageFile {
             file,
@@ -69,7 +69,7 @@ impl PageFile {
         if !vfs.exists(path) {
             return Err(Error::NotFound { path: path.to_path_buf() });
         }
-        let options = OpenOptions { create_new: false, direct_io };
+        let options = OpenOptions { create_new: false, direct_io, read_only: false };
         let file = vfs.open(path, options).map_err(|error| open_error(path, error))?;
         let length = file.size().map_err(|error| Error::io(IoOp::Length, path, None, error))?;
         if length < MIN_PAGE_SIZE as u64 {

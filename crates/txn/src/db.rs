@@ -4,6 +4,7 @@
 //! publishes batches in order.
 
 use crate::certifier::{CertifierOptions, CertifierStats, Isolation};
+use crate::commit_log::{Subscriber, Subscription, Tail};
 use crate::delta::Resolver;
 use crate::error::{Error, Result};
 use crate::pipeline::Pipeline;
@@ -219,6 +220,20 @@ impl TxnDb {
         }
     }
 
+    /// Delivers every committed batch from the position after `subscriber.acknowledged()` on,
+    /// in order, on a thread of its own, until the returned subscription is dropped (see
+    /// [`crate::commit_log`]). To catch up after a restart, open the database with
+    /// `tern_lsm::Options::retain_log_bytes` set.
+    pub fn subscribe(&self, subscriber: Arc<dyn Subscriber>) -> Result<Subscription> {
+        Subscription::start(self.shared.clone(), subscriber)
+            .map_err(|error| Error::Storage(tern_lsm::Error::io("spawn a thread for", Path::new("commit log"), error)))
+    }
+
+    /// The position of the last published batch: every batch up to it is durable and visible.
+    pub fn published_position(&self) -> u64 {
+        self.shared.pipeline.published()
+    }
+
     /// Counters of the LSM below.
     pub fn lsm_stats(&self) -> tern_lsm::Stats {
         self.shared.db.stats()
@@ -267,6 +282,20 @@ impl TxnDb {
 impl Drop for TxnDb {
     fn drop(&mut self) {
         self.shared.pipeline.shut_down();
+    }
+}
+
+impl crate::commit_log::Source for Shared {
+    fn db(&self) -> &Db {
+        &self.db
+    }
+
+    fn tail(&self) -> &Tail {
+        &self.pipeline.tail
+    }
+
+    fn published(&self) -> u64 {
+        self.pipeline.published()
     }
 }
 

@@ -29,6 +29,7 @@
 //! ```
 
 mod certifier;
+pub mod commit_log;
 mod db;
 mod delta;
 mod error;
@@ -39,6 +40,7 @@ mod signal;
 mod transaction;
 
 pub use certifier::{Batch, BatchCheck, Certifier, CertifierOptions, CertifierStats, Isolation};
+pub use commit_log::{CommittedBatch, DeliveryError, Subscriber, Subscription};
 pub use db::{CommitInfo, MAX_TRANSACTION_BYTES, Options, RetryPolicy, TxnDb, TxnStats};
 pub use delta::{DeltaError, DeltaResolver, Resolver};
 pub use error::{Conflict, Error, Result};

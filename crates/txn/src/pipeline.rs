@@ -34,6 +34,7 @@
 //! order the certifier chose.
 
 use crate::certifier::{Certifier, CertifierOptions, CertifierStats};
+use crate::commit_log::{CommittedBatch, Tail};
 use crate::db::CommitInfo;
 use crate::delta::{DeltaError, Resolver};
 use crate::error::{Error, Result};
@@ -73,7 +74,8 @@ pub(crate) struct Slot {
     pending: AtomicUsize,
     /// The logged write; dropped at publication, after which the memtable may be flushed.
     write: Mutex<Option<Arc<LoggedWrite>>>,
-    /// The sequence of the batch's last write (0 if it wrote nothing).
+    /// The sequences of the batch's first and last writes (0 if it wrote nothing).
+    first_sequence: AtomicU64,
     last_sequence: AtomicU64,
     signal: Signal,
 }
@@ -127,6 +129,7 @@ impl Slot {
             plan: OnceLock::new(),
             pending: AtomicUsize::new(0),
             write: Mutex::new(None),
+            first_sequence: AtomicU64::new(0),
             last_sequence: AtomicU64::new(0),
             signal: Signal::default(),
         }
@@ -188,6 +191,8 @@ pub(crate) struct Pipeline {
     /// Batches registered by live snapshots (for forgetting write sets).
     pub(crate) snapshots: Arc<Registry>,
     pub(crate) counters: PipelineCounters,
+    /// Published batches kept for subscribers of the commit log.
+    pub(crate) tail: Tail,
 }
 
 impl Pipeline {
@@ -214,6 +219,7 @@ impl Pipeline {
             cores: std::thread::available_parallelism().map_or(1, usize::from),
             snapshots: Arc::default(),
             counters: PipelineCounters::default(),
+            tail: Tail::default(),
         }
     }
 
@@ -471,6 +477,7 @@ impl Pipeline {
             inserting += 1;
         }
         if !write.is_empty() {
+            slot.first_sequence.store(write.first_sequence(), Ordering::SeqCst);
             slot.last_sequence.store(write.last_sequence(), Ordering::SeqCst);
         }
         slot.pending.store(inserting, Ordering::SeqCst);
@@ -560,12 +567,19 @@ impl Pipeline {
                 if last_sequence > 0 {
                     db.publish(last_sequence);
                 }
+                if self.tail.wanted() {
+                    // Under the lock, so that the tail gets batches in order.
+                    self.tail.push(committed(front));
+                }
                 self.published.store(front.id, Ordering::SeqCst);
                 let slot = in_flight.pop_front().expect("checked above");
                 // Every member has inserted: the memtable may be flushed once this is gone.
                 slot.write.lock().take();
                 published.push(slot);
             }
+        }
+        if !published.is_empty() {
+            self.tail.published.notify();
         }
         for slot in published {
             let members = slot.plan.get().map_or(0, |plan| plan.iter().filter(|member| member.outcome.is_ok()).count());
@@ -628,6 +642,21 @@ impl Pipeline {
             slot.set_state(FAILED);
         }
     }
+}
+
+/// A logged batch as subscribers of the commit log get it: its surviving members' writes.
+fn committed(slot: &Slot) -> CommittedBatch {
+    let mut writes = WriteBatch::new();
+    if let (Some(members), Some(plan)) = (slot.members.get(), slot.plan.get()) {
+        for (member, planned) in members.iter().zip(plan) {
+            if planned.outcome.is_ok() {
+                writes
+                    .extend(planned.resolved.as_ref().unwrap_or(&member.batch))
+                    .expect("a logged batch fits a write batch");
+            }
+        }
+    }
+    CommittedBatch { position: slot.id, first_sequence: slot.first_sequence.load(Ordering::SeqCst), writes }
 }
 
 #[cfg(test)]

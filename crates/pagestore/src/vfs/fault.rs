@@ -135,6 +135,10 @@ impl Vfs for FaultVfs {
             None => self.inner.sync_directory(path),
         }
     }
+
+    fn list_prefixed(&self, prefix: &Path) -> io::Result<Vec<std::path::PathBuf>> {
+        self.inner.list_prefixed(prefix)
+    }
 }
 
 struct FaultFile {

@@ -76,6 +76,10 @@ impl Vfs for MemoryVfs {
             None => Err(io::Error::new(io::ErrorKind::NotFound, "no such file")),
         }
     }
+
+    fn list_prefixed(&self, prefix: &Path) -> io::Result<Vec<PathBuf>> {
+        Ok(self.files.lock().keys().filter(|path| super::has_prefix(path, prefix)).cloned().collect())
+    }
 }
 
 struct MemoryFile {

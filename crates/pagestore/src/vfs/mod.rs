@@ -28,12 +28,16 @@ pub struct OpenOptions {
     /// Bypass the operating system's page cache (`O_DIRECT`). Buffers, offsets and lengths
     /// passed to the file must then be multiples of 4096 bytes; the page store guarantees it.
     pub direct_io: bool,
+    /// Open for reading only, without the exclusive lock: for readers of files nobody writes
+    /// any more (retained logs) while a writer may still hold them open.
+    pub read_only: bool,
 }
 
 /// A file system: opens files.
 pub trait Vfs: Send + Sync + std::fmt::Debug {
-    /// Opens `path`. Takes an exclusive lock on it where the file system supports locks, so that
-    /// two stores never write the same file; a held lock is `ErrorKind::WouldBlock`.
+    /// Opens `path`. Takes an exclusive lock on it where the file system supports locks (unless
+    /// `read_only`), so that two stores never write the same file; a held lock is
+    /// `ErrorKind::WouldBlock`.
     fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn VfsFile>>;
     /// True if `path` exists.
     fn exists(&self, path: &Path) -> bool;
@@ -46,6 +50,15 @@ pub trait Vfs: Send + Sync + std::fmt::Debug {
     fn sync_directory(&self, _path: &Path) -> io::Result<()> {
         Ok(())
     }
+    /// The files whose path starts with `prefix` (a directory and the start of a file name:
+    /// `dir/app.tern-wal.` lists `dir/app.tern-wal.1`, `dir/app.tern-wal.2`), in no order.
+    fn list_prefixed(&self, prefix: &Path) -> io::Result<Vec<std::path::PathBuf>>;
+}
+
+/// Whether `path` starts with `prefix` byte for byte (`Path::starts_with` compares whole
+/// components, so it cannot match the start of a file name).
+pub fn has_prefix(path: &Path, prefix: &Path) -> bool {
+    path.as_os_str().as_encoded_bytes().starts_with(prefix.as_os_str().as_encoded_bytes())
 }
 
 /// An open file. All methods take `&self`: positioned reads and writes need no cursor, so one

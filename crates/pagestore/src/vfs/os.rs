@@ -14,7 +14,7 @@ pub struct OsVfs;
 impl Vfs for OsVfs {
     fn open(&self, path: &Path, options: OpenOptions) -> io::Result<Box<dyn VfsFile>> {
         let mut open = std::fs::OpenOptions::new();
-        open.read(true).write(true);
+        open.read(true).write(!options.read_only);
         if options.create_new {
             open.create_new(true);
         }
@@ -22,6 +22,9 @@ impl Vfs for OsVfs {
             open.custom_flags(libc::O_DIRECT);
         }
         let file = open.open(path)?;
+        if options.read_only {
+            return Ok(Box::new(OsFile { file }));
+        }
         // An exclusive advisory lock: a second store on the same file (in this process or
         // another) would overwrite pages the first one caches.
         // SAFETY: flock on a valid, owned file descriptor.
@@ -54,6 +57,27 @@ impl Vfs for OsVfs {
             _ => Path::new("."),
         };
         File::open(directory)?.sync_all()
+    }
+
+    fn list_prefixed(&self, prefix: &Path) -> io::Result<Vec<std::path::PathBuf>> {
+        let directory = match prefix.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(directory)? {
+            let path = entry?.path();
+            // `read_dir` of "." yields "./name": compare with the prefix spelled the same way.
+            let path = if prefix.parent().is_some_and(|parent| !parent.as_os_str().is_empty()) {
+                path
+            } else {
+                path.strip_prefix(".").map(Path::to_path_buf).unwrap_or(path)
+            };
+            if super::has_prefix(&path, prefix) {
+                found.push(path);
+            }
+        }
+        Ok(found)
     }
 }
 

@@ -239,6 +239,12 @@ impl Vfs for PowerLossVfs {
         state.dir_pending.clear();
         Ok(())
     }
+
+    fn list_prefixed(&self, prefix: &Path) -> io::Result<Vec<PathBuf>> {
+        let state = self.state.lock();
+        state.check_on()?;
+        Ok(state.names.keys().filter(|path| super::has_prefix(path, prefix)).cloned().collect())
+    }
 }
 
 struct PowerLossFile {

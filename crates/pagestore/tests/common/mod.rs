@@ -109,6 +109,9 @@ impl Vfs for SlowVfs {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.inner.rename(from, to)
     }
+    fn list_prefixed(&self, prefix: &Path) -> io::Result<Vec<std::path::PathBuf>> {
+        self.inner.list_prefixed(prefix)
+    }
 }
 
 struct SlowFile {
