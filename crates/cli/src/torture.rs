@@ -58,10 +58,14 @@ pub struct Summary {
     pub elapsed: Duration,
 }
 
-/// The accounts the transfers move money between, and the inserts' table with an index.
+/// The accounts the transfers move money between, the inserts' table with an index, and one
+/// hot row of counters every insert and every transfer adds to (the transfers and the counters
+/// are updated by deltas: `balance = balance - ?` on a row named by its key).
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS accounts(id INTEGER PRIMARY KEY, balance INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS log(id INTEGER PRIMARY KEY, payload TEXT NOT NULL, account INTEGER);
-    CREATE INDEX IF NOT EXISTS log_account ON log(account);";
+    CREATE INDEX IF NOT EXISTS log_account ON log(account);
+    CREATE TABLE IF NOT EXISTS counters(id INTEGER PRIMARY KEY, inserts INTEGER NOT NULL, transfers INTEGER NOT NULL);
+    INSERT OR IGNORE INTO counters VALUES (1, 0, 0);";
 
 fn payload_of(id: i64) -> String {
     // From 12 bytes to about 3 KB, so some rows take several blocks.
@@ -188,6 +192,12 @@ fn verify(path: &Path, acknowledged: &BTreeSet<i64>) -> anyhow::Result<usize> {
         let count = acknowledged.difference(&present).count();
         bail!("{count} acknowledged inserts are lost, the first id {lost}");
     }
+    // Every insert added one to the hot counter in its own transaction: the counter matches
+    // the rows exactly, so no acknowledged delta is lost and none applied without its insert.
+    let inserts: i64 = connection.query_row("SELECT inserts FROM counters WHERE id = 1", (), |row| row.get(0))?;
+    if inserts != present.len() as i64 {
+        bail!("the insert counter says {inserts}, but log holds {} rows", present.len());
+    }
     let report = db.integrity_check()?;
     if !report.is_ok() {
         bail!("the integrity check found problems: {}", report.problems.join("; "));
@@ -219,15 +229,16 @@ pub fn child(args: &ChildArgs) -> anyhow::Result<()> {
     let mut rng = SmallRng::seed_from_u64(args.seed);
     let mut stdout = std::io::stdout().lock();
     for id in first.. {
-        if rng.random_ratio(1, 8) {
-            // Now and then an insert and a transfer in one transaction.
-            connection.transact(|tx| {
-                tx.execute("INSERT INTO log VALUES (?1, ?2, ?3)", (id, payload_of(id), id % ACCOUNTS + 1))?;
-                transfer(tx, id % ACCOUNTS + 1, (id * 7) % ACCOUNTS + 1, 5)
-            })?;
-        } else {
-            connection.execute("INSERT INTO log VALUES (?1, ?2, ?3)", (id, payload_of(id), id % ACCOUNTS + 1))?;
-        }
+        let with_transfer = rng.random_ratio(1, 8);
+        connection.transact(|tx| {
+            tx.execute("INSERT INTO log VALUES (?1, ?2, ?3)", (id, payload_of(id), id % ACCOUNTS + 1))?;
+            tx.execute("UPDATE counters SET inserts = inserts + 1 WHERE id = 1", ())?;
+            if with_transfer {
+                // Now and then an insert and a transfer in one transaction.
+                transfer(tx, id % ACCOUNTS + 1, (id * 7) % ACCOUNTS + 1, 5)?;
+            }
+            Ok(())
+        })?;
         writeln!(stdout, "ack {id}")?;
         stdout.flush()?;
     }
@@ -240,6 +251,7 @@ pub fn child(args: &ChildArgs) -> anyhow::Result<()> {
 fn transfer(connection: &tern::Connection, from: i64, to: i64, amount: i64) -> tern::Result<()> {
     connection.execute("UPDATE accounts SET balance = balance - ?1 WHERE id = ?2", (amount, from))?;
     connection.execute("UPDATE accounts SET balance = balance + ?1 WHERE id = ?2", (amount, to))?;
+    connection.execute("UPDATE counters SET transfers = transfers + 1 WHERE id = 1", ())?;
     Ok(())
 }
 
@@ -258,8 +270,8 @@ fn transfers(db: &tern::Database, seed: u64) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
-    /// The parent's checks can fail: a lost acknowledged insert, a wrong payload and a broken
-    /// balance are each caught.
+    /// The parent's checks can fail: a lost acknowledged insert, a wrong payload, a counter
+    /// that does not match the inserts and a broken balance are each caught.
     #[test]
     fn verify_catches_lost_and_wrong_data() {
         let dir = tempfile::tempdir().unwrap();
@@ -273,6 +285,7 @@ mod tests {
             }
             for id in 1..=3 {
                 connection.execute("INSERT INTO log VALUES (?1, ?2, 1)", (id, payload_of(id))).unwrap();
+                connection.execute("UPDATE counters SET inserts = inserts + 1 WHERE id = 1", ()).unwrap();
             }
         }
         let acknowledged: BTreeSet<i64> = (1..=3).collect();
@@ -286,6 +299,10 @@ mod tests {
         change("UPDATE log SET payload = ?1 WHERE id = 2", "other".into());
         assert!(verify(&path, &acknowledged).unwrap_err().to_string().contains("wrong payload"));
         change("UPDATE log SET payload = ?1 WHERE id = 2", payload_of(2));
+        assert_eq!(verify(&path, &acknowledged).unwrap(), 3);
+        change("UPDATE counters SET inserts = inserts + length(?1) WHERE id = 1", "x".into());
+        assert!(verify(&path, &acknowledged).unwrap_err().to_string().contains("insert counter"));
+        change("UPDATE counters SET inserts = inserts - length(?1) WHERE id = 1", "x".into());
         assert_eq!(verify(&path, &acknowledged).unwrap(), 3);
         change("UPDATE accounts SET balance = balance + length(?1) WHERE id = 7", "x".into());
         assert!(verify(&path, &acknowledged).unwrap_err().to_string().contains("accounts"));

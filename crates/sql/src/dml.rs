@@ -78,6 +78,8 @@ pub struct UpdatePlan {
     assignments: Vec<(usize, Expr)>,
     on_conflict: OnConflict,
     returning: Option<Returning>,
+    /// Set when the update runs as a delta on one row (`crate::delta`).
+    delta: Option<crate::delta::DeltaPlan>,
 }
 
 pub struct DeletePlan {
@@ -647,10 +649,24 @@ fn bind_update(catalog: &Catalog, statement: &ast::Statement) -> Result<UpdatePl
     }
     let on_conflict = conflict_of(or)?;
     let returning = bind_returning(&mut binder, &table, returning_items)?;
-    Ok(UpdatePlan { target: Target::bind(catalog, table)?, scan: plan, assignments: bound, on_conflict, returning })
+    let target = Target::bind(catalog, table)?;
+    let delta = match (&plan, or, &returning) {
+        (Plan::Scan { filter, .. }, None, None) => {
+            let mut conjuncts = Vec::new();
+            if let Some(filter) = filter {
+                crate::bind::split_conjuncts(filter.clone(), &mut conjuncts);
+            }
+            crate::delta::plan(&target.table, &target.indexes, &conjuncts, &bound)
+        }
+        _ => None,
+    };
+    Ok(UpdatePlan { target, scan: plan, assignments: bound, on_conflict, returning, delta })
 }
 
 fn update(plan: &UpdatePlan, exec: &Executor) -> Result<DmlResult> {
+    if let Some(delta) = &plan.delta {
+        return Ok(DmlResult { changed: crate::delta::execute(delta, exec)?, returning: None });
+    }
     let rows = exec.scan_rows_with_keys(&plan.scan)?;
     let mut writer = TableWriter::new(exec, &plan.target);
     let mut changed_rows = Vec::new();

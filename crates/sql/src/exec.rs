@@ -46,6 +46,8 @@ pub struct Executor<'t> {
     /// Writes of the running statement, applied to the transaction when it succeeds (so a
     /// failed statement leaves no trace, as in SQLite).
     overlay: RefCell<BTreeMap<Vec<u8>, Option<Vec<u8>>>>,
+    /// Deltas of the running statement (`crate::delta`), applied with the overlay.
+    deltas: RefCell<Vec<(Vec<u8>, Vec<u8>)>>,
     params: &'t [Value],
     subquery_cache: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
     /// The rows the current round of each running recursive CTE reads as its own name.
@@ -105,6 +107,7 @@ impl<'t> Executor<'t> {
         Executor {
             txn: RefCell::new(txn),
             overlay: RefCell::new(BTreeMap::new()),
+            deltas: RefCell::new(Vec::new()),
             params,
             subquery_cache: RefCell::new(HashMap::new()),
             working_tables: RefCell::new(HashMap::new()),
@@ -269,8 +272,15 @@ impl<'t> Executor<'t> {
 
     /// Applies the statement's writes to the transaction.
     pub fn finish(self) -> Result<()> {
-        // All or nothing: a statement that fails here leaves no trace in the transaction.
-        self.txn.into_inner().write_all(self.overlay.into_inner())?;
+        // All or nothing: a statement that fails here leaves no trace in the transaction. A
+        // statement writes either plain writes or one delta (`crate::delta`), never both.
+        let (overlay, deltas) = (self.overlay.into_inner(), self.deltas.into_inner());
+        debug_assert!(overlay.is_empty() || deltas.is_empty());
+        let txn = self.txn.into_inner();
+        txn.write_all(overlay)?;
+        for (key, operand) in deltas {
+            txn.add_delta(&key, &operand)?;
+        }
         Ok(())
     }
 
@@ -307,6 +317,20 @@ impl<'t> Executor<'t> {
 
     pub fn delete(&self, key: Vec<u8>) {
         self.overlay.borrow_mut().insert(key, None);
+    }
+
+    /// Changes the row under `key` by a delta when the statement finishes (`crate::delta`).
+    pub fn add_delta(&self, key: Vec<u8>, operand: Vec<u8>) {
+        self.deltas.borrow_mut().push((key, operand));
+    }
+
+    /// Whether a row is stored under `key`, for a delta: without a read in the read set when
+    /// it is ([`tern_txn::Transaction::delta_target_exists`]).
+    pub fn delta_target_exists(&self, key: &[u8]) -> Result<bool> {
+        if let Some(value) = self.overlay.borrow().get(key) {
+            return Ok(value.is_some());
+        }
+        Ok(self.txn.borrow_mut().delta_target_exists(key)?)
     }
 
     /// Calls `visit` for each stored pair in the range (not the statement's own writes: DML
@@ -493,6 +517,20 @@ impl<'t> Executor<'t> {
             }
         }
         Ok(last)
+    }
+
+    /// The encoded key after `prefix` of one tuple of values for `columns` (converted by their
+    /// affinities); `None` if a value is NULL (it matches nothing).
+    pub fn point_key(
+        &self,
+        table: &TableDef,
+        prefix: &[u8],
+        columns: &[usize],
+        tuple: &[Expr],
+        env: &Env,
+    ) -> Result<Option<Vec<u8>>> {
+        let keys = self.point_keys(table, prefix, columns, std::slice::from_ref(&tuple.to_vec()), false, env)?;
+        Ok(keys.into_iter().next())
     }
 
     /// The encoded keys (or key prefixes) of point lookups: each tuple evaluated, converted by

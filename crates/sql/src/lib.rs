@@ -23,6 +23,7 @@ pub mod check;
 pub mod codec;
 pub mod datetime;
 pub mod decimal;
+pub mod delta;
 pub mod describe;
 pub mod dml;
 pub mod error;

@@ -86,9 +86,16 @@ pub enum Outcome {
     Done(&'static str),
 }
 
+/// The transaction layer's options, with the resolver of SQL row deltas (`crate::delta`).
+fn txn_options(options: &Options) -> tern_txn::Options {
+    let mut txn = options.txn.clone();
+    txn.resolver.get_or_insert_with(|| tern_txn::Resolver(Arc::new(crate::delta::RowDeltas)));
+    txn
+}
+
 impl Database {
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Database> {
-        let db = TxnDb::open(path, options.txn.clone())?;
+        let db = TxnDb::open(path, txn_options(&options))?;
         Database::from_txn_db(db, options)
     }
 
@@ -97,12 +104,12 @@ impl Database {
         let vfs: Arc<dyn tern_pagestore::Vfs> = Arc::new(tern_pagestore::MemoryVfs::new());
         let mut options = Options::default();
         options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
-        let db = TxnDb::open_with(vfs, Path::new("memory.tern"), options.txn.clone())?;
+        let db = TxnDb::open_with(vfs, Path::new("memory.tern"), txn_options(&options))?;
         Database::from_txn_db(db, options)
     }
 
     pub fn open_with(vfs: Arc<dyn tern_pagestore::Vfs>, path: &Path, options: Options) -> Result<Database> {
-        let db = TxnDb::open_with(vfs, path, options.txn.clone())?;
+        let db = TxnDb::open_with(vfs, path, txn_options(&options))?;
         Database::from_txn_db(db, options)
     }
 

@@ -35,7 +35,9 @@ fn setup(connection: &mut Connection) -> tern::Result<()> {
         tx.execute_batch(
             "CREATE TABLE IF NOT EXISTS accounts(id INTEGER PRIMARY KEY, balance INTEGER NOT NULL);
              CREATE TABLE IF NOT EXISTS log(id INTEGER PRIMARY KEY, payload TEXT NOT NULL, account INTEGER);
-             CREATE INDEX IF NOT EXISTS log_account ON log(account);",
+             CREATE INDEX IF NOT EXISTS log_account ON log(account);
+             CREATE TABLE IF NOT EXISTS counters(id INTEGER PRIMARY KEY, inserts INTEGER NOT NULL);
+             INSERT OR IGNORE INTO counters VALUES (1, 0);",
         )?;
         if tx.query_row("SELECT count(*) FROM accounts", (), |row| row.get::<i64>(0))? == 0 {
             for id in 1..=ACCOUNTS {
@@ -65,17 +67,23 @@ fn step(
         4 => {
             connection.query_row("SELECT count(*), sum(length(payload)) FROM log", (), |row| row.get::<i64>(0))?;
         }
+        // Every insert adds one to a hot counter (a delta) in its transaction.
         1 => {
             *next_id += 1;
             connection.transact(|tx| {
                 tx.execute("INSERT INTO log VALUES (?1, ?2, ?3)", (id, payload_of(id), id % ACCOUNTS))?;
+                tx.execute("UPDATE counters SET inserts = inserts + 1 WHERE id = 1", ())?;
                 transfer(tx)
             })?;
             acked.insert(id);
         }
         _ => {
             *next_id += 1;
-            connection.execute("INSERT INTO log VALUES (?1, ?2, ?3)", (id, payload_of(id), id % ACCOUNTS))?;
+            connection.transact(|tx| {
+                tx.execute("INSERT INTO log VALUES (?1, ?2, ?3)", (id, payload_of(id), id % ACCOUNTS))?;
+                tx.execute("UPDATE counters SET inserts = inserts + 1 WHERE id = 1", ())?;
+                Ok(())
+            })?;
             acked.insert(id);
         }
     }
@@ -103,6 +111,10 @@ fn verify(db: &Database, acked: &BTreeSet<i64>, context: &str) -> i64 {
     }
     let lost: Vec<&i64> = acked.difference(&present).collect();
     assert!(lost.is_empty(), "{context}: acknowledged inserts lost: {lost:?}");
+    let inserts: i64 = connection
+        .query_row("SELECT inserts FROM counters WHERE id = 1", (), |row| row.get(0))
+        .unwrap_or_else(|error| panic!("{context}: {error}"));
+    assert_eq!(inserts, present.len() as i64, "{context}: the insert counter (deltas) against the rows");
     let report = db.integrity_check().unwrap_or_else(|error| panic!("{context}: check: {error}"));
     assert!(report.is_ok(), "{context}: {:?}", report.problems);
     present.last().map_or(1, |last| last + 1)
@@ -216,7 +228,11 @@ fn io_errors_fail_statements_cleanly_and_lose_nothing() {
             // Then either the database goes on (a read error) or it refuses writes until it is
             // reopened (what reached the disk is unknown).
             let id = next_id;
-            match connection.execute("INSERT INTO log VALUES (?1, ?2, 0)", (id, payload_of(id))) {
+            let probe = connection.transact(|tx| {
+                tx.execute("INSERT INTO log VALUES (?1, ?2, 0)", (id, payload_of(id)))?;
+                tx.execute("UPDATE counters SET inserts = inserts + 1 WHERE id = 1", ())
+            });
+            match probe {
                 Ok(_) => {
                     acked.insert(id);
                     outcome.recovered += 1;

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::checker::{Observation, Recorded, TxnId, check, writer_of};
+use common::checker::{Observation, Recorded, TxnId, Write, check, value_of};
 use common::{open_memory, small_options, with_batches};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -199,7 +199,8 @@ impl Model {
         for txn in &batch.txns {
             for (key, value) in txn.writes() {
                 self.sequence += 1;
-                self.versions.entry(key.to_vec()).or_default().push((self.sequence, value.map(writer_of)));
+                let writer = value.map(|value| value_of(value)[0]);
+                self.versions.entry(key.to_vec()).or_default().push((self.sequence, writer));
             }
             txn.set_commit_sequence(self.sequence);
         }
@@ -238,13 +239,14 @@ impl SimTxn {
                     self.reads.add_key(&key);
                 }
                 self.record.snapshot = Some(snapshot);
-                self.record.observations.push(Observation::Key { seen: model.read(&key, snapshot), key });
+                let seen = model.read(&key, snapshot).map(|writer| vec![writer]);
+                self.record.observations.push(Observation::Key { seen, key });
             }
             4..=6 => {
                 let key = sim_key(rng.random_range(0..SIM_KEYS));
                 let put = rng.random_range(0..5) > 0;
                 self.values.insert(key.clone(), put.then(|| self.record.id.to_string().into_bytes()));
-                self.record.writes.insert(key, put);
+                self.record.writes.insert(key, if put { Write::Put(vec![self.record.id]) } else { Write::Delete });
             }
             _ => {
                 // A whole-range scan over [a, b); own writes are excluded from the check, as in
@@ -273,7 +275,7 @@ impl SimTxn {
                     .versions
                     .keys()
                     .filter(|key| range.contains(key) && !self.values.contains_key(*key))
-                    .filter_map(|key| model.read(key, snapshot).map(|writer| (key.clone(), writer)))
+                    .filter_map(|key| model.read(key, snapshot).map(|writer| (key.clone(), vec![writer])))
                     .collect();
                 self.record.observations.push(Observation::Scan { range, seen, own });
             }
@@ -426,8 +428,15 @@ fn simulated_snapshot_isolation_histories_keep_first_committer_wins_and_do_show_
 // ---- Real histories: threads on a database ----
 
 /// Runs `threads` threads of random transactions over keys `prefix/k0..` and returns the
-/// history.
-fn run_history(db: &TxnDb, prefix: &str, seed: u64, isolation: Isolation, ids: &AtomicU64) -> Vec<Recorded> {
+/// history. With `deltas`, a fifth of the operations are deltas.
+fn run_history(
+    db: &TxnDb,
+    prefix: &str,
+    seed: u64,
+    isolation: Isolation,
+    ids: &AtomicU64,
+    deltas: bool,
+) -> Vec<Recorded> {
     let threads = 3;
     let barrier = Barrier::new(threads);
     std::thread::scope(|scope| {
@@ -444,10 +453,11 @@ fn run_history(db: &TxnDb, prefix: &str, seed: u64, isolation: Isolation, ids: &
                         let mut txn = db.begin_with(isolation);
                         for _ in 0..rng.random_range(1..6) {
                             let k = key(rng.random_range(0..5));
-                            match rng.random_range(0..10) {
+                            match rng.random_range(0..if deltas { 13 } else { 10 }) {
                                 0..=3 => record.get(&mut txn, &k).unwrap(),
                                 4..=5 => record.put(&mut txn, &k).unwrap(),
                                 6 => record.delete(&mut txn, &k).unwrap(),
+                                10..=12 => record.delta(&mut txn, &k).unwrap(),
                                 _ => {
                                     let (a, b) = (key(rng.random_range(0..3)), key(rng.random_range(3..6)));
                                     let limit = rng.random_range(0..5);
@@ -481,7 +491,7 @@ fn concurrent_histories_on_a_database_are_serializable() {
     for (batching, histories) in [(256, 400), (1, 100)] {
         let (_memory, db) = open_memory(with_batches(batching));
         for seed in 0..histories {
-            let history = run_history(&db, &format!("h{seed}"), seed, Isolation::Serializable, &ids);
+            let history = run_history(&db, &format!("h{seed}"), seed, Isolation::Serializable, &ids, false);
             if let Err(violation) = check(&history, Isolation::Serializable) {
                 panic!("batch {batching}, seed {seed}: {violation}\n{history:#?}");
             }
@@ -497,7 +507,54 @@ fn concurrent_snapshot_isolation_histories_keep_first_committer_wins() {
     let ids = AtomicU64::new(1);
     let (_memory, db) = open_memory(small_options());
     for seed in 0..200 {
-        let history = run_history(&db, &format!("h{seed}"), seed, Isolation::Snapshot, &ids);
+        let history = run_history(&db, &format!("h{seed}"), seed, Isolation::Snapshot, &ids, false);
         check(&history, Isolation::Snapshot).unwrap_or_else(|violation| panic!("seed {seed}: {violation}"));
+    }
+}
+
+/// Deltas interleaved with reads, puts, deletes and scans on a few hot keys, on a real
+/// database: every history is serializable (or, under snapshot isolation, loses no update),
+/// each value is its put followed by the deltas of the transactions after it in commit order,
+/// and concurrent deltas to one key commit without conflicting.
+#[test]
+fn concurrent_histories_with_deltas_fold_in_commit_order_and_stay_serializable() {
+    let ids = AtomicU64::new(1);
+    for (isolation, histories) in [(Isolation::Serializable, 300), (Isolation::Snapshot, 150)] {
+        let mut options = with_batches(256);
+        options.resolver = Some(tern_txn::Resolver(std::sync::Arc::new(common::checker::ListResolver)));
+        let (_memory, db) = open_memory(options);
+        let mut committed_deltas = 0;
+        for seed in 0..histories {
+            let prefix = format!("d{seed}");
+            // Every key starts with a value, put by a recorded transaction.
+            let mut setup = Recorded::new(ids.fetch_add(1, Ordering::Relaxed), isolation);
+            let mut txn = db.begin_with(isolation);
+            for i in 0..5 {
+                setup.put(&mut txn, format!("{prefix}/k{i}").as_bytes()).unwrap();
+            }
+            assert!(setup.commit(txn).unwrap());
+            let mut history = vec![setup];
+            history.extend(run_history(&db, &prefix, seed, isolation, &ids, true));
+            // A last transaction reads every key: the final values are checked too.
+            let mut last = Recorded::new(ids.fetch_add(1, Ordering::Relaxed), isolation);
+            let mut txn = db.begin_with(isolation);
+            for i in 0..5 {
+                last.get(&mut txn, format!("{prefix}/k{i}").as_bytes()).unwrap();
+            }
+            assert!(last.commit(txn).unwrap());
+            history.push(last);
+            committed_deltas += history
+                .iter()
+                .filter(|txn| txn.committed && txn.writes.values().any(|write| matches!(write, Write::Delta(_))))
+                .count();
+            if let Err(violation) = check(&history, isolation) {
+                panic!("{isolation:?}, seed {seed}: {violation}\n{history:#?}");
+            }
+        }
+        assert!(
+            committed_deltas > histories as usize,
+            "{isolation:?}: only {committed_deltas} transactions committed deltas"
+        );
+        db.check().unwrap();
     }
 }

@@ -1,30 +1,48 @@
 //! A serializability checker over recorded histories.
 //!
-//! Every write stores the writer's id as the value, so a read names the version it saw. From
+//! Every put stores the writer's id as the value, and every delta appends the writer's id to
+//! the value it changes ([`ListResolver`]), so a value is the list of transactions that made
+//! it, and a read names the version it saw. From
 //! the commit sequences the checker rebuilds each key's version order, resolves every read
 //! (a scan reads every key of its range, present or not, which is what makes phantoms
 //! visible), builds the dependency graph (write-read, write-write and read-write edges) and
 //! checks:
+//! - every version's value is what its writer's put made, or its delta made of the version
+//!   before it (deltas are folded in commit order, never onto an absent value);
 //! - every read saw exactly the version its snapshot should see;
 //! - serializable histories: the graph is acyclic, and the engine's claimed serial order
 //!   (commit sequence; a read-only transaction right after its snapshot) orders every edge;
-//! - snapshot-isolation histories: no two concurrent committed transactions wrote one key.
+//! - snapshot-isolation histories: no two concurrent committed transactions wrote one key,
+//!   unless the later one's write was a delta (deltas fold onto what they find).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use tern_txn::{Isolation, KeyRange, Result as TxnResult, Scan, Transaction};
+use tern_txn::{DeltaError, DeltaResolver, Isolation, KeyRange, Result as TxnResult, Scan, Transaction};
 
 pub type TxnId = u64;
 
 /// The initial state: every key absent.
 pub const INITIAL: TxnId = 0;
 
+/// A value: the transactions that made it, in order (a put, then deltas).
+pub type Value = Vec<TxnId>;
+
 #[derive(Debug, Clone)]
 pub enum Observation {
-    /// A point read and the writer of the version seen (`None`: the key was absent).
-    Key { key: Vec<u8>, seen: Option<TxnId> },
-    /// A scan over `range` and the keys it returned with their writers. Keys the transaction
+    /// A point read and the value seen (`None`: the key was absent).
+    Key { key: Vec<u8>, seen: Option<Value> },
+    /// A scan over `range` and the keys it returned with their values. Keys the transaction
     /// had written itself before the scan (`own`) are not checked.
-    Scan { range: KeyRange, seen: BTreeMap<Vec<u8>, TxnId>, own: BTreeSet<Vec<u8>> },
+    Scan { range: KeyRange, seen: BTreeMap<Vec<u8>, Value>, own: BTreeSet<Vec<u8>> },
+}
+
+/// A transaction's final write of a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Write {
+    /// A put of this value (the writer's id, followed by its own deltas made after it).
+    Put(Value),
+    Delete,
+    /// This many deltas by the writer, folded onto the version before it.
+    Delta(usize),
 }
 
 #[derive(Debug, Clone)]
@@ -32,8 +50,8 @@ pub struct Recorded {
     pub id: TxnId,
     pub isolation: Isolation,
     pub observations: Vec<Observation>,
-    /// Final writes: key -> true for a put, false for a delete.
-    pub writes: BTreeMap<Vec<u8>, bool>,
+    /// Final writes.
+    pub writes: BTreeMap<Vec<u8>, Write>,
     pub snapshot: Option<u64>,
     /// Whether it committed, and for a writer the sequence of its commit.
     pub committed: bool,
@@ -58,21 +76,54 @@ impl Recorded {
     pub fn get(&mut self, txn: &mut Transaction, key: &[u8]) -> TxnResult<()> {
         let value = txn.get(key)?;
         self.snapshot = txn.snapshot_sequence().or(self.snapshot);
-        if !self.writes.contains_key(key) {
-            self.observations.push(Observation::Key { key: key.to_vec(), seen: value.as_deref().map(writer_of) });
+        match self.writes.get(key) {
+            None => {
+                self.observations.push(Observation::Key { key: key.to_vec(), seen: value.as_deref().map(value_of) })
+            }
+            // Reading its own delta folds it: from now on the transaction wrote a put of it.
+            Some(Write::Delta(_)) => {
+                let value = value_of(&value.expect("a delta's key has a value"));
+                self.writes.insert(key.to_vec(), Write::Put(value));
+            }
+            Some(_) => {}
         }
         Ok(())
     }
 
     pub fn put(&mut self, txn: &mut Transaction, key: &[u8]) -> TxnResult<()> {
         txn.put(key, self.id.to_string().as_bytes())?;
-        self.writes.insert(key.to_vec(), true);
+        self.writes.insert(key.to_vec(), Write::Put(vec![self.id]));
         Ok(())
     }
 
     pub fn delete(&mut self, txn: &mut Transaction, key: &[u8]) -> TxnResult<()> {
         txn.delete(key)?;
-        self.writes.insert(key.to_vec(), false);
+        self.writes.insert(key.to_vec(), Write::Delete);
+        Ok(())
+    }
+
+    /// Appends this transaction's id to `key`'s value by a delta, if the key has a value
+    /// (recording the read that found it absent otherwise).
+    pub fn delta(&mut self, txn: &mut Transaction, key: &[u8]) -> TxnResult<()> {
+        let exists = txn.delta_target_exists(key)?;
+        self.snapshot = txn.snapshot_sequence().or(self.snapshot);
+        if !exists {
+            if !self.writes.contains_key(key) {
+                self.observations.push(Observation::Key { key: key.to_vec(), seen: None });
+            }
+            return Ok(());
+        }
+        txn.add_delta(key, self.id.to_string().as_bytes())?;
+        let write = match self.writes.remove(key) {
+            None => Write::Delta(1),
+            Some(Write::Delta(count)) => Write::Delta(count + 1),
+            Some(Write::Put(mut value)) => {
+                value.push(self.id);
+                Write::Put(value)
+            }
+            Some(Write::Delete) => unreachable!("a deleted key has no value"),
+        };
+        self.writes.insert(key.to_vec(), write);
         Ok(())
     }
 
@@ -114,7 +165,7 @@ impl Recorded {
         let seen = items
             .into_iter()
             .filter(|(key, _)| !own.contains(key))
-            .map(|(key, value)| (key, writer_of(&value)))
+            .map(|(key, value)| (key, value_of(&value)))
             .collect();
         self.observations.push(Observation::Scan { range, seen, own });
         Ok(())
@@ -136,15 +187,33 @@ impl Recorded {
     }
 }
 
-pub fn writer_of(value: &[u8]) -> TxnId {
-    std::str::from_utf8(value).ok().and_then(|text| text.parse().ok()).unwrap_or_else(|| panic!("bad value {value:?}"))
+/// The list of writers a stored value names (`3,7,9`).
+pub fn value_of(value: &[u8]) -> Value {
+    let text = std::str::from_utf8(value).unwrap_or_else(|_| panic!("bad value {value:?}"));
+    text.split(',').map(|id| id.parse().unwrap_or_else(|_| panic!("bad value {text:?}"))).collect()
 }
 
-#[derive(Debug, Clone, Copy)]
+/// The resolver of the checker's deltas: an operand is a writer's id, appended to the value.
+pub struct ListResolver;
+
+impl DeltaResolver for ListResolver {
+    fn resolve(&self, _key: &[u8], base: Option<&[u8]>, operand: &[u8]) -> Result<Vec<u8>, DeltaError> {
+        let base = base.ok_or(DeltaError::Vanished)?;
+        Ok([base, b",", operand].concat())
+    }
+
+    fn combine(&self, _key: &[u8], older: &[u8], newer: &[u8]) -> Result<Vec<u8>, DeltaError> {
+        Ok([older, b",", newer].concat())
+    }
+}
+
+#[derive(Debug, Clone)]
 struct Version {
     sequence: u64,
     writer: TxnId,
-    put: bool,
+    write: Write,
+    /// The value the version holds (`None`: absent), from its write and the version before.
+    value: Option<Value>,
 }
 
 /// Checks a history; `Err` explains the first violation.
@@ -161,47 +230,64 @@ pub fn check(history: &[Recorded], isolation: Isolation) -> Result<(), String> {
         }
     }
     for key in &universe {
-        versions.insert(key.clone(), vec![Version { sequence: 0, writer: INITIAL, put: false }]);
+        let initial = Version { sequence: 0, writer: INITIAL, write: Write::Delete, value: None };
+        versions.insert(key.clone(), vec![initial]);
     }
     for txn in committed.values() {
-        for (key, &put) in &txn.writes {
+        for (key, write) in &txn.writes {
             let sequence =
                 txn.commit_sequence.ok_or_else(|| format!("T{} wrote but has no commit sequence", txn.id))?;
-            versions.get_mut(key).unwrap().push(Version { sequence, writer: txn.id, put });
+            let version = Version { sequence, writer: txn.id, write: write.clone(), value: None };
+            versions.get_mut(key).unwrap().push(version);
         }
     }
-    for list in versions.values_mut() {
+    for (key, list) in versions.iter_mut() {
         list.sort_by_key(|version| version.sequence);
         if list.windows(2).any(|pair| pair[0].sequence == pair[1].sequence) {
             return Err("two versions of one key share a commit sequence".into());
+        }
+        // Each version's value: deltas fold onto the version before, in commit order.
+        for index in 1..list.len() {
+            list[index].value = match &list[index].write {
+                Write::Put(value) => Some(value.clone()),
+                Write::Delete => None,
+                Write::Delta(count) => {
+                    let mut value = list[index - 1].value.clone().ok_or_else(|| {
+                        format!("T{} committed a delta of {:?}, which had no value", list[index].writer, show(key))
+                    })?;
+                    value.extend(std::iter::repeat_n(list[index].writer, *count));
+                    Some(value)
+                }
+            };
         }
     }
 
     // Resolve reads to versions: (reader, key, index in the key's version list).
     let mut reads: Vec<(TxnId, &[u8], usize)> = Vec::new();
     for txn in committed.values() {
-        let mut resolve = |key: &[u8], seen: Option<TxnId>| -> Result<(), String> {
+        let mut resolve = |key: &[u8], seen: Option<&Value>| -> Result<(), String> {
             let list = &versions[key];
             let snapshot = txn.snapshot.ok_or_else(|| format!("T{} read without a snapshot", txn.id))?;
             let visible = list.iter().rposition(|version| version.sequence <= snapshot).unwrap();
             let index = match seen {
-                Some(writer) => {
+                Some(value) => {
                     let index =
-                        list.iter().position(|version| version.writer == writer && version.put).ok_or_else(|| {
-                            format!("T{} read {:?} from T{writer}, which did not commit a put of it", txn.id, show(key))
+                        list.iter().position(|version| version.value.as_ref() == Some(value)).ok_or_else(|| {
+                            format!("T{} read {:?} = {value:?}, a value no committed version has", txn.id, show(key))
                         })?;
                     if index != visible {
                         return Err(format!(
-                            "T{} at snapshot {snapshot} read {:?} from T{writer}, but T{} is the visible version",
+                            "T{} at snapshot {snapshot} read {:?} = {value:?} of T{}, but T{} is the visible version",
                             txn.id,
                             show(key),
+                            list[index].writer,
                             list[visible].writer
                         ));
                     }
                     index
                 }
                 None => {
-                    if list[visible].put {
+                    if list[visible].value.is_some() {
                         return Err(format!(
                             "T{} at snapshot {snapshot} found {:?} absent, but T{} put it before",
                             txn.id,
@@ -217,13 +303,13 @@ pub fn check(history: &[Recorded], isolation: Isolation) -> Result<(), String> {
         };
         for observation in &txn.observations {
             match observation {
-                Observation::Key { key, seen } => resolve(key, *seen)?,
+                Observation::Key { key, seen } => resolve(key, seen.as_ref())?,
                 Observation::Scan { range, seen, own } => {
                     if let Some(key) = seen.keys().find(|key| !range.contains(key) || !universe.contains(*key)) {
                         return Err(format!("T{} scanned {:?}, outside its range or never written", txn.id, show(key)));
                     }
                     for key in universe.iter().filter(|key| range.contains(key) && !own.contains(*key)) {
-                        resolve(key, seen.get(key).copied())?;
+                        resolve(key, seen.get(key))?;
                     }
                 }
             }
@@ -287,7 +373,8 @@ fn check_first_committer_wins(
 ) -> Result<(), String> {
     for (key, list) in versions {
         for pair in list.windows(2) {
-            if pair[0].writer == INITIAL {
+            // A delta folds onto whatever committed before it: it loses nothing.
+            if pair[0].writer == INITIAL || matches!(pair[1].write, Write::Delta(_)) {
                 continue;
             }
             let later = committed[&pair[1].writer];
