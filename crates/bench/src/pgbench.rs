@@ -4,12 +4,17 @@
 //! `pgbench -c C -j J -T D --max-tries 10`, and the same durability: `--sync never` is Tern's
 //! SyncPolicy::Never against PostgreSQL's fsync=off, synchronous_commit=off; `--sync
 //! every-commit` is Tern's group commit with fsync against PostgreSQL's defaults (fsync=on,
-//! synchronous_commit=on). Ends with `RESULT pgbench tern/postgres = X` (the TPS ratio).
+//! synchronous_commit=on).
+//!
+//! Two runs on each side: at `--scale` (10 by default), and a hot spot at scale 1, where every
+//! transaction updates the one branch row (PostgreSQL waits on its row lock; Tern adds to it by
+//! deltas, `crate::delta` of tern-sql). Ends with `RESULT pgbench scale1 tern/postgres = H` (the
+//! hot spot's TPS ratio) and, last, `RESULT pgbench tern/postgres = X` (the main run's).
 
-use crate::chart::{BarPanel, Panel};
+use crate::chart::{self, BarPanel, Panel};
 use crate::common::{Machine, Outputs, start};
 use crate::error::{BenchError, Result};
-use crate::report::publish;
+use crate::report::{publish_lines, result_line};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -60,6 +65,15 @@ pub struct PgbenchRun {
     pub latency_ms: f64,
 }
 
+/// Both sides at one scale.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub scale: u32,
+    pub tern: PgbenchRun,
+    pub postgres: PgbenchRun,
+    pub tern_vs_postgres: f64,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct PgbenchReport {
     pub workload: &'static str,
@@ -73,6 +87,8 @@ pub struct PgbenchReport {
     pub tern: PgbenchRun,
     pub postgres: PgbenchRun,
     pub tern_vs_postgres: f64,
+    /// The hot spot: scale 1, every transaction on the one branch row.
+    pub hot_spot: Comparison,
 }
 
 pub(crate) fn program(name: &str) -> Result<PathBuf> {
@@ -319,6 +335,34 @@ fn run_postgres(work: &Path, pgbench: &Path, args: &PgbenchArgs, scale: u32, dur
     bench(pgbench, port, "postgres", args, scale, duration)
 }
 
+/// Runs both servers at `scale` in fresh directories under `work`, and prints both lines.
+fn compare(work: &Path, pgbench: &Path, args: &PgbenchArgs, scale: u32, duration: u32) -> Result<Comparison> {
+    let work = work.join(format!("scale{scale}"));
+    std::fs::create_dir_all(&work).map_err(|error| BenchError::io("create", &work, error))?;
+    println!(
+        "pgbench -s {scale}, -c {} -j {} -T {duration} --max-tries 10, sync {:?}",
+        args.clients, args.jobs, args.sync
+    );
+    let tern = run_tern(&work, pgbench, args, scale, duration)?;
+    print_run("tern", &tern);
+    let postgres = run_postgres(&work, pgbench, args, scale, duration)?;
+    print_run("postgres", &postgres);
+    Ok(Comparison { scale, tern_vs_postgres: tern.tps / postgres.tps, tern, postgres })
+}
+
+fn print_run(name: &str, run: &PgbenchRun) {
+    println!(
+        "{:<9} {:>9.1} tps  {:>7} transactions  {:>5} failed  {:>6} retried  latency {:.3} ms  (init {:.1} s)",
+        format!("{name}:"),
+        run.tps,
+        run.transactions,
+        run.failed,
+        run.retried,
+        run.latency_ms,
+        run.init_seconds
+    );
+}
+
 pub fn run(args: &PgbenchArgs) -> Result<PgbenchReport> {
     let scale = args.scale.unwrap_or(if args.run.quick { 1 } else { 10 });
     let duration = args.duration.unwrap_or(if args.run.quick { 10 } else { 60 });
@@ -329,30 +373,13 @@ pub fn run(args: &PgbenchArgs) -> Result<PgbenchReport> {
     let (work, outputs, machine): (_, Outputs, Machine) = start(&args.run.dir, &args.run.out, NAME)?;
     let work_path =
         std::fs::canonicalize(work.path()).map_err(|error| BenchError::io("resolve", work.path(), error))?;
-    println!(
-        "pgbench -s {scale}, -c {} -j {} -T {duration} --max-tries 10, sync {:?}",
-        args.clients, args.jobs, args.sync
-    );
-    let tern = run_tern(&work_path, &pgbench, args, scale, duration)?;
-    println!(
-        "tern:     {:>9.1} tps  {:>7} transactions  {:>5} failed  {:>6} retried  latency {:.3} ms  (init {:.1} s)",
-        tern.tps, tern.transactions, tern.failed, tern.retried, tern.latency_ms, tern.init_seconds
-    );
-    let postgres = run_postgres(&work_path, &pgbench, args, scale, duration)?;
-    println!(
-        "postgres: {:>9.1} tps  {:>7} transactions  {:>5} failed  {:>6} retried  latency {:.3} ms  (init {:.1} s)",
-        postgres.tps,
-        postgres.transactions,
-        postgres.failed,
-        postgres.retried,
-        postgres.latency_ms,
-        postgres.init_seconds
-    );
-    let ratio = tern.tps / postgres.tps;
+    let main = compare(&work_path, &pgbench, args, scale, duration)?;
+    let hot_spot = if scale == 1 { main.clone() } else { compare(&work_path, &pgbench, args, 1, duration)? };
     let durability = match args.sync {
         Sync::Never => "Tern SyncPolicy::Never; PostgreSQL fsync=off, synchronous_commit=off, full_page_writes=off",
         Sync::EveryCommit => "Tern SyncPolicy::EveryCommit (group commit); PostgreSQL fsync=on, synchronous_commit=on",
     };
+    println!("durability: {durability}");
     let report = PgbenchReport {
         workload: NAME,
         machine,
@@ -362,16 +389,24 @@ pub fn run(args: &PgbenchArgs) -> Result<PgbenchReport> {
         duration_seconds: duration,
         sync: args.sync,
         durability: durability.to_string(),
-        tern: tern.clone(),
-        postgres: postgres.clone(),
-        tern_vs_postgres: ratio,
+        tern: main.tern.clone(),
+        postgres: main.postgres.clone(),
+        tern_vs_postgres: main.tern_vs_postgres,
+        hot_spot: hot_spot.clone(),
     };
-    let panels = [Panel::Bars(BarPanel {
-        title: format!("pgbench TPC-B, scale {scale}, {} clients, {duration} s", args.clients),
-        y_label: "transactions per second".into(),
-        bars: vec![("Tern".into(), tern.tps), ("PostgreSQL 15".into(), postgres.tps)],
-    })];
-    publish(&outputs, &report, "tern bench pgbench", &panels, (NAME, "tern/postgres", ratio))?;
+    let bars = |comparison: &Comparison| {
+        Panel::Bars(BarPanel {
+            title: format!("pgbench TPC-B, scale {}, {} clients, {duration} s", comparison.scale, args.clients),
+            y_label: "transactions per second".into(),
+            bars: vec![("Tern".into(), comparison.tern.tps), ("PostgreSQL 15".into(), comparison.postgres.tps)],
+        })
+    };
+    let panels = [bars(&main), bars(&hot_spot)];
+    let lines = [
+        result_line(NAME, "scale1 tern/postgres", hot_spot.tern_vs_postgres),
+        result_line(NAME, "tern/postgres", main.tern_vs_postgres),
+    ];
+    publish_lines(&outputs, &report, |path| chart::draw(path, "tern bench pgbench", &panels, 2), &lines)?;
     drop(work);
     Ok(report)
 }

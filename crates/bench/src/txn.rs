@@ -4,7 +4,8 @@
 //!
 //! | part | what it does |
 //! |---|---|
-//! | TPC-B on Tern | 100 branches, 1,000 tellers, 100,000 accounts; 1, 2, 4 and 8 threads, each with group commit on (the default certifier) and off (`max_batch_txns = 1`), `--seconds` per run |
+//! | TPC-B on Tern | 100 branches, 1,000 tellers, 100,000 accounts; 1, 2, 4, 8 threads and on up to the machine's cores, each with group commit on (the default certifier) and off (`max_batch_txns = 1`), `--seconds` per run |
+//! | scaling | Tern with group commit and no fsync at 1, 2, 4, ... threads up to the machine's cores: the speedup over one thread (the runs above when they are without fsync) |
 //! | batch-size sweep | 8 threads, `max_batch_txns` 1, 2, 4, 8, 256: how the batch size changes throughput and aborts (each thread has one transaction in flight, so a batch never holds more than 8: limits above 8 cannot bind) |
 //! | TPC-B on SQLite | the same schema and transaction as SQL, one connection per thread, the same thread counts |
 //! | certifier alone | how a transaction is compared with the open batch: Tern's key index vs dsmDB's pairwise exact sets and Bloom-filter sketches, on batches of disjoint transactions: time per certify and false aborts |
@@ -22,8 +23,9 @@
 //! `synchronous=FULL`); `--sync never` turns fsync off on both.
 //!
 //! The run ends with `RESULT txn tpcb_8threads tern/sqlite = Y` (committed TPS at 8 threads,
-//! Tern with group commit over SQLite) and, last, `RESULT txn tpcb_tps_8threads = X` (Tern's
-//! committed TPS with group commit at 8 threads).
+//! Tern with group commit over SQLite), `RESULT txn scaling_max_over_1 = S` (the best speedup
+//! over one thread of the scaling runs, without fsync) and, last, `RESULT txn tpcb_tps_8threads
+//! = X` (Tern's committed TPS with group commit at 8 threads).
 
 pub mod certify;
 pub mod sqlite;
@@ -45,7 +47,7 @@ use tpcb::{ACCOUNTS, BRANCHES, HISTORY_SIZE, RECORD_SIZE, Residence, TELLERS, Ta
 
 /// Name of the workload.
 pub const NAME: &str = "txn";
-/// Threads of the TPC-B runs.
+/// Threads of the TPC-B runs at least (more up to the machine's cores, see [`thread_counts`]).
 pub const THREAD_COUNTS: [usize; 4] = [1, 2, 4, 8];
 /// Threads of the batch-size sweep, and of the RESULT lines.
 pub const SWEEP_THREADS: usize = 8;
@@ -112,6 +114,8 @@ pub struct TxnConfig {
     pub history_bytes: usize,
     pub seconds_per_run: f64,
     pub thread_counts: Vec<usize>,
+    /// Threads of the scaling runs (no fsync): 1, 2, 4, ... up to the machine's cores.
+    pub scaling_threads: Vec<usize>,
     pub sweep_threads: usize,
     pub sweep_batch_txns: Vec<usize>,
     pub durability: Durability,
@@ -135,7 +139,8 @@ impl TxnArgs {
             record_bytes: RECORD_SIZE,
             history_bytes: HISTORY_SIZE,
             seconds_per_run: seconds,
-            thread_counts: THREAD_COUNTS.to_vec(),
+            thread_counts: thread_counts(crate::common::available_cpus(), &THREAD_COUNTS),
+            scaling_threads: thread_counts(crate::common::available_cpus(), &[1]),
             sweep_threads: SWEEP_THREADS,
             sweep_batch_txns: SWEEP_BATCH_TXNS.to_vec(),
             durability: self.sync,
@@ -144,6 +149,25 @@ impl TxnArgs {
             quick: self.run.quick,
         })
     }
+}
+
+/// Powers of two from 1 up to the machine's `cores` (and the number of cores itself), with
+/// `at_least` added: sorted, without duplicates.
+pub fn thread_counts(cores: usize, at_least: &[usize]) -> Vec<usize> {
+    let mut counts = crate::common::thread_counts(cores);
+    counts.extend_from_slice(at_least);
+    counts.sort_unstable();
+    counts.dedup();
+    counts
+}
+
+/// One point of the scaling runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Speedup {
+    pub threads: usize,
+    pub tps: f64,
+    /// TPS over that of one thread.
+    pub over_1: f64,
 }
 
 /// Certifier counters over one run.
@@ -306,14 +330,15 @@ struct TernSide<'c> {
 }
 
 impl TernSide<'_> {
-    fn options(&self, max_batch_txns: usize) -> tern_txn::Options {
-        let lsm = tern_lsm::Options { sync: self.config.durability.tern_policy(), ..tern_lsm::Options::default() };
+    fn options(&self, max_batch_txns: usize, sync: SyncPolicy) -> tern_txn::Options {
+        let lsm = tern_lsm::Options { sync, ..tern_lsm::Options::default() };
         let certifier = CertifierOptions { max_batch_txns, ..CertifierOptions::default() };
         tern_txn::Options { lsm, certifier, ..tern_txn::Options::default() }
     }
 
     fn load(&mut self) -> Result<f64> {
-        let db = TxnDb::open(&self.path, self.options(CertifierOptions::default().max_batch_txns))?;
+        let sync = self.config.durability.tern_policy();
+        let db = TxnDb::open(&self.path, self.options(CertifierOptions::default().max_batch_txns, sync))?;
         let start = Instant::now();
         tpcb::load_tern(&db)?;
         let seconds = start.elapsed().as_secs_f64();
@@ -324,9 +349,20 @@ impl TernSide<'_> {
 
     /// One timed run with `threads` threads and batches of at most `max_batch_txns`.
     fn run(&mut self, setting: String, threads: usize, max_batch_txns: usize) -> Result<RunResult> {
+        self.run_with(setting, threads, max_batch_txns, self.config.durability.tern_policy())
+    }
+
+    /// [`TernSide::run`] with the sync policy `sync`.
+    fn run_with(
+        &mut self,
+        setting: String,
+        threads: usize,
+        max_batch_txns: usize,
+        sync: SyncPolicy,
+    ) -> Result<RunResult> {
         self.runs += 1;
         let run = self.runs;
-        let db = TxnDb::open(&self.path, self.options(max_batch_txns))?;
+        let db = TxnDb::open(&self.path, self.options(max_batch_txns, sync))?;
         // Start every run with an empty memtable and no compaction due.
         db.flush()?;
         let (stats_before, lsm_before) = (db.stats(), db.lsm_stats());
@@ -427,6 +463,9 @@ pub struct TxnReport {
     pub sqlite_load_seconds: f64,
     /// Group commit on, then off, each at every thread count.
     pub tern: Vec<RunResult>,
+    /// The scaling runs (no fsync, group commit on) and their speedups.
+    pub scaling_runs: Vec<RunResult>,
+    pub scaling: Vec<Speedup>,
     /// 8 threads, each `max_batch_txns` of the sweep.
     pub sweep: Vec<RunResult>,
     pub sqlite: Vec<RunResult>,
@@ -435,10 +474,12 @@ pub struct TxnReport {
     /// The RESULT values.
     pub tpcb_tps_8threads: f64,
     pub tern_vs_sqlite_8threads: f64,
+    pub scaling_max_over_1: f64,
 }
 
 const GROUP_COMMIT_ON: &str = "group commit on";
 const GROUP_COMMIT_OFF: &str = "group commit off";
+const NO_FSYNC: &str = "no fsync";
 
 impl TxnReport {
     #[allow(clippy::too_many_arguments)]
@@ -447,6 +488,7 @@ impl TxnReport {
         machine: Machine,
         loads: (f64, f64),
         tern: Vec<RunResult>,
+        scaling_runs: Vec<RunResult>,
         sweep: Vec<RunResult>,
         sqlite: Vec<RunResult>,
         certifier: Vec<CertifyResult>,
@@ -463,6 +505,12 @@ impl TxnReport {
             })
             .collect();
         let at_sweep = ratios.iter().find(|row| row.threads == SWEEP_THREADS);
+        let one = scaling_runs.iter().find(|run| run.threads == 1).map_or(f64::NAN, |run| run.tps);
+        let scaling: Vec<Speedup> = scaling_runs
+            .iter()
+            .map(|run| Speedup { threads: run.threads, tps: run.tps, over_1: ratio(run.tps, one) })
+            .collect();
+        let scaling_max_over_1 = scaling.iter().map(|point| point.over_1).fold(f64::NAN, f64::max);
         TxnReport {
             workload: NAME,
             machine,
@@ -477,17 +525,21 @@ impl TxnReport {
             tpcb_tps_8threads: at_sweep.map_or(f64::NAN, |row| row.tern_tps),
             tern_vs_sqlite_8threads: at_sweep.map_or(f64::NAN, |row| row.tern_vs_sqlite),
             tern,
+            scaling_runs,
+            scaling,
             sweep,
             sqlite,
             ratios,
             certifier,
+            scaling_max_over_1,
         }
     }
 
-    /// The closing lines: the ratio, then (last) Tern's TPS.
-    pub fn result_lines(&self) -> [String; 2] {
+    /// The closing lines: the ratio, the scaling, then (last) Tern's TPS.
+    pub fn result_lines(&self) -> [String; 3] {
         [
             result_line(NAME, &format!("tpcb_{SWEEP_THREADS}threads tern/sqlite"), self.tern_vs_sqlite_8threads),
+            result_line(NAME, "scaling_max_over_1", self.scaling_max_over_1),
             result_line(NAME, &format!("tpcb_tps_{SWEEP_THREADS}threads"), self.tpcb_tps_8threads),
         ]
     }
@@ -511,6 +563,11 @@ impl TxnReport {
         println!("\n{:>7} {:>12} {:>12} {:>12}", "threads", "tern TPS", "sqlite TPS", "tern/sqlite");
         for row in &self.ratios {
             println!("{:>7} {:>12.1} {:>12.1} {:>12.3}", row.threads, row.tern_tps, row.sqlite_tps, row.tern_vs_sqlite);
+        }
+        println!("\nscaling, tern, group commit on, no fsync ({} CPUs)", self.machine.cpus);
+        println!("{:>7} {:>12} {:>12}", "threads", "TPS", "over 1");
+        for point in &self.scaling {
+            println!("{:>7} {:>12.1} {:>12.3}", point.threads, point.tps, point.over_1);
         }
     }
 
@@ -691,6 +748,7 @@ pub fn run(args: &TxnArgs) -> Result<TxnReport> {
             tern_runs.push(result);
         }
     }
+    let scaling_runs = scaling_runs(&mut tern, &tern_runs)?;
     println!("\ntern: batch-size sweep at {SWEEP_THREADS} threads");
     let mut sweep = Vec::new();
     for &max_batch_txns in &config.sweep_batch_txns {
@@ -711,10 +769,42 @@ pub fn run(args: &TxnArgs) -> Result<TxnReport> {
     drop(work);
 
     let certifier = certify::run(Duration::from_secs_f64(config.certify_seconds), config.seed)?;
-    let report = TxnReport::new(&config, machine, (tern_load, sqlite_load), tern_runs, sweep, sqlite_runs, certifier);
+    let report = TxnReport::new(
+        &config,
+        machine,
+        (tern_load, sqlite_load),
+        tern_runs,
+        scaling_runs,
+        sweep,
+        sqlite_runs,
+        certifier,
+    );
     report.print();
     report.publish(&outputs)?;
     Ok(report)
+}
+
+/// The scaling runs: without fsync, group commit on, at each of `scaling_threads`. Runs
+/// already made without fsync are taken as they are.
+fn scaling_runs(tern: &mut TernSide<'_>, made: &[RunResult]) -> Result<Vec<RunResult>> {
+    let config = tern.config;
+    if config.durability == Durability::Never {
+        return Ok(config
+            .scaling_threads
+            .iter()
+            .filter_map(|&threads| made.iter().find(|run| run.setting == GROUP_COMMIT_ON && run.threads == threads))
+            .cloned()
+            .collect());
+    }
+    println!("\ntern: scaling without fsync");
+    let mut runs = Vec::new();
+    for &threads in &config.scaling_threads {
+        let result =
+            tern.run_with(NO_FSYNC.into(), threads, CertifierOptions::default().max_batch_txns, SyncPolicy::Never)?;
+        print_run(&result);
+        runs.push(result);
+    }
+    Ok(runs)
 }
 
 fn print_run(result: &RunResult) {
@@ -736,6 +826,15 @@ mod tests {
             args: TxnArgs,
         }
         Wrapper::try_parse_from([&["txn"], flags].concat()).unwrap().args
+    }
+
+    #[test]
+    fn thread_counts_go_up_to_the_cores() {
+        assert_eq!(thread_counts(2, &THREAD_COUNTS), vec![1, 2, 4, 8]);
+        assert_eq!(thread_counts(2, &[1]), vec![1, 2]);
+        assert_eq!(thread_counts(16, &THREAD_COUNTS), vec![1, 2, 4, 8, 16]);
+        assert_eq!(thread_counts(12, &[1]), vec![1, 2, 4, 8, 12]);
+        assert_eq!(thread_counts(1, &[1]), vec![1]);
     }
 
     #[test]
@@ -778,11 +877,14 @@ mod tests {
         let (mut on_8, mut sqlite_8) = (on.clone(), sqlite.clone());
         (on_8.threads, sqlite_8.threads) = (SWEEP_THREADS, SWEEP_THREADS);
         config.thread_counts = vec![2, SWEEP_THREADS];
+        let mut on_1 = on.clone();
+        (on_1.threads, on_1.tps) = (1, on.tps / 2.0);
         let report = TxnReport::new(
             &config,
             Machine::detect(),
             (0.0, 0.0),
             vec![on.clone(), off, on_8],
+            vec![on_1, on.clone()],
             vec![on.clone()],
             vec![sqlite.clone(), sqlite_8],
             certifier,
@@ -790,7 +892,8 @@ mod tests {
         let outputs = Outputs::create(&temp.path().join("out"), NAME).unwrap();
         report.print();
         report.publish(&outputs).unwrap();
-        let [ratio_line, tps_line] = report.result_lines();
+        let [ratio_line, scaling_line, tps_line] = report.result_lines();
+        assert_eq!(scaling_line, "RESULT txn scaling_max_over_1 = 2.000");
         assert_eq!(tps_line, format!("RESULT txn tpcb_tps_8threads = {:.3}", on.tps));
         assert_eq!(ratio_line, format!("RESULT txn tpcb_8threads tern/sqlite = {:.3}", on.tps / sqlite.tps));
         let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&outputs.json).unwrap()).unwrap();

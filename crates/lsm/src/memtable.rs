@@ -55,10 +55,11 @@ const MAX_HEIGHT: usize = 12;
 const CHUNK_BYTES: usize = 256 << 10;
 /// Arena shards (a power of two). Threads are spread over them round robin.
 const ARENA_SHARDS: usize = 8;
-/// Bytes of memtable per bucket of the point index: with entries of 40 bytes and more, a
-/// bucket holds a few keys when the memtable is full. The bucket array (8 bytes per bucket,
-/// 1/32 of the capacity) is allocated up front and not counted in the memtable's size.
-const BYTES_PER_BUCKET: usize = 256;
+/// Bytes of memtable per bucket of the point index: with entries of 100 bytes and more, a
+/// bucket holds about one key when the memtable is full, so a lookup of an absent key (every
+/// insert checks the key is new) reads about one node. The bucket array (8 bytes per bucket,
+/// 1/16 of the capacity) is allocated up front and not counted in the memtable's size.
+const BYTES_PER_BUCKET: usize = 128;
 /// Fewest and most buckets of the point index.
 const MIN_BUCKETS: usize = 1 << 10;
 const MAX_BUCKETS: usize = 1 << 22;
@@ -281,6 +282,19 @@ struct Shard {
     max_sequence: AtomicU64,
 }
 
+/// Where the calling thread last linked a node, per level, and in which memtable (by id).
+#[derive(Clone, Copy)]
+struct Splice {
+    memtable: u64,
+    before: [*const Node; MAX_HEIGHT],
+}
+
+thread_local! {
+    static LAST_SPLICE: Cell<Splice> = const {
+        Cell::new(Splice { memtable: u64::MAX, before: [ptr::null(); MAX_HEIGHT] })
+    };
+}
+
 /// The arena shard the calling thread uses: threads are numbered as they first insert, and
 /// take the shards round robin.
 fn shard_of_thread() -> usize {
@@ -303,6 +317,8 @@ fn hash_of(user_key: &[u8]) -> u64 {
 }
 
 pub struct Memtable {
+    /// Unique in the process: names the memtable in a thread's splice hint.
+    id: u64,
     head: *const Node,
     /// Height of the tallest node linked so far.
     height: AtomicUsize,
@@ -358,7 +374,9 @@ impl Memtable {
                 max_sequence: AtomicU64::new(0),
             })
             .collect();
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         Memtable {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             head,
             height: AtomicUsize::new(1),
             shards,
@@ -516,6 +534,10 @@ impl Memtable {
     }
 
     /// Links a claimed key node into the skiplist, bottom up, one compare-and-swap per level.
+    /// When the key comes after the last one this thread linked here (ascending keys: row ids,
+    /// history), the search starts from where that one was linked at each level instead of
+    /// from the top (RocksDB's splice reuse): a few comparisons instead of a cache miss per
+    /// level.
     fn link_node(&self, new: NodeRef<'_>) {
         let key = new.user_key();
         let new_height = new.height();
@@ -523,10 +545,29 @@ impl Memtable {
         // The last node before `key` and the one after it, at every level.
         let mut before: [NodeRef<'_>; MAX_HEIGHT] = [self.head(); MAX_HEIGHT];
         let mut after: [*mut Node; MAX_HEIGHT] = [ptr::null_mut(); MAX_HEIGHT];
-        let mut node = self.head();
-        for level in (0..height).rev() {
-            (before[level], after[level]) = self.splice(key, node, level);
-            node = before[level];
+        let hint = LAST_SPLICE.with(|last| {
+            let last = last.get();
+            // SAFETY: the pointers are nodes of this memtable (its id matched), which is alive.
+            (last.memtable == self.id
+                && keys::compare_bytes(NodeRef(last.before[0], PhantomData).user_key(), key).is_lt())
+            .then_some(last.before)
+        });
+        match hint {
+            Some(hint) => {
+                // Every node of the hint is before `key` (before the last key linked), so the
+                // search at each level may start there; the levels above the new node's are
+                // not needed.
+                for level in 0..new_height {
+                    (before[level], after[level]) = self.splice(key, NodeRef(hint[level], PhantomData), level);
+                }
+            }
+            None => {
+                let mut node = self.head();
+                for level in (0..height).rev() {
+                    (before[level], after[level]) = self.splice(key, node, level);
+                    node = before[level];
+                }
+            }
         }
         for level in 0..new_height {
             loop {
@@ -545,6 +586,16 @@ impl Memtable {
                 (before[level], after[level]) = self.splice(key, before[level], level);
             }
         }
+        LAST_SPLICE.with(|last| {
+            let mut splice = last.get();
+            if splice.memtable != self.id || hint.is_none() {
+                splice = Splice { memtable: self.id, before: before.map(|node| node.0) };
+            }
+            for level in 0..new_height {
+                splice.before[level] = new.0;
+            }
+            last.set(splice);
+        });
     }
 
     /// Counts a write group logged into this memtable until its inserts finish

@@ -25,7 +25,8 @@
 use crate::error::Conflict;
 use crate::request::{Request, Sketches};
 use crate::sets::{KeyRange, ReadSet, Sketch, sorted_intersect};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use crate::written::Written;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -134,23 +135,18 @@ impl CertifierStats {
     }
 }
 
-/// Overhead counted per retained key of a batch against `max_retained_bytes` (its map node
-/// share, its history entry).
-const KEY_OVERHEAD: usize = 64;
-
 /// dsmDB's Consistency Manager for one node.
 #[derive(Debug)]
 pub struct Certifier {
     options: CertifierOptions,
     open: Vec<Arc<Request>>,
-    /// Keys and ranges of the open batch's members (with `BatchCheck::Indexed`).
+    /// Keys and ranges of the open batch's members (with `BatchCheck::Indexed`), built once
+    /// a second member joins (a lone member needs no placement).
     index: OpenIndex,
     open_bytes: usize,
     open_id: u64,
-    /// Key -> the newest closed batch that wrote it.
-    recent: BTreeMap<Vec<u8>, u64>,
-    /// Keys written by each retained closed batch, oldest first.
-    history: VecDeque<(u64, Vec<Vec<u8>>)>,
+    /// What the retained closed batches wrote.
+    written: Written,
     /// Transactions whose `read_batch` is below this can no longer be validated.
     expired_below: u64,
     stats: CertifierStats,
@@ -167,8 +163,7 @@ impl Certifier {
             index: OpenIndex::default(),
             open_bytes: 0,
             open_id: first_batch,
-            recent: BTreeMap::new(),
-            history: VecDeque::new(),
+            written: Written::default(),
             expired_below: 0,
             stats: CertifierStats::default(),
         }
@@ -195,12 +190,17 @@ impl Certifier {
 
     pub fn stats(&self) -> CertifierStats {
         let mut stats = self.stats.clone();
-        stats.retained_keys = self.recent.len();
+        (stats.retained_keys, stats.retained_bytes) = self.written.retained();
         stats
     }
 
     /// Validates `request`; on success it joins the open batch, whose number is returned.
     pub fn certify(&mut self, mut request: Request) -> Result<(Arc<Request>, u64), Conflict> {
+        if self.options.batch_check == BatchCheck::Indexed && self.open.len() == 1 && self.index.is_empty() {
+            // A second member is coming: index the first, which joined without it.
+            let first = self.open[0].clone();
+            self.index.insert(&first, 0);
+        }
         if let BatchCheck::Sketches { bits } = self.options.batch_check {
             let reads = Sketch::new(request.reads.keys(), bits);
             let writes = Sketch::new(&request.keys, bits);
@@ -231,7 +231,7 @@ impl Certifier {
         }
         self.open_bytes += request.bytes;
         let request = Arc::new(request);
-        if self.options.batch_check == BatchCheck::Indexed {
+        if self.options.batch_check == BatchCheck::Indexed && !self.open.is_empty() {
             self.index.insert(&request, position);
         }
         self.open.insert(position, request.clone());
@@ -252,40 +252,29 @@ impl Certifier {
         if read_batch < self.expired_below {
             return false;
         }
-        if reads.keys().iter().any(|key| self.written_after(key, read_batch)) {
+        if reads.keys().iter().any(|key| self.written.written_after(key, read_batch)) {
             return false;
         }
-        reads
-            .ranges()
-            .iter()
-            .filter(|range| !range.is_empty())
-            .all(|range| !self.recent.range::<[u8], _>(range.as_slices()).any(|(_, &batch)| batch > read_batch))
-    }
-
-    /// Whether a closed batch after `read_batch` wrote `key`.
-    fn written_after(&self, key: &[u8], read_batch: u64) -> bool {
-        self.recent.get(key).is_some_and(|&batch| batch > read_batch)
+        reads.ranges().iter().all(|range| !self.written.written_into_after(range, read_batch))
     }
 
     fn certify_serializable(&self, request: &Request) -> Result<usize, Conflict> {
         if !request.reads.is_empty()
             && let Some(read_batch) = self.check_age(request)?
         {
-            if request.reads.keys().iter().any(|key| self.written_after(key, read_batch)) {
+            if request.reads.keys().iter().any(|key| self.written.written_after(key, read_batch)) {
                 return Err(Conflict::StaleRead);
             }
-            for range in request.reads.ranges() {
-                if range.is_empty() {
-                    continue;
-                }
-                if self.recent.range::<[u8], _>(range.as_slices()).any(|(_, &batch)| batch > read_batch) {
-                    return Err(Conflict::Phantom);
-                }
+            if request.reads.ranges().iter().any(|range| self.written.written_into_after(range, read_batch)) {
+                return Err(Conflict::Phantom);
             }
         }
         // Algorithm 2's condition: the first member that wrote what this one read bounds its
         // position from above; no member from there on may have read what it writes.
         if self.options.batch_check == BatchCheck::Indexed {
+            if self.open.is_empty() {
+                return Ok(0);
+            }
             let position = self.index.first_writer_of(&request.reads).unwrap_or(self.open.len());
             if self.index.last_reader_of(&request.keys).is_some_and(|last| last >= position) {
                 return Err(Conflict::Unplaceable);
@@ -305,7 +294,7 @@ impl Certifier {
         // Deltas are resolved in commit order whatever was written before them: only the keys
         // set or removed must not have been written concurrently.
         if let Some(read_batch) = self.check_age(request)?
-            && request.full_writes().any(|key| self.written_after(key, read_batch))
+            && request.full_writes().any(|key| self.written.written_after(key, read_batch))
         {
             return Err(Conflict::WriteWrite);
         }
@@ -333,18 +322,10 @@ impl Certifier {
         let txns = std::mem::take(&mut self.open);
         self.index = OpenIndex::default();
         let bytes = std::mem::replace(&mut self.open_bytes, 0);
-        let mut written: Vec<Vec<u8>> = txns.iter().flat_map(|txn| txn.keys.iter().cloned()).collect();
-        written.sort_unstable();
-        written.dedup();
-        for key in &written {
-            self.recent.insert(key.clone(), id);
-            self.stats.retained_bytes += key.len() + KEY_OVERHEAD;
-        }
-        self.history.push_back((id, written));
+        self.written.push(id, &txns);
         self.stats.batches += 1;
         self.stats.largest_batch = self.stats.largest_batch.max(txns.len());
-        while self.stats.retained_bytes > self.options.max_retained_bytes && self.history.len() > 1 {
-            let dropped = self.drop_oldest();
+        if let Some(dropped) = self.written.shrink_to(self.options.max_retained_bytes) {
             self.expired_below = self.expired_below.max(dropped);
         }
         Some(Batch { id, txns, bytes })
@@ -353,20 +334,7 @@ impl Certifier {
     /// Forgets the writes of batches up to `watermark`: every snapshot still in use includes
     /// them, so no validation needs them.
     pub fn forget_through(&mut self, watermark: u64) {
-        while self.history.front().is_some_and(|(id, _)| *id <= watermark) {
-            self.drop_oldest();
-        }
-    }
-
-    fn drop_oldest(&mut self) -> u64 {
-        let (id, keys) = self.history.pop_front().expect("a retained batch");
-        for key in keys {
-            self.stats.retained_bytes -= key.len() + KEY_OVERHEAD;
-            if self.recent.get(&key) == Some(&id) {
-                self.recent.remove(&key);
-            }
-        }
-        id
+        self.written.forget_through(watermark);
     }
 }
 
@@ -384,6 +352,10 @@ struct OpenIndex {
 }
 
 impl OpenIndex {
+    fn is_empty(&self) -> bool {
+        self.positions.is_empty()
+    }
+
     fn insert(&mut self, request: &Request, position: usize) {
         for place in &mut self.positions {
             if *place >= position {
@@ -427,6 +399,7 @@ impl OpenIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::written::KEY_OVERHEAD;
     use std::ops::Bound;
 
     fn request(read_batch: Option<u64>, reads: &[&str], writes: &[&str]) -> Request {

@@ -38,6 +38,7 @@ mod request;
 mod sets;
 mod signal;
 mod transaction;
+mod written;
 
 pub use certifier::{Batch, BatchCheck, Certifier, CertifierOptions, CertifierStats, Isolation};
 pub use commit_log::{CommittedBatch, DeliveryError, Subscriber, Subscription};

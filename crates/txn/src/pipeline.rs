@@ -56,7 +56,7 @@ const PUBLISHED: u8 = 3;
 const FAILED: u8 = 4;
 
 /// Published batches between two rounds of forgetting the write sets no snapshot needs.
-const FORGET_EVERY: u64 = 32;
+const FORGET_EVERY: u64 = 4;
 
 /// Syncs one thread makes in a row for batches waiting for one, its own batch's included.
 const SYNC_ROUNDS: u32 = 4;

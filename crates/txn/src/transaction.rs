@@ -230,6 +230,31 @@ impl Transaction {
     pub fn write_all(&mut self, writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>) -> Result<()> {
         let writes: BTreeMap<Vec<u8>, Write> =
             writes.into_iter().map(|(key, value)| (key, value.map_or(Write::Delete, Write::Put))).collect();
+        if self.savepoints.is_empty() {
+            // The common case, with one search per key: when the writes cannot take the
+            // transaction past its limit even if every key were new, nothing can fail halfway.
+            let mut added = 0;
+            for (key, write) in &writes {
+                check_sizes(key, write)?;
+                added += write.bytes(key);
+            }
+            if self.write_bytes + added <= MAX_TRANSACTION_BYTES {
+                for (key, write) in writes {
+                    let bytes = write.bytes(&key);
+                    match self.writes.entry(key) {
+                        std::collections::btree_map::Entry::Vacant(entry) => {
+                            entry.insert(write);
+                        }
+                        std::collections::btree_map::Entry::Occupied(mut entry) => {
+                            self.write_bytes -= entry.get().bytes(entry.key());
+                            entry.insert(write);
+                        }
+                    }
+                    self.write_bytes += bytes;
+                }
+                return Ok(());
+            }
+        }
         let mut bytes = self.write_bytes;
         for (key, write) in &writes {
             bytes = self.bytes_after(bytes, key, write)?;
@@ -337,14 +362,7 @@ impl Transaction {
     /// The transaction's write bytes (`bytes` so far) once `key`'s entry is `write`, or the
     /// error if the key or value is too large or the transaction would grow past its limit.
     fn bytes_after(&self, bytes: usize, key: &[u8], write: &Write) -> Result<usize> {
-        if key.len() > MAX_KEY_SIZE {
-            return Err(tern_lsm::Error::KeyTooLarge { len: key.len(), limit: MAX_KEY_SIZE }.into());
-        }
-        if let Write::Put(value) | Write::Delta(value) = write
-            && value.len() > MAX_VALUE_SIZE
-        {
-            return Err(tern_lsm::Error::ValueTooLarge { len: value.len(), limit: MAX_VALUE_SIZE }.into());
-        }
+        check_sizes(key, write)?;
         let replaced = self.writes.get(key).map_or(0, |old| old.bytes(key));
         let bytes = bytes - replaced + write.bytes(key);
         if bytes > MAX_TRANSACTION_BYTES {
@@ -413,6 +431,19 @@ impl Transaction {
 
     /// Discards the transaction's writes.
     pub fn rollback(self) {}
+}
+
+/// Fails if `key` or the value of `write` is larger than the LSM allows.
+fn check_sizes(key: &[u8], write: &Write) -> Result<()> {
+    if key.len() > MAX_KEY_SIZE {
+        return Err(tern_lsm::Error::KeyTooLarge { len: key.len(), limit: MAX_KEY_SIZE }.into());
+    }
+    if let Write::Put(value) | Write::Delta(value) = write
+        && value.len() > MAX_VALUE_SIZE
+    {
+        return Err(tern_lsm::Error::ValueTooLarge { len: value.len(), limit: MAX_VALUE_SIZE }.into());
+    }
+    Ok(())
 }
 
 /// A scan inside a transaction (see [`Transaction::range`]).
