@@ -534,40 +534,32 @@ impl Memtable {
     }
 
     /// Links a claimed key node into the skiplist, bottom up, one compare-and-swap per level.
-    /// When the key comes after the last one this thread linked here (ascending keys: row ids,
-    /// history), the search starts from where that one was linked at each level instead of
-    /// from the top (RocksDB's splice reuse): a few comparisons instead of a cache miss per
-    /// level.
+    /// The search for its place goes down the levels as usual, but at each level it starts
+    /// from where this thread last linked a node in this memtable when that is closer (RocksDB's
+    /// splice reuse): ascending keys (row ids, history) then cost a few comparisons with nodes
+    /// in cache instead of a cache miss per level, and other keys cost what they did.
     fn link_node(&self, new: NodeRef<'_>) {
         let key = new.user_key();
         let new_height = new.height();
         let height = self.height.fetch_max(new_height, Ordering::Relaxed).max(new_height);
+        let hint = LAST_SPLICE.with(|last| {
+            let last = last.get();
+            (last.memtable == self.id).then_some(last.before)
+        });
         // The last node before `key` and the one after it, at every level.
         let mut before: [NodeRef<'_>; MAX_HEIGHT] = [self.head(); MAX_HEIGHT];
         let mut after: [*mut Node; MAX_HEIGHT] = [ptr::null_mut(); MAX_HEIGHT];
-        let hint = LAST_SPLICE.with(|last| {
-            let last = last.get();
-            // SAFETY: the pointers are nodes of this memtable (its id matched), which is alive.
-            (last.memtable == self.id
-                && keys::compare_bytes(NodeRef(last.before[0], PhantomData).user_key(), key).is_lt())
-            .then_some(last.before)
-        });
-        match hint {
-            Some(hint) => {
-                // Every node of the hint is before `key` (before the last key linked), so the
-                // search at each level may start there; the levels above the new node's are
-                // not needed.
-                for level in 0..new_height {
-                    (before[level], after[level]) = self.splice(key, NodeRef(hint[level], PhantomData), level);
+        let mut node = self.head();
+        for level in (0..height).rev() {
+            if let Some(hint) = &hint {
+                // SAFETY (of the node): a node of this memtable (the id matched), which is alive.
+                let candidate = NodeRef(hint[level], PhantomData);
+                if self.is_closer(candidate, node, key) {
+                    node = candidate;
                 }
             }
-            None => {
-                let mut node = self.head();
-                for level in (0..height).rev() {
-                    (before[level], after[level]) = self.splice(key, node, level);
-                    node = before[level];
-                }
-            }
+            (before[level], after[level]) = self.splice(key, node, level);
+            node = before[level];
         }
         for level in 0..new_height {
             loop {
@@ -586,16 +578,21 @@ impl Memtable {
                 (before[level], after[level]) = self.splice(key, before[level], level);
             }
         }
-        LAST_SPLICE.with(|last| {
-            let mut splice = last.get();
-            if splice.memtable != self.id || hint.is_none() {
-                splice = Splice { memtable: self.id, before: before.map(|node| node.0) };
-            }
-            for level in 0..new_height {
-                splice.before[level] = new.0;
-            }
-            last.set(splice);
-        });
+        let mut splice = Splice { memtable: self.id, before: before.map(|node| node.0) };
+        for slot in splice.before.iter_mut().take(new_height) {
+            *slot = new.0;
+        }
+        LAST_SPLICE.with(|last| last.set(splice));
+    }
+
+    /// Whether `candidate` is a better start than `node` for a search of `key` at a level:
+    /// before `key` and after `node` (both linked at that level or the head).
+    fn is_closer(&self, candidate: NodeRef<'_>, node: NodeRef<'_>, key: &[u8]) -> bool {
+        if ptr::eq(candidate.0, node.0) || ptr::eq(candidate.0, self.head) {
+            return false;
+        }
+        keys::compare_bytes(candidate.user_key(), key).is_lt()
+            && (ptr::eq(node.0, self.head) || keys::compare_bytes(candidate.user_key(), node.user_key()).is_gt())
     }
 
     /// Counts a write group logged into this memtable until its inserts finish
