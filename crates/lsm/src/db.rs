@@ -473,13 +473,7 @@ impl Db {
             queue: Mutex::new(VecDeque::new()),
             queue_changed: Condvar::new(),
             wal: Mutex::new(WalState {
-                wal: Wal {
-                    path: wal_path.clone(),
-                    file: Arc::new(NoFile),
-                    offset: 0,
-                    unsynced: false,
-                    preallocated: None,
-                },
+                wal: Wal::placeholder(&wal_path, Arc::new(NoFile)),
                 last_sequence,
                 last_position,
                 buffer: Vec::new(),

@@ -64,6 +64,11 @@ pub fn has_prefix(path: &Path, prefix: &Path) -> bool {
 /// An open file. All methods take `&self`: positioned reads and writes need no cursor, so one
 /// file is shared by every thread of the buffer pool.
 pub trait VfsFile: Send + Sync {
+    /// The operating system's file descriptor, for a file that is a real file (the log maps
+    /// it into memory, `tern_lsm`'s `wal`); `None` for the others.
+    fn raw_fd(&self) -> Option<i32> {
+        None
+    }
     /// Reads exactly `buf.len()` bytes at `offset`; reading past the end is `UnexpectedEof`.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
     /// Reads consecutive bytes from `offset` into `bufs` in order, filling each completely

@@ -86,6 +86,10 @@ struct OsFile {
 }
 
 impl VfsFile for OsFile {
+    fn raw_fd(&self) -> Option<i32> {
+        Some(self.file.as_raw_fd())
+    }
+
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.file.read_exact_at(buf, offset)
     }
