@@ -313,14 +313,24 @@ impl Backend {
             return self.command(&command, &[], &[], out, false);
         }
         let recovering = self.admit(text)?;
-        let mut statement = self.session.prepare(text)?;
-        let outcome = self.run_statement(&mut statement, &[])?;
+        // Statements that differ only in their literals share one parse and plan.
+        let (mut statement, params) = self.session.prepare_text(text)?;
+        let outcome = self.run_statement(&mut statement, &params).map_err(|mut error| {
+            if !params.is_empty() {
+                // Positions are in the text with the literals lifted, not in what was sent.
+                error.position = None;
+            }
+            error
+        })?;
         self.failed &= !recovering;
         // Column types only matter when there are rows to describe (binding again costs).
         let description = match outcome {
             Outcome::Rows { .. } => self.session.describe(&statement).ok().flatten(),
             _ => None,
         };
+        if !params.is_empty() {
+            self.session.keep_text(statement);
+        }
         self.send_outcome(text, outcome, declared_types(description), &[], out)?;
         Ok(Flow::Continue)
     }

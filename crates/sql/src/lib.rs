@@ -29,6 +29,7 @@ pub mod dml;
 pub mod error;
 pub mod exec;
 pub mod functions;
+pub mod lift;
 pub mod limits;
 pub mod pgtype;
 pub mod plan;

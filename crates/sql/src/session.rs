@@ -142,6 +142,7 @@ impl Database {
             transaction: None,
             interrupt: Arc::new(AtomicBool::new(false)),
             last_insert_rowid: None,
+            texts: crate::lift::TextCache::default(),
         }
     }
 
@@ -192,6 +193,8 @@ pub struct Session {
     last_insert_rowid: Option<i64>,
     /// Raised by an [`InterruptHandle`] to cancel the running statement.
     interrupt: Arc<AtomicBool>,
+    /// Statements sent as text, with their literals lifted ([`Session::prepare_text`]).
+    texts: crate::lift::TextCache<Statement>,
 }
 
 /// Cancels what a [`Session`] is running, from any thread (SQLite's `sqlite3_interrupt`,
@@ -247,6 +250,11 @@ impl Statement {
     /// The SQL text the statement was prepared from.
     pub fn sql(&self) -> &str {
         &self.sql
+    }
+
+    /// Whether the statement holds a plan bound when it last ran (kept while the schema stays).
+    pub fn is_bound(&self) -> bool {
+        self.plan.is_some()
     }
 }
 
@@ -685,6 +693,31 @@ impl Session {
             Some(Outcome::Rows { columns, rows }) => Ok((columns, rows)),
             _ => Ok((Vec::new(), Vec::new())),
         }
+    }
+
+    /// A statement for `sql`, sent as text without parameters (PostgreSQL's simple protocol):
+    /// when its literals can be lifted (`crate::lift`), the statement kept for the lifted text
+    /// (parsed and bound before, for other literals) or that text prepared, with the literals'
+    /// values as its parameters; else `sql` prepared, without parameters. Give a statement
+    /// with parameters back with [`Session::keep_text`] after running it.
+    pub fn prepare_text(&mut self, sql: &str) -> Result<(Statement, Vec<Value>)> {
+        if let Some(lifted) = crate::lift::lift(sql)
+            && !self.texts.is_unusable(&lifted.text)
+        {
+            if let Some(statement) = self.texts.take(&lifted.text) {
+                return Ok((statement, lifted.values));
+            }
+            match self.prepare(&lifted.text) {
+                Ok(statement) if crate::lift::is_safe(&statement.statement) => return Ok((statement, lifted.values)),
+                _ => self.texts.mark_unusable(lifted.text),
+            }
+        }
+        Ok((self.prepare(sql)?, Vec::new()))
+    }
+
+    /// Keeps a statement [`Session::prepare_text`] lifted, for the next text like it.
+    pub fn keep_text(&mut self, statement: Statement) {
+        self.texts.keep(statement.sql.clone(), statement);
     }
 
     /// Parses one statement for repeated execution with [`Session::execute_prepared`].
