@@ -218,16 +218,21 @@ def test_serialization_failures_are_operational_errors_and_retry(tmp_path):
     first.execute("INSERT INTO acct VALUES (1, 100)")
     first.commit()
     # Both read the row, both write it: the second commit must fail.
-    first.execute("UPDATE acct SET balance = balance + 1 WHERE id = 1")
-    second.execute("UPDATE acct SET balance = balance + 10 WHERE id = 1")
+    (balance,) = first.execute("SELECT balance FROM acct WHERE id = 1").fetchone()
+    first.execute("UPDATE acct SET balance = ? WHERE id = 1", (balance + 1,))
+    (balance,) = second.execute("SELECT balance FROM acct WHERE id = 1").fetchone()
+    second.execute("UPDATE acct SET balance = ? WHERE id = 1", (balance + 10,))
     first.commit()
     with pytest.raises(tern.OperationalError) as conflict:
         second.commit()
     assert conflict.value.sqlstate == "40001"
     assert not second.in_transaction
-    second.execute("UPDATE acct SET balance = balance + 10 WHERE id = 1")
+    # Blind increments (deltas) of the same row commute: neither fails.
+    first.execute("UPDATE acct SET balance = balance + 10 WHERE id = 1")
+    second.execute("UPDATE acct SET balance = balance + 100 WHERE id = 1")
     second.commit()
-    assert first.execute("SELECT balance FROM acct").fetchone() == (111,)
+    first.commit()
+    assert first.execute("SELECT balance FROM acct").fetchone() == (211,)
 
 
 def test_threads_with_their_own_connections_and_a_shared_one(tmp_path):

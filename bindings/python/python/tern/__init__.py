@@ -514,7 +514,11 @@ class Cursor:
                 bound.append(values)
         else:
             for parameters in seq_of_parameters:
-                if isinstance(parameters, (str, bytes)) or not isinstance(parameters, Sequence):
+                # Tuples and lists first: the Sequence check is an abstract class's, and slow.
+                kind = type(parameters)
+                if kind is not tuple and kind is not list and (
+                    isinstance(parameters, (str, bytes)) or not isinstance(parameters, Sequence)
+                ):
                     raise ProgrammingError("parameters must be a sequence or a mapping")
             bound = seq_of_parameters
         begin = self.connection._opens_transaction(numbered)
