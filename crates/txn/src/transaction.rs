@@ -5,7 +5,7 @@ use crate::certifier::Isolation;
 use crate::db::{CommitInfo, MAX_TRANSACTION_BYTES, Shared, TxnSnapshot};
 use crate::delta::Resolver;
 use crate::error::{Error, Result};
-use crate::request::{Request, Write};
+use crate::request::{Request, Write, entry_bytes};
 use crate::sets::{KeyRange, ReadSet};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -228,26 +228,25 @@ impl Transaction {
     /// value is too large, or the transaction would grow past its limit, nothing is written.
     /// Takes ownership of the buffers (no copy).
     pub fn write_all(&mut self, writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>) -> Result<()> {
-        let writes: BTreeMap<Vec<u8>, Write> =
-            writes.into_iter().map(|(key, value)| (key, value.map_or(Write::Delete, Write::Put))).collect();
+        let as_write = |value: Option<Vec<u8>>| value.map_or(Write::Delete, Write::Put);
         if self.savepoints.is_empty() {
             // The common case, with one search per key: when the writes cannot take the
             // transaction past its limit even if every key were new, nothing can fail halfway.
             let mut added = 0;
-            for (key, write) in &writes {
-                check_sizes(key, write)?;
-                added += write.bytes(key);
+            for (key, value) in &writes {
+                check_key_and_value(key, value.as_deref())?;
+                added += entry_bytes(key, value.as_deref());
             }
             if self.write_bytes + added <= MAX_TRANSACTION_BYTES {
-                for (key, write) in writes {
-                    let bytes = write.bytes(&key);
+                for (key, value) in writes {
+                    let bytes = entry_bytes(&key, value.as_deref());
                     match self.writes.entry(key) {
                         std::collections::btree_map::Entry::Vacant(entry) => {
-                            entry.insert(write);
+                            entry.insert(as_write(value));
                         }
                         std::collections::btree_map::Entry::Occupied(mut entry) => {
                             self.write_bytes -= entry.get().bytes(entry.key());
-                            entry.insert(write);
+                            entry.insert(as_write(value));
                         }
                     }
                     self.write_bytes += bytes;
@@ -255,12 +254,13 @@ impl Transaction {
                 return Ok(());
             }
         }
+        let writes: Vec<(Vec<u8>, Write)> = writes.into_iter().map(|(key, value)| (key, as_write(value))).collect();
         let mut bytes = self.write_bytes;
         for (key, write) in &writes {
             bytes = self.bytes_after(bytes, key, write)?;
         }
         self.write_bytes = bytes;
-        for key in writes.keys() {
+        for (key, _) in &writes {
             self.note_undo(key);
         }
         self.writes.extend(writes);
@@ -435,10 +435,17 @@ impl Transaction {
 
 /// Fails if `key` or the value of `write` is larger than the LSM allows.
 fn check_sizes(key: &[u8], write: &Write) -> Result<()> {
+    match write {
+        Write::Put(value) | Write::Delta(value) => check_key_and_value(key, Some(value)),
+        Write::Delete => check_key_and_value(key, None),
+    }
+}
+
+fn check_key_and_value(key: &[u8], value: Option<&[u8]>) -> Result<()> {
     if key.len() > MAX_KEY_SIZE {
         return Err(tern_lsm::Error::KeyTooLarge { len: key.len(), limit: MAX_KEY_SIZE }.into());
     }
-    if let Write::Put(value) | Write::Delta(value) = write
+    if let Some(value) = value
         && value.len() > MAX_VALUE_SIZE
     {
         return Err(tern_lsm::Error::ValueTooLarge { len: value.len(), limit: MAX_VALUE_SIZE }.into());
