@@ -8,10 +8,11 @@
 //! `SELECT`, `INSERT`, `UPDATE` and `DELETE` statements without parameters of their own, comments
 //! or special quoting. A literal becomes `$n` with the value the binder would give it (an integer
 //! literal too large for 64 bits stays where it is). A lifted statement is used only if it
-//! parses and its literals were only where a parameter means the same as a literal:
-//! [`is_safe`] refuses a statement with a lifted literal in a `SELECT`'s result columns, its
-//! `FROM`, `GROUP BY`, `HAVING` or `ORDER BY` (column ordinals, result names and types), in
-//! `RETURNING`, or anywhere in a `WITH` or a compound query. Everything else runs as written.
+//! parses, binds, and its literals were only where a parameter means the same as a literal:
+//! [`is_safe`] refuses a statement with a lifted literal in the result columns, `FROM`,
+//! `GROUP BY`, `HAVING` or `ORDER BY` of any of its queries, subqueries included (column
+//! ordinals, result names and types), in `RETURNING`, or anywhere in a `WITH` or a compound
+//! query. Everything else runs as written.
 
 use crate::value::Value;
 use sqlparser::ast::{self, Visit, Visitor};
@@ -185,35 +186,60 @@ fn has_placeholder<T: Visit>(node: &T) -> bool {
 }
 
 /// Whether the lifted statement's parameters are only where a literal and a parameter mean the
-/// same (see the module documentation).
+/// same (see the module documentation): every query in it, subqueries included, must pass
+/// [`is_safe_query`].
 pub fn is_safe(statement: &ast::Statement) -> bool {
-    match statement {
-        ast::Statement::Query(query) => is_safe_query(query),
+    let top_level = match statement {
+        ast::Statement::Query(_) => true,
         ast::Statement::Insert(insert) => insert.returning.is_none(),
         ast::Statement::Update { returning, .. } => returning.is_none(),
         ast::Statement::Delete(delete) => delete.returning.is_none(),
         _ => false,
+    };
+    top_level && statement.visit(&mut UnsafeQueries).is_continue()
+}
+
+/// Stops at the first query that is not [`is_safe_query`].
+struct UnsafeQueries;
+
+impl Visitor for UnsafeQueries {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &ast::Query) -> ControlFlow<()> {
+        if is_safe_query(query) { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
     }
 }
 
+/// A query without a `WITH`, whose body is a plain `SELECT` with parameters only outside its
+/// result columns, `FROM`, `GROUP BY`, `HAVING`, windows and `ORDER BY`, or a `VALUES` list
+/// (an `INSERT`'s rows).
 fn is_safe_query(query: &ast::Query) -> bool {
-    let ast::SetExpr::Select(select) = query.body.as_ref() else { return false };
-    query.with.is_none()
-        && !has_placeholder(&query.order_by)
-        && !has_placeholder(&select.projection)
-        && !has_placeholder(&select.from)
-        && !has_placeholder(&select.group_by)
-        && !has_placeholder(&select.having)
-        && !has_placeholder(&select.named_window)
-        && !has_placeholder(&select.qualify)
-        && !has_placeholder(&select.distinct)
+    if query.with.is_some() || has_placeholder(&query.order_by) {
+        return false;
+    }
+    match query.body.as_ref() {
+        ast::SetExpr::Values(_) => true,
+        ast::SetExpr::Select(select) => {
+            !has_placeholder(&select.projection)
+                && !has_placeholder(&select.from)
+                && !has_placeholder(&select.group_by)
+                && !has_placeholder(&select.having)
+                && !has_placeholder(&select.named_window)
+                && !has_placeholder(&select.qualify)
+                && !has_placeholder(&select.distinct)
+        }
+        _ => false,
+    }
 }
 
 /// Statements lifted by one session, parsed (and bound, once they ran), by lifted text; and
 /// the lifted texts that turned out not to be usable. Each holds at most [`TEXT_CACHE_SIZE`]
 /// texts; the oldest go first.
 pub struct TextCache<S> {
-    statements: HashMap<String, S>,
+    /// A text's statement, or `None` while it is taken (running); the text keeps its place in
+    /// `order` meanwhile.
+    statements: HashMap<String, Option<S>>,
+    /// Every text of `statements` once, oldest first.
     order: VecDeque<String>,
     unusable: HashSet<String>,
 }
@@ -230,19 +256,30 @@ impl<S> Default for TextCache<S> {
 impl<S> TextCache<S> {
     /// Takes the statement kept for `text` (put it back with [`TextCache::keep`]).
     pub fn take(&mut self, text: &str) -> Option<S> {
-        self.statements.remove(text)
+        self.statements.get_mut(text).and_then(Option::take)
     }
 
     pub fn keep(&mut self, text: String, statement: S) {
-        if !self.statements.contains_key(&text) {
-            self.order.push_back(text.clone());
+        if let Some(slot) = self.statements.get_mut(&text) {
+            *slot = Some(statement);
+            return;
         }
-        self.statements.insert(text, statement);
+        self.order.push_back(text.clone());
+        self.statements.insert(text, Some(statement));
         while self.order.len() > TEXT_CACHE_SIZE {
             if let Some(oldest) = self.order.pop_front() {
                 self.statements.remove(&oldest);
             }
         }
+    }
+
+    /// Texts kept (taken ones included).
+    pub fn len(&self) -> usize {
+        self.statements.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.statements.is_empty()
     }
 
     pub fn is_unusable(&self, text: &str) -> bool {
@@ -333,5 +370,28 @@ mod tests {
         assert!(!safe("SELECT v FROM t WHERE k = 1 UNION SELECT 2"));
         assert!(!safe("INSERT INTO t VALUES (1) RETURNING 2"));
         assert!(!safe("UPDATE t SET v = 1 RETURNING v"));
+        // Subqueries are held to the same rules.
+        assert!(safe("SELECT v FROM t WHERE k IN (SELECT k FROM u WHERE w = 2)"));
+        assert!(!safe("SELECT v FROM t WHERE k = (SELECT k FROM u ORDER BY 1 DESC LIMIT 1)"));
+        assert!(!safe("INSERT INTO t SELECT a, count(*) FROM u GROUP BY 1"));
+        assert!(!safe("UPDATE t SET v = (SELECT 1 + w FROM u) WHERE k = 2"));
+        assert!(!safe("DELETE FROM t WHERE k IN (WITH c AS (SELECT 1) SELECT * FROM c)"));
+    }
+
+    #[test]
+    fn a_taken_statement_keeps_its_place() {
+        let mut cache = TextCache::default();
+        for round in 0..3 * TEXT_CACHE_SIZE {
+            let text = format!("shape {}", round % 5);
+            let statement = cache.take(&text);
+            assert_eq!(statement.is_some(), round >= 5, "round {round}");
+            cache.keep(text, round);
+        }
+        assert_eq!(cache.len(), 5);
+        for shape in 0..2 * TEXT_CACHE_SIZE {
+            cache.keep(format!("other {shape}"), shape);
+        }
+        assert_eq!(cache.len(), TEXT_CACHE_SIZE);
+        assert_eq!(cache.take("shape 0"), None, "the oldest went first");
     }
 }

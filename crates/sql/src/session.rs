@@ -698,7 +698,8 @@ impl Session {
     /// A statement for `sql`, sent as text without parameters (PostgreSQL's simple protocol):
     /// when its literals can be lifted (`crate::lift`), the statement kept for the lifted text
     /// (parsed and bound before, for other literals) or that text prepared, with the literals'
-    /// values as its parameters; else `sql` prepared, without parameters. Give a statement
+    /// values as its parameters; else (also when the lifted text does not parse or bind) `sql`
+    /// prepared, without parameters. Give a statement
     /// with parameters back with [`Session::keep_text`] after running it.
     pub fn prepare_text(&mut self, sql: &str) -> Result<(Statement, Vec<Value>)> {
         if let Some(lifted) = crate::lift::lift(sql)
@@ -708,7 +709,10 @@ impl Session {
                 return Ok((statement, lifted.values));
             }
             match self.prepare(&lifted.text) {
-                Ok(statement) if crate::lift::is_safe(&statement.statement) => return Ok((statement, lifted.values)),
+                // A shape is used only if it binds (some places take a literal only).
+                Ok(statement) if crate::lift::is_safe(&statement.statement) && self.describe(&statement).is_ok() => {
+                    return Ok((statement, lifted.values));
+                }
                 _ => self.texts.mark_unusable(lifted.text),
             }
         }

@@ -28,7 +28,7 @@ fn literal() -> impl Strategy<Value = String> {
 
 /// Statement shapes with `#` where a literal goes; some are lifted, some are refused by
 /// `is_safe`, some fail (a NOT NULL, a unique index, a type mismatch).
-const SHAPES: [&str; 16] = [
+const SHAPES: [&str; 19] = [
     "INSERT INTO t VALUES (#, #, #, #, #, #)",
     "INSERT INTO t(k, s) VALUES (#, #)",
     "INSERT INTO h VALUES (#, #, CURRENT_TIMESTAMP)",
@@ -45,6 +45,9 @@ const SHAPES: [&str; 16] = [
     "SELECT s, count(*) FROM h WHERE k > # GROUP BY s HAVING count(*) > # ORDER BY s",
     "SELECT k FROM t WHERE k = # UNION SELECT #",
     "SELECT typeof(#), # = #, CASE WHEN k > # THEN 'big' ELSE # END FROM t ORDER BY k LIMIT 3",
+    "SELECT s FROM t WHERE k = (SELECT k FROM t WHERE n > # ORDER BY 1 DESC LIMIT 1)",
+    "INSERT INTO h SELECT k, s, NULL FROM t WHERE k > # AND s IS NOT NULL GROUP BY 1",
+    "DELETE FROM h WHERE k IN (SELECT k FROM t WHERE n = # ORDER BY 1 LIMIT #)",
 ];
 
 fn statement() -> impl Strategy<Value = String> {
@@ -121,6 +124,15 @@ fn statements_that_differ_in_literals_share_a_plan() {
     let (statement, params) = session.prepare_text("SELECT s FROM t WHERE k = 8").unwrap();
     assert_eq!(params, vec![Value::Integer(8)]);
     assert!(statement.is_bound(), "the kept statement keeps its plan");
+    // Many runs of a few shapes keep hitting the cache.
+    for round in 0..600 {
+        let sql = format!("SELECT s FROM t WHERE k = {round} AND n > {}", round % 3);
+        let sql = if round % 2 == 0 { sql } else { format!("UPDATE t SET n = n + {round} WHERE k = {}", round % 7) };
+        let (mut statement, params) = session.prepare_text(&sql).unwrap();
+        assert!(round < 2 || statement.is_bound(), "round {round}: {sql}");
+        session.execute_prepared(&mut statement, &params).unwrap();
+        session.keep_text(statement);
+    }
     // Refused shapes run as written.
     let (statement, params) = session.prepare_text("SELECT k FROM t ORDER BY 1").unwrap();
     assert_eq!((statement.sql(), params.len()), ("SELECT k FROM t ORDER BY 1", 0));
