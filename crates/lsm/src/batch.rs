@@ -99,7 +99,7 @@ impl WriteBatch {
     }
 
     /// Calls `f(kind, key, value)` for each entry in order (value empty for deletes).
-    pub(crate) fn for_each(data: &[u8], count: u32, mut f: impl FnMut(Kind, &[u8], &[u8])) -> Result<()> {
+    pub(crate) fn for_each<'a>(data: &'a [u8], count: u32, mut f: impl FnMut(Kind, &'a [u8], &'a [u8])) -> Result<()> {
         let mut reader = Reader::new(data, "write batch");
         for _ in 0..count {
             let kind = match reader.u8()? {

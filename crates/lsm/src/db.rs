@@ -151,11 +151,10 @@ impl LoggedWrite {
             batch.is_empty() || first >= self.first_sequence && first + batch.count as u64 - 1 <= self.last_sequence,
             "a batch of the logged group"
         );
-        let mut sequence = first;
-        WriteBatch::for_each(&batch.data, batch.count, |kind, key, value| {
-            self.memtable.insert(key, sequence, kind, value);
-            sequence += 1;
-        })
+        let mut entries = Vec::with_capacity(batch.count as usize);
+        WriteBatch::for_each(&batch.data, batch.count, |kind, key, value| entries.push((kind, key, value)))?;
+        self.memtable.insert_batch(&entries, first);
+        Ok(())
     }
 }
 

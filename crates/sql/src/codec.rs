@@ -150,7 +150,13 @@ pub fn encode_key_value(value: &Value, out: &mut Vec<u8>) {
 
 /// The memcomparable encoding of a tuple of values appended to `prefix`.
 pub fn encode_key(prefix: &[u8], values: &[Value]) -> Vec<u8> {
-    let mut key = prefix.to_vec();
+    encode_key_of(prefix, values.iter())
+}
+
+/// As [`encode_key`], over borrowed values (a row's key columns, without copying them).
+pub fn encode_key_of<'v>(prefix: &[u8], values: impl Iterator<Item = &'v Value>) -> Vec<u8> {
+    let mut key = Vec::with_capacity(prefix.len() + 24);
+    key.extend_from_slice(prefix);
     for value in values {
         encode_key_value(value, &mut key);
     }
@@ -202,7 +208,17 @@ pub(crate) fn get_varint(bytes: &[u8], position: &mut usize) -> Result<u64> {
 
 /// Encodes a row's values.
 pub fn encode_row(values: &[Value]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(values.len() * 9 + 2);
+    // Sized up front (a varint takes at most 10 bytes, a decimal's 19): one allocation.
+    let bound = values
+        .iter()
+        .map(|value| match value {
+            Value::Text(text) => 11 + text.len(),
+            Value::Blob(bytes) => 11 + bytes.len(),
+            Value::Decimal(_) => 21,
+            _ => 11,
+        })
+        .sum::<usize>();
+    let mut out = Vec::with_capacity(bound + 10);
     put_varint(values.len() as u64, &mut out);
     for value in values {
         match value {

@@ -284,8 +284,8 @@ impl<'a, 't> TableWriter<'a, 't> {
     }
 
     fn key_of(&self, row: &[Value]) -> Vec<u8> {
-        let values: Vec<Value> = self.table.primary_key.iter().map(|&column| row[column].clone()).collect();
-        encode_key(&object_prefix(self.table.id), &values)
+        let prefix = object_prefix(self.table.id);
+        crate::codec::encode_key_of(&prefix, self.table.primary_key.iter().map(|&column| &row[column]))
     }
 
     fn read_row(&self, key: &[u8]) -> Result<Option<Row>> {
@@ -529,12 +529,19 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
     let mut writer = TableWriter::new(exec, target);
     let mut inserted = Vec::new();
     let mut changed = 0;
-    for source_row in source_rows {
+    // The source column of each table column (`None`: the column's default).
+    let mut source_of = vec![None; table.columns.len()];
+    if source.is_some() {
+        for (at, &position) in positions.iter().enumerate() {
+            source_of[position] = Some(at);
+        }
+    }
+    for mut source_row in source_rows {
         let mut row: Row = Vec::with_capacity(table.columns.len());
-        for column in 0..table.columns.len() {
-            row.push(match positions.iter().position(|&position| position == column) {
-                Some(at) if source.is_some() => source_row[at].clone(),
-                _ => exec.column_default(table, column)?,
+        for (column, from) in source_of.iter().enumerate() {
+            row.push(match from {
+                Some(at) => std::mem::replace(&mut source_row[*at], Value::Null),
+                None => exec.column_default(table, column)?,
             });
         }
         writer.validate(&mut row)?;
@@ -567,7 +574,9 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
             exec.note_inserted_rowid(rowid);
         }
         changed += 1;
-        inserted.push(row);
+        if returning_plan.is_some() {
+            inserted.push(row);
+        }
     }
     let returning = returning(exec, returning_plan, &inserted)?;
     Ok(DmlResult { changed, returning })

@@ -139,19 +139,16 @@ impl Transaction {
     /// into the snapshot's value, which counts as a read of the key (and the delta becomes a
     /// plain write of the result).
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.writes.get(key) {
+        let delta = match self.writes.get(key) {
             Some(Write::Put(value)) => return Ok(Some(value.clone())),
             Some(Write::Delete) => return Ok(None),
-            Some(Write::Delta(_)) => {}
-            None => {}
-        }
+            Some(Write::Delta(operand)) => Some(operand.clone()),
+            None => None,
+        };
         let stored = self.read_stored(key)?;
-        match self.writes.get(key) {
-            Some(Write::Delta(operand)) => {
-                let operand = operand.clone();
-                self.fold_delta(key, stored.as_deref(), &operand).map(Some)
-            }
-            _ => Ok(stored),
+        match delta {
+            Some(operand) => self.fold_delta(key, stored.as_deref(), &operand).map(Some),
+            None => Ok(stored),
         }
     }
 
