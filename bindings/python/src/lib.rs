@@ -10,6 +10,11 @@ use std::str::FromStr;
 use std::sync::Mutex;
 use tern::Value;
 
+/// mimalloc for the module's Rust allocations (as the `tern` command: see its `main.rs`);
+/// Python's own objects keep Python's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pyo3::create_exception!(_tern, EngineError, PyException, "An error from the engine: args are (sqlstate, message).");
 
 /// `decimal.Decimal`, `datetime.datetime`, `datetime.date`, `datetime.time` and
