@@ -38,7 +38,7 @@ use std::time::Duration;
 use tern_pagestore::{BufferPool, OsVfs, PoolStats, Vfs};
 
 /// Largest table a flush writes before it starts another (at a user-key boundary). A memtable
-/// can overshoot its size by one write group, and a table must fit in one run of pages (about
+/// can overshoot its size by the write groups in flight when it is switched, and a table must fit in one run of pages (about
 /// 127 MiB with 4 KiB pages); a full memtable of the largest size still makes one table.
 const MAX_FLUSH_TABLE_BYTES: usize = 96 << 20;
 
