@@ -171,10 +171,10 @@ impl Iterator for LogReader {
     /// The next write group; an error if the one due is missing (its archive was removed).
     fn next(&mut self) -> Option<Self::Item> {
         loop {
+            // Sources are read only when `pending` is empty, and keep only records at or after
+            // `next` in rising order: none comes twice (a log archived while the reader was
+            // made is read twice, and its records are dropped there).
             if let Some(record) = self.pending.pop_front() {
-                if record.position < self.next {
-                    continue; // read twice: a log archived while the reader was made
-                }
                 if record.position > self.next {
                     let error = Error::LogTruncated { position: self.next, removed_through: record.position - 1 };
                     self.sources.clear();

@@ -102,16 +102,7 @@ impl WriteBatch {
     pub(crate) fn for_each<'a>(data: &'a [u8], count: u32, mut f: impl FnMut(Kind, &'a [u8], &'a [u8])) -> Result<()> {
         let mut reader = Reader::new(data, "write batch");
         for _ in 0..count {
-            let kind = match reader.u8()? {
-                0 => Kind::Delete,
-                1 => Kind::Put,
-                other => return Err(Error::corruption("write batch", format!("unknown entry kind {other}"))),
-            };
-            let key = reader.length_prefixed()?;
-            let value = if kind == Kind::Put { reader.length_prefixed()? } else { &[] };
-            if key.len() > MAX_KEY_SIZE || value.len() > MAX_VALUE_SIZE {
-                return Err(Error::corruption("write batch", "entry exceeds the size limits"));
-            }
+            let (kind, key, value) = decode_entry(&mut reader)?;
             f(kind, key, value);
         }
         if !reader.is_empty() {
@@ -119,6 +110,28 @@ impl WriteBatch {
         }
         Ok(())
     }
+
+    /// The entries in order as `(kind, key, value)` (value empty for deletes).
+    pub(crate) fn kinded_entries(&self) -> impl Iterator<Item = (Kind, &[u8], &[u8])> {
+        let mut reader = Reader::new(&self.data, "write batch");
+        // A batch is only built by `put`, `delete` and checked decoding, so it always decodes.
+        (0..self.count).map(move |_| decode_entry(&mut reader).expect("a well-formed batch"))
+    }
+}
+
+/// Reads one entry, checked against the format and the size limits.
+fn decode_entry<'a>(reader: &mut Reader<'a>) -> Result<(Kind, &'a [u8], &'a [u8])> {
+    let kind = match reader.u8()? {
+        0 => Kind::Delete,
+        1 => Kind::Put,
+        other => return Err(Error::corruption("write batch", format!("unknown entry kind {other}"))),
+    };
+    let key = reader.length_prefixed()?;
+    let value = if kind == Kind::Put { reader.length_prefixed()? } else { &[] };
+    if key.len() > MAX_KEY_SIZE || value.len() > MAX_VALUE_SIZE {
+        return Err(Error::corruption("write batch", "entry exceeds the size limits"));
+    }
+    Ok((kind, key, value))
 }
 
 /// The entries of a [`WriteBatch`] ([`WriteBatch::entries`]).
@@ -135,11 +148,9 @@ impl<'a> Iterator for Entries<'a> {
             return None;
         }
         self.left -= 1;
-        // A batch is only built by `put` and `delete`, so it always decodes.
-        let kind = self.reader.u8().expect("a well-formed batch");
-        let key = self.reader.length_prefixed().expect("a well-formed batch");
-        let value = (kind == Kind::Put as u8).then(|| self.reader.length_prefixed().expect("a well-formed batch"));
-        Some((key, value))
+        // A batch is only built by `put`, `delete` and checked decoding, so it always decodes.
+        let (kind, key, value) = decode_entry(&mut self.reader).expect("a well-formed batch");
+        Some((key, (kind == Kind::Put).then_some(value)))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

@@ -104,19 +104,19 @@ impl ReadView {
 /// A consistent view for reads: everything written before it was taken, nothing after.
 /// Versions it can see are kept by compaction until it is dropped.
 pub struct Snapshot {
-    sequence: u64,
-    _held: Registration,
+    /// The snapshot's sequence, registered so that compaction keeps what it sees.
+    held: Registration,
 }
 
 impl Snapshot {
     pub fn sequence(&self) -> u64 {
-        self.sequence
+        self.held.value()
     }
 }
 
 impl std::fmt::Debug for Snapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Snapshot").field("sequence", &self.sequence).finish()
+        f.debug_struct("Snapshot").field("sequence", &self.sequence()).finish()
     }
 }
 
@@ -146,15 +146,12 @@ impl LoggedWrite {
 
     /// Inserts the entries of `batch`, one of the logged batches, with consecutive sequences
     /// from `first` (its place in the group).
-    pub fn insert(&self, batch: &WriteBatch, first: u64) -> Result<()> {
+    pub fn insert(&self, batch: &WriteBatch, first: u64) {
         assert!(
             batch.is_empty() || first >= self.first_sequence && first + batch.count as u64 - 1 <= self.last_sequence,
             "a batch of the logged group"
         );
-        let mut entries = Vec::with_capacity(batch.count as usize);
-        WriteBatch::for_each(&batch.data, batch.count, |kind, key, value| entries.push((kind, key, value)))?;
-        self.memtable.insert_batch(&entries, first);
-        Ok(())
+        self.memtable.insert_batch(batch.kinded_entries(), first);
     }
 }
 
@@ -458,7 +455,8 @@ impl Db {
             wal_path: wal_path.clone(),
             next_wal_path,
             current: ArcSwap::from_pointee(ReadView {
-                mem: Arc::new(Memtable::new()),
+                // A placeholder (the smallest index) until the recovered state is installed.
+                mem: Arc::new(Memtable::with_capacity(0)),
                 imm: None,
                 version: Arc::new(version),
             }),
@@ -501,15 +499,7 @@ impl Db {
             let mut version = (*inner.view().version).clone();
             if !recovered.is_empty() {
                 // No snapshot exists yet: of each key only the newest version is needed.
-                let mut hidden = HiddenVersions::new(last_sequence);
-                let metas = inner.write_tables(
-                    &mut MemCursor::new(Arc::new(recovered), None, true),
-                    Some(&mut |key| Ok(!hidden.is_hidden(key))),
-                    MAX_FLUSH_TABLE_BYTES,
-                )?;
-                for meta in metas {
-                    version.levels[0].push(Arc::new(inner.open_table(meta, 0)?));
-                }
+                version.levels[0].extend(inner.write_level0(Arc::new(recovered), last_sequence)?);
                 version.sort();
             }
             // From here on every write is in a table or in the new log, which starts at
@@ -695,13 +685,13 @@ impl Db {
     /// afterwards; and writes the view misses (they went to a newer memtable) come after every
     /// write it holds, so the read still sees one consistent prefix of the writes.
     fn read_sequence(&self, snapshot: Option<&Snapshot>) -> u64 {
-        snapshot.map_or_else(|| self.inner.visible_sequence.load(Ordering::Acquire), |snapshot| snapshot.sequence)
+        snapshot.map_or_else(|| self.inner.visible_sequence.load(Ordering::Acquire), Snapshot::sequence)
     }
 
     /// Pins the current state for reads until the snapshot is dropped.
     pub fn snapshot(&self) -> Snapshot {
         let held = self.inner.snapshots.register(|| self.inner.visible_sequence.load(Ordering::SeqCst));
-        Snapshot { sequence: held.value(), _held: held }
+        Snapshot { held }
     }
 
     /// The sequence number of the latest write visible to reads.
@@ -1062,7 +1052,7 @@ impl Inner {
         let mut next = logged.first_sequence;
         let mut last = Vec::with_capacity(group.len());
         for batch in batches {
-            logged.insert(batch, next)?;
+            logged.insert(batch, next);
             next += batch.count as u64;
             last.push(next - 1);
         }
@@ -1350,6 +1340,19 @@ impl Inner {
 
     /// Writes the immutable memtable to a level-0 table, installs it, and retires the log
     /// that covered it.
+    /// Writes `memtable` as level-0 tables and opens them. Versions every reader at or after
+    /// `smallest_snapshot` sees past are not written (a tombstone is: deeper levels may hold
+    /// the key).
+    fn write_level0(&self, memtable: Arc<Memtable>, smallest_snapshot: u64) -> Result<Vec<Arc<Table>>> {
+        let mut hidden = HiddenVersions::new(smallest_snapshot);
+        let metas = self.write_tables(
+            &mut MemCursor::new(memtable, None, true),
+            Some(&mut |key| Ok(!hidden.is_hidden(key))),
+            MAX_FLUSH_TABLE_BYTES,
+        )?;
+        metas.into_iter().map(|meta| Ok(Arc::new(self.open_table(meta, 0)?))).collect()
+    }
+
     fn flush_immutable(&self, imm: &Arc<Memtable>) -> Result<()> {
         // The sealed log stays in the log state until it is retired, for readers of the log.
         let unsynced = self.wal.lock().sealed.as_mut().filter(|sealed| sealed.unsynced).map(|sealed| {
@@ -1365,20 +1368,11 @@ impl Inner {
         while imm.writers() > 0 {
             std::thread::sleep(Duration::from_micros(20));
         }
-        // Versions every reader sees past are not written (a tombstone is: deeper levels may
-        // hold the key).
-        let mut hidden = HiddenVersions::new(self.smallest_snapshot());
-        let metas = self.write_tables(
-            &mut MemCursor::new(imm.clone(), None, true),
-            Some(&mut |key| Ok(!hidden.is_hidden(key))),
-            MAX_FLUSH_TABLE_BYTES,
-        )?;
+        let tables = self.write_level0(imm.clone(), self.smallest_snapshot())?;
         let mut manifest = self.install.lock();
         let view = self.view();
         let mut version = (*view.version).clone();
-        for meta in metas {
-            version.levels[0].push(Arc::new(self.open_table(meta, 0)?));
-        }
+        version.levels[0].extend(tables);
         version.sort();
         let flushed = imm.max_sequence().max(manifest.header.flushed_sequence);
         let header = self.manifest_header(&manifest, flushed, imm.max_position());

@@ -46,6 +46,7 @@ use crate::table::Lookup;
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::cmp::Ordering as KeyOrdering;
+use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -310,20 +311,8 @@ thread_local! {
     };
 }
 
-/// The arena shard the calling thread uses: threads are numbered as they first insert, and
-/// take the shards round robin.
-fn shard_of_thread() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
-    }
-    SHARD.with(|shard| {
-        if shard.get() == usize::MAX {
-            shard.set(NEXT.fetch_add(1, Ordering::Relaxed) % ARENA_SHARDS);
-        }
-        shard.get()
-    })
-}
+/// An entry of a write batch: kind, user key and value ([`Memtable::insert_batch`]).
+pub type BatchEntry<'e> = (Kind, &'e [u8], &'e [u8]);
 
 /// Asks the processor to start loading the cache line at `target` (a hint; no effect where
 /// there is no such instruction).
@@ -464,8 +453,8 @@ impl Memtable {
         word.load(Ordering::Acquire) & bits == bits
     }
 
-    fn indexed(&self, user_key: &[u8]) -> Option<NodeRef<'_>> {
-        let hash = hash_of(user_key);
+    /// The node of `user_key`, whose hash is `hash`, in the point index.
+    fn indexed(&self, user_key: &[u8], hash: u64) -> Option<NodeRef<'_>> {
         if !self.may_hold(hash) {
             return None;
         }
@@ -505,12 +494,13 @@ impl Memtable {
     /// Inserts a version of `user_key`. Safe to call from many threads at once; every
     /// `(user_key, sequence)` must be inserted once.
     pub fn insert(&self, user_key: &[u8], sequence: u64, kind: Kind, value: &[u8]) {
-        let hash = hash_of(user_key);
-        let existing = match self.may_hold(hash) {
-            true => self.find_in_bucket(user_key, self.bucket(hash).load(Ordering::Acquire), ptr::null_mut()),
-            false => None,
-        };
-        let shard = &self.shards[shard_of_thread()];
+        self.insert_hashed(user_key, hash_of(user_key), sequence, kind, value);
+    }
+
+    fn insert_hashed(&self, user_key: &[u8], hash: u64, sequence: u64, kind: Kind, value: &[u8]) {
+        let existing = self.indexed(user_key, hash);
+        // Threads take the arena shards round robin.
+        let shard = &self.shards[crate::registry::thread_number() % ARENA_SHARDS];
         let mut arena = shard.arena.lock();
         let (new, mut bytes) = arena.version(user_key, keys::trailer(sequence, kind as u8), value);
         let version = VersionRef(new, PhantomData);
@@ -525,18 +515,16 @@ impl Memtable {
         drop(arena);
         shard.bytes.fetch_add(bytes, Ordering::Relaxed);
         shard.max_sequence.fetch_max(sequence, Ordering::Relaxed);
-        match (existing, fresh) {
-            (Some(node), _) => Self::link_version_linked(node, version),
-            (None, Some(fresh)) => {
-                let node = self.claim(fresh, hash);
-                if ptr::eq(node.0, fresh.0) {
-                    self.link_node(fresh);
-                } else {
-                    // Another thread claimed the key first: our node is never linked.
-                    Self::link_version_linked(node, version);
-                }
+        if let Some(node) = existing {
+            Self::link_version_linked(node, version);
+        } else if let Some(fresh) = fresh {
+            let node = self.claim(fresh, hash);
+            if ptr::eq(node.0, fresh.0) {
+                self.link_node(fresh);
+            } else {
+                // Another thread claimed the key first: our node is never linked.
+                Self::link_version_linked(node, version);
             }
-            (None, None) => unreachable!("a node is made when none exists"),
         }
     }
 
@@ -558,20 +546,32 @@ impl Memtable {
         }
     }
 
-    /// Inserts the entries of a write batch, `(kind, user key, value)` at consecutive
-    /// sequences from `first`. As [`Memtable::insert`] each, with the point index's buckets
-    /// loaded ahead: a bucket is a cache miss for almost every new key (keys hash all over
-    /// the index), and a batch knows its next keys, so the misses overlap instead of adding up.
-    pub fn insert_batch(&self, entries: &[(Kind, &[u8], &[u8])], first: u64) {
+    /// Inserts `entries`, `(kind, user key, value)`, at consecutive sequences from `first`. As
+    /// [`Memtable::insert`] each, with the point index's buckets loaded ahead: a bucket is a
+    /// cache miss for almost every new key (keys hash all over the index), and a batch knows
+    /// its next keys, so the misses overlap instead of adding up. Each key is hashed once.
+    pub fn insert_batch<'e>(&self, entries: impl Iterator<Item = BatchEntry<'e>>, first: u64) {
         const AHEAD: usize = 8;
-        for (_, key, _) in entries.iter().take(AHEAD) {
-            prefetch(self.bucket(hash_of(key)));
-        }
-        for (at, (kind, key, value)) in entries.iter().enumerate() {
-            if let Some((_, ahead, _)) = entries.get(at + AHEAD) {
-                prefetch(self.bucket(hash_of(ahead)));
+        let mut ahead: VecDeque<(u64, BatchEntry)> = VecDeque::with_capacity(AHEAD + 1);
+        let mut sequence = first;
+        for entry in entries {
+            let hash = hash_of(entry.1);
+            prefetch(self.bucket(hash));
+            ahead.push_back((hash, entry));
+            if ahead.len() > AHEAD {
+                self.insert_next(&mut ahead, &mut sequence);
             }
-            self.insert(key, first + at as u64, *kind, value);
+        }
+        while !ahead.is_empty() {
+            self.insert_next(&mut ahead, &mut sequence);
+        }
+    }
+
+    /// Inserts the oldest of the entries `insert_batch` loaded ahead.
+    fn insert_next(&self, ahead: &mut VecDeque<(u64, BatchEntry)>, sequence: &mut u64) {
+        if let Some((hash, (kind, key, value))) = ahead.pop_front() {
+            self.insert_hashed(key, hash, *sequence, kind, value);
+            *sequence += 1;
         }
     }
 
@@ -807,7 +807,7 @@ impl Memtable {
     /// The newest version of `user_key` visible at the sequence inside `lookup`
     /// (`(user_key, sequence, KIND_FOR_SEEK)`).
     pub fn get(&self, user_key: &[u8], lookup: &[u8]) -> Result<Lookup> {
-        let Some(node) = self.indexed(user_key) else { return Ok(Lookup::Absent) };
+        let Some(node) = self.indexed(user_key, hash_of(user_key)) else { return Ok(Lookup::Absent) };
         // Newest first: step to the first version the lookup's sequence may see. Versions
         // linked after the chain was read are newer still, so they are rightly missed.
         let mut version = Some(node.newest());
@@ -1053,15 +1053,7 @@ mod tests {
             })
             .collect();
         while writers.iter().any(|writer| !writer.is_finished()) {
-            let mut cursor = MemCursor::new(memtable.clone(), None, true);
-            let mut previous: Option<Vec<u8>> = None;
-            while cursor.valid() {
-                if let Some(previous) = &previous {
-                    assert_eq!(keys::compare(previous, cursor.key()), KeyOrdering::Less);
-                }
-                previous = Some(cursor.key().to_vec());
-                cursor.advance().unwrap();
-            }
+            assert_in_order(&memtable);
         }
         for writer in writers {
             writer.join().unwrap();
@@ -1093,6 +1085,19 @@ mod tests {
             assert_eq!(memtable.get(user, &lookup).unwrap(), Lookup::Value(newest.unwrap().to_le_bytes().to_vec()));
         }
         assert_eq!(memtable.max_sequence(), THREADS * PER_THREAD);
+    }
+
+    /// Scans `memtable` and checks its entries come in strictly ascending internal-key order.
+    fn assert_in_order(memtable: &Arc<Memtable>) {
+        let mut cursor = MemCursor::new(memtable.clone(), None, true);
+        let mut previous: Option<Vec<u8>> = None;
+        while cursor.valid() {
+            if let Some(previous) = &previous {
+                assert_eq!(keys::compare(previous, cursor.key()), KeyOrdering::Less);
+            }
+            previous = Some(cursor.key().to_vec());
+            cursor.advance().unwrap();
+        }
     }
 
     /// Threads insert the same new keys at the same moment, so claims race on every key (the
@@ -1158,15 +1163,7 @@ mod tests {
             })
         };
         while !writer.is_finished() {
-            let mut cursor = MemCursor::new(memtable.clone(), None, true);
-            let mut previous: Option<Vec<u8>> = None;
-            while cursor.valid() {
-                if let Some(previous) = &previous {
-                    assert_eq!(keys::compare(previous, cursor.key()), KeyOrdering::Less);
-                }
-                previous = Some(cursor.key().to_vec());
-                cursor.advance().unwrap();
-            }
+            assert_in_order(&memtable);
         }
         writer.join().unwrap();
         let mut count = 0;

@@ -43,17 +43,18 @@ impl Default for Registry {
     }
 }
 
-/// The shard of the calling thread: threads are numbered as they first register.
-fn thread_shard() -> usize {
+/// The calling thread's number: threads are numbered as they first ask. Sharded structures
+/// (this registry, the memtable's arenas) spread threads over their shards by it.
+pub(crate) fn thread_number() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
-        static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+        static NUMBER: Cell<usize> = const { Cell::new(usize::MAX) };
     }
-    SHARD.with(|shard| {
-        if shard.get() == usize::MAX {
-            shard.set(NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS);
+    NUMBER.with(|number| {
+        if number.get() == usize::MAX {
+            number.set(NEXT.fetch_add(1, Ordering::Relaxed));
         }
-        shard.get()
+        number.get()
     })
 }
 
@@ -86,7 +87,7 @@ impl Registry {
     /// Registers the value `current()` returns (a counter that never decreases), safely
     /// against a concurrent [`Registry::oldest`].
     pub fn register(self: &Arc<Self>, current: impl Fn() -> u64) -> Registration {
-        let shard = thread_shard();
+        let shard = thread_number() % SHARDS;
         loop {
             let value = current();
             *self.shards[shard].values.lock().entry(value).or_insert(0) += 1;

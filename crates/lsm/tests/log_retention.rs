@@ -21,7 +21,7 @@ fn write_group(db: &Db, position: u64, entries: u32) {
         batch.put(&key(k), &value(k, position as u32, 120)).unwrap();
     }
     let logged = db.log_write(position, &[&batch]).unwrap();
-    logged.insert(&batch, logged.first_sequence()).unwrap();
+    logged.insert(&batch, logged.first_sequence());
     let last = logged.last_sequence();
     drop(logged);
     db.sync_through(last).unwrap();

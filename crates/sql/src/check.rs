@@ -8,7 +8,6 @@ use crate::codec::{self, CATALOG_KEY, object_of_key, object_prefix, prefix_end};
 use crate::error::Result;
 use crate::exec::{Executor, SCAN_CHUNK_ROWS};
 use crate::session::Database;
-use crate::value::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
@@ -182,8 +181,7 @@ fn check_rows(
         let key_ok = if table.has_hidden_rowid() {
             codec::decode_integer_key(&key[prefix.len()..]).is_some()
         } else {
-            let values: Vec<Value> = table.primary_key.iter().map(|&column| row[column].clone()).collect();
-            codec::encode_key(&prefix, &values) == key
+            codec::encode_key_of(&prefix, table.primary_key.iter().map(|&column| &row[column])) == key
         };
         if !key_ok {
             findings.add(format!("row {} is stored under a key its values do not give", hex(&key[prefix.len()..])));

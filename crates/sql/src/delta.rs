@@ -31,7 +31,7 @@ use crate::codec::{decode_row, encode_row, object_prefix};
 use crate::error::{Error, Result};
 use crate::exec::{Env, Executor};
 use crate::plan::{BinaryOp, Expr};
-use crate::value::{Affinity, Value};
+use crate::value::{Affinity, Value, in_column};
 use std::sync::Arc;
 use tern_txn::{DeltaError, DeltaResolver};
 
@@ -206,8 +206,6 @@ pub fn execute(plan: &DeltaPlan, exec: &Executor) -> Result<u64> {
 fn operand(plan: &DeltaPlan, exec: &Executor) -> Result<Vec<u8>> {
     let table = &plan.table;
     let empty = Env::new(&[], None);
-    let mut out = vec![VERSION];
-    out.extend_from_slice(&(table.columns.len() as u16).to_le_bytes());
     let mut defaults = Vec::new();
     for column in 0..table.columns.len() {
         let default = exec.column_default(table, column)?;
@@ -215,32 +213,22 @@ fn operand(plan: &DeltaPlan, exec: &Executor) -> Result<Vec<u8>> {
             defaults.push((column, default));
         }
     }
-    out.extend_from_slice(&(defaults.len() as u16).to_le_bytes());
-    for (column, value) in &defaults {
-        out.extend_from_slice(&(*column as u16).to_le_bytes());
-        put_value(&mut out, value);
-    }
-    out.extend_from_slice(&(plan.assignments.len() as u16).to_le_bytes());
+    let mut changes = Vec::with_capacity(plan.assignments.len());
     for assignment in &plan.assignments {
         let column = &table.columns[assignment.column];
-        let amount = exec.eval(&assignment.amount, &empty)?;
-        let flags = if assignment.subtract { SUBTRACT } else { 0 }
-            | if assignment.amount_first { AMOUNT_FIRST } else { 0 }
-            | if column.not_null { NOT_NULL } else { 0 };
-        out.extend_from_slice(&(assignment.column as u16).to_le_bytes());
-        out.push(flags);
-        let (tag, precision, scale) = match column.affinity {
-            Affinity::Integer => (0, 0, 0),
-            Affinity::Decimal(precision, scale) => (1, precision, scale),
-            _ => return Err(Error::internal("a delta on a column that is neither INTEGER nor DECIMAL")),
-        };
-        out.extend_from_slice(&[tag, precision, scale]);
-        let label = format!("{}.{}", table.name, column.name);
-        out.extend_from_slice(&(label.len() as u16).to_le_bytes());
-        out.extend_from_slice(label.as_bytes());
-        put_value(&mut out, &amount);
+        // `plan` takes only exact columns.
+        debug_assert!(matches!(column.affinity, Affinity::Integer | Affinity::Decimal(..)));
+        changes.push(Change {
+            column: assignment.column,
+            flags: if assignment.subtract { SUBTRACT } else { 0 }
+                | if assignment.amount_first { AMOUNT_FIRST } else { 0 }
+                | if column.not_null { NOT_NULL } else { 0 },
+            affinity: column.affinity,
+            label: format!("{}.{}", table.name, column.name),
+            amount: exec.eval(&assignment.amount, &empty)?,
+        });
     }
-    Ok(out)
+    Ok(encode(&Operand { width: table.columns.len(), defaults, changes }))
 }
 
 fn put_value(out: &mut Vec<u8>, value: &Value) {
@@ -395,20 +383,8 @@ fn apply(change: &Change, current: &Value) -> std::result::Result<Value, DeltaEr
     let op = if change.flags & SUBTRACT != 0 { BinaryOp::Sub } else { BinaryOp::Add };
     let (left, right) =
         if change.flags & AMOUNT_FIRST != 0 { (&change.amount, current) } else { (current, &change.amount) };
-    let failed = |error: Error| DeltaError::Failed {
-        sqlstate: error.sqlstate,
-        message: match error.sqlstate {
-            "22003" | "22P02" => format!("{}: {}", change.label, error.message),
-            _ => error.message,
-        },
-    };
-    let value = crate::functions::arithmetic(op, left, right).map_err(failed)?;
-    let value = change.affinity.store(value).map_err(failed)?;
-    if value.is_null() && change.flags & NOT_NULL != 0 {
-        return Err(DeltaError::Failed {
-            sqlstate: "23502",
-            message: format!("NOT NULL constraint failed: {}", change.label),
-        });
-    }
-    Ok(value)
+    let label = || change.label.clone();
+    let failed = |error: Error| DeltaError::Failed { sqlstate: error.sqlstate, message: error.message };
+    let value = crate::functions::arithmetic(op, left, right).map_err(|error| failed(in_column(error, &label)))?;
+    change.affinity.store_in_column(value, change.flags & NOT_NULL != 0, &label).map_err(failed)
 }

@@ -193,18 +193,9 @@ impl<'a, 't> TableWriter<'a, 't> {
     fn validate(&self, row: &mut Row) -> Result<()> {
         for (index, column) in self.table.columns.iter().enumerate() {
             let value = std::mem::replace(&mut row[index], Value::Null);
-            row[index] = column.affinity.store(value).map_err(|error| match error.sqlstate {
-                "22003" | "22P02" => {
-                    Error::new(error.sqlstate, format!("{}: {}", self.column_label(index), error.message))
-                }
-                _ => error,
-            })?;
-            if column.not_null && row[index].is_null() && self.table.rowid_alias != Some(index) {
-                return Err(Error::not_null_violation(format!(
-                    "NOT NULL constraint failed: {}",
-                    self.column_label(index)
-                )));
-            }
+            // A NULL row id alias gets a row id.
+            let not_null = column.not_null && self.table.rowid_alias != Some(index);
+            row[index] = column.affinity.store_in_column(value, not_null, &|| self.column_label(index))?;
         }
         if let Some(alias) = self.table.rowid_alias
             && !matches!(row[alias], Value::Integer(_) | Value::Null)

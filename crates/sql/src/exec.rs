@@ -326,10 +326,8 @@ impl<'t> Executor<'t> {
 
     /// Whether a row is stored under `key`, for a delta: without a read in the read set when
     /// it is ([`tern_txn::Transaction::delta_target_exists`]).
+    /// A delta statement writes nothing else, so its overlay is empty: no own write to see.
     pub fn delta_target_exists(&self, key: &[u8]) -> Result<bool> {
-        if let Some(value) = self.overlay.borrow().get(key) {
-            return Ok(value.is_some());
-        }
         Ok(self.txn.borrow_mut().delta_target_exists(key)?)
     }
 
@@ -529,8 +527,16 @@ impl<'t> Executor<'t> {
         tuple: &[Expr],
         env: &Env,
     ) -> Result<Option<Vec<u8>>> {
-        let keys = self.point_keys(table, prefix, columns, std::slice::from_ref(&tuple.to_vec()), false, env)?;
-        Ok(keys.into_iter().next())
+        let values = tuple.iter().map(|expr| self.eval(expr, env)).collect::<Result<Vec<_>>>()?;
+        if values.iter().any(Value::is_null) {
+            return Ok(None);
+        }
+        let values: Vec<Value> = values
+            .into_iter()
+            .zip(columns)
+            .map(|(value, &column)| table.columns[column].affinity.apply(value))
+            .collect();
+        Ok(Some(encode_key(prefix, &values)))
     }
 
     /// The encoded keys (or key prefixes) of point lookups: each tuple evaluated, converted by
@@ -547,16 +553,7 @@ impl<'t> Executor<'t> {
     ) -> Result<Vec<Vec<u8>>> {
         let mut encoded = Vec::with_capacity(tuples.len());
         for tuple in tuples {
-            let values = tuple.iter().map(|expr| self.eval(expr, env)).collect::<Result<Vec<_>>>()?;
-            if values.iter().any(Value::is_null) {
-                continue;
-            }
-            let values: Vec<Value> = values
-                .into_iter()
-                .zip(columns)
-                .map(|(value, &column)| table.columns[column].affinity.apply(value))
-                .collect();
-            encoded.push(encode_key(prefix, &values));
+            encoded.extend(self.point_key(table, prefix, columns, tuple, env)?);
         }
         encoded.sort();
         encoded.dedup();
@@ -651,9 +648,9 @@ impl<'t> Executor<'t> {
     /// Index entry key and value for a row. Non-unique (or NULL-containing) entries end with
     /// the row's key so that they are distinct.
     pub fn index_entry(&self, index: &IndexDef, table: &TableDef, row: &[Value], row_key: &[u8]) -> (Vec<u8>, bool) {
-        let values: Vec<Value> = index.columns.iter().map(|&column| row[column].clone()).collect();
-        let mut key = encode_key(&object_prefix(index.id), &values);
-        let unique = index.unique && !values.iter().any(Value::is_null);
+        let values = || index.columns.iter().map(|&column| &row[column]);
+        let mut key = codec::encode_key_of(&object_prefix(index.id), values());
+        let unique = index.unique && !values().any(Value::is_null);
         if !unique {
             key.extend_from_slice(&row_key[object_prefix(table.id).len()..]);
         }

@@ -90,6 +90,16 @@ impl Affinity {
         Ok(Value::Decimal(decimal::fit(exact, precision, scale)?))
     }
 
+    /// [`Affinity::store`] into the column named `label` (`table.column`), which names it in
+    /// a conversion's error and, with `not_null`, refuses NULL (23502).
+    pub fn store_in_column(self, value: Value, not_null: bool, label: &dyn Fn() -> String) -> Result<Value> {
+        let value = self.store(value).map_err(|error| in_column(error, label))?;
+        if not_null && value.is_null() {
+            return Err(Error::not_null_violation(format!("NOT NULL constraint failed: {}", label())));
+        }
+        Ok(value)
+    }
+
     /// Converts a value by this affinity without failing (comparisons, SQLite's column rules).
     pub fn apply(self, value: Value) -> Value {
         match self {
@@ -471,6 +481,14 @@ fn real_to_i64(real: f64) -> i64 {
         i64::MIN
     } else {
         real as i64
+    }
+}
+
+/// A value's conversion error (out of range, malformed) prefixed with the column it was for.
+pub(crate) fn in_column(error: Error, label: &dyn Fn() -> String) -> Error {
+    match error.sqlstate {
+        "22003" | "22P02" => Error::new(error.sqlstate, format!("{}: {}", label(), error.message)),
+        _ => error,
     }
 }
 

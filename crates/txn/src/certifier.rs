@@ -203,7 +203,7 @@ impl Certifier {
         }
         if let BatchCheck::Sketches { bits } = self.options.batch_check {
             let reads = Sketch::new(request.reads.keys(), bits);
-            let writes = Sketch::new(&request.keys, bits);
+            let writes = Sketch::new(request.keys.iter(), bits);
             request.sketches = Some(Sketches { reads, writes });
         }
         let outcome = match request.isolation {
@@ -300,6 +300,9 @@ impl Certifier {
         }
         let written_in_batch = match self.options.batch_check {
             BatchCheck::Indexed => request.full_writes().any(|key| self.index.writes.contains_key(key)),
+            _ if request.deltas.is_empty() => {
+                self.open.iter().any(|member| sorted_intersect(&member.keys, &request.keys))
+            }
             _ => {
                 let full: Vec<Vec<u8>> = request.full_writes().cloned().collect();
                 self.open.iter().any(|member| sorted_intersect(&member.keys, &full))
@@ -364,7 +367,7 @@ impl OpenIndex {
         }
         let member = self.positions.len() as u32;
         self.positions.push(position);
-        for key in &request.keys {
+        for key in request.keys.iter() {
             self.writes.entry(key.clone()).or_default().push(member);
         }
         for key in request.reads.keys() {
@@ -414,7 +417,7 @@ mod tests {
     }
 
     fn order(batch: &Batch) -> Vec<Vec<Vec<u8>>> {
-        batch.txns.iter().map(|txn| txn.keys.clone()).collect()
+        batch.txns.iter().map(|txn| txn.keys.to_vec()).collect()
     }
 
     #[test]

@@ -73,13 +73,29 @@ pub enum DeliveryError {
 /// Recently published batches, kept while someone subscribes.
 #[derive(Default)]
 pub(crate) struct Tail {
-    batches: Mutex<VecDeque<Arc<CommittedBatch>>>,
-    bytes: AtomicU64,
+    kept: Mutex<Kept>,
     /// Live subscriptions (the tail is filled only while there are some).
     subscriptions: Mutex<Vec<Weak<SubscriptionState>>>,
     wanted: AtomicBool,
     /// Wakes delivery threads when a batch is published.
     pub(crate) published: Signal,
+}
+
+/// The batches a tail keeps, and the bytes of their writes.
+#[derive(Default)]
+struct Kept {
+    batches: VecDeque<Arc<CommittedBatch>>,
+    bytes: usize,
+}
+
+impl Kept {
+    /// Whether `position` lies between the first and last batch kept.
+    fn holds(&self, position: u64) -> bool {
+        match (self.batches.front(), self.batches.back()) {
+            (Some(first), Some(last)) => (first.position..=last.position).contains(&position),
+            _ => false,
+        }
+    }
 }
 
 impl Tail {
@@ -90,26 +106,28 @@ impl Tail {
 
     /// Keeps a published batch (in position order), dropping the oldest past the limits.
     pub(crate) fn push(&self, batch: CommittedBatch) {
-        let mut batches = self.batches.lock();
-        let size = batch.writes.size_bytes() as u64;
-        batches.push_back(Arc::new(batch));
-        let mut bytes = self.bytes.fetch_add(size, Ordering::Relaxed) + size;
-        while batches.len() > TAIL_BATCHES || bytes > TAIL_BYTES as u64 && batches.len() > 1 {
-            let dropped = batches.pop_front().expect("not empty");
-            let size = dropped.writes.size_bytes() as u64;
-            bytes = self.bytes.fetch_sub(size, Ordering::Relaxed) - size;
+        let mut kept = self.kept.lock();
+        kept.bytes += batch.writes.size_bytes();
+        kept.batches.push_back(Arc::new(batch));
+        while kept.batches.len() > TAIL_BATCHES || kept.bytes > TAIL_BYTES && kept.batches.len() > 1 {
+            let dropped = kept.batches.pop_front().expect("not empty");
+            kept.bytes -= dropped.writes.size_bytes();
         }
     }
 
     /// The kept batches from `from` through `through`, if the tail holds `from`.
     fn from(&self, from: u64, through: u64) -> Option<Vec<Arc<CommittedBatch>>> {
-        let batches = self.batches.lock();
-        let first = batches.front()?.position;
-        if from < first || from > batches.back()?.position {
+        let kept = self.kept.lock();
+        if !kept.holds(from) {
             return None;
         }
-        let skip = (from - first) as usize;
-        Some(batches.iter().skip(skip).take_while(|batch| batch.position <= through).cloned().collect())
+        let skip = (from - kept.batches.front()?.position) as usize;
+        Some(kept.batches.iter().skip(skip).take_while(|batch| batch.position <= through).cloned().collect())
+    }
+
+    /// Whether the tail holds the batch at `position`.
+    fn holds(&self, position: u64) -> bool {
+        self.kept.lock().holds(position)
     }
 
     fn register(&self, state: &Arc<SubscriptionState>) {
@@ -124,8 +142,7 @@ impl Tail {
         subscriptions.retain(|weak| weak.upgrade().is_some_and(|state| !state.stopped.load(Ordering::Relaxed)));
         if subscriptions.is_empty() {
             self.wanted.store(false, Ordering::Relaxed);
-            self.batches.lock().clear();
-            self.bytes.store(0, Ordering::Relaxed);
+            *self.kept.lock() = Kept::default();
         }
     }
 
@@ -261,16 +278,14 @@ fn deliver_from_log(
     next: u64,
     through: u64,
 ) -> Result<(), DeliveryError> {
-    let reader = source.db().read_log(next).map_err(|error| match error {
+    let log_error = |error| match error {
         tern_lsm::Error::LogTruncated { position, .. } => DeliveryError::Truncated { position },
         error => DeliveryError::Log(error.to_string()),
-    })?;
+    };
+    let reader = source.db().read_log(next).map_err(log_error)?;
     let mut delivered = false;
     for record in reader {
-        let record = record.map_err(|error| match error {
-            tern_lsm::Error::LogTruncated { position, .. } => DeliveryError::Truncated { position },
-            error => DeliveryError::Log(error.to_string()),
-        })?;
+        let record = record.map_err(log_error)?;
         if record.position > through || state.stopped.load(Ordering::SeqCst) {
             break;
         }
@@ -278,7 +293,7 @@ fn deliver_from_log(
             CommittedBatch { position: record.position, first_sequence: record.first_sequence, writes: record.batch };
         deliver(state, &batch)?;
         delivered = true;
-        if source.tail().from(record.position + 1, through).is_some() {
+        if source.tail().holds(record.position + 1) {
             break; // caught up with the tail
         }
     }

@@ -96,6 +96,11 @@ impl MemberPlan {
         MemberPlan { outcome: Ok(()), first_sequence: 0, resolved: None, claimed: AtomicBool::new(false) }
     }
 
+    /// The writes the member logs: its own, or those with its deltas folded in.
+    fn batch<'a>(&'a self, member: &'a Request) -> &'a WriteBatch {
+        self.resolved.as_ref().unwrap_or(&member.batch)
+    }
+
     /// Takes on inserting the member's writes; false if another thread did.
     fn claim(&self) -> bool {
         !self.claimed.swap(true, Ordering::AcqRel)
@@ -108,6 +113,8 @@ enum Exclusion {
     Delta(DeltaError),
     /// Reading the value a delta changes failed.
     Storage(Arc<tern_lsm::Error>),
+    /// It has deltas, and the database no resolver for them.
+    NoResolver,
 }
 
 impl From<Exclusion> for Error {
@@ -115,6 +122,7 @@ impl From<Exclusion> for Error {
         match exclusion {
             Exclusion::Delta(error) => error.into(),
             Exclusion::Storage(error) => Error::Storage(error.share()),
+            Exclusion::NoResolver => Error::NoResolver,
         }
     }
 }
@@ -272,7 +280,7 @@ impl Pipeline {
             return Err(exclusion.clone().into());
         }
         if member.claim() {
-            self.insert_member(db, slot, index)?;
+            self.insert_member(db, slot, index);
         }
         slot.signal.wait_until(self.spins(), || slot.state() >= PUBLISHED);
         if slot.state() == FAILED {
@@ -283,26 +291,21 @@ impl Pipeline {
 
     /// Inserts the writes of member `index` of `slot` (claimed by the caller) into the
     /// memtable, and publishes the batch if they were the last.
-    fn insert_member(&self, db: &Db, slot: &Slot, index: usize) -> Result<()> {
+    fn insert_member(&self, db: &Db, slot: &Slot, index: usize) {
         let member = &slot.plan.get().expect("a logged batch has a plan")[index];
         let request = &slot.members.get().expect("a logged batch has members")[index];
         let write = slot.write.lock().clone().expect("a logged batch keeps its write until published");
-        let batch = member.resolved.as_ref().unwrap_or(&request.batch);
+        let batch = member.batch(request);
         let inserted =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| write.insert(batch, member.first_sequence)));
         drop(write);
-        match inserted {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => return Err(self.fail_from(slot, error)),
-            Err(panic) => {
-                self.fail_from(slot, tern_lsm::Error::ReadOnly("inserting a commit batch panicked".into()));
-                std::panic::resume_unwind(panic);
-            }
+        if let Err(panic) = inserted {
+            self.fail_from(slot, tern_lsm::Error::ReadOnly("inserting a commit batch panicked".into()));
+            std::panic::resume_unwind(panic);
         }
         if slot.pending.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.publish_ready(db);
         }
-        Ok(())
     }
 
     /// After logging `slot`: inserts the writes of the members that have not started on their
@@ -311,8 +314,8 @@ impl Pipeline {
     fn help_insert(&self, db: &Db, slot: &Slot) {
         let Some(plan) = slot.plan.get() else { return };
         for (index, member) in plan.iter().enumerate() {
-            if member.outcome.is_ok() && member.claim() && self.insert_member(db, slot, index).is_err() {
-                return;
+            if member.outcome.is_ok() && member.claim() {
+                self.insert_member(db, slot, index);
             }
         }
     }
@@ -460,7 +463,7 @@ impl Pipeline {
         let mut batches: Vec<&WriteBatch> = Vec::with_capacity(members.len());
         for (member, planned) in members.iter().zip(&plan) {
             if planned.outcome.is_ok() {
-                batches.push(planned.resolved.as_ref().unwrap_or(&member.batch));
+                batches.push(planned.batch(member));
             }
         }
         let write = db.log_write(slot.id, &batches).map_err(Arc::new)?;
@@ -470,7 +473,7 @@ impl Pipeline {
             if planned.outcome.is_err() {
                 continue;
             }
-            let count = planned.resolved.as_ref().unwrap_or(&member.batch).len() as u64;
+            let count = planned.batch(member).len() as u64;
             planned.first_sequence = next;
             next += count;
             member.set_commit_sequence(next - 1);
@@ -506,8 +509,7 @@ impl Pipeline {
                     Ok(None) => MemberPlan::new(),
                     Err(exclusion) => return MemberPlan { outcome: Err(exclusion), ..MemberPlan::new() },
                 };
-                let written = planned.resolved.as_ref().unwrap_or(&member.batch);
-                for (key, value) in written.entries() {
+                for (key, value) in planned.batch(member).entries() {
                     if targets.contains(key) {
                         current.insert(key.to_vec(), value.map(<[u8]>::to_vec));
                     }
@@ -527,12 +529,7 @@ impl Pipeline {
         if member.deltas.is_empty() {
             return Ok(None);
         }
-        let Some(Resolver(resolver)) = &self.resolver else {
-            return Err(Exclusion::Delta(DeltaError::Failed {
-                sqlstate: "XX000",
-                message: "the database has no delta resolver".into(),
-            }));
-        };
+        let Some(Resolver(resolver)) = &self.resolver else { return Err(Exclusion::NoResolver) };
         let mut resolved = member.batch.clone();
         for (key, operand) in &member.deltas {
             let base = match current.get(key) {
@@ -650,9 +647,7 @@ fn committed(slot: &Slot) -> CommittedBatch {
     if let (Some(members), Some(plan)) = (slot.members.get(), slot.plan.get()) {
         for (member, planned) in members.iter().zip(plan) {
             if planned.outcome.is_ok() {
-                writes
-                    .extend(planned.resolved.as_ref().unwrap_or(&member.batch))
-                    .expect("a logged batch fits a write batch");
+                writes.extend(planned.batch(member)).expect("a logged batch fits a write batch");
             }
         }
     }

@@ -4,6 +4,7 @@
 use crate::certifier::Isolation;
 use crate::sets::{ReadSet, Sketch};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tern_lsm::WriteBatch;
 
@@ -44,8 +45,9 @@ pub struct Request {
     pub read_batch: Option<u64>,
     /// Sealed read set; empty under snapshot isolation.
     pub reads: ReadSet,
-    /// Sorted, distinct keys written: set, removed or changed by a delta.
-    pub keys: Vec<Vec<u8>>,
+    /// Sorted, distinct keys written: set, removed or changed by a delta. Shared with the
+    /// certifier's retained batches, which keep only these.
+    pub keys: Arc<[Vec<u8>]>,
     /// The sets and removes, in key order, encoded as the log stores them.
     pub batch: WriteBatch,
     /// The deltas, `(key, operand)` in key order.
@@ -116,7 +118,7 @@ impl Request {
             isolation,
             read_batch,
             reads,
-            keys,
+            keys: keys.into(),
             batch,
             deltas,
             bytes,
@@ -158,7 +160,7 @@ mod tests {
         let keys = vec![b"b".to_vec(), b"a".to_vec(), b"b".to_vec()];
         let values = vec![Some(b"1".to_vec()), None, Some(b"2".to_vec())];
         let request = Request::new(Isolation::Serializable, None, ReadSet::new(), keys, values);
-        assert_eq!(request.keys, vec![b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(*request.keys, [b"a".to_vec(), b"b".to_vec()]);
         let writes: Vec<_> = request.writes().collect();
         assert_eq!(writes, vec![(&b"a"[..], None), (&b"b"[..], Some(&b"2"[..]))]);
     }

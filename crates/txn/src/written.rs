@@ -1,7 +1,8 @@
 //! What retained closed batches wrote, for validating transactions whose snapshots do not
 //! include them (the certifier's step 1).
 //!
-//! A batch is kept as its members (their sorted written keys), without copying a key. The
+//! A batch is kept as its members' sorted written keys (shared with their requests, not
+//! copied; the rest of a request, its values and read set, is not kept). The
 //! newest [`UNINDEXED`] batches are searched member by member (a binary search each): a
 //! transaction usually started a batch or two ago, so that is a few searches per key it read.
 //! Older batches are moved into an index, key -> newest batch that wrote it, so that a
@@ -26,22 +27,23 @@ pub(crate) const KEY_OVERHEAD: usize = 64;
 #[derive(Debug)]
 struct Retained {
     id: u64,
-    members: Vec<Arc<Request>>,
+    /// Each member's sorted written keys.
+    members: Vec<Arc<[Vec<u8>]>>,
     bytes: usize,
     indexed: bool,
 }
 
 impl Retained {
     fn wrote(&self, key: &[u8]) -> bool {
-        self.members.iter().any(|member| member.keys.binary_search_by(|written| written.as_slice().cmp(key)).is_ok())
+        self.members.iter().any(|keys| keys.binary_search_by(|written| written.as_slice().cmp(key)).is_ok())
     }
 
     fn wrote_into(&self, range: &KeyRange) -> bool {
-        self.members.iter().any(|member| range.hits(&member.keys))
+        self.members.iter().any(|keys| range.hits(keys))
     }
 
     fn keys(&self) -> impl Iterator<Item = &Vec<u8>> {
-        self.members.iter().flat_map(|member| member.keys.iter())
+        self.members.iter().flat_map(|keys| keys.iter())
     }
 }
 
@@ -60,13 +62,14 @@ impl Written {
     pub(crate) fn push(&mut self, id: u64, members: &[Arc<Request>]) {
         let bytes = members.iter().flat_map(|member| member.keys.iter()).map(|key| key.len() + KEY_OVERHEAD).sum();
         self.bytes += bytes;
-        self.batches.push_back(Retained { id, members: members.to_vec(), bytes, indexed: false });
+        let members = members.iter().map(|member| member.keys.clone()).collect();
+        self.batches.push_back(Retained { id, members, bytes, indexed: false });
         let unindexed = self.batches.iter().rev().take_while(|batch| !batch.indexed).count();
         if unindexed > UNINDEXED {
             let oldest = self.batches.len() - unindexed;
             let batch = &mut self.batches[oldest];
             batch.indexed = true;
-            for key in batch.members.iter().flat_map(|member| member.keys.iter()) {
+            for key in batch.members.iter().flat_map(|keys| keys.iter()) {
                 self.index.insert(key.clone(), batch.id);
             }
         }
@@ -124,7 +127,7 @@ impl Written {
 
     /// Keys retained (counting a key once per batch that wrote it), and bytes charged.
     pub(crate) fn retained(&self) -> (usize, usize) {
-        let keys = self.batches.iter().map(|batch| batch.members.iter().map(|m| m.keys.len()).sum::<usize>()).sum();
+        let keys = self.batches.iter().map(|batch| batch.members.iter().map(|keys| keys.len()).sum::<usize>()).sum();
         (keys, self.bytes)
     }
 }
