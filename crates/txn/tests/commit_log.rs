@@ -15,7 +15,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tern_lsm::SyncPolicy;
 use tern_txn::{CommittedBatch, DeliveryError, Isolation, Options, Subscriber, TxnDb};
 
@@ -266,11 +266,11 @@ fn subscribers_that_keep_their_position_get_every_batch_once_across_kills() {
     let mut rng = SmallRng::seed_from_u64(20261126);
     for _ in 0..KILLS {
         let mut process = run_child(dir.path(), false);
-        let started = Instant::now();
         std::thread::sleep(Duration::from_millis(rng.random_range(150..500)));
+        // It writes until killed: one that ended by itself failed (or wrote nothing to kill).
+        assert!(process.try_wait().unwrap().is_none(), "the child was still writing when killed");
         process.kill().unwrap();
-        let status = process.wait().unwrap();
-        assert!(!status.success() || started.elapsed() < Duration::from_millis(100), "the child was killed");
+        process.wait().unwrap();
     }
     let status = run_child(dir.path(), true).wait().unwrap();
     assert!(status.success(), "the catching-up child failed: {status}");
