@@ -230,8 +230,8 @@ impl Connection {
             }
             let mut statement = connection.prepare(sql)?;
             let mut total = 0;
-            for params in all {
-                total += statement.execute(params)?;
+            for params in &all {
+                total += statement.execute_values(params)?;
             }
             Ok(total)
         })

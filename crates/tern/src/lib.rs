@@ -610,6 +610,12 @@ impl Statement<'_> {
         self.connection.run_prepared(&mut self.inner, &params.to_values()?).map(|outcome| outcome.count())
     }
 
+    /// As [`Statement::execute`], with parameters that are values already: they are used as
+    /// they are, not converted and copied (bindings that convert from another language).
+    pub fn execute_values(&mut self, params: &[Value]) -> Result<u64> {
+        self.connection.run_prepared(&mut self.inner, params).map(|outcome| outcome.count())
+    }
+
     /// Runs the statement with `params` and returns its rows.
     pub fn query(&mut self, params: impl Params) -> Result<Rows> {
         rows_of(self.connection.run_prepared(&mut self.inner, &params.to_values()?)?)
