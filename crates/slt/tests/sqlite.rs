@@ -78,6 +78,15 @@ fn own_script_passes() {
     assert_eq!((report.passed, report.failed, report.skipped), (15, 0, 3), "{:#?}", report.failures);
 }
 
+/// The engine's window-function script was checked against SQLite: it must stay true there.
+#[test]
+fn window_script_passes_on_sqlite() {
+    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../sql/tests/slt/window.slt"));
+    let report = run(path);
+    assert_eq!(report.failed, 0, "{:#?}", report.failures);
+    assert!(report.passed >= 50);
+}
+
 #[test]
 fn select1_passes() {
     let Some(path) = shared_script("select1.test") else { return };

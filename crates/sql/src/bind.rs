@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::functions::ScalarFunction;
 use crate::plan::*;
 use crate::value::{Affinity, Value};
+use crate::window::bind::extract_windows;
 use sqlparser::ast;
 use sqlparser::ast::Spanned;
 use std::cell::Cell;
@@ -99,7 +100,16 @@ pub struct Binder<'c> {
     /// Highest parameter number seen (1-based), and named parameters in order of appearance.
     pub parameter_count: usize,
     pub named_parameters: Vec<String>,
+    /// The WINDOW clause of the SELECT being bound.
+    pub(crate) named_windows: Vec<ast::NamedWindowDefinition>,
+    /// Why a window function may not appear where expressions are being bound (SQLSTATE and
+    /// message); `None` where it may (a select list, an ORDER BY).
+    pub(crate) window_refusal: Option<(&'static str, &'static str)>,
+    /// Window calls bound so far (a query without any skips lifting them out).
+    pub(crate) window_calls: usize,
 }
+
+const WINDOWS_NOT_HERE: Option<(&str, &str)> = Some(("42P20", "window functions are not allowed here"));
 
 /// The scope columns of a table's row, qualified by `qualifier` (lower case).
 pub fn table_columns(table: &TableDef, qualifier: &str) -> Vec<ScopeColumn> {
@@ -196,6 +206,9 @@ impl<'c> Binder<'c> {
             expression_depth: 0,
             parameter_count: 0,
             named_parameters: Vec::new(),
+            named_windows: Vec::new(),
+            window_refusal: WINDOWS_NOT_HERE,
+            window_calls: 0,
         }
     }
 
@@ -829,6 +842,21 @@ impl<'c> Binder<'c> {
         sort_limit: Option<Box<Expr>>,
         holder: &Scope,
     ) -> Result<(Plan, Vec<OutputColumn>)> {
+        let windows = std::mem::replace(&mut self.named_windows, select.named_window.clone());
+        let refusal = self.window_refusal.replace(("42P20", "window functions are not allowed in FROM or WHERE"));
+        let bound = self.bind_select_inner(select, order_by, sort_limit, holder);
+        self.named_windows = windows;
+        self.window_refusal = refusal;
+        bound
+    }
+
+    fn bind_select_inner(
+        &mut self,
+        select: &ast::Select,
+        order_by: &[ast::OrderByExpr],
+        sort_limit: Option<Box<Expr>>,
+        holder: &Scope,
+    ) -> Result<(Plan, Vec<OutputColumn>)> {
         if select.top.is_some() || select.into.is_some() || !select.lateral_views.is_empty() || select.qualify.is_some()
         {
             return Err(Error::unsupported("TOP, INTO, LATERAL VIEW and QUALIFY"));
@@ -840,6 +868,9 @@ impl<'c> Binder<'c> {
         };
         let (input, from_columns) = self.bind_from_where(&select.from, select.selection.as_ref(), holder)?;
         let scope = Scope::new(from_columns, holder.parent);
+        check_named_windows(&select.named_window)?;
+        self.window_refusal = None;
+        let window_calls_before = self.window_calls;
 
         // The select list, with `*` expanded.
         let mut items: Vec<(Expr, OutputColumn)> = Vec::new();
@@ -852,7 +883,7 @@ impl<'c> Binder<'c> {
                         ast::Expr::CompoundIdentifier(parts) => {
                             parts.last().map(|part| part.value.clone()).unwrap_or_default()
                         }
-                        other => other.to_string(),
+                        other => crate::window::syntax::restore_exclusions(&other.to_string()),
                     };
                     let affinity = self.expr_affinity(&bound, &scope);
                     items.push((bound, OutputColumn { name, affinity }));
@@ -905,7 +936,9 @@ impl<'c> Binder<'c> {
             }
             ast::GroupByExpr::All(_) => return Err(Error::unsupported("GROUP BY ALL")),
         };
+        self.window_refusal = Some(("42P20", "window functions are not allowed in HAVING"));
         let having = select.having.as_ref().map(|having| self.bind_expr(having, &scope)).transpose()?;
+        self.window_refusal = None;
 
         // ORDER BY terms: an output column, or an expression over the FROM columns.
         enum OrderTerm {
@@ -927,6 +960,7 @@ impl<'c> Binder<'c> {
             });
         }
 
+        self.window_refusal = Some(("42P20", "window functions are not allowed in GROUP BY"));
         let mut group_exprs = Vec::new();
         for expr in &group_by {
             let position = match expr {
@@ -942,6 +976,9 @@ impl<'c> Binder<'c> {
                 Some(index) => {
                     if items[index].0.contains_aggregate() {
                         return Err(Error::grouping("aggregate functions are not allowed in GROUP BY"));
+                    }
+                    if items[index].0.contains_window() {
+                        return Err(Error::new("42P20", "window functions are not allowed in GROUP BY"));
                     }
                     items[index].0.clone()
                 }
@@ -977,11 +1014,10 @@ impl<'c> Binder<'c> {
                 project.iter().chain(having.iter()).chain(order_exprs.iter().flatten()).any(has_correlated_subquery);
             let mut aggregates: Vec<AggregateCall> = Vec::new();
             let group_row = correlated_output.then(|| {
-                aggregates.extend((0..plan.width()).map(|column| AggregateCall {
-                    function: AggregateFunction::First,
-                    args: vec![Expr::Column(column)],
-                    distinct: false,
-                }));
+                aggregates.extend(
+                    (0..plan.width())
+                        .map(|column| AggregateCall::plain(AggregateFunction::First, vec![Expr::Column(column)])),
+                );
                 group_exprs.len()
             });
             let mut lift = |expr: Expr| lift_aggregates(expr, &group_exprs, &mut aggregates, group_row);
@@ -994,6 +1030,19 @@ impl<'c> Binder<'c> {
             }
         } else if having.is_some() {
             return Err(Error::grouping("a GROUP BY clause is required before HAVING"));
+        }
+        // Window functions run over the (grouped) rows, before the output is computed.
+        let mut windows = Vec::new();
+        if self.window_calls > window_calls_before {
+            let base = plan.width();
+            project = project.into_iter().map(|expr| extract_windows(expr, base, &mut windows)).collect();
+            order_exprs = order_exprs
+                .into_iter()
+                .map(|expr| expr.map(|expr| extract_windows(expr, base, &mut windows)))
+                .collect();
+        }
+        if !windows.is_empty() {
+            plan = Plan::Window { input: Box::new(plan), calls: windows };
         }
 
         // Hidden columns for ORDER BY expressions that are not in the select list.
@@ -1553,12 +1602,6 @@ impl<'c> Binder<'c> {
             Some(ast::ObjectNamePart::Identifier(ident)) => lower(ident),
             _ => return Err(Error::syntax(format!("bad function name {}", function.name))),
         };
-        if function.over.is_some() {
-            return Err(Error::unsupported("window functions"));
-        }
-        if function.filter.is_some() {
-            return Err(Error::unsupported("FILTER clauses"));
-        }
         let (args, distinct, star) = match &function.args {
             ast::FunctionArguments::None => (Vec::new(), false, false),
             ast::FunctionArguments::Subquery(query) if name == "array" => {
@@ -1599,19 +1642,22 @@ impl<'c> Binder<'c> {
             }
             _ => None,
         };
+        if function.over.is_some() {
+            return self.bind_window_call(&name, function, &args, aggregate, distinct, scope);
+        }
         if let Some(aggregate) = aggregate {
-            let mut bound = Vec::new();
-            for arg in &args {
-                let expr = self.bind_expr(arg, scope)?;
-                if expr.contains_aggregate() {
-                    return Err(Error::grouping("aggregate function calls cannot be nested"));
-                }
-                bound.push(expr);
-            }
+            let refusal =
+                self.window_refusal.replace(("42803", "aggregate function calls cannot contain window function calls"));
+            let bound = self.bind_aggregate_args(&args, function.filter.as_deref(), scope);
+            self.window_refusal = refusal;
+            let (bound, filter) = bound?;
             if distinct && bound.len() != 1 {
                 return Err(Error::syntax("DISTINCT aggregates must have exactly one argument"));
             }
-            return Ok(Expr::Aggregate(Box::new(AggregateCall { function: aggregate, args: bound, distinct })));
+            return Ok(Expr::Aggregate(Box::new(AggregateCall { function: aggregate, args: bound, distinct, filter })));
+        }
+        if function.filter.is_some() {
+            return Err(Error::new("42809", format!("FILTER specified, but {name} is not an aggregate function")));
         }
         if star || distinct {
             return Err(Error::syntax(format!("{name}() does not take * or DISTINCT")));
@@ -1652,6 +1698,21 @@ impl<'c> Binder<'c> {
         }
         let bound = args.iter().map(|arg| self.bind_expr(arg, scope)).collect::<Result<Vec<_>>>()?;
         Ok(Expr::Function(scalar, bound))
+    }
+
+    /// An aggregate's arguments and FILTER condition, which may not contain aggregates.
+    fn bind_aggregate_args(
+        &mut self,
+        args: &[&ast::Expr],
+        filter: Option<&ast::Expr>,
+        scope: &Scope,
+    ) -> Result<(Vec<Expr>, Option<Box<Expr>>)> {
+        let bound = args.iter().map(|arg| self.bind_expr(arg, scope)).collect::<Result<Vec<_>>>()?;
+        let filter = filter.map(|filter| self.bind_expr(filter, scope)).transpose()?;
+        if bound.iter().chain(&filter).any(Expr::contains_aggregate) {
+            return Err(Error::grouping("aggregate function calls cannot be nested"));
+        }
+        Ok((bound, filter.map(Box::new)))
     }
 
     /// `ARRAY(subquery)`: the subquery's values as an array literal (`{}` when it has no rows).
@@ -1868,7 +1929,7 @@ fn derived_columns(
         .collect())
 }
 
-fn sort_key(expr: Expr, options: &ast::OrderByOptions) -> SortKey {
+pub(crate) fn sort_key(expr: Expr, options: &ast::OrderByOptions) -> SortKey {
     let descending = options.asc == Some(false);
     // SQLite and Tern: NULLs sort first ascending, last descending, unless told otherwise.
     let nulls_first = options.nulls_first.unwrap_or(!descending);
@@ -1898,6 +1959,16 @@ fn scan_order_satisfies(plan: &mut Plan, keys: &[SortKey]) -> bool {
     }
     *reverse = descending;
     true
+}
+
+/// A WINDOW clause names each window once.
+fn check_named_windows(windows: &[ast::NamedWindowDefinition]) -> Result<()> {
+    for (at, definition) in windows.iter().enumerate() {
+        if windows[..at].iter().any(|earlier| lower(&earlier.0) == lower(&definition.0)) {
+            return Err(Error::new("42P20", format!("window \"{}\" is already defined", lower(&definition.0))));
+        }
+    }
+    Ok(())
 }
 
 pub fn split_conjuncts(expr: Expr, out: &mut Vec<Expr>) {
@@ -1950,10 +2021,9 @@ fn lift_aggregates(
     };
     match expr {
         Expr::Aggregate(call) => add(*call, aggregates),
-        Expr::Column(index) => add(
-            AggregateCall { function: AggregateFunction::AnyValue, args: vec![Expr::Column(index)], distinct: false },
-            aggregates,
-        ),
+        Expr::Column(index) => {
+            add(AggregateCall::plain(AggregateFunction::AnyValue, vec![Expr::Column(index)]), aggregates)
+        }
         Expr::ScalarSubquery(subquery) => Expr::ScalarSubquery(regroup(subquery)),
         Expr::Exists { subquery, negated } => Expr::Exists { subquery: regroup(subquery), negated },
         Expr::InSubquery { expr, subquery, negated } => Expr::InSubquery {
@@ -1961,7 +2031,9 @@ fn lift_aggregates(
             subquery: regroup(subquery),
             negated,
         },
-        other => other.map_children(&mut |child| lift_aggregates(child, group_by, aggregates, group_row)),
+        other => crate::limits::with_stack(|| {
+            other.map_children(&mut |child| lift_aggregates(child, group_by, aggregates, group_row))
+        }),
     }
 }
 

@@ -145,6 +145,7 @@ fn reads_no_row(expr: &Expr) -> bool {
                 | Expr::Exists { .. }
                 | Expr::ScalarSubquery(_)
                 | Expr::Aggregate(_)
+                | Expr::Window(_)
         ) {
             pure = false;
         }

@@ -9,7 +9,7 @@
 
 use crate::catalog::TableDef;
 use crate::functions::ScalarFunction;
-use crate::plan::{Access, AggregateFunction, BinaryOp, CastType, Expr, Plan, UnaryOp};
+use crate::plan::{Access, AggregateFunction, BinaryOp, CastType, Expr, Plan, UnaryOp, WindowFunction};
 use crate::value::{Affinity, Value};
 
 /// The expected type of a result column or parameter.
@@ -129,21 +129,36 @@ impl Inference {
                 let mut types: Vec<SqlType> = group_by.iter().map(|expr| self.expr(expr, &input_types)).collect();
                 for call in aggregates {
                     let args: Vec<SqlType> = call.args.iter().map(|arg| self.expr(arg, &input_types)).collect();
-                    let first = args.first().cloned().unwrap_or(SqlType::Unknown);
+                    if let Some(filter) = &call.filter {
+                        self.expr(filter, &input_types);
+                    }
+                    types.push(aggregate_type(call.function, args.first()));
+                }
+                types
+            }
+            Plan::Window { input, calls } => {
+                let mut types = self.plan(input);
+                let input_types = types.clone();
+                for call in calls {
+                    let args: Vec<SqlType> = call.args.iter().map(|arg| self.expr(arg, &input_types)).collect();
+                    for expr in call.filter.iter().chain(&call.window.partition_by) {
+                        self.expr(expr, &input_types);
+                    }
+                    for key in &call.window.order_by {
+                        self.expr(&key.expr, &input_types);
+                    }
                     types.push(match call.function {
-                        AggregateFunction::Count | AggregateFunction::CountStar => SqlType::Integer,
-                        AggregateFunction::Total | AggregateFunction::Avg => SqlType::Real,
-                        AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg => SqlType::Text,
-                        AggregateFunction::Sum => match first.kind() {
-                            SqlType::Integer => SqlType::Integer,
-                            SqlType::Decimal => SqlType::Decimal,
-                            SqlType::Real => SqlType::Real,
-                            _ => SqlType::Unknown,
-                        },
-                        AggregateFunction::Min
-                        | AggregateFunction::Max
-                        | AggregateFunction::AnyValue
-                        | AggregateFunction::First => first,
+                        WindowFunction::RowNumber
+                        | WindowFunction::Rank
+                        | WindowFunction::DenseRank
+                        | WindowFunction::Ntile => SqlType::Integer,
+                        WindowFunction::PercentRank | WindowFunction::CumeDist => SqlType::Real,
+                        WindowFunction::Lag
+                        | WindowFunction::Lead
+                        | WindowFunction::FirstValue
+                        | WindowFunction::LastValue
+                        | WindowFunction::NthValue => args.first().cloned().unwrap_or(SqlType::Unknown),
+                        WindowFunction::Aggregate(function) => aggregate_type(function, args.first()),
                     });
                 }
                 types
@@ -255,7 +270,7 @@ impl Inference {
                 Value::Blob(_) => SqlType::Blob,
             },
             Expr::Column(index) => input.get(*index).cloned().unwrap_or(SqlType::Unknown),
-            Expr::Outer { .. } | Expr::Param(_) | Expr::Aggregate(_) => SqlType::Unknown,
+            Expr::Outer { .. } | Expr::Param(_) | Expr::Aggregate(_) | Expr::Window(_) => SqlType::Unknown,
             Expr::Unary(op, inner) => {
                 let inner = self.expr(inner, input);
                 match op {
@@ -403,5 +418,24 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
             args.iter().find(|kind| **kind != SqlType::Unknown).cloned().unwrap_or(SqlType::Unknown)
         }
         _ => SqlType::Unknown,
+    }
+}
+
+/// The type an aggregate returns given its first argument's.
+fn aggregate_type(function: AggregateFunction, first: Option<&SqlType>) -> SqlType {
+    let first = first.cloned().unwrap_or(SqlType::Unknown);
+    match function {
+        AggregateFunction::Count | AggregateFunction::CountStar => SqlType::Integer,
+        AggregateFunction::Total | AggregateFunction::Avg => SqlType::Real,
+        AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg => SqlType::Text,
+        AggregateFunction::Sum => match first.kind() {
+            SqlType::Integer => SqlType::Integer,
+            SqlType::Decimal => SqlType::Decimal,
+            SqlType::Real => SqlType::Real,
+            _ => SqlType::Unknown,
+        },
+        AggregateFunction::Min | AggregateFunction::Max | AggregateFunction::AnyValue | AggregateFunction::First => {
+            first
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! exhausting memory. Table scans read the key-value store in chunks, so that expressions
 //! evaluated between chunks (correlated subqueries) can read it too.
 
+use crate::aggregate::Accumulator;
 use crate::catalog::{IndexDef, TableDef};
 use crate::codec::{self, decode_row, encode_key, object_prefix, prefix_end};
 use crate::error::{Error, Result};
@@ -293,7 +294,7 @@ impl<'t> Executor<'t> {
         Ok(())
     }
 
-    fn charge(&self, bytes: usize) -> Result<()> {
+    pub(crate) fn charge(&self, bytes: usize) -> Result<()> {
         self.check_interrupt()?;
         let used = self.memory_used.get() + bytes;
         self.memory_used.set(used);
@@ -759,6 +760,10 @@ impl<'t> Executor<'t> {
                 Ok(output)
             }
             Plan::Aggregate { input, group_by, aggregates } => self.run_aggregate(input, group_by, aggregates, outer),
+            Plan::Window { input, calls } => {
+                let rows = self.run(input, outer)?;
+                crate::window::run(self, rows, calls, outer)
+            }
             Plan::Sort { input, keys, limit } => {
                 let rows = self.run(input, outer)?;
                 let limit = match limit {
@@ -1133,36 +1138,7 @@ impl<'t> Executor<'t> {
             let sort_values = keys.iter().map(|key| self.eval(&key.expr, &env)).collect::<Result<Vec<_>>>()?;
             keyed.push((sort_values, row));
         }
-        let compare = |a: &(Vec<Value>, Row), b: &(Vec<Value>, Row)| -> Ordering {
-            for (index, key) in keys.iter().enumerate() {
-                let (x, y) = (&a.0[index], &b.0[index]);
-                let order = match (x.is_null(), y.is_null()) {
-                    (true, true) => Ordering::Equal,
-                    (true, false) => {
-                        if key.nulls_first {
-                            Ordering::Less
-                        } else {
-                            Ordering::Greater
-                        }
-                    }
-                    (false, true) => {
-                        if key.nulls_first {
-                            Ordering::Greater
-                        } else {
-                            Ordering::Less
-                        }
-                    }
-                    (false, false) => {
-                        let order = x.total_cmp(y);
-                        if key.descending { order.reverse() } else { order }
-                    }
-                };
-                if order != Ordering::Equal {
-                    return order;
-                }
-            }
-            Ordering::Equal
-        };
+        let compare = |a: &(Vec<Value>, Row), b: &(Vec<Value>, Row)| compare_sort_values(keys, &a.0, &b.0);
         // Top-k: partition around the k-th row, then sort only the first k.
         if let Some(limit) = limit
             && limit < keyed.len()
@@ -1446,8 +1422,30 @@ impl<'t> Executor<'t> {
                 }
             },
             Expr::Aggregate(_) => return Err(Error::grouping("misuse of aggregate function")),
+            Expr::Window(_) => return Err(Error::new("42P20", "misuse of window function")),
         })
     }
+}
+
+/// The order of two rows' sort-key values under `keys` (direction, NULL placement).
+pub(crate) fn compare_sort_values(keys: &[SortKey], a: &[Value], b: &[Value]) -> Ordering {
+    for ((key, x), y) in keys.iter().zip(a).zip(b) {
+        let order = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) if key.nulls_first => Ordering::Less,
+            (true, false) => Ordering::Greater,
+            (false, true) if key.nulls_first => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            (false, false) => {
+                let order = x.total_cmp(y);
+                if key.descending { order.reverse() } else { order }
+            }
+        };
+        if order != Ordering::Equal {
+            return order;
+        }
+    }
+    Ordering::Equal
 }
 
 fn bound_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
@@ -1517,243 +1515,6 @@ fn set_operation(op: SetOperator, all: bool, left: Vec<Row>, right: Vec<Row>) ->
     }
 }
 
-/// The running state of one aggregate in one group.
-enum Accumulator {
-    Count {
-        count: i64,
-        distinct: Option<HashSet<Vec<u8>>>,
-        star: bool,
-    },
-    Sum {
-        integer: i64,
-        real: f64,
-        is_real: bool,
-        /// The exact sum once a decimal was added (and no real).
-        exact: Option<crate::decimal::Decimal>,
-        overflowed: bool,
-        any: bool,
-        total: bool,
-        average: bool,
-        count: i64,
-        distinct: Option<HashSet<Vec<u8>>>,
-    },
-    Extreme {
-        best: Value,
-        max: bool,
-    },
-    Concat {
-        text: String,
-        any: bool,
-        distinct: Option<HashSet<Vec<u8>>>,
-    },
-    Array {
-        /// Each element's text, `None` for NULL.
-        elements: Vec<Option<String>>,
-        distinct: Option<HashSet<Vec<u8>>>,
-    },
-    Any(Value),
-    First(Option<Value>),
-}
-
-impl Accumulator {
-    fn new(call: &AggregateCall) -> Accumulator {
-        let distinct = || if call.distinct { Some(HashSet::new()) } else { None };
-        match call.function {
-            AggregateFunction::CountStar => Accumulator::Count { count: 0, distinct: None, star: true },
-            AggregateFunction::Count => Accumulator::Count { count: 0, distinct: distinct(), star: false },
-            AggregateFunction::Sum | AggregateFunction::Total | AggregateFunction::Avg => Accumulator::Sum {
-                integer: 0,
-                real: 0.0,
-                is_real: false,
-                exact: None,
-                overflowed: false,
-                any: false,
-                total: call.function == AggregateFunction::Total,
-                average: call.function == AggregateFunction::Avg,
-                count: 0,
-                distinct: distinct(),
-            },
-            AggregateFunction::Min => Accumulator::Extreme { best: Value::Null, max: false },
-            AggregateFunction::Max => Accumulator::Extreme { best: Value::Null, max: true },
-            AggregateFunction::GroupConcat => {
-                Accumulator::Concat { text: String::new(), any: false, distinct: distinct() }
-            }
-            AggregateFunction::ArrayAgg => Accumulator::Array { elements: Vec::new(), distinct: distinct() },
-            AggregateFunction::AnyValue => Accumulator::Any(Value::Null),
-            AggregateFunction::First => Accumulator::First(None),
-        }
-    }
-
-    fn first_time(distinct: &mut Option<HashSet<Vec<u8>>>, value: &Value) -> bool {
-        match distinct {
-            Some(seen) => {
-                let mut key = Vec::new();
-                codec::encode_key_value(value, &mut key);
-                seen.insert(key)
-            }
-            None => true,
-        }
-    }
-
-    /// Adds one row's arguments. Returns whether a min/max took a new best value.
-    fn add(&mut self, args: Vec<Value>) -> Result<bool> {
-        let value = args.first().cloned().unwrap_or(Value::Null);
-        match self {
-            Accumulator::Count { count, star: true, .. } => *count += 1,
-            Accumulator::Count { count, distinct, .. } => {
-                if !value.is_null() && Self::first_time(distinct, &value) {
-                    *count += 1;
-                }
-            }
-            Accumulator::Sum { integer, real, is_real, exact, overflowed, any, count, distinct, .. } => {
-                if value.is_null() || !Self::first_time(distinct, &value) {
-                    return Ok(false);
-                }
-                *any = true;
-                *count += 1;
-                // SQLite: the sum is an integer only while every input is one; text that reads
-                // entirely as an integer counts as one, any other text as a real.
-                let value = match value {
-                    Value::Text(_) | Value::Blob(_) => {
-                        let text = value.to_text();
-                        match crate::value::parse_number(&text) {
-                            Some(Value::Integer(number)) => Value::Integer(number),
-                            _ => value.cast_real(),
-                        }
-                    }
-                    other => other,
-                };
-                match value {
-                    Value::Integer(number) if !*is_real && exact.is_some() => {
-                        let sum = exact.unwrap_or_default();
-                        *exact = crate::decimal::checked('+', sum, number.into())?;
-                    }
-                    Value::Decimal(number) if !*is_real => {
-                        let sum = exact.unwrap_or_else(|| (*integer).into());
-                        *exact = crate::decimal::checked('+', sum, number)?;
-                    }
-                    Value::Decimal(number) => *real += crate::decimal::to_f64(&number),
-                    Value::Integer(number) if !*is_real => match integer.checked_add(number) {
-                        Some(sum) => *integer = sum,
-                        None => {
-                            *overflowed = true;
-                            *is_real = true;
-                            *real = *integer as f64 + number as f64;
-                        }
-                    },
-                    Value::Integer(number) => *real += number as f64,
-                    Value::Real(number) => {
-                        if !*is_real {
-                            *is_real = true;
-                            *real = match exact.take() {
-                                Some(sum) => crate::decimal::to_f64(&sum),
-                                None => *integer as f64,
-                            };
-                        }
-                        *real += number;
-                    }
-                    _ => {}
-                }
-            }
-            Accumulator::Extreme { best, max } => {
-                if value.is_null() {
-                    return Ok(false);
-                }
-                let order = value.total_cmp(best);
-                if best.is_null() || (*max && order == Ordering::Greater) || (!*max && order == Ordering::Less) {
-                    *best = value;
-                    return Ok(true);
-                }
-            }
-            Accumulator::Concat { text, any, distinct } => {
-                if value.is_null() || !Self::first_time(distinct, &value) {
-                    return Ok(false);
-                }
-                if *any {
-                    match args.get(1) {
-                        Some(separator) => text.push_str(&separator.to_text()),
-                        None => text.push(','),
-                    }
-                }
-                *any = true;
-                let value = functions::text_of(&value);
-                if text.len() + value.len() > crate::limits::MAX_VALUE_BYTES {
-                    return Err(Error::value_too_large(text.len() + value.len()));
-                }
-                text.push_str(&value);
-            }
-            Accumulator::Array { elements, distinct } => {
-                if Self::first_time(distinct, &value) {
-                    elements.push((!value.is_null()).then(|| functions::text_of(&value)));
-                }
-            }
-            Accumulator::Any(current) => {
-                if current.is_null() {
-                    *current = value;
-                }
-            }
-            Accumulator::First(first) => {
-                if first.is_none() {
-                    *first = Some(value);
-                }
-            }
-        }
-        Ok(false)
-    }
-
-    fn finish(self) -> Result<Value> {
-        Ok(match self {
-            Accumulator::Count { count, .. } => Value::Integer(count),
-            Accumulator::Sum { integer, real, is_real, exact, overflowed, any, total, average, count, .. } => {
-                if let (Some(sum), false) = (exact, is_real) {
-                    return Ok(if average {
-                        crate::decimal::divide(sum, count.into())?.map_or(Value::Null, Value::Decimal)
-                    } else if total {
-                        Value::Real(crate::decimal::to_f64(&sum))
-                    } else {
-                        Value::Decimal(sum)
-                    });
-                }
-                if average {
-                    if !any {
-                        Value::Null
-                    } else {
-                        let sum = if is_real { real } else { integer as f64 };
-                        Value::Real(sum / count as f64)
-                    }
-                } else if total {
-                    Value::Real(if is_real { real } else { integer as f64 })
-                } else if !any {
-                    Value::Null
-                } else if overflowed {
-                    return Err(Error::numeric_out_of_range("integer overflow in sum()"));
-                } else if is_real {
-                    Value::Real(real)
-                } else {
-                    Value::Integer(integer)
-                }
-            }
-            Accumulator::Extreme { best, .. } => best,
-            Accumulator::Concat { text, any, .. } => {
-                if any {
-                    Value::Text(text)
-                } else {
-                    Value::Null
-                }
-            }
-            Accumulator::Array { elements, .. } => {
-                if elements.is_empty() {
-                    Value::Null
-                } else {
-                    Value::Text(crate::array::format(elements.iter().map(Option::as_deref)))
-                }
-            }
-            Accumulator::Any(value) => value,
-            Accumulator::First(value) => value.unwrap_or(Value::Null),
-        })
-    }
-}
-
 /// The groups of an aggregation being computed, fed one row at a time.
 struct Grouping {
     groups: HashMap<Vec<u8>, usize>,
@@ -1773,7 +1534,9 @@ const GROUPING_CHARGE_BYTES: usize = 64 * 1024;
 impl Grouping {
     fn new(aggregates: &[AggregateCall]) -> Grouping {
         let mut extremes = aggregates.iter().enumerate().filter(|(_, call)| {
-            matches!(call.function, AggregateFunction::Min | AggregateFunction::Max) && call.args.len() == 1
+            matches!(call.function, AggregateFunction::Min | AggregateFunction::Max)
+                && call.args.len() == 1
+                && call.filter.is_none()
         });
         let extreme = match (extremes.next(), extremes.next()) {
             (Some((index, _)), None) => Some(index),
@@ -1819,6 +1582,11 @@ impl Grouping {
             if Some(position) == self.extreme {
                 continue;
             }
+            if let Some(filter) = &call.filter
+                && exec.eval(filter, &env)?.truth() != Some(true)
+            {
+                continue;
+            }
             let args = call.args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
             if call.distinct || matches!(call.function, AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg) {
                 self.uncharged += row_bytes(&args);
@@ -1849,11 +1617,7 @@ impl Grouping {
             .zip(self.states)
             .map(|(mut key, states)| {
                 for state in states {
-                    // inf + -inf is NaN, which SQL has no value for: NULL (SQLite).
-                    key.push(match state.finish()? {
-                        Value::Real(real) if real.is_nan() => Value::Null,
-                        other => other,
-                    });
+                    key.push(state.finish()?);
                 }
                 Ok(key)
             })

@@ -15,6 +15,7 @@
 //! assert_eq!(rows, vec![vec![Value::Integer(2)]]);
 //! ```
 
+pub mod aggregate;
 pub mod array;
 pub mod bind;
 pub mod cache;
@@ -37,6 +38,7 @@ pub mod session;
 pub mod slt;
 pub mod system;
 pub mod value;
+pub mod window;
 
 pub use check::IntegrityReport;
 pub use describe::{Description, SqlType};

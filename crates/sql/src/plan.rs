@@ -116,6 +116,106 @@ pub struct AggregateCall {
     pub function: AggregateFunction,
     pub args: Vec<Expr>,
     pub distinct: bool,
+    /// `FILTER (WHERE ...)`: only rows where it is true are aggregated.
+    pub filter: Option<Box<Expr>>,
+}
+
+impl AggregateCall {
+    /// A call of `function` on `args`, without DISTINCT or FILTER.
+    pub fn plain(function: AggregateFunction, args: Vec<Expr>) -> AggregateCall {
+        AggregateCall { function, args, distinct: false, filter: None }
+    }
+}
+
+/// What an `OVER` clause calls: a ranking or value function, or any aggregate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowFunction {
+    RowNumber,
+    Rank,
+    DenseRank,
+    PercentRank,
+    CumeDist,
+    Ntile,
+    Lag,
+    Lead,
+    FirstValue,
+    LastValue,
+    NthValue,
+    Aggregate(AggregateFunction),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameUnits {
+    Rows,
+    Range,
+    Groups,
+}
+
+/// One end of a window frame. Offsets are expressions over no column of the row (constants,
+/// parameters, the enclosing query's columns), evaluated once per run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FrameBound {
+    UnboundedPreceding,
+    Preceding(Expr),
+    CurrentRow,
+    Following(Expr),
+    UnboundedFollowing,
+}
+
+/// `EXCLUDE ...`: rows taken out of every row's frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameExclusion {
+    NoOthers,
+    CurrentRow,
+    Group,
+    Ties,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowFrame {
+    pub units: FrameUnits,
+    pub start: FrameBound,
+    pub end: FrameBound,
+    pub exclusion: FrameExclusion,
+}
+
+/// A window: how rows are partitioned and ordered, and each row's frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Window {
+    pub partition_by: Vec<Expr>,
+    pub order_by: Vec<SortKey>,
+    pub frame: WindowFrame,
+}
+
+/// `function(args) [FILTER (WHERE filter)] OVER (window)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowCall {
+    pub function: WindowFunction,
+    pub args: Vec<Expr>,
+    /// For aggregates only: rows of the frame where it is not true are left out.
+    pub filter: Option<Expr>,
+    pub window: Window,
+}
+
+impl WindowCall {
+    /// The expressions evaluated on each input row (not the frame offsets).
+    fn row_exprs(&self) -> impl Iterator<Item = &Expr> {
+        self.args
+            .iter()
+            .chain(&self.filter)
+            .chain(&self.window.partition_by)
+            .chain(self.window.order_by.iter().map(|key| &key.expr))
+    }
+
+    fn map_row_exprs(mut self, f: &mut dyn FnMut(Expr) -> Expr) -> WindowCall {
+        self.args = std::mem::take(&mut self.args).into_iter().map(&mut *f).collect();
+        self.filter = self.filter.map(&mut *f);
+        self.window.partition_by = std::mem::take(&mut self.window.partition_by).into_iter().map(&mut *f).collect();
+        for key in &mut self.window.order_by {
+            key.expr = f(std::mem::replace(&mut key.expr, Expr::Literal(Value::Null)));
+        }
+        self
+    }
 }
 
 /// A subquery inside an expression.
@@ -192,6 +292,8 @@ pub enum Expr {
     Function(crate::functions::ScalarFunction, Vec<Expr>),
     /// Only while binding: replaced by a column of the aggregate's output.
     Aggregate(Box<AggregateCall>),
+    /// Only while binding: replaced by a column of the window operator's output.
+    Window(Box<WindowCall>),
 }
 
 impl Expr {
@@ -231,7 +333,8 @@ impl Expr {
                 }
             }
             Expr::Function(_, args) => args.iter().for_each(|arg| arg.walk(visit)),
-            Expr::Aggregate(call) => call.args.iter().for_each(|arg| arg.walk(visit)),
+            Expr::Aggregate(call) => call.args.iter().chain(call.filter.as_deref()).for_each(|arg| arg.walk(visit)),
+            Expr::Window(call) => call.row_exprs().for_each(|expr| expr.walk(visit)),
             Expr::Literal(_)
             | Expr::Column(_)
             | Expr::Outer { .. }
@@ -280,9 +383,11 @@ impl Expr {
             }
             Expr::Function(function, args) => Expr::Function(function, args.into_iter().map(f).collect()),
             Expr::Aggregate(mut call) => {
-                call.args = std::mem::take(&mut call.args).into_iter().map(f).collect();
+                call.args = std::mem::take(&mut call.args).into_iter().map(&mut *f).collect();
+                call.filter = call.filter.map(|filter| Box::new(f(*filter)));
                 Expr::Aggregate(call)
             }
+            Expr::Window(call) => Expr::Window(Box::new(call.map_row_exprs(f))),
             leaf => leaf,
         }
     }
@@ -303,7 +408,7 @@ impl Expr {
     pub fn is_row_independent(&self) -> bool {
         let mut independent = true;
         self.walk(&mut |expr| match expr {
-            Expr::Column(_) | Expr::Aggregate(_) => independent = false,
+            Expr::Column(_) | Expr::Aggregate(_) | Expr::Window(_) => independent = false,
             Expr::InSubquery { subquery, .. } | Expr::Exists { subquery, .. } | Expr::ScalarSubquery(subquery)
                 if subquery.correlated =>
             {
@@ -317,6 +422,12 @@ impl Expr {
     pub fn contains_aggregate(&self) -> bool {
         let mut found = false;
         self.walk(&mut |expr| found |= matches!(expr, Expr::Aggregate(_)));
+        found
+    }
+
+    pub fn contains_window(&self) -> bool {
+        let mut found = false;
+        self.walk(&mut |expr| found |= matches!(expr, Expr::Window(_)));
         found
     }
 
@@ -367,7 +478,7 @@ pub enum SetOperator {
     Except,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SortKey {
     pub expr: Expr,
     pub descending: bool,
@@ -425,6 +536,12 @@ pub enum Plan {
         right_filter: Option<Expr>,
         condition: Option<Expr>,
         kind: JoinKind,
+    },
+    /// Output: the input row followed by each call's value (see [`crate::window`]). Rows come
+    /// out in the order of the last window computed.
+    Window {
+        input: Box<Plan>,
+        calls: Vec<WindowCall>,
     },
     /// Output: the group-by values followed by the aggregates.
     Aggregate {
@@ -493,6 +610,7 @@ impl Plan {
             Plan::Join { left, right, .. } => left.width() + right.width(),
             Plan::LookupJoin { left, table, .. } => left.width() + table.columns.len(),
             Plan::Aggregate { group_by, aggregates, .. } => group_by.len() + aggregates.len(),
+            Plan::Window { input, calls } => input.width() + calls.len(),
             Plan::SetOperation { left, .. } => left.width(),
             Plan::Recursive { anchor, .. } => anchor.width(),
             Plan::WorkingTable { width, .. } => *width,
@@ -586,6 +704,10 @@ impl Plan {
                 let _ = writeln!(out, "{pad}HashAggregate groups={} aggregates={}", group_by.len(), aggregates.len());
                 input.explain_into(depth + 1, out, annotate);
             }
+            Plan::Window { input, calls } => {
+                let _ = writeln!(out, "{pad}Window calls={}", calls.len());
+                input.explain_into(depth + 1, out, annotate);
+            }
             Plan::Sort { input, keys, limit } => {
                 let _ = write!(out, "{pad}Sort keys={}", keys.len());
                 if let Some(limit) = limit {
@@ -664,6 +786,7 @@ impl fmt::Display for Expr {
                 write!(f, "{function:?}({})", list.join(", "))
             }
             Expr::Aggregate(call) => write!(f, "{:?}(..)", call.function),
+            Expr::Window(call) => write!(f, "{:?}(..) OVER (..)", call.function),
         }
     }
 }

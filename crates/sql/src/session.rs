@@ -329,7 +329,7 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
         .tokenize_with_location()
         .map_err(|error| Error::from(sqlparser::parser::ParserError::TokenizerError(error.to_string())))?;
     number_anonymous_parameters(&mut tokens);
-    let tokens = rewrite_sqlite_forms(tokens);
+    let tokens = crate::window::syntax::encode_exclusions(rewrite_sqlite_forms(tokens));
     check_chains(&tokens)?;
     let short = tokens.len() <= crate::limits::SHORT_STATEMENT_TOKENS;
     let parse = |tokens: Vec<sqlparser::tokenizer::TokenWithSpan>, depth: usize| -> Result<Vec<ast::Statement>> {
@@ -1316,7 +1316,7 @@ fn run_statement(
                     name: written_name(name).unwrap_or(view_name.clone()),
                     columns: names,
                     query: query.to_string(),
-                    sql: statement.to_string(),
+                    sql: crate::window::syntax::restore_exclusions(&statement.to_string()),
                 }),
             );
             *new_catalog = Some(changed);

@@ -503,6 +503,14 @@ fn a_view_with_a_deep_expression_is_stored_and_read() {
     assert_eq!(one(&db, "SELECT x FROM deep"), Value::Integer(900));
     rows(&db, "SELECT * FROM information_schema.views");
     rows(&db, "SELECT pg_get_viewdef('deep'::regclass)");
+    // The same with a window function in it, and with an aggregate (both lifted out of it).
+    let windowed = format!("CREATE VIEW deep_window AS SELECT {} + rank() OVER () AS x", chain("1", "+", 900));
+    session.execute(&windowed, &[]).unwrap();
+    assert_eq!(one(&db, "SELECT x FROM deep_window"), Value::Integer(901));
+    let grouped = format!("CREATE VIEW deep_group AS SELECT {} + count(*) AS x", chain("1", "+", 900));
+    session.execute(&grouped, &[]).unwrap();
+    assert_eq!(one(&db, "SELECT x FROM deep_group"), Value::Integer(901));
+    rows(&db, "SELECT * FROM information_schema.views");
 }
 
 #[test]

@@ -1,0 +1,260 @@
+//! Aggregate state: one accumulator per aggregate call and group (or window frame), fed one
+//! row's arguments at a time. Used by the executor's grouping and by window functions.
+
+use crate::codec;
+use crate::error::{Error, Result};
+use crate::functions;
+use crate::plan::{AggregateCall, AggregateFunction};
+use crate::value::Value;
+use std::cmp::Ordering;
+use std::collections::HashSet;
+
+/// The running state of one aggregate in one group.
+#[derive(Clone)]
+pub(crate) enum Accumulator {
+    Count {
+        count: i64,
+        distinct: Option<HashSet<Vec<u8>>>,
+        star: bool,
+    },
+    Sum {
+        integer: i64,
+        real: f64,
+        is_real: bool,
+        /// The exact sum once a decimal was added (and no real).
+        exact: Option<crate::decimal::Decimal>,
+        overflowed: bool,
+        any: bool,
+        total: bool,
+        average: bool,
+        count: i64,
+        distinct: Option<HashSet<Vec<u8>>>,
+    },
+    Extreme {
+        best: Value,
+        max: bool,
+    },
+    Concat {
+        text: String,
+        any: bool,
+        distinct: Option<HashSet<Vec<u8>>>,
+    },
+    Array {
+        /// Each element's text, `None` for NULL.
+        elements: Vec<Option<String>>,
+        distinct: Option<HashSet<Vec<u8>>>,
+    },
+    Any(Value),
+    First(Option<Value>),
+}
+
+impl Accumulator {
+    pub(crate) fn new(call: &AggregateCall) -> Accumulator {
+        Accumulator::of(call.function, call.distinct)
+    }
+
+    pub(crate) fn of(function: AggregateFunction, distinct: bool) -> Accumulator {
+        let distinct = || if distinct { Some(HashSet::new()) } else { None };
+        match function {
+            AggregateFunction::CountStar => Accumulator::Count { count: 0, distinct: None, star: true },
+            AggregateFunction::Count => Accumulator::Count { count: 0, distinct: distinct(), star: false },
+            AggregateFunction::Sum | AggregateFunction::Total | AggregateFunction::Avg => Accumulator::Sum {
+                integer: 0,
+                real: 0.0,
+                is_real: false,
+                exact: None,
+                overflowed: false,
+                any: false,
+                total: function == AggregateFunction::Total,
+                average: function == AggregateFunction::Avg,
+                count: 0,
+                distinct: distinct(),
+            },
+            AggregateFunction::Min => Accumulator::Extreme { best: Value::Null, max: false },
+            AggregateFunction::Max => Accumulator::Extreme { best: Value::Null, max: true },
+            AggregateFunction::GroupConcat => {
+                Accumulator::Concat { text: String::new(), any: false, distinct: distinct() }
+            }
+            AggregateFunction::ArrayAgg => Accumulator::Array { elements: Vec::new(), distinct: distinct() },
+            AggregateFunction::AnyValue => Accumulator::Any(Value::Null),
+            AggregateFunction::First => Accumulator::First(None),
+        }
+    }
+
+    fn first_time(distinct: &mut Option<HashSet<Vec<u8>>>, value: &Value) -> bool {
+        match distinct {
+            Some(seen) => {
+                let mut key = Vec::new();
+                codec::encode_key_value(value, &mut key);
+                seen.insert(key)
+            }
+            None => true,
+        }
+    }
+
+    /// Adds one row's arguments. Returns whether a min/max took a new best value.
+    pub(crate) fn add(&mut self, args: Vec<Value>) -> Result<bool> {
+        let value = args.first().cloned().unwrap_or(Value::Null);
+        match self {
+            Accumulator::Count { count, star: true, .. } => *count += 1,
+            Accumulator::Count { count, distinct, .. } => {
+                if !value.is_null() && Self::first_time(distinct, &value) {
+                    *count += 1;
+                }
+            }
+            Accumulator::Sum { integer, real, is_real, exact, overflowed, any, count, distinct, .. } => {
+                if value.is_null() || !Self::first_time(distinct, &value) {
+                    return Ok(false);
+                }
+                *any = true;
+                *count += 1;
+                // SQLite: the sum is an integer only while every input is one; text that reads
+                // entirely as an integer counts as one, any other text as a real.
+                let value = match value {
+                    Value::Text(_) | Value::Blob(_) => {
+                        let text = value.to_text();
+                        match crate::value::parse_number(&text) {
+                            Some(Value::Integer(number)) => Value::Integer(number),
+                            _ => value.cast_real(),
+                        }
+                    }
+                    other => other,
+                };
+                match value {
+                    Value::Integer(number) if !*is_real && exact.is_some() => {
+                        let sum = exact.unwrap_or_default();
+                        *exact = crate::decimal::checked('+', sum, number.into())?;
+                    }
+                    Value::Decimal(number) if !*is_real => {
+                        let sum = exact.unwrap_or_else(|| (*integer).into());
+                        *exact = crate::decimal::checked('+', sum, number)?;
+                    }
+                    Value::Decimal(number) => *real += crate::decimal::to_f64(&number),
+                    Value::Integer(number) if !*is_real => match integer.checked_add(number) {
+                        Some(sum) => *integer = sum,
+                        None => {
+                            *overflowed = true;
+                            *is_real = true;
+                            *real = *integer as f64 + number as f64;
+                        }
+                    },
+                    Value::Integer(number) => *real += number as f64,
+                    Value::Real(number) => {
+                        if !*is_real {
+                            *is_real = true;
+                            *real = match exact.take() {
+                                Some(sum) => crate::decimal::to_f64(&sum),
+                                None => *integer as f64,
+                            };
+                        }
+                        *real += number;
+                    }
+                    _ => {}
+                }
+            }
+            Accumulator::Extreme { best, max } => {
+                if value.is_null() {
+                    return Ok(false);
+                }
+                let order = value.total_cmp(best);
+                if best.is_null() || (*max && order == Ordering::Greater) || (!*max && order == Ordering::Less) {
+                    *best = value;
+                    return Ok(true);
+                }
+            }
+            Accumulator::Concat { text, any, distinct } => {
+                if value.is_null() || !Self::first_time(distinct, &value) {
+                    return Ok(false);
+                }
+                if *any {
+                    match args.get(1) {
+                        Some(separator) => text.push_str(&separator.to_text()),
+                        None => text.push(','),
+                    }
+                }
+                *any = true;
+                let value = functions::text_of(&value);
+                if text.len() + value.len() > crate::limits::MAX_VALUE_BYTES {
+                    return Err(Error::value_too_large(text.len() + value.len()));
+                }
+                text.push_str(&value);
+            }
+            Accumulator::Array { elements, distinct } => {
+                if Self::first_time(distinct, &value) {
+                    elements.push((!value.is_null()).then(|| functions::text_of(&value)));
+                }
+            }
+            Accumulator::Any(current) => {
+                if current.is_null() {
+                    *current = value;
+                }
+            }
+            Accumulator::First(first) => {
+                if first.is_none() {
+                    *first = Some(value);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// The aggregate's value. inf + -inf is NaN, which SQL has no value for: NULL (SQLite).
+    pub(crate) fn finish(self) -> Result<Value> {
+        Ok(match self.finish_raw()? {
+            Value::Real(real) if real.is_nan() => Value::Null,
+            other => other,
+        })
+    }
+
+    fn finish_raw(self) -> Result<Value> {
+        Ok(match self {
+            Accumulator::Count { count, .. } => Value::Integer(count),
+            Accumulator::Sum { integer, real, is_real, exact, overflowed, any, total, average, count, .. } => {
+                if let (Some(sum), false) = (exact, is_real) {
+                    return Ok(if average {
+                        crate::decimal::divide(sum, count.into())?.map_or(Value::Null, Value::Decimal)
+                    } else if total {
+                        Value::Real(crate::decimal::to_f64(&sum))
+                    } else {
+                        Value::Decimal(sum)
+                    });
+                }
+                if average {
+                    if !any {
+                        Value::Null
+                    } else {
+                        let sum = if is_real { real } else { integer as f64 };
+                        Value::Real(sum / count as f64)
+                    }
+                } else if total {
+                    Value::Real(if is_real { real } else { integer as f64 })
+                } else if !any {
+                    Value::Null
+                } else if overflowed {
+                    return Err(Error::numeric_out_of_range("integer overflow in sum()"));
+                } else if is_real {
+                    Value::Real(real)
+                } else {
+                    Value::Integer(integer)
+                }
+            }
+            Accumulator::Extreme { best, .. } => best,
+            Accumulator::Concat { text, any, .. } => {
+                if any {
+                    Value::Text(text)
+                } else {
+                    Value::Null
+                }
+            }
+            Accumulator::Array { elements, .. } => {
+                if elements.is_empty() {
+                    Value::Null
+                } else {
+                    Value::Text(crate::array::format(elements.iter().map(Option::as_deref)))
+                }
+            }
+            Accumulator::Any(value) => value,
+            Accumulator::First(value) => value.unwrap_or(Value::Null),
+        })
+    }
+}

@@ -1,0 +1,14 @@
+//! Window functions: `f(...) OVER (PARTITION BY ... ORDER BY ... frame)`.
+//!
+//! The binder lifts each call out of a query's select list and ORDER BY into a
+//! [`Plan::Window`](crate::plan::Plan::Window) operator that runs after grouping and HAVING and
+//! before the final projection ([`bind`]); the operator sorts its input once per distinct
+//! partitioning and ordering and appends one column per call ([`exec`]). Frames are ROWS,
+//! RANGE or GROUPS with any offsets and EXCLUDE ([`syntax`] carries EXCLUDE past the parser).
+//! The design note is `docs/design/sql.md` ("Window functions").
+
+pub mod bind;
+pub mod exec;
+pub mod syntax;
+
+pub use exec::run;
