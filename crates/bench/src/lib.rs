@@ -43,6 +43,7 @@ pub mod priority;
 pub mod python;
 pub mod report;
 pub mod scan;
+pub mod serial;
 pub mod timing;
 pub mod txn;
 pub mod ycsb;
@@ -92,6 +93,9 @@ pub enum Workload {
     /// SharedDB/FBX's priority classes: pgbench's transactions while best-effort clients scan,
     /// with the server's priority classes on and off.
     Priority(priority::PriorityArgs),
+    /// Inserts with keys from a SERIAL column's sequence against explicit keys (Tern) and
+    /// SQLite's INTEGER PRIMARY KEY, from 1 to --threads threads.
+    Serial(serial::SerialArgs),
     /// Insert and point-lookup rates from Python: the `tern` package against the `sqlite3`
     /// module (builds the package in release mode first).
     Python(python::PythonArgs),
@@ -113,6 +117,7 @@ impl Workload {
             Workload::Pgbench(_) => pgbench::NAME,
             Workload::Priority(_) => priority::NAME,
             Workload::Python(_) => python::NAME,
+            Workload::Serial(_) => serial::NAME,
         }
     }
 }
@@ -132,5 +137,6 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Workload::Pgbench(args) => pgbench::run(args).map(drop),
         Workload::Priority(args) => priority::run(args).map(drop),
         Workload::Python(args) => python::run(args).map(drop),
+        Workload::Serial(args) => serial::run(args).map(drop),
     }
 }

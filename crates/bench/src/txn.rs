@@ -79,7 +79,7 @@ impl Durability {
         }
     }
 
-    fn tern_setting(self) -> String {
+    pub(crate) fn tern_setting(self) -> String {
         match self {
             Durability::EveryCommit => {
                 "SyncPolicy::EveryCommit (the log is fsynced once per commit batch, before its transactions return)"

@@ -313,8 +313,13 @@ impl<'c> Binder<'c> {
             Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(limit.clone()), Some(offset.clone())),
         };
         let empty = Scope::new(Vec::new(), holder.parent);
-        let limit = limit.map(|limit| self.bind_expr(&limit, &empty)).transpose()?;
-        let offset = offset.map(|offset| self.bind_expr(&offset, &empty)).transpose()?;
+        let refusal = self.window_refusal.replace(("42P20", "window functions are not allowed in LIMIT or OFFSET"));
+        let bound = limit
+            .map(|limit| self.bind_expr(&limit, &empty))
+            .transpose()
+            .and_then(|limit| Ok((limit, offset.map(|offset| self.bind_expr(&offset, &empty)).transpose()?)));
+        self.window_refusal = refusal;
+        let (limit, offset) = bound?;
         if empty.correlated.get() {
             holder.correlated.set(true);
         }
@@ -405,12 +410,23 @@ impl<'c> Binder<'c> {
                 let scope = Scope::new(Vec::new(), holder.parent);
                 let width = values.rows.first().map_or(0, Vec::len);
                 let mut rows = Vec::new();
+                let refusal = self.window_refusal.replace(("42P20", "window functions are not allowed in VALUES"));
+                let mut bound = Ok(());
                 for row in &values.rows {
                     if row.len() != width {
-                        return Err(Error::syntax("all VALUES rows must have the same number of values"));
+                        bound = Err(Error::syntax("all VALUES rows must have the same number of values"));
+                        break;
                     }
-                    rows.push(row.iter().map(|expr| self.bind_expr(expr, &scope)).collect::<Result<Vec<_>>>()?);
+                    match row.iter().map(|expr| self.bind_expr(expr, &scope)).collect::<Result<Vec<_>>>() {
+                        Ok(row) => rows.push(row),
+                        Err(error) => {
+                            bound = Err(error);
+                            break;
+                        }
+                    }
                 }
+                self.window_refusal = refusal;
+                bound?;
                 if scope.correlated.get() {
                     holder.correlated.set(true);
                 }
@@ -1643,6 +1659,9 @@ impl<'c> Binder<'c> {
             _ => None,
         };
         if function.over.is_some() {
+            if star && aggregate.is_none() {
+                return Err(Error::syntax(format!("{name}(*) is not a window function call")));
+            }
             return self.bind_window_call(&name, function, &args, aggregate, distinct, scope);
         }
         if let Some(aggregate) = aggregate {
@@ -1790,6 +1809,35 @@ impl<'c> Binder<'c> {
                     .map(|(oid, name)| (text(&name), integer(oid)))
                     .collect();
                 lookup(lowered, pairs)
+            }
+            "pg_get_serial_sequence" => {
+                // The sequence a SERIAL or identity column owns, by 'table' (or 'public.table')
+                // and 'column'.
+                arity(2, 2)?;
+                let table = self.bind_expr(args[0], scope)?;
+                let column = self.bind_expr(args[1], scope)?;
+                let key = Expr::Function(
+                    ScalarFunction::Lower,
+                    vec![Expr::Binary(
+                        BinaryOp::Concat,
+                        Box::new(Expr::Binary(BinaryOp::Concat, Box::new(table), Box::new(text(".")))),
+                        Box::new(column),
+                    )],
+                );
+                let pairs = self
+                    .catalog
+                    .sequences
+                    .values()
+                    .filter_map(|def| def.owned_by.as_ref().map(|(table, column)| (table, column, &def.name)))
+                    .flat_map(|(table, column, sequence)| {
+                        let qualified = text(&format!("public.{sequence}"));
+                        [
+                            (text(&format!("{table}.{column}")), qualified.clone()),
+                            (text(&format!("public.{table}.{column}")), qualified),
+                        ]
+                    })
+                    .collect();
+                lookup(key, pairs)
             }
             "pg_get_constraintdef" | "pg_get_viewdef" => {
                 arity(1, 2)?;

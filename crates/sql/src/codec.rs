@@ -27,6 +27,16 @@ pub const CATALOG_KEY: &[u8] = &[0x00, b'c'];
 /// password verifier. Not visible to SQL.
 pub const ROLE_PREFIX: &[u8] = &[0x00, b'r'];
 
+/// Prefix of the sequences' current values: the sequence id (big-endian) follows.
+pub const SEQUENCE_PREFIX: &[u8] = &[0x00, b's'];
+
+/// The key of a sequence's current value.
+pub fn sequence_key(id: u32) -> Vec<u8> {
+    let mut key = SEQUENCE_PREFIX.to_vec();
+    key.extend_from_slice(&id.to_be_bytes());
+    key
+}
+
 /// The key prefix of a table's rows or an index's entries.
 pub fn object_prefix(id: u32) -> Vec<u8> {
     let mut prefix = Vec::with_capacity(24);

@@ -7,7 +7,7 @@
 //! [`execute`]; a prepared statement keeps the plan until the schema changes.
 
 use crate::bind::{Binder, OutputColumn, Scope, ScopeColumn, lower, object_name};
-use crate::catalog::{Catalog, IndexDef, TableDef};
+use crate::catalog::{Catalog, Identity, IndexDef, TableDef};
 use crate::codec::{encode_key, encode_row, object_prefix};
 use crate::error::{Error, Result};
 use crate::exec::{Env, Executor};
@@ -42,6 +42,8 @@ pub struct Target {
     table: Arc<TableDef>,
     indexes: Vec<Arc<IndexDef>>,
     checks: Vec<Expr>,
+    /// Each column's DEFAULT, bound once with the plan.
+    defaults: Vec<Option<Expr>>,
 }
 
 impl Target {
@@ -54,7 +56,20 @@ impl Target {
             let expr = crate::bind::parse_expr(check)?;
             checks.push(binder.bind_expr(&expr, &scope)?);
         }
-        Ok(Target { table, indexes, checks })
+        let defaults = table
+            .columns
+            .iter()
+            .map(|column| column.default.as_deref().map(crate::bind::bind_standalone_expr).transpose())
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Target { table, indexes, checks, defaults })
+    }
+
+    /// The value a column gets when an INSERT does not give one.
+    fn default_value(&self, exec: &Executor, column: usize) -> Result<Value> {
+        match &self.defaults[column] {
+            None => Ok(Value::Null),
+            Some(expr) => exec.default_value(&self.table, column, expr),
+        }
     }
 }
 
@@ -467,7 +482,8 @@ fn bind_insert(catalog: &Catalog, insert: &ast::Insert) -> Result<InsertPlan> {
     let source = match &insert.source {
         None => None, // INSERT ... DEFAULT VALUES
         Some(query) => {
-            let (plan, columns) = binder.bind_query(query, None)?;
+            let query = defaults_in_values(&table, &positions, query)?;
+            let (plan, columns) = binder.bind_query(&query, None)?;
             if columns.len() != positions.len() {
                 return Err(Error::syntax(format!(
                     "table {} has {} columns but {} values were supplied",
@@ -532,7 +548,7 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
         for (column, from) in source_of.iter().enumerate() {
             row.push(match from {
                 Some(at) => std::mem::replace(&mut source_row[*at], Value::Null),
-                None => exec.column_default(table, column)?,
+                None => target.default_value(exec, column)?,
             });
         }
         writer.validate(&mut row)?;
@@ -617,6 +633,54 @@ fn update_row(
 }
 
 /// UPDATE [OR ...] table SET ... [WHERE ...] [RETURNING ...].
+/// `DEFAULT` written where a value goes.
+fn is_default_keyword(expr: &ast::Expr) -> bool {
+    matches!(expr, ast::Expr::Identifier(ident) if ident.quote_style.is_none() && ident.value.eq_ignore_ascii_case("default"))
+}
+
+/// What `DEFAULT` stands for in a column: its DEFAULT expression, or NULL.
+fn column_default_expr(table: &TableDef, position: usize) -> Result<ast::Expr> {
+    match &table.columns[position].default {
+        Some(default) => crate::bind::parse_expr(default),
+        None => Ok(ast::Expr::value(ast::Value::Null)),
+    }
+}
+
+/// An INSERT's source with each `DEFAULT` in its VALUES replaced by the column's default, after
+/// checking that a `GENERATED ALWAYS` identity column is given only `DEFAULT` (428C9).
+fn defaults_in_values(table: &TableDef, positions: &[usize], query: &ast::Query) -> Result<ast::Query> {
+    let always: Vec<usize> =
+        (0..positions.len()).filter(|&at| table.columns[positions[at]].identity == Some(Identity::Always)).collect();
+    let refuse = |at: usize| {
+        let name = &table.columns[positions[at]].name;
+        Error::new(
+            "428C9",
+            format!("cannot insert a non-DEFAULT value into column \"{name}\": it is GENERATED ALWAYS AS IDENTITY"),
+        )
+    };
+    let ast::SetExpr::Values(values) = query.body.as_ref() else {
+        return match always.first() {
+            Some(&at) => Err(refuse(at)),
+            None => Ok(query.clone()),
+        };
+    };
+    let mut query = query.clone();
+    let mut values = values.clone();
+    for row in &mut values.rows {
+        for (at, expr) in row.iter_mut().enumerate() {
+            if is_default_keyword(expr) {
+                if let Some(&position) = positions.get(at) {
+                    *expr = column_default_expr(table, position)?;
+                }
+            } else if always.contains(&at) {
+                return Err(refuse(at));
+            }
+        }
+    }
+    query.body = Box::new(ast::SetExpr::Values(values));
+    Ok(query)
+}
+
 fn bind_update(catalog: &Catalog, statement: &ast::Statement) -> Result<UpdatePlan> {
     let ast::Statement::Update {
         table: table_ref,
@@ -645,7 +709,18 @@ fn bind_update(catalog: &Catalog, statement: &ast::Statement) -> Result<UpdatePl
     let mut bound = Vec::new();
     for assignment in assignments {
         let position = assignment_column(&table, &assignment.target)?;
-        bound.push((position, binder.bind_expr(&assignment.value, &scope)?));
+        let value = if is_default_keyword(&assignment.value) {
+            column_default_expr(&table, position)?
+        } else {
+            if table.columns[position].identity == Some(Identity::Always) {
+                return Err(Error::new(
+                    "428C9",
+                    format!("column \"{}\" can only be updated to DEFAULT", table.columns[position].name),
+                ));
+            }
+            assignment.value.clone()
+        };
+        bound.push((position, binder.bind_expr(&value, &scope)?));
     }
     let on_conflict = conflict_of(or)?;
     let returning = bind_returning(&mut binder, &table, returning_items)?;

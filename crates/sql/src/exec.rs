@@ -28,6 +28,15 @@ pub const SCAN_CHUNK_ROWS: usize = 256;
 /// whole tables and indexes instead.
 const MAX_KEYS_NOTED: usize = 64;
 
+/// What the sequence functions reach: the store (reservations commit on their own), the
+/// database's sequences, the session's taken values, and the statement's catalog.
+pub struct SequenceAccess<'t> {
+    pub db: &'t tern_txn::TxnDb,
+    pub sequences: &'t crate::sequence::Sequences,
+    pub session: &'t parking_lot::Mutex<crate::sequence::SessionSequences>,
+    pub catalog: &'t crate::catalog::Catalog,
+}
+
 /// The row an expression is evaluated on, and the rows of the enclosing queries.
 #[derive(Clone, Copy)]
 pub struct Env<'r> {
@@ -70,6 +79,7 @@ pub struct Executor<'t> {
     settings: Option<&'t crate::session::Settings>,
     /// The database's next hidden row id of each table, when it keeps them.
     rowids: Option<&'t crate::session::Rowids>,
+    sequences: Option<SequenceAccess<'t>>,
     /// The row id of the last row an INSERT of this statement stored (tables keyed by a row
     /// id: hidden, or an INTEGER PRIMARY KEY).
     inserted_rowid: Cell<Option<i64>>,
@@ -92,7 +102,7 @@ fn text_bytes(value: &Value) -> usize {
     }
 }
 
-fn row_bytes(row: &[Value]) -> usize {
+pub(crate) fn row_bytes(row: &[Value]) -> usize {
     row.iter()
         .map(|value| match value {
             Value::Text(text) => 32 + text.len(),
@@ -121,6 +131,7 @@ impl<'t> Executor<'t> {
             volatile: Cell::new(false),
             settings: None,
             rowids: None,
+            sequences: None,
             inserted_rowid: Cell::new(None),
         }
     }
@@ -222,6 +233,49 @@ impl<'t> Executor<'t> {
         Ok(Some(next))
     }
 
+    pub fn with_sequences(mut self, access: SequenceAccess<'t>) -> Executor<'t> {
+        self.sequences = Some(access);
+        self
+    }
+
+    /// Drops a sequence's stored value and what the database holds of it in memory.
+    pub fn forget_sequence(&self, id: u32) {
+        self.delete(crate::codec::sequence_key(id));
+        if let Some(access) = &self.sequences {
+            access.sequences.forget(id);
+        }
+    }
+
+    /// ALTER SEQUENCE ... RESTART: the next value is `value` once this transaction commits (the
+    /// definition's restart count tells the sequence to read it).
+    pub fn restart_sequence(&self, id: u32, value: i64) {
+        self.put(crate::codec::sequence_key(id), crate::sequence::generator::encode(value, false));
+    }
+
+    /// `nextval`, `currval`, `setval`, `lastval`.
+    fn sequence_function(&self, function: ScalarFunction, args: &[Value]) -> Result<Value> {
+        let access = self.sequences.as_ref().ok_or_else(|| Error::unsupported("sequences here"))?;
+        if function == ScalarFunction::LastVal {
+            return access.session.lock().lastval().map(Value::Integer);
+        }
+        if args.iter().any(Value::is_null) {
+            return Ok(Value::Null);
+        }
+        let def = crate::sequence::resolve(access.catalog, &args[0])?;
+        let value = match function {
+            ScalarFunction::NextVal => access.sequences.next_value(access.db, &def, access.session)?,
+            ScalarFunction::CurrVal => access.session.lock().currval(&def)?,
+            _ => {
+                let value = args[1].as_i64().ok_or_else(|| {
+                    Error::new("22P02", format!("invalid input syntax for type bigint: \"{}\"", args[1].to_text()))
+                })?;
+                let called = args.get(2).is_none_or(|called| called.truth() == Some(true));
+                access.sequences.set_value(access.db, &def, value, called, access.session)?
+            }
+        };
+        Ok(Value::Integer(value))
+    }
+
     pub fn with_settings(mut self, settings: &'t crate::session::Settings) -> Executor<'t> {
         self.settings = Some(settings);
         self
@@ -254,7 +308,7 @@ impl<'t> Executor<'t> {
         })
     }
 
-    fn check_interrupt(&self) -> Result<()> {
+    pub(crate) fn check_interrupt(&self) -> Result<()> {
         match self.interrupt {
             Some(flag) if flag.load(AtomicOrdering::Relaxed) => Err(Error::query_canceled()),
             _ => Ok(()),
@@ -640,10 +694,15 @@ impl<'t> Executor<'t> {
                         expr
                     }
                 };
-                let value = self.eval(&expr, &Env::new(&[], None))?;
-                table.columns[column].affinity.store(value)
+                self.default_value(table, column, &expr)
             }
         }
+    }
+
+    /// A column's bound DEFAULT evaluated and converted to the column's type.
+    pub fn default_value(&self, table: &TableDef, column: usize, expr: &Expr) -> Result<Value> {
+        let value = self.eval(expr, &Env::new(&[], None))?;
+        table.columns[column].affinity.store(value)
     }
 
     /// Index entry key and value for a row. Non-unique (or NULL-containing) entries end with
@@ -762,7 +821,7 @@ impl<'t> Executor<'t> {
             Plan::Aggregate { input, group_by, aggregates } => self.run_aggregate(input, group_by, aggregates, outer),
             Plan::Window { input, calls } => {
                 let rows = self.run(input, outer)?;
-                crate::window::run(self, rows, calls, outer)
+                crate::window::run(self, rows, input.width(), calls, outer)
             }
             Plan::Sort { input, keys, limit } => {
                 let rows = self.run(input, outer)?;
@@ -1417,6 +1476,10 @@ impl<'t> Executor<'t> {
                         | ScalarFunction::CurrentDatabase
                         | ScalarFunction::CurrentSchema
                         | ScalarFunction::CurrentUser => self.session_function(*function, &values)?,
+                        ScalarFunction::NextVal
+                        | ScalarFunction::CurrVal
+                        | ScalarFunction::SetVal
+                        | ScalarFunction::LastVal => self.sequence_function(*function, &values)?,
                         _ => functions::call(*function, &values)?,
                     }
                 }

@@ -86,6 +86,12 @@ pub enum ScalarFunction {
     QuoteIdent,
     /// `to_regtype(name)`: a type's OID, or NULL if there is no such type.
     ToRegtype,
+    /// `nextval(sequence)`, `currval(sequence)`, `setval(sequence, value [, is_called])`,
+    /// `lastval()` ([`crate::sequence`]): evaluated by the executor.
+    NextVal,
+    CurrVal,
+    SetVal,
+    LastVal,
 }
 
 impl ScalarFunction {
@@ -132,6 +138,10 @@ impl ScalarFunction {
             "datetime" => (DateTime, 1, many),
             "unixepoch" => (UnixEpoch, 1, many),
             "current_setting" => (CurrentSetting, 1, 2),
+            "nextval" => (NextVal, 1, 1),
+            "currval" => (CurrVal, 1, 1),
+            "setval" => (SetVal, 2, 3),
+            "lastval" => (LastVal, 0, 0),
             "version" => (Version, 0, 0),
             "current_database" | "current_catalog" => (CurrentDatabase, 0, 0),
             "current_schema" => (CurrentSchema, 0, 0),
@@ -177,6 +187,7 @@ pub fn is_volatile(function: ScalarFunction, args: &[Value]) -> bool {
     use ScalarFunction::*;
     match function {
         Random | CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser => true,
+        NextVal | CurrVal | SetVal | LastVal => true,
         Date | Time | DateTime | UnixEpoch => {
             matches!(args.first(), Some(Value::Text(text)) if text.trim().eq_ignore_ascii_case("now"))
         }
@@ -458,7 +469,8 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
                 crate::pgtype::oid_of_name(&name.to_text()).map_or(Value::Null, |oid| Value::Integer(i64::from(oid)))
             }
         },
-        CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser => {
+        CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser | NextVal | CurrVal | SetVal
+        | LastVal => {
             return Err(Error::internal("session functions are evaluated by the executor"));
         }
     })

@@ -34,6 +34,7 @@ pub mod lift;
 pub mod limits;
 pub mod pgtype;
 pub mod plan;
+pub mod sequence;
 pub mod session;
 pub mod slt;
 pub mod system;

@@ -57,6 +57,8 @@ struct Shared {
     cache: Option<ResultCache>,
     /// Hidden row ids handed out ([`crate::exec::Executor::allocate_rowid`]).
     rowids: Rowids,
+    /// Sequence values handed out ([`crate::sequence::generator`]).
+    sequences: crate::sequence::Sequences,
     options: Options,
 }
 
@@ -130,6 +132,7 @@ impl Database {
                 cache: (options.result_cache > 0)
                     .then(|| ResultCache::new(SlabConfig::for_memory(options.result_cache))),
                 rowids: Rowids::default(),
+                sequences: crate::sequence::Sequences::default(),
                 options,
             }),
         })
@@ -143,6 +146,7 @@ impl Database {
             interrupt: Arc::new(AtomicBool::new(false)),
             last_insert_rowid: None,
             texts: crate::lift::TextCache::default(),
+            sequence_values: parking_lot::Mutex::default(),
         }
     }
 
@@ -195,6 +199,8 @@ pub struct Session {
     interrupt: Arc<AtomicBool>,
     /// Statements sent as text, with their literals lifted ([`Session::prepare_text`]).
     texts: crate::lift::TextCache<Statement>,
+    /// The sequence values this session took (`currval`, `lastval`).
+    sequence_values: parking_lot::Mutex<crate::sequence::SessionSequences>,
 }
 
 /// Cancels what a [`Session`] is running, from any thread (SQLite's `sqlite3_interrupt`,
@@ -243,7 +249,7 @@ pub struct CachedPlan {
 
 enum BoundPlan {
     Query { plan: crate::plan::Plan, columns: Vec<String> },
-    Dml(dml::DmlPlan),
+    Dml(Box<dml::DmlPlan>),
 }
 
 impl Statement {
@@ -330,6 +336,8 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
         .map_err(|error| Error::from(sqlparser::parser::ParserError::TokenizerError(error.to_string())))?;
     number_anonymous_parameters(&mut tokens);
     let tokens = crate::window::syntax::encode_exclusions(rewrite_sqlite_forms(tokens));
+    let tokens =
+        crate::sequence::syntax::order_sequence_options(crate::sequence::syntax::encode_alter_sequence(tokens));
     check_chains(&tokens)?;
     let short = tokens.len() <= crate::limits::SHORT_STATEMENT_TOKENS;
     let parse = |tokens: Vec<sqlparser::tokenizer::TokenWithSpan>, depth: usize| -> Result<Vec<ast::Statement>> {
@@ -880,6 +888,7 @@ impl Session {
                         text,
                         explicit: true,
                         inserted,
+                        sequence_values: &self.sequence_values,
                     };
                     return run_in_transaction(&self.shared, open, run);
                 }
@@ -900,6 +909,7 @@ impl Session {
                         text,
                         explicit: false,
                         inserted,
+                        sequence_values: &self.sequence_values,
                     };
                     let result = run_in_transaction(&self.shared, &mut open, run)
                         .and_then(|outcome| self.commit(open).map(|_| outcome));
@@ -1077,6 +1087,7 @@ struct Run<'r> {
     explicit: bool,
     /// Where the row id of the last row the statement inserted goes.
     inserted: &'r std::cell::Cell<Option<i64>>,
+    sequence_values: &'r parking_lot::Mutex<crate::sequence::SessionSequences>,
 }
 
 /// The text a query's result is cached under: its normalized form, if it is a query whose
@@ -1087,8 +1098,9 @@ fn cache_text(statement: &ast::Statement) -> Option<String> {
     }
     let text = statement.to_string();
     let lower = text.to_ascii_lowercase();
-    const VOLATILE: [&str; 14] = [
+    const VOLATILE: [&str; 15] = [
         "random",
+        "val(", // nextval, currval, setval, lastval
         "version(",
         "'now'",
         "current_",
@@ -1107,7 +1119,7 @@ fn cache_text(statement: &ast::Statement) -> Option<String> {
 }
 
 fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>) -> Result<Outcome> {
-    let Run { statement, params, plan, interrupt, settings, text, explicit, inserted } = run;
+    let Run { statement, params, plan, interrupt, settings, text, explicit, inserted, sequence_values } = run;
     // The result cache serves queries of transactions that have written nothing (their own
     // writes would not be in a cached result).
     let owned_text;
@@ -1143,7 +1155,13 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
     let mut exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit)
         .with_interrupt(interrupt)
         .with_settings(settings)
-        .with_rowids(&shared.rowids);
+        .with_rowids(&shared.rowids)
+        .with_sequences(crate::exec::SequenceAccess {
+            db: &shared.db,
+            sequences: &shared.sequences,
+            session: sequence_values,
+            catalog: &catalog,
+        });
     if cache.is_some() {
         exec.record_reads();
     }
@@ -1222,9 +1240,9 @@ fn run_statement(
                         (BoundPlan::Query { plan, columns }, binder.parameter_count)
                     }
                     other => (
-                        BoundPlan::Dml(
+                        BoundPlan::Dml(Box::new(
                             dml::bind(catalog, other)?.ok_or_else(|| Error::internal("not a DML statement"))?,
-                        ),
+                        )),
                         parameter_count(&other.to_string()),
                     ),
                 };
@@ -1269,6 +1287,46 @@ fn run_statement(
             };
             let rows = text.lines().map(|line| vec![Value::Text(line.to_string())]).collect();
             Ok(Outcome::Rows { columns: vec![EXPLAIN_COLUMN.into()], rows })
+        }
+        ast::Statement::CreateSequence { temporary, if_not_exists, name, data_type, sequence_options, owned_by } => {
+            if *temporary {
+                return Err(Error::unsupported("temporary sequences"));
+            }
+            let mut changed = (**catalog).clone();
+            if let Some(ast::ObjectNamePart::Identifier(first)) = name.0.first()
+                && let Some(mark) = crate::sequence::syntax::alter_mark(&first.value)
+            {
+                let target = object_name(&ast::ObjectName(name.0[1..].to_vec()))?;
+                let (options, owner) = (sequence_options.as_slice(), owned_by.as_ref());
+                let altered = crate::sequence::ddl::alter_sequence(
+                    &mut changed,
+                    &target,
+                    &mark,
+                    data_type.as_ref(),
+                    options,
+                    owner,
+                )?;
+                if let Some((def, restart)) = altered {
+                    if let Some(value) = restart {
+                        exec.restart_sequence(def.id, value);
+                    }
+                    *new_catalog = Some(changed);
+                }
+                return Ok(Outcome::Done("ALTER SEQUENCE"));
+            }
+            let name = object_name(name)?;
+            let options = (data_type.as_ref(), sequence_options.as_slice(), owned_by.as_ref());
+            if crate::sequence::ddl::create_sequence(
+                &mut changed,
+                &name,
+                *if_not_exists,
+                options.0,
+                options.1,
+                options.2,
+            )? {
+                *new_catalog = Some(changed);
+            }
+            Ok(Outcome::Done("CREATE SEQUENCE"))
         }
         ast::Statement::CreateTable(create) => {
             let mut changed = (**catalog).clone();
@@ -1322,12 +1380,12 @@ fn run_statement(
             *new_catalog = Some(changed);
             Ok(Outcome::Done("CREATE VIEW"))
         }
-        ast::Statement::Drop { object_type, if_exists, names, .. } => {
+        ast::Statement::Drop { object_type, if_exists, names, cascade, .. } => {
             let mut changed = (**catalog).clone();
             let mut any = false;
             for name in names {
                 let name = object_name(name)?;
-                any |= drop_object(&mut changed, exec, *object_type, &name, *if_exists)?;
+                any |= drop_object(&mut changed, exec, *object_type, &name, *if_exists, *cascade)?;
             }
             if any {
                 *new_catalog = Some(changed);
@@ -1395,7 +1453,17 @@ fn first_words(sql: &str) -> String {
     sql.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
-fn column_def(column: &ast::ColumnDef) -> Result<(ColumnDef, bool, bool, Option<String>)> {
+/// A column definition's parts: the column, whether it is the primary key or unique, its CHECK,
+/// and the sequence it asks for (SERIAL, identity).
+struct ColumnParts {
+    def: ColumnDef,
+    primary: bool,
+    unique: bool,
+    check: Option<String>,
+    generated: Option<crate::sequence::ddl::Generated>,
+}
+
+fn column_def(column: &ast::ColumnDef) -> Result<ColumnParts> {
     let declared_type =
         if column.data_type == ast::DataType::Unspecified { String::new() } else { column.data_type.to_string() };
     crate::decimal::declared_precision(&declared_type)?;
@@ -1405,13 +1473,16 @@ fn column_def(column: &ast::ColumnDef) -> Result<(ColumnDef, bool, bool, Option<
         declared_type,
         not_null: false,
         default: None,
+        identity: None,
     };
     let (mut primary, mut unique, mut check) = (false, false, None);
+    let mut generated =
+        crate::sequence::ddl::serial_type(&def.declared_type).map(crate::sequence::ddl::Generated::Serial);
     for option in &column.options {
         match &option.option {
             ast::ColumnOption::Null => {}
             ast::ColumnOption::NotNull => def.not_null = true,
-            ast::ColumnOption::Default(expr) => def.default = Some(expr.to_string()),
+            ast::ColumnOption::Default(expr) => def.default = Some(crate::sequence::ddl::default_text(expr)),
             ast::ColumnOption::Unique { is_primary, .. } => {
                 if *is_primary {
                     primary = true;
@@ -1423,10 +1494,28 @@ fn column_def(column: &ast::ColumnDef) -> Result<(ColumnDef, bool, bool, Option<
             ast::ColumnOption::Collation(_) | ast::ColumnOption::Comment(_) => {}
             ast::ColumnOption::ForeignKey { .. } => {} // accepted, not enforced (as SQLite's default)
             ast::ColumnOption::DialectSpecific(_) => {} // AUTOINCREMENT and similar
+            ast::ColumnOption::Generated { generated_as, sequence_options, generation_expr: None, .. } => {
+                let identity = match generated_as {
+                    ast::GeneratedAs::Always => crate::catalog::Identity::Always,
+                    ast::GeneratedAs::ByDefault => crate::catalog::Identity::ByDefault,
+                    ast::GeneratedAs::ExpStored => return Err(Error::unsupported("generated columns")),
+                };
+                if generated.is_some() {
+                    return Err(Error::new(
+                        "42601",
+                        format!("multiple identity specifications for column \"{}\"", def.name),
+                    ));
+                }
+                let options = sequence_options.clone().unwrap_or_default();
+                generated = Some(crate::sequence::ddl::Generated::Identity(identity, options));
+            }
             other => return Err(Error::unsupported(format!("column option {other}"))),
         }
     }
-    Ok((def, primary, unique, check))
+    if generated.is_some() && def.default.is_some() {
+        return Err(Error::syntax(format!("both default and identity specified for column \"{}\"", def.name)));
+    }
+    Ok(ColumnParts { def, primary, unique, check, generated })
 }
 
 fn index_columns(table: &TableDef, columns: &[ast::IndexColumn]) -> Result<Vec<usize>> {
@@ -1477,7 +1566,10 @@ fn create_table(catalog: &mut Catalog, create: &ast::CreateTable) -> Result<bool
         if table.column_index(&column.name.value).is_some() {
             return Err(Error::duplicate_object(format!("duplicate column name: {}", column.name.value)));
         }
-        let (def, primary, unique, check) = column_def(column)?;
+        let ColumnParts { mut def, primary, unique, check, generated } = column_def(column)?;
+        if let Some(generated) = generated {
+            crate::sequence::ddl::attach_sequence(catalog, &name, &mut def, generated)?;
+        }
         table.columns.push(def);
         if primary {
             if !table.primary_key.is_empty() {
@@ -1506,8 +1598,13 @@ fn create_table(catalog: &mut Catalog, create: &ast::CreateTable) -> Result<bool
             other => return Err(Error::unsupported(format!("table constraint {other}"))),
         }
     }
+    // A column filled from a sequence keeps PostgreSQL's rules (an explicit NULL is 23502).
     if let [column] = table.primary_key.as_slice()
         && table.columns[*column].declared_type.eq_ignore_ascii_case("INTEGER")
+        && !table.columns[*column]
+            .default
+            .as_deref()
+            .is_some_and(|default| crate::sequence::ddl::sequence_of_default(default).is_some())
     {
         table.rowid_alias = Some(*column);
     }
@@ -1576,6 +1673,7 @@ fn drop_object(
     object_type: ast::ObjectType,
     name: &str,
     if_exists: bool,
+    cascade: bool,
 ) -> Result<bool> {
     match object_type {
         ast::ObjectType::Table => {
@@ -1588,6 +1686,16 @@ fn drop_object(
             dml::clear_table(catalog, exec, &table)?;
             catalog.indexes.retain(|_, index| index.table != name);
             catalog.tables.remove(name);
+            for id in crate::sequence::ddl::drop_owned(catalog, name) {
+                exec.forget_sequence(id);
+            }
+            Ok(true)
+        }
+        ast::ObjectType::Sequence => {
+            let Some(id) = crate::sequence::ddl::drop_sequence(catalog, name, if_exists, cascade)? else {
+                return Ok(false);
+            };
+            exec.forget_sequence(id);
             Ok(true)
         }
         ast::ObjectType::Index => {
@@ -1724,7 +1832,11 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
             if table.columns.len() >= crate::limits::MAX_COLUMNS {
                 return Err(too_many_columns());
             }
-            let (def, primary, unique, check) = column_def(column)?;
+            let ColumnParts { def, primary, unique, check, generated } = column_def(column)?;
+            if generated.is_some() {
+                // Rows already stored would each need a value of their own.
+                return Err(Error::unsupported("adding a SERIAL or identity column to an existing table"));
+            }
             if primary || unique {
                 return Err(Error::new("42000", "Cannot add a PRIMARY KEY or UNIQUE column"));
             }
@@ -1772,6 +1884,8 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
                 }
             };
             let table_name = table.name.to_ascii_lowercase();
+            let columns = (old.to_ascii_lowercase(), new_column_name.value.clone());
+            crate::sequence::ddl::rename_owner(catalog, &table_name, Some((&columns.0, &columns.1)), &table_name);
             for index in catalog.indexes.values_mut() {
                 if index.table == table_name && !index.constraint {
                     let mut renamed = (**index).clone();
@@ -1806,6 +1920,7 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
             // The stored texts name the table as it was written (quotes and case kept).
             let written = written.clone();
             let old = table.name.to_ascii_lowercase();
+            crate::sequence::ddl::rename_owner(catalog, &old, None, &new_name);
             for index in catalog.indexes.values_mut() {
                 if index.table == old {
                     let mut renamed = (**index).clone();

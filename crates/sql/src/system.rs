@@ -27,7 +27,7 @@
 //! inheritance, triggers, statistics objects) exist and are empty, so that client queries
 //! joining them bind and return what PostgreSQL returns for a database without such objects.
 
-use crate::catalog::{Catalog, ColumnDef, TableDef, ViewDef};
+use crate::catalog::{Catalog, ColumnDef, SequenceDef, TableDef, ViewDef};
 use crate::functions::ScalarFunction;
 use crate::pgtype;
 use crate::plan::Expr;
@@ -88,12 +88,13 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
         ("pg_catalog", "pg_trigger") => (PG_TRIGGER, Vec::new()),
         ("pg_catalog", "pg_description") => (PG_DESCRIPTION, Vec::new()),
         ("pg_catalog", "pg_rewrite") => (PG_REWRITE, Vec::new()),
-        ("pg_catalog", "pg_sequence") => (PG_SEQUENCE, Vec::new()),
+        ("pg_catalog", "pg_sequence") => (PG_SEQUENCE, pg_sequence(catalog)),
         ("pg_catalog", "pg_extension") => (PG_EXTENSION, Vec::new()),
         ("information_schema", "schemata") => (SCHEMATA, schemata()),
         ("information_schema", "tables") => (TABLES, listing().tables()),
         ("information_schema", "views") => (VIEWS, listing().views()),
         ("information_schema", "columns") => (COLUMNS, listing().columns()),
+        ("information_schema", "sequences") => (SEQUENCES, information_schema_sequences(catalog)),
         ("information_schema", "table_constraints") => (TABLE_CONSTRAINTS, listing().table_constraints()),
         ("information_schema", "key_column_usage") => (KEY_COLUMN_USAGE, listing().key_column_usage()),
         _ => return None,
@@ -109,6 +110,7 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
                 affinity: affinity_of(declared),
                 not_null: false,
                 default: None,
+                identity: None,
                 // The row key of a system table is its position; nothing is stored.
             })
             .collect(),
@@ -145,6 +147,7 @@ pub fn relation_names(catalog: &Catalog) -> Vec<(i64, String)> {
         catalog.indexes.values().map(|index| (FIRST_OBJECT_OID + i64::from(index.id), index.name.to_ascii_lowercase())),
     );
     names.extend(catalog.views.keys().map(|name| (view_oid(name), name.clone())));
+    names.extend(catalog.sequences.values().map(|def| (sequence_oid(def), def.name.to_ascii_lowercase())));
     names.extend(
         catalog
             .tables
@@ -170,7 +173,11 @@ pub fn definitions(catalog: &Catalog) -> Definitions {
             .iter()
             .map(|constraint| (constraint.oid, constraint.definition.clone()))
             .collect(),
-        views: catalog.views.iter().map(|(name, view)| (view_oid(name), view.query.clone())).collect(),
+        views: catalog
+            .views
+            .iter()
+            .map(|(name, view)| (view_oid(name), crate::window::syntax::restore_exclusions(&view.query)))
+            .collect(),
     }
 }
 
@@ -179,6 +186,58 @@ pub struct Definitions {
     pub indexes: Vec<(i64, String, Vec<String>)>,
     pub constraints: Vec<(i64, String)>,
     pub views: Vec<(i64, String)>,
+}
+
+/// The OID of a sequence (`'s'::regclass`, `pg_class.oid`).
+pub fn sequence_oid(def: &SequenceDef) -> i64 {
+    FIRST_OBJECT_OID + i64::from(def.id)
+}
+
+fn pg_sequence(catalog: &Catalog) -> Vec<Vec<Expr>> {
+    catalog
+        .sequences
+        .values()
+        .map(|def| {
+            vec![
+                int(sequence_oid(def)),
+                int(i64::from(pgtype::declared_oid(&def.data_type))),
+                int(def.start),
+                int(def.increment),
+                int(def.max),
+                int(def.min),
+                int(def.cache),
+                boolean(def.cycle),
+            ]
+        })
+        .collect()
+}
+
+fn information_schema_sequences(catalog: &Catalog) -> Vec<Vec<Expr>> {
+    catalog
+        .sequences
+        .values()
+        .map(|def| {
+            let bits = match def.data_type.as_str() {
+                "smallint" => 16,
+                "integer" => 32,
+                _ => 64,
+            };
+            qualified_row(
+                &def.name,
+                [
+                    text(&def.data_type),
+                    int(bits),
+                    int(2),
+                    int(0),
+                    text(def.start.to_string()),
+                    text(def.min.to_string()),
+                    text(def.max.to_string()),
+                    text(def.increment.to_string()),
+                    yes_no(def.cycle),
+                ],
+            )
+        })
+        .collect()
 }
 
 fn table_oid(table: &TableDef) -> i64 {
@@ -246,6 +305,32 @@ struct Attribute {
     declared: String,
     not_null: bool,
     default: Option<String>,
+    /// `pg_attribute.attidentity`: 'a' GENERATED ALWAYS, 'd' BY DEFAULT, '' none.
+    identity: &'static str,
+}
+
+impl Attribute {
+    fn plain(name: String, declared: String) -> Attribute {
+        Attribute { name, declared, not_null: false, default: None, identity: "" }
+    }
+
+    fn of_column(column: &ColumnDef, not_null: bool) -> Attribute {
+        let identity = match column.identity {
+            Some(crate::catalog::Identity::Always) => "a",
+            Some(crate::catalog::Identity::ByDefault) => "d",
+            None => "",
+        };
+        // PostgreSQL shows a SERIAL column's default with its regclass cast, and none for an
+        // identity column.
+        let default = match (&column.default, column.identity) {
+            (_, Some(_)) | (None, _) => None,
+            (Some(default), None) => Some(match crate::sequence::ddl::sequence_of_default(default) {
+                Some(sequence) => format!("nextval('{sequence}'::regclass)"),
+                None => default.clone(),
+            }),
+        };
+        Attribute { name: column.name.clone(), declared: column.declared_type.clone(), not_null, default, identity }
+    }
 }
 
 impl Attribute {
@@ -257,7 +342,7 @@ impl Attribute {
 struct Relation {
     oid: i64,
     name: String,
-    /// `pg_class.relkind`: 'r' table, 'v' view, 'i' index.
+    /// `pg_class.relkind`: 'r' table, 'v' view, 'i' index, 'S' sequence.
     kind: &'static str,
     attributes: Vec<Attribute>,
     checks: usize,
@@ -376,11 +461,8 @@ impl Listing {
                     .columns
                     .iter()
                     .enumerate()
-                    .map(|(position, column)| Attribute {
-                        name: column.name.clone(),
-                        declared: column.declared_type.clone(),
-                        not_null: column.not_null || table.primary_key.contains(&position),
-                        default: column.default.clone(),
+                    .map(|(position, column)| {
+                        Attribute::of_column(column, column.not_null || table.primary_key.contains(&position))
                     })
                     .collect(),
                 checks: table.checks.len(),
@@ -412,11 +494,8 @@ impl Listing {
                 attributes: index
                     .columns
                     .iter()
-                    .map(|(attnum, name)| Attribute {
-                        name: name.clone(),
-                        declared: table.columns[*attnum as usize - 1].declared_type.clone(),
-                        not_null: false,
-                        default: None,
+                    .map(|(attnum, name)| {
+                        Attribute::plain(name.clone(), table.columns[*attnum as usize - 1].declared_type.clone())
                     })
                     .collect(),
                 checks: 0,
@@ -427,17 +506,15 @@ impl Listing {
         for (name, view) in &catalog.views {
             let attributes = views(view)
                 .into_iter()
-                .map(|(name, affinity)| Attribute {
-                    name,
-                    declared: match affinity {
-                        Some(Affinity::Integer) => "bigint".into(),
-                        Some(Affinity::Real) => "double precision".into(),
-                        Some(Affinity::Numeric | Affinity::Decimal(..)) => "numeric".into(),
-                        Some(Affinity::Blob) => "bytea".into(),
-                        Some(Affinity::Text) | None => "text".into(),
-                    },
-                    not_null: false,
-                    default: None,
+                .map(|(name, affinity)| {
+                    let declared = match affinity {
+                        Some(Affinity::Integer) => "bigint",
+                        Some(Affinity::Real) => "double precision",
+                        Some(Affinity::Numeric | Affinity::Decimal(..)) => "numeric",
+                        Some(Affinity::Blob) => "bytea",
+                        Some(Affinity::Text) | None => "text",
+                    };
+                    Attribute::plain(name, declared.into())
                 })
                 .collect();
             relations.push(Relation {
@@ -447,7 +524,25 @@ impl Listing {
                 attributes,
                 checks: 0,
                 has_index: false,
-                view_query: Some(view.query.clone()),
+                view_query: Some(crate::window::syntax::restore_exclusions(&view.query)),
+            });
+        }
+        for def in catalog.sequences.values() {
+            let columns = [("last_value", "bigint"), ("log_cnt", "bigint"), ("is_called", "boolean")];
+            relations.push(Relation {
+                oid: sequence_oid(def),
+                name: def.name.clone(),
+                kind: "S",
+                attributes: columns
+                    .iter()
+                    .map(|(name, declared)| Attribute {
+                        not_null: true,
+                        ..Attribute::plain(name.to_string(), declared.to_string())
+                    })
+                    .collect(),
+                checks: 0,
+                has_index: false,
+                view_query: None,
             });
         }
         Listing { relations, indexes, constraints }
@@ -527,7 +622,7 @@ impl Listing {
                     boolean(attribute.not_null),
                     boolean(attribute.default.is_some()),
                     boolean(false),
-                    text(""),
+                    text(attribute.identity),
                     text(""),
                     boolean(false),
                     boolean(true),
@@ -1171,6 +1266,21 @@ const PG_DESCRIPTION: &[(&str, &str)] =
 
 const PG_REWRITE: &[(&str, &str)] =
     &[("oid", "oid"), ("rulename", "name"), ("ev_class", "oid"), ("ev_type", "\"char\""), ("ev_enabled", "\"char\"")];
+
+const SEQUENCES: &[(&str, &str)] = &[
+    ("sequence_catalog", "name"),
+    ("sequence_schema", "name"),
+    ("sequence_name", "name"),
+    ("data_type", "varchar"),
+    ("numeric_precision", "int4"),
+    ("numeric_precision_radix", "int4"),
+    ("numeric_scale", "int4"),
+    ("start_value", "varchar"),
+    ("minimum_value", "varchar"),
+    ("maximum_value", "varchar"),
+    ("increment", "varchar"),
+    ("cycle_option", "varchar"),
+];
 
 const PG_SEQUENCE: &[(&str, &str)] = &[
     ("seqrelid", "oid"),

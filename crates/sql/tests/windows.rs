@@ -135,3 +135,58 @@ fn a_window_over_many_partitions_stays_linear() {
     }
     assert_eq!(rows[0][0], Value::Integer(total));
 }
+
+#[test]
+fn edge_cases_found_in_review() {
+    let (_database, mut session) = session();
+    // Huge offsets neither panic nor wrap.
+    let lags = column(&mut session, "SELECT id, lag(x, -9223372036854775807 - 1, 0) OVER (ORDER BY id) FROM t", &[]);
+    assert_eq!(lags, [0, 0, 0, 0].map(Value::Integer));
+    // A frame offset may not read the row, not even through a subquery.
+    let error = session.query("SELECT sum(x) OVER (ORDER BY id ROWS (SELECT t.x) PRECEDING) FROM t", &[]).unwrap_err();
+    assert_eq!(error.sqlstate, "42P10");
+    for sql in [
+        "SELECT (SELECT 1 LIMIT row_number() OVER ()) FROM t",
+        "SELECT (SELECT 1 UNION ALL VALUES (row_number() OVER ()) LIMIT 1) FROM t",
+    ] {
+        assert_eq!(session.query(sql, &[]).unwrap_err().sqlstate, "42P20", "{sql}");
+    }
+    assert_eq!(session.query("SELECT rank(*) OVER () FROM t", &[]).unwrap_err().sqlstate, "42601");
+    // Offsets are checked only when there are rows to frame.
+    assert!(
+        session.query("SELECT sum(x) OVER (ORDER BY id ROWS -1 PRECEDING) FROM t WHERE 0", &[]).unwrap().1.is_empty()
+    );
+    // ntile's bucket count is the partition's first row's.
+    let tiles = column(&mut session, "SELECT id, ntile(g) OVER (ORDER BY id) FROM t", &[]);
+    assert_eq!(tiles, [1, 1, 1, 1].map(Value::Integer));
+    // RANGE offsets over exact decimals stay exact.
+    session.execute("CREATE TABLE d(v NUMERIC(4,1)); INSERT INTO d VALUES (1.1), (2.1)", &[]).unwrap();
+    let counts = column(
+        &mut session,
+        "SELECT v, count(*) OVER (ORDER BY v RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM d",
+        &[],
+    );
+    assert_eq!(counts, [1, 2].map(Value::Integer));
+    // A view's definition shows its EXCLUDE clause.
+    session
+        .execute("CREATE VIEW v AS SELECT sum(x) OVER (ORDER BY id ROWS 1 PRECEDING EXCLUDE TIES) AS s FROM t", &[])
+        .unwrap();
+    let definition = column(&mut session, "SELECT pg_get_viewdef('v'::regclass)", &[]);
+    assert!(definition[0].to_text().contains("EXCLUDE TIES"), "{definition:?}");
+    assert!(!definition[0].to_text().contains('\u{1}'), "{definition:?}");
+}
+
+#[test]
+fn window_results_count_against_the_memory_limit() {
+    let vfs: std::sync::Arc<dyn tern_pagestore::Vfs> = std::sync::Arc::new(tern_pagestore::MemoryVfs::new());
+    let options = tern_sql::Options { query_memory_limit: 4 << 20, ..Default::default() };
+    let database = Database::open_with(vfs, std::path::Path::new("w.tern"), options).unwrap();
+    let mut session = database.session();
+    session.execute("CREATE TABLE big(id INTEGER PRIMARY KEY, s TEXT)", &[]).unwrap();
+    session
+        .execute("INSERT INTO big SELECT n, 'some text to repeat' FROM generate_series(1, 3000) AS g(n)", &[])
+        .unwrap();
+    // Running concatenations: 3000 values of up to 60 kB, far over 4 MiB.
+    let error = session.query("SELECT length(group_concat(s) OVER (ORDER BY id)) FROM big", &[]).unwrap_err();
+    assert_eq!(error.sqlstate, "53200", "{error}");
+}

@@ -82,17 +82,11 @@ impl Binder<'_> {
     }
 
     fn resolve_spec(&self, spec: &ast::WindowSpec, depth: usize) -> Result<WrittenWindow> {
+        // Window names fold to lower case, quoted or not, like every name in Tern.
         let (base_name, exclusion) = match &spec.window_name {
             Some(name) => {
                 let (written, exclusion) = split_window_name(&name.value);
-                let written = written.map(|written| {
-                    if name.quote_style.is_some() && !name.value.starts_with('\u{1}') {
-                        written.to_string()
-                    } else {
-                        written.to_ascii_lowercase()
-                    }
-                });
-                (written, exclusion)
+                (written.map(str::to_ascii_lowercase), exclusion)
             }
             None => (None, FrameExclusion::NoOthers),
         };
@@ -196,7 +190,16 @@ impl Binder<'_> {
     ) -> Result<FrameBound> {
         let mut offset = |expr: &ast::Expr| -> Result<Expr> {
             let bound = self.bind_expr(expr, scope)?;
-            if !bound.columns().is_empty() || bound.contains_aggregate() {
+            let mut correlated = false;
+            bound.walk(&mut |part| {
+                if let Expr::InSubquery { subquery, .. }
+                | Expr::Exists { subquery, .. }
+                | Expr::ScalarSubquery(subquery) = part
+                {
+                    correlated |= subquery.correlated;
+                }
+            });
+            if !bound.columns().is_empty() || bound.contains_aggregate() || correlated {
                 let units = format!("{units:?}").to_ascii_uppercase();
                 return Err(Error::new("42P10", format!("argument of {units} must not contain variables")));
             }

@@ -9,7 +9,7 @@
 
 use crate::aggregate::Accumulator;
 use crate::error::{Error, Result};
-use crate::exec::{Env, Executor, compare_sort_values};
+use crate::exec::{Env, Executor, compare_sort_values, row_bytes};
 use crate::plan::{
     AggregateFunction, FrameBound, FrameExclusion, FrameUnits, Row, SortKey, Window, WindowCall, WindowFunction,
 };
@@ -17,9 +17,23 @@ use crate::value::Value;
 use std::cmp::Ordering;
 use std::ops::Range;
 
-/// Appends each call's value to every row. Rows come out ordered by the last window.
-pub fn run(exec: &Executor, rows: Vec<Row>, calls: &[WindowCall], outer: Option<&Env>) -> Result<Vec<Row>> {
-    let base = rows.first().map_or(0, Vec::len);
+/// Rows between checks of the statement's interrupt flag.
+const INTERRUPT_ROWS: usize = 1024;
+/// Bytes of computed values gathered before they are charged to the memory limit.
+const CHARGE_BYTES: usize = 64 * 1024;
+
+/// Appends each call's value to every row of `base` columns. Rows come out ordered by the last
+/// window.
+pub fn run(
+    exec: &Executor,
+    rows: Vec<Row>,
+    base: usize,
+    calls: &[WindowCall],
+    outer: Option<&Env>,
+) -> Result<Vec<Row>> {
+    if rows.is_empty() {
+        return Ok(rows);
+    }
     let mut rows: Vec<Row> = rows
         .into_iter()
         .map(|mut row| {
@@ -141,19 +155,54 @@ fn compute_call(exec: &Executor, sorted: &SortedRows, call: &WindowCall, outer: 
         });
     }
     let frames = Frames::new(exec, sorted, call, outer)?;
-    let mut values = Vec::with_capacity(sorted.rows.len());
+    let mut values = Values { exec, values: Vec::with_capacity(sorted.rows.len()), uncharged: 0 };
     for partition in &sorted.partitions {
         let inputs = Inputs { sorted, args: &args, included: &included, partition: partition.clone() };
         match call.function {
             WindowFunction::Aggregate(function) => aggregate(&inputs, &frames, function, &mut values)?,
+            WindowFunction::Ntile => {
+                // The number of buckets is read once per partition, from its first row.
+                let buckets = inputs.arg(partition.start, 0);
+                for row in partition.clone() {
+                    let position = (row - partition.start) as i64;
+                    values.push(ntile(buckets.clone(), position, partition.len() as i64)?)?;
+                }
+            }
             function => {
                 for row in partition.clone() {
-                    values.push(ranking_or_value(&inputs, &frames, function, row)?);
+                    values.push(ranking_or_value(&inputs, &frames, function, row)?)?;
                 }
             }
         }
     }
-    Ok(values)
+    values.charge_rest()?;
+    Ok(values.values)
+}
+
+/// A call's computed values, charged to the statement's memory limit as they grow, with the
+/// interrupt flag checked as they go.
+struct Values<'e, 't> {
+    exec: &'e Executor<'t>,
+    values: Vec<Value>,
+    uncharged: usize,
+}
+
+impl Values<'_, '_> {
+    fn push(&mut self, value: Value) -> Result<()> {
+        self.uncharged += row_bytes(std::slice::from_ref(&value));
+        self.values.push(value);
+        if self.uncharged >= CHARGE_BYTES {
+            self.charge_rest()?;
+        }
+        if self.values.len().is_multiple_of(INTERRUPT_ROWS) {
+            self.exec.check_interrupt()?;
+        }
+        Ok(())
+    }
+
+    fn charge_rest(&mut self) -> Result<()> {
+        self.exec.charge(std::mem::take(&mut self.uncharged))
+    }
 }
 
 /// What a call reads in one partition.
@@ -187,15 +236,17 @@ fn ranking_or_value(inputs: &Inputs, frames: &Frames, function: WindowFunction, 
             Value::Real(if count > 1 { rank / (count - 1) as f64 } else { 0.0 })
         }
         WindowFunction::CumeDist => Value::Real((peers.end - start) as f64 / count as f64),
-        WindowFunction::Ntile => ntile(inputs.arg(row, 0), (row - start) as i64, count)?,
         WindowFunction::Lag | WindowFunction::Lead => {
             let offset = match inputs.args[row].get(1) {
                 None => 1,
                 Some(Value::Null) => return Ok(Value::Null),
                 Some(offset) => integer_argument(offset, "offset of lag/lead")?,
             };
-            let offset = if function == WindowFunction::Lag { -offset } else { offset };
-            let target = (row as i64).checked_add(offset);
+            let target = if function == WindowFunction::Lag {
+                (row as i64).checked_sub(offset)
+            } else {
+                (row as i64).checked_add(offset)
+            };
             match target {
                 Some(target) if (start as i64..inputs.partition.end as i64).contains(&target) => {
                     inputs.arg(target as usize, 0)
@@ -204,7 +255,9 @@ fn ranking_or_value(inputs: &Inputs, frames: &Frames, function: WindowFunction, 
             }
         }
         WindowFunction::FirstValue => frames.rows(row).next().map_or(Value::Null, |at| inputs.arg(at, 0)),
-        WindowFunction::LastValue => frames.rows(row).last().map_or(Value::Null, |at| inputs.arg(at, 0)),
+        WindowFunction::LastValue => {
+            frames.segments(row).last().map_or(Value::Null, |rows| inputs.arg(rows.end - 1, 0))
+        }
         WindowFunction::NthValue => {
             let nth = match inputs.arg(row, 1) {
                 Value::Null => return Ok(Value::Null),
@@ -215,7 +268,9 @@ fn ranking_or_value(inputs: &Inputs, frames: &Frames, function: WindowFunction, 
             }
             frames.rows(row).nth(nth as usize - 1).map_or(Value::Null, |at| inputs.arg(at, 0))
         }
-        WindowFunction::Aggregate(_) => return Err(Error::internal("aggregate window computed as a ranking")),
+        WindowFunction::Aggregate(_) | WindowFunction::Ntile => {
+            return Err(Error::internal("window function computed by the wrong path"));
+        }
     })
 }
 
@@ -247,7 +302,7 @@ fn integer_argument(value: &Value, what: &str) -> Result<i64> {
 }
 
 /// Aggregates each row's frame of one partition.
-fn aggregate(inputs: &Inputs, frames: &Frames, function: AggregateFunction, values: &mut Vec<Value>) -> Result<()> {
+fn aggregate(inputs: &Inputs, frames: &Frames, function: AggregateFunction, values: &mut Values) -> Result<()> {
     let add_rows = |state: &mut Accumulator, rows: &mut dyn Iterator<Item = usize>| -> Result<()> {
         for at in rows {
             if inputs.included[at] {
@@ -263,7 +318,7 @@ fn aggregate(inputs: &Inputs, frames: &Frames, function: AggregateFunction, valu
             let end = frames.bounds(row).end.max(added);
             add_rows(&mut state, &mut (added..end))?;
             added = end;
-            values.push(state.clone().finish()?);
+            values.push(state.clone().finish()?)?;
         }
         return Ok(());
     }
@@ -273,13 +328,13 @@ fn aggregate(inputs: &Inputs, frames: &Frames, function: AggregateFunction, valu
         if let Some((last, value)) = &previous
             && *last == segments
         {
-            values.push(value.clone());
+            values.push(value.clone())?;
             continue;
         }
         let mut state = Accumulator::of(function, false);
         add_rows(&mut state, &mut segments.iter().flat_map(Clone::clone))?;
         let value = state.finish()?;
-        values.push(value.clone());
+        values.push(value.clone())?;
         previous = Some((segments, value));
     }
     Ok(())
@@ -467,13 +522,23 @@ fn offset_value(value: Value, units: FrameUnits, which: &str) -> Result<Value> {
     Ok(number)
 }
 
-/// `value ± offset` when `value` is a number.
+/// `value ± offset` when `value` is a number: exact for integers and decimals (reals when
+/// either is a real or the exact result does not fit).
 fn shift_number(value: &Value, offset: &Value, add: bool) -> Option<Value> {
-    if let (Value::Integer(a), Value::Integer(b)) = (value, offset) {
-        let shifted = if add { a.checked_add(*b) } else { a.checked_sub(*b) };
-        if let Some(shifted) = shifted {
-            return Some(Value::Integer(shifted));
+    let exact = |a: crate::decimal::Decimal, b: crate::decimal::Decimal| {
+        crate::decimal::checked(if add { '+' } else { '-' }, a, b).ok().flatten().map(Value::Decimal)
+    };
+    let shifted = match (value, offset) {
+        (Value::Integer(a), Value::Integer(b)) => {
+            if add { a.checked_add(*b) } else { a.checked_sub(*b) }.map(Value::Integer)
         }
+        (Value::Decimal(a), Value::Integer(b)) => exact(*a, (*b).into()),
+        (Value::Integer(a), Value::Decimal(b)) => exact((*a).into(), *b),
+        (Value::Decimal(a), Value::Decimal(b)) => exact(*a, *b),
+        _ => None,
+    };
+    if shifted.is_some() {
+        return shifted;
     }
     let (a, b) = (value.as_f64()?, offset.as_f64()?);
     Some(Value::Real(if add { a + b } else { a - b }))

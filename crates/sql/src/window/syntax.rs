@@ -8,43 +8,59 @@
 
 use crate::plan::FrameExclusion;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Word};
+use std::collections::HashMap;
 
 /// Starts and ends the exclusion recorded in a window name.
 const MARK: char = '\u{1}';
 
-/// Moves each frame's `EXCLUDE` clause into its window specification's name.
-pub fn encode_exclusions(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
-    loop {
-        let significant: Vec<usize> =
-            (0..tokens.len()).filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_))).collect();
-        let Some(found) = find_exclusion(&tokens, &significant) else { return tokens };
-        let Exclusion { open, first, last, kind } = found;
-        // Drop the clause, then name the specification (after its '(').
-        tokens.drain(first..=last);
-        let name_at = significant.iter().copied().find(|&at| at > open).filter(|&at| at < first);
-        let existing = name_at.and_then(|at| match &tokens[at].token {
-            Token::Word(word) if word.keyword == sqlparser::keywords::Keyword::NoKeyword => {
-                Some((at, word.value.clone()))
+/// Moves each frame's `EXCLUDE` clause into its window specification's name. One pass over
+/// the tokens keeps the parentheses open so far, each marked if it opens a window
+/// specification (it follows OVER, or AS in a WINDOW clause); an `EXCLUDE ...` directly before
+/// the `)` closing one is moved. Anything else is left for the parser.
+pub fn encode_exclusions(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let word = |token: &TokenWithSpan| match &token.token {
+        Token::Word(word) if word.quote_style.is_none() => Some(word.value.to_ascii_uppercase()),
+        _ => None,
+    };
+    if !tokens.iter().any(|token| word(token).as_deref() == Some("EXCLUDE")) {
+        return tokens;
+    }
+    let significant: Vec<usize> =
+        (0..tokens.len()).filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_))).collect();
+    let word_at = |position: usize| significant.get(position).and_then(|&at| word(&tokens[at]));
+    let mut open: Vec<(usize, bool)> = Vec::new(); // (position of '(', opens a specification)
+    let mut exclusions: Vec<Exclusion> = Vec::new();
+    for (position, &at) in significant.iter().enumerate() {
+        match &tokens[at].token {
+            Token::LParen => {
+                let before = position.checked_sub(1).and_then(word_at);
+                open.push((position, matches!(before.as_deref(), Some("OVER" | "AS"))));
             }
-            _ => None,
-        });
-        let marked = |name: &str| {
-            Token::Word(Word {
-                value: format!("{MARK}{kind}{MARK}{name}"),
-                quote_style: Some('"'),
-                keyword: sqlparser::keywords::Keyword::NoKeyword,
-            })
-        };
-        match existing {
-            Some((at, name)) => tokens[at].token = marked(&name),
-            None => {
-                let span = tokens[open].span;
-                tokens.insert(open + 1, TokenWithSpan { token: marked(""), span });
+            Token::RParen => {
+                open.pop();
             }
+            _ if word_at(position).as_deref() == Some("EXCLUDE") => {
+                let Some(&(paren, true)) = open.last() else { continue };
+                let (kind, length) = match (word_at(position + 1).as_deref(), word_at(position + 2).as_deref()) {
+                    (Some("CURRENT"), Some("ROW")) => ("current row", 2),
+                    (Some("NO"), Some("OTHERS")) => ("no others", 2),
+                    (Some("GROUP"), _) => ("group", 1),
+                    (Some("TIES"), _) => ("ties", 1),
+                    _ => continue,
+                };
+                let closes =
+                    significant.get(position + length + 1).is_some_and(|&close| tokens[close].token == Token::RParen);
+                if closes {
+                    exclusions.push(Exclusion { open: paren, first: position, last: position + length, kind });
+                }
+            }
+            _ => {}
         }
     }
+    apply(tokens, &significant, &exclusions)
 }
 
+/// An `EXCLUDE` clause to move, by positions among the significant tokens.
 struct Exclusion {
     /// The specification's '('.
     open: usize,
@@ -54,51 +70,56 @@ struct Exclusion {
     kind: &'static str,
 }
 
-/// The first `EXCLUDE ...` clause that ends a window specification (one followed by ')'
-/// whose '(' follows OVER or AS) and has not been moved yet.
-fn find_exclusion(tokens: &[TokenWithSpan], significant: &[usize]) -> Option<Exclusion> {
-    let word = |at: usize| match &tokens[at].token {
-        Token::Word(word) if word.quote_style.is_none() => Some(word.value.to_ascii_uppercase()),
-        _ => None,
+/// The tokens with each exclusion's clause dropped and recorded in its specification's name:
+/// the existing name (a plain word right after the '(') is marked, or a marked name is added.
+fn apply(tokens: Vec<TokenWithSpan>, significant: &[usize], exclusions: &[Exclusion]) -> Vec<TokenWithSpan> {
+    let marked = |kind: &str, name: &str| {
+        Token::Word(Word {
+            value: format!("{MARK}{kind}{MARK}{name}"),
+            quote_style: Some('"'),
+            keyword: sqlparser::keywords::Keyword::NoKeyword,
+        })
     };
-    for (position, &at) in significant.iter().enumerate() {
-        if word(at).as_deref() != Some("EXCLUDE") {
-            continue;
+    let mut dropped = vec![false; tokens.len()];
+    let mut renamed: HashMap<usize, Token> = HashMap::new(); // token index, its replacement
+    let mut inserted: HashMap<usize, Token> = HashMap::new(); // after token index
+    for exclusion in exclusions {
+        for &at in &significant[exclusion.first..=exclusion.last] {
+            dropped[at] = true;
         }
-        let next = |offset: usize| significant.get(position + offset).and_then(|&index| word(index));
-        let (kind, length) = match (next(1).as_deref(), next(2).as_deref()) {
-            (Some("CURRENT"), Some("ROW")) => ("current row", 2),
-            (Some("NO"), Some("OTHERS")) => ("no others", 2),
-            (Some("GROUP"), _) => ("group", 1),
-            (Some("TIES"), _) => ("ties", 1),
-            _ => continue,
-        };
-        let Some(&last) = significant.get(position + length) else { continue };
-        if significant.get(position + length + 1).is_none_or(|&close| tokens[close].token != Token::RParen) {
-            continue;
-        }
-        let Some(open) = opening_paren(tokens, &significant[..position]) else { continue };
-        let before = significant.iter().rposition(|&index| index < open).map(|index| significant[index]);
-        if !before.and_then(word).is_some_and(|word| word == "OVER" || word == "AS") {
-            continue;
-        }
-        return Some(Exclusion { open, first: at, last, kind });
-    }
-    None
-}
-
-/// The unmatched '(' before the end of `significant`.
-fn opening_paren(tokens: &[TokenWithSpan], significant: &[usize]) -> Option<usize> {
-    let mut depth = 0usize;
-    for &at in significant.iter().rev() {
-        match tokens[at].token {
-            Token::RParen => depth += 1,
-            Token::LParen if depth == 0 => return Some(at),
-            Token::LParen => depth -= 1,
-            _ => {}
+        let name_position = exclusion.open + 1;
+        let name = (name_position < exclusion.first).then(|| significant[name_position]).and_then(|at| {
+            match &tokens[at].token {
+                Token::Word(word) if word.keyword == sqlparser::keywords::Keyword::NoKeyword => {
+                    Some((at, word.value.clone()))
+                }
+                _ => None,
+            }
+        });
+        match name {
+            Some((at, name)) => {
+                renamed.insert(at, marked(exclusion.kind, &name));
+            }
+            None => {
+                inserted.insert(significant[exclusion.open], marked(exclusion.kind, ""));
+            }
         }
     }
-    None
+    let mut out = Vec::with_capacity(tokens.len() + inserted.len());
+    for (at, mut token) in tokens.into_iter().enumerate() {
+        if dropped[at] {
+            continue;
+        }
+        if let Some(replacement) = renamed.remove(&at) {
+            token.token = replacement;
+        }
+        let span = token.span;
+        out.push(token);
+        if let Some(name) = inserted.remove(&at) {
+            out.push(TokenWithSpan { token: name, span });
+        }
+    }
+    out
 }
 
 /// A window specification's name as written and the exclusion recorded in it.
@@ -153,7 +174,8 @@ mod tests {
     fn rewritten(sql: &str) -> String {
         let dialect = sqlparser::dialect::SQLiteDialect {};
         let tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql).tokenize_with_location().unwrap();
-        encode_exclusions(tokens).iter().map(|token| token.token.to_string()).collect::<String>().replace(MARK, "|")
+        let text: String = encode_exclusions(tokens).iter().map(|token| token.token.to_string()).collect();
+        text.replace(MARK, "|").split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
     #[test]

@@ -1,0 +1,325 @@
+//! Sequence options in any order. PostgreSQL takes `CREATE SEQUENCE` options (and an identity
+//! column's) in any order — pg_dump writes `AS integer START WITH 1 INCREMENT BY 1 ...` — while
+//! sqlparser reads them only in one order. Before parsing, the option clauses are sorted into
+//! that order; what each clause says is untouched.
+
+use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace, Word};
+
+/// Starts the name part that marks an ALTER SEQUENCE parsed as CREATE SEQUENCE.
+const ALTER_MARK: &str = "\u{1}alter";
+
+/// What an `ALTER SEQUENCE` parsed as `CREATE SEQUENCE` carries in its marked name.
+#[derive(Debug, PartialEq, Eq)]
+pub struct AlterMark {
+    pub if_exists: bool,
+    /// `RESTART`: `Some(None)` restarts at START, `Some(Some(n))` at n.
+    pub restart: Option<Option<i64>>,
+}
+
+/// sqlparser has no ALTER SEQUENCE: `ALTER SEQUENCE [IF EXISTS] name options` becomes
+/// `CREATE SEQUENCE "<mark>".name options`, the mark recording IF EXISTS and a RESTART clause
+/// (taken out of the options); [`alter_mark`] reads it back.
+pub fn encode_alter_sequence(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    if !mentions(&tokens, &["SEQUENCE"]) {
+        return tokens;
+    }
+    // One statement at a time: each pass turns the first ALTER SEQUENCE left into a CREATE.
+    loop {
+        let (next, changed) = encode_first_alter(tokens);
+        tokens = next;
+        if !changed {
+            return tokens;
+        }
+    }
+}
+
+/// Whether an unquoted word of `words` (upper case) is among the tokens.
+fn mentions(tokens: &[TokenWithSpan], words: &[&str]) -> bool {
+    tokens.iter().any(|token| {
+        matches!(&token.token, Token::Word(word) if word.quote_style.is_none() && words.iter().any(|wanted| word.value.eq_ignore_ascii_case(wanted)))
+    })
+}
+
+fn encode_first_alter(tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool) {
+    let significant: Vec<usize> =
+        (0..tokens.len()).filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_))).collect();
+    let word = |position: usize| -> Option<String> {
+        match &tokens[*significant.get(position)?].token {
+            Token::Word(word) if word.quote_style.is_none() => Some(word.value.to_ascii_uppercase()),
+            _ => None,
+        }
+    };
+    let starts = |position: usize| position == 0 || tokens[significant[position - 1]].token == Token::SemiColon;
+    let Some(alter) = (0..significant.len()).find(|&position| {
+        starts(position)
+            && word(position).as_deref() == Some("ALTER")
+            && word(position + 1).as_deref() == Some("SEQUENCE")
+    }) else {
+        return (tokens, false);
+    };
+    let mut name_at = alter + 2;
+    let if_exists = word(name_at).as_deref() == Some("IF") && word(name_at + 1).as_deref() == Some("EXISTS");
+    if if_exists {
+        name_at += 2;
+    }
+    // RESTART [WITH] [[-]n], to the end of the statement.
+    let end = (name_at..significant.len())
+        .find(|&at| tokens[significant[at]].token == Token::SemiColon)
+        .unwrap_or(significant.len());
+    let mut dropped: Vec<usize> = Vec::new();
+    let mut restart = None;
+    if let Some(at) = (name_at..end).find(|&at| word(at).as_deref() == Some("RESTART")) {
+        dropped.push(at);
+        let mut next = at + 1;
+        if word(next).as_deref() == Some("WITH") {
+            dropped.push(next);
+            next += 1;
+        }
+        let negative = next < end && tokens[significant[next]].token == Token::Minus;
+        let number_at = if negative { next + 1 } else { next };
+        let number = match significant.get(number_at).filter(|_| number_at < end).map(|&index| &tokens[index].token) {
+            Some(Token::Number(digits, _)) => {
+                digits.parse::<i64>().ok().map(|value| if negative { -value } else { value })
+            }
+            _ => None,
+        };
+        if number.is_some() {
+            dropped.extend(next..=number_at);
+        }
+        restart = Some(number);
+    }
+    let restart_text = match restart {
+        None => String::new(),
+        Some(None) => "start".to_string(),
+        Some(Some(value)) => value.to_string(),
+    };
+    let mark = Token::Word(Word {
+        value: format!("{ALTER_MARK}\u{1}{}\u{1}{restart_text}", u8::from(if_exists)),
+        quote_style: Some('"'),
+        keyword: sqlparser::keywords::Keyword::NoKeyword,
+    });
+    let dropped: Vec<usize> = dropped.into_iter().map(|position| significant[position]).collect();
+    let (alter_token, sequence_token) = (significant[alter], significant[alter + 1]);
+    let if_tokens: Vec<usize> =
+        if if_exists { vec![significant[alter + 2], significant[alter + 3]] } else { Vec::new() };
+    let name_token = significant[name_at.min(significant.len() - 1)];
+    let mut out = Vec::with_capacity(tokens.len() + 2);
+    for (at, token) in tokens.into_iter().enumerate() {
+        if dropped.contains(&at) || if_tokens.contains(&at) {
+            continue;
+        }
+        if at == alter_token {
+            out.push(TokenWithSpan { token: Token::make_keyword("CREATE"), span: token.span });
+            continue;
+        }
+        if at == name_token && at != sequence_token {
+            out.push(TokenWithSpan { token: mark.clone(), span: token.span });
+            out.push(TokenWithSpan { token: Token::Period, span: token.span });
+        }
+        out.push(token);
+    }
+    (out, true)
+}
+
+/// The ALTER SEQUENCE a marked name part records, if it is one.
+pub fn alter_mark(part: &str) -> Option<AlterMark> {
+    let rest = part.strip_prefix(ALTER_MARK)?.strip_prefix('\u{1}')?;
+    let (if_exists, restart) = rest.split_once('\u{1}')?;
+    let restart = match restart {
+        "" => None,
+        "start" => Some(None),
+        value => Some(Some(value.parse().ok()?)),
+    };
+    Some(AlterMark { if_exists: if_exists == "1", restart })
+}
+
+/// The clause a word starts, by its rank in sqlparser's order (`None`: not a clause start).
+fn clause_rank(word: &str, next: Option<&str>) -> Option<u8> {
+    Some(match (word, next) {
+        ("AS", _) => 0,
+        ("INCREMENT", _) => 1,
+        ("MINVALUE", _) | ("NO", Some("MINVALUE")) => 2,
+        ("MAXVALUE", _) | ("NO", Some("MAXVALUE")) => 3,
+        ("START", _) => 4,
+        ("CACHE", _) => 5,
+        ("CYCLE", _) | ("NO", Some("CYCLE")) => 6,
+        ("OWNED", _) => 7,
+        _ => return None,
+    })
+}
+
+/// Sorts the option clauses of each `CREATE SEQUENCE` and `AS IDENTITY (...)`.
+pub fn order_sequence_options(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    if !mentions(&tokens, &["SEQUENCE", "IDENTITY"]) {
+        return tokens;
+    }
+    let significant: Vec<usize> =
+        (0..tokens.len()).filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_))).collect();
+    let word = |position: usize| -> Option<String> {
+        match &tokens[*significant.get(position)?].token {
+            Token::Word(word) if word.quote_style.is_none() => Some(word.value.to_ascii_uppercase()),
+            _ => None,
+        }
+    };
+    let mut regions = Vec::new(); // (first, end) positions in `significant`
+    let mut position = 0;
+    while position < significant.len() {
+        if let Some(region) = create_sequence_options(&tokens, &significant, position, &word)
+            .or_else(|| identity_options(&tokens, &significant, position, &word))
+        {
+            position = region.1.max(position + 1);
+            regions.push(region);
+        } else {
+            position += 1;
+        }
+    }
+    if regions.is_empty() {
+        return tokens;
+    }
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut copied = 0;
+    for (first, end) in regions {
+        let (Some(&from), Some(&last)) =
+            (significant.get(first), end.checked_sub(1).and_then(|at| significant.get(at)))
+        else {
+            continue;
+        };
+        out.extend_from_slice(&tokens[copied..from]);
+        out.extend(sorted_clauses(&tokens, &significant[first..end], &word, first));
+        copied = last + 1;
+    }
+    out.extend_from_slice(&tokens[copied..]);
+    out
+}
+
+/// The options after `CREATE [TEMP[ORARY]] SEQUENCE [IF NOT EXISTS] name`: up to ';'.
+fn create_sequence_options(
+    tokens: &[TokenWithSpan],
+    significant: &[usize],
+    position: usize,
+    word: &dyn Fn(usize) -> Option<String>,
+) -> Option<(usize, usize)> {
+    if word(position).as_deref() != Some("CREATE") {
+        return None;
+    }
+    let mut at = position + 1;
+    if matches!(word(at).as_deref(), Some("TEMP" | "TEMPORARY")) {
+        at += 1;
+    }
+    if word(at).as_deref() != Some("SEQUENCE") {
+        return None;
+    }
+    at += 1;
+    if word(at).as_deref() == Some("IF") {
+        at += 3;
+    }
+    // The name: words joined by '.'.
+    at += 1;
+    while significant.get(at).is_some_and(|&index| tokens[index].token == Token::Period) {
+        at += 2;
+    }
+    let end = (at..significant.len()).find(|&end| tokens[significant[end]].token == Token::SemiColon);
+    Some((at, end.unwrap_or(significant.len())))
+}
+
+/// The options inside `AS IDENTITY ( ... )`.
+fn identity_options(
+    tokens: &[TokenWithSpan],
+    significant: &[usize],
+    position: usize,
+    word: &dyn Fn(usize) -> Option<String>,
+) -> Option<(usize, usize)> {
+    if word(position).as_deref() != Some("IDENTITY")
+        || position == 0
+        || word(position - 1).as_deref() != Some("AS")
+        || significant.get(position + 1).is_none_or(|&at| tokens[at].token != Token::LParen)
+    {
+        return None;
+    }
+    let first = position + 2;
+    let mut depth = 0usize;
+    for end in first..significant.len() {
+        match tokens[significant[end]].token {
+            Token::LParen => depth += 1,
+            Token::RParen if depth == 0 => return Some((first, end)),
+            Token::RParen => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The tokens of `region` (indexes of significant tokens, starting at position `offset`)
+/// with its clauses sorted, separated by single spaces. A region with a word that starts no
+/// known clause at its start is left as it is.
+fn sorted_clauses(
+    tokens: &[TokenWithSpan],
+    region: &[usize],
+    word: &dyn Fn(usize) -> Option<String>,
+    offset: usize,
+) -> Vec<TokenWithSpan> {
+    let mut clauses: Vec<(u8, Vec<usize>)> = Vec::new();
+    for (at, &index) in region.iter().enumerate() {
+        let rank = word(offset + at).and_then(|this| clause_rank(&this, word(offset + at + 1).as_deref()));
+        // `NO` inside a clause is its first word; `AS` only starts a clause at the beginning
+        // (elsewhere it is not an option word).
+        let starts = rank.is_some_and(|rank| rank != 0 || at == 0)
+            && !(at > 0 && word(offset + at - 1).as_deref() == Some("NO"));
+        match (starts, clauses.last_mut()) {
+            (true, _) => clauses.push((rank.unwrap_or(u8::MAX), vec![index])),
+            (false, Some((_, clause))) => clause.push(index),
+            (false, None) => return region.iter().map(|&index| tokens[index].clone()).collect(),
+        }
+    }
+    clauses.sort_by_key(|(rank, _)| *rank);
+    let space = TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space));
+    let mut out = Vec::new();
+    for (_, clause) in clauses {
+        // The clause as written, its own spacing included.
+        if let (Some(&first), Some(&last)) = (clause.first(), clause.last()) {
+            out.extend_from_slice(&tokens[first..=last]);
+            out.push(space.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ordered(sql: &str) -> String {
+        let dialect = sqlparser::dialect::PostgreSqlDialect {};
+        let tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql).tokenize_with_location().unwrap();
+        let text: String = order_sequence_options(tokens).iter().map(|token| token.token.to_string()).collect();
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn clauses_take_sqlparsers_order() {
+        assert_eq!(
+            ordered("CREATE SEQUENCE public.s AS integer START WITH 1 INCREMENT BY 1 NO MINVALUE NO MAXVALUE CACHE 1;"),
+            "CREATE SEQUENCE public.s AS integer INCREMENT BY 1 NO MINVALUE NO MAXVALUE START WITH 1 CACHE 1 ;"
+        );
+        assert_eq!(
+            ordered("CREATE TABLE t(id int GENERATED ALWAYS AS IDENTITY (START WITH 100 INCREMENT BY -10), v text)"),
+            "CREATE TABLE t(id int GENERATED ALWAYS AS IDENTITY (INCREMENT BY -10 START WITH 100 ), v text)"
+        );
+        assert_eq!(ordered("SELECT 1"), "SELECT 1");
+    }
+
+    #[test]
+    fn alter_sequence_reads_as_a_marked_create() {
+        let dialect = sqlparser::dialect::PostgreSqlDialect {};
+        let sql = "ALTER SEQUENCE IF EXISTS public.s RESTART WITH -5 INCREMENT BY 2";
+        let tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql).tokenize_with_location().unwrap();
+        let tokens = order_sequence_options(encode_alter_sequence(tokens));
+        let statement =
+            sqlparser::parser::Parser::new(&dialect).with_tokens_with_locations(tokens).parse_statement().unwrap();
+        let sqlparser::ast::Statement::CreateSequence { name, sequence_options, .. } = statement else { panic!() };
+        let sqlparser::ast::ObjectNamePart::Identifier(first) = &name.0[0] else { panic!() };
+        assert_eq!(alter_mark(&first.value), Some(AlterMark { if_exists: true, restart: Some(Some(-5)) }));
+        assert_eq!(name.0.len(), 3);
+        assert_eq!(sequence_options.len(), 1);
+    }
+}
