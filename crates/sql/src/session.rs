@@ -1601,10 +1601,10 @@ fn create_table(catalog: &mut Catalog, create: &ast::CreateTable) -> Result<bool
     // A column filled from a sequence keeps PostgreSQL's rules (an explicit NULL is 23502).
     if let [column] = table.primary_key.as_slice()
         && table.columns[*column].declared_type.eq_ignore_ascii_case("INTEGER")
-        && !table.columns[*column]
+        && table.columns[*column]
             .default
             .as_deref()
-            .is_some_and(|default| crate::sequence::ddl::sequence_of_default(default).is_some())
+            .is_none_or(|default| crate::sequence::ddl::sequence_of_default(default).is_none())
     {
         table.rowid_alias = Some(*column);
     }
