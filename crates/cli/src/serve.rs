@@ -38,6 +38,10 @@ pub struct ServeArgs {
     /// Treat best-effort statements like latency-sensitive ones.
     #[arg(long)]
     no_priority: bool,
+    /// The SQL dialect sessions start in: postgres (PostgreSQL's answers) or sqlite; a session
+    /// changes it with `SET tern.dialect = ...`.
+    #[arg(long, default_value = "postgres", value_parser = parse_dialect)]
+    dialect: tern_sql::Dialect,
     /// Run within this much memory, in MiB (as `tern shell --memory-budget`).
     #[arg(long, value_name = "MIB")]
     memory_budget: Option<usize>,
@@ -125,6 +129,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_message_size: args.max_message_mib.saturating_mul(1 << 20),
         metrics: args.metrics,
         priority: !args.no_priority,
+        dialect: args.dialect,
         ..tern_server::Config::default()
     };
     let runtime = tokio::runtime::Runtime::new().context("starting the runtime")?;
@@ -146,4 +151,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         eprintln!("tern: stopped");
         anyhow::Ok(())
     })
+}
+
+fn parse_dialect(value: &str) -> Result<tern_sql::Dialect, String> {
+    tern_sql::Dialect::parse(value).map_err(|error| error.message.clone())
 }

@@ -172,7 +172,8 @@ impl Backend {
         database: &str,
         startup: &[(String, String)],
     ) -> Result<Backend, Error> {
-        let session = shared.db.engine().session();
+        let mut session = shared.db.engine().session();
+        session.set_dialect(shared.config.dialect);
         {
             let settings = session.settings();
             let mut settings = settings.write();
@@ -576,6 +577,11 @@ impl Backend {
             "statement_timeout" | "idle_in_transaction_session_timeout" | "lock_timeout" => {
                 parse_duration(&value).ok_or_else(|| invalid(&value))?;
                 value
+            }
+            "tern.dialect" => {
+                let dialect = tern_sql::Dialect::parse(&value)?;
+                self.session.set_dialect(dialect);
+                dialect.name().to_string()
             }
             "tern.priority" => match value.to_ascii_lowercase().replace('-', "_").as_str() {
                 "latency" | "latency_sensitive" | "default" => "latency".to_string(),

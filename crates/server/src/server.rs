@@ -57,6 +57,8 @@ pub struct Config {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// Refuse clients that do not use TLS.
     pub tls_required: bool,
+    /// The dialect sessions start in (`SET tern.dialect` changes one session's).
+    pub dialect: tern_sql::Dialect,
 }
 
 impl Default for Config {
@@ -73,6 +75,7 @@ impl Default for Config {
             max_message_size: 256 << 20,
             metrics: None,
             priority: true,
+            dialect: tern_sql::Dialect::Postgres,
             shutdown_grace: Duration::from_secs(30),
             tls: None,
             tls_required: false,

@@ -575,3 +575,34 @@ async fn rollback_to_savepoint_recovers_a_failed_block() {
     assert_eq!(values, [1, 2]);
     assert_eq!(code(&client.batch_execute("SAVEPOINT outside").await.unwrap_err()), "25P01");
 }
+
+/// Served sessions speak PostgreSQL's dialect unless told otherwise; SERIAL keys come back
+/// through RETURNING (JDBC's generated keys), and window functions run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_dialect_generated_keys_and_windows() {
+    let running = start().await;
+    let client = connect(&running).await;
+    let dialect: String = client.query_one("SHOW tern.dialect", &[]).await.unwrap().get(0);
+    assert_eq!(dialect, "postgres");
+    assert_eq!(code(&client.query("SELECT 1 / 0", &[]).await.unwrap_err()), "22012");
+    client.batch_execute("CREATE TABLE people(id SERIAL PRIMARY KEY, name TEXT, team INTEGER)").await.unwrap();
+    let insert = client.prepare("INSERT INTO people(name, team) VALUES ($1, $2) RETURNING id").await.unwrap();
+    let mut keys = Vec::new();
+    for (name, team) in [("ann", 1), ("bob", 1), ("cy", 2)] {
+        let id: i32 = client.query_one(&insert, &[&name, &team]).await.unwrap().get(0);
+        keys.push(id);
+    }
+    assert_eq!(keys, [1, 2, 3]);
+    let ranks: Vec<i64> = client
+        .query("SELECT rank() OVER (PARTITION BY team ORDER BY name DESC) FROM people ORDER BY id", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(ranks, [2, 1, 1]);
+    client.batch_execute("SET tern.dialect = sqlite").await.unwrap();
+    let quotient: Option<i64> = client.query_one("SELECT 1 / 0", &[]).await.unwrap().get(0);
+    assert_eq!(quotient, None);
+    assert_eq!(code(&client.batch_execute("SET tern.dialect = oracle").await.unwrap_err()), "22023");
+}

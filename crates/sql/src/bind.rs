@@ -107,6 +107,8 @@ pub struct Binder<'c> {
     pub(crate) window_refusal: Option<(&'static str, &'static str)>,
     /// Window calls bound so far (a query without any skips lifting them out).
     pub(crate) window_calls: usize,
+    /// NULL ordering and LIKE differ by dialect.
+    pub(crate) dialect: crate::dialect::Dialect,
 }
 
 const WINDOWS_NOT_HERE: Option<(&str, &str)> = Some(("42P20", "window functions are not allowed here"));
@@ -209,7 +211,14 @@ impl<'c> Binder<'c> {
             named_windows: Vec::new(),
             window_refusal: WINDOWS_NOT_HERE,
             window_calls: 0,
+            dialect: crate::dialect::Dialect::Sqlite,
         }
+    }
+
+    /// Binds as `dialect` speaks.
+    pub fn with_dialect(mut self, dialect: crate::dialect::Dialect) -> Binder<'c> {
+        self.dialect = dialect;
+        self
     }
 
     /// A fresh id for a subquery or a recursive CTE's working table (the executor's caches key
@@ -358,7 +367,7 @@ impl<'c> Binder<'c> {
                                 term.expr
                             ))
                         })?;
-                        keys.push(sort_key(Expr::Column(index), &term.options));
+                        keys.push(sort_key(Expr::Column(index), &term.options, self.dialect));
                     }
                     (Plan::Sort { input: Box::new(plan), keys, limit: sort_limit }, columns)
                 }
@@ -1076,7 +1085,7 @@ impl<'c> Binder<'c> {
                 },
                 _ => return Err(Error::internal("ORDER BY term without expression")),
             };
-            keys.push(sort_key(Expr::Column(column), &ast_term.options));
+            keys.push(sort_key(Expr::Column(column), &ast_term.options, self.dialect));
         }
         if distinct && project.len() > visible {
             return Err(Error::new(
@@ -1524,8 +1533,12 @@ impl<'c> Binder<'c> {
                 if *any {
                     return Err(Error::unsupported("LIKE ANY"));
                 }
+                // PostgreSQL's LIKE tells cases apart and escapes with a backslash unless told
+                // otherwise; ILIKE and SQLite's LIKE fold ASCII case.
+                let exact = self.dialect.exact_like();
                 let escape = match escape_char {
                     Some(escape) => Some(Box::new(self.bind_value(escape)?)),
+                    None if exact => Some(Box::new(Expr::Literal(Value::Text("\\".into())))),
                     None => None,
                 };
                 Expr::Like {
@@ -1534,8 +1547,11 @@ impl<'c> Binder<'c> {
                     escape,
                     negated: *negated,
                     glob: false,
+                    case_sensitive: exact && matches!(expr, E::Like { .. }),
                 }
             }
+            E::IsUnknown(inner) => Expr::IsNull(Box::new(self.bind_expr(inner, scope)?), false),
+            E::IsNotUnknown(inner) => Expr::IsNull(Box::new(self.bind_expr(inner, scope)?), true),
             E::Function(function) => self.bind_function(function, scope)?,
             E::Substring { expr: inner, substring_from, substring_for, .. } => {
                 let mut args = vec![self.bind_expr(inner, scope)?];
@@ -1692,6 +1708,7 @@ impl<'c> Binder<'c> {
                 escape,
                 negated: false,
                 glob: name == "glob",
+                case_sensitive: false,
             });
         }
         // CURRENT_TIMESTAMP / CURRENT_DATE / CURRENT_TIME (and PostgreSQL's now()) are the
@@ -1977,10 +1994,10 @@ fn derived_columns(
         .collect())
 }
 
-pub(crate) fn sort_key(expr: Expr, options: &ast::OrderByOptions) -> SortKey {
+/// An ORDER BY term; where NULLs go when it does not say is the dialect's.
+pub(crate) fn sort_key(expr: Expr, options: &ast::OrderByOptions, dialect: crate::dialect::Dialect) -> SortKey {
     let descending = options.asc == Some(false);
-    // SQLite and Tern: NULLs sort first ascending, last descending, unless told otherwise.
-    let nulls_first = options.nulls_first.unwrap_or(!descending);
+    let nulls_first = options.nulls_first.unwrap_or(dialect.nulls_first(descending));
     SortKey { expr, descending, nulls_first }
 }
 

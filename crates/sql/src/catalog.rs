@@ -51,11 +51,10 @@ pub struct SequenceDef {
     pub cycle: bool,
     /// The table and column whose DEFAULT uses it (dropped with them), lower case.
     pub owned_by: Option<(String, String)>,
-    /// Bumped by each ALTER SEQUENCE: values are handed out by the new definition from then on.
-    pub generation: u64,
-    /// Bumped by each ALTER SEQUENCE ... RESTART: the stored value, written by that statement,
-    /// is read again.
-    pub restarts: u64,
+    /// Tells this sequence from an earlier one with the same id (ids come back when the
+    /// transaction that created a sequence rolls back; its stored value and the values handed
+    /// out under it are not transactional). Stored with the value.
+    pub incarnation: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

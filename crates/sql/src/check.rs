@@ -176,7 +176,7 @@ fn check_rows(
             return Ok(true);
         }
         while row.len() < width {
-            row.push(exec.column_default(table, row.len())?);
+            row.push(exec.fill_value(table, row.len())?);
         }
         let key_ok = if table.has_hidden_rowid() {
             codec::decode_integer_key(&key[prefix.len()..]).is_some()

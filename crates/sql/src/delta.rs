@@ -209,7 +209,7 @@ fn operand(plan: &DeltaPlan, exec: &Executor) -> Result<Vec<u8>> {
     let empty = Env::new(&[], None);
     let mut defaults = Vec::new();
     for column in 0..table.columns.len() {
-        let default = exec.column_default(table, column)?;
+        let default = exec.fill_value(table, column)?;
         if !default.is_null() {
             defaults.push((column, default));
         }

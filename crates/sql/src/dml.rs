@@ -9,6 +9,7 @@
 use crate::bind::{Binder, OutputColumn, Scope, ScopeColumn, lower, object_name};
 use crate::catalog::{Catalog, Identity, IndexDef, TableDef};
 use crate::codec::{encode_key, encode_row, object_prefix};
+use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::exec::{Env, Executor};
 use crate::plan::{Expr, Plan, Row};
@@ -42,14 +43,15 @@ pub struct Target {
     table: Arc<TableDef>,
     indexes: Vec<Arc<IndexDef>>,
     checks: Vec<Expr>,
-    /// Each column's DEFAULT, bound once with the plan.
-    defaults: Vec<Option<Expr>>,
+    /// Each column's DEFAULT, bound once with the plan; one that does not bind fails only the
+    /// INSERT that needs it.
+    defaults: Vec<Result<Option<Expr>>>,
 }
 
 impl Target {
-    fn bind(catalog: &Catalog, table: Arc<TableDef>) -> Result<Target> {
+    fn bind(catalog: &Catalog, table: Arc<TableDef>, dialect: Dialect) -> Result<Target> {
         let indexes = catalog.table_indexes(&table.name);
-        let mut binder = Binder::new(catalog);
+        let mut binder = Binder::new(catalog).with_dialect(dialect);
         let scope = Scope::new(table_scope(&table, None), None);
         let mut checks = Vec::new();
         for check in &table.checks {
@@ -60,15 +62,16 @@ impl Target {
             .columns
             .iter()
             .map(|column| column.default.as_deref().map(crate::bind::bind_standalone_expr).transpose())
-            .collect::<Result<Vec<_>>>()?;
+            .collect();
         Ok(Target { table, indexes, checks, defaults })
     }
 
     /// The value a column gets when an INSERT does not give one.
     fn default_value(&self, exec: &Executor, column: usize) -> Result<Value> {
         match &self.defaults[column] {
-            None => Ok(Value::Null),
-            Some(expr) => exec.default_value(&self.table, column, expr),
+            Err(error) => Err(error.clone()),
+            Ok(None) => Ok(Value::Null),
+            Ok(Some(expr)) => exec.default_value(&self.table, column, expr),
         }
     }
 }
@@ -165,11 +168,11 @@ pub(crate) fn column_type(table: &TableDef, column: usize) -> crate::describe::S
 }
 
 /// Binds an INSERT, UPDATE or DELETE; `None` for other statements.
-pub fn bind(catalog: &Catalog, statement: &ast::Statement) -> Result<Option<DmlPlan>> {
+pub fn bind(catalog: &Catalog, statement: &ast::Statement, dialect: Dialect) -> Result<Option<DmlPlan>> {
     Ok(Some(match statement {
-        ast::Statement::Insert(insert) => DmlPlan::Insert(bind_insert(catalog, insert)?),
-        ast::Statement::Update { .. } => DmlPlan::Update(bind_update(catalog, statement)?),
-        ast::Statement::Delete(delete) => DmlPlan::Delete(bind_delete(catalog, delete)?),
+        ast::Statement::Insert(insert) => DmlPlan::Insert(bind_insert(catalog, insert, dialect)?),
+        ast::Statement::Update { .. } => DmlPlan::Update(bind_update(catalog, statement, dialect)?),
+        ast::Statement::Delete(delete) => DmlPlan::Delete(bind_delete(catalog, delete, dialect)?),
         _ => return Ok(None),
     }))
 }
@@ -299,7 +302,7 @@ impl<'a, 't> TableWriter<'a, 't> {
             Some(bytes) => {
                 let mut row = crate::codec::decode_row(&bytes)?;
                 while row.len() < self.table.columns.len() {
-                    row.push(self.exec.column_default(self.table, row.len())?);
+                    row.push(self.exec.fill_value(self.table, row.len())?);
                 }
                 Ok(Some(row))
             }
@@ -458,12 +461,12 @@ fn target_table(catalog: &Catalog, name: &ast::ObjectName) -> Result<Arc<TableDe
     }
 }
 
-fn bind_insert(catalog: &Catalog, insert: &ast::Insert) -> Result<InsertPlan> {
+fn bind_insert(catalog: &Catalog, insert: &ast::Insert, dialect: Dialect) -> Result<InsertPlan> {
     let ast::TableObject::TableName(name) = &insert.table else {
         return Err(Error::unsupported("INSERT INTO a table function"));
     };
     let table = target_table(catalog, name)?;
-    let mut binder = Binder::new(catalog);
+    let mut binder = Binder::new(catalog).with_dialect(dialect);
     let positions: Vec<usize> = if insert.columns.is_empty() {
         (0..table.columns.len()).collect()
     } else {
@@ -523,7 +526,14 @@ fn bind_insert(catalog: &Catalog, insert: &ast::Insert) -> Result<InsertPlan> {
         }
     }
     let returning = bind_returning(&mut binder, &table, &insert.returning)?;
-    Ok(InsertPlan { target: Target::bind(catalog, table)?, positions, source, on_conflict, do_update, returning })
+    Ok(InsertPlan {
+        target: Target::bind(catalog, table, dialect)?,
+        positions,
+        source,
+        on_conflict,
+        do_update,
+        returning,
+    })
 }
 
 fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
@@ -632,7 +642,6 @@ fn update_row(
     Ok(true)
 }
 
-/// UPDATE [OR ...] table SET ... [WHERE ...] [RETURNING ...].
 /// `DEFAULT` written where a value goes.
 fn is_default_keyword(expr: &ast::Expr) -> bool {
     matches!(expr, ast::Expr::Identifier(ident) if ident.quote_style.is_none() && ident.value.eq_ignore_ascii_case("default"))
@@ -681,7 +690,8 @@ fn defaults_in_values(table: &TableDef, positions: &[usize], query: &ast::Query)
     Ok(query)
 }
 
-fn bind_update(catalog: &Catalog, statement: &ast::Statement) -> Result<UpdatePlan> {
+/// UPDATE [OR ...] table SET ... [WHERE ...] [RETURNING ...].
+fn bind_update(catalog: &Catalog, statement: &ast::Statement, dialect: Dialect) -> Result<UpdatePlan> {
     let ast::Statement::Update {
         table: table_ref,
         assignments,
@@ -704,7 +714,7 @@ fn bind_update(catalog: &Catalog, statement: &ast::Statement) -> Result<UpdatePl
         return Err(Error::unsupported("UPDATE of a derived table"));
     };
     let table = target_table(catalog, name)?;
-    let mut binder = Binder::new(catalog);
+    let mut binder = Binder::new(catalog).with_dialect(dialect);
     let (plan, scope) = binder.bind_table_scan(&table, selection.as_ref())?;
     let mut bound = Vec::new();
     for assignment in assignments {
@@ -724,7 +734,7 @@ fn bind_update(catalog: &Catalog, statement: &ast::Statement) -> Result<UpdatePl
     }
     let on_conflict = conflict_of(or)?;
     let returning = bind_returning(&mut binder, &table, returning_items)?;
-    let target = Target::bind(catalog, table)?;
+    let target = Target::bind(catalog, table, dialect)?;
     let delta = match (&plan, or, &returning) {
         (Plan::Scan { filter, .. }, None, None) => {
             let mut conjuncts = Vec::new();
@@ -762,7 +772,7 @@ fn update(plan: &UpdatePlan, exec: &Executor) -> Result<DmlResult> {
     Ok(DmlResult { changed, returning })
 }
 
-fn bind_delete(catalog: &Catalog, delete: &ast::Delete) -> Result<DeletePlan> {
+fn bind_delete(catalog: &Catalog, delete: &ast::Delete, dialect: Dialect) -> Result<DeletePlan> {
     if delete.using.is_some() || delete.limit.is_some() || !delete.order_by.is_empty() {
         return Err(Error::unsupported("DELETE with USING, ORDER BY or LIMIT"));
     }
@@ -776,10 +786,10 @@ fn bind_delete(catalog: &Catalog, delete: &ast::Delete) -> Result<DeletePlan> {
         return Err(Error::unsupported("DELETE from a derived table"));
     };
     let table = target_table(catalog, name)?;
-    let mut binder = Binder::new(catalog);
+    let mut binder = Binder::new(catalog).with_dialect(dialect);
     let (scan, _) = binder.bind_table_scan(&table, delete.selection.as_ref())?;
     let returning = bind_returning(&mut binder, &table, &delete.returning)?;
-    Ok(DeletePlan { target: Target::bind(catalog, table)?, scan, returning })
+    Ok(DeletePlan { target: Target::bind(catalog, table, dialect)?, scan, returning })
 }
 
 fn delete(plan: &DeletePlan, exec: &Executor) -> Result<DmlResult> {

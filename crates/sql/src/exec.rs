@@ -80,6 +80,8 @@ pub struct Executor<'t> {
     /// The database's next hidden row id of each table, when it keeps them.
     rowids: Option<&'t crate::session::Rowids>,
     sequences: Option<SequenceAccess<'t>>,
+    /// Division by zero and integer overflow are errors in PostgreSQL's dialect.
+    dialect: crate::dialect::Dialect,
     /// The row id of the last row an INSERT of this statement stored (tables keyed by a row
     /// id: hidden, or an INTEGER PRIMARY KEY).
     inserted_rowid: Cell<Option<i64>>,
@@ -132,6 +134,7 @@ impl<'t> Executor<'t> {
             settings: None,
             rowids: None,
             sequences: None,
+            dialect: crate::dialect::Dialect::Sqlite,
             inserted_rowid: Cell::new(None),
         }
     }
@@ -233,6 +236,16 @@ impl<'t> Executor<'t> {
         Ok(Some(next))
     }
 
+    pub fn with_dialect(mut self, dialect: crate::dialect::Dialect) -> Executor<'t> {
+        self.dialect = dialect;
+        self
+    }
+
+    /// The dialect the statement runs in.
+    pub fn dialect(&self) -> crate::dialect::Dialect {
+        self.dialect
+    }
+
     pub fn with_sequences(mut self, access: SequenceAccess<'t>) -> Executor<'t> {
         self.sequences = Some(access);
         self
@@ -246,10 +259,12 @@ impl<'t> Executor<'t> {
         }
     }
 
-    /// ALTER SEQUENCE ... RESTART: the next value is `value` once this transaction commits (the
-    /// definition's restart count tells the sequence to read it).
-    pub fn restart_sequence(&self, id: u32, value: i64) {
-        self.put(crate::codec::sequence_key(id), crate::sequence::generator::encode(value, false));
+    /// ALTER SEQUENCE ... RESTART: the next value is `value`, at once (as `setval`, outside the
+    /// transaction).
+    pub fn restart_sequence(&self, def: &crate::catalog::SequenceDef, value: i64) -> Result<()> {
+        let access = self.sequences.as_ref().ok_or_else(|| Error::unsupported("sequences here"))?;
+        access.sequences.set_value(access.db, def, value, false, None)?;
+        Ok(())
     }
 
     /// `nextval`, `currval`, `setval`, `lastval`.
@@ -270,7 +285,7 @@ impl<'t> Executor<'t> {
                     Error::new("22P02", format!("invalid input syntax for type bigint: \"{}\"", args[1].to_text()))
                 })?;
                 let called = args.get(2).is_none_or(|called| called.truth() == Some(true));
-                access.sequences.set_value(access.db, &def, value, called, access.session)?
+                access.sequences.set_value(access.db, &def, value, called, Some(access.session))?
             }
         };
         Ok(Value::Integer(value))
@@ -453,7 +468,7 @@ impl<'t> Executor<'t> {
             }
             // Rows written before ADD COLUMN: the added columns' defaults are NULL or constant.
             while row.len() < width {
-                row.push(self.column_default(table, row.len())?);
+                row.push(self.fill_value(table, row.len())?);
             }
             Ok(row)
         };
@@ -680,10 +695,14 @@ impl<'t> Executor<'t> {
         Ok(Some((start, end)))
     }
 
-    /// The value a column gets when a row does not give one (its DEFAULT, or NULL).
-    pub fn column_default(&self, table: &TableDef, column: usize) -> Result<Value> {
+    /// The value of a column a stored row lacks (it was added by ALTER TABLE ADD COLUMN after the
+    /// row was written): its DEFAULT, which ADD COLUMN requires to be a constant. Other defaults
+    /// (a sequence's `nextval`, the time) are never evaluated here: rows written since the
+    /// column existed have their value stored.
+    pub fn fill_value(&self, table: &TableDef, column: usize) -> Result<Value> {
         match &table.columns[column].default {
             None => Ok(Value::Null),
+            Some(sql) if crate::sequence::ddl::sequence_of_default(sql).is_some() => Ok(Value::Null),
             Some(sql) => {
                 let cached = self.defaults.borrow().get(&(table.id, column)).cloned();
                 let expr = match cached {
@@ -694,6 +713,9 @@ impl<'t> Executor<'t> {
                         expr
                     }
                 };
+                if !expr.is_constant() {
+                    return Ok(Value::Null);
+                }
                 self.default_value(table, column, &expr)
             }
         }
@@ -1313,7 +1335,14 @@ impl<'t> Executor<'t> {
                     self.check_value_size(text_bytes(&left) + text_bytes(&right))?;
                     functions::arithmetic(BinaryOp::Concat, &left, &right)?
                 }
-                op => functions::arithmetic(*op, &self.eval(left, env)?, &self.eval(right, env)?)?,
+                op => {
+                    let (left, right) = (self.eval(left, env)?, self.eval(right, env)?);
+                    let value = functions::arithmetic(*op, &left, &right)?;
+                    if self.dialect.strict_arithmetic() {
+                        strict_arithmetic(*op, &left, &right, &value)?;
+                    }
+                    value
+                }
             },
             Expr::Is { left, right, negated } => {
                 let left = self.eval(left, env)?;
@@ -1413,7 +1442,7 @@ impl<'t> Executor<'t> {
                 }
             }
             Expr::Affinity(inner, affinity) => affinity.apply(self.eval(inner, env)?),
-            Expr::Like { expr, pattern, escape, negated, glob } => {
+            Expr::Like { expr, pattern, escape, negated, glob, case_sensitive } => {
                 let value = self.eval(expr, env)?;
                 let pattern = self.eval(pattern, env)?;
                 let escape = match escape {
@@ -1444,7 +1473,7 @@ impl<'t> Executor<'t> {
                         ),
                     ));
                 }
-                let matched = functions::like(&value.to_text(), &pattern, escape, *glob);
+                let matched = functions::like(&value.to_text(), &pattern, escape, *glob, *case_sensitive);
                 Value::Integer(i64::from(matched != *negated))
             }
             Expr::Function(function, args) => match function {
@@ -1487,6 +1516,23 @@ impl<'t> Executor<'t> {
             Expr::Aggregate(_) => return Err(Error::grouping("misuse of aggregate function")),
             Expr::Window(_) => return Err(Error::new("42P20", "misuse of window function")),
         })
+    }
+}
+
+/// PostgreSQL's errors where SQLite's arithmetic gives NULL (division by zero: 22012) or a
+/// REAL (integer overflow: 22003), given the operands and SQLite's result.
+fn strict_arithmetic(op: BinaryOp, left: &Value, right: &Value, result: &Value) -> Result<()> {
+    if left.is_null() || right.is_null() {
+        return Ok(());
+    }
+    match (op, result) {
+        (BinaryOp::Div | BinaryOp::Mod, Value::Null) => Err(Error::new("22012", "division by zero")),
+        (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul, Value::Real(_))
+            if matches!((left.to_numeric(), right.to_numeric()), (Value::Integer(_), Value::Integer(_))) =>
+        {
+            Err(Error::numeric_out_of_range("bigint out of range"))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -641,12 +641,12 @@ fn shift(value: i64, by: i64) -> i64 {
     }
 }
 
-/// SQL LIKE (case-insensitive for ASCII, `%` and `_`, optional escape) or GLOB (case-sensitive,
-/// `*`, `?` and `[...]`).
-pub fn like(text: &str, pattern: &str, escape: Option<char>, glob: bool) -> bool {
+/// SQL LIKE (`%` and `_`, optional escape; case-insensitive for ASCII unless `case_sensitive`)
+/// or GLOB (case-sensitive, `*`, `?` and `[...]`).
+pub fn like(text: &str, pattern: &str, escape: Option<char>, glob: bool, case_sensitive: bool) -> bool {
     let text: Vec<char> = text.chars().collect();
     let pattern: Vec<char> = pattern.chars().collect();
-    if glob { glob_match(&text, &pattern) } else { like_match(&text, &pattern, escape) }
+    if glob { glob_match(&text, &pattern) } else { like_match(&text, &pattern, escape, case_sensitive) }
 }
 
 /// What one pattern element does at a text position.
@@ -696,14 +696,15 @@ fn wildcard_match(text: &[char], pattern: &[char], star: char, element: impl Fn(
     p == pattern.len()
 }
 
-fn like_match(text: &[char], pattern: &[char], escape: Option<char>) -> bool {
+fn like_match(text: &[char], pattern: &[char], escape: Option<char>, case_sensitive: bool) -> bool {
+    let same = |a: char, b: char| if case_sensitive { a == b } else { a.eq_ignore_ascii_case(&b) };
     wildcard_match(text, pattern, '%', |p, c| {
         let element = pattern[p];
         if Some(element) == escape && p + 1 < pattern.len() {
-            if pattern[p + 1].eq_ignore_ascii_case(&c) { Step::Match(p + 2) } else { Step::NoMatch }
+            if same(pattern[p + 1], c) { Step::Match(p + 2) } else { Step::NoMatch }
         } else if element == '%' {
             Step::Star
-        } else if element == '_' || element.eq_ignore_ascii_case(&c) {
+        } else if element == '_' || same(element, c) {
             Step::Match(p + 1)
         } else {
             Step::NoMatch
@@ -796,19 +797,19 @@ mod tests {
 
     #[test]
     fn like_and_glob() {
-        assert!(like("Hello", "h%o", None, false));
-        assert!(like("Hello", "_ello", None, false));
-        assert!(!like("Hello", "h%x", None, false));
-        assert!(like("100%", "100!%", Some('!'), false));
-        assert!(!like("100x", "100!%", Some('!'), false));
-        assert!(like("abc", "a*", None, true));
-        assert!(!like("Abc", "a*", None, true));
-        assert!(like("b1", "[a-c]?", None, true));
-        assert!(like("aaaaaaaaaaaaaaaaaaaaaaaaaab", "%a%a%a%a%a%b", None, false));
+        assert!(like("Hello", "h%o", None, false, false));
+        assert!(like("Hello", "_ello", None, false, false));
+        assert!(!like("Hello", "h%x", None, false, false));
+        assert!(like("100%", "100!%", Some('!'), false, false));
+        assert!(!like("100x", "100!%", Some('!'), false, false));
+        assert!(like("abc", "a*", None, true, false));
+        assert!(!like("Abc", "a*", None, true, false));
+        assert!(like("b1", "[a-c]?", None, true, false));
+        assert!(like("aaaaaaaaaaaaaaaaaaaaaaaaaab", "%a%a%a%a%a%b", None, false, false));
         // Many stars against a long text that does not match: quick, not exponential.
         let text = "a".repeat(5000);
-        assert!(!like(&text, &"*a".repeat(40).add("b"), None, true));
-        assert!(!like(&text, &"%a".repeat(40).add("b"), None, false));
+        assert!(!like(&text, &"*a".repeat(40).add("b"), None, true, false));
+        assert!(!like(&text, &"%a".repeat(40).add("b"), None, false, false));
     }
 
     trait Add {
@@ -830,8 +831,8 @@ mod tests {
             let (glob, like_sqlite): (bool, bool) = sqlite
                 .query_row("SELECT ?1 GLOB ?2, ?1 LIKE ?2", [&text, &pattern], |row| Ok((row.get(0)?, row.get(1)?)))
                 .unwrap();
-            proptest::prop_assert_eq!(like(&text, &pattern, None, true), glob, "{} GLOB {}", text, pattern);
-            proptest::prop_assert_eq!(like(&text, &pattern, None, false), like_sqlite, "{} LIKE {}", text, pattern);
+            proptest::prop_assert_eq!(like(&text, &pattern, None, true, false), glob, "{} GLOB {}", text, pattern);
+            proptest::prop_assert_eq!(like(&text, &pattern, None, false, false), like_sqlite, "{} LIKE {}", text, pattern);
         }
     }
 

@@ -26,6 +26,7 @@ pub mod datetime;
 pub mod decimal;
 pub mod delta;
 pub mod describe;
+pub mod dialect;
 pub mod dml;
 pub mod error;
 pub mod exec;
@@ -43,6 +44,7 @@ pub mod window;
 
 pub use check::IntegrityReport;
 pub use describe::{Description, SqlType};
+pub use dialect::Dialect;
 pub use error::{Error, Result};
 pub use session::{Database, InterruptHandle, Options, Outcome, Session, Statement};
 pub use value::Value;

@@ -288,6 +288,9 @@ pub enum Expr {
         escape: Option<Box<Expr>>,
         negated: bool,
         glob: bool,
+        /// LIKE tells upper from lower case (PostgreSQL's LIKE; not ILIKE, not SQLite's LIKE).
+        /// GLOB always does.
+        case_sensitive: bool,
     },
     Function(crate::functions::ScalarFunction, Vec<Expr>),
     /// Only while binding: replaced by a column of the aggregate's output.
@@ -376,10 +379,10 @@ impl Expr {
                 let whens = whens.into_iter().map(|(condition, result)| (f(condition), f(result))).collect();
                 Expr::Case { operand, whens, otherwise: otherwise.map(|otherwise| Box::new(f(*otherwise))) }
             }
-            Expr::Like { expr, pattern, escape, negated, glob } => {
+            Expr::Like { expr, pattern, escape, negated, glob, case_sensitive } => {
                 let expr = boxed(expr);
                 let pattern = boxed(pattern);
-                Expr::Like { expr, pattern, escape: escape.map(boxed), negated, glob }
+                Expr::Like { expr, pattern, escape: escape.map(boxed), negated, glob, case_sensitive }
             }
             Expr::Function(function, args) => Expr::Function(function, args.into_iter().map(f).collect()),
             Expr::Aggregate(mut call) => {
@@ -423,6 +426,15 @@ impl Expr {
         let mut found = false;
         self.walk(&mut |expr| found |= matches!(expr, Expr::Aggregate(_)));
         found
+    }
+
+    /// A literal, or a signed literal: what ALTER TABLE ADD COLUMN accepts as a DEFAULT.
+    pub fn is_constant(&self) -> bool {
+        match self {
+            Expr::Literal(_) => true,
+            Expr::Unary(_, inner) => matches!(**inner, Expr::Literal(_)),
+            _ => false,
+        }
     }
 
     pub fn contains_window(&self) -> bool {

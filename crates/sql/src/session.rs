@@ -7,6 +7,7 @@ use crate::cache::{CacheStats, ResultCache};
 use crate::catalog::{Catalog, ColumnDef, IndexDef, TableDef, ViewDef};
 use crate::codec::{CATALOG_KEY, CATALOG_VERSION_KEY};
 use crate::describe::{Description, Inference, SqlType};
+use crate::dialect::Dialect;
 use crate::dml;
 use crate::error::{Error, Result};
 use crate::exec::Executor;
@@ -30,6 +31,8 @@ pub struct Options {
     pub autocommit_attempts: u32,
     /// Bytes of slab memory for the statement result cache (0 turns it off).
     pub result_cache: usize,
+    /// The dialect new sessions speak ([`Session::set_dialect`] changes one session's).
+    pub dialect: Dialect,
 }
 
 impl Default for Options {
@@ -39,6 +42,7 @@ impl Default for Options {
             query_memory_limit: 1 << 30,
             autocommit_attempts: 100,
             result_cache: 16 << 20,
+            dialect: Dialect::Sqlite,
         }
     }
 }
@@ -147,6 +151,7 @@ impl Database {
             last_insert_rowid: None,
             texts: crate::lift::TextCache::default(),
             sequence_values: parking_lot::Mutex::default(),
+            dialect: self.shared.options.dialect,
         }
     }
 
@@ -201,6 +206,7 @@ pub struct Session {
     texts: crate::lift::TextCache<Statement>,
     /// The sequence values this session took (`currval`, `lastval`).
     sequence_values: parking_lot::Mutex<crate::sequence::SessionSequences>,
+    dialect: Dialect,
 }
 
 /// Cancels what a [`Session`] is running, from any thread (SQLite's `sqlite3_interrupt`,
@@ -245,6 +251,8 @@ pub struct CachedPlan {
     plan: BoundPlan,
     /// Parameters the statement takes (the binder's count).
     parameters: usize,
+    /// The dialect it was bound in (NULL ordering, LIKE).
+    dialect: Dialect,
 }
 
 enum BoundPlan {
@@ -663,6 +671,18 @@ impl Session {
         self.interrupt.store(false, Ordering::Relaxed);
     }
 
+    /// The dialect this session speaks.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Speaks `dialect` from the next statement on (plans bound in the other are bound again).
+    /// `current_setting('tern.dialect')` says which.
+    pub fn set_dialect(&mut self, dialect: Dialect) {
+        self.dialect = dialect;
+        self.settings.write().insert("tern.dialect".into(), dialect.name().into());
+    }
+
     /// Whether an explicit transaction is open.
     pub fn in_transaction(&self) -> bool {
         self.transaction.is_some()
@@ -747,16 +767,17 @@ impl Session {
     pub fn describe(&self, statement: &Statement) -> Result<Option<Description>> {
         let catalog = self.catalog();
         // A query that ran against this catalog has its plan: no need to bind it again.
-        if let Some(CachedPlan { catalog: planned, plan: BoundPlan::Query { plan, columns }, parameters }) =
+        if let Some(CachedPlan { catalog: planned, plan: BoundPlan::Query { plan, columns }, parameters, dialect }) =
             &statement.plan
             && Arc::ptr_eq(planned, &catalog)
+            && *dialect == self.dialect
         {
             let mut inference = Inference::new(*parameters);
             let types = inference.plan(plan);
             let columns = columns.iter().cloned().zip(types).collect();
             return Ok(Some(Description { columns, parameters: inference.parameters }));
         }
-        let mut binder = Binder::new(&catalog);
+        let mut binder = Binder::new(&catalog).with_dialect(self.dialect);
         let description = match &statement.statement {
             ast::Statement::Query(query) => {
                 let (plan, columns) = binder.bind_query(query, None)?;
@@ -766,7 +787,8 @@ impl Session {
                 Description { columns, parameters: inference.parameters }
             }
             dml @ (ast::Statement::Insert(_) | ast::Statement::Update { .. } | ast::Statement::Delete(_)) => {
-                let plan = dml::bind(&catalog, dml)?.ok_or_else(|| Error::internal("not a DML statement"))?;
+                let plan =
+                    dml::bind(&catalog, dml, self.dialect)?.ok_or_else(|| Error::internal("not a DML statement"))?;
                 let mut inference = Inference::new(parameter_count(&statement.statement.to_string()));
                 let columns = plan.describe(&mut inference);
                 Description { columns, parameters: inference.parameters }
@@ -824,6 +846,19 @@ impl Session {
             return Err(Error::query_canceled());
         }
         match statement {
+            ast::Statement::Set(ast::Set::SingleAssignment { variable, values, .. })
+                if variable.to_string().eq_ignore_ascii_case("tern.dialect") =>
+            {
+                let value = match values.as_slice() {
+                    [ast::Expr::Value(ast::ValueWithSpan { value: ast::Value::SingleQuotedString(text), .. })] => {
+                        text.clone()
+                    }
+                    [ast::Expr::Identifier(ident)] => ident.value.clone(),
+                    _ => return Err(Error::syntax("SET tern.dialect takes one name: 'sqlite' or 'postgres'")),
+                };
+                self.set_dialect(Dialect::parse(&value)?);
+                Ok(Outcome::Done("SET"))
+            }
             ast::Statement::StartTransaction { .. } => {
                 if self.transaction.is_some() {
                     return Err(Error::new("25001", "cannot start a transaction within a transaction"));
@@ -889,6 +924,7 @@ impl Session {
                         explicit: true,
                         inserted,
                         sequence_values: &self.sequence_values,
+                        dialect: self.dialect,
                     };
                     return run_in_transaction(&self.shared, open, run);
                 }
@@ -910,6 +946,7 @@ impl Session {
                         explicit: false,
                         inserted,
                         sequence_values: &self.sequence_values,
+                        dialect: self.dialect,
                     };
                     let result = run_in_transaction(&self.shared, &mut open, run)
                         .and_then(|outcome| self.commit(open).map(|_| outcome));
@@ -1087,6 +1124,7 @@ struct Run<'r> {
     explicit: bool,
     /// Where the row id of the last row the statement inserted goes.
     inserted: &'r std::cell::Cell<Option<i64>>,
+    dialect: Dialect,
     sequence_values: &'r parking_lot::Mutex<crate::sequence::SessionSequences>,
 }
 
@@ -1119,7 +1157,7 @@ fn cache_text(statement: &ast::Statement) -> Option<String> {
 }
 
 fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>) -> Result<Outcome> {
-    let Run { statement, params, plan, interrupt, settings, text, explicit, inserted, sequence_values } = run;
+    let Run { statement, params, plan, interrupt, settings, text, explicit, inserted, sequence_values, dialect } = run;
     // The result cache serves queries of transactions that have written nothing (their own
     // writes would not be in a cached result).
     let owned_text;
@@ -1133,7 +1171,8 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
     };
     let cache = match (cache, open.txn.snapshot_sequence()) {
         (Some((cache, text)), Some(snapshot)) => {
-            let key = ResultCache::key(open.catalog.version, text, params);
+            // The dialect is the version's low bit: the same text may answer differently in each.
+            let key = ResultCache::key(open.catalog.version << 1 | dialect as u64, text, params);
             let statement = ResultCache::statement_id(text);
             if let Some(hit) = cache.lookup(&key, statement, snapshot) {
                 if explicit {
@@ -1154,6 +1193,7 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
     let catalog = open.catalog.clone();
     let mut exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit)
         .with_interrupt(interrupt)
+        .with_dialect(dialect)
         .with_settings(settings)
         .with_rowids(&shared.rowids)
         .with_sequences(crate::exec::SequenceAccess {
@@ -1230,23 +1270,27 @@ fn run_statement(
         | ast::Statement::Insert(_)
         | ast::Statement::Update { .. }
         | ast::Statement::Delete(_) => {
-            let valid = cached.as_ref().is_some_and(|cached| Arc::ptr_eq(&cached.catalog, catalog));
+            let dialect = exec.dialect();
+            let valid = cached
+                .as_ref()
+                .is_some_and(|cached| Arc::ptr_eq(&cached.catalog, catalog) && cached.dialect == dialect);
             if !valid {
                 let (plan, parameters) = match statement {
                     ast::Statement::Query(query) => {
-                        let mut binder = Binder::new(catalog);
+                        let mut binder = Binder::new(catalog).with_dialect(dialect);
                         let (plan, columns) = binder.bind_query(query, None)?;
                         let columns = columns.into_iter().map(|column| column.name).collect();
                         (BoundPlan::Query { plan, columns }, binder.parameter_count)
                     }
                     other => (
                         BoundPlan::Dml(Box::new(
-                            dml::bind(catalog, other)?.ok_or_else(|| Error::internal("not a DML statement"))?,
+                            dml::bind(catalog, other, dialect)?
+                                .ok_or_else(|| Error::internal("not a DML statement"))?,
                         )),
                         parameter_count(&other.to_string()),
                     ),
                 };
-                *cached = Some(CachedPlan { catalog: catalog.clone(), plan, parameters });
+                *cached = Some(CachedPlan { catalog: catalog.clone(), plan, parameters, dialect });
             }
             match &cached.as_ref().expect("a plan was just bound").plan {
                 BoundPlan::Query { plan, columns } => {
@@ -1260,7 +1304,7 @@ fn run_statement(
             let ast::Statement::Query(query) = statement.as_ref() else {
                 return Err(Error::unsupported("EXPLAIN of statements other than queries"));
             };
-            let mut binder = Binder::new(catalog);
+            let mut binder = Binder::new(catalog).with_dialect(exec.dialect());
             let (plan, _) = binder.bind_query(query, None)?;
             let text = if *analyze {
                 let started = Instant::now();
@@ -1308,7 +1352,7 @@ fn run_statement(
                 )?;
                 if let Some((def, restart)) = altered {
                     if let Some(value) = restart {
-                        exec.restart_sequence(def.id, value);
+                        exec.restart_sequence(&def, value)?;
                     }
                     *new_catalog = Some(changed);
                 }
@@ -1846,12 +1890,7 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
             if let Some(default) = &def.default {
                 // Old rows get the default when read, so it must not depend on the time of reading.
                 let expr = crate::bind::bind_standalone_expr(default)?;
-                let constant = match &expr {
-                    crate::plan::Expr::Literal(_) => true,
-                    crate::plan::Expr::Unary(_, inner) => matches!(**inner, crate::plan::Expr::Literal(_)),
-                    _ => false,
-                };
-                if !constant {
+                if !expr.is_constant() {
                     return Err(Error::new("42000", "Cannot add a column with non-constant default"));
                 }
             }

@@ -283,14 +283,18 @@ fn alter_sequence_changes_what_follows() {
     assert_eq!(sqlstate(&mut session, "INSERT INTO t(v) VALUES ('f')"), "2200H");
     run(&mut session, "ALTER SEQUENCE t_id_seq RESTART");
     assert_eq!(one(&mut session, "SELECT nextval('t_id_seq')"), Value::Integer(1));
-    // A rolled-back RESTART leaves the sequence where it was.
+    // RESTART takes effect at once, also inside the transaction that runs it (and, unlike
+    // PostgreSQL's, stays when that transaction rolls back: it is setval's).
     run(&mut session, "BEGIN");
     run(&mut session, "ALTER SEQUENCE t_id_seq RESTART WITH 50");
+    assert_eq!(one(&mut session, "SELECT nextval('t_id_seq')"), Value::Integer(50));
     run(&mut session, "ROLLBACK");
-    assert_eq!(one(&mut session, "SELECT nextval('t_id_seq')"), Value::Integer(11));
+    assert_eq!(one(&mut session, "SELECT nextval('t_id_seq')"), Value::Integer(60));
     assert_eq!(sqlstate(&mut session, "ALTER SEQUENCE t_id_seq RESTART WITH 500"), "22023");
     assert_eq!(sqlstate(&mut session, "ALTER SEQUENCE nosuch RESTART"), "42P01");
     assert_eq!(sqlstate(&mut session, "ALTER SEQUENCE IF EXISTS nosuch RESTART"), "ok");
+    assert_eq!(sqlstate(&mut session, "ALTER SEQUENCE t RESTART"), "42809");
+    assert_eq!(sqlstate(&mut session, "DROP SEQUENCE t"), "42809");
     // Ownership follows renames, and OWNED BY moves it.
     run(&mut session, "ALTER TABLE t RENAME COLUMN id TO key");
     run(&mut session, "ALTER TABLE t RENAME TO u");
@@ -299,4 +303,83 @@ fn alter_sequence_changes_what_follows() {
     assert_eq!(one(&mut session, "SELECT pg_get_serial_sequence('u', 'v')"), Value::from("public.free"));
     run(&mut session, "DROP TABLE u");
     assert!(session.query("SELECT relname FROM pg_class WHERE relkind = 'S'", &[]).unwrap().1.is_empty());
+}
+
+#[test]
+fn updates_by_key_take_no_value() {
+    // An increment by primary key becomes a delta; it must not evaluate the key's DEFAULT.
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    run(&mut session, "CREATE TABLE a(id SERIAL PRIMARY KEY, n INTEGER)");
+    run(&mut session, "INSERT INTO a(n) VALUES (0)");
+    for _ in 0..3 {
+        run(&mut session, "UPDATE a SET n = n + 1 WHERE id = 1");
+    }
+    assert_eq!(row(&mut session, "SELECT currval('a_id_seq'), lastval(), n FROM a"), integers(&[1, 1, 3]));
+}
+
+#[test]
+fn a_sequence_made_again_after_a_rollback_starts_afresh() {
+    // The rolled-back CREATE's id comes back; its values do not.
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    run(&mut session, "BEGIN");
+    run(&mut session, "CREATE TABLE t(id SERIAL, v TEXT)");
+    run(&mut session, "INSERT INTO t(v) VALUES ('gone'), ('gone')");
+    run(&mut session, "ROLLBACK");
+    run(&mut session, "CREATE TABLE t(id SERIAL, v TEXT)");
+    assert_eq!(sqlstate(&mut session, "SELECT currval('t_id_seq')"), "55000");
+    assert_eq!(one(&mut session, "INSERT INTO t(v) VALUES ('kept') RETURNING id"), Value::Integer(1));
+    run(&mut session, "BEGIN");
+    run(&mut session, "CREATE SEQUENCE s START 1000");
+    run(&mut session, "SELECT nextval('s')");
+    run(&mut session, "ROLLBACK");
+    run(&mut session, "CREATE SEQUENCE s AS smallint MAXVALUE 10");
+    assert_eq!(one(&mut session, "SELECT nextval('s')"), Value::Integer(1));
+}
+
+#[test]
+fn sessions_on_different_definitions_never_share_a_value() {
+    // A transaction keeps the catalog it started with; another session changes the increment.
+    // Whatever definition each one uses, no value comes out twice, and after a reopen the
+    // sequence goes on above all of them.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("defs.tern");
+    let mut seen = HashSet::new();
+    {
+        let db = Database::open(&path, Options::default()).unwrap();
+        let mut old = db.session();
+        let mut new = db.session();
+        run(&mut old, "CREATE SEQUENCE s INCREMENT BY 100");
+        run(&mut old, "SELECT nextval('s')");
+        run(&mut old, "BEGIN");
+        run(&mut old, "SELECT 1");
+        run(&mut new, "ALTER SEQUENCE s INCREMENT BY 1");
+        for round in 0..40 {
+            let session = if round % 3 == 0 { &mut old } else { &mut new };
+            let value = one(session, "SELECT nextval('s')");
+            assert!(seen.insert(format!("{value:?}")), "{value:?} twice");
+        }
+        run(&mut old, "COMMIT");
+    }
+    let db = Database::open(&path, Options::default()).unwrap();
+    let next = one(&mut db.session(), "SELECT nextval('s')");
+    assert!(seen.insert(format!("{next:?}")), "{next:?} again after the reopen");
+}
+
+#[test]
+fn options_named_like_keywords_and_defaults_that_do_not_bind() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    run(&mut session, "CREATE TABLE events(start INTEGER, cache INTEGER)");
+    run(&mut session, "CREATE SEQUENCE s CACHE 5 OWNED BY events.start");
+    assert_eq!(one(&mut session, "SELECT pg_get_serial_sequence('events', 'start')"), Value::from("public.s"));
+    run(&mut session, "ALTER SEQUENCE s OWNED BY events.cache");
+    assert_eq!(one(&mut session, "SELECT pg_get_serial_sequence('events', 'cache')"), Value::from("public.s"));
+    // A DEFAULT Tern cannot bind fails only the INSERTs that need it.
+    run(&mut session, "CREATE TABLE u(id TEXT DEFAULT no_such_function(), v INTEGER)");
+    run(&mut session, "INSERT INTO u VALUES ('a', 1)");
+    run(&mut session, "UPDATE u SET v = 2");
+    assert_eq!(sqlstate(&mut session, "INSERT INTO u(v) VALUES (3)"), "42883");
+    run(&mut session, "DELETE FROM u");
 }

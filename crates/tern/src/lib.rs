@@ -34,7 +34,7 @@ mod types;
 
 pub use options::{MIN_MEMORY_BUDGET, Options, Sizes, SyncPolicy};
 pub use rows::{ColumnIndex, Row, Rows};
-pub use tern_sql::{Error, IntegrityReport, InterruptHandle, Value};
+pub use tern_sql::{Dialect, Error, IntegrityReport, InterruptHandle, Value};
 pub use types::{FromSql, Params, ToSql};
 
 /// Results of the embedded API.

@@ -46,6 +46,9 @@ pub struct Options {
     ///
     /// [`Connection::transact`]: crate::Connection::transact
     pub retry_attempts: u32,
+    /// The SQL dialect connections start in: SQLite's (the default) or PostgreSQL's answers
+    /// where the two differ (`SET tern.dialect = ...` changes one connection's).
+    pub dialect: tern_sql::Dialect,
 }
 
 /// The sizes an [`Options`] comes to once its memory budget is divided.
@@ -72,6 +75,7 @@ impl Default for Options {
             memory_budget: None,
             tune_allocator: true,
             retry_attempts: 100,
+            dialect: tern_sql::Dialect::Sqlite,
         }
     }
 }
@@ -145,6 +149,7 @@ impl Options {
         options.query_memory_limit = sizes.query_memory_limit;
         options.result_cache = sizes.result_cache_size;
         options.autocommit_attempts = self.retry_attempts;
+        options.dialect = self.dialect;
         Ok((options, sizes))
     }
 }

@@ -41,6 +41,9 @@ pub fn alter_sequence(
     owned_by: Option<&ast::ObjectName>,
 ) -> Result<Option<(Arc<SequenceDef>, Option<i64>)>> {
     let Some(old) = catalog.sequences.get(name).cloned() else {
+        if catalog.name_in_use(name) {
+            return Err(not_a_sequence(name));
+        }
         if mark.if_exists {
             return Ok(None);
         }
@@ -54,11 +57,14 @@ pub fn alter_sequence(
     let restart = mark.restart.map(|value| value.unwrap_or(def.start));
     if let Some(value) = restart {
         check_in_bounds(&def, "RESTART", value)?;
-        def.restarts += 1;
     }
     let def = Arc::new(def);
     catalog.sequences.insert(name.to_string(), def.clone());
     Ok(Some((def, restart)))
+}
+
+fn not_a_sequence(name: &str) -> Error {
+    Error::new("42809", format!("\"{name}\" is not a sequence"))
 }
 
 /// Follows a table's or column's new name in the sequences it owns.
@@ -201,6 +207,9 @@ pub fn drop_owned(catalog: &mut Catalog, table: &str) -> Vec<u32> {
 /// drops those defaults. Returns the dropped sequence's id.
 pub fn drop_sequence(catalog: &mut Catalog, name: &str, if_exists: bool, cascade: bool) -> Result<Option<u32>> {
     if !catalog.sequences.contains_key(name) {
+        if catalog.name_in_use(name) {
+            return Err(not_a_sequence(name));
+        }
         if if_exists {
             return Ok(None);
         }

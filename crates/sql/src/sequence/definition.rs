@@ -85,14 +85,13 @@ pub fn define(
         cache: given.cache.unwrap_or(1),
         cycle: given.cycle.unwrap_or(false),
         owned_by,
-        generation: 0,
-        restarts: 0,
+        incarnation: fresh_incarnation(),
     };
     checked(def)
 }
 
 /// `ALTER SEQUENCE`: the definition with the options given changed (`NO MINVALUE` and
-/// `NO MAXVALUE` go back to the defaults of the direction), one generation on.
+/// `NO MAXVALUE` go back to the defaults of the direction).
 pub fn redefine(old: &SequenceDef, data_type: Option<&str>, options: &[ast::SequenceOptions]) -> Result<SequenceDef> {
     let (type_name, type_min, type_max) = bounds_of(data_type.unwrap_or(&old.data_type))?;
     let given = given(options)?;
@@ -128,9 +127,24 @@ pub fn redefine(old: &SequenceDef, data_type: Option<&str>, options: &[ast::Sequ
         start: given.start.unwrap_or(old.start),
         cache: given.cache.unwrap_or(old.cache),
         cycle: given.cycle.unwrap_or(old.cycle),
-        generation: old.generation + 1,
         ..old.clone()
     })
+}
+
+/// A number no earlier sequence had: the clock in nanoseconds, made unique within the process.
+fn fresh_incarnation() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos() as u64);
+    let mut last = LAST.load(Ordering::Relaxed);
+    loop {
+        let next = now.max(last + 1);
+        match LAST.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(seen) => last = seen,
+        }
+    }
 }
 
 fn bounds_of(data_type: &str) -> Result<(&'static str, i64, i64)> {

@@ -4,6 +4,7 @@
 //! that order; what each clause says is untouched.
 
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace, Word};
+use std::collections::HashMap;
 
 /// Starts the name part that marks an ALTER SEQUENCE parsed as CREATE SEQUENCE.
 const ALTER_MARK: &str = "\u{1}alter";
@@ -18,19 +19,23 @@ pub struct AlterMark {
 
 /// sqlparser has no ALTER SEQUENCE: `ALTER SEQUENCE [IF EXISTS] name options` becomes
 /// `CREATE SEQUENCE "<mark>".name options`, the mark recording IF EXISTS and a RESTART clause
-/// (taken out of the options); [`alter_mark`] reads it back.
-pub fn encode_alter_sequence(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+/// (taken out of the options); [`alter_mark`] reads it back. One pass over every statement.
+pub fn encode_alter_sequence(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     if !mentions(&tokens, &["SEQUENCE"]) {
         return tokens;
     }
-    // One statement at a time: each pass turns the first ALTER SEQUENCE left into a CREATE.
-    loop {
-        let (next, changed) = encode_first_alter(tokens);
-        tokens = next;
-        if !changed {
-            return tokens;
-        }
+    let significant: Vec<usize> =
+        (0..tokens.len()).filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_))).collect();
+    let mut edits = Edits::default();
+    let mut start = 0;
+    while start < significant.len() {
+        let end = (start..significant.len())
+            .find(|&at| tokens[significant[at]].token == Token::SemiColon)
+            .unwrap_or(significant.len());
+        alter_statement(&tokens, &significant[start..end], &mut edits);
+        start = end + 1;
     }
+    edits.apply(tokens)
 }
 
 /// Whether an unquoted word of `words` (upper case) is among the tokens.
@@ -40,51 +45,81 @@ fn mentions(tokens: &[TokenWithSpan], words: &[&str]) -> bool {
     })
 }
 
-fn encode_first_alter(tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool) {
-    let significant: Vec<usize> =
-        (0..tokens.len()).filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_))).collect();
+/// Token edits, by token index.
+#[derive(Default)]
+struct Edits {
+    dropped: std::collections::HashSet<usize>,
+    replaced: HashMap<usize, Token>,
+    /// Tokens to put before a token.
+    before: HashMap<usize, Vec<Token>>,
+}
+
+impl Edits {
+    fn apply(mut self, tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+        if self.dropped.is_empty() && self.replaced.is_empty() && self.before.is_empty() {
+            return tokens;
+        }
+        let mut out = Vec::with_capacity(tokens.len() + 2);
+        for (at, mut token) in tokens.into_iter().enumerate() {
+            for added in self.before.remove(&at).unwrap_or_default() {
+                out.push(TokenWithSpan { token: added, span: token.span });
+            }
+            if self.dropped.contains(&at) {
+                continue;
+            }
+            if let Some(replacement) = self.replaced.remove(&at) {
+                token.token = replacement;
+            }
+            out.push(token);
+        }
+        out
+    }
+}
+
+/// The edits that turn one statement (its significant tokens) into a marked CREATE SEQUENCE,
+/// if it is an ALTER SEQUENCE.
+fn alter_statement(tokens: &[TokenWithSpan], statement: &[usize], edits: &mut Edits) {
     let word = |position: usize| -> Option<String> {
-        match &tokens[*significant.get(position)?].token {
+        match &tokens[*statement.get(position)?].token {
             Token::Word(word) if word.quote_style.is_none() => Some(word.value.to_ascii_uppercase()),
             _ => None,
         }
     };
-    let starts = |position: usize| position == 0 || tokens[significant[position - 1]].token == Token::SemiColon;
-    let Some(alter) = (0..significant.len()).find(|&position| {
-        starts(position)
-            && word(position).as_deref() == Some("ALTER")
-            && word(position + 1).as_deref() == Some("SEQUENCE")
-    }) else {
-        return (tokens, false);
-    };
-    let mut name_at = alter + 2;
-    let if_exists = word(name_at).as_deref() == Some("IF") && word(name_at + 1).as_deref() == Some("EXISTS");
-    if if_exists {
-        name_at += 2;
+    if word(0).as_deref() != Some("ALTER") || word(1).as_deref() != Some("SEQUENCE") {
+        return;
     }
-    // RESTART [WITH] [[-]n], to the end of the statement.
-    let end = (name_at..significant.len())
-        .find(|&at| tokens[significant[at]].token == Token::SemiColon)
-        .unwrap_or(significant.len());
-    let mut dropped: Vec<usize> = Vec::new();
+    let if_exists = word(2).as_deref() == Some("IF") && word(3).as_deref() == Some("EXISTS");
+    let name_at = if if_exists { 4 } else { 2 };
+    if name_at >= statement.len() {
+        return;
+    }
+    // The options start after the name's parts (words joined by '.').
+    let mut options_at = name_at + 1;
+    while statement.get(options_at).is_some_and(|&at| tokens[at].token == Token::Period) {
+        options_at += 2;
+    }
+    // RESTART [WITH] [[-]n], at the start of a clause (not inside OWNED BY a.restart).
+    let owned =
+        (options_at..statement.len()).find(|&at| word(at).as_deref() == Some("OWNED")).unwrap_or(statement.len());
     let mut restart = None;
-    if let Some(at) = (name_at..end).find(|&at| word(at).as_deref() == Some("RESTART")) {
-        dropped.push(at);
+    if let Some(at) = (options_at..owned).find(|&at| word(at).as_deref() == Some("RESTART")) {
+        edits.dropped.insert(statement[at]);
         let mut next = at + 1;
         if word(next).as_deref() == Some("WITH") {
-            dropped.push(next);
+            edits.dropped.insert(statement[next]);
             next += 1;
         }
-        let negative = next < end && tokens[significant[next]].token == Token::Minus;
+        let negative = statement.get(next).is_some_and(|&index| tokens[index].token == Token::Minus);
         let number_at = if negative { next + 1 } else { next };
-        let number = match significant.get(number_at).filter(|_| number_at < end).map(|&index| &tokens[index].token) {
+        let number = match statement.get(number_at).map(|&index| &tokens[index].token) {
             Some(Token::Number(digits, _)) => {
-                digits.parse::<i64>().ok().map(|value| if negative { -value } else { value })
+                let text = if negative { format!("-{digits}") } else { digits.clone() };
+                text.parse::<i64>().ok()
             }
             _ => None,
         };
         if number.is_some() {
-            dropped.extend(next..=number_at);
+            edits.dropped.extend(statement[next..=number_at].iter().copied());
         }
         restart = Some(number);
     }
@@ -98,27 +133,11 @@ fn encode_first_alter(tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool) 
         quote_style: Some('"'),
         keyword: sqlparser::keywords::Keyword::NoKeyword,
     });
-    let dropped: Vec<usize> = dropped.into_iter().map(|position| significant[position]).collect();
-    let (alter_token, sequence_token) = (significant[alter], significant[alter + 1]);
-    let if_tokens: Vec<usize> =
-        if if_exists { vec![significant[alter + 2], significant[alter + 3]] } else { Vec::new() };
-    let name_token = significant[name_at.min(significant.len() - 1)];
-    let mut out = Vec::with_capacity(tokens.len() + 2);
-    for (at, token) in tokens.into_iter().enumerate() {
-        if dropped.contains(&at) || if_tokens.contains(&at) {
-            continue;
-        }
-        if at == alter_token {
-            out.push(TokenWithSpan { token: Token::make_keyword("CREATE"), span: token.span });
-            continue;
-        }
-        if at == name_token && at != sequence_token {
-            out.push(TokenWithSpan { token: mark.clone(), span: token.span });
-            out.push(TokenWithSpan { token: Token::Period, span: token.span });
-        }
-        out.push(token);
+    edits.replaced.insert(statement[0], Token::make_keyword("CREATE"));
+    if if_exists {
+        edits.dropped.extend([statement[2], statement[3]]);
     }
-    (out, true)
+    edits.before.insert(statement[name_at], vec![mark, Token::Period]);
 }
 
 /// The ALTER SEQUENCE a marked name part records, if it is one.
@@ -260,11 +279,13 @@ fn sorted_clauses(
 ) -> Vec<TokenWithSpan> {
     let mut clauses: Vec<(u8, Vec<usize>)> = Vec::new();
     for (at, &index) in region.iter().enumerate() {
+        let previous = at.checked_sub(1).and_then(|before| word(offset + before));
+        let after_period = at > 0 && tokens[region[at - 1]].token == Token::Period;
+        // OWNED BY runs to the end (its names may be option words); `NO` starts the clause it
+        // belongs to.
+        let in_owned = clauses.last().is_some_and(|(rank, _)| *rank == 7);
         let rank = word(offset + at).and_then(|this| clause_rank(&this, word(offset + at + 1).as_deref()));
-        // `NO` inside a clause is its first word; `AS` only starts a clause at the beginning
-        // (elsewhere it is not an option word).
-        let starts = rank.is_some_and(|rank| rank != 0 || at == 0)
-            && !(at > 0 && word(offset + at - 1).as_deref() == Some("NO"));
+        let starts = rank.is_some() && !in_owned && !after_period && previous.as_deref() != Some("NO");
         match (starts, clauses.last_mut()) {
             (true, _) => clauses.push((rank.unwrap_or(u8::MAX), vec![index])),
             (false, Some((_, clause))) => clause.push(index),

@@ -135,7 +135,7 @@ impl Binder<'_> {
             written.partition_by.iter().map(|expr| self.bind_expr(expr, scope)).collect::<Result<Vec<_>>>()?;
         let mut order_by = Vec::new();
         for term in &written.order_by {
-            order_by.push(sort_key(self.bind_expr(&term.expr, scope)?, &term.options));
+            order_by.push(sort_key(self.bind_expr(&term.expr, scope)?, &term.options, self.dialect));
         }
         if written.frame.is_none() && written.exclusion != FrameExclusion::NoOthers {
             return Err(Error::syntax("EXCLUDE needs a frame (ROWS, RANGE or GROUPS)"));
