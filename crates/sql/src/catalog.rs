@@ -25,6 +25,52 @@ pub struct ColumnDef {
     pub identity: Option<Identity>,
 }
 
+/// A foreign key: `columns` of its table reference `parent_columns` of `parent` (the parent's
+/// primary key when empty). Names are lower case.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ForeignKeyDef {
+    pub name: String,
+    pub columns: Vec<String>,
+    pub parent: String,
+    pub parent_columns: Vec<String>,
+    pub on_delete: ReferentialAction,
+    pub on_update: ReferentialAction,
+}
+
+/// What removing or changing a referenced key does to the rows that reference it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub enum ReferentialAction {
+    NoAction,
+    Restrict,
+    Cascade,
+    SetNull,
+    SetDefault,
+}
+
+impl ReferentialAction {
+    /// `pg_constraint.confupdtype` / `confdeltype`.
+    pub fn code(self) -> &'static str {
+        match self {
+            ReferentialAction::NoAction => "a",
+            ReferentialAction::Restrict => "r",
+            ReferentialAction::Cascade => "c",
+            ReferentialAction::SetNull => "n",
+            ReferentialAction::SetDefault => "d",
+        }
+    }
+
+    /// As SQL and `information_schema` spell it.
+    pub fn sql(self) -> &'static str {
+        match self {
+            ReferentialAction::NoAction => "NO ACTION",
+            ReferentialAction::Restrict => "RESTRICT",
+            ReferentialAction::Cascade => "CASCADE",
+            ReferentialAction::SetNull => "SET NULL",
+            ReferentialAction::SetDefault => "SET DEFAULT",
+        }
+    }
+}
+
 /// How an identity column takes values given by INSERT and UPDATE.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 pub enum Identity {
@@ -69,6 +115,9 @@ pub struct TableDef {
     pub rowid_alias: Option<usize>,
     /// CHECK constraints as SQL text.
     pub checks: Vec<String>,
+    /// FOREIGN KEY constraints (REFERENCES).
+    #[serde(default)]
+    pub foreign_keys: Vec<ForeignKeyDef>,
     /// The CREATE TABLE statement, for `.schema`.
     pub sql: String,
 }

@@ -12,6 +12,8 @@ use crate::codec::{encode_key, encode_row, object_prefix};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::exec::{Env, Executor};
+use crate::foreign_key::Rules;
+use crate::foreign_key::rules::{acts, check_reference, key_exists, key_values, referencing_rows, still_referenced};
 use crate::plan::{Expr, Plan, Row};
 use crate::value::Value;
 use sqlparser::ast;
@@ -46,6 +48,8 @@ pub struct Target {
     /// Each column's DEFAULT, bound once with the plan; one that does not bind fails only the
     /// INSERT that needs it.
     defaults: Vec<Result<Option<Expr>>>,
+    /// The foreign keys writes to the table meet (checked when the session enforces them).
+    rules: Rules,
 }
 
 impl Target {
@@ -63,7 +67,8 @@ impl Target {
             .iter()
             .map(|column| column.default.as_deref().map(crate::bind::bind_standalone_expr).transpose())
             .collect();
-        Ok(Target { table, indexes, checks, defaults })
+        let rules = Rules::resolve(catalog, &table);
+        Ok(Target { table, indexes, checks, defaults, rules })
     }
 
     /// The value a column gets when an INSERT does not give one.
@@ -546,6 +551,7 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
     let mut writer = TableWriter::new(exec, target);
     let mut inserted = Vec::new();
     let mut changed = 0;
+    let mut checks = ReferenceChecks::new(exec, target);
     // The source column of each table column (`None`: the column's default).
     let mut source_of = vec![None; table.columns.len()];
     if source.is_some() {
@@ -579,7 +585,11 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
             for (position, expr) in assignments {
                 updated[*position] = exec.eval(expr, &env)?;
             }
-            update_row(&mut writer, &other_key, &existing, updated, OnConflict::Fail, &mut inserted)?;
+            if update_row(&mut writer, &other_key, &existing, updated, OnConflict::Fail, &mut inserted)?
+                && let Some(new) = inserted.last()
+            {
+                checks.updated(exec, target, &existing, new)?;
+            }
             changed += 1;
             continue;
         }
@@ -591,10 +601,14 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
             exec.note_inserted_rowid(rowid);
         }
         changed += 1;
+        if checks.enforced {
+            checks.written.push(row.clone());
+        }
         if returning_plan.is_some() {
             inserted.push(row);
         }
     }
+    checks.finish(exec, target)?;
     let returning = returning(exec, returning_plan, &inserted)?;
     Ok(DmlResult { changed, returning })
 }
@@ -754,6 +768,7 @@ fn update(plan: &UpdatePlan, exec: &Executor) -> Result<DmlResult> {
     }
     let rows = exec.scan_rows_with_keys(&plan.scan)?;
     let mut writer = TableWriter::new(exec, &plan.target);
+    let mut checks = ReferenceChecks::new(exec, &plan.target);
     let mut changed_rows = Vec::new();
     let mut changed = 0;
     for (key, _) in rows {
@@ -766,8 +781,12 @@ fn update(plan: &UpdatePlan, exec: &Executor) -> Result<DmlResult> {
         }
         if update_row(&mut writer, &key, &row, updated, plan.on_conflict, &mut changed_rows)? {
             changed += 1;
+            if let Some(new) = changed_rows.last() {
+                checks.updated(exec, &plan.target, &row, new)?;
+            }
         }
     }
+    checks.finish(exec, &plan.target)?;
     let returning = returning(exec, &plan.returning, &changed_rows)?;
     Ok(DmlResult { changed, returning })
 }
@@ -795,13 +814,149 @@ fn bind_delete(catalog: &Catalog, delete: &ast::Delete, dialect: Dialect) -> Res
 fn delete(plan: &DeletePlan, exec: &Executor) -> Result<DmlResult> {
     let rows = exec.scan_rows_with_keys(&plan.scan)?;
     let writer = TableWriter::new(exec, &plan.target);
+    let mut checks = ReferenceChecks::new(exec, &plan.target);
     let mut deleted = Vec::with_capacity(rows.len());
     for (key, row) in rows {
         writer.delete_row(&key, &row);
+        checks.removed(exec, &plan.target, &row, None, 0)?;
         deleted.push(row);
     }
+    checks.finish(exec, &plan.target)?;
     let returning = returning(exec, &plan.returning, &deleted)?;
     Ok(DmlResult { changed: deleted.len() as u64, returning })
+}
+
+/// Most tables one foreign key cascade may reach through others.
+const MAX_CASCADE_DEPTH: usize = 64;
+
+/// The foreign key work of one statement on one table, when the session enforces foreign keys:
+/// the rows it wrote (their references are checked once the statement has written them all, so
+/// a row may reference one written after it, as in PostgreSQL) and the keys it removed that NO
+/// ACTION rules check then too (a key removed and written again by the statement is fine).
+/// CASCADE, SET NULL, SET DEFAULT and RESTRICT act at once.
+struct ReferenceChecks {
+    enforced: bool,
+    written: Vec<Row>,
+    /// (index into the table's incoming rules, the removed row).
+    removed: Vec<(usize, Row)>,
+}
+
+impl ReferenceChecks {
+    fn new(exec: &Executor, target: &Target) -> ReferenceChecks {
+        let enforced = exec.foreign_keys_enforced() && !target.rules.is_empty();
+        ReferenceChecks { enforced, written: Vec::new(), removed: Vec::new() }
+    }
+
+    /// A row changed from `old` to `new`: its references are checked at the end if they
+    /// changed, and the rows referencing it follow if its referenced key changed.
+    fn updated(&mut self, exec: &Executor, target: &Target, old: &[Value], new: &[Value]) -> Result<()> {
+        if !self.enforced {
+            return Ok(());
+        }
+        let changed = |columns: &[usize]| columns.iter().any(|&column| old[column] != new[column]);
+        if target.rules.outgoing.iter().any(|fk| changed(&fk.columns)) {
+            self.written.push(new.to_vec());
+        }
+        self.removed(exec, target, old, Some(new), 0)
+    }
+
+    /// A row removed (`new` None) or changed: each foreign key referencing its old key acts.
+    fn removed(
+        &mut self,
+        exec: &Executor,
+        target: &Target,
+        old: &[Value],
+        new: Option<&[Value]>,
+        depth: usize,
+    ) -> Result<()> {
+        if !self.enforced {
+            return Ok(());
+        }
+        for (at, fk) in target.rules.incoming.iter().enumerate() {
+            if let Some(new) = new
+                && fk.parent_columns.iter().all(|&column| old[column] == new[column])
+            {
+                continue;
+            }
+            let action = if new.is_some() { fk.def.on_update } else { fk.def.on_delete };
+            if action == crate::catalog::ReferentialAction::NoAction {
+                self.removed.push((at, old.to_vec()));
+                continue;
+            }
+            let rows = referencing_rows(exec, fk, old)?;
+            if rows.is_empty() {
+                continue;
+            }
+            if !acts(action) {
+                return Err(still_referenced(&target.table, fk));
+            }
+            if depth >= MAX_CASCADE_DEPTH {
+                return Err(Error::program_limit("foreign key actions reach through too many tables"));
+            }
+            let catalog = exec.catalog().ok_or_else(|| Error::internal("foreign key actions without a catalog"))?;
+            let child = Target::bind(catalog, fk.child.clone(), exec.dialect())?;
+            let mut child_checks = ReferenceChecks::new(exec, &child);
+            let mut writer = TableWriter::new(exec, &child);
+            for (key, _) in rows {
+                // An earlier action of this statement may have changed or removed the row.
+                let Some(row) = writer.read_row(&key)? else { continue };
+                let mut updated = row.clone();
+                match (action, new) {
+                    (crate::catalog::ReferentialAction::Cascade, None) => {
+                        writer.delete_row(&key, &row);
+                        child_checks.removed(exec, &child, &row, None, depth + 1)?;
+                        continue;
+                    }
+                    (crate::catalog::ReferentialAction::Cascade, Some(new)) => {
+                        for (&column, &parent_column) in fk.columns.iter().zip(&fk.parent_columns) {
+                            updated[column] = new[parent_column].clone();
+                        }
+                    }
+                    (crate::catalog::ReferentialAction::SetNull, _) => {
+                        for &column in &fk.columns {
+                            updated[column] = Value::Null;
+                        }
+                    }
+                    _ => {
+                        for &column in &fk.columns {
+                            updated[column] = child.default_value(exec, column)?;
+                        }
+                    }
+                }
+                let mut changed = Vec::new();
+                if update_row(&mut writer, &key, &row, updated, OnConflict::Fail, &mut changed)?
+                    && let Some(new_row) = changed.last()
+                {
+                    child_checks.written.push(new_row.clone());
+                    child_checks.removed(exec, &child, &row, Some(new_row), depth + 1)?;
+                }
+            }
+            child_checks.finish(exec, &child)?;
+        }
+        Ok(())
+    }
+
+    /// The checks left for the end of the statement.
+    fn finish(self, exec: &Executor, target: &Target) -> Result<()> {
+        if !self.enforced {
+            return Ok(());
+        }
+        for (at, old) in &self.removed {
+            let fk = &target.rules.incoming[*at];
+            let Some(values) = key_values(old, &fk.parent_columns) else { continue };
+            if !referencing_rows(exec, fk, old)?.is_empty()
+                && !key_exists(exec, &target.table, &fk.parent_columns, values)?
+            {
+                return Err(still_referenced(&target.table, fk));
+            }
+        }
+        for row in &self.written {
+            for fk in &target.rules.outgoing {
+                check_reference(exec, &target.table, fk, row)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Writes index entries for every existing row of a table (CREATE INDEX), failing on

@@ -82,6 +82,10 @@ pub struct Executor<'t> {
     sequences: Option<SequenceAccess<'t>>,
     /// Division by zero and integer overflow are errors in PostgreSQL's dialect.
     dialect: crate::dialect::Dialect,
+    /// The statement's catalog (foreign key cascades bind the tables they reach).
+    catalog: Option<&'t crate::catalog::Catalog>,
+    /// Whether writes check foreign keys.
+    foreign_keys: bool,
     /// The row id of the last row an INSERT of this statement stored (tables keyed by a row
     /// id: hidden, or an INTEGER PRIMARY KEY).
     inserted_rowid: Cell<Option<i64>>,
@@ -135,6 +139,8 @@ impl<'t> Executor<'t> {
             rowids: None,
             sequences: None,
             dialect: crate::dialect::Dialect::Sqlite,
+            catalog: None,
+            foreign_keys: false,
             inserted_rowid: Cell::new(None),
         }
     }
@@ -244,6 +250,26 @@ impl<'t> Executor<'t> {
     /// The dialect the statement runs in.
     pub fn dialect(&self) -> crate::dialect::Dialect {
         self.dialect
+    }
+
+    pub fn with_catalog(mut self, catalog: &'t crate::catalog::Catalog) -> Executor<'t> {
+        self.catalog = Some(catalog);
+        self
+    }
+
+    /// The statement's catalog, when the session gave it.
+    pub fn catalog(&self) -> Option<&'t crate::catalog::Catalog> {
+        self.catalog
+    }
+
+    /// Checks foreign keys on writes (`enforce`), or not.
+    pub fn with_foreign_keys(mut self, enforce: bool) -> Executor<'t> {
+        self.foreign_keys = enforce;
+        self
+    }
+
+    pub fn foreign_keys_enforced(&self) -> bool {
+        self.foreign_keys
     }
 
     pub fn with_sequences(mut self, access: SequenceAccess<'t>) -> Executor<'t> {

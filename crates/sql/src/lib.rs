@@ -30,6 +30,7 @@ pub mod dialect;
 pub mod dml;
 pub mod error;
 pub mod exec;
+pub mod foreign_key;
 pub mod functions;
 pub mod lift;
 pub mod limits;

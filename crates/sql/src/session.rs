@@ -152,6 +152,7 @@ impl Database {
             texts: crate::lift::TextCache::default(),
             sequence_values: parking_lot::Mutex::default(),
             dialect: self.shared.options.dialect,
+            foreign_keys: false,
         }
     }
 
@@ -207,6 +208,9 @@ pub struct Session {
     /// The sequence values this session took (`currval`, `lastval`).
     sequence_values: parking_lot::Mutex<crate::sequence::SessionSequences>,
     dialect: Dialect,
+    /// `PRAGMA foreign_keys`: the sqlite dialect enforces foreign keys only when on (the
+    /// postgres dialect always does).
+    foreign_keys: bool,
 }
 
 /// Cancels what a [`Session`] is running, from any thread (SQLite's `sqlite3_interrupt`,
@@ -343,7 +347,7 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
         .tokenize_with_location()
         .map_err(|error| Error::from(sqlparser::parser::ParserError::TokenizerError(error.to_string())))?;
     number_anonymous_parameters(&mut tokens);
-    let tokens = crate::window::syntax::encode_exclusions(rewrite_sqlite_forms(tokens));
+    let tokens = crate::window::syntax::encode_exclusions(quote_pragma_words(rewrite_sqlite_forms(tokens)));
     let tokens =
         crate::sequence::syntax::order_sequence_options(crate::sequence::syntax::encode_alter_sequence(tokens));
     check_chains(&tokens)?;
@@ -538,6 +542,28 @@ fn cut_deep_expressions(statements: &mut [ast::Statement]) -> Result<()> {
 /// and `NOT INDEXED` after a table are dropped (the planner chooses access paths itself, and
 /// results never depend on them). SQLite's `REINDEX [name]`, which sqlparser lacks, becomes
 /// `PRAGMA tern_reindex['(' 'name' ')']`.
+/// `PRAGMA name = ON` (OFF, YES, NO, TRUE, FALSE): a keyword sqlparser does not take as a
+/// value becomes the string `'ON'`.
+fn quote_pragma_words(
+    mut tokens: Vec<sqlparser::tokenizer::TokenWithSpan>,
+) -> Vec<sqlparser::tokenizer::TokenWithSpan> {
+    use sqlparser::tokenizer::Token;
+    let significant: Vec<usize> =
+        (0..tokens.len()).filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_))).collect();
+    let word = |token: &Token, wanted: &[&str]| matches!(token, Token::Word(word) if word.quote_style.is_none() && wanted.iter().any(|w| word.value.eq_ignore_ascii_case(w)));
+    for window in significant.windows(4) {
+        let [pragma, _, equals, value] = [window[0], window[1], window[2], window[3]];
+        if word(&tokens[pragma].token, &["PRAGMA"])
+            && tokens[equals].token == Token::Eq
+            && word(&tokens[value].token, &["ON", "OFF", "YES", "NO", "TRUE", "FALSE"])
+        {
+            let text = tokens[value].token.to_string();
+            tokens[value].token = Token::SingleQuotedString(text);
+        }
+    }
+    tokens
+}
+
 fn rewrite_sqlite_forms(tokens: Vec<sqlparser::tokenizer::TokenWithSpan>) -> Vec<sqlparser::tokenizer::TokenWithSpan> {
     use sqlparser::keywords::Keyword;
     use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
@@ -681,6 +707,12 @@ impl Session {
     pub fn set_dialect(&mut self, dialect: Dialect) {
         self.dialect = dialect;
         self.settings.write().insert("tern.dialect".into(), dialect.name().into());
+    }
+
+    /// Whether writes check foreign keys: always in the postgres dialect, after `PRAGMA
+    /// foreign_keys = ON` in the sqlite dialect.
+    pub fn enforces_foreign_keys(&self) -> bool {
+        self.dialect == Dialect::Postgres || self.foreign_keys
     }
 
     /// Whether an explicit transaction is open.
@@ -846,6 +878,22 @@ impl Session {
             return Err(Error::query_canceled());
         }
         match statement {
+            ast::Statement::Pragma { name, value, .. } if object_name(name)? == "foreign_keys" => {
+                let Some(value) = value else {
+                    let on = Value::Integer(i64::from(self.foreign_keys));
+                    return Ok(Outcome::Rows { columns: vec!["foreign_keys".into()], rows: vec![vec![on]] });
+                };
+                let text = match value {
+                    ast::Value::SingleQuotedString(text) | ast::Value::DoubleQuotedString(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                self.foreign_keys = match text.to_ascii_lowercase().as_str() {
+                    "on" | "1" | "true" | "yes" => true,
+                    "off" | "0" | "false" | "no" => false,
+                    _ => return Err(Error::new("22023", format!("PRAGMA foreign_keys takes ON or OFF, not {text}"))),
+                };
+                Ok(Outcome::Done("PRAGMA"))
+            }
             ast::Statement::Set(ast::Set::SingleAssignment { variable, values, .. })
                 if variable.to_string().eq_ignore_ascii_case("tern.dialect") =>
             {
@@ -925,6 +973,7 @@ impl Session {
                         inserted,
                         sequence_values: &self.sequence_values,
                         dialect: self.dialect,
+                        foreign_keys: self.dialect == Dialect::Postgres || self.foreign_keys,
                     };
                     return run_in_transaction(&self.shared, open, run);
                 }
@@ -947,6 +996,7 @@ impl Session {
                         inserted,
                         sequence_values: &self.sequence_values,
                         dialect: self.dialect,
+                        foreign_keys: self.enforces_foreign_keys(),
                     };
                     let result = run_in_transaction(&self.shared, &mut open, run)
                         .and_then(|outcome| self.commit(open).map(|_| outcome));
@@ -1125,6 +1175,7 @@ struct Run<'r> {
     /// Where the row id of the last row the statement inserted goes.
     inserted: &'r std::cell::Cell<Option<i64>>,
     dialect: Dialect,
+    foreign_keys: bool,
     sequence_values: &'r parking_lot::Mutex<crate::sequence::SessionSequences>,
 }
 
@@ -1157,7 +1208,19 @@ fn cache_text(statement: &ast::Statement) -> Option<String> {
 }
 
 fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>) -> Result<Outcome> {
-    let Run { statement, params, plan, interrupt, settings, text, explicit, inserted, sequence_values, dialect } = run;
+    let Run {
+        statement,
+        params,
+        plan,
+        interrupt,
+        settings,
+        text,
+        explicit,
+        inserted,
+        sequence_values,
+        dialect,
+        foreign_keys,
+    } = run;
     // The result cache serves queries of transactions that have written nothing (their own
     // writes would not be in a cached result).
     let owned_text;
@@ -1194,6 +1257,8 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
     let mut exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit)
         .with_interrupt(interrupt)
         .with_dialect(dialect)
+        .with_catalog(&catalog)
+        .with_foreign_keys(foreign_keys)
         .with_settings(settings)
         .with_rowids(&shared.rowids)
         .with_sequences(crate::exec::SequenceAccess {
@@ -1374,7 +1439,7 @@ fn run_statement(
         }
         ast::Statement::CreateTable(create) => {
             let mut changed = (**catalog).clone();
-            if create_table(&mut changed, create)? {
+            if create_table(&mut changed, create, exec.dialect())? {
                 *new_catalog = Some(changed);
             }
             Ok(Outcome::Done("CREATE TABLE"))
@@ -1579,7 +1644,7 @@ fn too_many_columns() -> Error {
     Error::new("54011", format!("tables can have at most {} columns", crate::limits::MAX_COLUMNS))
 }
 
-fn create_table(catalog: &mut Catalog, create: &ast::CreateTable) -> Result<bool> {
+fn create_table(catalog: &mut Catalog, create: &ast::CreateTable, dialect: Dialect) -> Result<bool> {
     let name = object_name(&create.name)?;
     if catalog.name_in_use(&name) {
         if create.if_not_exists {
@@ -1603,9 +1668,11 @@ fn create_table(catalog: &mut Catalog, create: &ast::CreateTable) -> Result<bool
         primary_key: Vec::new(),
         rowid_alias: None,
         checks: Vec::new(),
+        foreign_keys: Vec::new(),
         sql: ast::Statement::CreateTable(create.clone()).to_string(),
     };
     let mut unique_sets: Vec<Vec<usize>> = Vec::new();
+    let mut references: Vec<crate::foreign_key::definition::Declared> = Vec::new();
     for (index, column) in create.columns.iter().enumerate() {
         if table.column_index(&column.name.value).is_some() {
             return Err(Error::duplicate_object(format!("duplicate column name: {}", column.name.value)));
@@ -1627,6 +1694,20 @@ fn create_table(catalog: &mut Catalog, create: &ast::CreateTable) -> Result<bool
         if let Some(check) = check {
             table.checks.push(check);
         }
+        for option in &column.options {
+            if let ast::ColumnOption::ForeignKey { foreign_table, referred_columns, on_delete, on_update, .. } =
+                &option.option
+            {
+                references.push(crate::foreign_key::definition::Declared {
+                    name: option.name.as_ref(),
+                    columns: vec![column.name.value.clone()],
+                    parent: foreign_table,
+                    parent_columns: referred_columns,
+                    on_delete: on_delete.as_ref(),
+                    on_update: on_update.as_ref(),
+                });
+            }
+        }
     }
     for constraint in &create.constraints {
         match constraint {
@@ -1638,7 +1719,22 @@ fn create_table(catalog: &mut Catalog, create: &ast::CreateTable) -> Result<bool
             }
             ast::TableConstraint::Unique { columns, .. } => unique_sets.push(index_columns(&table, columns)?),
             ast::TableConstraint::Check { expr, .. } => table.checks.push(expr.to_string()),
-            ast::TableConstraint::ForeignKey { .. } => {}
+            ast::TableConstraint::ForeignKey {
+                name,
+                columns,
+                foreign_table,
+                referred_columns,
+                on_delete,
+                on_update,
+                ..
+            } => references.push(crate::foreign_key::definition::Declared {
+                name: name.as_ref(),
+                columns: columns.iter().map(|column| column.value.clone()).collect(),
+                parent: foreign_table,
+                parent_columns: referred_columns,
+                on_delete: on_delete.as_ref(),
+                on_update: on_update.as_ref(),
+            }),
             other => return Err(Error::unsupported(format!("table constraint {other}"))),
         }
     }
@@ -1676,6 +1772,15 @@ fn create_table(catalog: &mut Catalog, create: &ast::CreateTable) -> Result<bool
                 sql: String::new(),
             }),
         );
+    }
+    // Foreign keys last: one may reference the table itself, its key and unique columns.
+    if !references.is_empty() {
+        let mut table = (*catalog.tables[&name]).clone();
+        for declared in references {
+            let def = crate::foreign_key::definition::define(catalog, &table, declared, dialect)?;
+            table.foreign_keys.push(def);
+        }
+        catalog.tables.insert(name, Arc::new(table));
     }
     Ok(true)
 }
@@ -1727,6 +1832,7 @@ fn drop_object(
                 }
                 return Err(Error::undefined_table(name));
             };
+            crate::foreign_key::definition::drop_references(catalog, name, exec.dialect(), cascade)?;
             dml::clear_table(catalog, exec, &table)?;
             catalog.indexes.retain(|_, index| index.table != name);
             catalog.tables.remove(name);
@@ -1925,6 +2031,7 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
             let table_name = table.name.to_ascii_lowercase();
             let columns = (old.to_ascii_lowercase(), new_column_name.value.clone());
             crate::sequence::ddl::rename_owner(catalog, &table_name, Some((&columns.0, &columns.1)), &table_name);
+            crate::foreign_key::definition::rename_column(catalog, table, &columns.0, &columns.1);
             for index in catalog.indexes.values_mut() {
                 if index.table == table_name && !index.constraint {
                     let mut renamed = (**index).clone();
@@ -1960,6 +2067,7 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
             let written = written.clone();
             let old = table.name.to_ascii_lowercase();
             crate::sequence::ddl::rename_owner(catalog, &old, None, &new_name);
+            crate::foreign_key::definition::rename_table(catalog, table, &old, &new_name);
             for index in catalog.indexes.values_mut() {
                 if index.table == old {
                     let mut renamed = (**index).clone();

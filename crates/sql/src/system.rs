@@ -44,6 +44,7 @@ const PRIMARY_KEY_OID_BASE: i64 = 0x1000_0000;
 const VIEW_OID_BASE: i64 = 0x2000_0000;
 const CONSTRAINT_OID_OFFSET: i64 = 0x3000_0000;
 const CHECK_OID_BASE: i64 = 0x6000_0000;
+const FOREIGN_KEY_OID_BASE: i64 = 0x7000_0000;
 /// `pg_am`: the heap (tables) and btree (indexes) access methods.
 const HEAP_AM_OID: i64 = 2;
 const BTREE_AM_OID: i64 = 403;
@@ -97,6 +98,9 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
         ("information_schema", "sequences") => (SEQUENCES, information_schema_sequences(catalog)),
         ("information_schema", "table_constraints") => (TABLE_CONSTRAINTS, listing().table_constraints()),
         ("information_schema", "key_column_usage") => (KEY_COLUMN_USAGE, listing().key_column_usage()),
+        ("information_schema", "referential_constraints") => {
+            (REFERENTIAL_CONSTRAINTS, listing().referential_constraints())
+        }
         _ => return None,
     };
     let table = TableDef {
@@ -115,6 +119,7 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
             })
             .collect(),
         primary_key: Vec::new(),
+        foreign_keys: Vec::new(),
         rowid_alias: None,
         checks: Vec::new(),
         sql: String::new(),
@@ -186,6 +191,82 @@ pub struct Definitions {
     pub indexes: Vec<(i64, String, Vec<String>)>,
     pub constraints: Vec<(i64, String)>,
     pub views: Vec<(i64, String)>,
+}
+
+/// Foreign key constraints of every table, as `pg_constraint` lists them (those whose
+/// referenced table or key is missing, possible in the sqlite dialect, are left out).
+fn foreign_key_constraints(catalog: &Catalog, indexes: &[Index]) -> Vec<Constraint> {
+    let mut constraints = Vec::new();
+    for table in catalog.tables.values() {
+        let name = table.name.to_ascii_lowercase();
+        for (number, fk) in table.foreign_keys.iter().enumerate() {
+            let Some(parent) = catalog.table(&fk.parent) else { continue };
+            let parent_names = if fk.parent_columns.is_empty() {
+                crate::foreign_key::definition::primary_key_names(parent).unwrap_or_default()
+            } else {
+                fk.parent_columns.clone()
+            };
+            let attnums = |table: &TableDef, names: &[String]| -> Option<Vec<(i64, String)>> {
+                names
+                    .iter()
+                    .map(|column| table.column_index(column).map(|at| (at as i64 + 1, table.columns[at].name.clone())))
+                    .collect()
+            };
+            let (Some(columns), Some(referenced)) = (attnums(table, &fk.columns), attnums(parent, &parent_names))
+            else {
+                continue;
+            };
+            // The parent's key constraint whose columns are the referenced ones.
+            let mut wanted: Vec<i64> = referenced.iter().map(|(attnum, _)| *attnum).collect();
+            wanted.sort_unstable();
+            let key = indexes.iter().find(|index| {
+                let mut columns: Vec<i64> = index.columns.iter().map(|(attnum, _)| *attnum).collect();
+                columns.sort_unstable();
+                index.table_oid == table_oid(parent) && index.unique && columns == wanted
+            });
+            let positions = referenced
+                .iter()
+                .map(|(attnum, _)| {
+                    key.and_then(|key| key.columns.iter().position(|(column, _)| column == attnum))
+                        .map_or(0, |at| at as i64 + 1)
+                })
+                .collect();
+            let quoted = |columns: &[(i64, String)]| -> String {
+                columns.iter().map(|(_, name)| quote_ident(name)).collect::<Vec<_>>().join(", ")
+            };
+            let mut definition = format!(
+                "FOREIGN KEY ({}) REFERENCES {}({})",
+                quoted(&columns),
+                quote_ident(&fk.parent),
+                quoted(&referenced)
+            );
+            for (clause, action) in [("UPDATE", fk.on_update), ("DELETE", fk.on_delete)] {
+                if action != crate::catalog::ReferentialAction::NoAction {
+                    definition.push_str(&format!(" ON {clause} {}", action.sql()));
+                }
+            }
+            constraints.push(Constraint {
+                oid: FOREIGN_KEY_OID_BASE + i64::from(table.id) * 64 + number.min(63) as i64,
+                name: fk.name.clone(),
+                table_oid: table_oid(table),
+                table_name: name.clone(),
+                kind: "f",
+                index_oid: key.map_or(0, |key| key.oid),
+                columns,
+                definition,
+                check: None,
+                foreign: Some(Referenced {
+                    table_oid: table_oid(parent),
+                    columns: referenced,
+                    on_update: fk.on_update,
+                    on_delete: fk.on_delete,
+                    unique_name: key.map_or_else(String::new, |key| key.name.clone()),
+                    positions,
+                }),
+            });
+        }
+    }
+    constraints
 }
 
 /// The OID of a sequence (`'s'::regclass`, `pg_class.oid`).
@@ -388,6 +469,21 @@ struct Constraint {
     columns: Vec<(i64, String)>,
     definition: String,
     check: Option<String>,
+    /// What a foreign key ('f') references.
+    foreign: Option<Referenced>,
+}
+
+/// The referenced side of a foreign key constraint.
+struct Referenced {
+    table_oid: i64,
+    /// (attnum, name) of the referenced columns, in the key's order.
+    columns: Vec<(i64, String)>,
+    on_update: crate::catalog::ReferentialAction,
+    on_delete: crate::catalog::ReferentialAction,
+    /// The referenced table's key constraint: its name, and for each referencing column the
+    /// position (from 1) of its referenced column in that key.
+    unique_name: String,
+    positions: Vec<i64>,
 }
 
 /// An identifier as PostgreSQL prints it: bare when it is lower case and plain, else quoted.
@@ -451,6 +547,7 @@ impl Listing {
                     columns: Vec::new(),
                     definition: format!("CHECK ({check})"),
                     check: Some(check.clone()),
+                    foreign: None,
                 });
             }
             relations.push(Relation {
@@ -484,6 +581,7 @@ impl Listing {
                     columns: index.columns.clone(),
                     definition: format!("{kind} ({})", columns.join(", ")),
                     check: None,
+                    foreign: None,
                 });
             }
             let table = catalog.table(&index.table_name).expect("an index's table exists");
@@ -503,6 +601,7 @@ impl Listing {
                 view_query: None,
             });
         }
+        constraints.extend(foreign_key_constraints(catalog, &indexes));
         for (name, view) in &catalog.views {
             let attributes = views(view)
                 .into_iter()
@@ -687,6 +786,9 @@ impl Listing {
             .iter()
             .map(|constraint| {
                 let key: Vec<String> = constraint.columns.iter().map(|(attnum, _)| attnum.to_string()).collect();
+                let foreign = constraint.foreign.as_ref();
+                let referenced_key: Option<Vec<String>> =
+                    foreign.map(|foreign| foreign.columns.iter().map(|(attnum, _)| attnum.to_string()).collect());
                 vec![
                     int(constraint.oid),
                     text(&constraint.name),
@@ -699,15 +801,15 @@ impl Listing {
                     int(0),
                     int(constraint.index_oid),
                     int(0),
-                    int(0),
-                    text(" "),
-                    text(" "),
-                    text(" "),
+                    int(foreign.map_or(0, |foreign| foreign.table_oid)),
+                    text(foreign.map_or(" ", |foreign| foreign.on_update.code())),
+                    text(foreign.map_or(" ", |foreign| foreign.on_delete.code())),
+                    text(if foreign.is_some() { "s" } else { " " }),
                     boolean(true),
                     int(0),
                     boolean(false),
                     if key.is_empty() { null() } else { text(format!("{{{}}}", key.join(","))) },
-                    null(),
+                    referenced_key.map_or_else(null, |columns| text(format!("{{{}}}", columns.join(",")))),
                     constraint.check.clone().map_or_else(null, text),
                 ]
             })
@@ -837,6 +939,7 @@ impl Listing {
                 let kind = match constraint.kind {
                     "p" => "PRIMARY KEY",
                     "u" => "UNIQUE",
+                    "f" => "FOREIGN KEY",
                     _ => "CHECK",
                 };
                 let table = qualified_row(&constraint.table_name, [text(kind), text("NO"), text("NO"), text("YES")]);
@@ -845,11 +948,30 @@ impl Listing {
             .collect()
     }
 
+    fn referential_constraints(&self) -> Vec<Vec<Expr>> {
+        self.constraints
+            .iter()
+            .filter_map(|constraint| {
+                let foreign = constraint.foreign.as_ref()?;
+                let unique = qualified_row(
+                    &foreign.unique_name,
+                    [text("NONE"), text(foreign.on_update.sql()), text(foreign.on_delete.sql())],
+                );
+                Some(qualified_row(&constraint.name, unique))
+            })
+            .collect()
+    }
+
     fn key_column_usage(&self) -> Vec<Vec<Expr>> {
         let mut rows = Vec::new();
         for constraint in &self.constraints {
             for (position, (_, column)) in constraint.columns.iter().enumerate() {
-                let table = qualified_row(&constraint.table_name, [text(column), int(position as i64 + 1), null()]);
+                let in_unique =
+                    constraint.foreign.as_ref().and_then(|foreign| foreign.positions.get(position)).copied();
+                let table = qualified_row(
+                    &constraint.table_name,
+                    [text(column), int(position as i64 + 1), in_unique.map_or_else(null, int)],
+                );
                 rows.push(qualified_row(&constraint.name, table));
             }
         }
@@ -1367,6 +1489,18 @@ const TABLE_CONSTRAINTS: &[(&str, &str)] = &[
     ("is_deferrable", "text"),
     ("initially_deferred", "text"),
     ("enforced", "text"),
+];
+
+const REFERENTIAL_CONSTRAINTS: &[(&str, &str)] = &[
+    ("constraint_catalog", "name"),
+    ("constraint_schema", "name"),
+    ("constraint_name", "name"),
+    ("unique_constraint_catalog", "name"),
+    ("unique_constraint_schema", "name"),
+    ("unique_constraint_name", "name"),
+    ("match_option", "text"),
+    ("update_rule", "text"),
+    ("delete_rule", "text"),
 ];
 
 const KEY_COLUMN_USAGE: &[(&str, &str)] = &[
