@@ -39,6 +39,8 @@ const VERSION: u8 = 1;
 const SUBTRACT: u8 = 1;
 const AMOUNT_FIRST: u8 = 2;
 const NOT_NULL: u8 = 4;
+/// PostgreSQL's dialect: an integer result past 64 bits is 22003, not a REAL.
+const STRICT: u8 = 8;
 
 /// How an UPDATE found to be a delta names its row.
 enum Address {
@@ -70,6 +72,7 @@ pub fn plan(
     indexes: &[Arc<IndexDef>],
     conjuncts: &[Expr],
     assignments: &[(usize, Expr)],
+    foreign_key_columns: &[usize],
 ) -> Option<DeltaPlan> {
     if !table.checks.is_empty() || assignments.is_empty() {
         return None;
@@ -80,7 +83,10 @@ pub fn plan(
         let change = change(*column, expr)?;
         let exact = matches!(table.columns[*column].affinity, Affinity::Integer | Affinity::Decimal(..));
         let keyed = table.primary_key.contains(column) || indexes.iter().any(|index| index.columns.contains(column));
-        if !exact || keyed || changes.iter().any(|other| other.column == *column) {
+        // A referencing column's new value must be checked against its parent, and a referenced
+        // one's change acts on the rows referencing it.
+        let referencing = foreign_key_columns.contains(column);
+        if !exact || keyed || referencing || changes.iter().any(|other| other.column == *column) {
             return None;
         }
         changes.push(change);
@@ -223,7 +229,8 @@ fn operand(plan: &DeltaPlan, exec: &Executor) -> Result<Vec<u8>> {
             column: assignment.column,
             flags: if assignment.subtract { SUBTRACT } else { 0 }
                 | if assignment.amount_first { AMOUNT_FIRST } else { 0 }
-                | if column.not_null { NOT_NULL } else { 0 },
+                | if column.not_null { NOT_NULL } else { 0 }
+                | if exec.dialect().strict_arithmetic() { STRICT } else { 0 },
             affinity: column.affinity,
             label: format!("{}.{}", table.name, column.name),
             amount: exec.eval(&assignment.amount, &empty)?,
@@ -387,5 +394,11 @@ fn apply(change: &Change, current: &Value) -> std::result::Result<Value, DeltaEr
     let label = || change.label.clone();
     let failed = |error: Error| DeltaError::Failed { sqlstate: error.sqlstate, message: error.message };
     let value = crate::functions::arithmetic(op, left, right).map_err(|error| failed(in_column(error, &label)))?;
+    if change.flags & STRICT != 0
+        && matches!(value, Value::Real(_))
+        && matches!((left, right), (Value::Integer(_), Value::Integer(_)))
+    {
+        return Err(failed(in_column(Error::numeric_out_of_range("bigint out of range"), &label)));
+    }
     change.affinity.store_in_column(value, change.flags & NOT_NULL != 0, &label).map_err(failed)
 }

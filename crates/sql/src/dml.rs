@@ -7,6 +7,7 @@
 //! [`execute`]; a prepared statement keeps the plan until the schema changes.
 
 use crate::bind::{Binder, OutputColumn, Scope, ScopeColumn, lower, object_name};
+use crate::catalog::ReferentialAction;
 use crate::catalog::{Catalog, Identity, IndexDef, TableDef};
 use crate::codec::{encode_key, encode_row, object_prefix};
 use crate::dialect::Dialect;
@@ -17,6 +18,7 @@ use crate::foreign_key::rules::{acts, check_reference, key_exists, key_values, r
 use crate::plan::{Expr, Plan, Row};
 use crate::value::Value;
 use sqlparser::ast;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// What to do when a row conflicts with an existing one on a unique key.
@@ -197,6 +199,10 @@ struct TableWriter<'a, 't> {
     indexes: &'a [Arc<IndexDef>],
     checks: &'a [Expr],
     next_rowid: Option<i64>,
+    /// Rows OR REPLACE deleted, for their foreign keys' actions ([`TableWriter::take_replaced`]).
+    replaced: std::cell::RefCell<Vec<Row>>,
+    /// Whether a replaced row must be read first (enforced foreign keys reference the table).
+    replaced_rows_matter: bool,
 }
 
 fn table_scope(table: &TableDef, alias: Option<&str>) -> Vec<ScopeColumn> {
@@ -205,7 +211,20 @@ fn table_scope(table: &TableDef, alias: Option<&str>) -> Vec<ScopeColumn> {
 
 impl<'a, 't> TableWriter<'a, 't> {
     fn new(exec: &'a Executor<'t>, target: &'a Target) -> TableWriter<'a, 't> {
-        TableWriter { exec, table: &target.table, indexes: &target.indexes, checks: &target.checks, next_rowid: None }
+        TableWriter {
+            exec,
+            table: &target.table,
+            indexes: &target.indexes,
+            checks: &target.checks,
+            next_rowid: None,
+            replaced: std::cell::RefCell::default(),
+            replaced_rows_matter: exec.foreign_keys_enforced() && !target.rules.incoming.is_empty(),
+        }
+    }
+
+    /// The rows OR REPLACE deleted since the last call.
+    fn take_replaced(&self) -> Vec<Row> {
+        std::mem::take(&mut *self.replaced.borrow_mut())
     }
 
     fn column_label(&self, column: usize) -> String {
@@ -367,7 +386,7 @@ impl<'a, 't> TableWriter<'a, 't> {
         on_conflict: OnConflict,
         check_primary: bool,
     ) -> Result<bool> {
-        if matches!(on_conflict, OnConflict::Replace) && self.indexes.is_empty() {
+        if matches!(on_conflict, OnConflict::Replace) && self.indexes.is_empty() && !self.replaced_rows_matter {
             // Without a secondary index, replacing the row under `key` is overwriting the key:
             // a blind write, no read (SQLiteKV's PUT on the LSM tree).
             return Ok(true);
@@ -385,6 +404,7 @@ impl<'a, 't> TableWriter<'a, 't> {
                             Error::corrupt(format!("an index of {} points to a missing row", self.table.name))
                         })?;
                         self.delete_row(&other_key, &other);
+                        self.replaced.borrow_mut().push(other);
                     }
                 },
             }
@@ -593,7 +613,11 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
             changed += 1;
             continue;
         }
-        if !writer.resolve_conflicts(&key, &row, *on_conflict, true)? {
+        let resolved = writer.resolve_conflicts(&key, &row, *on_conflict, true)?;
+        for replaced in writer.take_replaced() {
+            checks.removed(exec, target, &replaced, None, 0)?;
+        }
+        if !resolved {
             continue;
         }
         writer.write_row(&key, &row);
@@ -601,9 +625,7 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
             exec.note_inserted_rowid(rowid);
         }
         changed += 1;
-        if checks.enforced {
-            checks.written.push(row.clone());
-        }
+        checks.inserted(&row);
         if returning_plan.is_some() {
             inserted.push(row);
         }
@@ -755,7 +777,7 @@ fn bind_update(catalog: &Catalog, statement: &ast::Statement, dialect: Dialect) 
             if let Some(filter) = filter {
                 crate::bind::split_conjuncts(filter.clone(), &mut conjuncts);
             }
-            crate::delta::plan(&target.table, &target.indexes, &conjuncts, &bound)
+            crate::delta::plan(&target.table, &target.indexes, &conjuncts, &bound, &target.rules.columns())
         }
         _ => None,
     };
@@ -779,7 +801,11 @@ fn update(plan: &UpdatePlan, exec: &Executor) -> Result<DmlResult> {
         for (position, expr) in &plan.assignments {
             updated[*position] = exec.eval(expr, &env)?;
         }
-        if update_row(&mut writer, &key, &row, updated, plan.on_conflict, &mut changed_rows)? {
+        let written = update_row(&mut writer, &key, &row, updated, plan.on_conflict, &mut changed_rows)?;
+        for replaced in writer.take_replaced() {
+            checks.removed(exec, &plan.target, &replaced, None, 0)?;
+        }
+        if written {
             changed += 1;
             if let Some(new) = changed_rows.last() {
                 checks.updated(exec, &plan.target, &row, new)?;
@@ -817,6 +843,16 @@ fn delete(plan: &DeletePlan, exec: &Executor) -> Result<DmlResult> {
     let mut checks = ReferenceChecks::new(exec, &plan.target);
     let mut deleted = Vec::with_capacity(rows.len());
     for (key, row) in rows {
+        // An action of this statement (a self-referencing SET NULL, say) may have changed or
+        // removed the row since the scan.
+        let row = if checks.enforced {
+            match writer.read_row(&key)? {
+                Some(row) => row,
+                None => continue,
+            }
+        } else {
+            row
+        };
         writer.delete_row(&key, &row);
         checks.removed(exec, &plan.target, &row, None, 0)?;
         deleted.push(row);
@@ -826,37 +862,47 @@ fn delete(plan: &DeletePlan, exec: &Executor) -> Result<DmlResult> {
     Ok(DmlResult { changed: deleted.len() as u64, returning })
 }
 
-/// Most tables one foreign key cascade may reach through others.
-const MAX_CASCADE_DEPTH: usize = 64;
+/// Most rows one foreign key action may reach through others (SQLite's limit of nested
+/// actions).
+const MAX_CASCADE_DEPTH: usize = 1000;
 
-/// The foreign key work of one statement on one table, when the session enforces foreign keys:
-/// the rows it wrote (their references are checked once the statement has written them all, so
-/// a row may reference one written after it, as in PostgreSQL) and the keys it removed that NO
-/// ACTION rules check then too (a key removed and written again by the statement is fine).
-/// CASCADE, SET NULL, SET DEFAULT and RESTRICT act at once.
+/// The foreign key work of one statement on one table, when the session enforces foreign keys.
+/// Rows the statement writes are checked when it has written them all (a row may reference one
+/// written after it, as in PostgreSQL); NO ACTION (and, in the postgres dialect, RESTRICT) is
+/// checked then too (a key removed and written again by the statement is fine, and so is a key
+/// whose referencing rows the statement also removed). CASCADE, SET NULL and SET DEFAULT act at
+/// once; what they do to other tables is checked with the rest, when the statement ends.
 struct ReferenceChecks {
     enforced: bool,
-    written: Vec<Row>,
-    /// (index into the table's incoming rules, the removed row).
+    /// Rows written, with what they replaced (`None`: new rows): their changed references are
+    /// checked at the end.
+    written: Vec<(Row, Option<Row>)>,
+    /// (index into the table's incoming rules, the removed row): deferred checks.
     removed: Vec<(usize, Row)>,
+    /// The tables actions reached, by incoming rule: their targets and their own checks.
+    children: HashMap<usize, (Target, ReferenceChecks)>,
 }
 
 impl ReferenceChecks {
     fn new(exec: &Executor, target: &Target) -> ReferenceChecks {
         let enforced = exec.foreign_keys_enforced() && !target.rules.is_empty();
-        ReferenceChecks { enforced, written: Vec::new(), removed: Vec::new() }
+        ReferenceChecks { enforced, written: Vec::new(), removed: Vec::new(), children: HashMap::new() }
     }
 
-    /// A row changed from `old` to `new`: its references are checked at the end if they
-    /// changed, and the rows referencing it follow if its referenced key changed.
+    /// A new row: its references are checked at the end.
+    fn inserted(&mut self, row: &[Value]) {
+        if self.enforced {
+            self.written.push((row.to_vec(), None));
+        }
+    }
+
+    /// A row changed from `old` to `new`: its changed references are checked at the end, and the
+    /// rows referencing it follow if its referenced key changed.
     fn updated(&mut self, exec: &Executor, target: &Target, old: &[Value], new: &[Value]) -> Result<()> {
         if !self.enforced {
             return Ok(());
         }
-        let changed = |columns: &[usize]| columns.iter().any(|&column| old[column] != new[column]);
-        if target.rules.outgoing.iter().any(|fk| changed(&fk.columns)) {
-            self.written.push(new.to_vec());
-        }
+        self.written.push((new.to_vec(), Some(old.to_vec())));
         self.removed(exec, target, old, Some(new), 0)
     }
 
@@ -872,18 +918,25 @@ impl ReferenceChecks {
         if !self.enforced {
             return Ok(());
         }
+        // Rows replaced by OR REPLACE are not written any more.
+        self.written.retain(|(row, _)| row.as_slice() != old || new.is_some());
         for (at, fk) in target.rules.incoming.iter().enumerate() {
+            if let Some(broken) = &fk.broken {
+                return Err(Error::new("42830", broken.clone()));
+            }
             if let Some(new) = new
                 && fk.parent_columns.iter().all(|&column| old[column] == new[column])
             {
                 continue;
             }
             let action = if new.is_some() { fk.def.on_update } else { fk.def.on_delete };
-            if action == crate::catalog::ReferentialAction::NoAction {
+            let deferred = action == ReferentialAction::NoAction
+                || (action == ReferentialAction::Restrict && exec.dialect() == Dialect::Postgres);
+            if deferred {
                 self.removed.push((at, old.to_vec()));
                 continue;
             }
-            let rows = referencing_rows(exec, fk, old)?;
+            let rows = referencing_rows(exec, fk, &target.table, old)?;
             if rows.is_empty() {
                 continue;
             }
@@ -891,72 +944,104 @@ impl ReferenceChecks {
                 return Err(still_referenced(&target.table, fk));
             }
             if depth >= MAX_CASCADE_DEPTH {
-                return Err(Error::program_limit("foreign key actions reach through too many tables"));
+                return Err(Error::program_limit("foreign key actions reach through too many rows"));
             }
-            let catalog = exec.catalog().ok_or_else(|| Error::internal("foreign key actions without a catalog"))?;
-            let child = Target::bind(catalog, fk.child.clone(), exec.dialect())?;
-            let mut child_checks = ReferenceChecks::new(exec, &child);
-            let mut writer = TableWriter::new(exec, &child);
-            for (key, _) in rows {
-                // An earlier action of this statement may have changed or removed the row.
-                let Some(row) = writer.read_row(&key)? else { continue };
-                let mut updated = row.clone();
-                match (action, new) {
-                    (crate::catalog::ReferentialAction::Cascade, None) => {
-                        writer.delete_row(&key, &row);
-                        child_checks.removed(exec, &child, &row, None, depth + 1)?;
-                        continue;
-                    }
-                    (crate::catalog::ReferentialAction::Cascade, Some(new)) => {
-                        for (&column, &parent_column) in fk.columns.iter().zip(&fk.parent_columns) {
-                            updated[column] = new[parent_column].clone();
-                        }
-                    }
-                    (crate::catalog::ReferentialAction::SetNull, _) => {
-                        for &column in &fk.columns {
-                            updated[column] = Value::Null;
-                        }
-                    }
-                    _ => {
-                        for &column in &fk.columns {
-                            updated[column] = child.default_value(exec, column)?;
-                        }
-                    }
+            let (child, child_checks) = match self.children.entry(at) {
+                std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+                std::collections::hash_map::Entry::Vacant(entry) => {
+                    let catalog =
+                        exec.catalog().ok_or_else(|| Error::internal("foreign key actions without a catalog"))?;
+                    let child = Target::bind(catalog, fk.child.clone(), exec.dialect())?;
+                    let checks = ReferenceChecks::new(exec, &child);
+                    entry.insert((child, checks))
                 }
-                let mut changed = Vec::new();
-                if update_row(&mut writer, &key, &row, updated, OnConflict::Fail, &mut changed)?
-                    && let Some(new_row) = changed.last()
-                {
-                    child_checks.written.push(new_row.clone());
-                    child_checks.removed(exec, &child, &row, Some(new_row), depth + 1)?;
-                }
-            }
-            child_checks.finish(exec, &child)?;
+            };
+            crate::limits::with_stack(|| act(exec, fk, action, new, child, child_checks, rows, depth))?;
         }
         Ok(())
     }
 
-    /// The checks left for the end of the statement.
+    /// The checks left for the end of the statement, the tables actions reached first.
     fn finish(self, exec: &Executor, target: &Target) -> Result<()> {
         if !self.enforced {
             return Ok(());
         }
+        for (_, (child, checks)) in self.children {
+            crate::limits::with_stack(|| checks.finish(exec, &child))?;
+        }
         for (at, old) in &self.removed {
             let fk = &target.rules.incoming[*at];
             let Some(values) = key_values(old, &fk.parent_columns) else { continue };
-            if !referencing_rows(exec, fk, old)?.is_empty()
+            if !referencing_rows(exec, fk, &target.table, old)?.is_empty()
                 && !key_exists(exec, &target.table, &fk.parent_columns, values)?
             {
                 return Err(still_referenced(&target.table, fk));
             }
         }
-        for row in &self.written {
+        for (row, old) in &self.written {
             for fk in &target.rules.outgoing {
+                // Only references the statement changed are checked (as in SQLite and PostgreSQL).
+                if let Some(old) = old
+                    && fk.columns.iter().all(|&column| old[column] == row[column])
+                {
+                    continue;
+                }
                 check_reference(exec, &target.table, fk, row)?;
             }
         }
         Ok(())
     }
+}
+
+/// Carries out `action` on the rows of `child` that reference a removed (`new` None) or changed
+/// row of the parent.
+#[allow(clippy::too_many_arguments)]
+fn act(
+    exec: &Executor,
+    fk: &crate::foreign_key::rules::Incoming,
+    action: ReferentialAction,
+    new: Option<&[Value]>,
+    child: &Target,
+    child_checks: &mut ReferenceChecks,
+    rows: Vec<(Vec<u8>, Row)>,
+    depth: usize,
+) -> Result<()> {
+    let mut writer = TableWriter::new(exec, child);
+    for (key, _) in rows {
+        // An earlier action of this statement may have changed or removed the row.
+        let Some(row) = writer.read_row(&key)? else { continue };
+        let mut updated = row.clone();
+        match (action, new) {
+            (ReferentialAction::Cascade, None) => {
+                writer.delete_row(&key, &row);
+                child_checks.removed(exec, child, &row, None, depth + 1)?;
+                continue;
+            }
+            (ReferentialAction::Cascade, Some(new)) => {
+                for (&column, &parent_column) in fk.columns.iter().zip(&fk.parent_columns) {
+                    updated[column] = new[parent_column].clone();
+                }
+            }
+            (ReferentialAction::SetNull, _) => {
+                for &column in &fk.columns {
+                    updated[column] = Value::Null;
+                }
+            }
+            _ => {
+                for &column in &fk.columns {
+                    updated[column] = child.default_value(exec, column)?;
+                }
+            }
+        }
+        let mut changed = Vec::new();
+        if update_row(&mut writer, &key, &row, updated, OnConflict::Fail, &mut changed)?
+            && let Some(new_row) = changed.last()
+        {
+            child_checks.written.push((new_row.clone(), Some(row.clone())));
+            child_checks.removed(exec, child, &row, Some(new_row), depth + 1)?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes index entries for every existing row of a table (CREATE INDEX), failing on

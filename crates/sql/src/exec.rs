@@ -585,6 +585,83 @@ impl<'t> Executor<'t> {
         Ok(rows)
     }
 
+    /// The rows of a table scan as the running statement has left them: [`Executor::scan_rows_with_keys`]
+    /// reads the table as the statement began (an UPDATE does not see its own changes), but a
+    /// foreign key check must see the rows this statement inserted, changed and deleted. Point
+    /// reads see them already; an index lookup adds the statement's entries under its keys; any
+    /// other scan merges the statement's writes to the table.
+    pub fn scan_rows_with_own_writes(&self, plan: &Plan) -> Result<Vec<(Vec<u8>, Row)>> {
+        let Plan::Scan { table, access, filter, .. } = plan else {
+            return Err(Error::internal("scan_rows_with_own_writes needs a scan"));
+        };
+        let mut rows = self.scan_rows_with_keys(plan)?;
+        let keep = |row: &Row| -> Result<bool> {
+            Ok(match filter {
+                Some(filter) => self.eval(filter, &Env::new(row, None))?.truth() == Some(true),
+                None => true,
+            })
+        };
+        let decode = |bytes: &[u8]| -> Result<Row> {
+            let mut row = decode_row(bytes)?;
+            while row.len() < table.columns.len() {
+                row.push(self.fill_value(table, row.len())?);
+            }
+            Ok(row)
+        };
+        match access {
+            Access::PrimaryKeyPoints(_) => {}
+            Access::IndexPoints { index, keys } => {
+                let empty = Env::new(&[], None);
+                let index_prefix = object_prefix(index.id);
+                let mut row_keys = Vec::new();
+                for entry_prefix in self.point_keys(table, &index_prefix, &index.columns, keys, false, &empty)? {
+                    let end = prefix_end(&entry_prefix);
+                    let overlay = self.overlay.borrow();
+                    let entries = overlay.range::<[u8], _>((
+                        Bound::Included(entry_prefix.as_slice()),
+                        end.as_deref().map_or(Bound::Unbounded, Bound::Excluded),
+                    ));
+                    row_keys.extend(entries.filter_map(|(_, row_key)| row_key.clone()));
+                }
+                for row_key in row_keys {
+                    if rows.iter().any(|(key, _)| *key == row_key) {
+                        continue;
+                    }
+                    if let Some(bytes) = self.get(&row_key)? {
+                        let row = decode(&bytes)?;
+                        if keep(&row)? {
+                            rows.push((row_key, row));
+                        }
+                    }
+                }
+            }
+            _ => {
+                let prefix = object_prefix(table.id);
+                let upper = prefix_end(&prefix);
+                let own: Vec<(Vec<u8>, Option<Vec<u8>>)> = self
+                    .overlay
+                    .borrow()
+                    .range::<[u8], _>((
+                        Bound::Included(prefix.as_slice()),
+                        upper.as_deref().map_or(Bound::Unbounded, Bound::Excluded),
+                    ))
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect();
+                let written: HashSet<&[u8]> = own.iter().map(|(key, _)| key.as_slice()).collect();
+                rows.retain(|(key, _)| !written.contains(key.as_slice()));
+                for (key, value) in &own {
+                    if let Some(bytes) = value {
+                        let row = decode(bytes)?;
+                        if keep(&row)? {
+                            rows.push((key.clone(), row));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(rows)
+    }
+
     /// The largest integer key of a table (its last row id), if it has rows.
     pub fn last_rowid(&self, table: &TableDef) -> Result<Option<i64>> {
         let prefix = object_prefix(table.id);
@@ -1310,6 +1387,9 @@ impl<'t> Executor<'t> {
                     UnaryOp::Neg => match value.to_numeric() {
                         Value::Integer(integer) => match integer.checked_neg() {
                             Some(negated) => Value::Integer(negated),
+                            None if self.dialect.strict_arithmetic() => {
+                                return Err(Error::numeric_out_of_range("bigint out of range"));
+                            }
                             None => Value::Real(-(integer as f64)),
                         },
                         Value::Real(real) => Value::Real(-real),
@@ -1479,6 +1559,8 @@ impl<'t> Executor<'t> {
                             let mut chars = text.chars();
                             match (chars.next(), chars.next()) {
                                 (Some(c), None) => Some(c),
+                                // PostgreSQL: ESCAPE '' turns escaping off.
+                                (None, _) if self.dialect == crate::dialect::Dialect::Postgres => None,
                                 _ => return Err(Error::new("22025", "ESCAPE expression must be a single character")),
                             }
                         }
@@ -1498,6 +1580,13 @@ impl<'t> Executor<'t> {
                             crate::limits::MAX_LIKE_PATTERN_BYTES
                         ),
                     ));
+                }
+                if self.dialect == crate::dialect::Dialect::Postgres
+                    && !*glob
+                    && let Some(escape) = escape
+                    && ends_with_escape(&pattern, escape)
+                {
+                    return Err(Error::new("22025", "LIKE pattern must not end with escape character"));
                 }
                 let matched = functions::like(&value.to_text(), &pattern, escape, *glob, *case_sensitive);
                 Value::Integer(i64::from(matched != *negated))
@@ -1551,15 +1640,30 @@ fn strict_arithmetic(op: BinaryOp, left: &Value, right: &Value, result: &Value) 
     if left.is_null() || right.is_null() {
         return Ok(());
     }
+    let divisor_is_zero = match right.to_numeric() {
+        Value::Integer(number) => number == 0,
+        Value::Real(number) => number == 0.0,
+        Value::Decimal(number) => number.is_zero(),
+        _ => false,
+    };
+    let integers = matches!((left.to_numeric(), right.to_numeric()), (Value::Integer(_), Value::Integer(_)));
     match (op, result) {
-        (BinaryOp::Div | BinaryOp::Mod, Value::Null) => Err(Error::new("22012", "division by zero")),
-        (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul, Value::Real(_))
-            if matches!((left.to_numeric(), right.to_numeric()), (Value::Integer(_), Value::Integer(_))) =>
-        {
+        (BinaryOp::Div | BinaryOp::Mod, _) if divisor_is_zero => Err(Error::new("22012", "division by zero")),
+        // SQLite's answer to an integer result past 64 bits is a REAL.
+        (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div, Value::Real(_)) if integers => {
             Err(Error::numeric_out_of_range("bigint out of range"))
         }
         _ => Ok(()),
     }
+}
+
+/// Whether a LIKE pattern ends with an escape character that escapes nothing.
+fn ends_with_escape(pattern: &str, escape: char) -> bool {
+    let mut escaped = false;
+    for character in pattern.chars() {
+        escaped = !escaped && character == escape;
+    }
+    escaped
 }
 
 /// The order of two rows' sort-key values under `keys` (direction, NULL placement).

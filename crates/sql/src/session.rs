@@ -143,9 +143,11 @@ impl Database {
     }
 
     pub fn session(&self) -> Session {
+        let settings = Settings::default();
+        settings.write().insert("tern.dialect".into(), self.shared.options.dialect.name().into());
         Session {
             shared: self.shared.clone(),
-            settings: Arc::default(),
+            settings: Arc::new(settings),
             transaction: None,
             interrupt: Arc::new(AtomicBool::new(false)),
             last_insert_rowid: None,
@@ -880,18 +882,22 @@ impl Session {
         match statement {
             ast::Statement::Pragma { name, value, .. } if object_name(name)? == "foreign_keys" => {
                 let Some(value) = value else {
-                    let on = Value::Integer(i64::from(self.foreign_keys));
+                    let on = Value::Integer(i64::from(self.enforces_foreign_keys()));
                     return Ok(Outcome::Rows { columns: vec!["foreign_keys".into()], rows: vec![vec![on]] });
                 };
                 let text = match value {
                     ast::Value::SingleQuotedString(text) | ast::Value::DoubleQuotedString(text) => text.clone(),
                     other => other.to_string(),
                 };
-                self.foreign_keys = match text.to_ascii_lowercase().as_str() {
+                let on = match text.to_ascii_lowercase().as_str() {
                     "on" | "1" | "true" | "yes" => true,
                     "off" | "0" | "false" | "no" => false,
                     _ => return Err(Error::new("22023", format!("PRAGMA foreign_keys takes ON or OFF, not {text}"))),
                 };
+                // Inside a transaction it changes nothing (SQLite).
+                if self.transaction.is_none() {
+                    self.foreign_keys = on;
+                }
                 Ok(Outcome::Done("PRAGMA"))
             }
             ast::Statement::Set(ast::Set::SingleAssignment { variable, values, .. })
@@ -1492,9 +1498,19 @@ fn run_statement(
         ast::Statement::Drop { object_type, if_exists, names, cascade, .. } => {
             let mut changed = (**catalog).clone();
             let mut any = false;
-            for name in names {
-                let name = object_name(name)?;
-                any |= drop_object(&mut changed, exec, *object_type, &name, *if_exists, *cascade)?;
+            let dropping: Vec<String> = names.iter().map(object_name).collect::<Result<_>>()?;
+            for name in &dropping {
+                if *object_type == ast::ObjectType::Table && exec.foreign_keys_enforced() {
+                    // SQLite empties a referenced table first, its foreign keys acting.
+                    empty_referenced_table(&changed, exec, name, &dropping)?;
+                }
+                let drop = DropStatement {
+                    object_type: *object_type,
+                    if_exists: *if_exists,
+                    cascade: *cascade,
+                    dropping: &dropping,
+                };
+                any |= drop_object(&mut changed, exec, name, &drop)?;
             }
             if any {
                 *new_catalog = Some(changed);
@@ -1510,9 +1526,18 @@ fn run_statement(
             reindex(catalog, exec, target.as_deref())?;
             Ok(Outcome::Done("REINDEX"))
         }
-        ast::Statement::Truncate { table_names, .. } => {
+        ast::Statement::Truncate { table_names, cascade, .. } => {
+            let mut names = Vec::new();
             for target in table_names {
                 let name = object_name(&target.name)?;
+                catalog.table(&name).ok_or_else(|| Error::undefined_table(&name))?;
+                names.push(name);
+            }
+            if exec.foreign_keys_enforced() {
+                let cascade = matches!(cascade, Some(ast::CascadeOption::Cascade));
+                crate::foreign_key::definition::truncated_with_referencing(catalog, &mut names, cascade)?;
+            }
+            for name in names {
                 let table = catalog.table(&name).ok_or_else(|| Error::undefined_table(&name))?;
                 dml::clear_table(catalog, exec, table)?;
             }
@@ -1777,7 +1802,19 @@ fn create_table(catalog: &mut Catalog, create: &ast::CreateTable, dialect: Diale
     if !references.is_empty() {
         let mut table = (*catalog.tables[&name]).clone();
         for declared in references {
-            let def = crate::foreign_key::definition::define(catalog, &table, declared, dialect)?;
+            let named = declared.name.is_some();
+            let mut def = crate::foreign_key::definition::define(catalog, &table, declared, dialect)?;
+            if table.foreign_keys.iter().any(|other| other.name == def.name) {
+                if named {
+                    return Err(Error::duplicate_object(format!("constraint \"{}\" already exists", def.name)));
+                }
+                // A second unnamed key on the same columns: PostgreSQL numbers it.
+                let base = def.name.clone();
+                def.name = (1..)
+                    .map(|number| format!("{base}{number}"))
+                    .find(|name| table.foreign_keys.iter().all(|other| other.name != *name))
+                    .expect("some name is free");
+            }
             table.foreign_keys.push(def);
         }
         catalog.tables.insert(name, Arc::new(table));
@@ -1816,14 +1853,35 @@ fn create_index(
     Ok(Some((table, index)))
 }
 
-fn drop_object(
-    catalog: &mut Catalog,
-    exec: &Executor,
+/// A DROP statement's kind and options, and every name it drops.
+struct DropStatement<'d> {
     object_type: ast::ObjectType,
-    name: &str,
     if_exists: bool,
     cascade: bool,
-) -> Result<bool> {
+    dropping: &'d [String],
+}
+
+/// In the sqlite dialect with foreign keys on, DROP TABLE of a table other tables reference is
+/// a DELETE of its rows first (their actions run, NO ACTION refuses), as SQLite does.
+fn empty_referenced_table(catalog: &Catalog, exec: &mut Executor, name: &str, dropping: &[String]) -> Result<()> {
+    if exec.dialect() != Dialect::Sqlite {
+        return Ok(());
+    }
+    let referenced = catalog
+        .tables
+        .iter()
+        .any(|(other, def)| !dropping.contains(other) && def.foreign_keys.iter().any(|fk| fk.parent == name));
+    if !referenced || catalog.table(name).is_none() {
+        return Ok(());
+    }
+    let statement = parse(&format!("DELETE FROM {}", crate::system::quote_ident(name)))?.remove(0);
+    let plan = dml::bind(catalog, &statement, exec.dialect())?.ok_or_else(|| Error::internal("not a DELETE"))?;
+    dml::execute(&plan, exec)?;
+    Ok(())
+}
+
+fn drop_object(catalog: &mut Catalog, exec: &Executor, name: &str, drop: &DropStatement) -> Result<bool> {
+    let DropStatement { object_type, if_exists, cascade, dropping } = *drop;
     match object_type {
         ast::ObjectType::Table => {
             let Some(table) = catalog.tables.get(name).cloned() else {
@@ -1832,7 +1890,7 @@ fn drop_object(
                 }
                 return Err(Error::undefined_table(name));
             };
-            crate::foreign_key::definition::drop_references(catalog, name, exec.dialect(), cascade)?;
+            crate::foreign_key::definition::drop_references(catalog, name, exec.dialect(), cascade, dropping)?;
             dml::clear_table(catalog, exec, &table)?;
             catalog.indexes.retain(|_, index| index.table != name);
             catalog.tables.remove(name);
@@ -1983,6 +2041,9 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
                 return Err(too_many_columns());
             }
             let ColumnParts { def, primary, unique, check, generated } = column_def(column)?;
+            if column.options.iter().any(|option| matches!(option.option, ast::ColumnOption::ForeignKey { .. })) {
+                return Err(Error::unsupported("adding a column with REFERENCES (create the table with it)"));
+            }
             if generated.is_some() {
                 // Rows already stored would each need a value of their own.
                 return Err(Error::unsupported("adding a SERIAL or identity column to an existing table"));

@@ -112,3 +112,17 @@ fn the_database_option_sets_new_sessions() {
     assert_eq!(session.dialect(), Dialect::Postgres);
     assert_eq!(sqlstate(&mut session, "SELECT 1 / 0"), "22012");
 }
+
+#[test]
+fn postgres_arithmetic_and_like_edges() {
+    let mut pg = session(Dialect::Postgres);
+    assert!(matches!(column(&mut pg, "SELECT 5.5 % 0.5")[0], Value::Null | Value::Real(_)));
+    assert_eq!(sqlstate(&mut pg, "SELECT (-9223372036854775807 - 1) / -1"), "22003");
+    assert_eq!(sqlstate(&mut pg, "SELECT -(-9223372036854775807 - 1)"), "22003");
+    assert_eq!(sqlstate(&mut pg, r"SELECT 'a' LIKE 'a\'"), "22025");
+    assert_eq!(column(&mut pg, r"SELECT id FROM t WHERE s LIKE 'a\%b' ESCAPE ''"), ids(&[]));
+    assert_eq!(column(&mut pg, "SELECT current_setting('tern.dialect')"), vec![Value::from("postgres")]);
+    let db = Database::open_in_memory().unwrap();
+    let mut fresh = db.session();
+    assert_eq!(column(&mut fresh, "SELECT current_setting('tern.dialect')"), vec![Value::from("sqlite")]);
+}

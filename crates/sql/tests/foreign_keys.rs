@@ -127,3 +127,135 @@ fn racing_parent_deletes_and_child_inserts_leave_no_orphan() {
     let orphans = count(&mut setup, "SELECT count(*) FROM c WHERE p NOT IN (SELECT id FROM p)");
     assert_eq!(orphans, 0, "{orphans} children lost their parent");
 }
+
+#[test]
+fn increments_truncates_and_replaces_keep_references() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session.set_dialect(Dialect::Postgres);
+    run(&mut session, SCHEMA);
+    run(&mut session, "INSERT INTO c VALUES (1, 1)");
+    // An increment by key of a referencing column is checked like any update.
+    assert_eq!(sqlstate(&mut session, "UPDATE c SET p = p + 1 WHERE id = 1"), "23503");
+    run(&mut session, "INSERT INTO p VALUES (2)");
+    run(&mut session, "UPDATE c SET p = p + 1 WHERE id = 1");
+    // TRUNCATE of a referenced table goes only with the tables referencing it.
+    assert_eq!(sqlstate(&mut session, "TRUNCATE p"), "0A000");
+    run(&mut session, "TRUNCATE p CASCADE");
+    assert_eq!(count(&mut session, "SELECT count(*) FROM c"), 0);
+    // OR REPLACE deletes the row it replaces: the rows referencing it see a delete (SQLite).
+    let mut lite = db.session();
+    run(&mut lite, "PRAGMA foreign_keys = ON");
+    run(
+        &mut lite,
+        "CREATE TABLE parent(id INTEGER PRIMARY KEY, v TEXT);
+         CREATE TABLE child(id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent ON DELETE CASCADE);
+         INSERT INTO parent VALUES (1, 'a'); INSERT INTO child VALUES (10, 1)",
+    );
+    run(&mut lite, "INSERT OR REPLACE INTO parent VALUES (1, 'b')");
+    assert_eq!(count(&mut lite, "SELECT count(*) FROM child"), 0);
+}
+
+fn postgres(db: &Database) -> Session {
+    let mut session = db.session();
+    session.set_dialect(Dialect::Postgres);
+    session
+}
+
+#[test]
+fn actions_within_one_statement_see_the_whole_statement() {
+    let db = Database::open_in_memory().unwrap();
+    let mut pg = postgres(&db);
+    // A self-referencing SET DEFAULT rewrites rows the DELETE then deletes: no stale index entry.
+    run(
+        &mut pg,
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, up INTEGER DEFAULT 0 REFERENCES t ON DELETE SET DEFAULT);
+         CREATE INDEX t_up ON t(up);
+         INSERT INTO t VALUES (0, NULL), (1, 0), (2, 1), (3, 2)",
+    );
+    run(&mut pg, "DELETE FROM t WHERE id IN (1, 2)");
+    assert_eq!(count(&mut pg, "SELECT count(*) FROM t WHERE up = 0"), 1);
+    assert!(db.txn_db().integrity_check().is_ok());
+    // A cascade's NO ACTION checks wait for the end of the statement.
+    run(
+        &mut pg,
+        "CREATE TABLE dept(id INTEGER PRIMARY KEY);
+         CREATE TABLE emp(id INTEGER PRIMARY KEY, dept INTEGER REFERENCES dept ON DELETE CASCADE, boss INTEGER REFERENCES emp);
+         INSERT INTO dept VALUES (1), (2); INSERT INTO emp VALUES (10, 1, NULL), (11, 2, 10)",
+    );
+    run(&mut pg, "DELETE FROM dept");
+    assert_eq!(count(&mut pg, "SELECT count(*) FROM emp"), 0);
+    // PostgreSQL checks RESTRICT after the statement's deletes too; SQLite at once.
+    run(&mut pg, "CREATE TABLE tree(id INTEGER PRIMARY KEY, up INTEGER REFERENCES tree ON DELETE RESTRICT)");
+    run(&mut pg, "INSERT INTO tree VALUES (1, NULL), (2, 1), (3, 2)");
+    run(&mut pg, "DELETE FROM tree");
+    // A long self-referencing chain cascades.
+    run(&mut pg, "CREATE TABLE chain(id INTEGER PRIMARY KEY, prev INTEGER REFERENCES chain ON DELETE CASCADE)");
+    run(
+        &mut pg,
+        "INSERT INTO chain SELECT n, CASE WHEN n = 1 THEN NULL ELSE n - 1 END FROM generate_series(1, 300) AS g(n)",
+    );
+    run(&mut pg, "DELETE FROM chain WHERE id = 1");
+    assert_eq!(count(&mut pg, "SELECT count(*) FROM chain"), 0);
+    // DROP TABLE of a parent and its child together.
+    run(&mut pg, "CREATE TABLE a(id INTEGER PRIMARY KEY); CREATE TABLE b(a INTEGER REFERENCES a)");
+    run(&mut pg, "DROP TABLE a, b");
+}
+
+#[test]
+fn sqlite_rules() {
+    let db = Database::open_in_memory().unwrap();
+    let mut lite = db.session();
+    run(&mut lite, "PRAGMA foreign_keys = ON");
+    // Untyped and text children reference by the parent's type.
+    run(&mut lite, "CREATE TABLE p(id INTEGER PRIMARY KEY); CREATE TABLE c(x REFERENCES p)");
+    run(&mut lite, "INSERT INTO p VALUES (1); INSERT INTO c VALUES ('1')");
+    assert_eq!(sqlstate(&mut lite, "DELETE FROM p"), "23503");
+    // A parent without the referenced key: a mismatch, not a cascade over everything.
+    run(&mut lite, "PRAGMA foreign_keys = OFF");
+    run(&mut lite, "CREATE TABLE kid(id INTEGER PRIMARY KEY, q INTEGER REFERENCES late ON DELETE CASCADE)");
+    run(
+        &mut lite,
+        "CREATE TABLE late(x INTEGER); INSERT INTO late VALUES (1); INSERT INTO kid VALUES (1, NULL), (2, 5)",
+    );
+    run(&mut lite, "PRAGMA foreign_keys = ON");
+    assert_eq!(sqlstate(&mut lite, "DELETE FROM late"), "42830");
+    assert_eq!(count(&mut lite, "SELECT count(*) FROM kid"), 2);
+    // DROP TABLE deletes the rows first, with their actions.
+    run(
+        &mut lite,
+        "CREATE TABLE boss(id INTEGER PRIMARY KEY); CREATE TABLE worker(b INTEGER REFERENCES boss ON DELETE CASCADE)",
+    );
+    run(&mut lite, "CREATE TABLE blocker(b INTEGER REFERENCES boss)");
+    run(
+        &mut lite,
+        "INSERT INTO boss VALUES (1), (2); INSERT INTO worker VALUES (1), (2); INSERT INTO blocker VALUES (2)",
+    );
+    assert_eq!(sqlstate(&mut lite, "DROP TABLE boss"), "23503");
+    run(&mut lite, "DELETE FROM blocker");
+    run(&mut lite, "DROP TABLE boss");
+    assert_eq!(count(&mut lite, "SELECT count(*) FROM worker"), 0);
+    // The pragma changes nothing inside a transaction.
+    run(&mut lite, "BEGIN; PRAGMA foreign_keys = OFF");
+    assert_eq!(sqlstate(&mut lite, "INSERT INTO c VALUES (77)"), "23503");
+    run(&mut lite, "ROLLBACK");
+    // Only the references an UPDATE changes are checked.
+    run(&mut lite, "CREATE TABLE two(a INTEGER, b INTEGER REFERENCES nowhere_yet)");
+    run(&mut lite, "PRAGMA foreign_keys = OFF; INSERT INTO two VALUES (1, NULL); PRAGMA foreign_keys = ON");
+    run(&mut lite, "UPDATE two SET a = 2");
+    assert_eq!(sqlstate(&mut lite, "ALTER TABLE two ADD COLUMN c INTEGER REFERENCES p"), "0A000");
+}
+
+#[test]
+fn names_and_settings() {
+    let db = Database::open_in_memory().unwrap();
+    let mut pg = postgres(&db);
+    run(&mut pg, "CREATE TABLE p(id INTEGER PRIMARY KEY)");
+    run(&mut pg, "CREATE TABLE c(x INTEGER REFERENCES p, FOREIGN KEY (x) REFERENCES p)");
+    let (_, rows) = pg.query("SELECT conname FROM pg_constraint WHERE contype = 'f' ORDER BY conname", &[]).unwrap();
+    assert_eq!(rows, vec![vec![Value::from("c_x_fkey")], vec![Value::from("c_x_fkey1")]]);
+    assert_eq!(count(&mut pg, "PRAGMA foreign_keys"), 1);
+    // An increment of a referencing column in PostgreSQL's dialect overflows into 22003.
+    run(&mut pg, "CREATE TABLE n(id INTEGER PRIMARY KEY, v INTEGER); INSERT INTO n VALUES (1, 9223372036854775807)");
+    assert_eq!(sqlstate(&mut pg, "UPDATE n SET v = v + 1 WHERE id = 1"), "22003");
+}

@@ -110,12 +110,22 @@ fn check_unique_key(catalog: &Catalog, parent: &TableDef, def: &ForeignKeyDef) -
 
 /// DROP TABLE of a table other tables reference: refused in the postgres dialect (2BP01)
 /// unless CASCADE, which drops those foreign keys; the sqlite dialect leaves them (writes to the
-/// referencing tables then fail while foreign keys are enforced, as in SQLite).
-pub fn drop_references(catalog: &mut Catalog, table: &str, dialect: Dialect, cascade: bool) -> Result<()> {
+/// referencing tables then fail while foreign keys are enforced, as in SQLite, after the rows of
+/// the dropped table were deleted with their actions).
+pub fn drop_references(
+    catalog: &mut Catalog,
+    table: &str,
+    dialect: Dialect,
+    cascade: bool,
+    dropping: &[String],
+) -> Result<()> {
+    // Tables the same statement drops do not count (DROP TABLE parent, child).
     let referencing: Vec<String> = catalog
         .tables
         .iter()
-        .filter(|(name, def)| *name != table && def.foreign_keys.iter().any(|fk| fk.parent == table))
+        .filter(|(name, def)| {
+            *name != table && !dropping.contains(name) && def.foreign_keys.iter().any(|fk| fk.parent == table)
+        })
         .map(|(name, _)| name.clone())
         .collect();
     if referencing.is_empty() || dialect == Dialect::Sqlite {
@@ -186,4 +196,30 @@ pub fn rename_column(catalog: &mut Catalog, table: &mut TableDef, old: &str, new
             *def = std::sync::Arc::new(renamed);
         }
     }
+}
+
+/// TRUNCATE while foreign keys are enforced: a table other tables reference is emptied only
+/// together with them, which CASCADE adds (and the tables referencing those); else 0A000, as in
+/// PostgreSQL.
+pub fn truncated_with_referencing(catalog: &Catalog, names: &mut Vec<String>, cascade: bool) -> Result<()> {
+    let mut at = 0;
+    while at < names.len() {
+        let table = names[at].clone();
+        for (name, def) in &catalog.tables {
+            if names.contains(name) || !def.foreign_keys.iter().any(|fk| fk.parent == table) {
+                continue;
+            }
+            if !cascade {
+                return Err(Error::new(
+                    "0A000",
+                    format!(
+                        "cannot truncate a table referenced in a foreign key constraint: {name} references {table}"
+                    ),
+                ));
+            }
+            names.push(name.clone());
+        }
+        at += 1;
+    }
+    Ok(())
 }

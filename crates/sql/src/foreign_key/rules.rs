@@ -33,6 +33,9 @@ pub struct Incoming {
     /// The referenced columns in the written table.
     pub parent_columns: Vec<usize>,
     child_indexes: Vec<Arc<IndexDef>>,
+    /// Why the key cannot be matched (a sqlite-dialect reference to columns the table lacks):
+    /// removing or changing its rows is then an error, as in SQLite.
+    pub broken: Option<String>,
 }
 
 /// The foreign keys a table's writes meet.
@@ -68,7 +71,8 @@ impl Rules {
                             def.parent_columns.clone()
                         };
                         let parent_columns = positions(&parent, &names)?;
-                        (parent_columns.len() == columns.len()).then_some((parent, parent_columns))
+                        (!columns.is_empty() && parent_columns.len() == columns.len())
+                            .then_some((parent, parent_columns))
                     })
                     .ok_or_else(|| mismatch(&own_name, &def.parent));
                 Outgoing { def: def.clone(), columns, target }
@@ -82,15 +86,25 @@ impl Rules {
                     true => crate::foreign_key::definition::primary_key_names(table).unwrap_or_default(),
                     false => def.parent_columns.clone(),
                 };
-                let (Some(columns), Some(parent_columns)) = (positions(&child, &def.columns), positions(table, &names))
-                else {
-                    continue;
-                };
                 let child_indexes = catalog.table_indexes(&child.name);
-                incoming.push(Incoming { def: def.clone(), child, columns, parent_columns, child_indexes });
+                let resolved = match (positions(&child, &def.columns), positions(table, &names)) {
+                    (Some(columns), Some(parent)) if !columns.is_empty() && columns.len() == parent.len() => {
+                        Some((columns, parent))
+                    }
+                    _ => None,
+                };
+                let broken = resolved.is_none().then(|| mismatch(&child.name.to_ascii_lowercase(), &own_name));
+                let (columns, parent_columns) = resolved.unwrap_or_default();
+                incoming.push(Incoming { def: def.clone(), child, columns, parent_columns, child_indexes, broken });
             }
         }
         Rules { outgoing, incoming }
+    }
+
+    /// The table's columns foreign keys involve: referencing ones and referenced ones.
+    pub fn columns(&self) -> Vec<usize> {
+        let referencing = self.outgoing.iter().flat_map(|fk| fk.columns.iter());
+        referencing.chain(self.incoming.iter().flat_map(|fk| fk.parent_columns.iter())).copied().collect()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -125,14 +139,30 @@ pub fn check_reference(exec: &Executor, table: &TableDef, fk: &Outgoing, row: &[
     Ok(())
 }
 
-/// The rows of `fk`'s child table that reference `parent_row` (with their keys).
-pub fn referencing_rows(exec: &Executor, fk: &Incoming, parent_row: &[Value]) -> Result<Vec<(Vec<u8>, Row)>> {
+/// The rows of `fk`'s child table that reference `parent_row` of `parent` (with their keys).
+/// A child value references the key it equals under the referenced column's type (the check
+/// on insert compares the same way): where the two columns' types differ, through a scan.
+pub fn referencing_rows(
+    exec: &Executor,
+    fk: &Incoming,
+    parent: &TableDef,
+    parent_row: &[Value],
+) -> Result<Vec<(Vec<u8>, Row)>> {
     let Some(values) = key_values(parent_row, &fk.parent_columns) else { return Ok(Vec::new()) };
     let conditions: Vec<Expr> = fk
         .columns
         .iter()
+        .zip(&fk.parent_columns)
         .zip(values)
-        .map(|(&column, value)| equals(column, fk.child.columns[column].affinity.apply(value)))
+        .map(|((&column, &parent_column), value)| {
+            let affinity = parent.columns[parent_column].affinity;
+            if fk.child.columns[column].affinity == affinity {
+                equals(column, value)
+            } else {
+                let converted = Expr::Affinity(Box::new(Expr::Column(column)), affinity);
+                Expr::Binary(BinaryOp::Eq, Box::new(converted), Box::new(Expr::Literal(value)))
+            }
+        })
         .collect();
     rows_where(exec, &fk.child, &fk.child_indexes, conditions, false)
 }
@@ -178,7 +208,7 @@ fn rows_where(
     let filter =
         conditions.into_iter().reduce(|left, right| Expr::Binary(BinaryOp::And, Box::new(left), Box::new(right)));
     let plan = Plan::Scan { table: table.clone(), access, filter, reverse: false };
-    let mut rows = exec.scan_rows_with_keys(&plan)?;
+    let mut rows = exec.scan_rows_with_own_writes(&plan)?;
     if first {
         rows.truncate(1);
     }
