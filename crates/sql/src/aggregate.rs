@@ -4,7 +4,7 @@
 use crate::codec;
 use crate::error::{Error, Result};
 use crate::functions;
-use crate::plan::{AggregateCall, AggregateFunction};
+use crate::plan::{AggregateCall, AggregateFunction, Statistic};
 use crate::value::Value;
 use std::cmp::Ordering;
 use std::collections::HashSet;
@@ -46,6 +46,60 @@ pub(crate) enum Accumulator {
     },
     Any(Value),
     First(Option<Value>),
+    Moments(Moments, Option<HashSet<Vec<u8>>>),
+}
+
+/// PostgreSQL's float8 accumulation for the statistics aggregates (Youngs and Cramer's update,
+/// as `float8_accum` and `float8_regr_accum` do it, so results agree to the bit): count, sums
+/// and sums of squared (and cross) deviations.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Moments {
+    statistic: Option<Statistic>,
+    n: f64,
+    sx: f64,
+    sxx: f64,
+    sy: f64,
+    syy: f64,
+    sxy: f64,
+}
+
+impl Moments {
+    fn add(&mut self, y: f64, x: f64) {
+        let previous = self.n;
+        self.n += 1.0;
+        self.sx += x;
+        self.sy += y;
+        if previous > 0.0 {
+            let (dx, dy) = (x * self.n - self.sx, y * self.n - self.sy);
+            if matches!(self.statistic, Some(Statistic::CovarPop | Statistic::CovarSamp | Statistic::Corr)) {
+                // float8_regr_accum multiplies by the reciprocal...
+                let scale = 1.0 / (self.n * previous);
+                self.sxx += dx * dx * scale;
+                self.syy += dy * dy * scale;
+                self.sxy += dx * dy * scale;
+            } else {
+                // ... float8_accum divides.
+                self.sxx += dx * dx / (self.n * previous);
+            }
+        }
+    }
+
+    fn value(&self) -> Value {
+        let (n, statistic) = (self.n, self.statistic);
+        let real = |value: f64| Value::Real(value);
+        match statistic {
+            Some(Statistic::VarPop) if n >= 1.0 => real(self.sxx / n),
+            Some(Statistic::VarSamp) if n >= 2.0 => real(self.sxx / (n - 1.0)),
+            Some(Statistic::StddevPop) if n >= 1.0 => real((self.sxx / n).sqrt()),
+            Some(Statistic::StddevSamp) if n >= 2.0 => real((self.sxx / (n - 1.0)).sqrt()),
+            Some(Statistic::CovarPop) if n >= 1.0 => real(self.sxy / n),
+            Some(Statistic::CovarSamp) if n >= 2.0 => real(self.sxy / (n - 1.0)),
+            Some(Statistic::Corr) if n >= 1.0 && self.sxx != 0.0 && self.syy != 0.0 => {
+                real(self.sxy / (self.sxx * self.syy).sqrt())
+            }
+            _ => Value::Null,
+        }
+    }
 }
 
 impl Accumulator {
@@ -77,6 +131,9 @@ impl Accumulator {
             }
             AggregateFunction::ArrayAgg => Accumulator::Array { elements: Vec::new(), distinct: distinct() },
             AggregateFunction::AnyValue => Accumulator::Any(Value::Null),
+            AggregateFunction::Statistic(statistic) => {
+                Accumulator::Moments(Moments { statistic: Some(statistic), ..Moments::default() }, distinct())
+            }
             AggregateFunction::First => Accumulator::First(None),
         }
     }
@@ -189,6 +246,17 @@ impl Accumulator {
                     *current = value;
                 }
             }
+            Accumulator::Moments(moments, distinct) => {
+                // One argument: it is both; two: (Y, X). Rows with a NULL (or a non-number) are
+                // left out.
+                let x = args.get(1).unwrap_or(&value).to_numeric().as_f64();
+                if let (Some(y), Some(x)) = (value.to_numeric().as_f64(), x)
+                    && !value.is_null()
+                    && Self::first_time(distinct, &value)
+                {
+                    moments.add(y, x);
+                }
+            }
             Accumulator::First(first) => {
                 if first.is_none() {
                     *first = Some(value);
@@ -255,6 +323,7 @@ impl Accumulator {
             }
             Accumulator::Any(value) => value,
             Accumulator::First(value) => value.unwrap_or(Value::Null),
+            Accumulator::Moments(moments, _) => moments.value(),
         })
     }
 }

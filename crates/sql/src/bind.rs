@@ -1669,6 +1669,12 @@ impl<'c> Binder<'c> {
             ("max", 1) => Some(AggregateFunction::Max),
             ("group_concat", 1 | 2) | ("string_agg", 2) => Some(AggregateFunction::GroupConcat),
             ("array_agg", 1) => Some(AggregateFunction::ArrayAgg),
+            (name, count) if Statistic::lookup(name).is_some_and(|(_, arity)| arity == count) => {
+                Statistic::lookup(name).map(|(statistic, _)| AggregateFunction::Statistic(statistic))
+            }
+            (name, _) if Statistic::lookup(name).is_some() => {
+                return Err(Error::new("42883", format!("wrong number of arguments to function {name}()")));
+            }
             ("count" | "sum" | "total" | "avg" | "group_concat" | "string_agg" | "array_agg", _) => {
                 return Err(Error::new("42883", format!("wrong number of arguments to function {name}()")));
             }

@@ -405,6 +405,8 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         Random => SqlType::Integer,
         RegexMatch | ArrayContains | AlwaysTrue | AlwaysFalse => SqlType::Boolean,
         ArrayElement | ArrayToString | FormatType | EncodingName | QuoteIdent | AlwaysNull => SqlType::Text,
+        SplitPart | Left | Right | Lpad | Rpad | Repeat | Reverse | Initcap | RegexpReplace | Format => SqlType::Text,
+        NextVal | CurrVal | SetVal | LastVal => SqlType::Integer,
         ArrayUpper | ArrayLower | Cardinality | ToRegtype => SqlType::Integer,
         FirstArgument => first,
         Sqrt | Power | Exp | Ln | Log10 => SqlType::Real,
@@ -414,7 +416,7 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
             SqlType::Real => SqlType::Real,
             _ => SqlType::Unknown,
         },
-        Coalesce | IfNull | Min | Max | Iif | NullIf => {
+        Coalesce | IfNull | Min | Max | Iif | NullIf | Greatest | Least => {
             args.iter().find(|kind| **kind != SqlType::Unknown).cloned().unwrap_or(SqlType::Unknown)
         }
         _ => SqlType::Unknown,
@@ -426,7 +428,7 @@ fn aggregate_type(function: AggregateFunction, first: Option<&SqlType>) -> SqlTy
     let first = first.cloned().unwrap_or(SqlType::Unknown);
     match function {
         AggregateFunction::Count | AggregateFunction::CountStar => SqlType::Integer,
-        AggregateFunction::Total | AggregateFunction::Avg => SqlType::Real,
+        AggregateFunction::Total | AggregateFunction::Avg | AggregateFunction::Statistic(_) => SqlType::Real,
         AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg => SqlType::Text,
         AggregateFunction::Sum => match first.kind() {
             SqlType::Integer => SqlType::Integer,

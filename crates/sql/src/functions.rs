@@ -92,6 +92,21 @@ pub enum ScalarFunction {
     CurrVal,
     SetVal,
     LastVal,
+    /// PostgreSQL's string functions ([`crate::text_functions`]).
+    SplitPart,
+    Left,
+    Right,
+    Lpad,
+    Rpad,
+    Repeat,
+    Reverse,
+    Initcap,
+    RegexpReplace,
+    Format,
+    /// `greatest(...)` / `least(...)`: PostgreSQL's, which leave NULLs out (SQLite's `max` and
+    /// `min` of several arguments are NULL if any is).
+    Greatest,
+    Least,
 }
 
 impl ScalarFunction {
@@ -142,6 +157,19 @@ impl ScalarFunction {
             "currval" => (CurrVal, 1, 1),
             "setval" => (SetVal, 2, 3),
             "lastval" => (LastVal, 0, 0),
+            "split_part" => (SplitPart, 3, 3),
+            "left" => (Left, 2, 2),
+            "right" => (Right, 2, 2),
+            "lpad" => (Lpad, 2, 3),
+            "rpad" => (Rpad, 2, 3),
+            "repeat" => (Repeat, 2, 2),
+            "reverse" => (Reverse, 1, 1),
+            "initcap" => (Initcap, 1, 1),
+            "strpos" => (Instr, 2, 2),
+            "regexp_replace" => (RegexpReplace, 3, 4),
+            "format" => (Format, 1, many),
+            "greatest" => (Greatest, 1, many),
+            "least" => (Least, 1, many),
             "version" => (Version, 0, 0),
             "current_database" | "current_catalog" => (CurrentDatabase, 0, 0),
             "current_schema" => (CurrentSchema, 0, 0),
@@ -401,6 +429,39 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             other => other.to_text().chars().next().map_or(Value::Null, |c| Value::Integer(c as i64)),
         },
         Date | Time | DateTime | UnixEpoch => crate::datetime::call(function, args)?,
+        Greatest | Least => {
+            let mut best: Option<Value> = None;
+            for value in args.iter().filter(|value| !value.is_null()) {
+                let better = best.as_ref().is_none_or(|current| {
+                    let order = value.total_cmp(current);
+                    if function == Greatest { order.is_gt() } else { order.is_lt() }
+                });
+                if better {
+                    best = Some(value.clone());
+                }
+            }
+            best.unwrap_or(Value::Null)
+        }
+        Format => {
+            if arg(0).is_null() {
+                return Ok(Value::Null);
+            }
+            crate::text_functions::format(&arg(0).to_text(), &args[1..])?
+        }
+        SplitPart | Left | Right | Lpad | Rpad | Repeat | Reverse | Initcap | RegexpReplace if any_null => Value::Null,
+        SplitPart => crate::text_functions::split_part(&arg(0).to_text(), &arg(1).to_text(), &arg(2))?,
+        Left | Right => crate::text_functions::left_or_right(&arg(0).to_text(), &arg(1), function == Left)?,
+        Lpad | Rpad => {
+            let fill = args.get(2).map(Value::to_text);
+            crate::text_functions::pad(&arg(0).to_text(), &arg(1), fill.as_deref(), function == Lpad)?
+        }
+        Repeat => crate::text_functions::repeat(&arg(0).to_text(), &arg(1))?,
+        Reverse => crate::text_functions::reverse(&arg(0).to_text()),
+        Initcap => crate::text_functions::initcap(&arg(0).to_text()),
+        RegexpReplace => {
+            let flags = args.get(3).map(Value::to_text).unwrap_or_default();
+            crate::text_functions::regexp_replace(&arg(0).to_text(), &arg(1).to_text(), &arg(2).to_text(), &flags)?
+        }
         RegexMatch => {
             if any_null {
                 return Ok(Value::Null);

@@ -40,6 +40,7 @@ pub mod sequence;
 pub mod session;
 pub mod slt;
 pub mod system;
+pub mod text_functions;
 pub mod value;
 pub mod window;
 

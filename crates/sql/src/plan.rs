@@ -104,11 +104,42 @@ pub enum AggregateFunction {
     GroupConcat,
     /// `array_agg(x)`: the values as an array literal (see [`crate::array`]).
     ArrayAgg,
+    /// `var_pop`, `var_samp`/`variance`, `stddev_pop`, `stddev_samp`/`stddev` of one argument;
+    /// `covar_pop`, `covar_samp`, `corr` of two (Y, X). Reals, over the rows where no argument
+    /// is NULL.
+    Statistic(Statistic),
     /// A bare column in an aggregate query: the value from some row of the group (SQLite).
     AnyValue,
     /// The value in the group's first row, NULL included (the row correlated subqueries of an
     /// aggregate query's output see).
     First,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Statistic {
+    VarPop,
+    VarSamp,
+    StddevPop,
+    StddevSamp,
+    CovarPop,
+    CovarSamp,
+    Corr,
+}
+
+impl Statistic {
+    /// The statistic `name` names, with its number of arguments.
+    pub fn lookup(name: &str) -> Option<(Statistic, usize)> {
+        Some(match name {
+            "var_pop" => (Statistic::VarPop, 1),
+            "var_samp" | "variance" => (Statistic::VarSamp, 1),
+            "stddev_pop" => (Statistic::StddevPop, 1),
+            "stddev_samp" | "stddev" => (Statistic::StddevSamp, 1),
+            "covar_pop" => (Statistic::CovarPop, 2),
+            "covar_samp" => (Statistic::CovarSamp, 2),
+            "corr" => (Statistic::Corr, 2),
+            _ => return None,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,25 @@
+-- Everyday built-ins, checked against PostgreSQL 15.
+CREATE TABLE m(id INTEGER PRIMARY KEY, g TEXT, x DOUBLE PRECISION, y DOUBLE PRECISION);
+INSERT INTO m VALUES (1, 'a', 1, 2), (2, 'a', 2, 4.5), (3, 'a', 4, 7), (4, 'b', 10, 1), (5, 'b', NULL, 3), (6, 'c', 5, NULL);
+SELECT var_pop(x), var_samp(x), variance(x), stddev_pop(x), stddev_samp(x), stddev(x) FROM m;
+SELECT g, var_pop(x), var_samp(x), stddev(x) FROM m GROUP BY g ORDER BY g;
+SELECT covar_pop(y, x), covar_samp(y, x), corr(y, x) FROM m;
+SELECT g, corr(y, x), covar_pop(y, x) FROM m GROUP BY g ORDER BY g;
+SELECT var_pop(x) FROM m WHERE id > 100;
+SELECT var_samp(DISTINCT x) FROM m;
+SELECT id, var_pop(x) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM m ORDER BY id;
+SELECT var_pop(x, y) FROM m;
+SELECT split_part('a,b,c', ',', 2), split_part('a,b,c', ',', -1), split_part('a,b,c', ',', 5), split_part('abc', '', 1);
+SELECT split_part('a,b', ',', 0);
+SELECT left('abcde', 2), left('abcde', -2), right('abcde', 2), right('abcde', -2), left('ab', 9);
+SELECT lpad('hi', 5), lpad('hi', 5, 'xy'), rpad('hi', 5, '*'), lpad('hello', 3), rpad('hi', -1), lpad('hi', 4, '');
+SELECT repeat('ab', 3), repeat('x', 0), repeat('x', -2), reverse('abc'), initcap('hELLO wORLD-x y2k');
+SELECT strpos('hello', 'll'), strpos('hello', 'z');
+SELECT regexp_replace('foobarbaz', 'b(..)', 'X\1Y'), regexp_replace('foobarbaz', 'b(..)', 'X\1Y', 'g');
+SELECT regexp_replace('Hello World', 'o', '0', 'gi'), regexp_replace('abc', '(b)', '[\&]');
+SELECT format('Hello %s, %s', 'world', 42), format('%I.%I', 'public', 'My Table'), format('%L and %L', 'it''s', NULL);
+SELECT format('%2$s %1$s %%', 'a', 'b'), format('%s', NULL), format(NULL);
+SELECT format('%s %s', 'only one');
+SELECT upper(g), split_part(g || '-z', '-', 2) FROM m ORDER BY id LIMIT 2;
+SELECT lpad(g, 3, '0') FROM m ORDER BY id;
+SELECT coalesce(NULL, 'x'), nullif(1, 1), nullif(1, 2), greatest(1, 3, 2), least(4, 2, 8);
