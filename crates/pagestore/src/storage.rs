@@ -64,6 +64,11 @@ impl PageFile {
         })
     }
 
+    /// Names the file by `path` after a rename (errors and checks say where it is).
+    pub(crate) fn set_path(&mut self, path: &Path) {
+        self.path = path.to_path_buf();
+    }
+
     /// Opens an existing file and decodes its header.
     pub fn open(vfs: &dyn Vfs, path: &Path, direct_io: bool) -> Result<(PageFile, FileHeader)> {
         if !vfs.exists(path) {

@@ -248,7 +248,19 @@ impl BufferPool {
             )));
         }
         config.validate(page_size)?;
-        let file = PageFile::create(vfs.as_ref(), path, page_size, config.direct_io)?;
+        // The file is made under a temporary name and renamed once its header is on disk: a
+        // process killed while creating leaves no half-made database where one is expected
+        // (only a temporary file, removed by the next attempt).
+        let mut creating = path.as_os_str().to_owned();
+        creating.push(".creating");
+        let creating = std::path::PathBuf::from(creating);
+        if vfs.exists(&creating) {
+            let _ = vfs.remove(&creating);
+        }
+        if vfs.exists(path) {
+            return Err(Error::AlreadyExists { path: path.to_path_buf() });
+        }
+        let mut file = PageFile::create(vfs.as_ref(), &creating, page_size, config.direct_io)?;
         let created = (|| {
             // Checkpoint 1: the header and group 0's first bitmap copy.
             file.reserve(3)?;
@@ -267,10 +279,16 @@ impl BufferPool {
             Ok(parts) => parts,
             Err(error) => {
                 drop(file);
-                let _ = vfs.remove(path); // a half-made file is not a database
+                let _ = vfs.remove(&creating); // a half-made file is not a database
                 return Err(error);
             }
         };
+        if let Err(error) = vfs.rename(&creating, path) {
+            drop(file);
+            let _ = vfs.remove(&creating);
+            return Err(Error::io(crate::error::IoOp::Open, path, None, error));
+        }
+        file.set_path(path);
         if let Err(error) = vfs.sync_directory(path) {
             let _ = vfs.remove(path);
             return Err(Error::io(crate::error::IoOp::Sync, path, None, error));
