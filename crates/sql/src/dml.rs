@@ -862,6 +862,24 @@ fn delete(plan: &DeletePlan, exec: &Executor) -> Result<DmlResult> {
     Ok(DmlResult { changed: deleted.len() as u64, returning })
 }
 
+/// Inserts full rows of `table` (in column order) as INSERT does: converted to the columns'
+/// types, checked, keyed and indexed (CREATE TABLE AS).
+pub fn insert_rows(catalog: &Catalog, exec: &Executor, table: &Arc<TableDef>, rows: Vec<Row>) -> Result<u64> {
+    let target = Target::bind(catalog, table.clone(), exec.dialect())?;
+    let mut writer = TableWriter::new(exec, &target);
+    let mut checks = ReferenceChecks::new(exec, &target);
+    let mut count = 0;
+    for mut row in rows {
+        writer.validate(&mut row)?;
+        let key = writer.key_for_new_row(&mut row)?;
+        writer.write_row(&key, &row);
+        checks.inserted(&row);
+        count += 1;
+    }
+    checks.finish(exec, &target)?;
+    Ok(count)
+}
+
 /// Most rows one foreign key action may reach through others (SQLite's limit of nested
 /// actions).
 const MAX_CASCADE_DEPTH: usize = 1000;

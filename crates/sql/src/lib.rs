@@ -22,6 +22,7 @@ pub mod cache;
 pub mod catalog;
 pub mod check;
 pub mod codec;
+pub mod create_as;
 pub mod datetime;
 pub mod decimal;
 pub mod delta;

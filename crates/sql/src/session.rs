@@ -1337,6 +1337,20 @@ fn run_statement(
     cached: &mut Option<CachedPlan>,
 ) -> Result<Outcome> {
     match statement {
+        ast::Statement::Query(query) if matches!(query.body.as_ref(), ast::SetExpr::Select(select) if select.into.is_some()) =>
+        {
+            // SELECT ... INTO name: CREATE TABLE name AS the query without INTO.
+            let mut query = query.clone();
+            let ast::SetExpr::Select(select) = query.body.as_mut() else { return Err(Error::internal("SELECT INTO")) };
+            let into = select.into.take().ok_or_else(|| Error::internal("SELECT INTO without INTO"))?;
+            if into.temporary {
+                return Err(Error::unsupported("temporary tables"));
+            }
+            let mut changed = (**catalog).clone();
+            crate::create_as::create_table_as(&mut changed, exec, &into.name, &[], &query, false)?;
+            *new_catalog = Some(changed);
+            Ok(Outcome::Done("SELECT INTO"))
+        }
         ast::Statement::Query(_)
         | ast::Statement::Insert(_)
         | ast::Statement::Update { .. }
@@ -1442,6 +1456,22 @@ fn run_statement(
                 *new_catalog = Some(changed);
             }
             Ok(Outcome::Done("CREATE SEQUENCE"))
+        }
+        ast::Statement::CreateTable(create) if create.query.is_some() => {
+            let mut changed = (**catalog).clone();
+            let query = create.query.as_deref().ok_or_else(|| Error::internal("CREATE TABLE AS without a query"))?;
+            let columns: Vec<String> = create.columns.iter().map(|column| column.name.value.clone()).collect();
+            if crate::create_as::create_table_as(
+                &mut changed,
+                exec,
+                &create.name,
+                &columns,
+                query,
+                create.if_not_exists,
+            )? {
+                *new_catalog = Some(changed);
+            }
+            Ok(Outcome::Done("CREATE TABLE AS"))
         }
         ast::Statement::CreateTable(create) => {
             let mut changed = (**catalog).clone();
@@ -1669,7 +1699,7 @@ fn too_many_columns() -> Error {
     Error::new("54011", format!("tables can have at most {} columns", crate::limits::MAX_COLUMNS))
 }
 
-fn create_table(catalog: &mut Catalog, create: &ast::CreateTable, dialect: Dialect) -> Result<bool> {
+pub(crate) fn create_table(catalog: &mut Catalog, create: &ast::CreateTable, dialect: Dialect) -> Result<bool> {
     let name = object_name(&create.name)?;
     if catalog.name_in_use(&name) {
         if create.if_not_exists {

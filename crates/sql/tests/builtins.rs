@@ -52,3 +52,31 @@ fn string_functions_follow_postgresql() {
     );
     assert_eq!(row("SELECT greatest(1, NULL, 3), least(NULL, NULL)"), vec![Value::Integer(3), Value::Null]);
 }
+
+#[test]
+fn create_table_as_and_select_into() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session
+        .execute(
+            "CREATE TABLE src(id INTEGER PRIMARY KEY, g TEXT, x REAL);
+             INSERT INTO src VALUES (1, 'a', 1.5), (2, 'a', 2.5), (3, 'b', 4)",
+            &[],
+        )
+        .unwrap();
+    session.execute("CREATE TABLE agg AS SELECT g, count(*) AS n, sum(x) AS s FROM src GROUP BY g", &[]).unwrap();
+    let (_, rows) = session.query("SELECT g, n, s FROM agg ORDER BY g", &[]).unwrap();
+    assert_eq!(
+        rows,
+        vec![
+            vec![Value::from("a"), Value::Integer(2), Value::Real(4.0)],
+            vec![Value::from("b"), Value::Integer(1), Value::Real(4.0)]
+        ]
+    );
+    session.execute("SELECT id INTO ids FROM src WHERE x > 2", &[]).unwrap();
+    assert_eq!(session.query("SELECT count(*) FROM ids", &[]).unwrap().1, vec![vec![Value::Integer(2)]]);
+    assert_eq!(session.execute("CREATE TABLE agg AS SELECT 1", &[]).unwrap_err().sqlstate, "42P07");
+    // It is a transaction's write like any other: rolled back with it.
+    session.execute("BEGIN; CREATE TABLE gone AS SELECT * FROM src; ROLLBACK", &[]).unwrap();
+    assert_eq!(session.query("SELECT * FROM gone", &[]).unwrap_err().sqlstate, "42P01");
+}
