@@ -601,6 +601,17 @@ async fn postgres_dialect_generated_keys_and_windows() {
         .map(|row| row.get(0))
         .collect();
     assert_eq!(ranks, [2, 1, 1]);
+    // SELECT INTO and CREATE TABLE AS through the extended protocol, with parameters.
+    client.execute("SELECT id, name INTO team_one FROM people WHERE team = $1", &[&1i32]).await.unwrap();
+    client.execute("CREATE TABLE named AS SELECT name FROM people WHERE id > $1", &[&1i32]).await.unwrap();
+    let counts: (i64, i64) = {
+        let row = client
+            .query_one("SELECT (SELECT count(*) FROM team_one), (SELECT count(*) FROM named)", &[])
+            .await
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!(counts, (2, 2));
     client.batch_execute("SET tern.dialect = sqlite").await.unwrap();
     let quotient: Option<i64> = client.query_one("SELECT 1 / 0", &[]).await.unwrap().get(0);
     assert_eq!(quotient, None);

@@ -60,12 +60,14 @@ pub fn create_table_as(
         }
         definitions.push((column, declared(sql_type, dialect)));
     }
+    // Every name quoted: a column may be called like a keyword (`check`, `unique`).
+    let quoted = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
     let text = format!(
         "CREATE TABLE {} ({})",
-        crate::system::quote_ident(&table_name),
+        quoted(&table_name),
         definitions
             .iter()
-            .map(|(column, declared)| format!("{} {declared}", crate::system::quote_ident(column)))
+            .map(|(column, declared)| format!("{} {declared}", quoted(column)))
             .collect::<Vec<_>>()
             .join(", ")
     );

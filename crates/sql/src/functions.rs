@@ -247,6 +247,20 @@ pub fn result_bytes(function: ScalarFunction, args: &[Value]) -> usize {
             _ => 0,
         },
         Concat => (0..args.len()).map(bytes).fold(0, usize::saturating_add),
+        // PostgreSQL's string functions: what they can build at most, from their arguments.
+        Lpad | Rpad => {
+            args.get(1).and_then(Value::as_i64).map_or(0, |length| (length.max(0) as usize).saturating_mul(4))
+        }
+        Repeat => args.get(1).and_then(Value::as_i64).map_or(0, |n| bytes(0).saturating_mul(n.max(0) as usize)),
+        Initcap => bytes(0).saturating_mul(3),
+        Format => {
+            let specifiers = match args.first() {
+                Some(Value::Text(template)) => template.matches('%').count(),
+                _ => 0,
+            };
+            let widest = (1..args.len()).map(bytes).max().unwrap_or(0).saturating_add(8);
+            bytes(0).saturating_add(specifiers.saturating_mul(widest))
+        }
         Hex | Quote => bytes(0).saturating_mul(2).saturating_add(3),
         Upper | Lower => bytes(0).saturating_mul(3),
         Char => args.len().saturating_mul(4),

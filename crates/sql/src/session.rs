@@ -812,6 +812,27 @@ impl Session {
             return Ok(Some(Description { columns, parameters: inference.parameters }));
         }
         let mut binder = Binder::new(&catalog).with_dialect(self.dialect);
+        // SELECT ... INTO and CREATE TABLE ... AS: no rows, the parameters of their query.
+        let creating = match &statement.statement {
+            ast::Statement::Query(query) => match query.body.as_ref() {
+                ast::SetExpr::Select(select) if select.into.is_some() => {
+                    let mut query = query.clone();
+                    if let ast::SetExpr::Select(select) = query.body.as_mut() {
+                        select.into = None;
+                    }
+                    Some(query)
+                }
+                _ => None,
+            },
+            ast::Statement::CreateTable(create) => create.query.clone(),
+            _ => None,
+        };
+        if let Some(query) = creating {
+            let (plan, _) = binder.bind_query(&query, None)?;
+            let mut inference = Inference::new(binder.parameter_count);
+            inference.plan(&plan);
+            return Ok(Some(Description { columns: Vec::new(), parameters: inference.parameters }));
+        }
         let description = match &statement.statement {
             ast::Statement::Query(query) => {
                 let (plan, columns) = binder.bind_query(query, None)?;

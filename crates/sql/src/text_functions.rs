@@ -18,38 +18,48 @@ pub fn split_part(text: &str, delimiter: &str, n: &Value) -> Result<Value> {
     if n == 0 {
         return Err(Error::new("22023", "field position must not be zero"));
     }
-    let fields: Vec<&str> = if delimiter.is_empty() { vec![text] } else { text.split(delimiter).collect() };
-    let index = if n > 0 { usize::try_from(n - 1).ok() } else { fields.len().checked_sub(n.unsigned_abs() as usize) };
-    Ok(Value::Text(index.and_then(|index| fields.get(index)).map_or(String::new(), |field| field.to_string())))
+    if delimiter.is_empty() {
+        return Ok(Value::Text(if n == 1 || n == -1 { text.to_string() } else { String::new() }));
+    }
+    // Walk the fields without collecting them (a text of many delimiters stays cheap).
+    let fields = text.matches(delimiter).count() + 1;
+    let index = if n > 0 { usize::try_from(n - 1).ok() } else { fields.checked_sub(n.unsigned_abs() as usize) };
+    let field = index.and_then(|index| text.split(delimiter).nth(index)).unwrap_or("");
+    Ok(Value::Text(field.to_string()))
 }
 
 /// `left(text, n)` / `right(text, n)`: the first (last) n characters; a negative n leaves out
 /// that many from the other end.
 pub fn left_or_right(text: &str, n: &Value, left: bool) -> Result<Value> {
     let n = count(n, "length")?;
-    let chars: Vec<char> = text.chars().collect();
-    let total = chars.len() as i64;
+    let total = text.chars().count() as i64;
     let take = if n >= 0 { n.min(total) } else { (total + n).max(0) } as usize;
-    let part: String = if left { chars[..take].iter().collect() } else { chars[chars.len() - take..].iter().collect() };
-    Ok(Value::Text(part))
+    let part = if left { &text[..byte_offset(text, take)] } else { &text[byte_offset(text, total as usize - take)..] };
+    Ok(Value::Text(part.to_string()))
+}
+
+/// The byte offset of character `index` (the text's length past its end).
+fn byte_offset(text: &str, index: usize) -> usize {
+    text.char_indices().nth(index).map_or(text.len(), |(offset, _)| offset)
 }
 
 /// `lpad(text, length [, fill])` / `rpad`: `text` cut or filled (with `fill`, a space by
 /// default) to `length` characters.
 pub fn pad(text: &str, length: &Value, fill: Option<&str>, left: bool) -> Result<Value> {
     let length = count(length, "length")?.max(0) as usize;
-    if length > crate::limits::MAX_VALUE_BYTES {
-        return Err(Error::value_too_large(length));
+    let fill = fill.unwrap_or(" ");
+    let widest = fill.chars().map(char::len_utf8).max().unwrap_or(1).max(4);
+    if length.saturating_mul(widest) > crate::limits::MAX_VALUE_BYTES {
+        return Err(Error::value_too_large(length.saturating_mul(widest)));
     }
-    let chars: Vec<char> = text.chars().collect();
-    if chars.len() >= length {
-        return Ok(Value::Text(chars[..length].iter().collect()));
+    let chars = text.chars().count();
+    if chars >= length {
+        return Ok(Value::Text(text[..byte_offset(text, length)].to_string()));
     }
-    let fill: Vec<char> = fill.unwrap_or(" ").chars().collect();
     if fill.is_empty() {
         return Ok(Value::Text(text.to_string()));
     }
-    let padding: String = fill.iter().cycle().take(length - chars.len()).collect();
+    let padding: String = fill.chars().cycle().take(length - chars).collect();
     Ok(Value::Text(if left { padding + text } else { text.to_string() + &padding }))
 }
 
@@ -94,6 +104,8 @@ pub fn initcap(text: &str) -> Value {
 pub fn regexp_replace(text: &str, pattern: &str, replacement: &str, flags: &str) -> Result<Value> {
     let mut global = false;
     let mut builder = regex::RegexBuilder::new(pattern);
+    // PostgreSQL's `.` matches a newline.
+    builder.dot_matches_new_line(true);
     for flag in flags.chars() {
         match flag {
             'g' => global = true,
@@ -108,9 +120,15 @@ pub fn regexp_replace(text: &str, pattern: &str, replacement: &str, flags: &str)
     }
     let regex = builder
         .size_limit(1 << 20)
+        .dfa_size_limit(1 << 20)
         .build()
         .map_err(|error| Error::new("2201B", format!("invalid regular expression: {error}")))?;
+    // The result grows with every match: past the value limit, the rest is not built.
+    let built = std::cell::Cell::new(text.len());
     let expand = |captures: &regex::Captures| -> String {
+        if built.get() > crate::limits::MAX_VALUE_BYTES {
+            return String::new();
+        }
         let mut out = String::new();
         let mut chars = replacement.chars().peekable();
         while let Some(character) = chars.next() {
@@ -124,13 +142,22 @@ pub fn regexp_replace(text: &str, pattern: &str, replacement: &str, flags: &str)
                     out.push_str(captures.get(group).map_or("", |found| found.as_str()));
                 }
                 Some('&') => out.push_str(captures.get(0).map_or("", |found| found.as_str())),
-                Some(other) => out.push(other),
+                Some('\\') => out.push('\\'),
+                // Any other escape stays as written (PostgreSQL).
+                Some(other) => {
+                    out.push('\\');
+                    out.push(other);
+                }
                 None => out.push('\\'),
             }
         }
+        built.set(built.get().saturating_add(out.len()));
         out
     };
     let replaced = if global { regex.replace_all(text, expand) } else { regex.replace(text, expand) };
+    if built.get() > crate::limits::MAX_VALUE_BYTES {
+        return Err(Error::value_too_large(built.get()));
+    }
     Ok(Value::Text(replaced.into_owned()))
 }
 
@@ -169,6 +196,9 @@ pub fn format(template: &str, args: &[Value]) -> Result<Value> {
         let kind = chars.next().ok_or_else(|| Error::new("22023", "unterminated format() type specifier"))?;
         let arg = args.get(next).ok_or_else(|| Error::new("22023", "too few arguments for format()"))?;
         next += 1;
+        if out.len() > crate::limits::MAX_VALUE_BYTES {
+            return Err(Error::value_too_large(out.len()));
+        }
         match kind {
             's' => out.push_str(&crate::functions::text_of(arg)),
             'I' => {

@@ -80,3 +80,23 @@ fn create_table_as_and_select_into() {
     session.execute("BEGIN; CREATE TABLE gone AS SELECT * FROM src; ROLLBACK", &[]).unwrap();
     assert_eq!(session.query("SELECT * FROM gone", &[]).unwrap_err().sqlstate, "42P01");
 }
+
+#[test]
+fn string_functions_stay_within_the_value_limit() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    for sql in [
+        "SELECT regexp_replace(repeat('x', 100000), 'x', repeat('y', 100000), 'g')",
+        "SELECT format(repeat('%1$s', 100000), repeat('x', 100000))",
+        "SELECT repeat('abc', 1000000000)",
+        "SELECT lpad('', 1000000000, 'z')",
+    ] {
+        assert_eq!(session.query(sql, &[]).unwrap_err().sqlstate, "54000", "{sql}");
+    }
+    // Many fields are walked, not collected.
+    let (_, rows) = session.query("SELECT split_part(repeat(',', 1000000) || 'last', ',', -1)", &[]).unwrap();
+    assert_eq!(rows, vec![vec![Value::from("last")]]);
+    // Columns named like keywords.
+    session.execute("CREATE TABLE k AS SELECT 1 AS \"check\", 2 AS \"unique\"", &[]).unwrap();
+    assert_eq!(session.query("SELECT \"check\" + \"unique\" FROM k", &[]).unwrap().1, vec![vec![Value::Integer(3)]]);
+}
