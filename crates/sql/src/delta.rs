@@ -394,11 +394,9 @@ fn apply(change: &Change, current: &Value) -> std::result::Result<Value, DeltaEr
     let label = || change.label.clone();
     let failed = |error: Error| DeltaError::Failed { sqlstate: error.sqlstate, message: error.message };
     let value = crate::functions::arithmetic(op, left, right).map_err(|error| failed(in_column(error, &label)))?;
-    if change.flags & STRICT != 0
-        && matches!(value, Value::Real(_))
-        && matches!((left, right), (Value::Integer(_), Value::Integer(_)))
-    {
-        return Err(failed(in_column(Error::numeric_out_of_range("bigint out of range"), &label)));
+    if change.flags & STRICT != 0 {
+        crate::functions::strict_arithmetic(op, left, right, &value)
+            .map_err(|error| failed(in_column(error, &label)))?;
     }
     change.affinity.store_in_column(value, change.flags & NOT_NULL != 0, &label).map_err(failed)
 }

@@ -805,7 +805,6 @@ impl<'t> Executor<'t> {
     pub fn fill_value(&self, table: &TableDef, column: usize) -> Result<Value> {
         match &table.columns[column].default {
             None => Ok(Value::Null),
-            Some(sql) if crate::sequence::ddl::sequence_of_default(sql).is_some() => Ok(Value::Null),
             Some(sql) => {
                 let cached = self.defaults.borrow().get(&(table.id, column)).cloned();
                 let expr = match cached {
@@ -1445,7 +1444,7 @@ impl<'t> Executor<'t> {
                     let (left, right) = (self.eval(left, env)?, self.eval(right, env)?);
                     let value = functions::arithmetic(*op, &left, &right)?;
                     if self.dialect.strict_arithmetic() {
-                        strict_arithmetic(*op, &left, &right, &value)?;
+                        functions::strict_arithmetic(*op, &left, &right, &value)?;
                     }
                     value
                 }
@@ -1631,29 +1630,6 @@ impl<'t> Executor<'t> {
             Expr::Aggregate(_) => return Err(Error::grouping("misuse of aggregate function")),
             Expr::Window(_) => return Err(Error::new("42P20", "misuse of window function")),
         })
-    }
-}
-
-/// PostgreSQL's errors where SQLite's arithmetic gives NULL (division by zero: 22012) or a
-/// REAL (integer overflow: 22003), given the operands and SQLite's result.
-fn strict_arithmetic(op: BinaryOp, left: &Value, right: &Value, result: &Value) -> Result<()> {
-    if left.is_null() || right.is_null() {
-        return Ok(());
-    }
-    let divisor_is_zero = match right.to_numeric() {
-        Value::Integer(number) => number == 0,
-        Value::Real(number) => number == 0.0,
-        Value::Decimal(number) => number.is_zero(),
-        _ => false,
-    };
-    let integers = matches!((left.to_numeric(), right.to_numeric()), (Value::Integer(_), Value::Integer(_)));
-    match (op, result) {
-        (BinaryOp::Div | BinaryOp::Mod, _) if divisor_is_zero => Err(Error::new("22012", "division by zero")),
-        // SQLite's answer to an integer result past 64 bits is a REAL.
-        (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div, Value::Real(_)) if integers => {
-            Err(Error::numeric_out_of_range("bigint out of range"))
-        }
-        _ => Ok(()),
     }
 }
 

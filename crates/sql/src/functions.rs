@@ -704,6 +704,32 @@ pub fn arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value> {
     Ok(if result.is_nan() { Value::Null } else { Value::Real(result) })
 }
 
+/// PostgreSQL's errors where SQLite's [`arithmetic`] gave NULL (division by zero: 22012) or a
+/// REAL (integer overflow: 22003), given the operands and that result. Operands are converted
+/// only on the paths that can fail.
+pub fn strict_arithmetic(op: BinaryOp, left: &Value, right: &Value, result: &Value) -> Result<()> {
+    if left.is_null() || right.is_null() {
+        return Ok(());
+    }
+    let zero = |value: &Value| match value.to_numeric() {
+        Value::Integer(number) => number == 0,
+        Value::Real(number) => number == 0.0,
+        Value::Decimal(number) => number.is_zero(),
+        _ => false,
+    };
+    if matches!(op, BinaryOp::Div | BinaryOp::Mod) && zero(right) {
+        return Err(Error::new("22012", "division by zero"));
+    }
+    let integers = || matches!((left.to_numeric(), right.to_numeric()), (Value::Integer(_), Value::Integer(_)));
+    match (op, result) {
+        // SQLite's answer to an integer result past 64 bits is a REAL.
+        (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div, Value::Real(_)) if integers() => {
+            Err(Error::numeric_out_of_range("bigint out of range"))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn shift(value: i64, by: i64) -> i64 {
     if by >= 64 {
         0
