@@ -326,6 +326,8 @@ fn to_python(py: Python<'_>, value: &Value) -> PyResult<Py<PyAny>> {
         Value::Text(text) => text.into_py_any(py),
         Value::Blob(bytes) => Ok(PyBytes::new(py, bytes).into_any().unbind()),
         Value::Decimal(exact) => Ok(decimal_type(py)?.call1((exact.to_string(),))?.into_any().unbind()),
+        // Dates and times of the postgres dialect: their ISO text, as SQLite's date functions give.
+        Value::Temporal(_) => value.to_text().into_py_any(py),
     }
 }
 

@@ -7,14 +7,18 @@
 //! binary (text in an INTEGER column) is an error for that row, SQLSTATE 22P03; in text
 //! format the value's own text is sent.
 
-use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use rust_decimal::Decimal;
+use tern_sql::temporal::{self, Interval, Temporal, TemporalKind};
 use tern_sql::{Error, SqlType, Value};
 
 pub use tern_sql::pgtype::{
-    BOOL, BPCHAR, BYTEA, CHAR, DATE, FLOAT4, FLOAT8, INT2, INT4, INT8, NAME, NUMERIC, OID, REGCLASS, TEXT, TIME,
-    TIMESTAMP, TIMESTAMPTZ, UNKNOWN, VARCHAR, declared_oid, name_of,
+    BOOL, BPCHAR, BYTEA, CHAR, DATE, FLOAT4, FLOAT8, INT2, INT4, INT8, INTERVAL, NAME, NUMERIC, OID, REGCLASS, TEXT,
+    TIME, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, VARCHAR, declared_oid, name_of, temporal_oid,
 };
+
+/// Days from 1970-01-01 to PostgreSQL's epoch, 2000-01-01.
+const POSTGRES_EPOCH_DAYS: i64 = 10_957;
+const POSTGRES_EPOCH_MICROS: i64 = POSTGRES_EPOCH_DAYS * 86_400_000_000;
 
 /// The type size RowDescription reports (-1: variable).
 pub fn size_of(oid: u32) -> i16 {
@@ -24,6 +28,7 @@ pub fn size_of(oid: u32) -> i16 {
         CHAR => 1,
         INT4 | FLOAT4 | DATE | OID | REGCLASS => 4,
         INT8 | FLOAT8 | TIME | TIMESTAMP | TIMESTAMPTZ => 8,
+        INTERVAL => 16,
         NAME => 64,
         _ => -1,
     }
@@ -39,6 +44,10 @@ pub fn oid_of(sql_type: &SqlType) -> u32 {
         SqlType::Text | SqlType::Unknown => TEXT,
         SqlType::Blob => BYTEA,
         SqlType::Boolean => BOOL,
+        SqlType::Int(2) => INT2,
+        SqlType::Int(4) => INT4,
+        SqlType::Int(_) => INT8,
+        SqlType::Temporal(kind) => temporal_oid(*kind),
     }
 }
 
@@ -51,6 +60,7 @@ pub fn oid_of_value(value: &Value) -> Option<u32> {
         Value::Decimal(_) => Some(NUMERIC),
         Value::Text(_) => Some(TEXT),
         Value::Blob(_) => Some(BYTEA),
+        Value::Temporal(temporal) => Some(temporal_oid(temporal.kind())),
     }
 }
 
@@ -139,24 +149,7 @@ pub fn encode_binary(value: &Value, oid: u32) -> Result<Option<Vec<u8>>, Error> 
             Value::Blob(bytes) => bytes.clone(),
             other => other.to_text().into_bytes(),
         },
-        DATE => {
-            let date = parse_date(&value.to_text()).ok_or_else(|| cannot(value, oid))?;
-            let days = date.signed_duration_since(epoch_date()).num_days();
-            i32::try_from(days).map_err(|_| cannot(value, oid))?.to_be_bytes().to_vec()
-        }
-        TIME => {
-            let time = parse_time(&value.to_text()).ok_or_else(|| cannot(value, oid))?;
-            let micros = i64::from(time.num_seconds_from_midnight()) * 1_000_000 + i64::from(time.nanosecond() / 1000);
-            micros.to_be_bytes().to_vec()
-        }
-        TIMESTAMP | TIMESTAMPTZ => {
-            let stamp = parse_timestamp(&value.to_text()).ok_or_else(|| cannot(value, oid))?;
-            let micros = stamp
-                .signed_duration_since(epoch_date().and_hms_opt(0, 0, 0).expect("midnight"))
-                .num_microseconds()
-                .ok_or_else(|| cannot(value, oid))?;
-            micros.to_be_bytes().to_vec()
-        }
+        DATE | TIME | TIMESTAMP | TIMESTAMPTZ | INTERVAL => temporal_send(value, oid)?,
         // text, varchar, bpchar, name, unknown: the value's text.
         _ => value.to_text().into_bytes(),
     }))
@@ -176,6 +169,9 @@ pub fn decode_text(bytes: &[u8], oid: u32) -> Result<Value, Error> {
         NUMERIC => Value::Decimal(text.trim().parse().map_err(|_| parse_error(text, oid))?),
         BOOL => Value::Integer(i64::from(parse_bool(text).ok_or_else(|| parse_error(text, oid))?)),
         BYTEA => Value::Blob(parse_bytea(text).ok_or_else(|| parse_error(text, oid))?),
+        DATE | TIME | TIMESTAMP | TIMESTAMPTZ | INTERVAL => {
+            temporal::cast(&Value::Text(text.to_string()), kind_of(oid))?
+        }
         _ => Value::Text(text.to_string()),
     })
 }
@@ -194,27 +190,34 @@ pub fn decode_binary(bytes: &[u8], oid: u32) -> Result<Value, Error> {
         NUMERIC => Value::Decimal(numeric_recv(bytes).ok_or_else(wrong)?),
         BYTEA => Value::Blob(bytes.to_vec()),
         DATE => {
-            let days = i32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes"));
-            let date = epoch_date().checked_add_signed(chrono::Duration::days(i64::from(days))).ok_or_else(wrong)?;
-            Value::Text(date.format("%Y-%m-%d").to_string())
+            let days = i64::from(i32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes")));
+            Value::Temporal(Temporal::Date(match days {
+                days if days == i64::from(i32::MAX) || days == i64::from(i32::MIN) => days as i32,
+                days => i32::try_from(days + POSTGRES_EPOCH_DAYS).map_err(|_| wrong())?,
+            }))
         }
         TIME => {
             let micros = i64::from_be_bytes(fixed(8)?.try_into().expect("8 bytes"));
-            let time = NaiveTime::from_num_seconds_from_midnight_opt(
-                u32::try_from(micros.div_euclid(1_000_000)).map_err(|_| wrong())?,
-                u32::try_from(micros.rem_euclid(1_000_000) * 1000).map_err(|_| wrong())?,
-            )
-            .ok_or_else(wrong)?;
-            Value::Text(format_time(time))
+            if !(0..=temporal::MICROS_PER_DAY).contains(&micros) {
+                return Err(wrong());
+            }
+            Value::Temporal(Temporal::Time(micros))
         }
         TIMESTAMP | TIMESTAMPTZ => {
             let micros = i64::from_be_bytes(fixed(8)?.try_into().expect("8 bytes"));
-            let stamp = epoch_date()
-                .and_hms_opt(0, 0, 0)
-                .expect("midnight")
-                .checked_add_signed(chrono::Duration::microseconds(micros))
-                .ok_or_else(wrong)?;
-            Value::Text(format!("{} {}", stamp.format("%Y-%m-%d"), format_time(stamp.time())))
+            let micros = match micros {
+                i64::MAX | i64::MIN => micros,
+                micros => temporal::valid_timestamp(micros.checked_add(POSTGRES_EPOCH_MICROS).ok_or_else(wrong)?)
+                    .map_err(|_| wrong())?,
+            };
+            Value::Temporal(if oid == TIMESTAMP { Temporal::Timestamp(micros) } else { Temporal::TimestampTz(micros) })
+        }
+        INTERVAL => {
+            let bytes = fixed(16)?;
+            let micros = i64::from_be_bytes(bytes[..8].try_into().expect("8 bytes"));
+            let days = i32::from_be_bytes(bytes[8..12].try_into().expect("4 bytes"));
+            let months = i32::from_be_bytes(bytes[12..].try_into().expect("4 bytes"));
+            Value::Temporal(Temporal::Interval(Interval::new(months, days, micros)))
         }
         TEXT | VARCHAR | BPCHAR | NAME | UNKNOWN | 0 => {
             Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| Error::new("22021", "text is not valid UTF-8"))?)
@@ -226,14 +229,6 @@ pub fn decode_binary(bytes: &[u8], oid: u32) -> Result<Value, Error> {
             ));
         }
     })
-}
-
-fn format_time(time: NaiveTime) -> String {
-    if time.nanosecond() == 0 { time.format("%H:%M:%S").to_string() } else { time.format("%H:%M:%S%.6f").to_string() }
-}
-
-fn epoch_date() -> NaiveDate {
-    NaiveDate::from_ymd_opt(2000, 1, 1).expect("a valid date")
 }
 
 fn parse_bool(text: &str) -> Option<bool> {
@@ -252,24 +247,42 @@ fn parse_bytea(text: &str) -> Option<Vec<u8>> {
     (0..hex.len()).step_by(2).map(|at| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok()).collect()
 }
 
-fn parse_date(text: &str) -> Option<NaiveDate> {
-    let text = text.trim();
-    NaiveDate::parse_from_str(text.get(..10).unwrap_or(text), "%Y-%m-%d").ok()
-}
-
-fn parse_time(text: &str) -> Option<NaiveTime> {
-    let text = text.trim();
-    NaiveTime::parse_from_str(text, "%H:%M:%S%.f").or_else(|_| NaiveTime::parse_from_str(text, "%H:%M")).ok()
-}
-
-fn parse_timestamp(text: &str) -> Option<NaiveDateTime> {
-    let text = text.trim().trim_end_matches('Z').trim_end_matches("+00").trim_end_matches("+00:00");
-    for format in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M"] {
-        if let Ok(stamp) = NaiveDateTime::parse_from_str(text, format) {
-            return Some(stamp);
-        }
+/// The date/time kind of a date/time OID.
+fn kind_of(oid: u32) -> TemporalKind {
+    match oid {
+        DATE => TemporalKind::Date,
+        TIME => TemporalKind::Time,
+        TIMESTAMP => TemporalKind::Timestamp,
+        TIMESTAMPTZ => TemporalKind::TimestampTz,
+        _ => TemporalKind::Interval,
     }
-    parse_date(text).and_then(|date| date.and_hms_opt(0, 0, 0))
+}
+
+/// A date/time value in PostgreSQL's binary form (days or microseconds since 2000-01-01; an
+/// interval's microseconds, days and months); text is read as the column's type first.
+fn temporal_send(value: &Value, oid: u32) -> Result<Vec<u8>, Error> {
+    let Value::Temporal(typed) = temporal::cast(value, kind_of(oid)).map_err(|_| cannot(value, oid))? else {
+        return Err(cannot(value, oid));
+    };
+    Ok(match typed {
+        Temporal::Date(days @ (i32::MAX | i32::MIN)) => days.to_be_bytes().to_vec(),
+        Temporal::Date(days) => {
+            i32::try_from(i64::from(days) - POSTGRES_EPOCH_DAYS).map_err(|_| cannot(value, oid))?.to_be_bytes().to_vec()
+        }
+        Temporal::Time(micros) => micros.to_be_bytes().to_vec(),
+        Temporal::Timestamp(micros @ (i64::MAX | i64::MIN)) | Temporal::TimestampTz(micros @ (i64::MAX | i64::MIN)) => {
+            micros.to_be_bytes().to_vec()
+        }
+        Temporal::Timestamp(micros) | Temporal::TimestampTz(micros) => {
+            micros.checked_sub(POSTGRES_EPOCH_MICROS).ok_or_else(|| cannot(value, oid))?.to_be_bytes().to_vec()
+        }
+        Temporal::Interval(interval) => {
+            let mut out = interval.micros.to_be_bytes().to_vec();
+            out.extend_from_slice(&interval.days.to_be_bytes());
+            out.extend_from_slice(&interval.months.to_be_bytes());
+            out
+        }
+    })
 }
 
 /// PostgreSQL's binary numeric: base-10000 digits with a weight, a sign and a display scale.
@@ -400,9 +413,16 @@ mod tests {
             ("12:34:56", TIME),
             ("2026-11-23 12:34:56.123456", TIMESTAMP),
             ("1970-01-01 00:00:00", TIMESTAMP),
+            ("2026-11-23 12:34:56.5+00", TIMESTAMPTZ),
+            ("infinity", DATE),
+            ("-infinity", TIMESTAMP),
+            ("1 year 2 mons -3 days +04:05:06.5", INTERVAL),
+            ("0044-03-15 BC", DATE),
         ] {
             let sent = encode_binary(&Value::Text(text.into()), oid).unwrap().unwrap();
-            assert_eq!(decode_binary(&sent, oid).unwrap(), Value::Text(text.into()), "{text}");
+            let back = decode_binary(&sent, oid).unwrap();
+            assert_eq!(back.to_text(), text, "{text}");
+            assert_eq!(decode_text(text.as_bytes(), oid).unwrap(), back, "{text}");
         }
     }
 

@@ -617,3 +617,94 @@ async fn postgres_dialect_generated_keys_and_windows() {
     assert_eq!(quotient, None);
     assert_eq!(code(&client.batch_execute("SET tern.dialect = oracle").await.unwrap_err()), "22023");
 }
+
+/// A date, timestamp, timestamptz, boolean and numeric written through the simple protocol,
+/// the extended protocol in text and the extended protocol in binary read back equal through
+/// each of them; bad input is refused with PostgreSQL's SQLSTATE and nothing is stored.
+#[tokio::test]
+async fn typed_values_round_trip_through_every_protocol() {
+    use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+    use tokio_postgres::types::Type;
+    let running = start().await;
+    let client = connect(&running).await;
+    client
+        .batch_execute(
+            "CREATE TABLE typed(id INT PRIMARY KEY, d DATE, ts TIMESTAMP, tz TIMESTAMPTZ, ok BOOLEAN, n NUMERIC(10,2))",
+        )
+        .await
+        .unwrap();
+    let (date, stamp_text) = ("2024-02-29", "2024-02-29 10:11:12.5");
+    // 1: the simple protocol, every value as a literal.
+    client
+        .batch_execute(&format!(
+            "INSERT INTO typed VALUES (1, '{date}', '{stamp_text}', '{stamp_text}+00', 't', 12.34)"
+        ))
+        .await
+        .unwrap();
+    // 2: the extended protocol with every parameter sent as text.
+    let text_insert = client
+        .prepare_typed(
+            "INSERT INTO typed VALUES (2, $1, $2, $3, $4, $5)",
+            &[Type::TEXT, Type::TEXT, Type::TEXT, Type::TEXT, Type::TEXT],
+        )
+        .await
+        .unwrap();
+    let tz_text = format!("{stamp_text}+00");
+    client.execute(&text_insert, &[&date, &stamp_text, &tz_text, &"true", &"12.34"]).await.unwrap();
+    // 3: the extended protocol with binary parameters of the columns' types.
+    let day = NaiveDate::from_ymd_opt(2024, 2, 29).unwrap();
+    let stamp: NaiveDateTime = day.and_hms_micro_opt(10, 11, 12, 500_000).unwrap();
+    let instant: DateTime<Utc> = stamp.and_utc();
+    let number: rust_decimal::Decimal = "12.34".parse().unwrap();
+    client
+        .execute("INSERT INTO typed VALUES (3, $1, $2, $3, $4, $5)", &[&day, &stamp, &instant, &true, &number])
+        .await
+        .unwrap();
+    // Read back in binary.
+    for row in client.query("SELECT d, ts, tz, ok, n FROM typed ORDER BY id", &[]).await.unwrap() {
+        assert_eq!(row.get::<_, NaiveDate>(0), day);
+        assert_eq!(row.get::<_, NaiveDateTime>(1), stamp);
+        assert_eq!(row.get::<_, DateTime<Utc>>(2), instant);
+        assert!(row.get::<_, bool>(3));
+        assert_eq!(row.get::<_, rust_decimal::Decimal>(4), number);
+    }
+    // Read back in text.
+    let mut texts = Vec::new();
+    for message in client.simple_query("SELECT d, ts, tz, ok, n FROM typed ORDER BY id").await.unwrap() {
+        if let SimpleQueryMessage::Row(row) = message {
+            texts.push((0..5).map(|index| row.get(index).unwrap().to_string()).collect::<Vec<_>>().join(","));
+        }
+    }
+    let expected = format!("{date},{stamp_text},{stamp_text}+00,t,12.34");
+    assert_eq!(texts, [expected.clone(), expected.clone(), expected]);
+    // Each row finds the others by the values written another way.
+    let matches: i64 = client
+        .query_one(
+            "SELECT count(*) FROM typed WHERE d = $1 AND ts = $2 AND tz = $3 AND ok = $4",
+            &[&day, &stamp, &instant, &true],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(matches, 3);
+    // Bad input: the SQLSTATE PostgreSQL gives, and no row.
+    for (sql, state) in [
+        ("INSERT INTO typed(id, d) VALUES (9, 'not a date')", "22007"),
+        ("INSERT INTO typed(id, d) VALUES (9, '1997-02-29')", "22008"),
+        ("INSERT INTO typed(id, ts) VALUES (9, '2024-01-01 24:00:01')", "22008"),
+        ("INSERT INTO typed(id, ok) VALUES (9, 'test')", "22P02"),
+        ("INSERT INTO typed(id) VALUES (3000000000)", "22003"),
+        ("INSERT INTO typed(id, n) VALUES (9, 123456789.5)", "22003"),
+    ] {
+        assert_eq!(code(&client.batch_execute(sql).await.unwrap_err()), state, "{sql}");
+    }
+    assert_eq!(
+        code(&client.execute(&text_insert, &[&"garbage", &stamp_text, &tz_text, &"t", &"1"]).await.unwrap_err()),
+        "22007"
+    );
+    let count: i64 = client.query_one("SELECT count(*) FROM typed", &[]).await.unwrap().get(0);
+    assert_eq!(count, 3);
+    let described = client.prepare("SELECT d, tz, ok, id, '1 day'::interval FROM typed").await.unwrap();
+    let types: Vec<&Type> = described.columns().iter().map(|column| column.type_()).collect();
+    assert_eq!(types, [&Type::DATE, &Type::TIMESTAMPTZ, &Type::BOOL, &Type::INT4, &Type::INTERVAL]);
+}

@@ -4,6 +4,7 @@
 //! aggregation, sorting and set operations.
 
 use crate::catalog::{Catalog, IndexDef, TableDef};
+use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::functions::ScalarFunction;
 use crate::plan::*;
@@ -180,9 +181,24 @@ pub fn bind_standalone_expr(sql: &str) -> Result<Expr> {
 
 /// The affinity of a declared type; an out-of-range DECIMAL precision is an error.
 pub fn affinity_of_type(data_type: &ast::DataType) -> Result<Affinity> {
+    affinity_of_type_in(data_type, Dialect::Sqlite)
+}
+
+/// [`affinity_of_type`] in a dialect (PostgreSQL's typed columns and casts in postgres).
+pub fn affinity_of_type_in(data_type: &ast::DataType, dialect: Dialect) -> Result<Affinity> {
     let name = data_type.to_string();
     crate::decimal::declared_precision(&name)?;
-    Ok(Affinity::of_declared_type(&name))
+    Ok(Affinity::of_declared_type_in(&name, dialect))
+}
+
+/// The affinity a column lends the other side of a comparison: its own for PostgreSQL's typed
+/// columns, NUMERIC for numbers.
+fn comparison_affinity(affinity: Affinity) -> Affinity {
+    match affinity {
+        Affinity::Boolean | Affinity::Temporal(_) => affinity,
+        affinity if affinity.is_numeric() => Affinity::Numeric,
+        affinity => affinity,
+    }
 }
 
 struct Relation {
@@ -1117,14 +1133,7 @@ impl<'c> Binder<'c> {
                 }
                 current.columns.get(*index).and_then(|column| column.affinity)
             }
-            Expr::Cast(_, to) => Some(match to {
-                CastType::Integer => Affinity::Integer,
-                CastType::Real => Affinity::Real,
-                CastType::Numeric => Affinity::Numeric,
-                CastType::Decimal(precision, scale) => Affinity::Decimal(*precision, *scale),
-                CastType::Text => Affinity::Text,
-                CastType::Blob => Affinity::Blob,
-            }),
+            Expr::Cast(_, to) => Some(to.affinity()),
             _ => None,
         }
     }
@@ -1197,7 +1206,13 @@ impl<'c> Binder<'c> {
         };
         let numeric = |affinity: Option<Affinity>| affinity.is_some_and(Affinity::is_numeric);
         let weak = |affinity: Option<Affinity>| matches!(affinity, None | Some(Affinity::Blob));
-        if numeric(left_affinity) && !numeric(right_affinity) {
+        // PostgreSQL's typed columns read the other side as their type (text as a date).
+        let typed = |affinity: Option<Affinity>| matches!(affinity, Some(Affinity::Boolean | Affinity::Temporal(_)));
+        if let Some(affinity) = left_affinity.filter(|_| typed(left_affinity) && !typed(right_affinity)) {
+            (left, wrap(right, affinity))
+        } else if let Some(affinity) = right_affinity.filter(|_| typed(right_affinity) && !typed(left_affinity)) {
+            (wrap(left, affinity), right)
+        } else if numeric(left_affinity) && !numeric(right_affinity) {
             (left, wrap(right, Affinity::Numeric))
         } else if numeric(right_affinity) && !numeric(left_affinity) {
             (wrap(left, Affinity::Numeric), right)
@@ -1417,15 +1432,8 @@ impl<'c> Binder<'c> {
                     let item = match self.expr_affinity(&bound, scope) {
                         Some(affinity) if affinity != Affinity::Blob && self.expr_affinity(&item, scope).is_none() => {
                             match item {
-                                Expr::Literal(value) => Expr::Literal(if affinity.is_numeric() {
-                                    Affinity::Numeric.apply(value)
-                                } else {
-                                    affinity.apply(value)
-                                }),
-                                other => Expr::Affinity(
-                                    Box::new(other),
-                                    if affinity.is_numeric() { Affinity::Numeric } else { affinity },
-                                ),
+                                Expr::Literal(value) => Expr::Literal(comparison_affinity(affinity).apply(value)),
+                                other => Expr::Affinity(Box::new(other), comparison_affinity(affinity)),
                             }
                         }
                         _ => item,
@@ -1518,14 +1526,7 @@ impl<'c> Binder<'c> {
                 if let Some(bound) = self.bind_catalog_cast(inner, data_type, scope)? {
                     return Ok(bound);
                 }
-                let to = match affinity_of_type(data_type)? {
-                    Affinity::Integer => CastType::Integer,
-                    Affinity::Real => CastType::Real,
-                    Affinity::Numeric => CastType::Numeric,
-                    Affinity::Decimal(precision, scale) => CastType::Decimal(precision, scale),
-                    Affinity::Text => CastType::Text,
-                    Affinity::Blob => CastType::Blob,
-                };
+                let to = CastType::of_affinity(affinity_of_type_in(data_type, self.dialect)?);
                 Expr::Cast(Box::new(self.bind_expr(inner, scope)?), to)
             }
             E::Like { negated, any, expr: inner, pattern, escape_char }
@@ -1581,7 +1582,10 @@ impl<'c> Binder<'c> {
             }
             E::Ceil { expr: inner, .. } => Expr::Function(ScalarFunction::Ceil, vec![self.bind_expr(inner, scope)?]),
             E::Floor { expr: inner, .. } => Expr::Function(ScalarFunction::Floor, vec![self.bind_expr(inner, scope)?]),
-            E::TypedString(typed) => self.bind_value(&typed.value.value)?,
+            E::TypedString(typed) => self.bind_typed_string(typed)?,
+            E::Interval(interval) => self.bind_interval(interval, scope)?,
+            E::Extract { field, expr: inner, .. } => self.bind_extract(field, inner, scope)?,
+            E::AtTimeZone { timestamp, time_zone } => self.bind_at_time_zone(timestamp, time_zone, scope)?,
             E::Collate { expr: inner, collation } => {
                 let name = collation.to_string().to_ascii_lowercase().replace('"', "");
                 let name = name.strip_prefix("pg_catalog.").unwrap_or(&name);
@@ -1621,6 +1625,10 @@ impl<'c> Binder<'c> {
                 Value::Blob(
                     (0..hex.len()).step_by(2).map(|at| u8::from_str_radix(&hex[at..at + 2], 16).unwrap_or(0)).collect(),
                 )
+            }
+            // PostgreSQL's TRUE and FALSE are booleans (a client reads `t`/`f`).
+            V::Boolean(truth) if self.dialect == Dialect::Postgres => {
+                return Ok(Expr::Cast(Box::new(Expr::Literal(Value::Integer(i64::from(*truth)))), CastType::Boolean));
             }
             V::Boolean(truth) => Value::Integer(i64::from(*truth)),
             V::Null => Value::Null,
@@ -1717,18 +1725,17 @@ impl<'c> Binder<'c> {
                 case_sensitive: false,
             });
         }
-        // CURRENT_TIMESTAMP / CURRENT_DATE / CURRENT_TIME (and PostgreSQL's now()) are the
-        // time of day in UTC as text, as in SQLite.
-        let clock = match name.as_str() {
-            "current_timestamp" | "now" | "localtimestamp" => Some(ScalarFunction::DateTime),
-            "current_date" => Some(ScalarFunction::Date),
-            "current_time" | "localtime" => Some(ScalarFunction::Time),
-            _ => None,
-        };
-        if let Some(clock) = clock
-            && args.is_empty()
+        // CURRENT_TIMESTAMP / CURRENT_DATE / CURRENT_TIME (and PostgreSQL's now()): typed in
+        // the postgres dialect, the time of day in UTC as text in SQLite's.
+        if args.is_empty()
+            && let Some(clock) = self.bind_clock(&name)
         {
-            return Ok(Expr::Function(clock, vec![Expr::Literal(Value::Text("now".into()))]));
+            return Ok(clock);
+        }
+        // PostgreSQL's function-style cast `date(x)`.
+        if name == "date" && args.len() == 1 && self.dialect == Dialect::Postgres {
+            let inner = self.bind_expr(args[0], scope)?;
+            return Ok(Expr::Cast(Box::new(inner), CastType::Temporal(crate::temporal::TemporalKind::Date)));
         }
         if let Some(bound) = self.bind_catalog_function(&name, &args, scope)? {
             return Ok(bound);

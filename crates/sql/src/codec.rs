@@ -9,14 +9,20 @@
 //!   1, 1.0 and DECIMAL 1.00 encode alike, and large integers and long decimals keep their order
 //! - text: `0x03`, the bytes with `0x00` escaped as `0x00 0xFF`, then `0x00 0x00`
 //! - blob: `0x04`, escaped the same way
+//! - date/time ([`crate::temporal`]): `0x05`, the group (0 an instant: date, timestamp or
+//!   timestamptz; 1 a time; 2 an interval), then the order key with its sign bit flipped:
+//!   8 bytes big-endian (microseconds, a date's midnight), 16 for an interval's span
 //!
 //! Row value: a varint column count, then per column a tag (0 NULL, 1 integer, 2 real, 3 text,
-//! 4 blob, 5 decimal) and its payload (zigzag varint, 8-byte little-endian f64, varint length +
-//! bytes; a decimal is its scale byte and its mantissa as a zigzag varint).
+//! 4 blob, 5 decimal, 6 date/time) and its payload (zigzag varint, 8-byte little-endian f64,
+//! varint length + bytes; a decimal is its scale byte and its mantissa as a zigzag varint; a
+//! date/time its kind byte and zigzag varints: one for days or microseconds, three for an
+//! interval's months, days and microseconds).
 //! Rows written before an `ALTER TABLE ADD COLUMN` have fewer columns; readers fill defaults.
 
 use crate::decimal::Decimal;
 use crate::error::{Error, Result};
+use crate::temporal::{Interval, Temporal};
 use crate::value::{Value, number_order_key};
 
 /// Key prefix of the catalog's version counter.
@@ -154,6 +160,15 @@ pub fn encode_key_value(value: &Value, out: &mut Vec<u8>) {
             escape_into(bytes, out);
         }
         Value::Null => out.push(0x01),
+        Value::Temporal(temporal) => {
+            out.push(0x05);
+            out.push(temporal.group());
+            let order = temporal.order_key();
+            match temporal {
+                Temporal::Interval(_) => out.extend_from_slice(&((order as u128) ^ (1 << 127)).to_be_bytes()),
+                _ => out.extend_from_slice(&((order as i64 as u64) ^ (1 << 63)).to_be_bytes()),
+            }
+        }
         Value::Integer(_) | Value::Real(_) | Value::Decimal(_) => {} // encoded above
     }
 }
@@ -225,6 +240,7 @@ pub fn encode_row(values: &[Value]) -> Vec<u8> {
             Value::Text(text) => 11 + text.len(),
             Value::Blob(bytes) => 11 + bytes.len(),
             Value::Decimal(_) => 21,
+            Value::Temporal(_) => 32,
             _ => 11,
         })
         .sum::<usize>();
@@ -257,9 +273,48 @@ pub fn encode_row(values: &[Value]) -> Vec<u8> {
                 put_varint(bytes.len() as u64, &mut out);
                 out.extend_from_slice(bytes);
             }
+            Value::Temporal(temporal) => {
+                out.push(6);
+                out.push(temporal.kind() as u8);
+                let zigzag = |value: i64| ((value << 1) ^ (value >> 63)) as u64;
+                match *temporal {
+                    Temporal::Date(days) => put_varint(zigzag(i64::from(days)), &mut out),
+                    Temporal::Time(micros) | Temporal::Timestamp(micros) | Temporal::TimestampTz(micros) => {
+                        put_varint(zigzag(micros), &mut out)
+                    }
+                    Temporal::Interval(interval) => {
+                        put_varint(zigzag(i64::from(interval.months)), &mut out);
+                        put_varint(zigzag(i64::from(interval.days)), &mut out);
+                        put_varint(zigzag(interval.micros), &mut out);
+                    }
+                }
+            }
         }
     }
     out
+}
+
+/// A date/time value of a row (tag 6), after its tag.
+fn decode_temporal(bytes: &[u8], position: &mut usize) -> Result<Value> {
+    let kind = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends inside a date/time value"))?;
+    *position += 1;
+    let mut signed = || -> Result<i64> {
+        let zigzag = get_varint(bytes, position)?;
+        Ok(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
+    };
+    let narrow = |value: i64| i32::try_from(value).map_err(|_| Error::corrupt("date/time field out of range"));
+    Ok(Value::Temporal(match kind {
+        0 => Temporal::Date(narrow(signed()?)?),
+        1 => Temporal::Time(signed()?),
+        2 => Temporal::Timestamp(signed()?),
+        3 => Temporal::TimestampTz(signed()?),
+        4 => {
+            let months = narrow(signed()?)?;
+            let days = narrow(signed()?)?;
+            Temporal::Interval(Interval::new(months, days, signed()?))
+        }
+        other => return Err(Error::corrupt(format!("unknown date/time kind {other}"))),
+    }))
 }
 
 /// Decodes a row; bad bytes are a corruption error, never a panic.
@@ -306,6 +361,7 @@ pub fn decode_row(bytes: &[u8]) -> Result<Vec<Value>> {
                         .map_err(|_| Error::corrupt("decimal out of range"))?,
                 )
             }
+            6 => decode_temporal(bytes, &mut position)?,
             other => return Err(Error::corrupt(format!("unknown value tag {other}"))),
         };
         values.push(value);
@@ -344,6 +400,13 @@ mod tests {
             prop_oneof![Just(i64::MAX), Just(i64::MIN), Just(i64::MAX - 1), Just((1 << 53) + 1)]
                 .prop_map(Value::Integer),
             "[a-c\\x00]{0,6}".prop_map(Value::Text),
+            any::<i32>().prop_map(|days| Value::Temporal(Temporal::Date(days))),
+            any::<i64>().prop_map(|micros| Value::Temporal(Temporal::Timestamp(micros))),
+            any::<i64>().prop_map(|micros| Value::Temporal(Temporal::TimestampTz(micros))),
+            (0i64..=86_400_000_000).prop_map(|micros| Value::Temporal(Temporal::Time(micros))),
+            (any::<i32>(), any::<i32>(), any::<i64>()).prop_map(|(months, days, micros)| Value::Temporal(
+                Temporal::Interval(Interval::new(months, days, micros))
+            )),
             proptest::collection::vec(any::<u8>(), 0..6).prop_map(Value::Blob),
         ]
     }

@@ -19,6 +19,10 @@ fn declared(sql_type: &SqlType, dialect: Dialect) -> String {
         SqlType::Text => "text".into(),
         SqlType::Blob => "blob".into(),
         SqlType::Boolean => "boolean".into(),
+        SqlType::Int(2) => "smallint".into(),
+        SqlType::Int(4) => "integer".into(),
+        SqlType::Int(_) => "bigint".into(),
+        SqlType::Temporal(kind) => kind.name().into(),
         // An untyped result (a NULL, a parameter): text in PostgreSQL, no affinity in SQLite.
         SqlType::Unknown if dialect == Dialect::Postgres => "text".into(),
         SqlType::Unknown => String::new(),

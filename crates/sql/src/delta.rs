@@ -81,7 +81,8 @@ pub fn plan(
     let mut changes: Vec<Assignment> = Vec::with_capacity(assignments.len());
     for (column, expr) in assignments {
         let change = change(*column, expr)?;
-        let exact = matches!(table.columns[*column].affinity, Affinity::Integer | Affinity::Decimal(..));
+        let exact =
+            matches!(table.columns[*column].affinity, Affinity::Integer | Affinity::Int(_) | Affinity::Decimal(..));
         let keyed = table.primary_key.contains(column) || indexes.iter().any(|index| index.columns.contains(column));
         // A referencing column's new value must be checked against its parent, and a referenced
         // one's change acts on the rows referencing it.
@@ -100,7 +101,7 @@ fn address(table: &TableDef, indexes: &[Arc<IndexDef>], conjuncts: &[Expr]) -> O
     let mut equal: Vec<(usize, Expr)> = Vec::new();
     for conjunct in conjuncts {
         let (column, value) = column_equality(conjunct)?;
-        if table.columns[column].affinity != Affinity::Integer || equal.iter().any(|(other, _)| *other == column) {
+        if !table.columns[column].affinity.is_integer() || equal.iter().any(|(other, _)| *other == column) {
             return None;
         }
         equal.push((column, value));
@@ -224,7 +225,7 @@ fn operand(plan: &DeltaPlan, exec: &Executor) -> Result<Vec<u8>> {
     for assignment in &plan.assignments {
         let column = &table.columns[assignment.column];
         // `plan` takes only exact columns.
-        debug_assert!(matches!(column.affinity, Affinity::Integer | Affinity::Decimal(..)));
+        debug_assert!(matches!(column.affinity, Affinity::Integer | Affinity::Int(_) | Affinity::Decimal(..)));
         changes.push(Change {
             column: assignment.column,
             flags: if assignment.subtract { SUBTRACT } else { 0 }
@@ -310,6 +311,7 @@ fn decode(bytes: &[u8]) -> std::result::Result<Operand, DeltaError> {
         let affinity = match tag {
             0 => Affinity::Integer,
             1 => Affinity::Decimal(precision, scale),
+            2 if matches!(precision, 2 | 4 | 8) => Affinity::Int(precision),
             _ => return Err(corrupt("unknown affinity")),
         };
         let len = reader.u16()?;
@@ -339,6 +341,7 @@ fn encode(operand: &Operand) -> Vec<u8> {
         out.extend_from_slice(&(change.column as u16).to_le_bytes());
         let (tag, precision, scale) = match change.affinity {
             Affinity::Decimal(precision, scale) => (1, precision, scale),
+            Affinity::Int(bytes) => (2, bytes, 0),
             _ => (0, 0, 0),
         };
         out.extend_from_slice(&[change.flags, tag, precision, scale]);

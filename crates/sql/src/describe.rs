@@ -8,8 +8,10 @@
 //! A type that cannot be known statically is [`SqlType::Unknown`].
 
 use crate::catalog::TableDef;
+use crate::dialect::Dialect;
 use crate::functions::ScalarFunction;
 use crate::plan::{Access, AggregateFunction, BinaryOp, CastType, Expr, Plan, UnaryOp, WindowFunction};
+use crate::temporal::TemporalKind;
 use crate::value::{Affinity, Value};
 
 /// The expected type of a result column or parameter.
@@ -24,6 +26,10 @@ pub enum SqlType {
     Blob,
     /// Comparisons and logical operators: 0, 1 or NULL.
     Boolean,
+    /// PostgreSQL's `smallint`/`integer`/`bigint` (width in bytes) from a cast.
+    Int(u8),
+    /// A date/time type.
+    Temporal(TemporalKind),
     Unknown,
 }
 
@@ -42,13 +48,16 @@ impl SqlType {
     /// The broad kind of the type, for arithmetic.
     fn kind(&self) -> SqlType {
         match self {
-            SqlType::Declared(name) => match Affinity::of_declared_type(name) {
-                Affinity::Integer => SqlType::Integer,
+            SqlType::Declared(name) => match Affinity::of_declared_type_in(name, Dialect::Postgres) {
+                Affinity::Integer | Affinity::Int(_) => SqlType::Integer,
                 Affinity::Real => SqlType::Real,
                 Affinity::Decimal(..) => SqlType::Decimal,
                 Affinity::Text => SqlType::Text,
+                Affinity::Boolean => SqlType::Boolean,
+                Affinity::Temporal(kind) => SqlType::Temporal(kind),
                 Affinity::Blob | Affinity::Numeric => SqlType::Unknown,
             },
+            SqlType::Int(_) => SqlType::Integer,
             other => other.clone(),
         }
     }
@@ -268,6 +277,7 @@ impl Inference {
                 Value::Decimal(_) => SqlType::Decimal,
                 Value::Text(_) => SqlType::Text,
                 Value::Blob(_) => SqlType::Blob,
+                Value::Temporal(temporal) => SqlType::Temporal(temporal.kind()),
             },
             Expr::Column(index) => input.get(*index).cloned().unwrap_or(SqlType::Unknown),
             Expr::Outer { .. } | Expr::Param(_) | Expr::Aggregate(_) | Expr::Window(_) => SqlType::Unknown,
@@ -294,6 +304,11 @@ impl Inference {
                     BinaryOp::And | BinaryOp::Or => SqlType::Boolean,
                     BinaryOp::Concat => SqlType::Text,
                     BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::ShiftLeft | BinaryOp::ShiftRight => SqlType::Integer,
+                    _ if matches!(left_type.kind(), SqlType::Temporal(_))
+                        || matches!(right_type.kind(), SqlType::Temporal(_)) =>
+                    {
+                        temporal_result(*op, &left_type.kind(), &right_type.kind())
+                    }
                     _ => match (left_type.kind(), right_type.kind()) {
                         (SqlType::Integer, SqlType::Integer) => SqlType::Integer,
                         (SqlType::Decimal, SqlType::Integer | SqlType::Decimal)
@@ -364,6 +379,9 @@ impl Inference {
                     CastType::Text => SqlType::Text,
                     CastType::Blob => SqlType::Blob,
                     CastType::Numeric => SqlType::Unknown,
+                    CastType::Int(bytes) => SqlType::Int(*bytes),
+                    CastType::Boolean => SqlType::Boolean,
+                    CastType::Temporal(kind) => SqlType::Temporal(*kind),
                 };
                 // `$1::int8` gives the parameter the cast's type, as in PostgreSQL.
                 self.expect(inner, input, target.clone());
@@ -383,6 +401,32 @@ impl Inference {
                 function_type(*function, &types)
             }
         }
+    }
+}
+
+/// The type of date/time arithmetic (see `temporal::arith`).
+fn temporal_result(op: BinaryOp, left: &SqlType, right: &SqlType) -> SqlType {
+    use TemporalKind as K;
+    let temporal = |kind: &SqlType| match kind {
+        SqlType::Temporal(kind) => Some(*kind),
+        _ => None,
+    };
+    match (op, temporal(left), temporal(right)) {
+        (BinaryOp::Sub, Some(K::Date), Some(K::Date)) => SqlType::Integer,
+        (BinaryOp::Add | BinaryOp::Sub, Some(K::Date), None) | (BinaryOp::Add, None, Some(K::Date)) => {
+            SqlType::Temporal(K::Date)
+        }
+        (BinaryOp::Add | BinaryOp::Sub, Some(K::Date), Some(K::Interval | K::Time))
+        | (BinaryOp::Add, Some(K::Interval | K::Time), Some(K::Date)) => SqlType::Temporal(K::Timestamp),
+        (
+            BinaryOp::Sub,
+            Some(K::Date | K::Timestamp | K::TimestampTz),
+            Some(K::Date | K::Timestamp | K::TimestampTz),
+        ) => SqlType::Temporal(K::Interval),
+        (BinaryOp::Sub, Some(K::Time), Some(K::Time)) => SqlType::Temporal(K::Interval),
+        (_, Some(kind), _) => SqlType::Temporal(kind),
+        (_, None, Some(kind)) => SqlType::Temporal(kind),
+        _ => SqlType::Unknown,
     }
 }
 
@@ -407,6 +451,15 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         ArrayElement | ArrayToString | FormatType | EncodingName | QuoteIdent | AlwaysNull => SqlType::Text,
         SplitPart | Left | Right | Lpad | Rpad | Repeat | Reverse | Initcap | RegexpReplace | Format => SqlType::Text,
         NextVal | CurrVal | SetVal | LastVal => SqlType::Integer,
+        IsFinite => SqlType::Boolean,
+        Extract | ToNumber => SqlType::Decimal,
+        DatePart | JulianDay => SqlType::Real,
+        ToChar | StrFTime => SqlType::Text,
+        ToDate | MakeDate => SqlType::Temporal(TemporalKind::Date),
+        MakeTime => SqlType::Temporal(TemporalKind::Time),
+        MakeTimestamp => SqlType::Temporal(TemporalKind::Timestamp),
+        ToTimestamp | MakeTimestampTz => SqlType::Temporal(TemporalKind::TimestampTz),
+        MakeInterval | JustifyDays | JustifyHours | JustifyInterval | Age => SqlType::Temporal(TemporalKind::Interval),
         ArrayUpper | ArrayLower | Cardinality | ToRegtype => SqlType::Integer,
         FirstArgument => first,
         Sqrt | Power | Exp | Ln | Log10 => SqlType::Real,

@@ -1383,6 +1383,17 @@ impl<'t> Executor<'t> {
                 let value = self.eval(inner, env)?;
                 match op {
                     UnaryOp::Plus => value,
+                    UnaryOp::Neg if matches!(value, Value::Temporal(_)) => match value {
+                        Value::Temporal(crate::temporal::Temporal::Interval(interval)) => Value::Temporal(
+                            crate::temporal::Temporal::Interval(crate::temporal::arith::negate(interval)?),
+                        ),
+                        other => {
+                            return Err(Error::new(
+                                "42883",
+                                format!("operator does not exist: - {}", other.type_name()),
+                            ));
+                        }
+                    },
                     UnaryOp::Neg => match value.to_numeric() {
                         Value::Integer(integer) => match integer.checked_neg() {
                             Some(negated) => Value::Integer(negated),
@@ -1540,6 +1551,7 @@ impl<'t> Executor<'t> {
                     CastType::Numeric => value.cast_numeric(),
                     CastType::Decimal(precision, scale) => value.cast_decimal(*precision, *scale)?,
                     CastType::Text => Value::Text(value.to_text()),
+                    CastType::Int(_) | CastType::Boolean | CastType::Temporal(_) => to.affinity().store(value)?,
                     CastType::Blob => match value {
                         Value::Blob(bytes) => Value::Blob(bytes),
                         other => Value::Blob(other.to_text().into_bytes()),

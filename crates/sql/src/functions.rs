@@ -107,6 +107,33 @@ pub enum ScalarFunction {
     /// `min` of several arguments are NULL if any is).
     Greatest,
     Least,
+    /// PostgreSQL's date/time functions ([`crate::temporal::functions`]).
+    DateTrunc,
+    /// `extract(field FROM x)` (NUMERIC) and `date_part(field, x)` (double precision).
+    Extract,
+    DatePart,
+    Age,
+    MakeDate,
+    MakeTime,
+    MakeTimestamp,
+    MakeTimestampTz,
+    MakeInterval,
+    JustifyDays,
+    JustifyHours,
+    JustifyInterval,
+    IsFinite,
+    /// `timezone(zone, x)`, which `x AT TIME ZONE zone` binds to.
+    Timezone,
+    /// A typed clock; its argument names the type (`now()`, `current_date`, ...).
+    Clock,
+    /// `to_char`, `to_date`, `to_timestamp`, `to_number` ([`crate::temporal::pattern`]).
+    ToChar,
+    ToDate,
+    ToTimestamp,
+    ToNumber,
+    /// SQLite's `strftime(format, time, modifiers...)` and `julianday(time, modifiers...)`.
+    StrFTime,
+    JulianDay,
 }
 
 impl ScalarFunction {
@@ -169,6 +196,25 @@ impl ScalarFunction {
             "regexp_replace" => (RegexpReplace, 3, 4),
             "format" => (Format, 1, many),
             "greatest" => (Greatest, 1, many),
+            "date_trunc" => (DateTrunc, 2, 3),
+            "date_part" => (DatePart, 2, 2),
+            "age" => (Age, 1, 2),
+            "make_date" => (MakeDate, 3, 3),
+            "make_time" => (MakeTime, 3, 3),
+            "make_timestamp" => (MakeTimestamp, 6, 6),
+            "make_timestamptz" => (MakeTimestampTz, 6, 7),
+            "make_interval" => (MakeInterval, 0, 7),
+            "justify_days" => (JustifyDays, 1, 1),
+            "justify_hours" => (JustifyHours, 1, 1),
+            "justify_interval" => (JustifyInterval, 1, 1),
+            "isfinite" => (IsFinite, 1, 1),
+            "timezone" => (Timezone, 2, 2),
+            "to_char" => (ToChar, 2, 2),
+            "to_date" => (ToDate, 2, 2),
+            "to_timestamp" => (ToTimestamp, 1, 2),
+            "to_number" => (ToNumber, 2, 2),
+            "strftime" => (StrFTime, 2, many),
+            "julianday" => (JulianDay, 1, many),
             "least" => (Least, 1, many),
             "version" => (Version, 0, 0),
             "current_database" | "current_catalog" => (CurrentDatabase, 0, 0),
@@ -214,10 +260,16 @@ fn numeric_arg(value: &Value) -> Option<f64> {
 pub fn is_volatile(function: ScalarFunction, args: &[Value]) -> bool {
     use ScalarFunction::*;
     match function {
-        Random | CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser => true,
+        Random | CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser | Clock => true,
         NextVal | CurrVal | SetVal | LastVal => true,
-        Date | Time | DateTime | UnixEpoch => {
+        // age(x) counts from today.
+        Age => args.len() == 1,
+        Date | Time | DateTime | UnixEpoch | JulianDay => {
             matches!(args.first(), Some(Value::Text(text)) if text.trim().eq_ignore_ascii_case("now"))
+        }
+        StrFTime => matches!(args.get(1), Some(Value::Text(text)) if text.trim().eq_ignore_ascii_case("now")),
+        ToTimestamp | ToDate | DateTrunc | Extract | DatePart | Timezone => {
+            args.iter().any(|arg| matches!(arg, Value::Text(text) if crate::temporal::parse::reads_clock(text)))
         }
         _ => false,
     }
@@ -442,7 +494,10 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             Value::Null => Value::Null,
             other => other.to_text().chars().next().map_or(Value::Null, |c| Value::Integer(c as i64)),
         },
-        Date | Time | DateTime | UnixEpoch => crate::datetime::call(function, args)?,
+        Date | Time | DateTime | UnixEpoch | StrFTime | JulianDay => crate::datetime::call(function, args)?,
+        DateTrunc | Extract | DatePart | Age | MakeDate | MakeTime | MakeTimestamp | MakeTimestampTz | MakeInterval
+        | JustifyDays | JustifyHours | JustifyInterval | IsFinite | Timezone | Clock | ToChar | ToDate
+        | ToTimestamp | ToNumber => crate::temporal::functions::call(function, args)?,
         Greatest | Least => {
             let mut best: Option<Value> = None;
             for value in args.iter().filter(|value| !value.is_null()) {
@@ -621,6 +676,9 @@ pub fn arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value> {
     }
     if op == BinaryOp::Concat {
         return Ok(Value::Text(left.to_text() + &right.to_text()));
+    }
+    if matches!(left, Value::Temporal(_)) || matches!(right, Value::Temporal(_)) {
+        return crate::temporal::arith::arithmetic(op, left, right);
     }
     let left = left.to_numeric();
     let right = right.to_numeric();

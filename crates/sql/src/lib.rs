@@ -41,6 +41,7 @@ pub mod sequence;
 pub mod session;
 pub mod slt;
 pub mod system;
+pub mod temporal;
 pub mod text_functions;
 pub mod value;
 pub mod window;

@@ -26,6 +26,7 @@ pub const DATE: u32 = 1082;
 pub const TIME: u32 = 1083;
 pub const TIMESTAMP: u32 = 1114;
 pub const TIMESTAMPTZ: u32 = 1184;
+pub const INTERVAL: u32 = 1186;
 pub const NUMERIC: u32 = 1700;
 pub const REGCLASS: u32 = 2205;
 
@@ -54,6 +55,7 @@ pub const BUILT_IN: &[(u32, &str, i64, &str, i64)] = &[
     (TIME, "time", 8, "D", 0),
     (TIMESTAMP, "timestamp", 8, "D", 0),
     (TIMESTAMPTZ, "timestamptz", 8, "D", 0),
+    (INTERVAL, "interval", 16, "T", 0),
     (NUMERIC, "numeric", -1, "N", 0),
     (REGCLASS, "regclass", 4, "N", 0),
 ];
@@ -115,11 +117,16 @@ pub fn declared_oid(declared: &str) -> u32 {
         "time" | "time without time zone" => TIME,
         "timestamp" | "timestamp without time zone" | "datetime" => TIMESTAMP,
         "timestamptz" | "timestamp with time zone" => TIMESTAMPTZ,
+        "interval" => INTERVAL,
         "name" => NAME,
         "oid" => OID,
         "regclass" => REGCLASS,
         _ => match Affinity::of_declared_type(declared) {
-            Affinity::Integer => INT8,
+            Affinity::Integer | Affinity::Int(8) => INT8,
+            Affinity::Int(2) => INT2,
+            Affinity::Int(_) => INT4,
+            Affinity::Boolean => BOOL,
+            Affinity::Temporal(kind) => temporal_oid(kind),
             Affinity::Real => FLOAT8,
             Affinity::Decimal(..) | Affinity::Numeric => NUMERIC,
             Affinity::Text => TEXT,
@@ -131,6 +138,18 @@ pub fn declared_oid(declared: &str) -> u32 {
                 }
             }
         },
+    }
+}
+
+/// The OID of a date/time type.
+pub fn temporal_oid(kind: crate::temporal::TemporalKind) -> u32 {
+    use crate::temporal::TemporalKind;
+    match kind {
+        TemporalKind::Date => DATE,
+        TemporalKind::Time => TIME,
+        TemporalKind::Timestamp => TIMESTAMP,
+        TemporalKind::TimestampTz => TIMESTAMPTZ,
+        TemporalKind::Interval => INTERVAL,
     }
 }
 

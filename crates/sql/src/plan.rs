@@ -90,6 +90,42 @@ pub enum CastType {
     Decimal(u8, u8),
     Text,
     Blob,
+    /// PostgreSQL's `smallint`, `integer`, `bigint` (width in bytes): 22P02 and 22003 checked.
+    Int(u8),
+    Boolean,
+    Temporal(crate::temporal::TemporalKind),
+}
+
+impl CastType {
+    /// The affinity a value of this cast carries into comparisons.
+    pub fn affinity(self) -> Affinity {
+        match self {
+            CastType::Integer => Affinity::Integer,
+            CastType::Real => Affinity::Real,
+            CastType::Numeric => Affinity::Numeric,
+            CastType::Decimal(precision, scale) => Affinity::Decimal(precision, scale),
+            CastType::Text => Affinity::Text,
+            CastType::Blob => Affinity::Blob,
+            CastType::Int(bytes) => Affinity::Int(bytes),
+            CastType::Boolean => Affinity::Boolean,
+            CastType::Temporal(kind) => Affinity::Temporal(kind),
+        }
+    }
+
+    /// The cast to a type of this affinity.
+    pub fn of_affinity(affinity: Affinity) -> CastType {
+        match affinity {
+            Affinity::Integer => CastType::Integer,
+            Affinity::Real => CastType::Real,
+            Affinity::Numeric => CastType::Numeric,
+            Affinity::Decimal(precision, scale) => CastType::Decimal(precision, scale),
+            Affinity::Text => CastType::Text,
+            Affinity::Blob => CastType::Blob,
+            Affinity::Int(bytes) => CastType::Int(bytes),
+            Affinity::Boolean => CastType::Boolean,
+            Affinity::Temporal(kind) => CastType::Temporal(kind),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1610,7 +1610,7 @@ fn run_statement(
                     ast::AlterTableOperation::AddConstraint { constraint, .. } => {
                         built.push(add_key_constraint(&mut changed, &mut table, constraint)?)
                     }
-                    operation => alter_table(&mut changed, &mut table, operation)?,
+                    operation => alter_table(&mut changed, &mut table, operation, exec.dialect())?,
                 }
             }
             changed.tables.remove(&table_name);
@@ -1648,13 +1648,13 @@ struct ColumnParts {
     generated: Option<crate::sequence::ddl::Generated>,
 }
 
-fn column_def(column: &ast::ColumnDef) -> Result<ColumnParts> {
+fn column_def(column: &ast::ColumnDef, dialect: Dialect) -> Result<ColumnParts> {
     let declared_type =
         if column.data_type == ast::DataType::Unspecified { String::new() } else { column.data_type.to_string() };
     crate::decimal::declared_precision(&declared_type)?;
     let mut def = ColumnDef {
         name: column.name.value.clone(),
-        affinity: Affinity::of_declared_type(&declared_type),
+        affinity: Affinity::of_declared_type_in(&declared_type, dialect),
         declared_type,
         not_null: false,
         default: None,
@@ -1753,7 +1753,7 @@ pub(crate) fn create_table(catalog: &mut Catalog, create: &ast::CreateTable, dia
         if table.column_index(&column.name.value).is_some() {
             return Err(Error::duplicate_object(format!("duplicate column name: {}", column.name.value)));
         }
-        let ColumnParts { mut def, primary, unique, check, generated } = column_def(column)?;
+        let ColumnParts { mut def, primary, unique, check, generated } = column_def(column, dialect)?;
         if let Some(generated) = generated {
             crate::sequence::ddl::attach_sequence(catalog, &name, &mut def, generated)?;
         }
@@ -2079,7 +2079,12 @@ fn add_key_constraint(
     Ok((index, primary))
 }
 
-fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::AlterTableOperation) -> Result<()> {
+fn alter_table(
+    catalog: &mut Catalog,
+    table: &mut TableDef,
+    operation: &ast::AlterTableOperation,
+    dialect: Dialect,
+) -> Result<()> {
     match operation {
         ast::AlterTableOperation::AddColumn { column_def: column, if_not_exists, .. } => {
             if table.column_index(&column.name.value).is_some() {
@@ -2091,7 +2096,7 @@ fn alter_table(catalog: &mut Catalog, table: &mut TableDef, operation: &ast::Alt
             if table.columns.len() >= crate::limits::MAX_COLUMNS {
                 return Err(too_many_columns());
             }
-            let ColumnParts { def, primary, unique, check, generated } = column_def(column)?;
+            let ColumnParts { def, primary, unique, check, generated } = column_def(column, dialect)?;
             if column.options.iter().any(|option| matches!(option.option, ast::ColumnOption::ForeignKey { .. })) {
                 return Err(Error::unsupported("adding a column with REFERENCES (create the table with it)"));
             }

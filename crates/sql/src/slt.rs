@@ -33,6 +33,7 @@ impl Engine for SltEngine {
                             Value::Decimal(exact) => SltValue::Text(exact.to_string()),
                             Value::Text(text) => SltValue::Text(text),
                             Value::Blob(bytes) => SltValue::Blob(bytes),
+                            Value::Temporal(temporal) => SltValue::Text(crate::temporal::format::to_text(&temporal)),
                         })
                         .collect()
                 })

@@ -607,7 +607,11 @@ impl Listing {
                 .into_iter()
                 .map(|(name, affinity)| {
                     let declared = match affinity {
-                        Some(Affinity::Integer) => "bigint",
+                        Some(Affinity::Integer | Affinity::Int(8)) => "bigint",
+                        Some(Affinity::Int(2)) => "smallint",
+                        Some(Affinity::Int(_)) => "integer",
+                        Some(Affinity::Boolean) => "boolean",
+                        Some(Affinity::Temporal(kind)) => kind.name(),
                         Some(Affinity::Real) => "double precision",
                         Some(Affinity::Numeric | Affinity::Decimal(..)) => "numeric",
                         Some(Affinity::Blob) => "bytea",

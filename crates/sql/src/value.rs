@@ -9,7 +9,9 @@
 //! see `decimal.rs` for how they order among the other numbers.
 
 use crate::decimal::{self, Decimal};
+use crate::dialect::Dialect;
 use crate::error::{Error, Result};
+use crate::temporal::{self, Temporal, TemporalKind};
 use rust_decimal::prelude::ToPrimitive;
 use std::cmp::Ordering;
 use std::fmt;
@@ -24,6 +26,8 @@ pub enum Value {
     Decimal(Decimal),
     Text(String),
     Blob(Vec<u8>),
+    /// A date, time, timestamp or interval ([`crate::temporal`]): PostgreSQL's typed values.
+    Temporal(Temporal),
 }
 
 /// A column's type affinity (SQLite section 3.1 of "Datatypes In SQLite").
@@ -38,6 +42,15 @@ pub enum Affinity {
     /// Exact decimal with (precision, scale): `DECIMAL(p,s)` / `NUMERIC(p,s)`. Compares like
     /// NUMERIC; values stored into the column become decimals rounded to the scale.
     Decimal(u8, u8),
+    /// PostgreSQL's integers of a width in bytes (2, 4 or 8: `smallint`, `integer`, `bigint`):
+    /// converts as INTEGER does, and refuses what is not an integer (22P02) or does not fit
+    /// the width (22003). Columns get it in the postgres dialect.
+    Int(u8),
+    /// PostgreSQL's `boolean`: `t`, `true`, `yes`, `on`, `1` and their opposites become 1 or 0;
+    /// anything else is 22P02.
+    Boolean,
+    /// A date/time type: text is parsed (22007, 22008 when malformed or out of range).
+    Temporal(TemporalKind),
 }
 
 impl Affinity {
@@ -62,14 +75,51 @@ impl Affinity {
         }
     }
 
+    /// The affinity of a declared type in a dialect: PostgreSQL's typed columns (integer
+    /// widths, booleans, dates and times) in the postgres dialect, SQLite's rules otherwise.
+    pub fn of_declared_type_in(name: &str, dialect: Dialect) -> Affinity {
+        if dialect == Dialect::Sqlite {
+            return Affinity::of_declared_type(name);
+        }
+        if let Some(kind) = TemporalKind::of_type_name(name) {
+            return Affinity::Temporal(kind);
+        }
+        match crate::pgtype::declared_oid(name) {
+            crate::pgtype::INT2 => Affinity::Int(2),
+            crate::pgtype::INT4 => Affinity::Int(4),
+            crate::pgtype::INT8 => Affinity::Int(8),
+            crate::pgtype::BOOL => Affinity::Boolean,
+            _ => Affinity::of_declared_type(name),
+        }
+    }
+
     pub fn is_numeric(self) -> bool {
-        matches!(self, Affinity::Integer | Affinity::Real | Affinity::Numeric | Affinity::Decimal(..))
+        matches!(
+            self,
+            Affinity::Integer
+                | Affinity::Real
+                | Affinity::Numeric
+                | Affinity::Decimal(..)
+                | Affinity::Int(_)
+                | Affinity::Boolean
+        )
+    }
+
+    /// INTEGER or one of PostgreSQL's integer widths.
+    pub fn is_integer(self) -> bool {
+        matches!(self, Affinity::Integer | Affinity::Int(_))
     }
 
     /// Converts a value stored into a column of this affinity, with the errors of exact types:
     /// a `DECIMAL(p,s)` column takes only numbers and numeric text, rounded to its scale, and
     /// refuses values with too many digits.
     pub fn store(self, value: Value) -> Result<Value> {
+        match self {
+            Affinity::Int(bytes) => return store_int(value, bytes),
+            Affinity::Boolean => return store_boolean(value),
+            Affinity::Temporal(kind) => return temporal::cast(&value, kind),
+            _ => {}
+        }
         let Affinity::Decimal(precision, scale) = self else { return Ok(self.apply(value)) };
         let exact = match &value {
             Value::Null => return Ok(Value::Null),
@@ -81,9 +131,10 @@ impl Affinity {
             Value::Text(text) => decimal::parse(text).ok_or_else(|| {
                 Error::new("22P02", format!("invalid input for DECIMAL({precision},{scale}): '{text}'"))
             })?,
-            Value::Blob(_) => {
+            Value::Blob(_) | Value::Temporal(_) => {
                 return Err(Error::datatype_mismatch(format!(
-                    "a blob cannot be stored as DECIMAL({precision},{scale})"
+                    "a {} cannot be stored as DECIMAL({precision},{scale})",
+                    value.type_name()
                 )));
             }
         };
@@ -114,6 +165,19 @@ impl Affinity {
                     None => Value::Text(text),
                 },
                 other => other,
+            },
+            Affinity::Int(_) | Affinity::Boolean => match value {
+                Value::Text(text) => match parse_number(&text).or_else(|| parse_bool(&text).map(Value::from)) {
+                    Some(number) => number.normalize_real(),
+                    None => Value::Text(text),
+                },
+                Value::Real(real) => Value::Real(real).normalize_real(),
+                other => other,
+            },
+            // Text is read as the type; other date/time values already compare with it.
+            Affinity::Temporal(kind) => match &value {
+                Value::Text(_) => temporal::cast(&value, kind).unwrap_or(value),
+                _ => value,
             },
             Affinity::Integer | Affinity::Numeric => match value {
                 Value::Text(text) => match parse_number(&text) {
@@ -154,6 +218,79 @@ pub fn parse_number(text: &str) -> Option<Value> {
         return None;
     }
     trimmed.parse::<f64>().ok().map(Value::Real)
+}
+
+/// PostgreSQL's boolean input: `t`, `true`, `yes`, `on`, `1` (or a prefix of the words) and
+/// their opposites, case-insensitively, spaces around allowed.
+pub fn parse_bool(text: &str) -> Option<bool> {
+    let lower = text.trim().to_ascii_lowercase();
+    let prefix_of = |word: &str| !lower.is_empty() && word.starts_with(lower.as_str());
+    if prefix_of("true") || prefix_of("yes") || lower == "on" || lower == "1" {
+        Some(true)
+    } else if prefix_of("false") || prefix_of("no") || lower == "off" || lower == "of" || lower == "0" {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// A value stored into a PostgreSQL integer column of `bytes` bytes.
+fn store_int(value: Value, bytes: u8) -> Result<Value> {
+    let name = match bytes {
+        2 => "smallint",
+        4 => "integer",
+        _ => "bigint",
+    };
+    let integer = match &value {
+        Value::Null => return Ok(Value::Null),
+        Value::Integer(integer) => *integer,
+        Value::Real(real) => {
+            // Half away from zero: Tern's literal 2.5 is a REAL where PostgreSQL's is a numeric.
+            let rounded = real.round();
+            if !(-9.223372036854775e18..9.223372036854775e18).contains(&rounded) {
+                return Err(Error::numeric_out_of_range(format!("{name} out of range")));
+            }
+            rounded as i64
+        }
+        Value::Decimal(exact) => exact
+            .round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero)
+            .to_i64()
+            .ok_or_else(|| Error::numeric_out_of_range(format!("{name} out of range")))?,
+        Value::Text(text) => match text.trim().parse::<i64>() {
+            Ok(integer) => integer,
+            Err(_)
+                if text.trim().bytes().all(|b| b.is_ascii_digit() || b == b'-' || b == b'+')
+                    && !text.trim().is_empty() =>
+            {
+                return Err(Error::numeric_out_of_range(format!("value \"{text}\" is out of range for type {name}")));
+            }
+            Err(_) => return Err(Error::new("22P02", format!("invalid input syntax for type {name}: \"{text}\""))),
+        },
+        other => {
+            return Err(Error::datatype_mismatch(format!("a {} cannot be stored as {name}", other.type_name())));
+        }
+    };
+    let fits = match bytes {
+        2 => i16::try_from(integer).is_ok(),
+        4 => i32::try_from(integer).is_ok(),
+        _ => true,
+    };
+    if !fits {
+        return Err(Error::numeric_out_of_range(format!("{name} out of range")));
+    }
+    Ok(Value::Integer(integer))
+}
+
+/// A value stored into a PostgreSQL boolean column.
+fn store_boolean(value: Value) -> Result<Value> {
+    match &value {
+        Value::Null => Ok(Value::Null),
+        Value::Integer(integer) => Ok(Value::from(*integer != 0)),
+        Value::Text(text) => parse_bool(text)
+            .map(Value::from)
+            .ok_or_else(|| Error::new("22P02", format!("invalid input syntax for type boolean: \"{text}\""))),
+        other => Err(Error::datatype_mismatch(format!("a {} cannot be stored as boolean", other.type_name()))),
+    }
 }
 
 /// The longest numeric prefix of a text, as SQLite's CAST(text AS INTEGER/REAL) reads it.
@@ -265,6 +402,9 @@ impl Value {
             Value::Decimal(decimal) => format!("CAST('{decimal}' AS DECIMAL(28, {}))", decimal.scale()),
             Value::Text(text) => format!("'{}'", text.replace('\'', "''")),
             Value::Blob(bytes) => format!("X'{}'", hex(bytes)),
+            Value::Temporal(temporal) => {
+                format!("CAST('{}' AS {})", temporal::format::to_text(temporal), temporal.kind().name())
+            }
         }
     }
 
@@ -281,6 +421,13 @@ impl Value {
             Value::Decimal(_) => "decimal",
             Value::Text(_) => "text",
             Value::Blob(_) => "blob",
+            Value::Temporal(temporal) => match temporal.kind() {
+                TemporalKind::Date => "date",
+                TemporalKind::Time => "time",
+                TemporalKind::Timestamp => "timestamp",
+                TemporalKind::TimestampTz => "timestamptz",
+                TemporalKind::Interval => "interval",
+            },
         }
     }
 
@@ -315,6 +462,7 @@ impl Value {
             Value::Decimal(exact) => exact.to_string(),
             Value::Text(text) => text.clone(),
             Value::Blob(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+            Value::Temporal(temporal) => temporal::format::to_text(temporal),
         }
     }
 
@@ -326,6 +474,7 @@ impl Value {
             Value::Integer(_) | Value::Real(_) | Value::Decimal(_) => self.clone(),
             Value::Text(text) => numeric_prefix(text),
             Value::Blob(bytes) => numeric_prefix(&String::from_utf8_lossy(bytes)),
+            Value::Temporal(temporal) => numeric_prefix(&temporal::format::to_text(temporal)),
         }
     }
 
@@ -414,6 +563,7 @@ impl Value {
                 Value::Integer(_) | Value::Real(_) | Value::Decimal(_) => 1,
                 Value::Text(_) => 2,
                 Value::Blob(_) => 3,
+                Value::Temporal(_) => 4,
             }
         }
         match (self, other) {
@@ -425,13 +575,25 @@ impl Value {
             ) => compare_numbers(self, other),
             (Value::Text(a), Value::Text(b)) => a.as_bytes().cmp(b.as_bytes()),
             (Value::Blob(a), Value::Blob(b)) => a.cmp(b),
+            (Value::Temporal(a), Value::Temporal(b)) => a.total_cmp(b),
             _ => rank(self).cmp(&rank(other)),
         }
     }
 
     /// SQL comparison: `None` when either side is NULL.
+    /// Dates meet timestamps as their midnight, and text meeting a date/time value is read as
+    /// one of its kind when it can be.
     pub fn sql_cmp(&self, other: &Value) -> Option<Ordering> {
-        if self.is_null() || other.is_null() { None } else { Some(self.total_cmp(other)) }
+        match (self, other) {
+            (Value::Null, _) | (_, Value::Null) => None,
+            (Value::Temporal(a), Value::Temporal(b)) => Some(temporal::compare_mixed(a, b)),
+            (Value::Temporal(a), Value::Text(_)) => match temporal::cast(other, a.kind()) {
+                Ok(Value::Temporal(b)) => Some(temporal::compare_mixed(a, &b)),
+                _ => Some(self.total_cmp(other)),
+            },
+            (Value::Text(_), Value::Temporal(_)) => other.sql_cmp(self).map(Ordering::reverse),
+            _ => Some(self.total_cmp(other)),
+        }
     }
 
     /// A key for hashing that agrees with [`Value::total_cmp`] equality (1 and 1.0 hash alike).
@@ -531,6 +693,11 @@ impl From<String> for Value {
 impl From<Decimal> for Value {
     fn from(value: Decimal) -> Self {
         Value::Decimal(value)
+    }
+}
+impl From<Temporal> for Value {
+    fn from(value: Temporal) -> Self {
+        Value::Temporal(value)
     }
 }
 impl From<Vec<u8>> for Value {

@@ -806,6 +806,7 @@ fn sort_cmp(a: &Value, b: &Value) -> Ordering {
             Value::Integer(_) | Value::Real(_) | Value::Decimal(_) => 1,
             Value::Text(_) => 2,
             Value::Blob(_) => 3,
+            Value::Temporal(_) => 4,
         }
     }
     match (a, b) {
@@ -907,6 +908,7 @@ fn show_rows(rows: &[Vec<Value>]) -> String {
                 Value::Decimal(d) => format!("{d}d"),
                 Value::Text(t) => format!("'{t}'"),
                 Value::Blob(b) => format!("x'{}'", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+                Value::Temporal(_) => format!("{v}t"),
             })
             .collect();
         writeln!(s, "    ({})", cells.join(", ")).unwrap();

@@ -236,6 +236,11 @@ const DATETIME: &str = "%Y-%m-%d %H:%M:%S%.f";
 fn parse_text<T>(value: &Value, wanted: &str, form: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T> {
     match value {
         Value::Text(text) => parse(text).ok_or_else(|| Error::new("22007", format!("'{text}' is not a valid {form}"))),
+        // A typed date/time (the postgres dialect's columns): its ISO text, in UTC.
+        Value::Temporal(_) => {
+            let text = value.to_text();
+            parse(text.trim_end_matches("+00")).ok_or_else(|| mismatch(value, wanted))
+        }
         value => Err(mismatch(value, wanted)),
     }
 }

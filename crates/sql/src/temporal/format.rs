@@ -1,0 +1,140 @@
+//! PostgreSQL's text output of date/time values (DateStyle ISO, IntervalStyle postgres):
+//! `2024-01-31`, `10:00:00.5`, `2024-01-31 10:00:00`, `2024-01-31 10:00:00+00`,
+//! `1 year 2 mons 3 days 04:05:06`, `0044-03-15 BC`, `infinity`.
+
+use super::{Interval, MICROS_PER_SECOND, Temporal, date_of_days, datetime_of_micros, time_of_micros};
+use chrono::{Datelike, NaiveDate};
+use std::fmt::Write;
+
+pub fn to_text(value: &Temporal) -> String {
+    match *value {
+        Temporal::Date(days) => date_text(days),
+        Temporal::Time(micros) => clock_text(micros),
+        Temporal::Timestamp(micros) => timestamp_text(micros, false),
+        Temporal::TimestampTz(micros) => timestamp_text(micros, true),
+        Temporal::Interval(interval) => interval_text(interval),
+    }
+}
+
+/// `YYYY-MM-DD`, with ` BC` for years before 1.
+pub fn date_text(days: i32) -> String {
+    match days {
+        i32::MAX => "infinity".into(),
+        i32::MIN => "-infinity".into(),
+        days => match date_of_days(days) {
+            Some(date) => {
+                let (year, bc) = display_year(date);
+                format!("{year:04}-{:02}-{:02}{}", date.month(), date.day(), if bc { " BC" } else { "" })
+            }
+            None => "infinity".into(),
+        },
+    }
+}
+
+/// Year 0 is 1 BC, -1 is 2 BC, ...
+fn display_year(date: NaiveDate) -> (i32, bool) {
+    if date.year() <= 0 { (1 - date.year(), true) } else { (date.year(), false) }
+}
+
+/// `HH:MM:SS[.ffffff]`, trailing zeros of the fraction dropped; 24:00:00 stays as written.
+pub fn clock_text(micros: i64) -> String {
+    if micros >= 24 * 3600 * MICROS_PER_SECOND {
+        return "24:00:00".into();
+    }
+    let time = time_of_micros(micros);
+    let mut out = time.format("%H:%M:%S").to_string();
+    push_fraction(&mut out, micros.rem_euclid(MICROS_PER_SECOND));
+    out
+}
+
+fn push_fraction(out: &mut String, fraction: i64) {
+    if fraction != 0 {
+        let digits = format!("{fraction:06}");
+        out.push('.');
+        out.push_str(digits.trim_end_matches('0'));
+    }
+}
+
+pub fn timestamp_text(micros: i64, with_zone: bool) -> String {
+    match micros {
+        i64::MAX => return "infinity".into(),
+        i64::MIN => return "-infinity".into(),
+        _ => {}
+    }
+    let Some(stamp) = datetime_of_micros(micros) else { return "infinity".into() };
+    let (year, bc) = display_year(stamp.date());
+    let mut out = format!(
+        "{year:04}-{:02}-{:02} {}",
+        stamp.month(),
+        stamp.day(),
+        clock_text(micros.rem_euclid(86_400 * MICROS_PER_SECOND))
+    );
+    if with_zone {
+        out.push_str("+00");
+    }
+    if bc {
+        out.push_str(" BC");
+    }
+    out
+}
+
+/// PostgreSQL's `postgres` IntervalStyle: `1 year 2 mons -3 days 04:05:06.5`, `00:00:00` when
+/// empty.
+pub fn interval_text(interval: Interval) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let (years, months) = (interval.months / 12, interval.months % 12);
+    let unit =
+        |amount: i32, singular: &str, plural: &str| format!("{amount} {}", if amount == 1 { singular } else { plural });
+    if years != 0 {
+        parts.push(unit(years, "year", "years"));
+    }
+    if months != 0 {
+        parts.push(unit(months, "mon", "mons"));
+    }
+    if interval.days != 0 {
+        parts.push(unit(interval.days, "day", "days"));
+    }
+    if interval.micros != 0 || parts.is_empty() {
+        let negative = interval.micros < 0;
+        let magnitude = interval.micros.unsigned_abs();
+        let seconds = magnitude / MICROS_PER_SECOND as u64;
+        let mut clock = String::new();
+        if negative {
+            clock.push('-');
+        } else if parts.iter().any(|part| part.starts_with('-')) {
+            clock.push('+');
+        }
+        let _ = write!(clock, "{:02}:{:02}:{:02}", seconds / 3600, seconds / 60 % 60, seconds % 60);
+        push_fraction(&mut clock, (magnitude % MICROS_PER_SECOND as u64) as i64);
+        parts.push(clock);
+    }
+    parts.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse::{parse_interval, parse_timestamp};
+    use super::*;
+
+    #[test]
+    fn output_forms() {
+        assert_eq!(date_text(0), "1970-01-01");
+        assert_eq!(date_text(i32::MIN), "-infinity");
+        assert_eq!(clock_text(3_723_500_000), "01:02:03.5");
+        let stamp = parse_timestamp("2024-01-31 10:00:00.25", false, 0).unwrap();
+        assert_eq!(timestamp_text(stamp, false), "2024-01-31 10:00:00.25");
+        assert_eq!(timestamp_text(stamp, true), "2024-01-31 10:00:00.25+00");
+        for (input, shown) in [
+            ("1 year 2 mons 3 days 04:05:06", "1 year 2 mons 3 days 04:05:06"),
+            ("0", "00:00:00"),
+            ("-1 day", "-1 days"),
+            ("-1 day +02:00", "-1 days +02:00:00"),
+            ("1 day -01:00", "1 day -01:00:00"),
+            ("25 hours", "25:00:00"),
+            ("-2 years", "-2 years"),
+            ("1.5 seconds", "00:00:01.5"),
+        ] {
+            assert_eq!(interval_text(parse_interval(input).unwrap()), shown, "{input}");
+        }
+    }
+}
