@@ -185,9 +185,9 @@ async fn errors_carry_their_sqlstate_and_transactions_behave_as_postgres() {
     client.execute("INSERT INTO u VALUES ($1)", &[&1i32]).await.unwrap();
     let error = client.execute("INSERT INTO u VALUES ($1)", &[&1i32]).await.unwrap_err();
     assert_eq!(code(&error), "23505");
-    // Text that is not a number for an integer parameter sent as text: 22P02.
-    let error = client.simple_query("SELECT CAST('x' AS INTEGER) + 'y'").await.err();
-    assert!(error.is_none(), "SQLite-style casts are lenient");
+    // Text that is not a number cast to an integer: 22P02, as PostgreSQL's casts are strict.
+    let error = client.simple_query("SELECT CAST('x' AS INTEGER) + 1").await.unwrap_err();
+    assert_eq!(code(&error), "22P02");
     // After an error in a transaction block, only ROLLBACK/COMMIT are accepted (25P02);
     // COMMIT then rolls back.
     client.batch_execute("BEGIN; INSERT INTO u VALUES (2)").await.unwrap();
