@@ -259,6 +259,6 @@ fn names_and_settings() {
     assert_eq!(rows, vec![vec![Value::from("c_x_fkey")], vec![Value::from("c_x_fkey1")]]);
     assert_eq!(count(&mut pg, "PRAGMA foreign_keys"), 1);
     // An increment of a referencing column in PostgreSQL's dialect overflows into 22003.
-    run(&mut pg, "CREATE TABLE n(id INTEGER PRIMARY KEY, v INTEGER); INSERT INTO n VALUES (1, 9223372036854775807)");
+    run(&mut pg, "CREATE TABLE n(id INTEGER PRIMARY KEY, v BIGINT); INSERT INTO n VALUES (1, 9223372036854775807)");
     assert_eq!(sqlstate(&mut pg, "UPDATE n SET v = v + 1 WHERE id = 1"), "22003");
 }
