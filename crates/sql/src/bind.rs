@@ -1667,6 +1667,9 @@ impl<'c> Binder<'c> {
                 (args, distinct, star)
             }
         };
+        if name == "raise" {
+            return self.bind_raise(&args, scope);
+        }
         let aggregate = match (name.as_str(), args.len()) {
             ("count", 0) if star => Some(AggregateFunction::CountStar),
             ("count", 1) => Some(AggregateFunction::Count),
@@ -1747,6 +1750,20 @@ impl<'c> Binder<'c> {
         }
         let bound = args.iter().map(|arg| self.bind_expr(arg, scope)).collect::<Result<Vec<_>>>()?;
         Ok(Expr::Function(scalar, bound))
+    }
+
+    /// SQLite's `RAISE(IGNORE)` and `RAISE(ABORT|FAIL|ROLLBACK, message)` in a trigger.
+    fn bind_raise(&mut self, args: &[&ast::Expr], scope: &Scope) -> Result<Expr> {
+        let kind = match args.first() {
+            Some(ast::Expr::Identifier(ident)) => ident.value.to_ascii_lowercase(),
+            _ => return Err(Error::syntax("RAISE needs IGNORE, ABORT, FAIL or ROLLBACK")),
+        };
+        let message = match (kind.as_str(), args.get(1), args.len()) {
+            ("ignore", None, 1) => Expr::Literal(Value::Null),
+            ("abort" | "fail" | "rollback", Some(message), 2) => self.bind_expr(message, scope)?,
+            _ => return Err(Error::syntax(format!("bad RAISE({kind}, ...)"))),
+        };
+        Ok(Expr::Function(ScalarFunction::Raise, vec![Expr::Literal(Value::Text(kind)), message]))
     }
 
     /// An aggregate's arguments and FILTER condition, which may not contain aggregates.

@@ -166,6 +166,9 @@ pub struct Catalog {
     pub views: BTreeMap<String, Arc<ViewDef>>,
     #[serde(default)]
     pub sequences: BTreeMap<String, Arc<SequenceDef>>,
+    /// Triggers by lower-case name ([`crate::trigger`]).
+    #[serde(default)]
+    pub triggers: BTreeMap<String, Arc<crate::trigger::definition::TriggerDef>>,
 }
 
 impl Catalog {

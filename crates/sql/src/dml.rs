@@ -16,6 +16,7 @@ use crate::exec::{Env, Executor};
 use crate::foreign_key::Rules;
 use crate::foreign_key::rules::{acts, check_reference, key_exists, key_values, referencing_rows, still_referenced};
 use crate::plan::{Expr, Plan, Row};
+use crate::trigger::definition::{Event, Timing};
 use crate::value::Value;
 use sqlparser::ast;
 use std::collections::HashMap;
@@ -40,6 +41,8 @@ pub enum DmlPlan {
     Insert(InsertPlan),
     Update(UpdatePlan),
     Delete(DeletePlan),
+    /// A statement on a view, done by its INSTEAD OF triggers.
+    InsteadOf(crate::trigger::instead::InsteadPlan),
 }
 
 /// The table a statement writes, with what every write needs: its indexes and bound CHECKs.
@@ -156,6 +159,7 @@ impl DmlPlan {
                 inference.plan(&delete.scan);
                 (&delete.target, &delete.returning)
             }
+            DmlPlan::InsteadOf(_) => return Vec::new(),
         };
         let Some((columns, exprs)) = returning else { return Vec::new() };
         let types = table_types(&target.table);
@@ -176,6 +180,9 @@ pub(crate) fn column_type(table: &TableDef, column: usize) -> crate::describe::S
 
 /// Binds an INSERT, UPDATE or DELETE; `None` for other statements.
 pub fn bind(catalog: &Catalog, statement: &ast::Statement, dialect: Dialect) -> Result<Option<DmlPlan>> {
+    if let Some(plan) = crate::trigger::instead::bind(catalog, statement, dialect)? {
+        return Ok(Some(DmlPlan::InsteadOf(plan)));
+    }
     Ok(Some(match statement {
         ast::Statement::Insert(insert) => DmlPlan::Insert(bind_insert(catalog, insert, dialect)?),
         ast::Statement::Update { .. } => DmlPlan::Update(bind_update(catalog, statement, dialect)?),
@@ -190,6 +197,9 @@ pub fn execute(plan: &DmlPlan, exec: &Executor) -> Result<DmlResult> {
         DmlPlan::Insert(plan) => insert(plan, exec),
         DmlPlan::Update(plan) => update(plan, exec),
         DmlPlan::Delete(plan) => delete(plan, exec),
+        DmlPlan::InsteadOf(plan) => {
+            Ok(DmlResult { changed: crate::trigger::instead::execute(plan, exec)?, returning: None })
+        }
     }
 }
 
@@ -220,6 +230,27 @@ impl<'a, 't> TableWriter<'a, 't> {
             replaced: std::cell::RefCell::default(),
             replaced_rows_matter: exec.foreign_keys_enforced() && !target.rules.incoming.is_empty(),
         }
+    }
+
+    /// Whether the table has triggers (then each row goes through [`TableWriter::fire`]).
+    fn triggered(&self) -> bool {
+        self.exec.catalog().is_some_and(|catalog| crate::trigger::fire::has_triggers(catalog, &self.table.name))
+    }
+
+    /// Fires the table's triggers for one row; false when `RAISE(IGNORE)` skips it. A trigger
+    /// may have written this table: the next row id is read again.
+    fn fire(
+        &mut self,
+        timing: Timing,
+        event: Event,
+        old: Option<&[Value]>,
+        new: Option<&[Value]>,
+        assigned: &[usize],
+    ) -> Result<bool> {
+        let change = crate::trigger::fire::RowChange { old, new, assigned };
+        let proceed = crate::trigger::fire::fire(self.exec, self.table, timing, event, &change)?;
+        self.next_rowid = None;
+        Ok(proceed)
     }
 
     /// The rows OR REPLACE deleted since the last call.
@@ -572,6 +603,7 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
     let mut inserted = Vec::new();
     let mut changed = 0;
     let mut checks = ReferenceChecks::new(exec, target);
+    let triggered = writer.triggered();
     // The source column of each table column (`None`: the column's default).
     let mut source_of = vec![None; table.columns.len()];
     if source.is_some() {
@@ -589,6 +621,9 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
         }
         writer.validate(&mut row)?;
         let key = writer.key_for_new_row(&mut row)?;
+        if triggered && !writer.fire(Timing::Before, Event::Insert, None, Some(&row), &[])? {
+            continue;
+        }
         if let Some((assignments, selection)) = &do_update
             && let Some((other_key, _)) = writer.find_conflict(&key, &row, true)?
         {
@@ -605,10 +640,18 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
             for (position, expr) in assignments {
                 updated[*position] = exec.eval(expr, &env)?;
             }
+            let assigned: Vec<usize> = assignments.iter().map(|(position, _)| *position).collect();
+            if triggered && !writer.fire(Timing::Before, Event::Update, Some(&existing), Some(&updated), &assigned)? {
+                continue;
+            }
             if update_row(&mut writer, &other_key, &existing, updated, OnConflict::Fail, &mut inserted)?
                 && let Some(new) = inserted.last()
             {
                 checks.updated(exec, target, &existing, new)?;
+                if triggered {
+                    let new = new.clone();
+                    writer.fire(Timing::After, Event::Update, Some(&existing), Some(&new), &assigned)?;
+                }
             }
             changed += 1;
             continue;
@@ -626,6 +669,9 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
         }
         changed += 1;
         checks.inserted(&row);
+        if triggered {
+            writer.fire(Timing::After, Event::Insert, None, Some(&row), &[])?;
+        }
         if returning_plan.is_some() {
             inserted.push(row);
         }
@@ -771,8 +817,9 @@ fn bind_update(catalog: &Catalog, statement: &ast::Statement, dialect: Dialect) 
     let on_conflict = conflict_of(or)?;
     let returning = bind_returning(&mut binder, &table, returning_items)?;
     let target = Target::bind(catalog, table, dialect)?;
+    let triggered = crate::trigger::fire::has_triggers(catalog, &target.table.name);
     let delta = match (&plan, or, &returning) {
-        (Plan::Scan { filter, .. }, None, None) => {
+        (Plan::Scan { filter, .. }, None, None) if !triggered => {
             let mut conjuncts = Vec::new();
             if let Some(filter) = filter {
                 crate::bind::split_conjuncts(filter.clone(), &mut conjuncts);
@@ -793,6 +840,8 @@ fn update(plan: &UpdatePlan, exec: &Executor) -> Result<DmlResult> {
     let mut checks = ReferenceChecks::new(exec, &plan.target);
     let mut changed_rows = Vec::new();
     let mut changed = 0;
+    let triggered = writer.triggered();
+    let assigned: Vec<usize> = plan.assignments.iter().map(|(position, _)| *position).collect();
     for (key, _) in rows {
         // OR REPLACE may have deleted or moved a later target row: use what is stored now.
         let Some(row) = writer.read_row(&key)? else { continue };
@@ -800,6 +849,9 @@ fn update(plan: &UpdatePlan, exec: &Executor) -> Result<DmlResult> {
         let mut updated = row.clone();
         for (position, expr) in &plan.assignments {
             updated[*position] = exec.eval(expr, &env)?;
+        }
+        if triggered && !writer.fire(Timing::Before, Event::Update, Some(&row), Some(&updated), &assigned)? {
+            continue;
         }
         let written = update_row(&mut writer, &key, &row, updated, plan.on_conflict, &mut changed_rows)?;
         for replaced in writer.take_replaced() {
@@ -809,6 +861,10 @@ fn update(plan: &UpdatePlan, exec: &Executor) -> Result<DmlResult> {
             changed += 1;
             if let Some(new) = changed_rows.last() {
                 checks.updated(exec, &plan.target, &row, new)?;
+                if triggered {
+                    let new = new.clone();
+                    writer.fire(Timing::After, Event::Update, Some(&row), Some(&new), &assigned)?;
+                }
             }
         }
     }
@@ -839,13 +895,14 @@ fn bind_delete(catalog: &Catalog, delete: &ast::Delete, dialect: Dialect) -> Res
 
 fn delete(plan: &DeletePlan, exec: &Executor) -> Result<DmlResult> {
     let rows = exec.scan_rows_with_keys(&plan.scan)?;
-    let writer = TableWriter::new(exec, &plan.target);
+    let mut writer = TableWriter::new(exec, &plan.target);
     let mut checks = ReferenceChecks::new(exec, &plan.target);
     let mut deleted = Vec::with_capacity(rows.len());
+    let triggered = writer.triggered();
     for (key, row) in rows {
-        // An action of this statement (a self-referencing SET NULL, say) may have changed or
-        // removed the row since the scan.
-        let row = if checks.enforced {
+        // An action of this statement (a self-referencing SET NULL, say) or a trigger may have
+        // changed or removed the row since the scan.
+        let row = if checks.enforced || triggered {
             match writer.read_row(&key)? {
                 Some(row) => row,
                 None => continue,
@@ -853,8 +910,14 @@ fn delete(plan: &DeletePlan, exec: &Executor) -> Result<DmlResult> {
         } else {
             row
         };
+        if triggered && !writer.fire(Timing::Before, Event::Delete, Some(&row), None, &[])? {
+            continue;
+        }
         writer.delete_row(&key, &row);
         checks.removed(exec, &plan.target, &row, None, 0)?;
+        if triggered {
+            writer.fire(Timing::After, Event::Delete, Some(&row), None, &[])?;
+        }
         deleted.push(row);
     }
     checks.finish(exec, &plan.target)?;

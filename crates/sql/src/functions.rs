@@ -134,6 +134,8 @@ pub enum ScalarFunction {
     /// SQLite's `strftime(format, time, modifiers...)` and `julianday(time, modifiers...)`.
     StrFTime,
     JulianDay,
+    /// SQLite's `RAISE(kind, message)` in a trigger ([`crate::trigger::fire::raise`]).
+    Raise,
 }
 
 impl ScalarFunction {
@@ -495,6 +497,7 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             other => other.to_text().chars().next().map_or(Value::Null, |c| Value::Integer(c as i64)),
         },
         Date | Time | DateTime | UnixEpoch | StrFTime | JulianDay => crate::datetime::call(function, args)?,
+        Raise => return Err(crate::trigger::fire::raise(&arg(0).to_text(), &arg(1))),
         DateTrunc | Extract | DatePart | Age | MakeDate | MakeTime | MakeTimestamp | MakeTimestampTz | MakeInterval
         | JustifyDays | JustifyHours | JustifyInterval | IsFinite | Timezone | Clock | ToChar | ToDate
         | ToTimestamp | ToNumber => crate::temporal::functions::call(function, args)?,

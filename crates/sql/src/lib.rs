@@ -43,6 +43,7 @@ pub mod slt;
 pub mod system;
 pub mod temporal;
 pub mod text_functions;
+pub mod trigger;
 pub mod value;
 pub mod window;
 

@@ -352,6 +352,7 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
     let tokens = crate::window::syntax::encode_exclusions(quote_pragma_words(rewrite_sqlite_forms(tokens)));
     let tokens =
         crate::sequence::syntax::order_sequence_options(crate::sequence::syntax::encode_alter_sequence(tokens));
+    let tokens = crate::trigger::syntax::encode_triggers(tokens);
     check_chains(&tokens)?;
     let short = tokens.len() <= crate::limits::SHORT_STATEMENT_TOKENS;
     let parse = |tokens: Vec<sqlparser::tokenizer::TokenWithSpan>, depth: usize| -> Result<Vec<ast::Statement>> {
@@ -1568,6 +1569,25 @@ fn run_statement(
             }
             Ok(Outcome::Done("DROP"))
         }
+        ast::Statement::Pragma { name, value: Some(ast::Value::SingleQuotedString(text)), .. }
+            if object_name(name)?.starts_with("tern_") && object_name(name)?.contains("trigger") =>
+        {
+            let mut changed = (**catalog).clone();
+            let pragma = object_name(name)?;
+            let (done, tag) = if pragma == crate::trigger::syntax::CREATE_PRAGMA {
+                (
+                    crate::trigger::definition::create(&mut changed, crate::trigger::definition::parse_create(text)?)?,
+                    "CREATE TRIGGER",
+                )
+            } else {
+                let if_exists = pragma == crate::trigger::syntax::DROP_IF_EXISTS_PRAGMA;
+                (crate::trigger::definition::drop(&mut changed, text, if_exists)?, "DROP TRIGGER")
+            };
+            if done {
+                *new_catalog = Some(changed);
+            }
+            Ok(Outcome::Done(tag))
+        }
         ast::Statement::Pragma { name, value, .. } if object_name(name)? == "tern_reindex" => {
             let target = match value {
                 None => None,
@@ -1945,6 +1965,7 @@ fn drop_object(catalog: &mut Catalog, exec: &Executor, name: &str, drop: &DropSt
             dml::clear_table(catalog, exec, &table)?;
             catalog.indexes.retain(|_, index| index.table != name);
             catalog.tables.remove(name);
+            crate::trigger::definition::drop_for_table(catalog, name);
             for id in crate::sequence::ddl::drop_owned(catalog, name) {
                 exec.forget_sequence(id);
             }
@@ -1981,6 +2002,7 @@ fn drop_object(catalog: &mut Catalog, exec: &Executor, name: &str, drop: &DropSt
                 }
                 return Err(Error::new("42P01", format!("no such view: {name}")));
             }
+            crate::trigger::definition::drop_for_table(catalog, name);
             Ok(true)
         }
         other => Err(Error::unsupported(format!("DROP {other}"))),
@@ -2185,6 +2207,7 @@ fn alter_table(
             let old = table.name.to_ascii_lowercase();
             crate::sequence::ddl::rename_owner(catalog, &old, None, &new_name);
             crate::foreign_key::definition::rename_table(catalog, table, &old, &new_name);
+            crate::trigger::definition::rename_table(catalog, &old, &new_name);
             for index in catalog.indexes.values_mut() {
                 if index.table == old {
                     let mut renamed = (**index).clone();
