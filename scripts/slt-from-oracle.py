@@ -122,8 +122,14 @@ def main(oracle_name, database, source, target):
         kinds = []
         for column in range(width):
             values = [row[column] for row in rows if column < len(row) and row[column] != "NULL"]
-            kind = letter(values[0]) if values else "T"
-            if any(letter(value) != kind and not (kind == "R" and letter(value) == "I") for value in values):
+            letters = {letter(value) for value in values}
+            if not letters:
+                kind = "T"
+            elif len(letters) == 1:
+                kind = letters.pop()
+            elif letters <= {"I", "R"}:
+                kind = "R"
+            else:
                 kind = "T"
             kinds.append(kind)
         if not rows:

@@ -47,6 +47,12 @@ pub(crate) enum Accumulator {
     Any(Value),
     First(Option<Value>),
     Moments(Moments, Option<HashSet<Vec<u8>>>),
+    /// The ordered-set aggregates: every non-NULL value, and the fraction of the first row.
+    Ordered {
+        function: AggregateFunction,
+        values: Vec<Value>,
+        fraction: Option<Value>,
+    },
 }
 
 /// PostgreSQL's float8 accumulation for the statistics aggregates (Youngs and Cramer's update,
@@ -135,6 +141,9 @@ impl Accumulator {
                 Accumulator::Moments(Moments { statistic: Some(statistic), ..Moments::default() }, distinct())
             }
             AggregateFunction::First => Accumulator::First(None),
+            AggregateFunction::Percentile { .. } | AggregateFunction::Mode { .. } | AggregateFunction::Grouping => {
+                Accumulator::Ordered { function, values: Vec::new(), fraction: None }
+            }
         }
     }
 
@@ -262,6 +271,14 @@ impl Accumulator {
                     *first = Some(value);
                 }
             }
+            Accumulator::Ordered { values, fraction, .. } => {
+                if fraction.is_none() {
+                    *fraction = Some(args.get(1).cloned().unwrap_or(Value::Null));
+                }
+                if !value.is_null() {
+                    values.push(value);
+                }
+            }
         }
         Ok(false)
     }
@@ -324,6 +341,57 @@ impl Accumulator {
             Accumulator::Any(value) => value,
             Accumulator::First(value) => value.unwrap_or(Value::Null),
             Accumulator::Moments(moments, _) => moments.value(),
+            Accumulator::Ordered { function, values, fraction } => ordered_set(function, values, fraction)?,
         })
     }
+}
+
+/// The value of an ordered-set aggregate over its (non-NULL) values.
+fn ordered_set(function: AggregateFunction, mut values: Vec<Value>, fraction: Option<Value>) -> Result<Value> {
+    let descending = match function {
+        AggregateFunction::Percentile { descending, .. } | AggregateFunction::Mode { descending } => descending,
+        _ => return Err(Error::internal("grouping() outside a grouping query")),
+    };
+    if values.is_empty() {
+        return Ok(Value::Null);
+    }
+    values.sort_by(|a, b| if descending { b.total_cmp(a) } else { a.total_cmp(b) });
+    if let AggregateFunction::Mode { .. } = function {
+        let mut best = (0usize, 0usize); // (count, first index)
+        let mut at = 0;
+        while at < values.len() {
+            let run = values[at..].iter().take_while(|value| value.total_cmp(&values[at]) == Ordering::Equal).count();
+            if run > best.0 {
+                best = (run, at);
+            }
+            at += run;
+        }
+        return Ok(values.swap_remove(best.1));
+    }
+    let fraction = match fraction.as_ref().and_then(|fraction| fraction.to_numeric().as_f64()) {
+        Some(fraction) if (0.0..=1.0).contains(&fraction) => fraction,
+        Some(fraction) => {
+            return Err(Error::numeric_out_of_range(format!("percentile value {fraction} is not between 0 and 1")));
+        }
+        None => return Ok(Value::Null),
+    };
+    let count = values.len();
+    if let AggregateFunction::Percentile { continuous: false, .. } = function {
+        let index = ((fraction * count as f64).ceil() as usize).saturating_sub(1).min(count - 1);
+        return Ok(values.swap_remove(index));
+    }
+    let real = |value: &Value| {
+        value
+            .to_numeric()
+            .as_f64()
+            .ok_or_else(|| Error::new("22P02", format!("percentile_cont needs numbers, not {}", value.type_name())))
+    };
+    let position = fraction * (count - 1) as f64;
+    let (lower, upper) = (position.floor() as usize, position.ceil() as usize);
+    let low = real(&values[lower])?;
+    if lower == upper {
+        return Ok(Value::Real(low));
+    }
+    let high = real(&values[upper])?;
+    Ok(Value::Real(low + (high - low) * (position - lower as f64)))
 }

@@ -968,12 +968,15 @@ impl<'c> Binder<'c> {
             }
         }
 
-        let group_by: Vec<ast::Expr> = match &select.group_by {
+        let (group_by, grouping_sets): (Vec<ast::Expr>, Option<Vec<Vec<usize>>>) = match &select.group_by {
             ast::GroupByExpr::Expressions(exprs, modifiers) => {
                 if !modifiers.is_empty() {
                     return Err(Error::unsupported("GROUP BY modifiers"));
                 }
-                exprs.clone()
+                match crate::grouping_sets::expand(exprs)? {
+                    Some(expanded) => (expanded.exprs, Some(expanded.sets)),
+                    None => (exprs.clone(), None),
+                }
             }
             ast::GroupByExpr::All(_) => return Err(Error::unsupported("GROUP BY ALL")),
         };
@@ -1034,6 +1037,7 @@ impl<'c> Binder<'c> {
         }
 
         let aggregated = !group_exprs.is_empty()
+            || grouping_sets.is_some()
             || items.iter().any(|(expr, _)| expr.contains_aggregate())
             || having.as_ref().is_some_and(Expr::contains_aggregate)
             || order_terms.iter().any(|term| matches!(term, OrderTerm::Expr(expr) if expr.contains_aggregate()));
@@ -1065,7 +1069,7 @@ impl<'c> Binder<'c> {
             project = project.into_iter().map(&mut lift).collect();
             having = having.map(&mut lift);
             order_exprs = order_exprs.into_iter().map(|expr| expr.map(&mut lift)).collect();
-            plan = Plan::Aggregate { input: Box::new(plan), group_by: group_exprs, aggregates };
+            plan = crate::grouping_sets::aggregate_plan(plan, group_exprs, aggregates, grouping_sets.as_deref())?;
             if let Some(having) = having {
                 plan = Plan::Filter { input: Box::new(plan), predicate: having };
             }
@@ -1670,6 +1674,13 @@ impl<'c> Binder<'c> {
         if name == "raise" {
             return self.bind_raise(&args, scope);
         }
+        if !function.within_group.is_empty() || matches!(name.as_str(), "percentile_cont" | "percentile_disc" | "mode")
+        {
+            return self.bind_ordered_set(&name, function, &args, scope);
+        }
+        if name == "grouping" && function.over.is_some() {
+            return Err(Error::new("42809", "grouping() is not a window function"));
+        }
         let aggregate = match (name.as_str(), args.len()) {
             ("count", 0) if star => Some(AggregateFunction::CountStar),
             ("count", 1) => Some(AggregateFunction::Count),
@@ -1680,6 +1691,7 @@ impl<'c> Binder<'c> {
             ("max", 1) => Some(AggregateFunction::Max),
             ("group_concat", 1 | 2) | ("string_agg", 2) => Some(AggregateFunction::GroupConcat),
             ("array_agg", 1) => Some(AggregateFunction::ArrayAgg),
+            ("grouping", count) if count > 0 && !star && !distinct => Some(AggregateFunction::Grouping),
             (name, count) if Statistic::lookup(name).is_some_and(|(_, arity)| arity == count) => {
                 Statistic::lookup(name).map(|(statistic, _)| AggregateFunction::Statistic(statistic))
             }
@@ -1750,6 +1762,42 @@ impl<'c> Binder<'c> {
         }
         let bound = args.iter().map(|arg| self.bind_expr(arg, scope)).collect::<Result<Vec<_>>>()?;
         Ok(Expr::Function(scalar, bound))
+    }
+
+    /// The ordered-set aggregates `percentile_cont(f)`, `percentile_disc(f)` and `mode()`
+    /// `WITHIN GROUP (ORDER BY x [DESC])`: an aggregate of (x, f).
+    fn bind_ordered_set(
+        &mut self,
+        name: &str,
+        function: &ast::Function,
+        args: &[&ast::Expr],
+        scope: &Scope,
+    ) -> Result<Expr> {
+        let [order] = function.within_group.as_slice() else {
+            return Err(Error::new(
+                "42883",
+                format!("{name} is an ordered-set aggregate: it needs WITHIN GROUP (ORDER BY one expression)"),
+            ));
+        };
+        let descending = order.options.asc == Some(false);
+        let aggregate = match (name, args.len()) {
+            ("percentile_cont", 1) => AggregateFunction::Percentile { continuous: true, descending },
+            ("percentile_disc", 1) => AggregateFunction::Percentile { continuous: false, descending },
+            ("mode", 0) => AggregateFunction::Mode { descending },
+            _ => {
+                return Err(Error::new(
+                    "42883",
+                    format!("function {name} with {} arguments WITHIN GROUP does not exist", args.len()),
+                ));
+            }
+        };
+        if function.over.is_some() {
+            return Err(Error::new("0A000", format!("OVER is not supported for ordered-set aggregate {name}")));
+        }
+        let mut arguments = vec![&order.expr];
+        arguments.extend(args.iter().copied());
+        let (bound, filter) = self.bind_aggregate_args(&arguments, function.filter.as_deref(), scope)?;
+        Ok(Expr::Aggregate(Box::new(AggregateCall { function: aggregate, args: bound, distinct: false, filter })))
     }
 
     /// SQLite's `RAISE(IGNORE)` and `RAISE(ABORT|FAIL|ROLLBACK, message)` in a trigger.

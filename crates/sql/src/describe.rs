@@ -480,7 +480,9 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
 fn aggregate_type(function: AggregateFunction, first: Option<&SqlType>) -> SqlType {
     let first = first.cloned().unwrap_or(SqlType::Unknown);
     match function {
-        AggregateFunction::Count | AggregateFunction::CountStar => SqlType::Integer,
+        AggregateFunction::Count | AggregateFunction::CountStar | AggregateFunction::Grouping => SqlType::Integer,
+        AggregateFunction::Percentile { continuous: true, .. } => SqlType::Real,
+        AggregateFunction::Percentile { continuous: false, .. } | AggregateFunction::Mode { .. } => first,
         AggregateFunction::Total | AggregateFunction::Avg | AggregateFunction::Statistic(_) => SqlType::Real,
         AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg => SqlType::Text,
         AggregateFunction::Sum => match first.kind() {

@@ -33,6 +33,7 @@ pub mod error;
 pub mod exec;
 pub mod foreign_key;
 pub mod functions;
+pub mod grouping_sets;
 pub mod lift;
 pub mod limits;
 pub mod pgtype;

@@ -149,6 +149,20 @@ pub enum AggregateFunction {
     /// The value in the group's first row, NULL included (the row correlated subqueries of an
     /// aggregate query's output see).
     First,
+    /// `percentile_cont(f)` / `percentile_disc(f) WITHIN GROUP (ORDER BY x [DESC])`: arguments
+    /// (x, f). Continuous interpolates between reals; discrete picks a value.
+    Percentile {
+        continuous: bool,
+        descending: bool,
+    },
+    /// `mode() WITHIN GROUP (ORDER BY x [DESC])`: the most frequent value (the first in the
+    /// order among equally frequent ones).
+    Mode {
+        descending: bool,
+    },
+    /// `grouping(a, ...)` while binding: replaced by each grouping set's bit mask before the
+    /// plan runs ([`crate::grouping_sets`]).
+    Grouping,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
