@@ -37,7 +37,7 @@ struct Prepared {
     /// Parameter types: the client's, or inferred.
     param_oids: Vec<u32>,
     /// Result columns (name, type OID); `None` when only running the statement tells.
-    columns: Option<Vec<(String, u32)>>,
+    columns: Option<Vec<ResultColumn>>,
 }
 
 /// A bound statement and, once executed, its remaining rows.
@@ -49,7 +49,7 @@ struct Portal {
 }
 
 struct PortalResult {
-    columns: Vec<(String, u32)>,
+    columns: Vec<ResultColumn>,
     rows: VecDeque<Vec<Value>>,
     tag: String,
 }
@@ -390,7 +390,7 @@ impl Backend {
         &mut self,
         text: &str,
         outcome: Outcome,
-        declared: Option<Vec<Option<u32>>>,
+        declared: Option<Declared>,
         formats: &[i16],
         out: &mut Out,
     ) -> Result<(), Error> {
@@ -473,7 +473,7 @@ impl Backend {
                 let value = self
                     .setting(&name)
                     .ok_or_else(|| Error::new("42704", format!("unrecognized configuration parameter \"{name}\"")))?;
-                let columns = vec![(name.clone(), types::TEXT)];
+                let columns = vec![ResultColumn::new(name.clone(), types::TEXT)];
                 if !extended {
                     out.row_description(&describe_columns(&columns, formats));
                 }
@@ -643,7 +643,7 @@ impl Backend {
             out.copy_response(b'H', columns.len());
             let mut data = Vec::new();
             if spec.header && spec.format == Format::Csv {
-                let names: Vec<Option<String>> = columns.iter().map(|(name, _)| Some(name.clone())).collect();
+                let names: Vec<Option<String>> = columns.iter().map(|column| Some(column.name.clone())).collect();
                 copy::write_row(spec, &names, &mut data);
                 out.copy_data(&data);
             }
@@ -652,8 +652,8 @@ impl Backend {
                 let fields: Vec<Option<String>> = row
                     .iter()
                     .zip(&columns)
-                    .map(|(value, (_, oid))| {
-                        types::encode_text(value, *oid).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                    .map(|(value, column)| {
+                        types::encode_text(value, column.oid).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
                     })
                     .collect();
                 copy::write_row(spec, &fields, &mut data);
@@ -843,7 +843,7 @@ impl Backend {
             Some(piece) => match compat::classify(piece.text) {
                 Some(command) => {
                     let columns = match &command {
-                        Command::Show(name) => Some(vec![(name.to_ascii_lowercase(), types::TEXT)]),
+                        Command::Show(name) => Some(vec![ResultColumn::new(name.to_ascii_lowercase(), types::TEXT)]),
                         _ => Some(Vec::new()),
                     };
                     Prepared { kind: Kind::Command(command), param_oids: client_oids, columns }
@@ -852,16 +852,19 @@ impl Backend {
                     let statement = self.session.prepare(piece.text)?;
                     let description = self.session.describe(&statement).map_err(Failure::Sql)?;
                     let (params, columns) = match description {
-                        Some(description) => (
-                            description.parameters,
-                            Some(
-                                description
-                                    .columns
-                                    .into_iter()
-                                    .map(|(name, kind)| (name, types::oid_of(&kind)))
-                                    .collect(),
-                            ),
-                        ),
+                        Some(description) => {
+                            let origins = description.origins.clone();
+                            let columns = description
+                                .columns
+                                .into_iter()
+                                .enumerate()
+                                .map(|(index, (name, kind))| {
+                                    ResultColumn::new(name, types::oid_of(&kind))
+                                        .from_table(origins.get(index).copied().flatten())
+                                })
+                                .collect();
+                            (description.parameters, Some(columns))
+                        }
                         None => (Vec::new(), None),
                     };
                     let count = params.len().max(client_oids.len());
@@ -1123,44 +1126,81 @@ fn command_tag(text: &str, outcome: &Outcome) -> String {
     }
 }
 
+/// A result column as RowDescription describes it: its name, type, and the table column it
+/// reads unchanged (table OID and column number, 0 when none).
+#[derive(Debug, Clone)]
+struct ResultColumn {
+    name: String,
+    oid: u32,
+    table: u32,
+    attnum: i16,
+}
+
+impl ResultColumn {
+    fn new(name: String, oid: u32) -> ResultColumn {
+        ResultColumn { name, oid, table: 0, attnum: 0 }
+    }
+
+    fn from_table(mut self, origin: Option<(u32, i16)>) -> ResultColumn {
+        if let Some((table, attnum)) = origin {
+            (self.table, self.attnum) = (table, attnum);
+        }
+        self
+    }
+}
+
+/// What a description says of each result column: its type OID where known, and its origin.
+type Declared = Vec<(Option<u32>, Option<(u32, i16)>)>;
+
 /// Result columns with type OIDs: the declared ones where known (`Some`), else the type the
-/// column's values agree on, else text.
-fn column_types(names: Vec<String>, declared: Option<Vec<Option<u32>>>, rows: &[Vec<Value>]) -> Vec<(String, u32)> {
+/// rows' values all have, else text.
+fn column_types(names: Vec<String>, declared: Option<Declared>, rows: &[Vec<Value>]) -> Vec<ResultColumn> {
     let declared = declared.filter(|declared| declared.len() == names.len());
     names
         .into_iter()
         .enumerate()
         .map(|(index, name)| {
-            let oid = declared
-                .as_ref()
-                .and_then(|declared| declared[index])
+            let (oid, origin) = declared.as_ref().map_or((None, None), |declared| declared[index]);
+            let oid = oid
                 .or_else(|| {
                     let mut kinds = rows.iter().filter_map(|row| row.get(index).and_then(types::oid_of_value));
                     let first = kinds.next()?;
                     kinds.all(|kind| kind == first).then_some(first)
                 })
                 .unwrap_or(types::TEXT);
-            (name, oid)
+            ResultColumn::new(name, oid).from_table(origin)
         })
         .collect()
 }
 
-/// The declared result types of a description (`None` where unknown).
-fn declared_types(description: Option<tern_sql::Description>) -> Option<Vec<Option<u32>>> {
+/// The declared result types and origins of a description (`None` where unknown).
+fn declared_types(description: Option<tern_sql::Description>) -> Option<Declared> {
     description.map(|description| {
+        let origins = description.origins;
         description
             .columns
             .into_iter()
-            .map(|(_, kind)| (kind != tern_sql::SqlType::Unknown).then(|| types::oid_of(&kind)))
+            .enumerate()
+            .map(|(index, (_, kind))| {
+                let oid = (kind != tern_sql::SqlType::Unknown).then(|| types::oid_of(&kind));
+                (oid, origins.get(index).copied().flatten())
+            })
             .collect()
     })
 }
 
-fn describe_columns(columns: &[(String, u32)], formats: &[i16]) -> Vec<(String, u32, i16, i16)> {
+fn describe_columns(columns: &[ResultColumn], formats: &[i16]) -> Vec<crate::protocol::Field> {
     columns
         .iter()
         .enumerate()
-        .map(|(index, (name, oid))| (name.clone(), *oid, types::size_of(*oid), format_of(formats, index)))
+        .map(|(index, column)| crate::protocol::Field {
+            name: column.name.clone(),
+            table: column.table,
+            attnum: column.attnum,
+            oid: column.oid,
+            size: types::size_of(column.oid),
+            format: format_of(formats, index),
+        })
         .collect()
 }
 
@@ -1172,10 +1212,10 @@ fn format_of(formats: &[i16], index: usize) -> i16 {
     }
 }
 
-fn send_row(out: &mut Out, row: &[Value], columns: &[(String, u32)], formats: &[i16]) -> Result<(), Error> {
+fn send_row(out: &mut Out, row: &[Value], columns: &[ResultColumn], formats: &[i16]) -> Result<(), Error> {
     let mut values = Vec::with_capacity(row.len());
     for (index, value) in row.iter().enumerate() {
-        let oid = columns.get(index).map_or(types::TEXT, |column| column.1);
+        let oid = columns.get(index).map_or(types::TEXT, |column| column.oid);
         values.push(if format_of(formats, index) == 1 {
             types::encode_binary(value, oid)?
         } else {

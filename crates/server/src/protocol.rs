@@ -4,6 +4,17 @@
 
 use std::io::Read;
 
+/// One column of a RowDescription.
+pub struct Field {
+    pub name: String,
+    /// The OID of the table the column comes from, and its column number (0 and 0: none).
+    pub table: u32,
+    pub attnum: i16,
+    pub oid: u32,
+    pub size: i16,
+    pub format: i16,
+}
+
 /// Startup packet codes.
 const PROTOCOL_3: i32 = 196_608;
 const SSL_REQUEST: i32 = 80_877_103;
@@ -281,18 +292,19 @@ impl Out {
         });
     }
 
-    /// RowDescription: each column's name, type OID, type size and format code.
-    pub fn row_description(&mut self, columns: &[(String, u32, i16, i16)]) {
+    /// RowDescription: each column's name, table OID and column number (0 when it is not a
+    /// table's column), type OID, type size and format code.
+    pub fn row_description(&mut self, columns: &[Field]) {
         self.message(b'T', |b| {
             b.extend_from_slice(&(columns.len() as i16).to_be_bytes());
-            for (name, oid, size, format) in columns {
-                cstr(b, name);
-                b.extend_from_slice(&0i32.to_be_bytes()); // table OID
-                b.extend_from_slice(&0i16.to_be_bytes()); // column number
-                b.extend_from_slice(&oid.to_be_bytes());
-                b.extend_from_slice(&size.to_be_bytes());
+            for field in columns {
+                cstr(b, &field.name);
+                b.extend_from_slice(&field.table.to_be_bytes());
+                b.extend_from_slice(&field.attnum.to_be_bytes());
+                b.extend_from_slice(&field.oid.to_be_bytes());
+                b.extend_from_slice(&field.size.to_be_bytes());
                 b.extend_from_slice(&(-1i32).to_be_bytes()); // type modifier
-                b.extend_from_slice(&format.to_be_bytes());
+                b.extend_from_slice(&field.format.to_be_bytes());
             }
         });
     }

@@ -707,4 +707,20 @@ async fn typed_values_round_trip_through_every_protocol() {
     let described = client.prepare("SELECT d, tz, ok, id, '1 day'::interval FROM typed").await.unwrap();
     let types: Vec<&Type> = described.columns().iter().map(|column| column.type_()).collect();
     assert_eq!(types, [&Type::DATE, &Type::TIMESTAMPTZ, &Type::BOOL, &Type::INT4, &Type::INTERVAL]);
+    // RowDescription names the table and column a result column reads (JDBC's getTableName).
+    let table_oid: u32 =
+        client.query_one("SELECT oid::int8 FROM pg_class WHERE relname = 'typed'", &[]).await.unwrap().get::<_, i64>(0)
+            as u32;
+    let origins: Vec<(Option<u32>, Option<i16>)> =
+        described.columns().iter().map(|column| (column.table_oid(), column.column_id())).collect();
+    assert_eq!(
+        origins[..4],
+        [
+            (Some(table_oid), Some(2)),
+            (Some(table_oid), Some(4)),
+            (Some(table_oid), Some(5)),
+            (Some(table_oid), Some(1))
+        ]
+    );
+    assert_eq!(origins[4], (None, None));
 }

@@ -38,6 +38,47 @@ pub enum SqlType {
 pub struct Description {
     pub columns: Vec<(String, SqlType)>,
     pub parameters: Vec<SqlType>,
+    /// The table column each result column reads unchanged, as (table OID, 1-based column
+    /// number) for PostgreSQL's RowDescription; empty or `None` where there is none.
+    pub origins: Vec<Option<(u32, i16)>>,
+}
+
+/// The table column each output column of `plan` passes through unchanged (a column of a
+/// table scan, projected, filtered, sorted or joined), as (table OID, column number).
+pub fn origins(plan: &Plan) -> Vec<Option<(u32, i16)>> {
+    match plan {
+        Plan::Scan { table, .. } if table.id != 0 => (0..table.columns.len())
+            .map(|column| Some((crate::system::table_oid(table) as u32, column as i16 + 1)))
+            .collect(),
+        Plan::Filter { input, .. }
+        | Plan::Sort { input, .. }
+        | Plan::Limit { input, .. }
+        | Plan::Distinct { input, .. } => origins(input),
+        Plan::Project { input, exprs } => {
+            let inner = origins(input);
+            exprs
+                .iter()
+                .map(|expr| match expr {
+                    Expr::Column(index) => inner.get(*index).copied().flatten(),
+                    _ => None,
+                })
+                .collect()
+        }
+        Plan::Join { left, right, .. } => {
+            let mut both = origins(left);
+            both.extend(origins(right));
+            both
+        }
+        Plan::LookupJoin { left, table, .. } => {
+            let mut both = origins(left);
+            both.extend(
+                (0..table.columns.len())
+                    .map(|column| Some((crate::system::table_oid(table) as u32, column as i16 + 1))),
+            );
+            both
+        }
+        other => vec![None; other.width()],
+    }
 }
 
 impl SqlType {

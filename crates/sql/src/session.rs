@@ -810,7 +810,8 @@ impl Session {
             let mut inference = Inference::new(*parameters);
             let types = inference.plan(plan);
             let columns = columns.iter().cloned().zip(types).collect();
-            return Ok(Some(Description { columns, parameters: inference.parameters }));
+            let origins = crate::describe::origins(plan);
+            return Ok(Some(Description { columns, parameters: inference.parameters, origins }));
         }
         let mut binder = Binder::new(&catalog).with_dialect(self.dialect);
         // SELECT ... INTO and CREATE TABLE ... AS: no rows, the parameters of their query.
@@ -832,7 +833,11 @@ impl Session {
             let (plan, _) = binder.bind_query(&query, None)?;
             let mut inference = Inference::new(binder.parameter_count);
             inference.plan(&plan);
-            return Ok(Some(Description { columns: Vec::new(), parameters: inference.parameters }));
+            return Ok(Some(Description {
+                columns: Vec::new(),
+                parameters: inference.parameters,
+                origins: Vec::new(),
+            }));
         }
         let description = match &statement.statement {
             ast::Statement::Query(query) => {
@@ -840,18 +845,20 @@ impl Session {
                 let mut inference = Inference::new(binder.parameter_count);
                 let types = inference.plan(&plan);
                 let columns = columns.into_iter().map(|column| column.name).zip(types).collect();
-                Description { columns, parameters: inference.parameters }
+                Description { columns, parameters: inference.parameters, origins: crate::describe::origins(&plan) }
             }
             dml @ (ast::Statement::Insert(_) | ast::Statement::Update { .. } | ast::Statement::Delete(_)) => {
                 let plan =
                     dml::bind(&catalog, dml, self.dialect)?.ok_or_else(|| Error::internal("not a DML statement"))?;
                 let mut inference = Inference::new(parameter_count(&statement.statement.to_string()));
                 let columns = plan.describe(&mut inference);
-                Description { columns, parameters: inference.parameters }
+                Description { columns, parameters: inference.parameters, origins: Vec::new() }
             }
-            ast::Statement::Explain { .. } => {
-                Description { columns: vec![(EXPLAIN_COLUMN.to_string(), SqlType::Text)], parameters: Vec::new() }
-            }
+            ast::Statement::Explain { .. } => Description {
+                columns: vec![(EXPLAIN_COLUMN.to_string(), SqlType::Text)],
+                parameters: Vec::new(),
+                origins: Vec::new(),
+            },
             ast::Statement::Pragma { .. } => return Ok(None),
             _ => Description::default(),
         };

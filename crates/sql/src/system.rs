@@ -321,7 +321,8 @@ fn information_schema_sequences(catalog: &Catalog) -> Vec<Vec<Expr>> {
         .collect()
 }
 
-fn table_oid(table: &TableDef) -> i64 {
+/// A table's OID (`pg_class.oid`, RowDescription's table OID).
+pub fn table_oid(table: &TableDef) -> i64 {
     FIRST_OBJECT_OID + i64::from(table.id)
 }
 
