@@ -860,7 +860,7 @@ impl Backend {
                                 .enumerate()
                                 .map(|(index, (name, kind))| {
                                     ResultColumn::new(name, types::oid_of(&kind))
-                                        .from_table(origins.get(index).copied().flatten())
+                                        .reading(origins.get(index).copied().flatten())
                                 })
                                 .collect();
                             (description.parameters, Some(columns))
@@ -1141,7 +1141,7 @@ impl ResultColumn {
         ResultColumn { name, oid, table: 0, attnum: 0 }
     }
 
-    fn from_table(mut self, origin: Option<(u32, i16)>) -> ResultColumn {
+    fn reading(mut self, origin: Option<(u32, i16)>) -> ResultColumn {
         if let Some((table, attnum)) = origin {
             (self.table, self.attnum) = (table, attnum);
         }
@@ -1168,7 +1168,7 @@ fn column_types(names: Vec<String>, declared: Option<Declared>, rows: &[Vec<Valu
                     kinds.all(|kind| kind == first).then_some(first)
                 })
                 .unwrap_or(types::TEXT);
-            ResultColumn::new(name, oid).from_table(origin)
+            ResultColumn::new(name, oid).reading(origin)
         })
         .collect()
 }
