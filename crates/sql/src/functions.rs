@@ -102,6 +102,13 @@ pub enum ScalarFunction {
     Reverse,
     Initcap,
     RegexpReplace,
+    /// `regexp_match`, `regexp_split_to_array`, `regexp_count`, `regexp_like`, `regexp_substr`
+    /// ([`crate::regex_functions`]).
+    RegexpMatch,
+    RegexpSplitToArray,
+    RegexpCount,
+    RegexpLike,
+    RegexpSubstr,
     Format,
     /// `greatest(...)` / `least(...)`: PostgreSQL's, which leave NULLs out (SQLite's `max` and
     /// `min` of several arguments are NULL if any is).
@@ -196,6 +203,11 @@ impl ScalarFunction {
             "initcap" => (Initcap, 1, 1),
             "strpos" => (Instr, 2, 2),
             "regexp_replace" => (RegexpReplace, 3, 4),
+            "regexp_match" => (RegexpMatch, 2, 3),
+            "regexp_split_to_array" => (RegexpSplitToArray, 2, 3),
+            "regexp_count" => (RegexpCount, 2, 4),
+            "regexp_like" => (RegexpLike, 2, 3),
+            "regexp_substr" => (RegexpSubstr, 2, 6),
             "format" => (Format, 1, many),
             "greatest" => (Greatest, 1, many),
             "date_trunc" => (DateTrunc, 2, 3),
@@ -532,8 +544,23 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
         Initcap => crate::text_functions::initcap(&arg(0).to_text()),
         RegexpReplace => {
             let flags = args.get(3).map(Value::to_text).unwrap_or_default();
-            crate::text_functions::regexp_replace(&arg(0).to_text(), &arg(1).to_text(), &arg(2).to_text(), &flags)?
+            crate::regex_functions::regexp_replace(&arg(0).to_text(), &arg(1).to_text(), &arg(2).to_text(), &flags)?
         }
+        RegexpMatch | RegexpSplitToArray | RegexpCount | RegexpLike | RegexpSubstr if any_null => Value::Null,
+        RegexpMatch | RegexpSplitToArray | RegexpLike => {
+            let (text, pattern) = (arg(0).to_text(), arg(1).to_text());
+            let flags = args.get(2).map(Value::to_text).unwrap_or_default();
+            match function {
+                RegexpMatch => crate::regex_functions::regexp_match(&text, &pattern, &flags)?,
+                RegexpSplitToArray => crate::regex_functions::regexp_split_to_array(&text, &pattern, &flags)?,
+                _ => crate::regex_functions::regexp_like(&text, &pattern, &flags)?,
+            }
+        }
+        RegexpCount => {
+            let flags = args.get(3).map(Value::to_text).unwrap_or_default();
+            crate::regex_functions::regexp_count(&arg(0).to_text(), &arg(1).to_text(), args.get(2), &flags)?
+        }
+        RegexpSubstr => crate::regex_functions::regexp_substr(&arg(0).to_text(), &arg(1).to_text(), &args[2..])?,
         RegexMatch => {
             if any_null {
                 return Ok(Value::Null);

@@ -38,6 +38,7 @@ pub mod lift;
 pub mod limits;
 pub mod pgtype;
 pub mod plan;
+pub mod regex_functions;
 pub mod sequence;
 pub mod session;
 pub mod slt;

@@ -1,6 +1,6 @@
 //! PostgreSQL's everyday string functions, with its rules for the edge cases: `split_part`,
-//! `left`, `right`, `lpad`, `rpad`, `repeat`, `reverse`, `initcap`, `regexp_replace` and
-//! `format`. Lengths count characters, not bytes. The caller handles NULL arguments (NULL in,
+//! `left`, `right`, `lpad`, `rpad`, `repeat`, `reverse`, `initcap` and `format` (the regular
+//! expression functions are in `regex_functions.rs`). Lengths count characters, not bytes. The caller handles NULL arguments (NULL in,
 //! NULL out) except in `format`, where NULL is an argument like another.
 
 use crate::error::{Error, Result};
@@ -98,69 +98,6 @@ pub fn initcap(text: &str) -> Value {
     Value::Text(out)
 }
 
-/// `regexp_replace(text, pattern, replacement [, flags])`: the first match (every match with
-/// flag `g`; `i` ignores case) replaced; `\1`..`\9` in the replacement are groups, `\&` the
-/// match.
-pub fn regexp_replace(text: &str, pattern: &str, replacement: &str, flags: &str) -> Result<Value> {
-    let mut global = false;
-    let mut builder = regex::RegexBuilder::new(pattern);
-    // PostgreSQL's `.` matches a newline.
-    builder.dot_matches_new_line(true);
-    for flag in flags.chars() {
-        match flag {
-            'g' => global = true,
-            'i' => {
-                builder.case_insensitive(true);
-            }
-            'c' => {
-                builder.case_insensitive(false);
-            }
-            other => return Err(Error::new("22023", format!("invalid regular expression option: \"{other}\""))),
-        }
-    }
-    let regex = builder
-        .size_limit(1 << 20)
-        .dfa_size_limit(1 << 20)
-        .build()
-        .map_err(|error| Error::new("2201B", format!("invalid regular expression: {error}")))?;
-    // The result grows with every match: past the value limit, the rest is not built.
-    let built = std::cell::Cell::new(text.len());
-    let expand = |captures: &regex::Captures| -> String {
-        if built.get() > crate::limits::MAX_VALUE_BYTES {
-            return String::new();
-        }
-        let mut out = String::new();
-        let mut chars = replacement.chars().peekable();
-        while let Some(character) = chars.next() {
-            if character != '\\' {
-                out.push(character);
-                continue;
-            }
-            match chars.next() {
-                Some(digit @ '1'..='9') => {
-                    let group = digit.to_digit(10).unwrap_or(0) as usize;
-                    out.push_str(captures.get(group).map_or("", |found| found.as_str()));
-                }
-                Some('&') => out.push_str(captures.get(0).map_or("", |found| found.as_str())),
-                Some('\\') => out.push('\\'),
-                // Any other escape stays as written (PostgreSQL).
-                Some(other) => {
-                    out.push('\\');
-                    out.push(other);
-                }
-                None => out.push('\\'),
-            }
-        }
-        built.set(built.get().saturating_add(out.len()));
-        out
-    };
-    let replaced = if global { regex.replace_all(text, expand) } else { regex.replace(text, expand) };
-    if built.get() > crate::limits::MAX_VALUE_BYTES {
-        return Err(Error::value_too_large(built.get()));
-    }
-    Ok(Value::Text(replaced.into_owned()))
-}
-
 /// `format(template, args...)`: `%s` an argument as text (NULL as nothing), `%I` as an
 /// identifier, `%L` as a literal (NULL as `NULL`), `%%` a percent sign; `%n$s` takes the n-th.
 pub fn format(template: &str, args: &[Value]) -> Result<Value> {
@@ -245,7 +182,6 @@ mod tests {
         assert_eq!(text(pad("hi", &Value::Integer(5), Some("xy"), true).unwrap()), "xyxhi");
         assert_eq!(text(pad("hello", &Value::Integer(3), None, false).unwrap()), "hel");
         assert_eq!(text(initcap("hELLO wORLD-x")), "Hello World-X");
-        assert_eq!(text(regexp_replace("foobarbaz", "b(..)", "X\\1Y", "g").unwrap()), "fooXarYXazY");
         assert_eq!(
             text(format("%s-%I-%L-%%-%1$s", &[Value::from("a b"), Value::from("T"), Value::Null]).unwrap()),
             "a b-\"T\"-NULL-%-a b"
