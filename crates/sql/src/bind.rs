@@ -91,7 +91,6 @@ struct WorkingTable {
 /// Binds statements against one catalog.
 pub struct Binder<'c> {
     pub catalog: &'c Catalog,
-    next_subquery: Cell<usize>,
     ctes: Vec<HashMap<String, Arc<CteDef>>>,
     working_tables: Vec<WorkingTable>,
     /// Queries (subqueries, views, CTEs) being bound, one inside the other.
@@ -217,7 +216,6 @@ impl<'c> Binder<'c> {
     pub fn new(catalog: &'c Catalog) -> Binder<'c> {
         Binder {
             catalog,
-            next_subquery: Cell::new(0),
             ctes: Vec::new(),
             working_tables: Vec::new(),
             depth: 0,
@@ -238,11 +236,11 @@ impl<'c> Binder<'c> {
     }
 
     /// A fresh id for a subquery or a recursive CTE's working table (the executor's caches key
-    /// by it).
+    /// by it). Ids are unique in the process, not just in one binder: a statement's triggers
+    /// and SQL functions bind their own statements, run by the same executor.
     fn next_id(&self) -> usize {
-        let id = self.next_subquery.get();
-        self.next_subquery.set(id + 1);
-        id
+        static NEXT_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     fn subquery(&mut self, query: &ast::Query, scope: &Scope) -> Result<Arc<Subquery>> {
@@ -1755,8 +1753,12 @@ impl<'c> Binder<'c> {
         if let Some(bound) = self.bind_catalog_function(&name, &args, scope)? {
             return Ok(bound);
         }
-        let (scalar, min_args, max_args) =
-            ScalarFunction::lookup(&name).ok_or_else(|| Error::undefined_function(&name))?;
+        let Some((scalar, min_args, max_args)) = ScalarFunction::lookup(&name) else {
+            if let Some(def) = self.catalog.functions.get(&name).cloned() {
+                return self.bind_sql_function_call(&def, &args, scope);
+            }
+            return Err(Error::undefined_function(&name));
+        };
         if args.len() < min_args || args.len() > max_args {
             return Err(Error::new("42883", format!("wrong number of arguments to function {name}()")));
         }

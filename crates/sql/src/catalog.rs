@@ -169,6 +169,9 @@ pub struct Catalog {
     /// Triggers by lower-case name ([`crate::trigger`]).
     #[serde(default)]
     pub triggers: BTreeMap<String, Arc<crate::trigger::definition::TriggerDef>>,
+    /// SQL-language functions by lower-case name ([`crate::sql_function`]).
+    #[serde(default)]
+    pub functions: BTreeMap<String, Arc<crate::sql_function::FunctionDef>>,
 }
 
 impl Catalog {

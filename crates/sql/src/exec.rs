@@ -89,6 +89,9 @@ pub struct Executor<'t> {
     /// The row id of the last row an INSERT of this statement stored (tables keyed by a row
     /// id: hidden, or an INTEGER PRIMARY KEY).
     inserted_rowid: Cell<Option<i64>>,
+    /// Above zero while a trigger's or SQL function's statements run: their scans see what
+    /// the statement wrote so far ([`Executor::seeing_own_writes`]).
+    own_writes: Cell<u32>,
 }
 
 /// What one plan node did during EXPLAIN ANALYZE.
@@ -142,7 +145,17 @@ impl<'t> Executor<'t> {
             catalog: None,
             foreign_keys: false,
             inserted_rowid: Cell::new(None),
+            own_writes: Cell::new(0),
         }
+    }
+
+    /// Runs `body` with scans that see the statement's own writes so far (a trigger's
+    /// statements see the rows the triggering statement changed, as in SQLite).
+    pub fn seeing_own_writes<T>(&self, body: impl FnOnce() -> T) -> T {
+        self.own_writes.set(self.own_writes.get() + 1);
+        let result = body();
+        self.own_writes.set(self.own_writes.get() - 1);
+        result
     }
 
     /// Notes the row id of a row an INSERT stored.
@@ -422,6 +435,53 @@ impl<'t> Executor<'t> {
 
     /// Whether a row is stored under `key`, for a delta: without a read in the read set when
     /// it is ([`tern_txn::Transaction::delta_target_exists`]).
+    fn overlay_touches(&self, start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
+        self.overlay.borrow().range::<[u8], _>((bound_ref(start), bound_ref(end))).next().is_some()
+    }
+
+    /// A range scan merged with the statement's writes in the range (inside triggers).
+    fn scan_with_own_writes(
+        &self,
+        start: Bound<Vec<u8>>,
+        end: Bound<Vec<u8>>,
+        reverse: bool,
+        mut visit: impl FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        // The merged range is held only during the scan: charged against the limit, then
+        // given back.
+        let before = self.memory_used.get();
+        let mut merged: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        {
+            let mut txn = self.txn.borrow_mut();
+            for pair in txn.range((bound_ref(&start), bound_ref(&end))) {
+                let (key, value) = pair?;
+                self.charge(key.len() + value.len() + 48)?;
+                merged.insert(key, value);
+            }
+        }
+        for (key, value) in self.overlay.borrow().range::<[u8], _>((bound_ref(&start), bound_ref(&end))) {
+            match value {
+                Some(value) => merged.insert(key.clone(), value.clone()),
+                None => merged.remove(key),
+            };
+        }
+        let pairs: Box<dyn Iterator<Item = (&Vec<u8>, &Vec<u8>)>> =
+            if reverse { Box::new(merged.iter().rev()) } else { Box::new(merged.iter()) };
+        let mut outcome = Ok(());
+        for (key, value) in pairs {
+            match self.check_interrupt().and_then(|()| visit(key, value)) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(error) => {
+                    outcome = Err(error);
+                    break;
+                }
+            }
+        }
+        self.memory_used.set(before.max(self.memory_used.get().saturating_sub(merged_bytes(&merged))));
+        outcome
+    }
+
     /// A delta statement writes nothing else, so its overlay is empty: no own write to see.
     pub fn delta_target_exists(&self, key: &[u8]) -> Result<bool> {
         Ok(self.txn.borrow_mut().delta_target_exists(key)?)
@@ -443,6 +503,9 @@ impl<'t> Executor<'t> {
         match &start {
             Bound::Included(key) | Bound::Excluded(key) => self.note_scan(key),
             Bound::Unbounded => self.note_scan(&[]),
+        }
+        if self.own_writes.get() > 0 && self.overlay_touches(&start, &end) {
+            return self.scan_with_own_writes(start, end, reverse, visit);
         }
         let (mut start, mut end) = (start, end);
         let mut chunk_rows = first_chunk_rows.clamp(1, SCAN_CHUNK_ROWS);
@@ -1635,6 +1698,9 @@ impl<'t> Executor<'t> {
                         | ScalarFunction::CurrVal
                         | ScalarFunction::SetVal
                         | ScalarFunction::LastVal => self.sequence_function(*function, &values)?,
+                        ScalarFunction::SqlFunction => {
+                            crate::sql_function::call(self, &values[0].to_text(), &values[1..])?
+                        }
                         _ => functions::call(*function, &values)?,
                     }
                 }
@@ -1643,6 +1709,11 @@ impl<'t> Executor<'t> {
             Expr::Window(_) => return Err(Error::new("42P20", "misuse of window function")),
         })
     }
+}
+
+/// What [`Executor::scan_with_own_writes`] charged for a merged range.
+fn merged_bytes(merged: &BTreeMap<Vec<u8>, Vec<u8>>) -> usize {
+    merged.iter().map(|(key, value)| key.len() + value.len() + 48).sum()
 }
 
 /// Whether a LIKE pattern ends with an escape character that escapes nothing.

@@ -143,6 +143,8 @@ pub enum ScalarFunction {
     JulianDay,
     /// SQLite's `RAISE(kind, message)` in a trigger ([`crate::trigger::fire::raise`]).
     Raise,
+    /// A call of a SQL-language function: its name, then the arguments ([`crate::sql_function`]).
+    SqlFunction,
 }
 
 impl ScalarFunction {
@@ -275,6 +277,8 @@ pub fn is_volatile(function: ScalarFunction, args: &[Value]) -> bool {
     use ScalarFunction::*;
     match function {
         Random | CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser | Clock => true,
+        // What the body calls is not known here.
+        SqlFunction => true,
         NextVal | CurrVal | SetVal | LastVal => true,
         // age(x) counts from today.
         Age => args.len() == 1,
@@ -510,6 +514,7 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
         },
         Date | Time | DateTime | UnixEpoch | StrFTime | JulianDay => crate::datetime::call(function, args)?,
         Raise => return Err(crate::trigger::fire::raise(&arg(0).to_text(), &arg(1))),
+        SqlFunction => return Err(Error::internal("a SQL function is called by the executor")),
         DateTrunc | Extract | DatePart | Age | MakeDate | MakeTime | MakeTimestamp | MakeTimestampTz | MakeInterval
         | JustifyDays | JustifyHours | JustifyInterval | IsFinite | Timezone | Clock | ToChar | ToDate
         | ToTimestamp | ToNumber => crate::temporal::functions::call(function, args)?,

@@ -42,6 +42,7 @@ pub mod regex_functions;
 pub mod sequence;
 pub mod session;
 pub mod slt;
+pub mod sql_function;
 pub mod system;
 pub mod temporal;
 pub mod text_functions;

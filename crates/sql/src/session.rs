@@ -1595,6 +1595,20 @@ fn run_statement(
             }
             Ok(Outcome::Done(tag))
         }
+        ast::Statement::CreateFunction(create) => {
+            let mut changed = (**catalog).clone();
+            if crate::sql_function::create(&mut changed, create)? {
+                *new_catalog = Some(changed);
+            }
+            Ok(Outcome::Done("CREATE FUNCTION"))
+        }
+        ast::Statement::DropFunction { if_exists, func_desc, .. } => {
+            let mut changed = (**catalog).clone();
+            if crate::sql_function::drop(&mut changed, func_desc, *if_exists)? {
+                *new_catalog = Some(changed);
+            }
+            Ok(Outcome::Done("DROP FUNCTION"))
+        }
         ast::Statement::Pragma { name, value, .. } if object_name(name)? == "tern_reindex" => {
             let target = match value {
                 None => None,

@@ -266,3 +266,21 @@ DELETE FROM named WHERE full LIKE 'ada%'",
         &["SELECT * FROM person ORDER BY id", "SELECT * FROM named ORDER BY id"],
     );
 }
+
+#[test]
+fn subqueries_in_bodies_see_each_row() {
+    agree_in_both(
+        "CREATE TABLE t(v INTEGER)
+--
+CREATE TABLE s(v INTEGER, n INTEGER, m INTEGER)
+--
+CREATE TRIGGER t_count AFTER INSERT ON t BEGIN
+  INSERT INTO s VALUES (new.v, (SELECT count(*) FROM t WHERE v <= new.v), (SELECT max(v) FROM t));
+END
+--
+INSERT INTO t VALUES (1), (3), (2)
+--
+INSERT INTO t SELECT v + 10 FROM t WHERE v > (SELECT min(v) FROM t)",
+        &["SELECT * FROM s ORDER BY v"],
+    );
+}

@@ -68,7 +68,7 @@ pub fn fire(exec: &Executor, table: &TableDef, timing: Timing, event: Event, cha
             return Err(Error::program_limit("too many levels of trigger recursion"));
         }
         RUNNING.with(|running| running.borrow_mut().push(trigger.name.clone()));
-        let outcome = run(catalog, exec, table, trigger, change);
+        let outcome = exec.seeing_own_writes(|| run(catalog, exec, table, trigger, change));
         RUNNING.with(|running| running.borrow_mut().pop());
         match outcome {
             Ok(()) => {}

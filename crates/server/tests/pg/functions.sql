@@ -1,0 +1,21 @@
+-- SQL-language functions, checked against PostgreSQL 15.
+CREATE TABLE price(id INTEGER PRIMARY KEY, amount NUMERIC(10,2), region TEXT);
+INSERT INTO price VALUES (1, 10.50, 'east'), (2, 20.00, 'west'), (3, NULL, 'east');
+CREATE FUNCTION add_tax(x numeric) RETURNS numeric LANGUAGE sql AS 'SELECT round(x * 3, 2)';
+CREATE FUNCTION add_tax(x numeric) RETURNS numeric LANGUAGE sql AS 'SELECT x';
+CREATE OR REPLACE FUNCTION add_tax(x numeric) RETURNS numeric LANGUAGE sql AS $$ SELECT round(x * 2, 2) $$;
+SELECT id, add_tax(amount) FROM price ORDER BY id;
+CREATE FUNCTION total_in(r text) RETURNS numeric LANGUAGE sql STABLE AS 'SELECT sum(amount) FROM price WHERE region = r';
+SELECT region, total_in(region) FROM price GROUP BY region ORDER BY region;
+CREATE FUNCTION twice(integer) RETURNS integer LANGUAGE sql IMMUTABLE STRICT AS 'SELECT $1 * 2';
+SELECT twice(21), twice(NULL), twice(twice(3));
+CREATE FUNCTION label(a text, b integer) RETURNS text RETURN a || '#' || b;
+SELECT label('x', 7), label(region, id) FROM price ORDER BY id;
+CREATE FUNCTION one() RETURNS integer LANGUAGE sql AS 'SELECT 1';
+SELECT one() + one();
+SELECT twice(1, 2);
+SELECT no_such_function(1);
+DROP FUNCTION one();
+SELECT one();
+DROP FUNCTION one();
+DROP FUNCTION IF EXISTS one();
