@@ -493,6 +493,7 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         SplitPart | Left | Right | Lpad | Rpad | Repeat | Reverse | Initcap | RegexpReplace | Format => SqlType::Text,
         RegexpMatch | RegexpSplitToArray | RegexpSubstr => SqlType::Text,
         RegexpCount => SqlType::Integer,
+        PgSizePretty => SqlType::Text,
         RegexpLike => SqlType::Boolean,
         NextVal | CurrVal | SetVal | LastVal => SqlType::Integer,
         IsFinite => SqlType::Boolean,

@@ -145,6 +145,8 @@ pub enum ScalarFunction {
     Raise,
     /// A call of a SQL-language function: its name, then the arguments ([`crate::sql_function`]).
     SqlFunction,
+    /// `pg_size_pretty(bytes)`: `10 kB`, `5 MB`, ... as PostgreSQL rounds them.
+    PgSizePretty,
 }
 
 impl ScalarFunction {
@@ -205,6 +207,7 @@ impl ScalarFunction {
             "initcap" => (Initcap, 1, 1),
             "strpos" => (Instr, 2, 2),
             "regexp_replace" => (RegexpReplace, 3, 4),
+            "pg_size_pretty" => (PgSizePretty, 1, 1),
             "regexp_match" => (RegexpMatch, 2, 3),
             "regexp_split_to_array" => (RegexpSplitToArray, 2, 3),
             "regexp_count" => (RegexpCount, 2, 4),
@@ -515,6 +518,10 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
         Date | Time | DateTime | UnixEpoch | StrFTime | JulianDay => crate::datetime::call(function, args)?,
         Raise => return Err(crate::trigger::fire::raise(&arg(0).to_text(), &arg(1))),
         SqlFunction => return Err(Error::internal("a SQL function is called by the executor")),
+        PgSizePretty => match arg(0) {
+            Value::Null => Value::Null,
+            bytes => Value::Text(size_pretty(bytes.cast_integer().as_i64().unwrap_or(0))),
+        },
         DateTrunc | Extract | DatePart | Age | MakeDate | MakeTime | MakeTimestamp | MakeTimestampTz | MakeInterval
         | JustifyDays | JustifyHours | JustifyInterval | IsFinite | Timezone | Clock | ToChar | ToDate
         | ToTimestamp | ToNumber => crate::temporal::functions::call(function, args)?,
@@ -821,6 +828,26 @@ pub fn strict_arithmetic(op: BinaryOp, left: &Value, right: &Value, result: &Val
         }
         _ => Ok(()),
     }
+}
+
+/// PostgreSQL's `pg_size_pretty`: bytes below 10240, then kB, MB, GB, TB and PB, each rounded
+/// half away from zero and kept below 10240 of its unit.
+fn size_pretty(bytes: i64) -> String {
+    const LIMIT: i128 = 10 * 1024;
+    let half_rounded = |value: i128| (value + if value < 0 { -1 } else { 1 }) / 2;
+    let mut size = i128::from(bytes);
+    if size.abs() < LIMIT {
+        return format!("{size} bytes");
+    }
+    // In half-units from here on, so the last shift can round.
+    size >>= 9;
+    for unit in ["kB", "MB", "GB", "TB"] {
+        if size.abs() < LIMIT * 2 - 1 {
+            return format!("{} {unit}", half_rounded(size));
+        }
+        size >>= 10;
+    }
+    format!("{} PB", half_rounded(size))
 }
 
 fn shift(value: i64, by: i64) -> i64 {

@@ -685,6 +685,49 @@ fn number_anonymous_parameters(tokens: &mut [sqlparser::tokenizer::TokenWithSpan
 }
 
 impl Session {
+    /// `SET name = value` of a parameter other than `tern.dialect`: one the session knows
+    /// (PostgreSQL's common ones, what the server set, or a dotted custom name) is stored and
+    /// read back by `current_setting()`; another is 42704, as in PostgreSQL.
+    fn set_parameter(&mut self, name: &str, values: &[ast::Expr]) -> Result<()> {
+        const KNOWN: &[&str] = &[
+            "search_path",
+            "timezone",
+            "datestyle",
+            "intervalstyle",
+            "client_encoding",
+            "application_name",
+            "statement_timeout",
+            "lock_timeout",
+            "idle_in_transaction_session_timeout",
+            "extra_float_digits",
+            "standard_conforming_strings",
+            "client_min_messages",
+            "default_transaction_isolation",
+            "transaction_isolation",
+            "bytea_output",
+            "row_security",
+            "synchronous_commit",
+            "work_mem",
+            "jit",
+        ];
+        let name = name.trim_matches('"').to_ascii_lowercase();
+        let known = KNOWN.contains(&name.as_str()) || name.contains('.') || self.settings.read().contains_key(&name);
+        if !known {
+            return Err(Error::new("42704", format!("unrecognized configuration parameter \"{name}\"")));
+        }
+        let text = |expr: &ast::Expr| match expr {
+            ast::Expr::Value(value) => match &value.value {
+                ast::Value::SingleQuotedString(text) | ast::Value::DoubleQuotedString(text) => text.clone(),
+                other => other.to_string(),
+            },
+            ast::Expr::Identifier(ident) => ident.value.clone(),
+            other => other.to_string(),
+        };
+        let value = values.iter().map(text).collect::<Vec<_>>().join(", ");
+        self.settings.write().insert(name, value);
+        Ok(())
+    }
+
     /// A handle that cancels this session's running statement from another thread.
     pub fn interrupt_handle(&self) -> InterruptHandle {
         InterruptHandle { flag: self.interrupt.clone() }
@@ -940,6 +983,10 @@ impl Session {
                     _ => return Err(Error::syntax("SET tern.dialect takes one name: 'sqlite' or 'postgres'")),
                 };
                 self.set_dialect(Dialect::parse(&value)?);
+                Ok(Outcome::Done("SET"))
+            }
+            ast::Statement::Set(ast::Set::SingleAssignment { variable, values, .. }) => {
+                self.set_parameter(&variable.to_string(), values)?;
                 Ok(Outcome::Done("SET"))
             }
             ast::Statement::StartTransaction { .. } => {

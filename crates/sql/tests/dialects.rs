@@ -126,3 +126,15 @@ fn postgres_arithmetic_and_like_edges() {
     let mut fresh = db.session();
     assert_eq!(column(&mut fresh, "SELECT current_setting('tern.dialect')"), vec![Value::from("sqlite")]);
 }
+
+#[test]
+fn set_takes_known_and_custom_parameters_and_refuses_others() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session.execute("SET search_path = public; SET app.user_id = '42'; SET TimeZone = 'UTC'", &[]).unwrap();
+    let (_, rows) =
+        session.query("SELECT current_setting('app.user_id'), current_setting('search_path')", &[]).unwrap();
+    assert_eq!(rows, vec![vec![Value::from("42"), Value::from("public")]]);
+    let error = session.execute("SET no_such_parameter = 1", &[]).unwrap_err();
+    assert_eq!(error.sqlstate, "42704");
+}

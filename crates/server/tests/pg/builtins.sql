@@ -33,3 +33,5 @@ CREATE TABLE IF NOT EXISTS summary AS SELECT 1 AS one;
 SELECT id, g INTO copied FROM m WHERE x > 3;
 SELECT id, g FROM copied ORDER BY id;
 CREATE TABLE dup AS SELECT 1 AS a, 2 AS a;
+SELECT pg_size_pretty(0::bigint), pg_size_pretty(10239::bigint), pg_size_pretty(10240::bigint), pg_size_pretty(1048575::bigint), pg_size_pretty(10485760::bigint), pg_size_pretty(123456789012::bigint), pg_size_pretty(-20000::bigint), pg_size_pretty(9223372036854775807::bigint);
+SELECT pg_size_pretty(NULL::bigint);
