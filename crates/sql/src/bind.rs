@@ -1528,6 +1528,12 @@ impl<'c> Binder<'c> {
                 if let Some(bound) = self.bind_catalog_cast(inner, data_type, scope)? {
                     return Ok(bound);
                 }
+                if let Some(domain) = crate::domain::of_type(self.catalog, &data_type.to_string()).cloned() {
+                    return self.bind_domain_cast(inner, &domain, scope);
+                }
+                if self.dialect == Dialect::Postgres && !crate::pgtype::is_type_name(&data_type.to_string()) {
+                    return Err(Error::new("42704", format!("type \"{data_type}\" does not exist")));
+                }
                 let to = CastType::of_affinity(affinity_of_type_in(data_type, self.dialect)?);
                 Expr::Cast(Box::new(self.bind_expr(inner, scope)?), to)
             }
@@ -1800,6 +1806,28 @@ impl<'c> Binder<'c> {
         arguments.extend(args.iter().copied());
         let (bound, filter) = self.bind_aggregate_args(&arguments, function.filter.as_deref(), scope)?;
         Ok(Expr::Aggregate(Box::new(AggregateCall { function: aggregate, args: bound, distinct: false, filter })))
+    }
+
+    /// `CAST(x AS domain)`: the cast to the base type, checked against the domain's checks.
+    fn bind_domain_cast(
+        &mut self,
+        inner: &ast::Expr,
+        domain: &crate::domain::DomainDef,
+        scope: &Scope,
+    ) -> Result<Expr> {
+        let base = match parse_expr(&format!("CAST(NULL AS {})", domain.base_type))? {
+            ast::Expr::Cast { data_type, .. } => data_type,
+            _ => return Err(Error::internal("a domain's base type")),
+        };
+        let cast =
+            ast::Expr::Cast { kind: ast::CastKind::Cast, expr: Box::new(inner.clone()), data_type: base, format: None };
+        let Some(condition) = crate::domain::check_over(domain, &cast)? else { return self.bind_expr(&cast, scope) };
+        let value = self.bind_expr(&cast, scope)?;
+        let condition = self.bind_expr(&condition, scope)?;
+        Ok(Expr::Function(
+            ScalarFunction::CheckDomain,
+            vec![value, condition, Expr::Literal(Value::Text(domain.name.clone()))],
+        ))
     }
 
     /// SQLite's `RAISE(IGNORE)` and `RAISE(ABORT|FAIL|ROLLBACK, message)` in a trigger.

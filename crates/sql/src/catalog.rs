@@ -23,6 +23,9 @@ pub struct ColumnDef {
     /// sequence the column owns.
     #[serde(default)]
     pub identity: Option<Identity>,
+    /// The domain the column was declared with (lower case), whose type and checks it took.
+    #[serde(default)]
+    pub domain: Option<String>,
 }
 
 /// A foreign key: `columns` of its table reference `parent_columns` of `parent` (the parent's
@@ -172,6 +175,9 @@ pub struct Catalog {
     /// SQL-language functions by lower-case name ([`crate::sql_function`]).
     #[serde(default)]
     pub functions: BTreeMap<String, Arc<crate::sql_function::FunctionDef>>,
+    /// Domains by lower-case name ([`crate::domain`]).
+    #[serde(default)]
+    pub domains: BTreeMap<String, Arc<crate::domain::DomainDef>>,
 }
 
 impl Catalog {

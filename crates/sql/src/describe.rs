@@ -494,6 +494,7 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         RegexpMatch | RegexpSplitToArray | RegexpSubstr => SqlType::Text,
         RegexpCount => SqlType::Integer,
         PgSizePretty => SqlType::Text,
+        CheckDomain => first,
         RegexpLike => SqlType::Boolean,
         NextVal | CurrVal | SetVal | LastVal => SqlType::Integer,
         IsFinite => SqlType::Boolean,

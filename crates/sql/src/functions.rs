@@ -147,6 +147,9 @@ pub enum ScalarFunction {
     SqlFunction,
     /// `pg_size_pretty(bytes)`: `10 kB`, `5 MB`, ... as PostgreSQL rounds them.
     PgSizePretty,
+    /// A cast to a domain: (value, the domain's checks on it, the domain's name); 23514 when a
+    /// check is false ([`crate::domain`]).
+    CheckDomain,
 }
 
 impl ScalarFunction {
@@ -518,6 +521,15 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
         Date | Time | DateTime | UnixEpoch | StrFTime | JulianDay => crate::datetime::call(function, args)?,
         Raise => return Err(crate::trigger::fire::raise(&arg(0).to_text(), &arg(1))),
         SqlFunction => return Err(Error::internal("a SQL function is called by the executor")),
+        CheckDomain => {
+            if arg(1).truth() == Some(false) {
+                return Err(Error::check_violation(format!(
+                    "value for domain {} violates check constraint",
+                    arg(2).to_text()
+                )));
+            }
+            arg(0)
+        }
         PgSizePretty => match arg(0) {
             Value::Null => Value::Null,
             bytes => Value::Text(size_pretty(bytes.cast_integer().as_i64().unwrap_or(0))),

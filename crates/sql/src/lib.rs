@@ -29,6 +29,7 @@ pub mod delta;
 pub mod describe;
 pub mod dialect;
 pub mod dml;
+pub mod domain;
 pub mod error;
 pub mod exec;
 pub mod foreign_key;

@@ -95,6 +95,38 @@ pub fn oid_of_name(name: &str) -> Option<u32> {
         .or_else(|| BUILT_IN.iter().find(|(_, typname, ..)| *typname == lower).map(|(oid, ..)| *oid))
 }
 
+/// Whether PostgreSQL knows a type by this name (modifiers such as `(10,2)`, `with time zone`
+/// and `[]` allowed).
+pub fn is_type_name(name: &str) -> bool {
+    let lower = name.trim().to_ascii_lowercase();
+    let base = lower.split(['(', '[']).next().unwrap_or_default().trim();
+    let base =
+        base.strip_suffix("with time zone").or_else(|| base.strip_suffix("without time zone")).unwrap_or(base).trim();
+    // Catalog types (`information_schema.sql_identifier`, `pg_catalog.aclitem`) are accepted.
+    (base.contains('.') && !base.starts_with("public."))
+        || oid_of_name(base).is_some()
+        || crate::temporal::TemporalKind::of_type_name(&lower).is_some()
+        || matches!(
+            base,
+            "double"
+                | "dec"
+                | "serial"
+                | "bigserial"
+                | "smallserial"
+                | "int2"
+                | "int4"
+                | "int8"
+                | "float"
+                | "json"
+                | "jsonb"
+                | "uuid"
+                | "regtype"
+                | "regnamespace"
+                | "regproc"
+                | "xid"
+        )
+}
+
 /// A declared type name's OID: PostgreSQL's names first, then SQLite's affinity rules.
 pub fn declared_oid(declared: &str) -> u32 {
     let lower = declared.to_ascii_lowercase();

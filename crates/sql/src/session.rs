@@ -1642,6 +1642,20 @@ fn run_statement(
             }
             Ok(Outcome::Done(tag))
         }
+        ast::Statement::CreateDomain(create) => {
+            let mut changed = (**catalog).clone();
+            crate::domain::create(&mut changed, create)?;
+            *new_catalog = Some(changed);
+            Ok(Outcome::Done("CREATE DOMAIN"))
+        }
+        ast::Statement::DropDomain(drop) => {
+            let mut changed = (**catalog).clone();
+            let cascade = matches!(drop.drop_behavior, Some(ast::DropBehavior::Cascade));
+            if crate::domain::drop(&mut changed, &drop.name, drop.if_exists, cascade)? {
+                *new_catalog = Some(changed);
+            }
+            Ok(Outcome::Done("DROP DOMAIN"))
+        }
         ast::Statement::CreateFunction(create) => {
             let mut changed = (**catalog).clone();
             if crate::sql_function::create(&mut changed, create)? {
@@ -1736,9 +1750,14 @@ struct ColumnParts {
     generated: Option<crate::sequence::ddl::Generated>,
 }
 
-fn column_def(column: &ast::ColumnDef, dialect: Dialect) -> Result<ColumnParts> {
-    let declared_type =
+fn column_def(column: &ast::ColumnDef, dialect: Dialect, catalog: &Catalog) -> Result<ColumnParts> {
+    let mut declared_type =
         if column.data_type == ast::DataType::Unspecified { String::new() } else { column.data_type.to_string() };
+    // A domain: its base type, default and checks.
+    let domain = crate::domain::of_type(catalog, &declared_type).cloned();
+    if let Some(domain) = &domain {
+        declared_type = domain.base_type.clone();
+    }
     crate::decimal::declared_precision(&declared_type)?;
     let mut def = ColumnDef {
         name: column.name.value.clone(),
@@ -1747,6 +1766,7 @@ fn column_def(column: &ast::ColumnDef, dialect: Dialect) -> Result<ColumnParts> 
         not_null: false,
         default: None,
         identity: None,
+        domain: domain.as_ref().map(|domain| domain.name.clone()),
     };
     let (mut primary, mut unique, mut check) = (false, false, None);
     let mut generated =
@@ -1787,6 +1807,17 @@ fn column_def(column: &ast::ColumnDef, dialect: Dialect) -> Result<ColumnParts> 
     }
     if generated.is_some() && def.default.is_some() {
         return Err(Error::syntax(format!("both default and identity specified for column \"{}\"", def.name)));
+    }
+    if let Some(domain) = &domain {
+        if def.default.is_none() {
+            def.default = domain.default.clone();
+        }
+        if let Some(domain_check) = crate::domain::column_check(domain, &def.name)? {
+            check = Some(match check {
+                Some(own) => format!("({domain_check}) AND ({own})"),
+                None => domain_check,
+            });
+        }
     }
     Ok(ColumnParts { def, primary, unique, check, generated })
 }
@@ -1841,7 +1872,7 @@ pub(crate) fn create_table(catalog: &mut Catalog, create: &ast::CreateTable, dia
         if table.column_index(&column.name.value).is_some() {
             return Err(Error::duplicate_object(format!("duplicate column name: {}", column.name.value)));
         }
-        let ColumnParts { mut def, primary, unique, check, generated } = column_def(column, dialect)?;
+        let ColumnParts { mut def, primary, unique, check, generated } = column_def(column, dialect, catalog)?;
         if let Some(generated) = generated {
             crate::sequence::ddl::attach_sequence(catalog, &name, &mut def, generated)?;
         }
@@ -2186,7 +2217,7 @@ fn alter_table(
             if table.columns.len() >= crate::limits::MAX_COLUMNS {
                 return Err(too_many_columns());
             }
-            let ColumnParts { def, primary, unique, check, generated } = column_def(column, dialect)?;
+            let ColumnParts { def, primary, unique, check, generated } = column_def(column, dialect, catalog)?;
             if column.options.iter().any(|option| matches!(option.option, ast::ColumnOption::ForeignKey { .. })) {
                 return Err(Error::unsupported("adding a column with REFERENCES (create the table with it)"));
             }

@@ -115,6 +115,7 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
                 not_null: false,
                 default: None,
                 identity: None,
+                domain: None,
                 // The row key of a system table is its position; nothing is stored.
             })
             .collect(),

@@ -88,6 +88,7 @@ fn view_table(name: &str, outputs: &[crate::bind::OutputColumn]) -> TableDef {
                 not_null: false,
                 default: None,
                 identity: None,
+                domain: None,
             })
             .collect(),
         primary_key: Vec::new(),

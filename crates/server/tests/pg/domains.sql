@@ -1,0 +1,25 @@
+-- Domains, checked against PostgreSQL 15.
+CREATE DOMAIN positive AS integer CHECK (VALUE > 0);
+CREATE DOMAIN small_positive AS positive CHECK (VALUE < 100);
+CREATE DOMAIN code AS varchar(10) DEFAULT 'none' CONSTRAINT code_format CHECK (VALUE ~ '^[a-z]+$');
+CREATE DOMAIN positive AS integer;
+CREATE TABLE item(id positive PRIMARY KEY, qty small_positive, tag code);
+INSERT INTO item(id, qty) VALUES (1, 5);
+INSERT INTO item VALUES (2, 99, 'abc');
+INSERT INTO item VALUES (0, 5, 'abc');
+INSERT INTO item VALUES (3, 100, 'abc');
+INSERT INTO item VALUES (4, 5, 'ABC');
+INSERT INTO item VALUES (5, NULL, NULL);
+UPDATE item SET qty = -1 WHERE id = 1;
+SELECT id, qty, tag FROM item ORDER BY id;
+SELECT CAST(7 AS positive), 5::small_positive;
+SELECT CAST(-7 AS positive);
+SELECT 500::small_positive;
+DROP DOMAIN code;
+DROP DOMAIN code;
+DROP DOMAIN IF EXISTS code;
+DROP TABLE item;
+DROP DOMAIN code;
+DROP DOMAIN code;
+DROP DOMAIN IF EXISTS code;
+SELECT 'abc'::code;
