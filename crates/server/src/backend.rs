@@ -1122,6 +1122,7 @@ fn command_tag(text: &str, outcome: &Outcome) -> String {
         "INSERT" | "REPLACE" => format!("INSERT 0 {count}"),
         "UPDATE" => format!("UPDATE {count}"),
         "DELETE" => format!("DELETE {count}"),
+        "MERGE" => format!("MERGE {count}"),
         _ => format!("SELECT {count}"),
     }
 }

@@ -943,6 +943,92 @@ pub fn insert_rows(catalog: &Catalog, exec: &Executor, table: &Arc<TableDef>, ro
     Ok(count)
 }
 
+/// A change MERGE decided for its target ([`crate::merge`]).
+pub enum RowAction {
+    /// A new row: a value per column, `None` for the column's default.
+    Insert(Vec<Option<Value>>),
+    /// The row under `key` gets `new`; `assigned` are the columns the SET named.
+    Update {
+        key: Vec<u8>,
+        new: Row,
+        assigned: Vec<usize>,
+    },
+    Delete {
+        key: Vec<u8>,
+    },
+}
+
+/// Applies MERGE's changes in order, with everything INSERT, UPDATE and DELETE check: types,
+/// NOT NULL, CHECK, unique keys (23505), foreign keys and triggers. The count of rows changed.
+pub fn apply_row_actions(
+    catalog: &Catalog,
+    exec: &Executor,
+    table: &Arc<TableDef>,
+    actions: Vec<RowAction>,
+) -> Result<u64> {
+    let target = Target::bind(catalog, table.clone(), exec.dialect())?;
+    let mut writer = TableWriter::new(exec, &target);
+    let mut checks = ReferenceChecks::new(exec, &target);
+    let triggered = writer.triggered();
+    let mut changed_rows = Vec::new();
+    let mut count = 0;
+    for action in actions {
+        match action {
+            RowAction::Insert(values) => {
+                let mut row = Vec::with_capacity(values.len());
+                for (column, value) in values.into_iter().enumerate() {
+                    row.push(match value {
+                        Some(value) => value,
+                        None => target.default_value(exec, column)?,
+                    });
+                }
+                writer.validate(&mut row)?;
+                let key = writer.key_for_new_row(&mut row)?;
+                if triggered && !writer.fire(Timing::Before, Event::Insert, None, Some(&row), &[])? {
+                    continue;
+                }
+                writer.resolve_conflicts(&key, &row, OnConflict::Fail, true)?;
+                writer.write_row(&key, &row);
+                if let Some(rowid) = writer.rowid_of(&key, &row) {
+                    exec.note_inserted_rowid(rowid);
+                }
+                checks.inserted(&row);
+                if triggered {
+                    writer.fire(Timing::After, Event::Insert, None, Some(&row), &[])?;
+                }
+            }
+            RowAction::Update { key, new, assigned } => {
+                let Some(old) = writer.read_row(&key)? else { continue };
+                if triggered && !writer.fire(Timing::Before, Event::Update, Some(&old), Some(&new), &assigned)? {
+                    continue;
+                }
+                if !update_row(&mut writer, &key, &old, new, OnConflict::Fail, &mut changed_rows)? {
+                    continue;
+                }
+                let new = changed_rows.last().cloned().unwrap_or_default();
+                checks.updated(exec, &target, &old, &new)?;
+                if triggered {
+                    writer.fire(Timing::After, Event::Update, Some(&old), Some(&new), &assigned)?;
+                }
+            }
+            RowAction::Delete { key } => {
+                let Some(old) = writer.read_row(&key)? else { continue };
+                if triggered && !writer.fire(Timing::Before, Event::Delete, Some(&old), None, &[])? {
+                    continue;
+                }
+                writer.delete_row(&key, &old);
+                checks.removed(exec, &target, &old, None, 0)?;
+                if triggered {
+                    writer.fire(Timing::After, Event::Delete, Some(&old), None, &[])?;
+                }
+            }
+        }
+        count += 1;
+    }
+    checks.finish(exec, &target)?;
+    Ok(count)
+}
+
 /// Most rows one foreign key action may reach through others (SQLite's limit of nested
 /// actions).
 const MAX_CASCADE_DEPTH: usize = 1000;

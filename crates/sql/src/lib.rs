@@ -37,6 +37,7 @@ pub mod functions;
 pub mod grouping_sets;
 pub mod lift;
 pub mod limits;
+pub mod merge;
 pub mod pgtype;
 pub mod plan;
 pub mod regex_functions;

@@ -1642,6 +1642,7 @@ fn run_statement(
             }
             Ok(Outcome::Done(tag))
         }
+        merge @ ast::Statement::Merge { .. } => Ok(Outcome::Changed(crate::merge::execute(catalog, exec, merge)?)),
         ast::Statement::CreateDomain(create) => {
             let mut changed = (**catalog).clone();
             crate::domain::create(&mut changed, create)?;

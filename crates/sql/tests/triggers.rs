@@ -284,3 +284,31 @@ INSERT INTO t SELECT v + 10 FROM t WHERE v > (SELECT min(v) FROM t)",
         &["SELECT * FROM s ORDER BY v"],
     );
 }
+
+#[test]
+fn merge_fires_row_triggers_and_checks_constraints() {
+    let db = Database::open_in_memory().unwrap();
+    let mut pg = db.session();
+    pg.set_dialect(Dialect::Postgres);
+    pg.execute(
+        "CREATE TABLE stock(item TEXT PRIMARY KEY, qty INTEGER CHECK (qty >= 0));
+         CREATE TABLE log(what TEXT);
+         INSERT INTO stock VALUES ('apple', 1), ('pear', 2);
+         CREATE TRIGGER stock_insert AFTER INSERT ON stock BEGIN INSERT INTO log VALUES ('insert ' || new.item); END;
+         CREATE TRIGGER stock_update AFTER UPDATE ON stock BEGIN INSERT INTO log VALUES ('update ' || new.item); END;
+         CREATE TABLE incoming(item TEXT, qty INTEGER);
+         INSERT INTO incoming VALUES ('apple', 5), ('kiwi', 3)",
+        &[],
+    )
+    .unwrap();
+    let merge = "MERGE INTO stock s USING incoming i ON s.item = i.item
+                 WHEN MATCHED THEN UPDATE SET qty = s.qty + i.qty
+                 WHEN NOT MATCHED THEN INSERT VALUES (i.item, i.qty)";
+    assert!(matches!(pg.execute(merge, &[]).unwrap().pop(), Some(tern_sql::Outcome::Changed(2))));
+    assert_eq!(tern_rows(&mut pg, "SELECT * FROM stock ORDER BY item"), ["apple|6", "kiwi|3", "pear|2"]);
+    assert_eq!(tern_rows(&mut pg, "SELECT what FROM log ORDER BY what"), ["insert kiwi", "update apple"]);
+    // A failing CHECK undoes the whole MERGE.
+    pg.execute("UPDATE incoming SET qty = -100", &[]).unwrap();
+    assert_eq!(pg.execute(merge, &[]).unwrap_err().sqlstate, "23514");
+    assert_eq!(tern_rows(&mut pg, "SELECT count(*) FROM log"), ["2"]);
+}
