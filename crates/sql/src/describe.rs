@@ -95,6 +95,8 @@ impl SqlType {
                 Affinity::Decimal(..) => SqlType::Decimal,
                 Affinity::Text => SqlType::Text,
                 Affinity::Boolean => SqlType::Boolean,
+                Affinity::Float => SqlType::Real,
+                Affinity::Number => SqlType::Decimal,
                 Affinity::Temporal(kind) => SqlType::Temporal(kind),
                 Affinity::Blob | Affinity::Numeric => SqlType::Unknown,
             },
@@ -422,6 +424,8 @@ impl Inference {
                     CastType::Numeric => SqlType::Unknown,
                     CastType::Int(bytes) => SqlType::Int(*bytes),
                     CastType::Boolean => SqlType::Boolean,
+                    CastType::Float => SqlType::Real,
+                    CastType::Number => SqlType::Decimal,
                     CastType::Temporal(kind) => SqlType::Temporal(*kind),
                 };
                 // `$1::int8` gives the parameter the cast's type, as in PostgreSQL.

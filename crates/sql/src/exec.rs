@@ -1614,7 +1614,11 @@ impl<'t> Executor<'t> {
                     CastType::Numeric => value.cast_numeric(),
                     CastType::Decimal(precision, scale) => value.cast_decimal(*precision, *scale)?,
                     CastType::Text => Value::Text(value.to_text()),
-                    CastType::Int(_) | CastType::Boolean | CastType::Temporal(_) => to.affinity().store(value)?,
+                    CastType::Int(_)
+                    | CastType::Boolean
+                    | CastType::Temporal(_)
+                    | CastType::Float
+                    | CastType::Number => to.affinity().store(value)?,
                     CastType::Blob => match value {
                         Value::Blob(bytes) => Value::Blob(bytes),
                         other => Value::Blob(other.to_text().into_bytes()),

@@ -158,6 +158,8 @@ pub fn declared_oid(declared: &str) -> u32 {
             Affinity::Int(2) => INT2,
             Affinity::Int(_) => INT4,
             Affinity::Boolean => BOOL,
+            Affinity::Float => FLOAT8,
+            Affinity::Number => NUMERIC,
             Affinity::Temporal(kind) => temporal_oid(kind),
             Affinity::Real => FLOAT8,
             Affinity::Decimal(..) | Affinity::Numeric => NUMERIC,

@@ -94,6 +94,9 @@ pub enum CastType {
     Int(u8),
     Boolean,
     Temporal(crate::temporal::TemporalKind),
+    /// PostgreSQL's `double precision` and unconstrained `numeric`, strict about their input.
+    Float,
+    Number,
 }
 
 impl CastType {
@@ -109,6 +112,8 @@ impl CastType {
             CastType::Int(bytes) => Affinity::Int(bytes),
             CastType::Boolean => Affinity::Boolean,
             CastType::Temporal(kind) => Affinity::Temporal(kind),
+            CastType::Float => Affinity::Float,
+            CastType::Number => Affinity::Number,
         }
     }
 
@@ -124,6 +129,8 @@ impl CastType {
             Affinity::Int(bytes) => CastType::Int(bytes),
             Affinity::Boolean => CastType::Boolean,
             Affinity::Temporal(kind) => CastType::Temporal(kind),
+            Affinity::Float => CastType::Float,
+            Affinity::Number => CastType::Number,
         }
     }
 }

@@ -613,6 +613,8 @@ impl Listing {
                         Some(Affinity::Int(2)) => "smallint",
                         Some(Affinity::Int(_)) => "integer",
                         Some(Affinity::Boolean) => "boolean",
+                        Some(Affinity::Float) => "double precision",
+                        Some(Affinity::Number) => "numeric",
                         Some(Affinity::Temporal(kind)) => kind.name(),
                         Some(Affinity::Real) => "double precision",
                         Some(Affinity::Numeric | Affinity::Decimal(..)) => "numeric",

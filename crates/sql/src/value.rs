@@ -51,6 +51,12 @@ pub enum Affinity {
     Boolean,
     /// A date/time type: text is parsed (22007, 22008 when malformed or out of range).
     Temporal(TemporalKind),
+    /// PostgreSQL's `real` and `double precision`: numbers become reals; text must be one
+    /// (`NaN` and `Infinity` too), else 22P02.
+    Float,
+    /// PostgreSQL's `numeric` without a precision: integers stay integers, other numbers
+    /// become exact decimals; text must be a number, else 22P02.
+    Number,
 }
 
 impl Affinity {
@@ -85,6 +91,8 @@ impl Affinity {
             return Affinity::Temporal(kind);
         }
         match crate::pgtype::declared_oid(name) {
+            crate::pgtype::FLOAT4 | crate::pgtype::FLOAT8 => Affinity::Float,
+            crate::pgtype::NUMERIC if !name.contains('(') => Affinity::Number,
             crate::pgtype::INT2 => Affinity::Int(2),
             crate::pgtype::INT4 => Affinity::Int(4),
             crate::pgtype::INT8 => Affinity::Int(8),
@@ -102,6 +110,8 @@ impl Affinity {
                 | Affinity::Decimal(..)
                 | Affinity::Int(_)
                 | Affinity::Boolean
+                | Affinity::Float
+                | Affinity::Number
         )
     }
 
@@ -118,6 +128,8 @@ impl Affinity {
             Affinity::Int(bytes) => return store_int(value, bytes),
             Affinity::Boolean => return store_boolean(value),
             Affinity::Temporal(kind) => return temporal::cast(&value, kind),
+            Affinity::Float => return store_float(value),
+            Affinity::Number => return store_number(value),
             _ => {}
         }
         let Affinity::Decimal(precision, scale) = self else { return Ok(self.apply(value)) };
@@ -177,6 +189,14 @@ impl Affinity {
             // Text is read as the type; other date/time values already compare with it.
             Affinity::Temporal(kind) => match &value {
                 Value::Text(_) => temporal::cast(&value, kind).unwrap_or(value),
+                _ => value,
+            },
+            Affinity::Float => Affinity::Real.apply(value),
+            Affinity::Number => match &value {
+                Value::Text(text) => match decimal::parse(text) {
+                    Some(exact) => Value::Decimal(exact),
+                    None => value,
+                },
                 _ => value,
             },
             Affinity::Integer | Affinity::Numeric => match value {
@@ -279,6 +299,50 @@ fn store_int(value: Value, bytes: u8) -> Result<Value> {
         return Err(Error::numeric_out_of_range(format!("{name} out of range")));
     }
     Ok(Value::Integer(integer))
+}
+
+/// A value stored into a PostgreSQL `real` or `double precision` column.
+fn store_float(value: Value) -> Result<Value> {
+    Ok(match value {
+        Value::Null => Value::Null,
+        Value::Integer(integer) => Value::Real(integer as f64),
+        Value::Real(real) => Value::Real(real),
+        Value::Decimal(exact) => Value::Real(decimal::to_f64(&exact)),
+        Value::Text(text) => {
+            let trimmed = text.trim();
+            let real = match trimmed.to_ascii_lowercase().as_str() {
+                "nan" => Some(f64::NAN),
+                "infinity" | "+infinity" | "inf" => Some(f64::INFINITY),
+                "-infinity" | "-inf" => Some(f64::NEG_INFINITY),
+                _ => parse_number(trimmed).and_then(|number| number.as_f64()),
+            };
+            Value::Real(real.ok_or_else(|| {
+                Error::new("22P02", format!("invalid input syntax for type double precision: \"{text}\""))
+            })?)
+        }
+        other => {
+            return Err(Error::datatype_mismatch(format!(
+                "a {} cannot be stored as double precision",
+                other.type_name()
+            )));
+        }
+    })
+}
+
+/// A value stored into a PostgreSQL `numeric` column without a precision.
+fn store_number(value: Value) -> Result<Value> {
+    Ok(match value {
+        Value::Null | Value::Integer(_) | Value::Decimal(_) => value,
+        Value::Real(real) => match decimal::from_f64(real) {
+            Some(exact) => Value::Decimal(exact),
+            None => return Err(Error::numeric_out_of_range(format!("{} does not fit numeric", format_real(real)))),
+        },
+        Value::Text(text) => match decimal::parse(&text) {
+            Some(exact) => Value::Decimal(exact),
+            None => return Err(Error::new("22P02", format!("invalid input syntax for type numeric: \"{text}\""))),
+        },
+        other => return Err(Error::datatype_mismatch(format!("a {} cannot be stored as numeric", other.type_name()))),
+    })
 }
 
 /// A value stored into a PostgreSQL boolean column.
