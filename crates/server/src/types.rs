@@ -193,7 +193,10 @@ pub fn decode_binary(bytes: &[u8], oid: u32) -> Result<Value, Error> {
             let days = i64::from(i32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes")));
             Value::Temporal(Temporal::Date(match days {
                 days if days == i64::from(i32::MAX) || days == i64::from(i32::MIN) => days as i32,
-                days => i32::try_from(days + POSTGRES_EPOCH_DAYS).map_err(|_| wrong())?,
+                days => i32::try_from(days + POSTGRES_EPOCH_DAYS)
+                    .ok()
+                    .filter(|days| temporal::date_of_days(*days).is_some())
+                    .ok_or_else(wrong)?,
             }))
         }
         TIME => {

@@ -248,9 +248,12 @@ impl<'a, 't> TableWriter<'a, 't> {
         assigned: &[usize],
     ) -> Result<bool> {
         let change = crate::trigger::fire::RowChange { old, new, assigned };
-        let proceed = crate::trigger::fire::fire(self.exec, self.table, timing, event, &change)?;
+        // What the triggers insert does not change the statement's last inserted row id.
+        let rowid = self.exec.inserted_rowid();
+        let proceed = crate::trigger::fire::fire(self.exec, self.table, timing, event, &change);
+        self.exec.restore_inserted_rowid(rowid);
         self.next_rowid = None;
-        Ok(proceed)
+        proceed
     }
 
     /// The rows OR REPLACE deleted since the last call.
@@ -641,8 +644,14 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
                 updated[*position] = exec.eval(expr, &env)?;
             }
             let assigned: Vec<usize> = assignments.iter().map(|(position, _)| *position).collect();
-            if triggered && !writer.fire(Timing::Before, Event::Update, Some(&existing), Some(&updated), &assigned)? {
-                continue;
+            let mut existing = existing;
+            if triggered {
+                if !writer.fire(Timing::Before, Event::Update, Some(&existing), Some(&updated), &assigned)? {
+                    continue;
+                }
+                // A BEFORE trigger may have changed or deleted the row (its index entries).
+                let Some(current) = writer.read_row(&other_key)? else { continue };
+                existing = current;
             }
             if update_row(&mut writer, &other_key, &existing, updated, OnConflict::Fail, &mut inserted)?
                 && let Some(new) = inserted.last()
@@ -844,14 +853,27 @@ fn update(plan: &UpdatePlan, exec: &Executor) -> Result<DmlResult> {
     let assigned: Vec<usize> = plan.assignments.iter().map(|(position, _)| *position).collect();
     for (key, _) in rows {
         // OR REPLACE may have deleted or moved a later target row: use what is stored now.
-        let Some(row) = writer.read_row(&key)? else { continue };
-        let env = Env::new(&row, None);
-        let mut updated = row.clone();
-        for (position, expr) in &plan.assignments {
-            updated[*position] = exec.eval(expr, &env)?;
-        }
-        if triggered && !writer.fire(Timing::Before, Event::Update, Some(&row), Some(&updated), &assigned)? {
-            continue;
+        let Some(mut row) = writer.read_row(&key)? else { continue };
+        let assign = |row: &Row| -> Result<Row> {
+            let env = Env::new(row, None);
+            let mut updated = row.clone();
+            for (position, expr) in &plan.assignments {
+                updated[*position] = exec.eval(expr, &env)?;
+            }
+            Ok(updated)
+        };
+        let mut updated = assign(&row)?;
+        if triggered {
+            if !writer.fire(Timing::Before, Event::Update, Some(&row), Some(&updated), &assigned)? {
+                continue;
+            }
+            // A BEFORE trigger may have changed or deleted the row: update what is stored now
+            // (its index entries are the ones to replace).
+            let Some(current) = writer.read_row(&key)? else { continue };
+            if current != row {
+                updated = assign(&current)?;
+                row = current;
+            }
         }
         let written = update_row(&mut writer, &key, &row, updated, plan.on_conflict, &mut changed_rows)?;
         for replaced in writer.take_replaced() {
@@ -910,9 +932,18 @@ fn delete(plan: &DeletePlan, exec: &Executor) -> Result<DmlResult> {
         } else {
             row
         };
-        if triggered && !writer.fire(Timing::Before, Event::Delete, Some(&row), None, &[])? {
-            continue;
-        }
+        let row = if triggered {
+            if !writer.fire(Timing::Before, Event::Delete, Some(&row), None, &[])? {
+                continue;
+            }
+            // A BEFORE trigger may have changed or deleted the row.
+            match writer.read_row(&key)? {
+                Some(current) => current,
+                None => continue,
+            }
+        } else {
+            row
+        };
         writer.delete_row(&key, &row);
         checks.removed(exec, &plan.target, &row, None, 0)?;
         if triggered {
@@ -998,9 +1029,13 @@ pub fn apply_row_actions(
                 }
             }
             RowAction::Update { key, new, assigned } => {
-                let Some(old) = writer.read_row(&key)? else { continue };
-                if triggered && !writer.fire(Timing::Before, Event::Update, Some(&old), Some(&new), &assigned)? {
-                    continue;
+                let Some(mut old) = writer.read_row(&key)? else { continue };
+                if triggered {
+                    if !writer.fire(Timing::Before, Event::Update, Some(&old), Some(&new), &assigned)? {
+                        continue;
+                    }
+                    let Some(current) = writer.read_row(&key)? else { continue };
+                    old = current;
                 }
                 if !update_row(&mut writer, &key, &old, new, OnConflict::Fail, &mut changed_rows)? {
                     continue;
@@ -1012,9 +1047,13 @@ pub fn apply_row_actions(
                 }
             }
             RowAction::Delete { key } => {
-                let Some(old) = writer.read_row(&key)? else { continue };
-                if triggered && !writer.fire(Timing::Before, Event::Delete, Some(&old), None, &[])? {
-                    continue;
+                let Some(mut old) = writer.read_row(&key)? else { continue };
+                if triggered {
+                    if !writer.fire(Timing::Before, Event::Delete, Some(&old), None, &[])? {
+                        continue;
+                    }
+                    let Some(current) = writer.read_row(&key)? else { continue };
+                    old = current;
                 }
                 writer.delete_row(&key, &old);
                 checks.removed(exec, &target, &old, None, 0)?;

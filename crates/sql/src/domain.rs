@@ -32,14 +32,16 @@ pub fn create(catalog: &mut Catalog, create: &ast::CreateDomain) -> Result<()> {
     }
     let mut base_type = create.data_type.to_string();
     let mut checks = Vec::new();
+    let mut inherited_default = None;
     if let Some(base) = catalog.domains.get(&base_type.to_ascii_lowercase()) {
         checks.extend(base.checks.iter().cloned());
+        inherited_default = base.default.clone();
         base_type = base.base_type.clone();
     }
     for constraint in &create.constraints {
         match constraint {
             ast::TableConstraint::Check { expr, .. } => {
-                if expr.to_string().to_ascii_lowercase().contains("select") {
+                if has_subquery(expr) {
                     return Err(Error::new("0A000", "cannot use subquery in check constraint"));
                 }
                 checks.push(expr.to_string());
@@ -47,7 +49,7 @@ pub fn create(catalog: &mut Catalog, create: &ast::CreateDomain) -> Result<()> {
             other => return Err(Error::unsupported(format!("domain constraint {other}"))),
         }
     }
-    let default = create.default.as_ref().map(ToString::to_string);
+    let default = create.default.as_ref().map(ToString::to_string).or(inherited_default);
     catalog.domains.insert(name.clone(), Arc::new(DomainDef { name, base_type, default, checks }));
     Ok(())
 }
@@ -111,6 +113,24 @@ pub fn check_over(domain: &DomainDef, value: &ast::Expr) -> Result<Option<ast::E
 pub fn column_check(domain: &DomainDef, column: &str) -> Result<Option<String>> {
     let column = ast::Expr::Identifier(ast::Ident::with_quote('"', column));
     Ok(check_over(domain, &column)?.map(|check| check.to_string()))
+}
+
+/// Whether an expression holds a subquery.
+fn has_subquery(expr: &ast::Expr) -> bool {
+    use sqlparser::ast::Visit;
+    struct Finder;
+    impl sqlparser::ast::Visitor for Finder {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &ast::Expr) -> ControlFlow<()> {
+            match expr {
+                ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => {
+                    ControlFlow::Break(())
+                }
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    expr.visit(&mut Finder).is_break()
 }
 
 struct ReplaceValue<'a> {

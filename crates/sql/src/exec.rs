@@ -163,6 +163,11 @@ impl<'t> Executor<'t> {
         self.inserted_rowid.set(Some(rowid));
     }
 
+    /// Puts back the last inserted row id a trigger's inserts changed.
+    pub fn restore_inserted_rowid(&self, rowid: Option<i64>) {
+        self.inserted_rowid.set(rowid);
+    }
+
     /// The row id of the last row this statement inserted into a row-id table, if any.
     pub fn inserted_rowid(&self) -> Option<i64> {
         self.inserted_rowid.get()

@@ -150,6 +150,9 @@ fn with_masks(aggregates: &[AggregateCall], group_by: &[Expr], set: &[usize]) ->
             if call.function != AggregateFunction::Grouping {
                 return Ok(call.clone());
             }
+            if call.args.len() > 31 {
+                return Err(Error::new("54023", "GROUPING must have fewer than 32 arguments"));
+            }
             let mut mask = 0i64;
             for arg in &call.args {
                 let index = group_by.iter().position(|group| group == arg).ok_or_else(|| {

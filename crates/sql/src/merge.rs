@@ -163,6 +163,7 @@ fn bind_clauses(
                         name.0.last().map(|part| part.to_string().trim_matches('"').to_string()).unwrap_or_default();
                     bound.push((column(&last)?, binder.bind_expr(&assignment.value, scope)?));
                 }
+                refuse_identity(target, &bound.iter().map(|(column, _)| *column).collect::<Vec<_>>())?;
                 Clause::Update { condition, assignments: bound }
             }
             ast::MergeAction::Delete => Clause::Delete { condition },
@@ -182,6 +183,12 @@ fn bind_clauses(
                 if values.len() != columns.len() {
                     return Err(Error::syntax(format!("{} values for {} columns", values.len(), columns.len())));
                 }
+                if let Some(repeated) = columns.iter().enumerate().find(|(at, column)| columns[..*at].contains(column))
+                {
+                    let name = &target.columns[*repeated.1].name;
+                    return Err(Error::new("42701", format!("column \"{name}\" specified more than once")));
+                }
+                refuse_identity(target, &columns)?;
                 Clause::Insert { condition, columns, values }
             }
         };
@@ -197,6 +204,20 @@ fn bind_clauses(
         }
     }
     Ok((matched, not_matched))
+}
+
+/// A `GENERATED ALWAYS` identity column takes no value from MERGE (428C9).
+fn refuse_identity(target: &crate::catalog::TableDef, columns: &[usize]) -> Result<()> {
+    for &column in columns {
+        if target.columns[column].identity == Some(crate::catalog::Identity::Always) {
+            let name = &target.columns[column].name;
+            return Err(Error::new(
+                "428C9",
+                format!("column \"{name}\" is GENERATED ALWAYS AS IDENTITY: MERGE cannot give it a value"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The first clause whose condition is true on the joined row.

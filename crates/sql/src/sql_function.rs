@@ -170,8 +170,19 @@ pub fn call(exec: &Executor, name: &str, values: &[Value]) -> Result<Value> {
     } else {
         crate::bind::parse_expr(&def.body)?
     };
-    let literals =
-        values.iter().map(|value| crate::bind::parse_expr(&value.sql_literal())).collect::<Result<Vec<_>>>()?;
+    // Each argument as its parameter's declared type (`half(5)` of a numeric parameter is 2.5).
+    let literals = values
+        .iter()
+        .zip(&def.params)
+        .map(|(value, (_, declared))| {
+            Ok(ast::Expr::Cast {
+                kind: ast::CastKind::Cast,
+                expr: Box::new(crate::bind::parse_expr(&value.sql_literal())?),
+                data_type: parse_data_type(declared)?,
+                format: None,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     let _ = body.visit(&mut Parameters { def, args: &literals });
     let call = ast::Expr::Cast {
         kind: ast::CastKind::Cast,
@@ -179,14 +190,26 @@ pub fn call(exec: &Executor, name: &str, values: &[Value]) -> Result<Value> {
         data_type: parse_data_type(&def.return_type)?,
         format: None,
     };
-    CALL_DEPTH.with(|calls| calls.set(depth + 1));
-    let result = (|| {
-        let mut binder = Binder::new(catalog).with_dialect(exec.dialect());
-        let bound = binder.bind_expr(&call, &Scope::new(Vec::new(), None))?;
-        exec.seeing_own_writes(|| exec.eval(&bound, &Env::new(&[], None)))
-    })();
-    CALL_DEPTH.with(|calls| calls.set(depth));
-    result
+    let _depth = Depth::enter(depth);
+    let mut binder = Binder::new(catalog).with_dialect(exec.dialect());
+    let bound = binder.bind_expr(&call, &Scope::new(Vec::new(), None))?;
+    exec.seeing_own_writes(|| exec.eval(&bound, &Env::new(&[], None)))
+}
+
+/// One level of SQL function calls, given back when dropped (a panic included).
+struct Depth(usize);
+
+impl Depth {
+    fn enter(depth: usize) -> Depth {
+        CALL_DEPTH.with(|calls| calls.set(depth + 1));
+        Depth(depth)
+    }
+}
+
+impl Drop for Depth {
+    fn drop(&mut self) {
+        CALL_DEPTH.with(|calls| calls.set(self.0));
+    }
 }
 
 /// A type name as the parser reads it.

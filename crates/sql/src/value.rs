@@ -332,7 +332,9 @@ fn store_float(value: Value) -> Result<Value> {
 /// A value stored into a PostgreSQL `numeric` column without a precision.
 fn store_number(value: Value) -> Result<Value> {
     Ok(match value {
-        Value::Null | Value::Integer(_) | Value::Decimal(_) => value,
+        Value::Null | Value::Decimal(_) => value,
+        // An exact decimal, so that `n / 2` divides as numeric does.
+        Value::Integer(integer) => Value::Decimal(Decimal::from(integer)),
         Value::Real(real) => match decimal::from_f64(real) {
             Some(exact) => Value::Decimal(exact),
             None => return Err(Error::numeric_out_of_range(format!("{} does not fit numeric", format_real(real)))),
@@ -462,6 +464,7 @@ impl Value {
             Value::Null => "NULL".to_string(),
             Value::Integer(integer) => integer.to_string(),
             Value::Real(real) if real.is_infinite() => if *real > 0.0 { "1e999" } else { "-1e999" }.to_string(),
+            Value::Real(real) if real.is_nan() => "CAST('NaN' AS DOUBLE PRECISION)".to_string(),
             Value::Real(real) => format!("{real:?}"),
             Value::Decimal(decimal) => format!("CAST('{decimal}' AS DECIMAL(28, {}))", decimal.scale()),
             Value::Text(text) => format!("'{}'", text.replace('\'', "''")),

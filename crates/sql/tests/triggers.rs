@@ -312,3 +312,44 @@ fn merge_fires_row_triggers_and_checks_constraints() {
     assert_eq!(pg.execute(merge, &[]).unwrap_err().sqlstate, "23514");
     assert_eq!(tern_rows(&mut pg, "SELECT count(*) FROM log"), ["2"]);
 }
+
+#[test]
+fn quoted_tables_row_ids_and_rows_changed_by_before_triggers() {
+    agree_in_both(
+        "CREATE TABLE \"Log\"(a INTEGER)
+--
+CREATE TABLE seen(a INTEGER)
+--
+CREATE TRIGGER log_seen AFTER INSERT ON \"Log\" BEGIN INSERT INTO seen VALUES (new.a); END
+--
+INSERT INTO \"Log\" VALUES (1)
+--
+CREATE TABLE t(a INTEGER PRIMARY KEY, b INTEGER)
+--
+CREATE INDEX t_b ON t(b)
+--
+INSERT INTO t VALUES (1, 10), (2, 20)
+--
+CREATE TRIGGER bump BEFORE DELETE ON t BEGIN UPDATE t SET b = b + 100 WHERE a = old.a; END
+--
+DELETE FROM t WHERE a = 1
+--
+CREATE TRIGGER gone BEFORE UPDATE ON t BEGIN DELETE FROM t WHERE a = old.a; END
+--
+UPDATE t SET b = 0 WHERE a = 2",
+        &["SELECT * FROM seen", "SELECT * FROM t ORDER BY a", "SELECT a FROM t WHERE b >= 0 ORDER BY b"],
+    );
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session
+        .execute(
+            "CREATE TABLE item(id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE audit(id INTEGER PRIMARY KEY, v TEXT);
+             INSERT INTO audit(v) VALUES ('x'), ('y'), ('z');
+             CREATE TRIGGER audit_item AFTER INSERT ON item BEGIN INSERT INTO audit(v) VALUES (new.v); END;
+             INSERT INTO item(v) VALUES ('first')",
+            &[],
+        )
+        .unwrap();
+    // The trigger's insert into audit (row 4) does not become the statement's row id.
+    assert_eq!(session.last_insert_rowid(), Some(1));
+}

@@ -23,3 +23,6 @@ DROP DOMAIN code;
 DROP DOMAIN code;
 DROP DOMAIN IF EXISTS code;
 SELECT 'abc'::code;
+CREATE DOMAIN tag AS text CHECK (VALUE <> 'selected');
+SELECT 'chosen'::tag;
+SELECT 'selected'::tag;

@@ -19,3 +19,8 @@ DROP FUNCTION one();
 SELECT one();
 DROP FUNCTION one();
 DROP FUNCTION IF EXISTS one();
+CREATE FUNCTION half(x numeric) RETURNS numeric LANGUAGE sql AS 'SELECT x / 2';
+SELECT half(5), half(4.5);
+CREATE TABLE amounts(n NUMERIC);
+INSERT INTO amounts VALUES (5), (7.5);
+SELECT n / 2 FROM amounts ORDER BY n;

@@ -13,3 +13,4 @@ MERGE INTO stock s USING (SELECT 'cherry' AS item) AS d ON s.item = d.item WHEN 
 MERGE INTO stock s USING (SELECT 'apple' AS item) AS d ON s.item = d.item WHEN NOT MATCHED THEN INSERT (item, qty) VALUES (d.item, 1);
 SELECT item, qty, note FROM stock ORDER BY item;
 MERGE INTO no_such_table s USING delivery d ON true WHEN MATCHED THEN DELETE;
+MERGE INTO stock s USING delivery d ON s.item = d.item WHEN NOT MATCHED THEN INSERT (item, item) VALUES (d.item, d.item);

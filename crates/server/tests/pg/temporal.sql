@@ -57,3 +57,7 @@ SELECT bool 'test';
 SELECT 'x1'::int;
 SELECT count(*) FROM f;
 SELECT '42'::int4, 2.5::int, 3.5::int, 'on'::boolean, true, false;
+SELECT interval '-1 mon 3 days 04:00', interval '1 year -2 mons -3 days', justify_hours(interval '1 day -01:00'), justify_days(interval '1 mon -1 day');
+SELECT to_char(interval '25 hours 3 minutes', 'HH24:MI'), to_char(-12, 'MI99'), to_date('20240102', 'YYYYMMDD');
+SELECT '0000-01-01'::date;
+SELECT make_time(1, 2, 'NaN');

@@ -116,8 +116,9 @@ fn shift_date(days: i32, number: &Value, sign: i64) -> Result<Value> {
     if days == i32::MAX || days == i32::MIN {
         return Ok(Value::Temporal(Temporal::Date(days)));
     }
-    let shifted = i64::from(days) + sign * by;
-    let shifted = i32::try_from(shifted).ok().filter(|shifted| date_of_days(*shifted).is_some());
+    let shifted = by.checked_mul(sign).and_then(|by| i64::from(days).checked_add(by));
+    let shifted =
+        shifted.and_then(|shifted| i32::try_from(shifted).ok()).filter(|shifted| date_of_days(*shifted).is_some());
     shifted.map(|days| Value::Temporal(Temporal::Date(days))).ok_or_else(|| out_of_range("date"))
 }
 

@@ -81,34 +81,36 @@ pub fn timestamp_text(micros: i64, with_zone: bool) -> String {
 /// PostgreSQL's `postgres` IntervalStyle: `1 year 2 mons -3 days 04:05:06.5`, `00:00:00` when
 /// empty.
 pub fn interval_text(interval: Interval) -> String {
-    let mut parts: Vec<String> = Vec::new();
+    // PostgreSQL's EncodeInterval: a field after a negative one carries an explicit `+`.
+    let mut out = String::new();
+    let mut before_negative = false;
     let (years, months) = (interval.months / 12, interval.months % 12);
-    let unit =
-        |amount: i32, singular: &str, plural: &str| format!("{amount} {}", if amount == 1 { singular } else { plural });
-    if years != 0 {
-        parts.push(unit(years, "year", "years"));
+    for (amount, unit) in [(years, "year"), (months, "mon"), (interval.days, "day")] {
+        if amount == 0 {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        let sign = if before_negative && amount > 0 { "+" } else { "" };
+        let _ = write!(out, "{sign}{amount} {unit}{}", if amount == 1 { "" } else { "s" });
+        before_negative = amount < 0;
     }
-    if months != 0 {
-        parts.push(unit(months, "mon", "mons"));
-    }
-    if interval.days != 0 {
-        parts.push(unit(interval.days, "day", "days"));
-    }
-    if interval.micros != 0 || parts.is_empty() {
-        let negative = interval.micros < 0;
+    if interval.micros != 0 || out.is_empty() {
         let magnitude = interval.micros.unsigned_abs();
         let seconds = magnitude / MICROS_PER_SECOND as u64;
-        let mut clock = String::new();
-        if negative {
-            clock.push('-');
-        } else if parts.iter().any(|part| part.starts_with('-')) {
-            clock.push('+');
+        if !out.is_empty() {
+            out.push(' ');
         }
-        let _ = write!(clock, "{:02}:{:02}:{:02}", seconds / 3600, seconds / 60 % 60, seconds % 60);
-        push_fraction(&mut clock, (magnitude % MICROS_PER_SECOND as u64) as i64);
-        parts.push(clock);
+        if interval.micros < 0 {
+            out.push('-');
+        } else if before_negative {
+            out.push('+');
+        }
+        let _ = write!(out, "{:02}:{:02}:{:02}", seconds / 3600, seconds / 60 % 60, seconds % 60);
+        push_fraction(&mut out, (magnitude % MICROS_PER_SECOND as u64) as i64);
     }
-    parts.join(" ")
+    out
 }
 
 #[cfg(test)]
@@ -133,6 +135,9 @@ mod tests {
             ("25 hours", "25:00:00"),
             ("-2 years", "-2 years"),
             ("1.5 seconds", "00:00:01.5"),
+            ("-1 mon 3 days 04:00", "-1 mons +3 days 04:00:00"),
+            ("1 year -2 mons -3 days", "10 mons -3 days"),
+            ("-1 year 2 days", "-1 years +2 days"),
         ] {
             assert_eq!(interval_text(parse_interval(input).unwrap()), shown, "{input}");
         }

@@ -144,7 +144,9 @@ fn trunc_micros(field: &str, micros: i64, kind: TemporalKind) -> Result<i64> {
     let year = date.year();
     let start = |year: i32, month: u32| NaiveDate::from_ymd_opt(year, month, 1);
     let truncated = match field {
-        "week" | "weeks" => Some(date - chrono::Duration::days(i64::from(date.weekday().num_days_from_monday()))),
+        "week" | "weeks" => {
+            date.checked_sub_signed(chrono::Duration::days(i64::from(date.weekday().num_days_from_monday())))
+        }
         "month" | "months" => start(year, date.month()),
         "quarter" => start(year, (date.month() - 1) / 3 * 3 + 1),
         "year" | "years" => start(year, 1),
@@ -382,6 +384,9 @@ fn civil_date(year: i64, month: i64, day: i64) -> Result<i32> {
 
 fn clock_micros(hour: &Value, minute: &Value, second: &Value) -> Result<i64> {
     let (hour, minute, second) = (integer_arg(hour, "hour")?, integer_arg(minute, "minute")?, real_arg(second)?);
+    if !(0.0..=60.0).contains(&second) {
+        return Err(Error::new("22008", format!("time field value out of range: {hour}:{minute:02}:{second}")));
+    }
     let micros = (second * 1e6).round() as i64;
     if !(0..=24).contains(&hour) || !(0..60).contains(&minute) || !(0..=60_000_000).contains(&micros) {
         return Err(Error::new("22008", format!("time field value out of range: {hour}:{minute:02}:{second}")));
@@ -436,24 +441,30 @@ fn interval_arg(value: &Value) -> Result<Interval> {
 /// `justify_hours`: 24-hour periods become days. `justify_days`: 30-day periods become months.
 /// `justify_interval`: both, with the signs made to agree.
 pub fn justify(value: &Value, hours: bool, days: bool) -> Result<Value> {
-    let Interval { mut months, days: mut day_count, mut micros } = interval_arg(value)?;
-    let overflow = || out_of_range("interval");
+    let Interval { months, days: day_count, micros } = interval_arg(value)?;
+    let (mut months, mut day_count, mut micros) = (i64::from(months), i64::from(day_count), micros);
+    // PostgreSQL's interval_justify_interval, justify_hours and justify_days, step by step.
+    if hours && days && ((day_count > 0 && micros > 0) || (day_count < 0 && micros < 0)) {
+        months += day_count / 30;
+        day_count %= 30;
+    }
     if hours {
-        day_count = day_count.checked_add((micros / MICROS_PER_DAY) as i32).ok_or_else(overflow)?;
+        day_count += micros / MICROS_PER_DAY;
         micros %= MICROS_PER_DAY;
     }
     if days {
-        months = months.checked_add(day_count / 30).ok_or_else(overflow)?;
+        months += day_count / 30;
         day_count %= 30;
-    }
-    if hours && days {
-        if months > 0 && (day_count < 0 || (day_count == 0 && micros < 0)) {
+        let time_sign = if hours { micros.signum() } else { 0 };
+        if months > 0 && (day_count < 0 || (day_count == 0 && time_sign < 0)) {
             day_count += 30;
             months -= 1;
-        } else if months < 0 && (day_count > 0 || (day_count == 0 && micros > 0)) {
+        } else if months < 0 && (day_count > 0 || (day_count == 0 && time_sign > 0)) {
             day_count -= 30;
             months += 1;
         }
+    }
+    if hours {
         if day_count > 0 && micros < 0 {
             micros += MICROS_PER_DAY;
             day_count -= 1;
@@ -462,6 +473,9 @@ pub fn justify(value: &Value, hours: bool, days: bool) -> Result<Value> {
             day_count += 1;
         }
     }
+    let overflow = || out_of_range("interval");
+    let months = i32::try_from(months).map_err(|_| overflow())?;
+    let day_count = i32::try_from(day_count).map_err(|_| overflow())?;
     Ok(Value::Temporal(Temporal::Interval(Interval::new(months, day_count, micros))))
 }
 
@@ -551,6 +565,10 @@ mod tests {
         assert_eq!(text(make_date(&[2024.into(), 2.into(), 29.into()]).unwrap()), "2024-02-29");
         assert_eq!(make_date(&[2023.into(), 2.into(), 29.into()]).unwrap_err().sqlstate, "22008");
         assert_eq!(text(justify(&"35 days 25:00:00".into(), true, true).unwrap()), "1 mon 6 days 01:00:00");
+        assert_eq!(text(justify(&"1 day -01:00".into(), true, false).unwrap()), "23:00:00");
+        assert_eq!(text(justify(&"1 mon -1 day".into(), false, true).unwrap()), "29 days");
+        assert_eq!(text(justify(&"1 mon -1 hour".into(), true, true).unwrap()), "29 days 23:00:00");
+        assert!(date_trunc(&"week".into(), &"262145-01-01 BC".into(), None).is_err());
         assert_eq!(
             text(at_time_zone(&"Europe/Paris".into(), &"2024-07-01 12:00:00+00".into()).unwrap()),
             "2024-07-01 14:00:00"

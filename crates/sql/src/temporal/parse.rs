@@ -227,6 +227,10 @@ fn fields(text: &str, kind: TemporalKind, now: i64) -> Result<Fields> {
         fields.time = Some(if pm { base + 12 * 3600 * MICROS_PER_SECOND } else { base });
     }
     if let Some((year, month, day)) = date_parts.finish(&mut fields, text, kind)? {
+        // There is no year 0: 1 BC is followed by AD 1.
+        if year == 0 {
+            return Err(field_out_of_range(text));
+        }
         let year = if bc { 1 - year } else { year };
         fields.date = Some((year, month, day));
     } else if bc {
@@ -745,6 +749,7 @@ mod tests {
         assert_eq!(date("1997-02-29").unwrap_err().sqlstate, "22008");
         assert_eq!(date("not a date").unwrap_err().sqlstate, "22007");
         assert_eq!(date("2024-13-01").unwrap_err().sqlstate, "22008");
+        assert_eq!(date("0000-01-01").unwrap_err().sqlstate, "22008");
         assert_eq!(date("").unwrap_err().sqlstate, "22007");
     }
 

@@ -50,8 +50,7 @@ fn pieces(template: &str) -> Vec<Piece> {
         };
         let token = DATE_TOKENS.iter().find(|token| body.starts_with(**token)).or_else(|| {
             DATE_TOKENS.iter().find(|token| {
-                body.len() >= token.len()
-                    && body[..token.len()].eq_ignore_ascii_case(token)
+                body.get(..token.len()).is_some_and(|prefix| prefix.eq_ignore_ascii_case(token))
                     && token.chars().all(|c| !c.is_ascii_alphabetic() || c.is_ascii_uppercase())
             })
         });
@@ -101,13 +100,14 @@ pub fn to_char_temporal(value: Temporal, template: &str) -> Result<Value> {
         Temporal::Timestamp(micros) => (micros, false, None),
         Temporal::TimestampTz(micros) => (micros, true, None),
         Temporal::Time(micros) => (micros, false, None),
-        Temporal::Interval(interval) => (interval.micros.rem_euclid(MICROS_PER_DAY), false, Some(interval)),
+        // An interval's hours are not wrapped at 24 (`HH24` of 25 hours is 25).
+        Temporal::Interval(interval) => (interval.micros, false, Some(interval)),
     };
     if value.is_infinite() {
         return Ok(Value::Null);
     }
     let stamp = match interval {
-        Some(_) => datetime_of_micros(micros).ok_or_else(|| out_of_range("timestamp"))?,
+        Some(_) => datetime_of_micros(micros.rem_euclid(MICROS_PER_DAY)).ok_or_else(|| out_of_range("timestamp"))?,
         None if value.kind() == TemporalKind::Time => datetime_of_micros(micros).ok_or_else(|| out_of_range("time"))?,
         None => datetime_of_micros(micros).ok_or_else(|| out_of_range("timestamp"))?,
     };
@@ -168,7 +168,7 @@ fn date_field(
         None => (i64::from(date.year()), i64::from(date.month()), i64::from(date.day())),
     };
     let display_year = if year <= 0 && interval.is_none() { 1 - year } else { year };
-    let of_day = micros.rem_euclid(MICROS_PER_DAY);
+    let of_day = if interval.is_some() { micros } else { micros.rem_euclid(MICROS_PER_DAY) };
     let hour = of_day / (3600 * MICROS_PER_SECOND);
     let hour12 = if hour % 12 == 0 { 12 } else { hour % 12 };
     let month_name = MONTH_NAMES[(month.clamp(1, 12) - 1) as usize];
@@ -261,13 +261,14 @@ struct TemplateFields {
     bc: bool,
 }
 
+/// At most `max` digits at the start of `text` (ASCII digits: every cut is at a character
+/// boundary) and the rest.
 fn digits(text: &str, max: usize) -> Option<(i64, &str)> {
-    let sign = usize::from(text.starts_with('-'));
-    let count = text[sign..].bytes().take(max).take_while(u8::is_ascii_digit).count();
+    let count = text.bytes().take(max).take_while(u8::is_ascii_digit).count();
     if count == 0 {
         return None;
     }
-    Some((text[..sign + count].parse().ok()?, &text[sign + count..]))
+    Some((text[..count].parse().ok()?, &text[count..]))
 }
 
 impl TemplateFields {
@@ -275,15 +276,22 @@ impl TemplateFields {
         let name_match = |names: &[&str], short: bool| -> Option<(u32, usize)> {
             names.iter().enumerate().find_map(|(index, name)| {
                 let name = if short { &name[..3] } else { name };
-                (text.len() >= name.len() && text[..name.len()].eq_ignore_ascii_case(name))
+                text.get(..name.len())
+                    .is_some_and(|prefix| prefix.eq_ignore_ascii_case(name))
                     .then_some((index as u32, name.len()))
             })
         };
         Some(match token {
-            "YYYY" | "IYYY" | "Y,YYY" => {
-                let (year, rest) = digits(&text.replace(',', ""), 9).map(|(y, r)| (y, r.len()))?;
+            "Y,YYY" => {
+                let (thousands, rest) = digits(text, 3)?;
+                let (units, rest) = digits(rest.strip_prefix(',')?, 3)?;
+                self.year = Some(i32::try_from(thousands * 1000 + units).ok()?);
+                rest
+            }
+            "YYYY" | "IYYY" => {
+                let (year, rest) = digits(text, 4)?;
                 self.year = Some(i32::try_from(year).ok()?);
-                &text[text.len() - rest..]
+                rest
             }
             "YYY" | "YY" | "Y" => {
                 let (year, rest) = digits(text, token.len())?;
@@ -361,8 +369,12 @@ impl TemplateFields {
             }
             "BC" | "AD" | "B.C." | "A.D." => {
                 let lower = text.to_ascii_lowercase();
-                self.bc = lower.starts_with("bc") || lower.starts_with("b.c.");
-                &text[token.len().min(text.len())..]
+                let (bc, length) = ["bc", "b.c.", "ad", "a.d."]
+                    .iter()
+                    .find(|word| lower.starts_with(**word))
+                    .map(|word| (word.starts_with('b'), word.len()))?;
+                self.bc = bc;
+                &text[length..]
             }
             "TZ" | "tz" | "OF" => {
                 text.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == ':')
@@ -467,6 +479,10 @@ pub fn to_char_number(value: &Value, template: &str) -> Result<Value> {
     let out = if body.contains("PR") {
         if negative { format!("<{}>", out.trim_start()) } else { format!(" {out} ") }
     } else if body.starts_with('S') || body.starts_with("SG") {
+        format!("{}{}", if negative { '-' } else { '+' }, out.trim_start())
+    } else if body.starts_with("MI") {
+        format!("{}{}", if negative { '-' } else { ' ' }, out.trim_start())
+    } else if body.starts_with("PL") {
         format!("{}{}", if negative { '-' } else { '+' }, out.trim_start())
     } else if body.ends_with('S') || body.ends_with("MI") {
         format!(
@@ -601,5 +617,27 @@ mod tests {
         assert_eq!(render(Value::Real(12.5), "FM999.99"), "12.5");
         assert_eq!(render(Value::Integer(42), "00000"), " 00042");
         assert_eq!(to_number("12,454.8-", "99G999D9S").unwrap().to_text(), "-12454.8");
+        assert_eq!(render(Value::Integer(-12), "MI99"), "-12");
+        assert_eq!(render(Value::Integer(12), "PL99"), "+12");
+    }
+
+    #[test]
+    fn odd_templates_and_input_never_panic() {
+        let value = stamp("2024-03-05 14:07:09");
+        for template in ["é", "Yé", "FMé", "\\", "\"", "Y,YYY", "TH", "Month\u{1F600}"] {
+            let _ = to_char_temporal(value, template);
+            let _ = parse_with_template("x", template, TemporalKind::Date);
+            let _ = parse_with_template("éé", template, TemporalKind::Date);
+        }
+        for (text, template) in [("éé", "Mon"), ("ééé", "Month"), ("2024,é,", "YYYY"), ("xé", "AD"), ("-5", "HH24")]
+        {
+            let _ = parse_with_template(text, template, TemporalKind::TimestampTz);
+        }
+        let interval = Temporal::Interval(super::super::Interval::new(0, 0, 25 * 3600 * MICROS_PER_SECOND));
+        assert_eq!(to_char_temporal(interval, "HH24:MI").unwrap().to_text(), "25:00");
+        assert_eq!(
+            parse_with_template("20240102", "YYYYMMDD", TemporalKind::Date).unwrap(),
+            parse_with_template("2024-01-02", "YYYY-MM-DD", TemporalKind::Date).unwrap()
+        );
     }
 }

@@ -37,9 +37,15 @@ impl Zone {
             Some(b'-') => (1, &offset[1..]),
             _ => (-1, offset),
         };
+        // Unsigned digits only: `UTC+-5` is no zone.
+        let number = |part: &str| -> Option<i64> {
+            (!part.is_empty() && part.len() <= 2 && part.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| part.parse().ok())
+                .flatten()
+        };
         let mut parts = digits.split(':');
-        let hours: Option<i64> = parts.next().and_then(|hours| hours.parse().ok());
-        let minutes: Option<i64> = parts.next().map_or(Some(0), |minutes| minutes.parse().ok());
+        let hours: Option<i64> = parts.next().and_then(number);
+        let minutes: Option<i64> = parts.next().map_or(Some(0), number);
         match (hours, minutes, parts.next()) {
             (Some(hours), Some(minutes), None) if hours <= 15 && (0..60).contains(&minutes) => {
                 Ok(Zone::Fixed(sign * (hours * 3600 + minutes * 60)))
@@ -68,7 +74,8 @@ impl Zone {
                 i64::from(zone.offset_from_utc_datetime(&stamp).fix().local_minus_utc())
             }
         };
-        micros.checked_add(offset * MICROS_PER_SECOND).ok_or_else(|| out_of_range("timestamp"))
+        let local = micros.checked_add(offset * MICROS_PER_SECOND).ok_or_else(|| out_of_range("timestamp"))?;
+        super::valid_timestamp(local)
     }
 
     /// The instant of a civil time in this zone; a time skipped by a daylight-saving change is
@@ -76,7 +83,9 @@ impl Zone {
     pub fn local_to_utc(&self, local: i64) -> Result<i64> {
         match self {
             Zone::Fixed(seconds) => {
-                local.checked_sub(seconds * MICROS_PER_SECOND).ok_or_else(|| out_of_range("timestamp"))
+                let instant =
+                    local.checked_sub(seconds * MICROS_PER_SECOND).ok_or_else(|| out_of_range("timestamp"))?;
+                super::valid_timestamp(instant)
             }
             Zone::Named(zone) => local_to_utc(local, *zone),
         }
@@ -98,7 +107,7 @@ pub fn local_to_utc(local: i64, zone: Tz) -> Result<i64> {
         }
     };
     let seconds = i64::from(offset.fix().local_minus_utc());
-    Ok(micros_of_datetime(stamp) - seconds * MICROS_PER_SECOND)
+    super::valid_timestamp(micros_of_datetime(stamp) - seconds * MICROS_PER_SECOND)
 }
 
 #[cfg(test)]
@@ -119,5 +128,7 @@ mod tests {
         let west = Zone::parse("UTC+3").unwrap();
         assert_eq!(west.utc_to_local(noon).unwrap(), noon - 3 * 3600 * MICROS_PER_SECOND);
         assert_eq!(Zone::parse("nowhere").err().unwrap().sqlstate, "22023");
+        assert!(Zone::parse("UTC+-9223372036854775808").is_err());
+        assert!(Zone::parse("UTC+-5").is_err());
     }
 }

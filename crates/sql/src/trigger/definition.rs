@@ -187,6 +187,8 @@ pub fn parse_create(sql: &str) -> Result<Created> {
     };
     words.expect("BEGIN")?;
     let body = body(&mut words)?;
+    // The catalog keys tables by lower-case name, quoted or not.
+    let table = table.to_ascii_lowercase();
     let trigger = TriggerDef { id: 0, name, table, timing, event, columns, when, body, sql: sql.trim().to_string() };
     Ok(Created { trigger, if_not_exists })
 }

@@ -29,6 +29,23 @@ thread_local! {
     static RUNNING: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
 }
 
+/// A trigger on this thread's stack of running triggers, taken off when dropped (also when a
+/// panic unwinds through it, so a pooled thread does not keep a stale entry).
+struct Running;
+
+impl Running {
+    fn enter(name: &str) -> Running {
+        RUNNING.with(|running| running.borrow_mut().push(name.to_string()));
+        Running
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.with(|running| running.borrow_mut().pop());
+    }
+}
+
 /// Whether the table has triggers at all (the statements that write it then take the row by
 /// row path).
 pub fn has_triggers(catalog: &Catalog, table: &str) -> bool {
@@ -67,9 +84,10 @@ pub fn fire(exec: &Executor, table: &TableDef, timing: Timing, event: Event, cha
         if depth >= MAX_DEPTH {
             return Err(Error::program_limit("too many levels of trigger recursion"));
         }
-        RUNNING.with(|running| running.borrow_mut().push(trigger.name.clone()));
-        let outcome = exec.seeing_own_writes(|| run(catalog, exec, table, trigger, change));
-        RUNNING.with(|running| running.borrow_mut().pop());
+        let outcome = {
+            let _running = Running::enter(&trigger.name);
+            exec.seeing_own_writes(|| run(catalog, exec, table, trigger, change))
+        };
         match outcome {
             Ok(()) => {}
             Err(error) if error.sqlstate == IGNORE_SQLSTATE => return Ok(false),
