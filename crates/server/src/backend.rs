@@ -57,6 +57,8 @@ struct PortalResult {
 /// COPY FROM STDIN in progress.
 struct CopyIn {
     reader: RowReader,
+    /// The binary format's reader, for `FORMAT binary`.
+    binary: Option<crate::copy_binary::BinaryReader>,
     table: String,
     oids: Vec<u32>,
     insert: tern_sql::Statement,
@@ -640,7 +642,10 @@ impl Backend {
                 return Err(Error::new("42601", "COPY (query) TO needs a query that returns rows"));
             };
             let columns = column_types(columns, declared_types(description), &rows);
-            out.copy_response(b'H', columns.len());
+            if spec.format == Format::Binary {
+                return copy_out_binary(&columns, &rows, out);
+            }
+            out.copy_response(b'H', columns.len(), false);
             let mut data = Vec::new();
             if spec.header && spec.format == Format::Csv {
                 let names: Vec<Option<String>> = columns.iter().map(|column| Some(column.name.clone())).collect();
@@ -692,6 +697,7 @@ impl Backend {
         }
         self.copy = Some(CopyIn {
             reader: RowReader::new(spec),
+            binary: (spec.format == Format::Binary).then(crate::copy_binary::BinaryReader::default),
             table: table.name.clone(),
             oids,
             insert,
@@ -700,7 +706,7 @@ impl Backend {
             error: None,
             extended,
         });
-        out.copy_response(b'G', positions.len());
+        out.copy_response(b'G', positions.len(), spec.format == Format::Binary);
         Ok(Flow::CopyIn)
     }
 
@@ -708,17 +714,26 @@ impl Backend {
     pub fn copy_data(&mut self, data: &[u8]) {
         let Some(mut copy) = self.copy.take() else { return };
         if copy.error.is_none() {
-            let result = copy.reader.feed(data).map_err(|message| Error::new("22P04", message));
-            if let Err(error) = result.and_then(|rows| self.insert_rows(&mut copy, rows)) {
+            let result = match &mut copy.binary {
+                Some(binary) => binary.feed(data).map(|tuples| (tuples, true)),
+                None => copy.reader.feed(data).map(|rows| (text_fields(rows), false)),
+            };
+            let result = result.map_err(|message| Error::new("22P04", message));
+            if let Err(error) = result.and_then(|(rows, binary)| self.insert_rows(&mut copy, rows, binary)) {
                 copy.error = Some(error);
             }
         }
         self.copy = Some(copy);
     }
 
-    fn insert_rows(&mut self, copy: &mut CopyIn, rows: Vec<copy::Fields>) -> Result<(), Error> {
+    fn insert_rows(
+        &mut self,
+        copy: &mut CopyIn,
+        rows: Vec<crate::copy_binary::Tuple>,
+        binary: bool,
+    ) -> Result<(), Error> {
         for fields in rows {
-            let line = copy.reader.line;
+            let line = copy.binary.as_ref().map_or(copy.reader.line, |binary| binary.tuples);
             let context = |error: Error| {
                 Error::new(error.sqlstate, format!("{} (COPY {}, line {line})", error.message, copy.table))
             };
@@ -736,7 +751,8 @@ impl Backend {
             for (field, oid) in fields.iter().zip(&copy.oids) {
                 values.push(match field {
                     None => Value::Null,
-                    Some(text) => types::decode_text(text.as_bytes(), *oid).map_err(context)?,
+                    Some(bytes) if binary => types::decode_binary(bytes, *oid).map_err(context)?,
+                    Some(text) => types::decode_text(text, *oid).map_err(context)?,
                 });
             }
             self.session.execute_prepared(&mut copy.insert, &values).map_err(|error| context(self.explain(error)))?;
@@ -752,9 +768,12 @@ impl Backend {
         if copy.error.is_none() {
             copy.error = match failure {
                 Some(message) => Some(Error::new("57014", format!("COPY from stdin failed: {message}"))),
-                None => match copy.reader.finish() {
-                    Ok(rows) => self.insert_rows(&mut copy, rows).err(),
-                    Err(message) => Some(Error::new("22P04", message)),
+                None => match &copy.binary {
+                    Some(binary) => binary.finish().err().map(|message| Error::new("22P04", message)),
+                    None => match copy.reader.finish() {
+                        Ok(rows) => self.insert_rows(&mut copy, text_fields(rows), false).err(),
+                        Err(message) => Some(Error::new("22P04", message)),
+                    },
                 },
             };
         }
@@ -1203,6 +1222,35 @@ fn describe_columns(columns: &[ResultColumn], formats: &[i16]) -> Vec<crate::pro
             format: format_of(formats, index),
         })
         .collect()
+}
+
+/// Text COPY rows as the fields `insert_rows` takes.
+fn text_fields(rows: Vec<copy::Fields>) -> Vec<crate::copy_binary::Tuple> {
+    rows.into_iter().map(|row| row.into_iter().map(|field| field.map(String::into_bytes)).collect()).collect()
+}
+
+/// COPY ... TO STDOUT (FORMAT binary): each value in its column type's binary form.
+fn copy_out_binary(columns: &[ResultColumn], rows: &[Vec<Value>], out: &mut Out) -> Result<Flow, Error> {
+    out.copy_response(b'H', columns.len(), true);
+    // The header travels with the first tuple (or the trailer), as PostgreSQL sends it and as
+    // clients expect it.
+    let mut data = Vec::new();
+    crate::copy_binary::header(&mut data);
+    for row in rows {
+        let fields = row
+            .iter()
+            .zip(columns)
+            .map(|(value, column)| types::encode_binary(value, column.oid))
+            .collect::<Result<Vec<_>, Error>>()?;
+        crate::copy_binary::write_tuple(&fields, &mut data);
+        out.copy_data(&data);
+        data.clear();
+    }
+    crate::copy_binary::trailer(&mut data);
+    out.copy_data(&data);
+    out.copy_done();
+    out.command_complete(&format!("COPY {}", rows.len()));
+    Ok(Flow::Continue)
 }
 
 fn format_of(formats: &[i16], index: usize) -> i16 {

@@ -1,6 +1,7 @@
 //! COPY ... FROM STDIN and COPY ... TO STDOUT in PostgreSQL's text and CSV formats: reading
 //! the statement's options, cutting incoming data into rows (a row may span CopyData
-//! messages), and writing rows out.
+//! messages), and writing rows out. The binary format's data is read and written by
+//! `copy_binary.rs`.
 
 use crate::compat::Token;
 
@@ -8,6 +9,8 @@ use crate::compat::Token;
 pub enum Format {
     Text,
     Csv,
+    /// PostgreSQL's binary COPY format ([`crate::copy_binary`]).
+    Binary,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,8 +202,8 @@ pub fn parse(raw: &str, tokens: &[Token]) -> Result<CopySpec, String> {
                 spec.format = match value.as_deref().map(str::to_ascii_lowercase).as_deref() {
                     Some("text") => Format::Text,
                     Some("csv") => Format::Csv,
-                    Some("binary") => return Err("COPY BINARY is not supported: use text or csv".into()),
-                    _ => return Err("COPY format must be text or csv".into()),
+                    Some("binary") => Format::Binary,
+                    _ => return Err("COPY format must be text, csv or binary".into()),
                 }
             }
             "delimiter" => delimiter = Some(single_byte(&value.unwrap_or_default(), "delimiter")?),
@@ -218,6 +221,9 @@ pub fn parse(raw: &str, tokens: &[Token]) -> Result<CopySpec, String> {
                     .is_some_and(|v| v.eq_ignore_ascii_case("utf8") || v.eq_ignore_ascii_case("utf-8")) => {}
             other => return Err(format!("COPY option \"{other}\" not recognized")),
         }
+    }
+    if spec.format == Format::Binary && (delimiter.is_some() || null.is_some() || spec.header) {
+        return Err("cannot specify DELIMITER, NULL or HEADER in BINARY mode".into());
     }
     if spec.format == Format::Csv {
         spec.delimiter = b',';
@@ -282,7 +288,7 @@ impl RowReader {
             }
             let record = std::str::from_utf8(record).map_err(|_| format!("line {}: invalid UTF-8", self.line))?;
             rows.push(match self.spec.format {
-                Format::Text => self.text_fields(record)?,
+                Format::Text | Format::Binary => self.text_fields(record)?,
                 Format::Csv => self.csv_fields(record)?,
             });
         }
@@ -316,7 +322,7 @@ impl RowReader {
     fn record_end(&self, start: usize) -> Option<usize> {
         let data = &self.pending[start..];
         match self.spec.format {
-            Format::Text => data.iter().position(|&byte| byte == b'\n').map(|at| start + at),
+            Format::Text | Format::Binary => data.iter().position(|&byte| byte == b'\n').map(|at| start + at),
             Format::Csv => {
                 let mut quoted = false;
                 let mut at = 0;
@@ -453,7 +459,8 @@ pub fn write_row(spec: &CopySpec, fields: &[Option<String>], out: &mut Vec<u8>) 
         }
         match (field, spec.format) {
             (None, _) => out.extend_from_slice(spec.null.as_bytes()),
-            (Some(value), Format::Text) => {
+            // Binary output is written by `copy_binary::write_tuple`; text here is its fallback.
+            (Some(value), Format::Text | Format::Binary) => {
                 for byte in value.bytes() {
                     match byte {
                         b'\\' => out.extend_from_slice(b"\\\\"),
@@ -512,7 +519,8 @@ mod tests {
         assert_eq!(copy.source, Source::Query("select ')' from t".into()));
         assert!(!copy.from && copy.header);
         assert!(spec("copy t from '/etc/passwd'").unwrap_err().contains("STDIN"));
-        assert!(spec("copy t from stdin (format binary)").is_err());
+        assert_eq!(spec("copy t from stdin (format binary)").unwrap().format, Format::Binary);
+        assert!(spec("copy t from stdin (format binary, delimiter ',')").is_err());
         assert!(spec("copy t from stdin (bogus 1)").is_err());
         assert!(spec("copy (select 1) from stdin").is_err());
     }

@@ -6,6 +6,7 @@ pub mod auth;
 mod backend;
 pub mod compat;
 pub mod copy;
+pub mod copy_binary;
 #[doc(hidden)]
 pub mod fuzzing;
 mod metrics;

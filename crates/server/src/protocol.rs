@@ -335,12 +335,14 @@ impl Out {
     }
 
     /// CopyInResponse (`G`) or CopyOutResponse (`H`): overall format and each column's.
-    pub fn copy_response(&mut self, tag: u8, columns: usize) {
+    /// CopyInResponse (`G`) or CopyOutResponse (`H`): text or binary, for `columns` columns.
+    pub fn copy_response(&mut self, tag: u8, columns: usize, binary: bool) {
+        let format = i16::from(binary);
         self.message(tag, |b| {
-            b.push(0);
+            b.push(format as u8);
             b.extend_from_slice(&(columns as i16).to_be_bytes());
             for _ in 0..columns {
-                b.extend_from_slice(&0i16.to_be_bytes());
+                b.extend_from_slice(&format.to_be_bytes());
             }
         });
     }

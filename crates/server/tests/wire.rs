@@ -724,3 +724,60 @@ async fn typed_values_round_trip_through_every_protocol() {
     );
     assert_eq!(origins[4], (None, None));
 }
+
+/// COPY in PostgreSQL's binary format, both ways (pgx's CopyFrom and asyncpg's copy use only
+/// this format), with typed values and NULLs; a malformed stream is refused and stores nothing.
+#[tokio::test]
+async fn binary_copy_in_and_out() {
+    use tokio_postgres::binary_copy::{BinaryCopyInWriter, BinaryCopyOutStream};
+    use tokio_postgres::types::{ToSql, Type};
+    let running = start().await;
+    let client = connect(&running).await;
+    client
+        .batch_execute("CREATE TABLE moves(id INT PRIMARY KEY, who TEXT, day DATE, ok BOOLEAN, amount NUMERIC(10,2))")
+        .await
+        .unwrap();
+    let types = [Type::INT4, Type::TEXT, Type::DATE, Type::BOOL, Type::NUMERIC];
+    let sink = client.copy_in("COPY moves FROM STDIN (FORMAT binary)").await.unwrap();
+    let writer = BinaryCopyInWriter::new(sink, &types);
+    futures_util::pin_mut!(writer);
+    let day = chrono::NaiveDate::from_ymd_opt(2024, 2, 29).unwrap();
+    for id in 0..100i32 {
+        let who = format!("name {id}");
+        let amount: rust_decimal::Decimal = format!("{id}.25").parse().unwrap();
+        let ok = id % 2 == 0;
+        let who_or_null: Option<&str> = if id == 7 { None } else { Some(who.as_str()) };
+        let row: [&(dyn ToSql + Sync); 5] = [&id, &who_or_null, &day, &ok, &amount];
+        writer.as_mut().write(&row).await.unwrap();
+    }
+    assert_eq!(writer.finish().await.unwrap(), 100);
+    let row = client.query_one("SELECT count(*), count(who), sum(amount) FROM moves", &[]).await.unwrap();
+    assert_eq!(row.get::<_, i64>(0), 100);
+    assert_eq!(row.get::<_, i64>(1), 99);
+    assert_eq!(row.get::<_, rust_decimal::Decimal>(2), "4975.00".parse::<rust_decimal::Decimal>().unwrap());
+    // Out again in binary, read back with the same types.
+    let stream = client
+        .copy_out("COPY (SELECT id, who, day, ok, amount FROM moves ORDER BY id) TO STDOUT (FORMAT binary)")
+        .await
+        .unwrap();
+    let rows = BinaryCopyOutStream::new(stream, &types);
+    futures_util::pin_mut!(rows);
+    let mut count = 0;
+    while let Some(row) = rows.next().await {
+        let row = row.unwrap();
+        let id: i32 = row.get(0);
+        assert_eq!(row.get::<Option<&str>>(1).is_none(), id == 7);
+        assert_eq!(row.get::<chrono::NaiveDate>(2), day);
+        assert_eq!(row.get::<bool>(3), id % 2 == 0);
+        assert_eq!(row.get::<rust_decimal::Decimal>(4), format!("{id}.25").parse::<rust_decimal::Decimal>().unwrap());
+        count += 1;
+    }
+    assert_eq!(count, 100);
+    // A stream that is not binary COPY data: 22P04, nothing stored.
+    let sink = client.copy_in::<_, bytes::Bytes>("COPY moves FROM STDIN (FORMAT binary)").await.unwrap();
+    futures_util::pin_mut!(sink);
+    sink.send(bytes::Bytes::from_static(b"1\tnot binary\n")).await.unwrap();
+    assert_eq!(code(&sink.finish().await.unwrap_err()), "22P04");
+    let total: i64 = client.query_one("SELECT count(*) FROM moves", &[]).await.unwrap().get(0);
+    assert_eq!(total, 100);
+}
