@@ -170,6 +170,17 @@ fn view_output_columns(catalog: &Catalog, view: &crate::catalog::ViewDef) -> Vec
         .collect()
 }
 
+/// `CAST(expr AS type_name)` as the parser would read it (a stored type name: a domain's base
+/// type, a SQL function's parameter or result type).
+pub fn cast_to(expr: ast::Expr, type_name: &str) -> Result<ast::Expr> {
+    match parse_expr(&format!("CAST(NULL AS {type_name})"))? {
+        ast::Expr::Cast { data_type, .. } => {
+            Ok(ast::Expr::Cast { kind: ast::CastKind::Cast, expr: Box::new(expr), data_type, format: None })
+        }
+        _ => Err(Error::syntax(format!("bad type name {type_name}"))),
+    }
+}
+
 /// Parses and binds an expression with no columns (a DEFAULT).
 pub fn bind_standalone_expr(sql: &str) -> Result<Expr> {
     let expr = parse_expr(sql)?;
@@ -1815,12 +1826,7 @@ impl<'c> Binder<'c> {
         domain: &crate::domain::DomainDef,
         scope: &Scope,
     ) -> Result<Expr> {
-        let base = match parse_expr(&format!("CAST(NULL AS {})", domain.base_type))? {
-            ast::Expr::Cast { data_type, .. } => data_type,
-            _ => return Err(Error::internal("a domain's base type")),
-        };
-        let cast =
-            ast::Expr::Cast { kind: ast::CastKind::Cast, expr: Box::new(inner.clone()), data_type: base, format: None };
+        let cast = cast_to(inner.clone(), &domain.base_type)?;
         let Some(condition) = crate::domain::check_over(domain, &cast)? else { return self.bind_expr(&cast, scope) };
         let value = self.bind_expr(&cast, scope)?;
         let condition = self.bind_expr(&condition, scope)?;

@@ -126,6 +126,33 @@ pub struct TableDef {
 }
 
 impl TableDef {
+    /// A table whose rows are not stored under its id (a system table, a view written through
+    /// INSTEAD OF triggers): id 0, columns of the given declared types and affinities, no keys
+    /// or constraints.
+    pub fn unstored(name: &str, columns: impl IntoIterator<Item = (String, String, Affinity)>) -> TableDef {
+        TableDef {
+            id: 0,
+            name: name.to_string(),
+            columns: columns
+                .into_iter()
+                .map(|(name, declared_type, affinity)| ColumnDef {
+                    name,
+                    declared_type,
+                    affinity,
+                    not_null: false,
+                    default: None,
+                    identity: None,
+                    domain: None,
+                })
+                .collect(),
+            primary_key: Vec::new(),
+            rowid_alias: None,
+            checks: Vec::new(),
+            foreign_keys: Vec::new(),
+            sql: String::new(),
+        }
+    }
+
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|column| column.name.eq_ignore_ascii_case(name))
     }

@@ -556,7 +556,7 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             }
             crate::text_functions::format(&arg(0).to_text(), &args[1..])?
         }
-        SplitPart | Left | Right | Lpad | Rpad | Repeat | Reverse | Initcap | RegexpReplace if any_null => Value::Null,
+        SplitPart | Left | Right | Lpad | Rpad | Repeat | Reverse | Initcap if any_null => Value::Null,
         SplitPart => crate::text_functions::split_part(&arg(0).to_text(), &arg(1).to_text(), &arg(2))?,
         Left | Right => crate::text_functions::left_or_right(&arg(0).to_text(), &arg(1), function == Left)?,
         Lpad | Rpad => {
@@ -566,25 +566,9 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
         Repeat => crate::text_functions::repeat(&arg(0).to_text(), &arg(1))?,
         Reverse => crate::text_functions::reverse(&arg(0).to_text()),
         Initcap => crate::text_functions::initcap(&arg(0).to_text()),
-        RegexpReplace => {
-            let flags = args.get(3).map(Value::to_text).unwrap_or_default();
-            crate::regex_functions::regexp_replace(&arg(0).to_text(), &arg(1).to_text(), &arg(2).to_text(), &flags)?
+        RegexpReplace | RegexpMatch | RegexpSplitToArray | RegexpCount | RegexpLike | RegexpSubstr => {
+            crate::regex_functions::call(function, args)?
         }
-        RegexpMatch | RegexpSplitToArray | RegexpCount | RegexpLike | RegexpSubstr if any_null => Value::Null,
-        RegexpMatch | RegexpSplitToArray | RegexpLike => {
-            let (text, pattern) = (arg(0).to_text(), arg(1).to_text());
-            let flags = args.get(2).map(Value::to_text).unwrap_or_default();
-            match function {
-                RegexpMatch => crate::regex_functions::regexp_match(&text, &pattern, &flags)?,
-                RegexpSplitToArray => crate::regex_functions::regexp_split_to_array(&text, &pattern, &flags)?,
-                _ => crate::regex_functions::regexp_like(&text, &pattern, &flags)?,
-            }
-        }
-        RegexpCount => {
-            let flags = args.get(3).map(Value::to_text).unwrap_or_default();
-            crate::regex_functions::regexp_count(&arg(0).to_text(), &arg(1).to_text(), args.get(2), &flags)?
-        }
-        RegexpSubstr => crate::regex_functions::regexp_substr(&arg(0).to_text(), &arg(1).to_text(), &args[2..])?,
         RegexMatch => {
             if any_null {
                 return Ok(Value::Null);

@@ -5,7 +5,25 @@
 //! back-references or lookaround); `.` matches a newline, as in PostgreSQL.
 
 use crate::error::{Error, Result};
+use crate::functions::ScalarFunction;
 use crate::value::Value;
+
+/// Evaluates one of the regular expression functions; a NULL argument gives NULL.
+pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
+    if args.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let text = |index: usize| args.get(index).map(Value::to_text).unwrap_or_default();
+    match function {
+        ScalarFunction::RegexpReplace => regexp_replace(&text(0), &text(1), &text(2), &text(3)),
+        ScalarFunction::RegexpMatch => regexp_match(&text(0), &text(1), &text(2)),
+        ScalarFunction::RegexpSplitToArray => regexp_split_to_array(&text(0), &text(1), &text(2)),
+        ScalarFunction::RegexpLike => regexp_like(&text(0), &text(1), &text(2)),
+        ScalarFunction::RegexpCount => regexp_count(&text(0), &text(1), args.get(2), &text(3)),
+        ScalarFunction::RegexpSubstr => regexp_substr(&text(0), &text(1), &args[2.min(args.len())..]),
+        other => Err(Error::internal(format!("{other:?} is not a regular expression function"))),
+    }
+}
 
 /// A compiled pattern with its flags, and whether `g` was given (refused where `global` is
 /// not allowed: 22023, as PostgreSQL does).

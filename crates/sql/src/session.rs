@@ -1623,54 +1623,6 @@ fn run_statement(
             }
             Ok(Outcome::Done("DROP"))
         }
-        ast::Statement::Pragma { name, value: Some(ast::Value::SingleQuotedString(text)), .. }
-            if object_name(name)?.starts_with("tern_") && object_name(name)?.contains("trigger") =>
-        {
-            let mut changed = (**catalog).clone();
-            let pragma = object_name(name)?;
-            let (done, tag) = if pragma == crate::trigger::syntax::CREATE_PRAGMA {
-                (
-                    crate::trigger::definition::create(&mut changed, crate::trigger::definition::parse_create(text)?)?,
-                    "CREATE TRIGGER",
-                )
-            } else {
-                let if_exists = pragma == crate::trigger::syntax::DROP_IF_EXISTS_PRAGMA;
-                (crate::trigger::definition::drop(&mut changed, text, if_exists)?, "DROP TRIGGER")
-            };
-            if done {
-                *new_catalog = Some(changed);
-            }
-            Ok(Outcome::Done(tag))
-        }
-        merge @ ast::Statement::Merge { .. } => Ok(Outcome::Changed(crate::merge::execute(catalog, exec, merge)?)),
-        ast::Statement::CreateDomain(create) => {
-            let mut changed = (**catalog).clone();
-            crate::domain::create(&mut changed, create)?;
-            *new_catalog = Some(changed);
-            Ok(Outcome::Done("CREATE DOMAIN"))
-        }
-        ast::Statement::DropDomain(drop) => {
-            let mut changed = (**catalog).clone();
-            let cascade = matches!(drop.drop_behavior, Some(ast::DropBehavior::Cascade));
-            if crate::domain::drop(&mut changed, &drop.name, drop.if_exists, cascade)? {
-                *new_catalog = Some(changed);
-            }
-            Ok(Outcome::Done("DROP DOMAIN"))
-        }
-        ast::Statement::CreateFunction(create) => {
-            let mut changed = (**catalog).clone();
-            if crate::sql_function::create(&mut changed, create)? {
-                *new_catalog = Some(changed);
-            }
-            Ok(Outcome::Done("CREATE FUNCTION"))
-        }
-        ast::Statement::DropFunction { if_exists, func_desc, .. } => {
-            let mut changed = (**catalog).clone();
-            if crate::sql_function::drop(&mut changed, func_desc, *if_exists)? {
-                *new_catalog = Some(changed);
-            }
-            Ok(Outcome::Done("DROP FUNCTION"))
-        }
         ast::Statement::Pragma { name, value, .. } if object_name(name)? == "tern_reindex" => {
             let target = match value {
                 None => None,
@@ -1724,6 +1676,66 @@ fn run_statement(
             }
             *new_catalog = Some(changed);
             Ok(Outcome::Done("ALTER TABLE"))
+        }
+        other => run_postgres_object_statement(catalog, exec, other, new_catalog),
+    }
+}
+
+/// Triggers, SQL functions, domains and MERGE ([`run_statement`]'s other statements).
+fn run_postgres_object_statement(
+    catalog: &Arc<Catalog>,
+    exec: &mut Executor,
+    statement: &ast::Statement,
+    new_catalog: &mut Option<Catalog>,
+) -> Result<Outcome> {
+    match statement {
+        ast::Statement::Pragma { name, value: Some(ast::Value::SingleQuotedString(text)), .. }
+            if object_name(name)?.starts_with("tern_") && object_name(name)?.contains("trigger") =>
+        {
+            let mut changed = (**catalog).clone();
+            let pragma = object_name(name)?;
+            let (done, tag) = if pragma == crate::trigger::syntax::CREATE_PRAGMA {
+                (
+                    crate::trigger::definition::create(&mut changed, crate::trigger::definition::parse_create(text)?)?,
+                    "CREATE TRIGGER",
+                )
+            } else {
+                let if_exists = pragma == crate::trigger::syntax::DROP_IF_EXISTS_PRAGMA;
+                (crate::trigger::definition::drop(&mut changed, text, if_exists)?, "DROP TRIGGER")
+            };
+            if done {
+                *new_catalog = Some(changed);
+            }
+            Ok(Outcome::Done(tag))
+        }
+        merge @ ast::Statement::Merge { .. } => Ok(Outcome::Changed(crate::merge::execute(catalog, exec, merge)?)),
+        ast::Statement::CreateDomain(create) => {
+            let mut changed = (**catalog).clone();
+            crate::domain::create(&mut changed, create)?;
+            *new_catalog = Some(changed);
+            Ok(Outcome::Done("CREATE DOMAIN"))
+        }
+        ast::Statement::DropDomain(drop) => {
+            let mut changed = (**catalog).clone();
+            let cascade = matches!(drop.drop_behavior, Some(ast::DropBehavior::Cascade));
+            if crate::domain::drop(&mut changed, &drop.name, drop.if_exists, cascade)? {
+                *new_catalog = Some(changed);
+            }
+            Ok(Outcome::Done("DROP DOMAIN"))
+        }
+        ast::Statement::CreateFunction(create) => {
+            let mut changed = (**catalog).clone();
+            if crate::sql_function::create(&mut changed, create)? {
+                *new_catalog = Some(changed);
+            }
+            Ok(Outcome::Done("CREATE FUNCTION"))
+        }
+        ast::Statement::DropFunction { if_exists, func_desc, .. } => {
+            let mut changed = (**catalog).clone();
+            if crate::sql_function::drop(&mut changed, func_desc, *if_exists)? {
+                *new_catalog = Some(changed);
+            }
+            Ok(Outcome::Done("DROP FUNCTION"))
         }
         other => Err(Error::unsupported(format!("statement {}", first_words(&other.to_string())))),
     }

@@ -174,22 +174,10 @@ pub fn call(exec: &Executor, name: &str, values: &[Value]) -> Result<Value> {
     let literals = values
         .iter()
         .zip(&def.params)
-        .map(|(value, (_, declared))| {
-            Ok(ast::Expr::Cast {
-                kind: ast::CastKind::Cast,
-                expr: Box::new(crate::bind::parse_expr(&value.sql_literal())?),
-                data_type: parse_data_type(declared)?,
-                format: None,
-            })
-        })
+        .map(|(value, (_, declared))| crate::bind::cast_to(crate::bind::parse_expr(&value.sql_literal())?, declared))
         .collect::<Result<Vec<_>>>()?;
     let _ = body.visit(&mut Parameters { def, args: &literals });
-    let call = ast::Expr::Cast {
-        kind: ast::CastKind::Cast,
-        expr: Box::new(ast::Expr::Nested(Box::new(body))),
-        data_type: parse_data_type(&def.return_type)?,
-        format: None,
-    };
+    let call = crate::bind::cast_to(ast::Expr::Nested(Box::new(body)), &def.return_type)?;
     let _depth = Depth::enter(depth);
     let mut binder = Binder::new(catalog).with_dialect(exec.dialect());
     let bound = binder.bind_expr(&call, &Scope::new(Vec::new(), None))?;
@@ -209,14 +197,6 @@ impl Depth {
 impl Drop for Depth {
     fn drop(&mut self) {
         CALL_DEPTH.with(|calls| calls.set(self.0));
-    }
-}
-
-/// A type name as the parser reads it.
-fn parse_data_type(name: &str) -> Result<ast::DataType> {
-    match crate::bind::parse_expr(&format!("CAST(NULL AS {name})"))? {
-        ast::Expr::Cast { data_type, .. } => Ok(data_type),
-        _ => Err(Error::syntax(format!("bad type name {name}"))),
     }
 }
 

@@ -103,28 +103,11 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
         }
         _ => return None,
     };
-    let table = TableDef {
-        id: 0,
-        name: name.to_string(),
-        columns: columns
-            .iter()
-            .map(|(name, declared)| ColumnDef {
-                name: name.to_string(),
-                declared_type: declared.to_string(),
-                affinity: affinity_of(declared),
-                not_null: false,
-                default: None,
-                identity: None,
-                domain: None,
-                // The row key of a system table is its position; nothing is stored.
-            })
-            .collect(),
-        primary_key: Vec::new(),
-        foreign_keys: Vec::new(),
-        rowid_alias: None,
-        checks: Vec::new(),
-        sql: String::new(),
-    };
+    // The row key of a system table is its position; nothing is stored.
+    let table = TableDef::unstored(
+        name,
+        columns.iter().map(|(name, declared)| (name.to_string(), declared.to_string(), affinity_of(declared))),
+    );
     debug_assert!(rows.iter().all(|row| row.len() == columns.len()), "a row of {name} has the wrong width");
     Some(SystemTable { table: Arc::new(table), rows })
 }

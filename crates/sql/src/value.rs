@@ -653,9 +653,8 @@ impl Value {
     pub fn sql_cmp(&self, other: &Value) -> Option<Ordering> {
         match (self, other) {
             (Value::Null, _) | (_, Value::Null) => None,
-            (Value::Temporal(a), Value::Temporal(b)) => Some(temporal::compare_mixed(a, b)),
             (Value::Temporal(a), Value::Text(_)) => match temporal::cast(other, a.kind()) {
-                Ok(Value::Temporal(b)) => Some(temporal::compare_mixed(a, &b)),
+                Ok(Value::Temporal(b)) => Some(a.total_cmp(&b)),
                 _ => Some(self.total_cmp(other)),
             },
             (Value::Text(_), Value::Temporal(_)) => other.sql_cmp(self).map(Ordering::reverse),

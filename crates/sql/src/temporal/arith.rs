@@ -7,7 +7,7 @@
 use super::parse::{parse, parse_interval};
 use super::{
     Interval, MICROS_PER_DAY, Temporal, TemporalKind, date_of_days, date_to_timestamp, datetime_of_micros,
-    days_of_date, micros_of_datetime, out_of_range, valid_timestamp,
+    micros_of_datetime, out_of_range, valid_timestamp,
 };
 use crate::error::{Error, Result};
 use crate::plan::BinaryOp;
@@ -217,16 +217,6 @@ fn scale(interval: Interval, number: &Value, divide: bool) -> Result<Value> {
         days.trunc() as i32,
         micros.round() as i64,
     ))))
-}
-
-/// The civil date of a day number, for callers that must fail cleanly past chrono's range.
-pub fn civil(days: i32) -> Result<NaiveDate> {
-    date_of_days(days).ok_or_else(|| out_of_range("date"))
-}
-
-/// The day number of a civil date.
-pub fn day_number(date: NaiveDate) -> i32 {
-    days_of_date(date)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! of a Unix time, `AT TIME ZONE` (`timezone()`), and the typed clocks (`now()`,
 //! `current_date`, `localtimestamp`, ...).
 
-use super::arith::{add_months, civil};
+use super::arith::add_months;
 use super::parse::{IntervalBuilder, Unit, parse};
 use super::pattern;
 use super::zone::Zone;
@@ -101,28 +101,22 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
 /// `date_trunc(field, source [, zone])`: a date becomes a TIMESTAMPTZ, as in PostgreSQL.
 pub fn date_trunc(field: &Value, value: &Value, zone: Option<&Value>) -> Result<Value> {
     let field = field_name(field);
-    let temporal = match source(value)? {
-        Temporal::Date(days) => Temporal::TimestampTz(super::date_to_timestamp(days)?),
-        other => other,
-    };
-    Ok(Value::Temporal(match temporal {
-        Temporal::Timestamp(micros) => Temporal::Timestamp(trunc_micros(&field, micros, temporal.kind())?),
-        Temporal::TimestampTz(micros) => {
-            let zone = zone.map(|zone| Zone::parse(&zone.to_text())).transpose()?;
-            let local = match &zone {
-                Some(zone) => zone.utc_to_local(micros)?,
-                None => micros,
-            };
-            let truncated = trunc_micros(&field, local, temporal.kind())?;
-            Temporal::TimestampTz(match &zone {
-                Some(zone) => zone.local_to_utc(truncated)?,
-                None => truncated,
-            })
-        }
+    Ok(Value::Temporal(match source(value)? {
+        Temporal::Timestamp(micros) => Temporal::Timestamp(trunc_micros(&field, micros, TemporalKind::Timestamp)?),
+        Temporal::TimestampTz(micros) => Temporal::TimestampTz(trunc_in_zone(&field, micros, zone)?),
+        Temporal::Date(days) => Temporal::TimestampTz(trunc_in_zone(&field, super::date_to_timestamp(days)?, zone)?),
         Temporal::Interval(interval) => Temporal::Interval(trunc_interval(&field, interval)?),
         Temporal::Time(micros) => Temporal::Time(trunc_micros(&field, micros, TemporalKind::Time)?),
-        Temporal::Date(_) => unreachable!("dates became timestamps"),
     }))
+}
+
+/// A TIMESTAMPTZ truncated in `zone`'s local time (UTC when none is given).
+fn trunc_in_zone(field: &str, micros: i64, zone: Option<&Value>) -> Result<i64> {
+    let Some(zone) = zone.map(|zone| Zone::parse(&zone.to_text())).transpose()? else {
+        return trunc_micros(field, micros, TemporalKind::TimestampTz);
+    };
+    let truncated = trunc_micros(field, zone.utc_to_local(micros)?, TemporalKind::TimestampTz)?;
+    zone.local_to_utc(truncated)
 }
 
 fn trunc_micros(field: &str, micros: i64, kind: TemporalKind) -> Result<i64> {
@@ -531,11 +525,6 @@ pub fn clock(kind: TemporalKind) -> Value {
         TemporalKind::Timestamp => Temporal::Timestamp(now),
         TemporalKind::TimestampTz | TemporalKind::Interval => Temporal::TimestampTz(now),
     })
-}
-
-/// A date's civil form, for callers formatting it.
-pub fn civil_of(days: i32) -> Result<NaiveDate> {
-    civil(days)
 }
 
 #[cfg(test)]

@@ -158,13 +158,6 @@ impl Temporal {
     }
 }
 
-/// The comparison of two temporal values in an expression: a DATE meets a TIMESTAMP or a
-/// TIMESTAMPTZ as its midnight, and TIMESTAMP meets TIMESTAMPTZ as UTC, as PostgreSQL promotes
-/// them; other kinds order as [`Temporal::total_cmp`] does.
-pub fn compare_mixed(a: &Temporal, b: &Temporal) -> Ordering {
-    a.total_cmp(b)
-}
-
 /// CAST of a value to a temporal kind (also a temporal column's conversion on store): text is
 /// parsed, temporal values convert, anything else is 42846.
 pub fn cast(value: &Value, kind: TemporalKind) -> Result<Value> {
@@ -269,11 +262,6 @@ pub fn convert(value: Temporal, to: TemporalKind) -> Result<Temporal> {
     })
 }
 
-/// The year, month and day of a date (year 0 is 1 BC).
-pub fn ymd(days: i32) -> Option<(i32, u32, u32)> {
-    date_of_days(days).map(|date| (date.year(), date.month(), date.day()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,7 +274,7 @@ mod tests {
         assert_eq!(TemporalKind::of_type_name("timestamp(3)"), Some(TemporalKind::Timestamp));
         assert_eq!(TemporalKind::of_type_name("interval"), Some(TemporalKind::Interval));
         assert_eq!(TemporalKind::of_type_name("text"), None);
-        assert_eq!(compare_mixed(&Temporal::Date(1), &Temporal::Timestamp(MICROS_PER_DAY)), Ordering::Equal);
+        assert_eq!(Temporal::Date(1).total_cmp(&Temporal::Timestamp(MICROS_PER_DAY)), Ordering::Equal);
         assert_eq!(Interval::new(1, 0, 0).span(), Interval::new(0, 30, 0).span());
     }
 }

@@ -14,10 +14,7 @@
 //! Malformed text is SQLSTATE 22007; a well-formed field out of range (February 30th, hour 25)
 //! is 22008.
 
-use super::{
-    Interval, MICROS_PER_DAY, MICROS_PER_SECOND, Temporal, TemporalKind, days_of_date, micros_of_datetime,
-    out_of_range, zone,
-};
+use super::{Interval, MICROS_PER_DAY, MICROS_PER_SECOND, Temporal, TemporalKind, days_of_date, out_of_range, zone};
 use crate::error::{Error, Result};
 use chrono::NaiveDate;
 
@@ -71,7 +68,7 @@ enum Special {
 }
 
 pub fn parse_date(text: &str, now: i64) -> Result<i32> {
-    let fields = fields(text, TemporalKind::Date, now)?;
+    let fields = fields(text, TemporalKind::Date)?;
     match fields.special {
         Some(Special::Infinity) => return Ok(i32::MAX),
         Some(Special::NegativeInfinity) => return Ok(i32::MIN),
@@ -85,7 +82,7 @@ pub fn parse_date(text: &str, now: i64) -> Result<i32> {
 }
 
 pub fn parse_time(text: &str, now: i64) -> Result<i64> {
-    let fields = fields(text, TemporalKind::Time, now)?;
+    let fields = fields(text, TemporalKind::Time)?;
     match fields.special {
         Some(Special::Now) => return Ok(now.rem_euclid(MICROS_PER_DAY)),
         Some(Special::Today(_) | Special::Epoch) => return Ok(0),
@@ -97,7 +94,7 @@ pub fn parse_time(text: &str, now: i64) -> Result<i64> {
 
 pub fn parse_timestamp(text: &str, with_zone: bool, now: i64) -> Result<i64> {
     let kind = if with_zone { TemporalKind::TimestampTz } else { TemporalKind::Timestamp };
-    let fields = fields(text, kind, now)?;
+    let fields = fields(text, kind)?;
     match fields.special {
         Some(Special::Infinity) => return Ok(i64::MAX),
         Some(Special::NegativeInfinity) => return Ok(i64::MIN),
@@ -163,7 +160,7 @@ fn is_weekday(word: &str) -> bool {
 }
 
 /// Splits a date/time string into its fields.
-fn fields(text: &str, kind: TemporalKind, now: i64) -> Result<Fields> {
+fn fields(text: &str, kind: TemporalKind) -> Result<Fields> {
     let bad = || syntax_error(kind, text);
     let lower = text.trim().to_ascii_lowercase();
     if lower.is_empty() {
@@ -174,7 +171,6 @@ fn fields(text: &str, kind: TemporalKind, now: i64) -> Result<Fields> {
         fields.special = Some(special);
         return Ok(fields);
     }
-    let _ = now;
     let mut date_parts = DateParts::default();
     let mut bc = false;
     let mut pm: Option<bool> = None;
@@ -211,7 +207,7 @@ fn fields(text: &str, kind: TemporalKind, now: i64) -> Result<Fields> {
                     },
                 },
             },
-            Token::Date(date) => date_parts.numeric_date(date, &mut fields, text, kind)?,
+            Token::Date(date) => date_parts.numeric_date(date, text, kind)?,
             Token::Number(number) => date_parts.numbers.push(number),
         }
     }
@@ -226,7 +222,7 @@ fn fields(text: &str, kind: TemporalKind, now: i64) -> Result<Fields> {
         let base = time % (12 * 3600 * MICROS_PER_SECOND);
         fields.time = Some(if pm { base + 12 * 3600 * MICROS_PER_SECOND } else { base });
     }
-    if let Some((year, month, day)) = date_parts.finish(&mut fields, text, kind)? {
+    if let Some((year, month, day)) = date_parts.finish(text, kind)? {
         // There is no year 0: 1 BC is followed by AD 1.
         if year == 0 {
             return Err(field_out_of_range(text));
@@ -426,7 +422,7 @@ struct DateParts<'t> {
 
 impl<'t> DateParts<'t> {
     /// `2024-01-31`, `1/31/2024`, `2024/01/31`, `2024.01.31`, `8-jan-1999`, `jan-08-1999`.
-    fn numeric_date(&mut self, date: &'t str, fields: &mut Fields, text: &str, kind: TemporalKind) -> Result<()> {
+    fn numeric_date(&mut self, date: &'t str, text: &str, kind: TemporalKind) -> Result<()> {
         let bad = || syntax_error(kind, text);
         if self.numeric.is_some() {
             return Err(bad());
@@ -436,7 +432,6 @@ impl<'t> DateParts<'t> {
         if parts.len() != 3 || parts.iter().any(|part| part.is_empty()) {
             return Err(bad());
         }
-        let _ = fields;
         if let Some(at) = parts.iter().position(|part| part.bytes().all(|b| b.is_ascii_alphabetic())) {
             let month = month_of_name(parts[at]).ok_or_else(bad)?;
             if self.month.replace(month).is_some() {
@@ -467,7 +462,7 @@ impl<'t> DateParts<'t> {
         Ok(())
     }
 
-    fn finish(self, fields: &mut Fields, text: &str, kind: TemporalKind) -> Result<Option<(i32, u32, u32)>> {
+    fn finish(self, text: &str, kind: TemporalKind) -> Result<Option<(i32, u32, u32)>> {
         let bad = || syntax_error(kind, text);
         if let Some(date) = self.numeric {
             if self.month.is_some() || !self.numbers.is_empty() {
@@ -475,7 +470,6 @@ impl<'t> DateParts<'t> {
             }
             return Ok(Some(date));
         }
-        let _ = fields;
         match (self.month, self.numbers.as_slice()) {
             (None, []) => Ok(None),
             (None, [compact]) if compact.len() == 8 => {
@@ -706,11 +700,6 @@ fn parse_iso_duration(body: &str, text: &str) -> Result<Interval> {
 pub fn naive_micros(year: i32, month: u32, day: u32, micros: i64, text: &str) -> Result<i64> {
     let days = civil_days(year, month, day, text)?;
     Ok(i64::from(days) * MICROS_PER_DAY + micros)
-}
-
-/// The instant of a civil date and time, for `make_timestamp`.
-pub fn civil_timestamp(date: NaiveDate, micros: i64) -> i64 {
-    micros_of_datetime(date.and_hms_opt(0, 0, 0).expect("midnight")) + micros
 }
 
 #[cfg(test)]

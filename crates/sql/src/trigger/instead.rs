@@ -7,7 +7,7 @@
 use super::definition::{Event, Timing};
 use super::fire::{RowChange, fire};
 use crate::bind::Binder;
-use crate::catalog::{Catalog, ColumnDef, TableDef};
+use crate::catalog::{Catalog, TableDef};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::exec::Executor;
@@ -76,27 +76,10 @@ pub fn bind(catalog: &Catalog, statement: &ast::Statement, dialect: Dialect) -> 
 }
 
 fn view_table(name: &str, outputs: &[crate::bind::OutputColumn]) -> TableDef {
-    TableDef {
-        id: 0,
-        name: name.to_string(),
-        columns: outputs
-            .iter()
-            .map(|output| ColumnDef {
-                name: output.name.clone(),
-                declared_type: String::new(),
-                affinity: output.affinity.unwrap_or(Affinity::Blob),
-                not_null: false,
-                default: None,
-                identity: None,
-                domain: None,
-            })
-            .collect(),
-        primary_key: Vec::new(),
-        rowid_alias: None,
-        checks: Vec::new(),
-        foreign_keys: Vec::new(),
-        sql: String::new(),
-    }
+    TableDef::unstored(
+        name,
+        outputs.iter().map(|output| (output.name.clone(), String::new(), output.affinity.unwrap_or(Affinity::Blob))),
+    )
 }
 
 fn column_of(view: &TableDef, name: &str) -> Result<usize> {

@@ -92,7 +92,7 @@ pub fn encode_triggers(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             }
             skip_until = None;
         }
-        if let Some((first, last, pragma, argument)) = spans.next_if(|(first, ..)| *first == at) {
+        if let Some((_, last, pragma, argument)) = spans.next_if(|(first, ..)| *first == at) {
             let span = token.span;
             for token in [
                 Token::make_keyword("PRAGMA"),
@@ -104,7 +104,6 @@ pub fn encode_triggers(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             ] {
                 rewritten.push(TokenWithSpan { token, span });
             }
-            let _ = first;
             skip_until = Some(last);
             continue;
         }
