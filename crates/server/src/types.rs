@@ -48,6 +48,7 @@ pub fn oid_of(sql_type: &SqlType) -> u32 {
         SqlType::Int(4) => INT4,
         SqlType::Int(_) => INT8,
         SqlType::Temporal(kind) => temporal_oid(*kind),
+        SqlType::Enum(id) => id.get().oid,
     }
 }
 
@@ -61,6 +62,7 @@ pub fn oid_of_value(value: &Value) -> Option<u32> {
         Value::Text(_) => Some(TEXT),
         Value::Blob(_) => Some(BYTEA),
         Value::Temporal(temporal) => Some(temporal_oid(temporal.kind())),
+        Value::Enum(value) => Some(value.type_oid),
     }
 }
 
@@ -222,7 +224,8 @@ pub fn decode_binary(bytes: &[u8], oid: u32) -> Result<Value, Error> {
             let months = i32::from_be_bytes(bytes[12..].try_into().expect("4 bytes"));
             Value::Temporal(Temporal::Interval(Interval::new(months, days, micros)))
         }
-        TEXT | VARCHAR | BPCHAR | NAME | UNKNOWN | 0 => {
+        // A type made by CREATE TYPE is an enum, whose binary form is its label's text.
+        TEXT | VARCHAR | BPCHAR | NAME | UNKNOWN | 0 | tern_sql::pgtype::FIRST_USER_OID.. => {
             Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| Error::new("22021", "text is not valid UTF-8"))?)
         }
         other => {

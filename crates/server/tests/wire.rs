@@ -781,3 +781,83 @@ async fn binary_copy_in_and_out() {
     let total: i64 = client.query_one("SELECT count(*) FROM moves", &[]).await.unwrap().get(0);
     assert_eq!(total, 100);
 }
+
+/// An enum label as tokio-postgres sends and reads it in binary: the label's bytes, for any
+/// enum type (which the driver learns from `pg_type` and `pg_enum`).
+#[derive(Debug, PartialEq)]
+struct Label(String);
+
+impl tokio_postgres::types::ToSql for Label {
+    fn to_sql(
+        &self,
+        _: &tokio_postgres::types::Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<tokio_postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(self.0.as_bytes());
+        Ok(tokio_postgres::types::IsNull::No)
+    }
+
+    fn accepts(ty: &tokio_postgres::types::Type) -> bool {
+        matches!(ty.kind(), tokio_postgres::types::Kind::Enum(_))
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+impl<'a> tokio_postgres::types::FromSql<'a> for Label {
+    fn from_sql(
+        _: &tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Label, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Label(std::str::from_utf8(raw)?.to_string()))
+    }
+
+    fn accepts(ty: &tokio_postgres::types::Type) -> bool {
+        matches!(ty.kind(), tokio_postgres::types::Kind::Enum(_))
+    }
+}
+
+#[tokio::test]
+async fn enum_values_round_trip_through_every_protocol() {
+    use tokio_postgres::types::{Kind, Type};
+    let running = start().await;
+    let client = connect(&running).await;
+    client
+        .batch_execute(
+            "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
+             CREATE TABLE feeling(id INT PRIMARY KEY, m mood);
+             INSERT INTO feeling VALUES (1, 'happy')",
+        )
+        .await
+        .unwrap();
+    // The extended protocol with the parameter in text, then in binary as the enum type.
+    let text_insert = client.prepare_typed("INSERT INTO feeling VALUES (2, $1)", &[Type::TEXT]).await.unwrap();
+    client.execute(&text_insert, &[&"happy"]).await.unwrap();
+    let binary_insert = client.prepare("INSERT INTO feeling VALUES (3, $1)").await.unwrap();
+    let parameter = &binary_insert.params()[0];
+    assert_eq!(parameter.name(), "mood");
+    assert_eq!(parameter.kind(), &Kind::Enum(vec!["sad".into(), "ok".into(), "happy".into()]));
+    client.execute(&binary_insert, &[&Label("happy".into())]).await.unwrap();
+    // A label the type lacks is refused and stores nothing, in either format.
+    let error = client.execute(&binary_insert, &[&Label("glad".into())]).await.unwrap_err();
+    assert_eq!(code(&error), "22P02");
+    let error = client.execute(&text_insert, &[&"glad"]).await.unwrap_err();
+    assert_eq!(code(&error), "22P02");
+    // Read back in binary and in text.
+    let rows = client.query("SELECT m FROM feeling ORDER BY id", &[]).await.unwrap();
+    let labels: Vec<Label> = rows.iter().map(|row| row.get(0)).collect();
+    assert_eq!(labels, [Label("happy".into()), Label("happy".into()), Label("happy".into())]);
+    let mut texts = Vec::new();
+    for message in client.simple_query("SELECT m FROM feeling ORDER BY id").await.unwrap() {
+        if let SimpleQueryMessage::Row(row) = message {
+            texts.push(row.get(0).unwrap().to_string());
+        }
+    }
+    assert_eq!(texts, ["happy", "happy", "happy"]);
+    // Each finds the others, by a parameter of either format.
+    let by_text: i64 =
+        client.query_one("SELECT count(*) FROM feeling WHERE m = $1::text::mood", &[&"happy"]).await.unwrap().get(0);
+    let by_label: i64 =
+        client.query_one("SELECT count(*) FROM feeling WHERE m = $1", &[&Label("happy".into())]).await.unwrap().get(0);
+    assert_eq!((by_text, by_label), (3, 3));
+}

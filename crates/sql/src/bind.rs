@@ -205,9 +205,18 @@ pub fn affinity_of_type_in(data_type: &ast::DataType, dialect: Dialect) -> Resul
 /// columns, NUMERIC for numbers.
 fn comparison_affinity(affinity: Affinity) -> Affinity {
     match affinity {
-        Affinity::Boolean | Affinity::Temporal(_) => affinity,
+        Affinity::Boolean | Affinity::Temporal(_) | Affinity::Enum(_) => affinity,
         affinity if affinity.is_numeric() => Affinity::Numeric,
         affinity => affinity,
+    }
+}
+
+/// A literal compared with a value of `affinity`, converted to it; text that is no label of an
+/// enum is an error there (22P02), as in PostgreSQL.
+fn comparison_literal(affinity: Affinity, value: Value) -> Result<Value> {
+    match (affinity, &value) {
+        (Affinity::Enum(_), Value::Text(_)) => affinity.store(value),
+        _ => Ok(affinity.apply(value)),
     }
 }
 
@@ -1204,38 +1213,42 @@ impl<'c> Binder<'c> {
     fn bind_comparison(&mut self, op: BinaryOp, left: &ast::Expr, right: &ast::Expr, scope: &Scope) -> Result<Expr> {
         let left = self.bind_expr(left, scope)?;
         let right = self.bind_expr(right, scope)?;
-        let (left, right) = self.apply_comparison_affinity(left, right, scope);
+        let (left, right) = self.apply_comparison_affinity(left, right, scope)?;
         Ok(Expr::Binary(op, Box::new(left), Box::new(right)))
     }
 
     /// SQLite's comparison affinity: a numeric side converts the other (if it is text or has no
     /// affinity) to a number; a text side converts a side without affinity to text.
-    fn apply_comparison_affinity(&self, left: Expr, right: Expr, scope: &Scope) -> (Expr, Expr) {
+    fn apply_comparison_affinity(&self, left: Expr, right: Expr, scope: &Scope) -> Result<(Expr, Expr)> {
         let left_affinity = self.expr_affinity(&left, scope);
         let right_affinity = self.expr_affinity(&right, scope);
-        let wrap = |expr: Expr, affinity: Affinity| match expr {
-            Expr::Literal(value) => Expr::Literal(affinity.apply(value)),
-            other => Expr::Affinity(Box::new(other), affinity),
+        let wrap = |expr: Expr, affinity: Affinity| -> Result<Expr> {
+            Ok(match expr {
+                Expr::Literal(value) => Expr::Literal(comparison_literal(affinity, value)?),
+                other => Expr::Affinity(Box::new(other), affinity),
+            })
         };
         let numeric = |affinity: Option<Affinity>| affinity.is_some_and(Affinity::is_numeric);
         let weak = |affinity: Option<Affinity>| matches!(affinity, None | Some(Affinity::Blob));
         // PostgreSQL's typed columns read the other side as their type (text as a date).
-        let typed = |affinity: Option<Affinity>| matches!(affinity, Some(Affinity::Boolean | Affinity::Temporal(_)));
-        if let Some(affinity) = left_affinity.filter(|_| typed(left_affinity) && !typed(right_affinity)) {
-            (left, wrap(right, affinity))
+        let typed = |affinity: Option<Affinity>| {
+            matches!(affinity, Some(Affinity::Boolean | Affinity::Temporal(_) | Affinity::Enum(_)))
+        };
+        Ok(if let Some(affinity) = left_affinity.filter(|_| typed(left_affinity) && !typed(right_affinity)) {
+            (left, wrap(right, affinity)?)
         } else if let Some(affinity) = right_affinity.filter(|_| typed(right_affinity) && !typed(left_affinity)) {
-            (wrap(left, affinity), right)
+            (wrap(left, affinity)?, right)
         } else if numeric(left_affinity) && !numeric(right_affinity) {
-            (left, wrap(right, Affinity::Numeric))
+            (left, wrap(right, Affinity::Numeric)?)
         } else if numeric(right_affinity) && !numeric(left_affinity) {
-            (wrap(left, Affinity::Numeric), right)
+            (wrap(left, Affinity::Numeric)?, right)
         } else if left_affinity == Some(Affinity::Text) && weak(right_affinity) {
-            (left, wrap(right, Affinity::Text))
+            (left, wrap(right, Affinity::Text)?)
         } else if right_affinity == Some(Affinity::Text) && weak(left_affinity) {
-            (wrap(left, Affinity::Text), right)
+            (wrap(left, Affinity::Text)?, right)
         } else {
             (left, right)
-        }
+        })
     }
 
     fn bind_parameter(&mut self, text: &str) -> Result<Expr> {
@@ -1416,7 +1429,7 @@ impl<'c> Binder<'c> {
             E::IsDistinctFrom(left, right) | E::IsNotDistinctFrom(left, right) => {
                 let left = self.bind_expr(left, scope)?;
                 let right = self.bind_expr(right, scope)?;
-                let (left, right) = self.apply_comparison_affinity(left, right, scope);
+                let (left, right) = self.apply_comparison_affinity(left, right, scope)?;
                 Expr::Is {
                     left: Box::new(left),
                     right: Box::new(right),
@@ -1428,8 +1441,8 @@ impl<'c> Binder<'c> {
                 let bound = self.bind_expr(inner, scope)?;
                 let low = self.bind_expr(low, scope)?;
                 let high = self.bind_expr(high, scope)?;
-                let (bound_low, low) = self.apply_comparison_affinity(bound.clone(), low, scope);
-                let (bound_high, high) = self.apply_comparison_affinity(bound, high, scope);
+                let (bound_low, low) = self.apply_comparison_affinity(bound.clone(), low, scope)?;
+                let (bound_high, high) = self.apply_comparison_affinity(bound, high, scope)?;
                 let between = Expr::Binary(
                     BinaryOp::And,
                     Box::new(Expr::Binary(BinaryOp::GtEq, Box::new(bound_low), Box::new(low))),
@@ -1445,7 +1458,9 @@ impl<'c> Binder<'c> {
                     let item = match self.expr_affinity(&bound, scope) {
                         Some(affinity) if affinity != Affinity::Blob && self.expr_affinity(&item, scope).is_none() => {
                             match item {
-                                Expr::Literal(value) => Expr::Literal(comparison_affinity(affinity).apply(value)),
+                                Expr::Literal(value) => {
+                                    Expr::Literal(comparison_literal(comparison_affinity(affinity), value)?)
+                                }
                                 other => Expr::Affinity(Box::new(other), comparison_affinity(affinity)),
                             }
                         }
@@ -1541,6 +1556,9 @@ impl<'c> Binder<'c> {
                 }
                 if let Some(domain) = crate::domain::of_type(self.catalog, &data_type.to_string()).cloned() {
                     return self.bind_domain_cast(inner, &domain, scope);
+                }
+                if let Some(id) = crate::enum_type::of_type(self.catalog, &data_type.to_string()) {
+                    return Ok(Expr::Cast(Box::new(self.bind_expr(inner, scope)?), CastType::Enum(id)));
                 }
                 if self.dialect == Dialect::Postgres && !crate::pgtype::is_type_name(&data_type.to_string()) {
                     return Err(Error::new("42704", format!("type \"{data_type}\" does not exist")));
@@ -1898,6 +1916,26 @@ impl<'c> Binder<'c> {
         let text = |value: &str| Expr::Literal(Value::Text(value.to_string()));
         let integer = |value: i64| Expr::Literal(Value::Integer(value));
         Ok(Some(match name {
+            "enum_first" | "enum_last" | "enum_range" => {
+                let bound = args.iter().map(|arg| self.bind_expr(arg, scope)).collect::<Result<Vec<_>>>()?;
+                let id = bound.iter().find_map(|arg| match self.expr_affinity(arg, scope) {
+                    Some(Affinity::Enum(id)) => Some(id),
+                    _ => None,
+                });
+                crate::enum_type::functions::bind(name, id, bound)?
+            }
+            "format_type" if !self.catalog.enums.is_empty() => {
+                arity(2, 2)?;
+                let oid = self.bind_expr(args[0], scope)?;
+                let typmod = self.bind_expr(args[1], scope)?;
+                let user_types =
+                    self.catalog.enums.values().map(|def| (integer(i64::from(def.oid)), text(&def.name))).collect();
+                Expr::Case {
+                    operand: Some(Box::new(oid.clone())),
+                    whens: user_types,
+                    otherwise: Some(Box::new(Expr::Function(ScalarFunction::FormatType, vec![oid, typmod]))),
+                }
+            }
             "pg_get_userbyid" => {
                 arity(1, 1)?;
                 self.bind_expr(args[0], scope)?;
@@ -2049,6 +2087,7 @@ impl<'c> Binder<'c> {
                 _ => Expr::Function(ScalarFunction::FormatType, vec![bound, literal(Value::Integer(-1))]),
             },
             "name" => Expr::Cast(Box::new(bound), CastType::Text),
+            "oid" => Expr::Cast(Box::new(bound), CastType::Oid),
             _ => Expr::Cast(Box::new(bound), CastType::Integer),
         }))
     }

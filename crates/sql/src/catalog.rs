@@ -205,6 +205,9 @@ pub struct Catalog {
     /// Domains by lower-case name ([`crate::domain`]).
     #[serde(default)]
     pub domains: BTreeMap<String, Arc<crate::domain::DomainDef>>,
+    /// Enum types by lower-case name ([`crate::enum_type`]).
+    #[serde(default)]
+    pub enums: BTreeMap<String, Arc<crate::enum_type::EnumType>>,
 }
 
 impl Catalog {

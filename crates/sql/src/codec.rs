@@ -169,6 +169,12 @@ pub fn encode_key_value(value: &Value, out: &mut Vec<u8>) {
                 _ => out.extend_from_slice(&((order as i64 as u64) ^ (1 << 63)).to_be_bytes()),
             }
         }
+        Value::Enum(value) => {
+            // Within a type, by sort order (the label is decided by it).
+            out.push(0x06);
+            out.extend_from_slice(&value.type_oid.to_be_bytes());
+            out.extend_from_slice(&ordered_f64(f64::from(value.sort)));
+        }
         Value::Integer(_) | Value::Real(_) | Value::Decimal(_) => {} // encoded above
     }
 }
@@ -241,6 +247,7 @@ pub fn encode_row(values: &[Value]) -> Vec<u8> {
             Value::Blob(bytes) => 11 + bytes.len(),
             Value::Decimal(_) => 21,
             Value::Temporal(_) => 32,
+            Value::Enum(value) => 20 + value.label.len(),
             _ => 11,
         })
         .sum::<usize>();
@@ -289,6 +296,13 @@ pub fn encode_row(values: &[Value]) -> Vec<u8> {
                     }
                 }
             }
+            Value::Enum(value) => {
+                out.push(7);
+                put_varint(value.type_oid, &mut out);
+                out.extend_from_slice(&value.sort.to_le_bytes());
+                put_varint(value.label.len() as u64, &mut out);
+                out.extend_from_slice(value.label.as_bytes());
+            }
         }
     }
     out
@@ -315,6 +329,20 @@ fn decode_temporal(bytes: &[u8], position: &mut usize) -> Result<Value> {
         }
         other => return Err(Error::corrupt(format!("unknown date/time kind {other}"))),
     }))
+}
+
+/// An enum value of a row (tag 7), after its tag.
+fn decode_enum(bytes: &[u8], position: &mut usize) -> Result<Value> {
+    let type_oid = u32::try_from(get_varint(bytes, position)?).map_err(|_| Error::corrupt("enum type out of range"))?;
+    let raw = bytes.get(*position..*position + 4).ok_or_else(|| Error::corrupt("row ends inside an enum value"))?;
+    *position += 4;
+    let sort = f32::from_le_bytes(raw.try_into().expect("4 bytes"));
+    let length = get_varint(bytes, position)? as usize;
+    let end = position.checked_add(length).ok_or_else(|| Error::corrupt("row length overflows"))?;
+    let raw = bytes.get(*position..end).ok_or_else(|| Error::corrupt("row ends inside an enum label"))?;
+    *position = end;
+    let label = std::str::from_utf8(raw).map_err(|_| Error::corrupt("enum label is not UTF-8"))?;
+    Ok(Value::Enum(crate::enum_type::EnumValue { type_oid, sort, label: label.into() }))
 }
 
 /// Decodes a row; bad bytes are a corruption error, never a panic.
@@ -362,6 +390,7 @@ pub fn decode_row(bytes: &[u8]) -> Result<Vec<Value>> {
                 )
             }
             6 => decode_temporal(bytes, &mut position)?,
+            7 => decode_enum(bytes, &mut position)?,
             other => return Err(Error::corrupt(format!("unknown value tag {other}"))),
         };
         values.push(value);
@@ -404,6 +433,13 @@ mod tests {
             any::<i64>().prop_map(|micros| Value::Temporal(Temporal::Timestamp(micros))),
             any::<i64>().prop_map(|micros| Value::Temporal(Temporal::TimestampTz(micros))),
             (0i64..=86_400_000_000).prop_map(|micros| Value::Temporal(Temporal::Time(micros))),
+            (16_384u32..16_387, -8i16..8).prop_map(|(type_oid, half)| (type_oid, f32::from(half) / 2.0)).prop_map(
+                |(type_oid, sort)| Value::Enum(crate::enum_type::EnumValue {
+                    type_oid,
+                    sort,
+                    label: format!("label {sort}").into()
+                })
+            ),
             (any::<i32>(), any::<i32>(), any::<i64>()).prop_map(|(months, days, micros)| Value::Temporal(
                 Temporal::Interval(Interval::new(months, days, micros))
             )),

@@ -23,6 +23,7 @@ fn declared(sql_type: &SqlType, dialect: Dialect) -> String {
         SqlType::Int(4) => "integer".into(),
         SqlType::Int(_) => "bigint".into(),
         SqlType::Temporal(kind) => kind.name().into(),
+        SqlType::Enum(id) => format!("\"{}\"", id.get().name),
         // An untyped result (a NULL, a parameter): text in PostgreSQL, no affinity in SQLite.
         SqlType::Unknown if dialect == Dialect::Postgres => "text".into(),
         SqlType::Unknown => String::new(),

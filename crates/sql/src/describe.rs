@@ -30,6 +30,8 @@ pub enum SqlType {
     Int(u8),
     /// A date/time type.
     Temporal(TemporalKind),
+    /// A PostgreSQL enum type.
+    Enum(crate::enum_type::EnumId),
     Unknown,
 }
 
@@ -98,6 +100,7 @@ impl SqlType {
                 Affinity::Float => SqlType::Real,
                 Affinity::Number => SqlType::Decimal,
                 Affinity::Temporal(kind) => SqlType::Temporal(kind),
+                Affinity::Enum(id) => SqlType::Enum(id),
                 Affinity::Blob | Affinity::Numeric => SqlType::Unknown,
             },
             SqlType::Int(_) => SqlType::Integer,
@@ -321,6 +324,7 @@ impl Inference {
                 Value::Text(_) => SqlType::Text,
                 Value::Blob(_) => SqlType::Blob,
                 Value::Temporal(temporal) => SqlType::Temporal(temporal.kind()),
+                Value::Enum(_) => SqlType::Unknown,
             },
             Expr::Column(index) => input.get(*index).cloned().unwrap_or(SqlType::Unknown),
             Expr::Outer { .. } | Expr::Param(_) | Expr::Aggregate(_) | Expr::Window(_) => SqlType::Unknown,
@@ -417,6 +421,7 @@ impl Inference {
             Expr::Cast(inner, to) => {
                 let target = match to {
                     CastType::Integer => SqlType::Integer,
+                    CastType::Oid => SqlType::Declared("oid".into()),
                     CastType::Real => SqlType::Real,
                     CastType::Decimal(..) => SqlType::Decimal,
                     CastType::Text => SqlType::Text,
@@ -427,6 +432,7 @@ impl Inference {
                     CastType::Float => SqlType::Real,
                     CastType::Number => SqlType::Decimal,
                     CastType::Temporal(kind) => SqlType::Temporal(*kind),
+                    CastType::Enum(id) => SqlType::Enum(*id),
                 };
                 // `$1::int8` gives the parameter the cast's type, as in PostgreSQL.
                 self.expect(inner, input, target.clone());

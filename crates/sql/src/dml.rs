@@ -173,6 +173,9 @@ fn table_types(table: &TableDef) -> Vec<crate::describe::SqlType> {
 
 pub(crate) fn column_type(table: &TableDef, column: usize) -> crate::describe::SqlType {
     match table.columns.get(column) {
+        Some(crate::catalog::ColumnDef { affinity: crate::value::Affinity::Enum(id), .. }) => {
+            crate::describe::SqlType::Enum(*id)
+        }
         Some(def) if !def.declared_type.is_empty() => crate::describe::SqlType::Declared(def.declared_type.clone()),
         _ => crate::describe::SqlType::Unknown,
     }

@@ -11,7 +11,7 @@ use crate::codec::{self, decode_row, encode_key, object_prefix, prefix_end};
 use crate::error::{Error, Result};
 use crate::functions::{self, ScalarFunction};
 use crate::plan::*;
-use crate::value::Value;
+use crate::value::{Affinity, Value};
 use std::cell::{Cell, RefCell};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -1613,8 +1613,16 @@ impl<'t> Executor<'t> {
                 if value.is_null() {
                     return Ok(Value::Null);
                 }
+                if let Value::Enum(label) = &value
+                    && !matches!(to, CastType::Text | CastType::Enum(_))
+                {
+                    return Err(Error::new(
+                        "42846",
+                        format!("cannot cast enum value '{}' to type {}", label.label, to.type_name()),
+                    ));
+                }
                 match to {
-                    CastType::Integer => value.cast_integer(),
+                    CastType::Integer | CastType::Oid => value.cast_integer(),
                     CastType::Real => value.cast_real(),
                     CastType::Numeric => value.cast_numeric(),
                     CastType::Decimal(precision, scale) => value.cast_decimal(*precision, *scale)?,
@@ -1623,14 +1631,19 @@ impl<'t> Executor<'t> {
                     | CastType::Boolean
                     | CastType::Temporal(_)
                     | CastType::Float
-                    | CastType::Number => to.affinity().store(value)?,
+                    | CastType::Number
+                    | CastType::Enum(_) => to.affinity().store(value)?,
                     CastType::Blob => match value {
                         Value::Blob(bytes) => Value::Blob(bytes),
                         other => Value::Blob(other.to_text().into_bytes()),
                     },
                 }
             }
-            Expr::Affinity(inner, affinity) => affinity.apply(self.eval(inner, env)?),
+            Expr::Affinity(inner, affinity) => match (affinity, self.eval(inner, env)?) {
+                // Text meeting an enum must be one of its labels (22P02), as in PostgreSQL.
+                (Affinity::Enum(_), text @ Value::Text(_)) => affinity.store(text)?,
+                (_, value) => affinity.apply(value),
+            },
             Expr::Like { expr, pattern, escape, negated, glob, case_sensitive } => {
                 let value = self.eval(expr, env)?;
                 let pattern = self.eval(pattern, env)?;

@@ -150,6 +150,9 @@ pub enum ScalarFunction {
     /// A cast to a domain: (value, the domain's checks on it, the domain's name); 23514 when a
     /// check is false ([`crate::domain`]).
     CheckDomain,
+    /// `enum_range(low, high)`: (low, high, every label of the type in order); the labels from
+    /// low to high as an array, NULL bounds open ([`crate::enum_type::functions`]).
+    EnumRange,
 }
 
 impl ScalarFunction {
@@ -530,6 +533,7 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             }
             arg(0)
         }
+        EnumRange => crate::enum_type::functions::range(args),
         PgSizePretty => match arg(0) {
             Value::Null => Value::Null,
             bytes => Value::Text(size_pretty(bytes.cast_integer().as_i64().unwrap_or(0))),

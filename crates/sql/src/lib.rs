@@ -30,6 +30,7 @@ pub mod describe;
 pub mod dialect;
 pub mod dml;
 pub mod domain;
+pub mod enum_type;
 pub mod error;
 pub mod exec;
 pub mod foreign_key;

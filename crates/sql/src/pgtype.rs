@@ -8,6 +8,9 @@
 
 use crate::value::Affinity;
 
+/// The first OID of an object Tern's catalog makes (tables, sequences, types), as PostgreSQL's
+/// `FirstNormalObjectId`.
+pub const FIRST_USER_OID: u32 = 16_384;
 pub const BOOL: u32 = 16;
 pub const BYTEA: u32 = 17;
 pub const CHAR: u32 = 18;
@@ -161,6 +164,7 @@ pub fn declared_oid(declared: &str) -> u32 {
             Affinity::Float => FLOAT8,
             Affinity::Number => NUMERIC,
             Affinity::Temporal(kind) => temporal_oid(kind),
+            Affinity::Enum(id) => id.get().oid,
             Affinity::Real => FLOAT8,
             Affinity::Decimal(..) | Affinity::Numeric => NUMERIC,
             Affinity::Text => TEXT,

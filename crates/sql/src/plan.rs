@@ -97,13 +97,17 @@ pub enum CastType {
     /// PostgreSQL's `double precision` and unconstrained `numeric`, strict about their input.
     Float,
     Number,
+    /// A PostgreSQL enum type: text by label (22P02), anything else 42846.
+    Enum(crate::enum_type::EnumId),
+    /// PostgreSQL's `oid`: an integer, described to clients as `oid`.
+    Oid,
 }
 
 impl CastType {
     /// The affinity a value of this cast carries into comparisons.
     pub fn affinity(self) -> Affinity {
         match self {
-            CastType::Integer => Affinity::Integer,
+            CastType::Integer | CastType::Oid => Affinity::Integer,
             CastType::Real => Affinity::Real,
             CastType::Numeric => Affinity::Numeric,
             CastType::Decimal(precision, scale) => Affinity::Decimal(precision, scale),
@@ -114,6 +118,24 @@ impl CastType {
             CastType::Temporal(kind) => Affinity::Temporal(kind),
             CastType::Float => Affinity::Float,
             CastType::Number => Affinity::Number,
+            CastType::Enum(id) => Affinity::Enum(id),
+        }
+    }
+
+    /// The PostgreSQL name of the type this casts to, for messages.
+    pub fn type_name(self) -> String {
+        match self {
+            CastType::Integer | CastType::Int(8) => "bigint".into(),
+            CastType::Int(2) => "smallint".into(),
+            CastType::Int(_) => "integer".into(),
+            CastType::Real | CastType::Float => "double precision".into(),
+            CastType::Numeric | CastType::Decimal(..) | CastType::Number => "numeric".into(),
+            CastType::Text => "text".into(),
+            CastType::Blob => "bytea".into(),
+            CastType::Boolean => "boolean".into(),
+            CastType::Temporal(kind) => kind.name().into(),
+            CastType::Enum(id) => id.get().name.clone(),
+            CastType::Oid => "oid".into(),
         }
     }
 
@@ -131,6 +153,7 @@ impl CastType {
             Affinity::Temporal(kind) => CastType::Temporal(kind),
             Affinity::Float => CastType::Float,
             Affinity::Number => CastType::Number,
+            Affinity::Enum(id) => CastType::Enum(id),
         }
     }
 }

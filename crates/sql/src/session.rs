@@ -1709,6 +1709,28 @@ fn run_postgres_object_statement(
             Ok(Outcome::Done(tag))
         }
         merge @ ast::Statement::Merge { .. } => Ok(Outcome::Changed(crate::merge::execute(catalog, exec, merge)?)),
+        ast::Statement::CreateType { name, representation } => {
+            let mut changed = (**catalog).clone();
+            match representation {
+                ast::UserDefinedTypeRepresentation::Enum { labels } => {
+                    crate::enum_type::ddl::create(&mut changed, name, labels)?
+                }
+                ast::UserDefinedTypeRepresentation::Composite { .. } => {
+                    return Err(Error::unsupported("composite types (CREATE TYPE ... AS (fields))"));
+                }
+            }
+            *new_catalog = Some(changed);
+            Ok(Outcome::Done("CREATE TYPE"))
+        }
+        ast::Statement::AlterType(alter) => {
+            let mut changed = (**catalog).clone();
+            if crate::enum_type::ddl::alter(&mut changed, alter)?.is_none() {
+                let name = object_name(&alter.name)?;
+                return Err(Error::new("42704", format!("type \"{name}\" does not exist or is not an enum type")));
+            }
+            *new_catalog = Some(changed);
+            Ok(Outcome::Done("ALTER TYPE"))
+        }
         ast::Statement::CreateDomain(create) => {
             let mut changed = (**catalog).clone();
             crate::domain::create(&mut changed, create)?;
@@ -1772,9 +1794,13 @@ fn column_def(column: &ast::ColumnDef, dialect: Dialect, catalog: &Catalog) -> R
         declared_type = domain.base_type.clone();
     }
     crate::decimal::declared_precision(&declared_type)?;
+    let affinity = match crate::enum_type::of_type(catalog, &declared_type) {
+        Some(id) => Affinity::Enum(id),
+        None => Affinity::of_declared_type_in(&declared_type, dialect),
+    };
     let mut def = ColumnDef {
         name: column.name.value.clone(),
-        affinity: Affinity::of_declared_type_in(&declared_type, dialect),
+        affinity,
         declared_type,
         not_null: false,
         default: None,
@@ -2117,6 +2143,7 @@ fn drop_object(catalog: &mut Catalog, exec: &Executor, name: &str, drop: &DropSt
             crate::trigger::definition::drop_for_table(catalog, name);
             Ok(true)
         }
+        ast::ObjectType::Type => crate::enum_type::ddl::drop(catalog, name, if_exists, cascade),
         other => Err(Error::unsupported(format!("DROP {other}"))),
     }
 }

@@ -34,6 +34,7 @@ impl Engine for SltEngine {
                             Value::Text(text) => SltValue::Text(text),
                             Value::Blob(bytes) => SltValue::Blob(bytes),
                             Value::Temporal(temporal) => SltValue::Text(crate::temporal::format::to_text(&temporal)),
+                            Value::Enum(value) => SltValue::Text(value.label.to_string()),
                         })
                         .collect()
                 })

@@ -39,12 +39,13 @@ pub const PUBLIC_OID: i64 = 2200;
 pub const INFORMATION_SCHEMA_OID: i64 = 13183;
 /// The owner of every object: the bootstrap role (`pg_authid` OID 10 in PostgreSQL).
 pub const OWNER_OID: i64 = 10;
-const FIRST_OBJECT_OID: i64 = 16384;
+const FIRST_OBJECT_OID: i64 = pgtype::FIRST_USER_OID as i64;
 const PRIMARY_KEY_OID_BASE: i64 = 0x1000_0000;
 const VIEW_OID_BASE: i64 = 0x2000_0000;
 const CONSTRAINT_OID_OFFSET: i64 = 0x3000_0000;
 const CHECK_OID_BASE: i64 = 0x6000_0000;
 const FOREIGN_KEY_OID_BASE: i64 = 0x7000_0000;
+const ENUM_LABEL_OID_BASE: i64 = 0x8000_0000;
 /// `pg_am`: the heap (tables) and btree (indexes) access methods.
 const HEAP_AM_OID: i64 = 2;
 const BTREE_AM_OID: i64 = 403;
@@ -69,7 +70,8 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
         ("pg_catalog", "pg_attrdef") => (PG_ATTRDEF, listing().pg_attrdef()),
         ("pg_catalog", "pg_index") => (PG_INDEX, listing().pg_index()),
         ("pg_catalog", "pg_constraint") => (PG_CONSTRAINT, listing().pg_constraint()),
-        ("pg_catalog", "pg_type") => (PG_TYPE, types()),
+        ("pg_catalog", "pg_type") => (PG_TYPE, types(catalog)),
+        ("pg_catalog", "pg_enum") => (PG_ENUM, pg_enum(catalog)),
         ("pg_catalog", "pg_am") => (PG_AM, access_methods()),
         ("pg_catalog", "pg_database") => (PG_DATABASE, databases()),
         ("pg_catalog", "pg_roles") => (PG_ROLES, roles()),
@@ -305,6 +307,11 @@ fn information_schema_sequences(catalog: &Catalog) -> Vec<Vec<Expr>> {
         .collect()
 }
 
+/// The OID of a type made by CREATE TYPE, from its catalog id.
+pub fn type_oid(id: u32) -> u32 {
+    FIRST_OBJECT_OID as u32 + id
+}
+
 /// A table's OID (`pg_class.oid`, RowDescription's table OID).
 pub fn table_oid(table: &TableDef) -> i64 {
     FIRST_OBJECT_OID + i64::from(table.id)
@@ -373,11 +380,13 @@ struct Attribute {
     default: Option<String>,
     /// `pg_attribute.attidentity`: 'a' GENERATED ALWAYS, 'd' BY DEFAULT, '' none.
     identity: &'static str,
+    /// The OID of a type made by CREATE TYPE, which the declared name alone does not give.
+    user_type: Option<u32>,
 }
 
 impl Attribute {
     fn plain(name: String, declared: String) -> Attribute {
-        Attribute { name, declared, not_null: false, default: None, identity: "" }
+        Attribute { name, declared, not_null: false, default: None, identity: "", user_type: None }
     }
 
     fn of_column(column: &ColumnDef, not_null: bool) -> Attribute {
@@ -395,13 +404,24 @@ impl Attribute {
                 None => default.clone(),
             }),
         };
-        Attribute { name: column.name.clone(), declared: column.declared_type.clone(), not_null, default, identity }
+        let user_type = match column.affinity {
+            Affinity::Enum(id) => Some(id.get().oid),
+            _ => None,
+        };
+        Attribute {
+            name: column.name.clone(),
+            declared: column.declared_type.clone(),
+            not_null,
+            default,
+            identity,
+            user_type,
+        }
     }
 }
 
 impl Attribute {
     fn type_oid(&self) -> u32 {
-        pgtype::declared_oid(&self.declared)
+        self.user_type.unwrap_or_else(|| pgtype::declared_oid(&self.declared))
     }
 }
 
@@ -591,6 +611,13 @@ impl Listing {
             let attributes = views(view)
                 .into_iter()
                 .map(|(name, affinity)| {
+                    if let Some(Affinity::Enum(id)) = affinity {
+                        let definition = id.get();
+                        return Attribute {
+                            user_type: Some(definition.oid),
+                            ..Attribute::plain(name, definition.name.clone())
+                        };
+                    }
                     let declared = match affinity {
                         Some(Affinity::Integer | Affinity::Int(8)) => "bigint",
                         Some(Affinity::Int(2)) => "smallint",
@@ -602,7 +629,7 @@ impl Listing {
                         Some(Affinity::Real) => "double precision",
                         Some(Affinity::Numeric | Affinity::Decimal(..)) => "numeric",
                         Some(Affinity::Blob) => "bytea",
-                        Some(Affinity::Text) | None => "text",
+                        Some(Affinity::Text | Affinity::Enum(_)) | None => "text",
                     };
                     Attribute::plain(name, declared.into())
                 })
@@ -885,7 +912,10 @@ impl Listing {
             for (position, attribute) in relation.attributes.iter().enumerate() {
                 let type_oid = attribute.type_oid();
                 let typmod = pgtype::declared_typmod(&attribute.declared);
-                let data_type = pgtype::format_type(type_oid, -1);
+                let (data_type, udt_name) = match attribute.user_type {
+                    Some(_) => ("USER-DEFINED".to_string(), attribute.declared.to_ascii_lowercase()),
+                    None => (pgtype::format_type(type_oid, -1), pgtype::name_of(type_oid).to_string()),
+                };
                 let length = match type_oid {
                     pgtype::VARCHAR | pgtype::BPCHAR if typmod >= 4 => int(typmod - 4),
                     _ => null(),
@@ -913,8 +943,8 @@ impl Listing {
                         radix,
                         scale,
                         current_database(),
-                        text("pg_catalog"),
-                        text(pgtype::name_of(type_oid)),
+                        text(if attribute.user_type.is_some() { "public" } else { "pg_catalog" }),
+                        text(udt_name),
                         yes_no(relation.kind == "r"),
                     ],
                 ));
@@ -984,18 +1014,22 @@ fn schemata() -> Vec<Vec<Expr>> {
         .collect()
 }
 
-fn types() -> Vec<Vec<Expr>> {
-    pgtype::BUILT_IN
+fn types(catalog: &Catalog) -> Vec<Vec<Expr>> {
+    let built_in = pgtype::BUILT_IN
         .iter()
-        .map(|&(oid, name, length, category, collation)| {
+        .map(|&(oid, name, length, category, collation)| (oid, name, PG_CATALOG_OID, length, "b", category, collation));
+    let enums = catalog.enums.values().map(|def| (def.oid, def.name.as_str(), PUBLIC_OID, 4, "e", "E", 0));
+    built_in
+        .chain(enums)
+        .map(|(oid, name, namespace, length, kind, category, collation)| {
             vec![
                 int(i64::from(oid)),
                 text(name),
-                int(PG_CATALOG_OID),
+                int(namespace),
                 int(OWNER_OID),
                 int(length),
                 boolean(length > 0 && length <= 8),
-                text("b"),
+                text(kind),
                 text(category),
                 boolean(false),
                 boolean(true),
@@ -1010,6 +1044,24 @@ fn types() -> Vec<Vec<Expr>> {
                 int(collation),
                 null(),
             ]
+        })
+        .collect()
+}
+
+/// `pg_enum`: a row per label, its OID made from the type's and the label's position.
+fn pg_enum(catalog: &Catalog) -> Vec<Vec<Expr>> {
+    catalog
+        .enums
+        .values()
+        .flat_map(|def| {
+            def.labels.iter().enumerate().map(move |(position, (label, sort))| {
+                vec![
+                    int(ENUM_LABEL_OID_BASE + (i64::from(def.oid) << 12) + position as i64),
+                    int(i64::from(def.oid)),
+                    Expr::Literal(Value::Real(f64::from(*sort))),
+                    text(label),
+                ]
+            })
         })
         .collect()
 }
@@ -1232,6 +1284,9 @@ const PG_TYPE: &[(&str, &str)] = &[
     ("typcollation", "oid"),
     ("typdefault", "text"),
 ];
+
+const PG_ENUM: &[(&str, &str)] =
+    &[("oid", "oid"), ("enumtypid", "oid"), ("enumsortorder", "float4"), ("enumlabel", "name")];
 
 const PG_AM: &[(&str, &str)] = &[("oid", "oid"), ("amname", "name"), ("amhandler", "text"), ("amtype", "\"char\"")];
 

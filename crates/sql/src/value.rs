@@ -10,6 +10,7 @@
 
 use crate::decimal::{self, Decimal};
 use crate::dialect::Dialect;
+use crate::enum_type::{EnumId, EnumValue};
 use crate::error::{Error, Result};
 use crate::temporal::{self, Temporal, TemporalKind};
 use rust_decimal::prelude::ToPrimitive;
@@ -28,6 +29,8 @@ pub enum Value {
     Blob(Vec<u8>),
     /// A date, time, timestamp or interval ([`crate::temporal`]): PostgreSQL's typed values.
     Temporal(Temporal),
+    /// A label of a PostgreSQL enum type ([`crate::enum_type`]).
+    Enum(EnumValue),
 }
 
 /// A column's type affinity (SQLite section 3.1 of "Datatypes In SQLite").
@@ -51,6 +54,8 @@ pub enum Affinity {
     Boolean,
     /// A date/time type: text is parsed (22007, 22008 when malformed or out of range).
     Temporal(TemporalKind),
+    /// A PostgreSQL enum type: text becomes one of its labels (22P02 for any other text).
+    Enum(EnumId),
     /// PostgreSQL's `real` and `double precision`: numbers become reals; text must be one
     /// (`NaN` and `Infinity` too), else 22P02.
     Float,
@@ -130,6 +135,7 @@ impl Affinity {
             Affinity::Temporal(kind) => return temporal::cast(&value, kind),
             Affinity::Float => return store_float(value),
             Affinity::Number => return store_number(value),
+            Affinity::Enum(id) => return id.get().cast(&value),
             _ => {}
         }
         let Affinity::Decimal(precision, scale) = self else { return Ok(self.apply(value)) };
@@ -143,7 +149,7 @@ impl Affinity {
             Value::Text(text) => decimal::parse(text).ok_or_else(|| {
                 Error::new("22P02", format!("invalid input for DECIMAL({precision},{scale}): '{text}'"))
             })?,
-            Value::Blob(_) | Value::Temporal(_) => {
+            Value::Blob(_) | Value::Temporal(_) | Value::Enum(_) => {
                 return Err(Error::datatype_mismatch(format!(
                     "a {} cannot be stored as DECIMAL({precision},{scale})",
                     value.type_name()
@@ -156,7 +162,24 @@ impl Affinity {
     /// [`Affinity::store`] into the column named `label` (`table.column`), which names it in
     /// a conversion's error and, with `not_null`, refuses NULL (23502).
     pub fn store_in_column(self, value: Value, not_null: bool, label: &dyn Fn() -> String) -> Result<Value> {
-        let value = self.store(value).map_err(|error| in_column(error, label))?;
+        let value = match (self, &value) {
+            // PostgreSQL's assignment error for what no cast could make an enum.
+            (
+                Affinity::Enum(id),
+                Value::Integer(_) | Value::Real(_) | Value::Decimal(_) | Value::Blob(_) | Value::Temporal(_),
+            ) => {
+                return Err(Error::new(
+                    "42804",
+                    format!(
+                        "column {} is of type {} but expression is of type {}",
+                        label(),
+                        id.get().name,
+                        value.type_name()
+                    ),
+                ));
+            }
+            _ => self.store(value).map_err(|error| in_column(error, label))?,
+        };
         if not_null && value.is_null() {
             return Err(Error::not_null_violation(format!("NOT NULL constraint failed: {}", label())));
         }
@@ -192,6 +215,10 @@ impl Affinity {
                 _ => value,
             },
             Affinity::Float => Affinity::Real.apply(value),
+            Affinity::Enum(id) => match &value {
+                Value::Text(text) => id.get().value_of(text).map_or(value, Value::Enum),
+                _ => value,
+            },
             Affinity::Number => match &value {
                 Value::Text(text) => match decimal::parse(text) {
                     Some(exact) => Value::Decimal(exact),
@@ -472,6 +499,8 @@ impl Value {
             Value::Temporal(temporal) => {
                 format!("CAST('{}' AS {})", temporal::format::to_text(temporal), temporal.kind().name())
             }
+            // The label: it becomes the enum again where a column or cast of the type meets it.
+            Value::Enum(value) => format!("'{}'", value.label.replace('\'', "''")),
         }
     }
 
@@ -495,6 +524,7 @@ impl Value {
                 TemporalKind::TimestampTz => "timestamptz",
                 TemporalKind::Interval => "interval",
             },
+            Value::Enum(_) => "enum",
         }
     }
 
@@ -530,6 +560,7 @@ impl Value {
             Value::Text(text) => text.clone(),
             Value::Blob(bytes) => String::from_utf8_lossy(bytes).into_owned(),
             Value::Temporal(temporal) => temporal::format::to_text(temporal),
+            Value::Enum(value) => value.label.to_string(),
         }
     }
 
@@ -542,6 +573,7 @@ impl Value {
             Value::Text(text) => numeric_prefix(text),
             Value::Blob(bytes) => numeric_prefix(&String::from_utf8_lossy(bytes)),
             Value::Temporal(temporal) => numeric_prefix(&temporal::format::to_text(temporal)),
+            Value::Enum(value) => numeric_prefix(&value.label),
         }
     }
 
@@ -631,6 +663,7 @@ impl Value {
                 Value::Text(_) => 2,
                 Value::Blob(_) => 3,
                 Value::Temporal(_) => 4,
+                Value::Enum(_) => 5,
             }
         }
         match (self, other) {
@@ -643,6 +676,7 @@ impl Value {
             (Value::Text(a), Value::Text(b)) => a.as_bytes().cmp(b.as_bytes()),
             (Value::Blob(a), Value::Blob(b)) => a.cmp(b),
             (Value::Temporal(a), Value::Temporal(b)) => a.total_cmp(b),
+            (Value::Enum(a), Value::Enum(b)) => a.cmp(b),
             _ => rank(self).cmp(&rank(other)),
         }
     }

@@ -807,6 +807,7 @@ fn sort_cmp(a: &Value, b: &Value) -> Ordering {
             Value::Text(_) => 2,
             Value::Blob(_) => 3,
             Value::Temporal(_) => 4,
+            Value::Enum(_) => 5,
         }
     }
     match (a, b) {
@@ -909,6 +910,7 @@ fn show_rows(rows: &[Vec<Value>]) -> String {
                 Value::Text(t) => format!("'{t}'"),
                 Value::Blob(b) => format!("x'{}'", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
                 Value::Temporal(_) => format!("{v}t"),
+                Value::Enum(_) => format!("{v}e"),
             })
             .collect();
         writeln!(s, "    ({})", cells.join(", ")).unwrap();
