@@ -400,8 +400,9 @@ impl Backend {
         if let Outcome::Rows { columns, rows } = outcome {
             let columns = column_types(columns, declared, &rows);
             out.row_description(&describe_columns(&columns, formats));
+            let catalog = self.session.catalog();
             for row in &rows {
-                send_row(out, row, &columns, formats)?;
+                send_row(out, row, &columns, formats, &catalog)?;
             }
         }
         out.command_complete(&tag);
@@ -479,7 +480,7 @@ impl Backend {
                 if !extended {
                     out.row_description(&describe_columns(&columns, formats));
                 }
-                send_row(out, &[Value::Text(value)], &columns, formats)?;
+                send_row(out, &[Value::Text(value)], &columns, formats, &self.session.catalog())?;
                 out.command_complete("SHOW");
             }
             Command::NoOp(tag) => out.command_complete(tag),
@@ -643,7 +644,7 @@ impl Backend {
             };
             let columns = column_types(columns, declared_types(description), &rows);
             if spec.format == Format::Binary {
-                return copy_out_binary(&columns, &rows, out);
+                return copy_out_binary(&columns, &rows, &self.session.catalog(), out);
             }
             out.copy_response(b'H', columns.len(), false);
             let mut data = Vec::new();
@@ -658,7 +659,8 @@ impl Backend {
                     .iter()
                     .zip(&columns)
                     .map(|(value, column)| {
-                        types::encode_text(value, column.oid).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                        types::encode_text(value, column.oid, &catalog)
+                            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
                     })
                     .collect();
                 copy::write_row(spec, &fields, &mut data);
@@ -748,10 +750,11 @@ impl Backend {
                 )));
             }
             let mut values = Vec::with_capacity(fields.len());
+            let catalog = self.session.catalog();
             for (field, oid) in fields.iter().zip(&copy.oids) {
                 values.push(match field {
                     None => Value::Null,
-                    Some(bytes) if binary => types::decode_binary(bytes, *oid).map_err(context)?,
+                    Some(bytes) if binary => types::decode_binary(bytes, *oid, &catalog).map_err(context)?,
                     Some(text) => types::decode_text(text, *oid).map_err(context)?,
                 });
             }
@@ -940,13 +943,14 @@ impl Backend {
             )));
         }
         let mut params = Vec::with_capacity(raw.len());
+        let catalog = self.session.catalog();
         for (index, value) in raw.iter().enumerate() {
             let format = formats.get(if formats.len() == 1 { 0 } else { index }).copied().unwrap_or(0);
             let oid = prepared.param_oids.get(index).copied().unwrap_or(types::TEXT);
             params.push(match (value, format) {
                 (None, _) => Value::Null,
                 (Some(bytes), 0) => types::decode_text(bytes, oid)?,
-                (Some(bytes), 1) => types::decode_binary(bytes, oid)?,
+                (Some(bytes), 1) => types::decode_binary(bytes, oid, &catalog)?,
                 (Some(_), other) => {
                     return Err(Failure::Protocol(ProtocolError::invalid(format!("unsupported format code {other}"))));
                 }
@@ -1043,10 +1047,11 @@ impl Backend {
         let result = portal.result.as_mut().expect("the portal has run");
         let limit = if max_rows <= 0 { usize::MAX } else { max_rows as usize };
         let mut sent = 0;
+        let catalog = self.session.catalog();
         while sent < limit
             && let Some(row) = result.rows.pop_front()
         {
-            send_row(out, &row, &result.columns, &portal.result_formats)?;
+            send_row(out, &row, &result.columns, &portal.result_formats, &catalog)?;
             sent += 1;
         }
         if result.rows.is_empty() {
@@ -1230,7 +1235,12 @@ fn text_fields(rows: Vec<copy::Fields>) -> Vec<crate::copy_binary::Tuple> {
 }
 
 /// COPY ... TO STDOUT (FORMAT binary): each value in its column type's binary form.
-fn copy_out_binary(columns: &[ResultColumn], rows: &[Vec<Value>], out: &mut Out) -> Result<Flow, Error> {
+fn copy_out_binary(
+    columns: &[ResultColumn],
+    rows: &[Vec<Value>],
+    catalog: &tern_sql::catalog::Catalog,
+    out: &mut Out,
+) -> Result<Flow, Error> {
     out.copy_response(b'H', columns.len(), true);
     // The header travels with the first tuple (or the trailer), as PostgreSQL sends it and as
     // clients expect it.
@@ -1240,7 +1250,7 @@ fn copy_out_binary(columns: &[ResultColumn], rows: &[Vec<Value>], out: &mut Out)
         let fields = row
             .iter()
             .zip(columns)
-            .map(|(value, column)| types::encode_binary(value, column.oid))
+            .map(|(value, column)| types::encode_binary(value, column.oid, catalog))
             .collect::<Result<Vec<_>, Error>>()?;
         crate::copy_binary::write_tuple(&fields, &mut data);
         out.copy_data(&data);
@@ -1261,14 +1271,20 @@ fn format_of(formats: &[i16], index: usize) -> i16 {
     }
 }
 
-fn send_row(out: &mut Out, row: &[Value], columns: &[ResultColumn], formats: &[i16]) -> Result<(), Error> {
+fn send_row(
+    out: &mut Out,
+    row: &[Value],
+    columns: &[ResultColumn],
+    formats: &[i16],
+    catalog: &tern_sql::catalog::Catalog,
+) -> Result<(), Error> {
     let mut values = Vec::with_capacity(row.len());
     for (index, value) in row.iter().enumerate() {
         let oid = columns.get(index).map_or(types::TEXT, |column| column.oid);
         values.push(if format_of(formats, index) == 1 {
-            types::encode_binary(value, oid)?
+            types::encode_binary(value, oid, catalog)?
         } else {
-            types::encode_text(value, oid)
+            types::encode_text(value, oid, catalog)
         });
     }
     out.data_row(&values);

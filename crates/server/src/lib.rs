@@ -12,6 +12,7 @@ pub mod fuzzing;
 mod metrics;
 mod pool;
 pub mod protocol;
+mod record_binary;
 mod server;
 pub mod types;
 mod watchdog;

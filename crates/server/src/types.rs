@@ -8,12 +8,14 @@
 //! format the value's own text is sent.
 
 use rust_decimal::Decimal;
+use tern_sql::catalog::Catalog;
+use tern_sql::composite;
 use tern_sql::temporal::{self, Interval, Temporal, TemporalKind};
 use tern_sql::{Error, SqlType, Value};
 
 pub use tern_sql::pgtype::{
-    BOOL, BPCHAR, BYTEA, CHAR, DATE, FLOAT4, FLOAT8, INT2, INT4, INT8, INTERVAL, NAME, NUMERIC, OID, REGCLASS, TEXT,
-    TIME, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, VARCHAR, declared_oid, name_of, temporal_oid,
+    BOOL, BPCHAR, BYTEA, CHAR, DATE, FLOAT4, FLOAT8, INT2, INT4, INT8, INTERVAL, NAME, NUMERIC, OID, RECORD, REGCLASS,
+    TEXT, TIME, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, VARCHAR, declared_oid, name_of, temporal_oid,
 };
 
 /// Days from 1970-01-01 to PostgreSQL's epoch, 2000-01-01.
@@ -49,6 +51,8 @@ pub fn oid_of(sql_type: &SqlType) -> u32 {
         SqlType::Int(_) => INT8,
         SqlType::Temporal(kind) => temporal_oid(*kind),
         SqlType::Enum(id) => id.get().oid,
+        SqlType::Composite(id) => id.get().oid,
+        SqlType::Record => RECORD,
     }
 }
 
@@ -63,10 +67,11 @@ pub fn oid_of_value(value: &Value) -> Option<u32> {
         Value::Blob(_) => Some(BYTEA),
         Value::Temporal(temporal) => Some(temporal_oid(temporal.kind())),
         Value::Enum(value) => Some(value.type_oid),
+        Value::Record(record) => Some(record.type_oid),
     }
 }
 
-fn cannot(value: &Value, oid: u32) -> Error {
+pub(crate) fn cannot(value: &Value, oid: u32) -> Error {
     Error::new("22P03", format!("value {} cannot be sent in binary as type {}", value.sql_literal(), name_of(oid)))
 }
 
@@ -75,9 +80,12 @@ fn parse_error(text: &str, oid: u32) -> Error {
 }
 
 /// A value in text format for a column of type `oid`.
-pub fn encode_text(value: &Value, oid: u32) -> Option<Vec<u8>> {
+pub fn encode_text(value: &Value, oid: u32, catalog: &Catalog) -> Option<Vec<u8>> {
     Some(match (value, oid) {
         (Value::Null, _) => return None,
+        (Value::Record(record), _) => {
+            composite::text::format(record, catalog.composite_of_oid(record.type_oid)).into_bytes()
+        }
         (value, BOOL) => match value.truth() {
             Some(true) => b"t".to_vec(),
             Some(false) => b"f".to_vec(),
@@ -111,7 +119,7 @@ fn hex_bytea(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// A value in binary format for a column of type `oid`.
-pub fn encode_binary(value: &Value, oid: u32) -> Result<Option<Vec<u8>>, Error> {
+pub fn encode_binary(value: &Value, oid: u32, catalog: &Catalog) -> Result<Option<Vec<u8>>, Error> {
     if value.is_null() {
         return Ok(None);
     }
@@ -152,7 +160,8 @@ pub fn encode_binary(value: &Value, oid: u32) -> Result<Option<Vec<u8>>, Error> 
             other => other.to_text().into_bytes(),
         },
         DATE | TIME | TIMESTAMP | TIMESTAMPTZ | INTERVAL => temporal_send(value, oid)?,
-        // text, varchar, bpchar, name, unknown: the value's text.
+        _ if matches!(value, Value::Record(_)) => crate::record_binary::send(value, catalog)?,
+        // text, varchar, bpchar, name, unknown, enums: the value's text.
         _ => value.to_text().into_bytes(),
     }))
 }
@@ -179,7 +188,7 @@ pub fn decode_text(bytes: &[u8], oid: u32) -> Result<Value, Error> {
 }
 
 /// A parameter value sent in binary format.
-pub fn decode_binary(bytes: &[u8], oid: u32) -> Result<Value, Error> {
+pub fn decode_binary(bytes: &[u8], oid: u32, catalog: &Catalog) -> Result<Value, Error> {
     let wrong = || Error::new("22P03", format!("incorrect binary data format for type {}", name_of(oid)));
     let fixed = |len: usize| -> Result<&[u8], Error> { if bytes.len() == len { Ok(bytes) } else { Err(wrong()) } };
     Ok(match oid {
@@ -224,7 +233,11 @@ pub fn decode_binary(bytes: &[u8], oid: u32) -> Result<Value, Error> {
             let months = i32::from_be_bytes(bytes[12..].try_into().expect("4 bytes"));
             Value::Temporal(Temporal::Interval(Interval::new(months, days, micros)))
         }
-        // A type made by CREATE TYPE is an enum, whose binary form is its label's text.
+        // A type made by CREATE TYPE is a composite type or an enum, whose binary form is its
+        // label's text.
+        tern_sql::pgtype::FIRST_USER_OID.. if catalog.composite_of_oid(oid).is_some() => {
+            crate::record_binary::recv(bytes, oid, catalog)?
+        }
         TEXT | VARCHAR | BPCHAR | NAME | UNKNOWN | 0 | tern_sql::pgtype::FIRST_USER_OID.. => {
             Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| Error::new("22021", "text is not valid UTF-8"))?)
         }
@@ -425,8 +438,8 @@ mod tests {
             ("1 year 2 mons -3 days +04:05:06.5", INTERVAL),
             ("0044-03-15 BC", DATE),
         ] {
-            let sent = encode_binary(&Value::Text(text.into()), oid).unwrap().unwrap();
-            let back = decode_binary(&sent, oid).unwrap();
+            let sent = encode_binary(&Value::Text(text.into()), oid, &Catalog::new()).unwrap().unwrap();
+            let back = decode_binary(&sent, oid, &Catalog::new()).unwrap();
             assert_eq!(back.to_text(), text, "{text}");
             assert_eq!(decode_text(text.as_bytes(), oid).unwrap(), back, "{text}");
         }
@@ -447,9 +460,9 @@ mod tests {
     #[test]
     fn bad_input_is_an_error() {
         assert_eq!(decode_text(b"x1", INT4).unwrap_err().sqlstate, "22P02");
-        assert_eq!(decode_binary(&[0, 1], INT4).unwrap_err().sqlstate, "22P03");
+        assert_eq!(decode_binary(&[0, 1], INT4, &Catalog::new()).unwrap_err().sqlstate, "22P03");
         assert!(numeric_recv(&[0, 1, 0, 0, 0, 0, 0, 0]).is_none());
-        assert_eq!(encode_binary(&Value::Integer(1 << 40), INT4).unwrap_err().sqlstate, "22P03");
-        assert_eq!(encode_binary(&Value::Text("abc".into()), INT8).unwrap_err().sqlstate, "22P03");
+        assert_eq!(encode_binary(&Value::Integer(1 << 40), INT4, &Catalog::new()).unwrap_err().sqlstate, "22P03");
+        assert_eq!(encode_binary(&Value::Text("abc".into()), INT8, &Catalog::new()).unwrap_err().sqlstate, "22P03");
     }
 }

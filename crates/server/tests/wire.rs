@@ -861,3 +861,93 @@ async fn enum_values_round_trip_through_every_protocol() {
         client.query_one("SELECT count(*) FROM feeling WHERE m = $1", &[&Label("happy".into())]).await.unwrap().get(0);
     assert_eq!((by_text, by_label), (3, 3));
 }
+
+/// A `pair` row value (`n integer, label text`) in PostgreSQL's binary record form.
+#[derive(Debug, PartialEq)]
+struct Pair(i32, String);
+
+impl tokio_postgres::types::ToSql for Pair {
+    fn to_sql(
+        &self,
+        _: &tokio_postgres::types::Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<tokio_postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(&2i32.to_be_bytes());
+        out.extend_from_slice(&23u32.to_be_bytes());
+        out.extend_from_slice(&4i32.to_be_bytes());
+        out.extend_from_slice(&self.0.to_be_bytes());
+        out.extend_from_slice(&25u32.to_be_bytes());
+        out.extend_from_slice(&(self.1.len() as i32).to_be_bytes());
+        out.extend_from_slice(self.1.as_bytes());
+        Ok(tokio_postgres::types::IsNull::No)
+    }
+
+    fn accepts(ty: &tokio_postgres::types::Type) -> bool {
+        matches!(ty.kind(), tokio_postgres::types::Kind::Composite(_))
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+impl<'a> tokio_postgres::types::FromSql<'a> for Pair {
+    fn from_sql(
+        _: &tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Pair, Box<dyn std::error::Error + Sync + Send>> {
+        let int = |at: usize| i32::from_be_bytes(raw[at..at + 4].try_into().unwrap());
+        assert_eq!((int(0), int(4) as u32, int(8)), (2, 23, 4), "the count, then n as int4");
+        let n = int(12);
+        assert_eq!(int(16) as u32, 25, "label as text");
+        let length = int(20) as usize;
+        Ok(Pair(n, std::str::from_utf8(&raw[24..24 + length])?.to_string()))
+    }
+
+    fn accepts(ty: &tokio_postgres::types::Type) -> bool {
+        matches!(ty.kind(), tokio_postgres::types::Kind::Composite(_))
+    }
+}
+
+#[tokio::test]
+async fn composite_values_round_trip_through_every_protocol() {
+    use tokio_postgres::types::{Kind, Type};
+    let running = start().await;
+    let client = connect(&running).await;
+    client
+        .batch_execute(
+            "CREATE TYPE pair AS (n integer, label text);
+             CREATE TABLE pairs(id INT PRIMARY KEY, p pair);
+             INSERT INTO pairs VALUES (1, '(7,\"seven up\")')",
+        )
+        .await
+        .unwrap();
+    let text_insert = client.prepare_typed("INSERT INTO pairs VALUES (2, $1)", &[Type::TEXT]).await.unwrap();
+    client.execute(&text_insert, &[&"(7,\"seven up\")"]).await.unwrap();
+    let binary_insert = client.prepare("INSERT INTO pairs VALUES (3, $1)").await.unwrap();
+    let parameter = &binary_insert.params()[0];
+    assert_eq!(parameter.name(), "pair");
+    let Kind::Composite(fields) = parameter.kind() else { panic!("{:?}", parameter.kind()) };
+    let described: Vec<(&str, &Type)> = fields.iter().map(|field| (field.name(), field.type_())).collect();
+    assert_eq!(described, [("n", &Type::INT4), ("label", &Type::TEXT)]);
+    client.execute(&binary_insert, &[&Pair(7, "seven up".into())]).await.unwrap();
+    // Malformed rows are refused and store nothing.
+    let error = client.execute(&text_insert, &[&"(seven,x)"]).await.unwrap_err();
+    assert_eq!(code(&error), "22P02");
+    let error = client.execute(&text_insert, &[&"(7)"]).await.unwrap_err();
+    assert_eq!(code(&error), "22P02");
+    let rows = client.query("SELECT p FROM pairs ORDER BY id", &[]).await.unwrap();
+    let pairs: Vec<Pair> = rows.iter().map(|row| row.get(0)).collect();
+    assert_eq!(pairs, [Pair(7, "seven up".into()), Pair(7, "seven up".into()), Pair(7, "seven up".into())]);
+    let mut texts = Vec::new();
+    for message in client.simple_query("SELECT p, (p).n, (p).label FROM pairs ORDER BY id").await.unwrap() {
+        if let SimpleQueryMessage::Row(row) = message {
+            texts.push((0..3).map(|at| row.get(at).unwrap().to_string()).collect::<Vec<_>>().join("|"));
+        }
+    }
+    assert_eq!(texts, ["(7,\"seven up\")|7|seven up"; 3]);
+    let matching: i64 = client
+        .query_one("SELECT count(*) FROM pairs WHERE p = $1", &[&Pair(7, "seven up".into())])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(matching, 3);
+}

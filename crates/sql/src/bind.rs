@@ -205,7 +205,7 @@ pub fn affinity_of_type_in(data_type: &ast::DataType, dialect: Dialect) -> Resul
 /// columns, NUMERIC for numbers.
 fn comparison_affinity(affinity: Affinity) -> Affinity {
     match affinity {
-        Affinity::Boolean | Affinity::Temporal(_) | Affinity::Enum(_) => affinity,
+        Affinity::Boolean | Affinity::Temporal(_) | Affinity::Enum(_) | Affinity::Composite(_) => affinity,
         affinity if affinity.is_numeric() => Affinity::Numeric,
         affinity => affinity,
     }
@@ -215,7 +215,7 @@ fn comparison_affinity(affinity: Affinity) -> Affinity {
 /// enum is an error there (22P02), as in PostgreSQL.
 fn comparison_literal(affinity: Affinity, value: Value) -> Result<Value> {
     match (affinity, &value) {
-        (Affinity::Enum(_), Value::Text(_)) => affinity.store(value),
+        (Affinity::Enum(_) | Affinity::Composite(_), Value::Text(_) | Value::Record(_)) => affinity.store(value),
         _ => Ok(affinity.apply(value)),
     }
 }
@@ -1232,7 +1232,10 @@ impl<'c> Binder<'c> {
         let weak = |affinity: Option<Affinity>| matches!(affinity, None | Some(Affinity::Blob));
         // PostgreSQL's typed columns read the other side as their type (text as a date).
         let typed = |affinity: Option<Affinity>| {
-            matches!(affinity, Some(Affinity::Boolean | Affinity::Temporal(_) | Affinity::Enum(_)))
+            matches!(
+                affinity,
+                Some(Affinity::Boolean | Affinity::Temporal(_) | Affinity::Enum(_) | Affinity::Composite(_))
+            )
         };
         Ok(if let Some(affinity) = left_affinity.filter(|_| typed(left_affinity) && !typed(right_affinity)) {
             (left, wrap(right, affinity)?)
@@ -1514,8 +1517,28 @@ impl<'c> Binder<'c> {
                     ScalarFunction::ArrayElement,
                     vec![self.bind_expr(root, scope)?, self.bind_expr(index, scope)?],
                 ),
-                _ => return Err(Error::unsupported(format!("expression {expr}"))),
+                chain => {
+                    // `(row).field.field...`: fields of composite values.
+                    let fields: Option<Vec<&ast::Ident>> = chain
+                        .iter()
+                        .map(|access| match access {
+                            ast::AccessExpr::Dot(ast::Expr::Identifier(field)) => Some(field),
+                            _ => None,
+                        })
+                        .collect();
+                    let Some(fields) = fields else { return Err(Error::unsupported(format!("expression {expr}"))) };
+                    let mut bound = self.bind_expr(root, scope)?;
+                    for field in fields {
+                        bound = self.bind_field_access(bound, field, scope)?;
+                    }
+                    bound
+                }
             },
+            // PostgreSQL's row constructor without ROW: `(a, b)`.
+            E::Tuple(items) if self.dialect == Dialect::Postgres => Expr::Function(
+                ScalarFunction::Row,
+                items.iter().map(|item| self.bind_expr(item, scope)).collect::<Result<Vec<_>>>()?,
+            ),
             E::Exists { subquery, negated } => {
                 Expr::Exists { subquery: self.subquery(subquery, scope)?, negated: *negated }
             }
@@ -1559,6 +1582,9 @@ impl<'c> Binder<'c> {
                 }
                 if let Some(id) = crate::enum_type::of_type(self.catalog, &data_type.to_string()) {
                     return Ok(Expr::Cast(Box::new(self.bind_expr(inner, scope)?), CastType::Enum(id)));
+                }
+                if let Some(id) = crate::composite::of_type(self.catalog, &data_type.to_string()) {
+                    return Ok(Expr::Cast(Box::new(self.bind_expr(inner, scope)?), CastType::Composite(id)));
                 }
                 if self.dialect == Dialect::Postgres && !crate::pgtype::is_type_name(&data_type.to_string()) {
                     return Err(Error::new("42704", format!("type \"{data_type}\" does not exist")));
@@ -1900,6 +1926,23 @@ impl<'c> Binder<'c> {
     /// Functions that read the catalog (`pg_get_indexdef`, `pg_get_constraintdef`,
     /// `pg_get_viewdef`, `pg_get_userbyid`): bound to a CASE over the catalog this statement
     /// sees, so they cost nothing per row beyond the comparison. `None` for other functions.
+    /// `(value).field` on a value of a composite type: the field, typed as the field is.
+    fn bind_field_access(&mut self, value: Expr, field: &ast::Ident, scope: &Scope) -> Result<Expr> {
+        let Some(Affinity::Composite(id)) = self.expr_affinity(&value, scope) else {
+            return Err(Error::new(
+                "42809",
+                format!("column notation .{} applied to a value that is not of a composite type", field.value),
+            ));
+        };
+        let definition = id.get();
+        let position = definition.field(&field.value).ok_or_else(|| {
+            Error::new("42703", format!("column \"{}\" not found in data type {}", field.value, definition.name))
+        })?;
+        let access =
+            Expr::Function(ScalarFunction::RecordField, vec![value, Expr::Literal(Value::Integer(position as i64))]);
+        Ok(Expr::Cast(Box::new(access), CastType::of_affinity(definition.fields[position].affinity)))
+    }
+
     fn bind_catalog_function(&mut self, name: &str, args: &[&ast::Expr], scope: &Scope) -> Result<Option<Expr>> {
         let arity = |min: usize, max: usize| {
             if args.len() < min || args.len() > max {
@@ -1924,12 +1967,14 @@ impl<'c> Binder<'c> {
                 });
                 crate::enum_type::functions::bind(name, id, bound)?
             }
-            "format_type" if !self.catalog.enums.is_empty() => {
+            "format_type" if !self.catalog.enums.is_empty() || !self.catalog.composites.is_empty() => {
                 arity(2, 2)?;
                 let oid = self.bind_expr(args[0], scope)?;
                 let typmod = self.bind_expr(args[1], scope)?;
+                let enums = self.catalog.enums.values().map(|def| (def.oid, def.name.as_str()));
+                let composites = self.catalog.composites.values().map(|def| (def.oid, def.name.as_str()));
                 let user_types =
-                    self.catalog.enums.values().map(|def| (integer(i64::from(def.oid)), text(&def.name))).collect();
+                    enums.chain(composites).map(|(oid, name)| (integer(i64::from(oid)), text(name))).collect();
                 Expr::Case {
                     operand: Some(Box::new(oid.clone())),
                     whens: user_types,

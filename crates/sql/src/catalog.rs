@@ -208,6 +208,9 @@ pub struct Catalog {
     /// Enum types by lower-case name ([`crate::enum_type`]).
     #[serde(default)]
     pub enums: BTreeMap<String, Arc<crate::enum_type::EnumType>>,
+    /// Composite types by lower-case name ([`crate::composite`]).
+    #[serde(default)]
+    pub composites: BTreeMap<String, Arc<crate::composite::CompositeType>>,
 }
 
 impl Catalog {
@@ -221,6 +224,11 @@ impl Catalog {
 
     pub fn view(&self, name: &str) -> Option<&Arc<ViewDef>> {
         self.views.get(&name.to_ascii_lowercase())
+    }
+
+    /// The composite type with this OID.
+    pub fn composite_of_oid(&self, oid: u32) -> Option<&crate::composite::CompositeType> {
+        self.composites.values().find(|definition| definition.oid == oid).map(|definition| &**definition)
     }
 
     pub fn sequence(&self, name: &str) -> Option<&Arc<SequenceDef>> {

@@ -169,6 +169,14 @@ pub fn encode_key_value(value: &Value, out: &mut Vec<u8>) {
                 _ => out.extend_from_slice(&((order as i64 as u64) ^ (1 << 63)).to_be_bytes()),
             }
         }
+        Value::Record(record) => {
+            // Field by field, then a terminator below every field's tag: a prefix sorts first.
+            out.push(0x07);
+            for field in &record.fields {
+                encode_key_value(field, out);
+            }
+            out.push(0x00);
+        }
         Value::Enum(value) => {
             // Within a type, by sort order (the label is decided by it).
             out.push(0x06);
@@ -240,72 +248,88 @@ pub(crate) fn get_varint(bytes: &[u8], position: &mut usize) -> Result<u64> {
 /// Encodes a row's values.
 pub fn encode_row(values: &[Value]) -> Vec<u8> {
     // Sized up front (a varint takes at most 10 bytes, a decimal's 19): one allocation.
-    let bound = values
-        .iter()
-        .map(|value| match value {
-            Value::Text(text) => 11 + text.len(),
-            Value::Blob(bytes) => 11 + bytes.len(),
-            Value::Decimal(_) => 21,
-            Value::Temporal(_) => 32,
-            Value::Enum(value) => 20 + value.label.len(),
-            _ => 11,
-        })
-        .sum::<usize>();
+    let bound = values.iter().map(encoded_size_bound).sum::<usize>();
     let mut out = Vec::with_capacity(bound + 10);
     put_varint(values.len() as u64, &mut out);
     for value in values {
-        match value {
-            Value::Null => out.push(0),
-            Value::Integer(integer) => {
-                out.push(1);
-                put_varint(((integer << 1) ^ (integer >> 63)) as u64, &mut out);
-            }
-            Value::Real(real) => {
-                out.push(2);
-                out.extend_from_slice(&real.to_le_bytes());
-            }
-            Value::Decimal(exact) => {
-                out.push(5);
-                out.push(exact.scale() as u8);
-                let mantissa = exact.mantissa();
-                put_varint(((mantissa << 1) ^ (mantissa >> 127)) as u128, &mut out);
-            }
-            Value::Text(text) => {
-                out.push(3);
-                put_varint(text.len() as u64, &mut out);
-                out.extend_from_slice(text.as_bytes());
-            }
-            Value::Blob(bytes) => {
-                out.push(4);
-                put_varint(bytes.len() as u64, &mut out);
-                out.extend_from_slice(bytes);
-            }
-            Value::Temporal(temporal) => {
-                out.push(6);
-                out.push(temporal.kind() as u8);
-                let zigzag = |value: i64| ((value << 1) ^ (value >> 63)) as u64;
-                match *temporal {
-                    Temporal::Date(days) => put_varint(zigzag(i64::from(days)), &mut out),
-                    Temporal::Time(micros) | Temporal::Timestamp(micros) | Temporal::TimestampTz(micros) => {
-                        put_varint(zigzag(micros), &mut out)
-                    }
-                    Temporal::Interval(interval) => {
-                        put_varint(zigzag(i64::from(interval.months)), &mut out);
-                        put_varint(zigzag(i64::from(interval.days)), &mut out);
-                        put_varint(zigzag(interval.micros), &mut out);
-                    }
+        encode_value(value, &mut out);
+    }
+    out
+}
+
+/// At most how many bytes [`encode_value`] writes for a value.
+fn encoded_size_bound(value: &Value) -> usize {
+    match value {
+        Value::Text(text) => 11 + text.len(),
+        Value::Blob(bytes) => 11 + bytes.len(),
+        Value::Decimal(_) => 21,
+        Value::Temporal(_) => 32,
+        Value::Enum(value) => 20 + value.label.len(),
+        Value::Record(record) => 16 + record.fields.iter().map(encoded_size_bound).sum::<usize>(),
+        _ => 11,
+    }
+}
+
+/// Appends one value of a row: its tag, then its bytes.
+fn encode_value(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Null => out.push(0),
+        Value::Integer(integer) => {
+            out.push(1);
+            put_varint(((integer << 1) ^ (integer >> 63)) as u64, out);
+        }
+        Value::Real(real) => {
+            out.push(2);
+            out.extend_from_slice(&real.to_le_bytes());
+        }
+        Value::Decimal(exact) => {
+            out.push(5);
+            out.push(exact.scale() as u8);
+            let mantissa = exact.mantissa();
+            put_varint(((mantissa << 1) ^ (mantissa >> 127)) as u128, out);
+        }
+        Value::Text(text) => {
+            out.push(3);
+            put_varint(text.len() as u64, out);
+            out.extend_from_slice(text.as_bytes());
+        }
+        Value::Blob(bytes) => {
+            out.push(4);
+            put_varint(bytes.len() as u64, out);
+            out.extend_from_slice(bytes);
+        }
+        Value::Temporal(temporal) => {
+            out.push(6);
+            out.push(temporal.kind() as u8);
+            let zigzag = |value: i64| ((value << 1) ^ (value >> 63)) as u64;
+            match *temporal {
+                Temporal::Date(days) => put_varint(zigzag(i64::from(days)), out),
+                Temporal::Time(micros) | Temporal::Timestamp(micros) | Temporal::TimestampTz(micros) => {
+                    put_varint(zigzag(micros), out)
+                }
+                Temporal::Interval(interval) => {
+                    put_varint(zigzag(i64::from(interval.months)), out);
+                    put_varint(zigzag(i64::from(interval.days)), out);
+                    put_varint(zigzag(interval.micros), out);
                 }
             }
-            Value::Enum(value) => {
-                out.push(7);
-                put_varint(value.type_oid, &mut out);
-                out.extend_from_slice(&value.sort.to_le_bytes());
-                put_varint(value.label.len() as u64, &mut out);
-                out.extend_from_slice(value.label.as_bytes());
+        }
+        Value::Enum(value) => {
+            out.push(7);
+            put_varint(value.type_oid, out);
+            out.extend_from_slice(&value.sort.to_le_bytes());
+            put_varint(value.label.len() as u64, out);
+            out.extend_from_slice(value.label.as_bytes());
+        }
+        Value::Record(record) => {
+            out.push(8);
+            put_varint(record.type_oid, out);
+            put_varint(record.fields.len() as u64, out);
+            for field in &record.fields {
+                encode_value(field, out);
             }
         }
     }
-    out
 }
 
 /// A date/time value of a row (tag 6), after its tag.
@@ -348,57 +372,79 @@ fn decode_enum(bytes: &[u8], position: &mut usize) -> Result<Value> {
 /// Decodes a row; bad bytes are a corruption error, never a panic.
 pub fn decode_row(bytes: &[u8]) -> Result<Vec<Value>> {
     let mut position = 0;
-    let count = get_varint(bytes, &mut position)? as usize;
+    let values = decode_values(bytes, &mut position, 0)?;
+    if position != bytes.len() {
+        return Err(Error::corrupt("row has trailing bytes"));
+    }
+    Ok(values)
+}
+
+/// Row values nest at most this deep (records of records): deeper bytes are corrupt.
+const MAX_NESTING: usize = 32;
+
+/// A count of values, then the values.
+fn decode_values(bytes: &[u8], position: &mut usize, depth: usize) -> Result<Vec<Value>> {
+    if depth > MAX_NESTING {
+        return Err(Error::corrupt("row values nest too deep"));
+    }
+    let count = get_varint(bytes, position)? as usize;
     if count > bytes.len() {
         return Err(Error::corrupt("row claims more columns than it has bytes"));
     }
     let mut values = Vec::with_capacity(count);
     for _ in 0..count {
-        let tag = *bytes.get(position).ok_or_else(|| Error::corrupt("row ends before its columns"))?;
-        position += 1;
-        let value = match tag {
-            0 => Value::Null,
-            1 => {
-                let zigzag = get_varint(bytes, &mut position)?;
-                Value::Integer(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
-            }
-            2 => {
-                let end = position + 8;
-                let raw = bytes.get(position..end).ok_or_else(|| Error::corrupt("row ends inside a real"))?;
-                position = end;
-                Value::Real(f64::from_le_bytes(raw.try_into().expect("8 bytes")))
-            }
-            3 | 4 => {
-                let length = get_varint(bytes, &mut position)? as usize;
-                let end = position.checked_add(length).ok_or_else(|| Error::corrupt("row length overflows"))?;
-                let raw = bytes.get(position..end).ok_or_else(|| Error::corrupt("row ends inside a string"))?;
-                position = end;
-                if tag == 3 {
-                    Value::Text(String::from_utf8(raw.to_vec()).map_err(|_| Error::corrupt("text is not UTF-8"))?)
-                } else {
-                    Value::Blob(raw.to_vec())
-                }
-            }
-            5 => {
-                let scale = *bytes.get(position).ok_or_else(|| Error::corrupt("row ends inside a decimal"))?;
-                position += 1;
-                let zigzag = get_varint_bits(bytes, &mut position, 128)?;
-                let mantissa = ((zigzag >> 1) as i128) ^ -((zigzag & 1) as i128);
-                Value::Decimal(
-                    Decimal::try_from_i128_with_scale(mantissa, u32::from(scale))
-                        .map_err(|_| Error::corrupt("decimal out of range"))?,
-                )
-            }
-            6 => decode_temporal(bytes, &mut position)?,
-            7 => decode_enum(bytes, &mut position)?,
-            other => return Err(Error::corrupt(format!("unknown value tag {other}"))),
-        };
-        values.push(value);
-    }
-    if position != bytes.len() {
-        return Err(Error::corrupt("row has trailing bytes"));
+        values.push(decode_value(bytes, position, depth)?);
     }
     Ok(values)
+}
+
+/// One value: its tag, then its bytes.
+fn decode_value(bytes: &[u8], position: &mut usize, depth: usize) -> Result<Value> {
+    let tag = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends before its columns"))?;
+    *position += 1;
+    Ok(match tag {
+        0 => Value::Null,
+        1 => {
+            let zigzag = get_varint(bytes, position)?;
+            Value::Integer(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
+        }
+        2 => {
+            let end = *position + 8;
+            let raw = bytes.get(*position..end).ok_or_else(|| Error::corrupt("row ends inside a real"))?;
+            *position = end;
+            Value::Real(f64::from_le_bytes(raw.try_into().expect("8 bytes")))
+        }
+        3 | 4 => {
+            let length = get_varint(bytes, position)? as usize;
+            let end = position.checked_add(length).ok_or_else(|| Error::corrupt("row length overflows"))?;
+            let raw = bytes.get(*position..end).ok_or_else(|| Error::corrupt("row ends inside a string"))?;
+            *position = end;
+            if tag == 3 {
+                Value::Text(String::from_utf8(raw.to_vec()).map_err(|_| Error::corrupt("text is not UTF-8"))?)
+            } else {
+                Value::Blob(raw.to_vec())
+            }
+        }
+        5 => {
+            let scale = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends inside a decimal"))?;
+            *position += 1;
+            let zigzag = get_varint_bits(bytes, position, 128)?;
+            let mantissa = ((zigzag >> 1) as i128) ^ -((zigzag & 1) as i128);
+            Value::Decimal(
+                Decimal::try_from_i128_with_scale(mantissa, u32::from(scale))
+                    .map_err(|_| Error::corrupt("decimal out of range"))?,
+            )
+        }
+        6 => decode_temporal(bytes, position)?,
+        7 => decode_enum(bytes, position)?,
+        8 => {
+            let type_oid =
+                u32::try_from(get_varint(bytes, position)?).map_err(|_| Error::corrupt("row type out of range"))?;
+            let fields = decode_values(bytes, position, depth + 1)?;
+            Value::Record(std::sync::Arc::new(crate::composite::Record { type_oid, fields }))
+        }
+        other => return Err(Error::corrupt(format!("unknown value tag {other}"))),
+    })
 }
 
 #[cfg(test)]
@@ -406,7 +452,18 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Scalar values, and row values of them (nested once).
     fn value_strategy() -> impl Strategy<Value = Value> {
+        let scalar = scalar_strategy();
+        prop_oneof![
+            4 => scalar_strategy(),
+            1 => proptest::collection::vec(scalar, 0..4).prop_map(|fields| Value::Record(std::sync::Arc::new(
+                crate::composite::Record { type_oid: 16_390, fields }
+            ))),
+        ]
+    }
+
+    fn scalar_strategy() -> impl Strategy<Value = Value> {
         prop_oneof![
             Just(Value::Null),
             any::<i64>().prop_map(Value::Integer),

@@ -24,6 +24,8 @@ fn declared(sql_type: &SqlType, dialect: Dialect) -> String {
         SqlType::Int(_) => "bigint".into(),
         SqlType::Temporal(kind) => kind.name().into(),
         SqlType::Enum(id) => format!("\"{}\"", id.get().name),
+        SqlType::Composite(id) => format!("\"{}\"", id.get().name),
+        SqlType::Record => "record".into(),
         // An untyped result (a NULL, a parameter): text in PostgreSQL, no affinity in SQLite.
         SqlType::Unknown if dialect == Dialect::Postgres => "text".into(),
         SqlType::Unknown => String::new(),

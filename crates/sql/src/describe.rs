@@ -32,6 +32,10 @@ pub enum SqlType {
     Temporal(TemporalKind),
     /// A PostgreSQL enum type.
     Enum(crate::enum_type::EnumId),
+    /// A PostgreSQL composite type.
+    Composite(crate::composite::CompositeId),
+    /// An anonymous row value, `ROW(...)`.
+    Record,
     Unknown,
 }
 
@@ -101,6 +105,7 @@ impl SqlType {
                 Affinity::Number => SqlType::Decimal,
                 Affinity::Temporal(kind) => SqlType::Temporal(kind),
                 Affinity::Enum(id) => SqlType::Enum(id),
+                Affinity::Composite(id) => SqlType::Composite(id),
                 Affinity::Blob | Affinity::Numeric => SqlType::Unknown,
             },
             SqlType::Int(_) => SqlType::Integer,
@@ -325,6 +330,7 @@ impl Inference {
                 Value::Blob(_) => SqlType::Blob,
                 Value::Temporal(temporal) => SqlType::Temporal(temporal.kind()),
                 Value::Enum(_) => SqlType::Unknown,
+                Value::Record(_) => SqlType::Record,
             },
             Expr::Column(index) => input.get(*index).cloned().unwrap_or(SqlType::Unknown),
             Expr::Outer { .. } | Expr::Param(_) | Expr::Aggregate(_) | Expr::Window(_) => SqlType::Unknown,
@@ -433,6 +439,7 @@ impl Inference {
                     CastType::Number => SqlType::Decimal,
                     CastType::Temporal(kind) => SqlType::Temporal(*kind),
                     CastType::Enum(id) => SqlType::Enum(*id),
+                    CastType::Composite(id) => SqlType::Composite(*id),
                 };
                 // `$1::int8` gives the parameter the cast's type, as in PostgreSQL.
                 self.expect(inner, input, target.clone());

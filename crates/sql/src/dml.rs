@@ -176,6 +176,9 @@ pub(crate) fn column_type(table: &TableDef, column: usize) -> crate::describe::S
         Some(crate::catalog::ColumnDef { affinity: crate::value::Affinity::Enum(id), .. }) => {
             crate::describe::SqlType::Enum(*id)
         }
+        Some(crate::catalog::ColumnDef { affinity: crate::value::Affinity::Composite(id), .. }) => {
+            crate::describe::SqlType::Composite(*id)
+        }
         Some(def) if !def.declared_type.is_empty() => crate::describe::SqlType::Declared(def.declared_type.clone()),
         _ => crate::describe::SqlType::Unknown,
     }

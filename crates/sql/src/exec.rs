@@ -1614,7 +1614,7 @@ impl<'t> Executor<'t> {
                     return Ok(Value::Null);
                 }
                 if let Value::Enum(label) = &value
-                    && !matches!(to, CastType::Text | CastType::Enum(_))
+                    && !matches!(to, CastType::Text | CastType::Enum(_) | CastType::Composite(_))
                 {
                     return Err(Error::new(
                         "42846",
@@ -1632,7 +1632,8 @@ impl<'t> Executor<'t> {
                     | CastType::Temporal(_)
                     | CastType::Float
                     | CastType::Number
-                    | CastType::Enum(_) => to.affinity().store(value)?,
+                    | CastType::Enum(_)
+                    | CastType::Composite(_) => to.affinity().store(value)?,
                     CastType::Blob => match value {
                         Value::Blob(bytes) => Value::Blob(bytes),
                         other => Value::Blob(other.to_text().into_bytes()),

@@ -153,6 +153,10 @@ pub enum ScalarFunction {
     /// `enum_range(low, high)`: (low, high, every label of the type in order); the labels from
     /// low to high as an array, NULL bounds open ([`crate::enum_type::functions`]).
     EnumRange,
+    /// `ROW(a, b, ...)`: an anonymous row value ([`crate::composite`]).
+    Row,
+    /// `(record).field`: (record, the field's position); NULL for a NULL record.
+    RecordField,
 }
 
 impl ScalarFunction {
@@ -214,6 +218,7 @@ impl ScalarFunction {
             "strpos" => (Instr, 2, 2),
             "regexp_replace" => (RegexpReplace, 3, 4),
             "pg_size_pretty" => (PgSizePretty, 1, 1),
+            "row" => (Row, 0, many),
             "regexp_match" => (RegexpMatch, 2, 3),
             "regexp_split_to_array" => (RegexpSplitToArray, 2, 3),
             "regexp_count" => (RegexpCount, 2, 4),
@@ -534,6 +539,14 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             arg(0)
         }
         EnumRange => crate::enum_type::functions::range(args),
+        Row => Value::Record(std::sync::Arc::new(crate::composite::Record::anonymous(args.to_vec()))),
+        RecordField => match (arg(0), arg(1).as_i64()) {
+            (Value::Record(record), Some(position)) => usize::try_from(position)
+                .ok()
+                .and_then(|position| record.fields.get(position).cloned())
+                .unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
         PgSizePretty => match arg(0) {
             Value::Null => Value::Null,
             bytes => Value::Text(size_pretty(bytes.cast_integer().as_i64().unwrap_or(0))),

@@ -32,6 +32,8 @@ pub const TIMESTAMPTZ: u32 = 1184;
 pub const INTERVAL: u32 = 1186;
 pub const NUMERIC: u32 = 1700;
 pub const REGCLASS: u32 = 2205;
+/// An anonymous row value, `ROW(...)`.
+pub const RECORD: u32 = 2249;
 
 /// The OID of the default collation (`pg_collation`), carried by text types.
 pub const DEFAULT_COLLATION: i64 = 100;
@@ -61,6 +63,7 @@ pub const BUILT_IN: &[(u32, &str, i64, &str, i64)] = &[
     (INTERVAL, "interval", 16, "T", 0),
     (NUMERIC, "numeric", -1, "N", 0),
     (REGCLASS, "regclass", 4, "N", 0),
+    (RECORD, "record", -1, "P", 0),
 ];
 
 /// The type name PostgreSQL spells for an OID (`pg_type.typname`).
@@ -165,6 +168,7 @@ pub fn declared_oid(declared: &str) -> u32 {
             Affinity::Number => NUMERIC,
             Affinity::Temporal(kind) => temporal_oid(kind),
             Affinity::Enum(id) => id.get().oid,
+            Affinity::Composite(id) => id.get().oid,
             Affinity::Real => FLOAT8,
             Affinity::Decimal(..) | Affinity::Numeric => NUMERIC,
             Affinity::Text => TEXT,

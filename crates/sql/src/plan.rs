@@ -101,6 +101,8 @@ pub enum CastType {
     Enum(crate::enum_type::EnumId),
     /// PostgreSQL's `oid`: an integer, described to clients as `oid`.
     Oid,
+    /// A PostgreSQL composite type: its text form or a row value, field by field.
+    Composite(crate::composite::CompositeId),
 }
 
 impl CastType {
@@ -119,6 +121,7 @@ impl CastType {
             CastType::Float => Affinity::Float,
             CastType::Number => Affinity::Number,
             CastType::Enum(id) => Affinity::Enum(id),
+            CastType::Composite(id) => Affinity::Composite(id),
         }
     }
 
@@ -136,6 +139,7 @@ impl CastType {
             CastType::Temporal(kind) => kind.name().into(),
             CastType::Enum(id) => id.get().name.clone(),
             CastType::Oid => "oid".into(),
+            CastType::Composite(id) => id.get().name.clone(),
         }
     }
 
@@ -154,6 +158,7 @@ impl CastType {
             Affinity::Float => CastType::Float,
             Affinity::Number => CastType::Number,
             Affinity::Enum(id) => CastType::Enum(id),
+            Affinity::Composite(id) => CastType::Composite(id),
         }
     }
 }

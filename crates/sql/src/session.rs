@@ -1715,8 +1715,8 @@ fn run_postgres_object_statement(
                 ast::UserDefinedTypeRepresentation::Enum { labels } => {
                     crate::enum_type::ddl::create(&mut changed, name, labels)?
                 }
-                ast::UserDefinedTypeRepresentation::Composite { .. } => {
-                    return Err(Error::unsupported("composite types (CREATE TYPE ... AS (fields))"));
+                ast::UserDefinedTypeRepresentation::Composite { attributes } => {
+                    crate::composite::ddl::create(&mut changed, name, attributes)?
                 }
             }
             *new_catalog = Some(changed);
@@ -1724,9 +1724,11 @@ fn run_postgres_object_statement(
         }
         ast::Statement::AlterType(alter) => {
             let mut changed = (**catalog).clone();
-            if crate::enum_type::ddl::alter(&mut changed, alter)?.is_none() {
+            if crate::enum_type::ddl::alter(&mut changed, alter)?.is_none()
+                && crate::composite::ddl::alter(&mut changed, alter)?.is_none()
+            {
                 let name = object_name(&alter.name)?;
-                return Err(Error::new("42704", format!("type \"{name}\" does not exist or is not an enum type")));
+                return Err(Error::new("42704", format!("type \"{name}\" does not exist")));
             }
             *new_catalog = Some(changed);
             Ok(Outcome::Done("ALTER TYPE"))
@@ -1794,9 +1796,13 @@ fn column_def(column: &ast::ColumnDef, dialect: Dialect, catalog: &Catalog) -> R
         declared_type = domain.base_type.clone();
     }
     crate::decimal::declared_precision(&declared_type)?;
-    let affinity = match crate::enum_type::of_type(catalog, &declared_type) {
-        Some(id) => Affinity::Enum(id),
-        None => Affinity::of_declared_type_in(&declared_type, dialect),
+    let affinity = match (
+        crate::enum_type::of_type(catalog, &declared_type),
+        crate::composite::of_type(catalog, &declared_type),
+    ) {
+        (Some(id), _) => Affinity::Enum(id),
+        (_, Some(id)) => Affinity::Composite(id),
+        _ => Affinity::of_declared_type_in(&declared_type, dialect),
     };
     let mut def = ColumnDef {
         name: column.name.value.clone(),
@@ -2143,7 +2149,10 @@ fn drop_object(catalog: &mut Catalog, exec: &Executor, name: &str, drop: &DropSt
             crate::trigger::definition::drop_for_table(catalog, name);
             Ok(true)
         }
-        ast::ObjectType::Type => crate::enum_type::ddl::drop(catalog, name, if_exists, cascade),
+        ast::ObjectType::Type => match crate::composite::ddl::drop(catalog, name, cascade)? {
+            Some(()) => Ok(true),
+            None => crate::enum_type::ddl::drop(catalog, name, if_exists, cascade),
+        },
         other => Err(Error::unsupported(format!("DROP {other}"))),
     }
 }

@@ -35,6 +35,7 @@ impl Engine for SltEngine {
                             Value::Blob(bytes) => SltValue::Blob(bytes),
                             Value::Temporal(temporal) => SltValue::Text(crate::temporal::format::to_text(&temporal)),
                             Value::Enum(value) => SltValue::Text(value.label.to_string()),
+                            Value::Record(record) => SltValue::Text(crate::composite::text::format(&record, None)),
                         })
                         .collect()
                 })

@@ -406,6 +406,7 @@ impl Attribute {
         };
         let user_type = match column.affinity {
             Affinity::Enum(id) => Some(id.get().oid),
+            Affinity::Composite(id) => Some(id.get().oid),
             _ => None,
         };
         Attribute {
@@ -611,12 +612,13 @@ impl Listing {
             let attributes = views(view)
                 .into_iter()
                 .map(|(name, affinity)| {
-                    if let Some(Affinity::Enum(id)) = affinity {
-                        let definition = id.get();
-                        return Attribute {
-                            user_type: Some(definition.oid),
-                            ..Attribute::plain(name, definition.name.clone())
-                        };
+                    let user_type = match affinity {
+                        Some(Affinity::Enum(id)) => Some((id.get().oid, id.get().name.clone())),
+                        Some(Affinity::Composite(id)) => Some((id.get().oid, id.get().name.clone())),
+                        _ => None,
+                    };
+                    if let Some((oid, type_name)) = user_type {
+                        return Attribute { user_type: Some(oid), ..Attribute::plain(name, type_name) };
                     }
                     let declared = match affinity {
                         Some(Affinity::Integer | Affinity::Int(8)) => "bigint",
@@ -629,7 +631,7 @@ impl Listing {
                         Some(Affinity::Real) => "double precision",
                         Some(Affinity::Numeric | Affinity::Decimal(..)) => "numeric",
                         Some(Affinity::Blob) => "bytea",
-                        Some(Affinity::Text | Affinity::Enum(_)) | None => "text",
+                        Some(Affinity::Text | Affinity::Enum(_) | Affinity::Composite(_)) | None => "text",
                     };
                     Attribute::plain(name, declared.into())
                 })
@@ -642,6 +644,29 @@ impl Listing {
                 checks: 0,
                 has_index: false,
                 view_query: Some(crate::window::syntax::restore_exclusions(&view.query)),
+            });
+        }
+        for def in catalog.composites.values() {
+            let attributes = def
+                .fields
+                .iter()
+                .map(|field| {
+                    let user_type = match field.affinity {
+                        Affinity::Enum(id) => Some(id.get().oid),
+                        Affinity::Composite(id) => Some(id.get().oid),
+                        _ => None,
+                    };
+                    Attribute { user_type, ..Attribute::plain(field.name.clone(), field.declared_type.clone()) }
+                })
+                .collect();
+            relations.push(Relation {
+                oid: i64::from(def.relation_oid),
+                name: def.name.clone(),
+                kind: "c",
+                attributes,
+                checks: 0,
+                has_index: false,
+                view_query: None,
             });
         }
         for def in catalog.sequences.values() {
@@ -875,7 +900,7 @@ impl Listing {
     fn tables(&self) -> Vec<Vec<Expr>> {
         self.relations
             .iter()
-            .filter(|relation| relation.kind != "i")
+            .filter(|relation| !matches!(relation.kind, "i" | "c"))
             .map(|relation| {
                 let is_table = relation.kind == "r";
                 qualified_row(
@@ -908,7 +933,7 @@ impl Listing {
 
     fn columns(&self) -> Vec<Vec<Expr>> {
         let mut rows = Vec::new();
-        for relation in self.relations.iter().filter(|relation| relation.kind != "i") {
+        for relation in self.relations.iter().filter(|relation| !matches!(relation.kind, "i" | "c")) {
             for (position, attribute) in relation.attributes.iter().enumerate() {
                 let type_oid = attribute.type_oid();
                 let typmod = pgtype::declared_typmod(&attribute.declared);
@@ -1014,34 +1039,69 @@ fn schemata() -> Vec<Vec<Expr>> {
         .collect()
 }
 
+/// A `pg_type` row's varying parts.
+struct TypeRow<'a> {
+    oid: u32,
+    name: &'a str,
+    namespace: i64,
+    length: i64,
+    /// `typtype`: `b` base, `e` enum, `c` composite.
+    kind: &'static str,
+    category: &'a str,
+    relation: i64,
+    collation: i64,
+}
+
 fn types(catalog: &Catalog) -> Vec<Vec<Expr>> {
-    let built_in = pgtype::BUILT_IN
-        .iter()
-        .map(|&(oid, name, length, category, collation)| (oid, name, PG_CATALOG_OID, length, "b", category, collation));
-    let enums = catalog.enums.values().map(|def| (def.oid, def.name.as_str(), PUBLIC_OID, 4, "e", "E", 0));
+    let built_in = pgtype::BUILT_IN.iter().map(|&(oid, name, length, category, collation)| TypeRow {
+        oid,
+        name,
+        namespace: PG_CATALOG_OID,
+        length,
+        kind: "b",
+        category,
+        relation: 0,
+        collation,
+    });
+    let user = |oid, name, length, kind, category, relation| TypeRow {
+        oid,
+        name,
+        namespace: PUBLIC_OID,
+        length,
+        kind,
+        category,
+        relation,
+        collation: 0,
+    };
+    let enums = catalog.enums.values().map(|def| user(def.oid, def.name.as_str(), 4, "e", "E", 0));
+    let composites = catalog
+        .composites
+        .values()
+        .map(|def| user(def.oid, def.name.as_str(), -1, "c", "C", i64::from(def.relation_oid)));
     built_in
         .chain(enums)
-        .map(|(oid, name, namespace, length, kind, category, collation)| {
+        .chain(composites)
+        .map(|row| {
             vec![
-                int(i64::from(oid)),
-                text(name),
-                int(namespace),
+                int(i64::from(row.oid)),
+                text(row.name),
+                int(row.namespace),
                 int(OWNER_OID),
-                int(length),
-                boolean(length > 0 && length <= 8),
-                text(kind),
-                text(category),
+                int(row.length),
+                boolean(row.length > 0 && row.length <= 8),
+                text(row.kind),
+                text(row.category),
                 boolean(false),
                 boolean(true),
                 text(","),
-                int(0),
+                int(row.relation),
                 int(0),
                 int(0),
                 boolean(false),
                 int(0),
                 int(-1),
                 int(0),
-                int(collation),
+                int(row.collation),
                 null(),
             ]
         })

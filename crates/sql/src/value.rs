@@ -8,6 +8,7 @@
 //! Beyond SQLite, `DECIMAL(p,s)` columns and casts hold exact decimals ([`Value::Decimal`]);
 //! see `decimal.rs` for how they order among the other numbers.
 
+use crate::composite::{CompositeId, Record};
 use crate::decimal::{self, Decimal};
 use crate::dialect::Dialect;
 use crate::enum_type::{EnumId, EnumValue};
@@ -16,6 +17,7 @@ use crate::temporal::{self, Temporal, TemporalKind};
 use rust_decimal::prelude::ToPrimitive;
 use std::cmp::Ordering;
 use std::fmt;
+use std::sync::Arc;
 
 /// One SQL value.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +33,8 @@ pub enum Value {
     Temporal(Temporal),
     /// A label of a PostgreSQL enum type ([`crate::enum_type`]).
     Enum(EnumValue),
+    /// A row value: of a composite type, or anonymous (`ROW(...)`) ([`crate::composite`]).
+    Record(Arc<Record>),
 }
 
 /// A column's type affinity (SQLite section 3.1 of "Datatypes In SQLite").
@@ -56,6 +60,9 @@ pub enum Affinity {
     Temporal(TemporalKind),
     /// A PostgreSQL enum type: text becomes one of its labels (22P02 for any other text).
     Enum(EnumId),
+    /// A PostgreSQL composite type: its text form or a row value, each field converted by the
+    /// field's type.
+    Composite(CompositeId),
     /// PostgreSQL's `real` and `double precision`: numbers become reals; text must be one
     /// (`NaN` and `Infinity` too), else 22P02.
     Float,
@@ -136,6 +143,7 @@ impl Affinity {
             Affinity::Float => return store_float(value),
             Affinity::Number => return store_number(value),
             Affinity::Enum(id) => return id.get().cast(&value),
+            Affinity::Composite(id) => return id.get().cast(&value),
             _ => {}
         }
         let Affinity::Decimal(precision, scale) = self else { return Ok(self.apply(value)) };
@@ -149,7 +157,7 @@ impl Affinity {
             Value::Text(text) => decimal::parse(text).ok_or_else(|| {
                 Error::new("22P02", format!("invalid input for DECIMAL({precision},{scale}): '{text}'"))
             })?,
-            Value::Blob(_) | Value::Temporal(_) | Value::Enum(_) => {
+            Value::Blob(_) | Value::Temporal(_) | Value::Enum(_) | Value::Record(_) => {
                 return Err(Error::datatype_mismatch(format!(
                     "a {} cannot be stored as DECIMAL({precision},{scale})",
                     value.type_name()
@@ -163,17 +171,21 @@ impl Affinity {
     /// a conversion's error and, with `not_null`, refuses NULL (23502).
     pub fn store_in_column(self, value: Value, not_null: bool, label: &dyn Fn() -> String) -> Result<Value> {
         let value = match (self, &value) {
-            // PostgreSQL's assignment error for what no cast could make an enum.
+            // PostgreSQL's assignment error for what no cast could make an enum or a row.
             (
-                Affinity::Enum(id),
+                Affinity::Enum(_) | Affinity::Composite(_),
                 Value::Integer(_) | Value::Real(_) | Value::Decimal(_) | Value::Blob(_) | Value::Temporal(_),
             ) => {
+                let type_name = match self {
+                    Affinity::Enum(id) => id.get().name.clone(),
+                    Affinity::Composite(id) => id.get().name.clone(),
+                    _ => String::new(),
+                };
                 return Err(Error::new(
                     "42804",
                     format!(
-                        "column {} is of type {} but expression is of type {}",
+                        "column {} is of type {type_name} but expression is of type {}",
                         label(),
-                        id.get().name,
                         value.type_name()
                     ),
                 ));
@@ -217,6 +229,10 @@ impl Affinity {
             Affinity::Float => Affinity::Real.apply(value),
             Affinity::Enum(id) => match &value {
                 Value::Text(text) => id.get().value_of(text).map_or(value, Value::Enum),
+                _ => value,
+            },
+            Affinity::Composite(id) => match &value {
+                Value::Text(_) | Value::Record(_) => id.get().cast(&value).unwrap_or(value),
                 _ => value,
             },
             Affinity::Number => match &value {
@@ -501,6 +517,7 @@ impl Value {
             }
             // The label: it becomes the enum again where a column or cast of the type meets it.
             Value::Enum(value) => format!("'{}'", value.label.replace('\'', "''")),
+            Value::Record(record) => format!("'{}'", crate::composite::text::format(record, None).replace('\'', "''")),
         }
     }
 
@@ -525,6 +542,7 @@ impl Value {
                 TemporalKind::Interval => "interval",
             },
             Value::Enum(_) => "enum",
+            Value::Record(_) => "record",
         }
     }
 
@@ -561,6 +579,7 @@ impl Value {
             Value::Blob(bytes) => String::from_utf8_lossy(bytes).into_owned(),
             Value::Temporal(temporal) => temporal::format::to_text(temporal),
             Value::Enum(value) => value.label.to_string(),
+            Value::Record(record) => crate::composite::text::format(record, None),
         }
     }
 
@@ -574,6 +593,7 @@ impl Value {
             Value::Blob(bytes) => numeric_prefix(&String::from_utf8_lossy(bytes)),
             Value::Temporal(temporal) => numeric_prefix(&temporal::format::to_text(temporal)),
             Value::Enum(value) => numeric_prefix(&value.label),
+            Value::Record(_) => Value::Integer(0),
         }
     }
 
@@ -664,6 +684,7 @@ impl Value {
                 Value::Blob(_) => 3,
                 Value::Temporal(_) => 4,
                 Value::Enum(_) => 5,
+                Value::Record(_) => 6,
             }
         }
         match (self, other) {
@@ -676,7 +697,8 @@ impl Value {
             (Value::Text(a), Value::Text(b)) => a.as_bytes().cmp(b.as_bytes()),
             (Value::Blob(a), Value::Blob(b)) => a.cmp(b),
             (Value::Temporal(a), Value::Temporal(b)) => a.total_cmp(b),
-            (Value::Enum(a), Value::Enum(b)) => a.cmp(b),
+            (Value::Enum(a), Value::Enum(b)) => a.order(b),
+            (Value::Record(a), Value::Record(b)) => a.total_cmp(b),
             _ => rank(self).cmp(&rank(other)),
         }
     }
@@ -692,6 +714,7 @@ impl Value {
                 _ => Some(self.total_cmp(other)),
             },
             (Value::Text(_), Value::Temporal(_)) => other.sql_cmp(self).map(Ordering::reverse),
+            (Value::Record(a), Value::Record(b)) => a.sql_cmp(b),
             _ => Some(self.total_cmp(other)),
         }
     }

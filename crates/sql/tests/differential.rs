@@ -808,6 +808,7 @@ fn sort_cmp(a: &Value, b: &Value) -> Ordering {
             Value::Blob(_) => 3,
             Value::Temporal(_) => 4,
             Value::Enum(_) => 5,
+            Value::Record(_) => 6,
         }
     }
     match (a, b) {
@@ -911,6 +912,7 @@ fn show_rows(rows: &[Vec<Value>]) -> String {
                 Value::Blob(b) => format!("x'{}'", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
                 Value::Temporal(_) => format!("{v}t"),
                 Value::Enum(_) => format!("{v}e"),
+                Value::Record(_) => format!("{v}r"),
             })
             .collect();
         writeln!(s, "    ({})", cells.join(", ")).unwrap();

@@ -1,27 +1,16 @@
 //! CREATE TYPE ... AS ENUM, ALTER TYPE (ADD VALUE, RENAME TO) and DROP TYPE of enum types.
 
 use super::{EnumId, EnumType, MAX_LABEL_BYTES};
-use crate::catalog::{Catalog, ColumnDef};
+use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::value::Affinity;
 use sqlparser::ast;
 use std::sync::Arc;
 
-/// A name no other type has: 42710 when a built-in type, a domain or an enum has it.
-pub fn check_type_name_free(catalog: &Catalog, name: &str) -> Result<()> {
-    if catalog.enums.contains_key(name)
-        || catalog.domains.contains_key(name)
-        || crate::pgtype::oid_of_name(name).is_some()
-    {
-        return Err(Error::new("42710", format!("type \"{name}\" already exists")));
-    }
-    Ok(())
-}
-
 /// CREATE TYPE name AS ENUM (labels): sort orders 1, 2, 3, ... as PostgreSQL gives them.
 pub fn create(catalog: &mut Catalog, name: &ast::ObjectName, labels: &[ast::Ident]) -> Result<()> {
     let name = crate::bind::object_name(name)?.to_ascii_lowercase();
-    check_type_name_free(catalog, &name)?;
+    crate::user_type::check_name_free(catalog, &name)?;
     let mut definition = EnumType { name: name.clone(), oid: 0, labels: Vec::new() };
     for (position, label) in labels.iter().enumerate() {
         check_label(&label.value)?;
@@ -64,7 +53,7 @@ pub fn alter(catalog: &mut Catalog, alter: &ast::AlterType) -> Result<Option<()>
         }
         ast::AlterTypeOperation::Rename(rename) => {
             let new_name = rename.new_name.value.to_ascii_lowercase();
-            check_type_name_free(catalog, &new_name)?;
+            crate::user_type::check_name_free(catalog, &new_name)?;
             catalog.enums.remove(&name);
             changed.name = new_name;
         }
@@ -111,30 +100,12 @@ fn new_place(definition: &EnumType, position: Option<&ast::AlterTypeAddValuePosi
     Ok((index, sort))
 }
 
-/// Puts a changed definition in the catalog and moves every column of the old one to it.
+/// Puts a changed definition in the catalog and moves every user of the old one to it.
 fn replace(catalog: &mut Catalog, old: &EnumType, new: EnumType) {
     let old_id = EnumId::intern(old.clone());
     let new_id = EnumId::intern(new.clone());
-    for table in catalog.tables.values_mut() {
-        if !table.columns.iter().any(|column| uses(column, old_id)) {
-            continue;
-        }
-        let table = Arc::make_mut(table);
-        for column in table.columns.iter_mut().filter(|column| uses(column, old_id)) {
-            column.affinity = Affinity::Enum(new_id);
-            column.declared_type = new.name.clone();
-        }
-    }
-    for domain in catalog.domains.values_mut() {
-        if domain.base_type.eq_ignore_ascii_case(&old.name) {
-            Arc::make_mut(domain).base_type = new.name.clone();
-        }
-    }
+    crate::user_type::retype(catalog, Affinity::Enum(old_id), &old.name, Affinity::Enum(new_id), &new.name);
     catalog.enums.insert(new.name.clone(), Arc::new(new));
-}
-
-fn uses(column: &ColumnDef, id: EnumId) -> bool {
-    column.affinity == Affinity::Enum(id)
 }
 
 /// DROP TYPE of enum types: false when it did not exist and IF EXISTS was given; 2BP01
@@ -147,24 +118,7 @@ pub fn drop(catalog: &mut Catalog, name: &str, if_exists: bool, cascade: bool) -
         }
         return Err(Error::new("42704", format!("type \"{name}\" does not exist")));
     };
-    let id = EnumId::intern((*definition).clone());
-    let user = catalog
-        .tables
-        .values()
-        .find_map(|table| {
-            table
-                .columns
-                .iter()
-                .find(|column| uses(column, id))
-                .map(|column| format!("column {} of table {}", column.name, table.name))
-        })
-        .or_else(|| {
-            catalog
-                .domains
-                .values()
-                .find(|domain| domain.base_type.eq_ignore_ascii_case(&name))
-                .map(|domain| format!("type {}", domain.name))
-        });
+    let user = crate::user_type::first_user(catalog, Affinity::Enum(EnumId::intern((*definition).clone())), &name);
     if let Some(user) = user {
         if cascade {
             return Err(Error::unsupported("DROP TYPE ... CASCADE (it would drop the columns that use the type)"));

@@ -18,9 +18,10 @@ pub mod ddl;
 pub mod functions;
 
 use crate::error::{Error, Result};
+use crate::interned::Interner;
 use crate::value::Value;
 use serde::{Deserialize, Serialize};
-use std::sync::{Arc, LazyLock, RwLock};
+use std::sync::Arc;
 
 /// PostgreSQL's limit on a label's length (NAMEDATALEN - 1).
 pub const MAX_LABEL_BYTES: usize = 63;
@@ -89,7 +90,7 @@ pub struct EnumValue {
 
 impl EnumValue {
     /// Values of one type order by sort order; values of different types by type.
-    pub fn cmp(&self, other: &EnumValue) -> std::cmp::Ordering {
+    pub fn order(&self, other: &EnumValue) -> std::cmp::Ordering {
         self.type_oid.cmp(&other.type_oid).then(self.sort.partial_cmp(&other.sort).unwrap_or(std::cmp::Ordering::Equal))
     }
 }
@@ -98,22 +99,16 @@ impl EnumValue {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EnumId(u32);
 
-static REGISTRY: LazyLock<RwLock<Vec<Arc<EnumType>>>> = LazyLock::new(|| RwLock::new(Vec::new()));
+static REGISTRY: Interner<EnumType> = Interner::new();
 
 impl EnumId {
     /// The id of a definition: the existing one when an equal definition was interned before.
     pub fn intern(definition: EnumType) -> EnumId {
-        let mut registry = REGISTRY.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(position) = registry.iter().position(|known| **known == definition) {
-            return EnumId(position as u32);
-        }
-        registry.push(Arc::new(definition));
-        EnumId((registry.len() - 1) as u32)
+        EnumId(REGISTRY.intern(definition))
     }
 
     pub fn get(self) -> Arc<EnumType> {
-        let registry = REGISTRY.read().unwrap_or_else(|poisoned| poisoned.into_inner());
-        Arc::clone(&registry[self.0 as usize])
+        REGISTRY.get(self.0)
     }
 }
 

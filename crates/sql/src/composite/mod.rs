@@ -1,0 +1,154 @@
+//! PostgreSQL's composite types and row values: `CREATE TYPE complex AS (r float8, i float8)`,
+//! `ROW(1, 2)`, `(c).r`.
+//!
+//! A row value is a [`Value::Record`]: the OID of its type (`record` for an anonymous
+//! `ROW(...)`) and its field values. Records compare field by field (SQL's row comparison:
+//! NULL where a NULL field decides), order the same way in keys (each field's key, then a
+//! terminator that sorts before any field, so a prefix sorts first), and print in PostgreSQL's
+//! text form `(1,"a b",)` ([`text`]).
+//!
+//! A column or cast of a composite type has [`crate::value::Affinity::Composite`], whose
+//! [`CompositeId`] names one definition in a process-wide registry, as enum types do
+//! ([`crate::interned`]). Storing into it reads the text form or takes a row value of as many
+//! fields, and converts each field by its own type's affinity (with that type's errors).
+
+pub mod ddl;
+pub mod text;
+
+use crate::error::{Error, Result};
+use crate::interned::Interner;
+use crate::value::{Affinity, Value};
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// A composite type's definition.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CompositeType {
+    /// Lower-case name.
+    pub name: String,
+    pub oid: u32,
+    /// The OID of its `pg_class` entry (relkind `c`), whose attributes are the fields.
+    pub relation_oid: u32,
+    pub fields: Vec<CompositeField>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CompositeField {
+    pub name: String,
+    /// The type as written.
+    pub declared_type: String,
+    pub affinity: Affinity,
+}
+
+impl CompositeType {
+    /// The position of a field by name (names compare as identifiers do: case-insensitively).
+    pub fn field(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|field| field.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Converts a value to this type: the text form, or a row value with one value per field;
+    /// each field converted by its type. Anything else is 42846.
+    pub fn cast(&self, value: &Value) -> Result<Value> {
+        let fields = match value {
+            Value::Null => return Ok(Value::Null),
+            Value::Text(literal) => {
+                text::parse(literal)?.into_iter().map(|field| field.map_or(Value::Null, Value::Text)).collect()
+            }
+            Value::Record(record) => record.fields.clone(),
+            other => {
+                return Err(Error::new("42846", format!("cannot cast type {} to {}", other.type_name(), self.name)));
+            }
+        };
+        if fields.len() != self.fields.len() {
+            let (what, literal) = match value {
+                Value::Text(literal) => ("malformed record literal", literal.clone()),
+                _ => ("cannot cast row value", value.to_text()),
+            };
+            let detail = if fields.len() < self.fields.len() { "Too few columns" } else { "Too many columns" };
+            return Err(Error::new(
+                if matches!(value, Value::Text(_)) { "22P02" } else { "42846" },
+                format!("{what}: \"{literal}\" ({detail} for type {})", self.name),
+            ));
+        }
+        let fields = fields
+            .into_iter()
+            .zip(&self.fields)
+            .map(|(value, field)| field.affinity.store(value))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Value::Record(Arc::new(Record { type_oid: self.oid, fields })))
+    }
+}
+
+/// A row value (see the module notes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub type_oid: u32,
+    pub fields: Vec<Value>,
+}
+
+impl Record {
+    /// An anonymous row value, `ROW(...)`.
+    pub fn anonymous(fields: Vec<Value>) -> Record {
+        Record { type_oid: crate::pgtype::RECORD, fields }
+    }
+
+    /// The order of ORDER BY and keys: field by field, a shorter record before a longer one
+    /// it begins.
+    pub fn total_cmp(&self, other: &Record) -> Ordering {
+        for (a, b) in self.fields.iter().zip(&other.fields) {
+            match a.total_cmp(b) {
+                Ordering::Equal => {}
+                decided => return decided,
+            }
+        }
+        self.fields.len().cmp(&other.fields.len())
+    }
+
+    /// SQL's row comparison: the first pair of fields that differ decides; a NULL met before
+    /// that makes the result unknown.
+    pub fn sql_cmp(&self, other: &Record) -> Option<Ordering> {
+        for (a, b) in self.fields.iter().zip(&other.fields) {
+            match a.sql_cmp(b)? {
+                Ordering::Equal => {}
+                decided => return Some(decided),
+            }
+        }
+        Some(self.fields.len().cmp(&other.fields.len()))
+    }
+}
+
+/// The registry's handle on one composite definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CompositeId(u32);
+
+static REGISTRY: Interner<CompositeType> = Interner::new();
+
+impl CompositeId {
+    pub fn intern(definition: CompositeType) -> CompositeId {
+        CompositeId(REGISTRY.intern(definition))
+    }
+
+    pub fn get(self) -> Arc<CompositeType> {
+        REGISTRY.get(self.0)
+    }
+}
+
+impl Serialize for CompositeId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        self.get().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for CompositeId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<CompositeId, D::Error> {
+        Ok(CompositeId::intern(CompositeType::deserialize(deserializer)?))
+    }
+}
+
+/// The composite type a declared type or cast names, if it is one.
+pub fn of_type(catalog: &crate::catalog::Catalog, type_name: &str) -> Option<CompositeId> {
+    let name = type_name.trim().trim_matches('"').to_ascii_lowercase();
+    let name = name.strip_prefix("public.").unwrap_or(&name);
+    catalog.composites.get(name).map(|definition| CompositeId::intern((**definition).clone()))
+}
