@@ -17,6 +17,7 @@ use crate::foreign_key::Rules;
 use crate::foreign_key::rules::{acts, check_reference, key_exists, key_values, referencing_rows, still_referenced};
 use crate::plan::{Expr, Plan, Row};
 use crate::trigger::definition::{Event, Timing};
+use crate::upsert::{Arbiters, UniqueConstraint};
 use crate::value::Value;
 use sqlparser::ast;
 use std::collections::HashMap;
@@ -96,6 +97,8 @@ pub struct InsertPlan {
     /// The rows to insert (`None`: DEFAULT VALUES).
     source: Option<Plan>,
     on_conflict: OnConflict,
+    /// `ON CONFLICT [target] DO ...`: the constraints whose conflicts take its action.
+    arbiters: Option<Arbiters>,
     do_update: Option<DoUpdate>,
     returning: Option<Returning>,
 }
@@ -381,11 +384,25 @@ impl<'a, 't> TableWriter<'a, 't> {
 
     /// The key of a stored row that conflicts with `row` (to be stored under `key`), if any:
     /// first on the primary key, then on each unique index.
-    fn find_conflict(&self, key: &[u8], row: &[Value], check_primary: bool) -> Result<Option<(Vec<u8>, String)>> {
-        if check_primary && !self.table.has_hidden_rowid() && self.exec.get(key)?.is_some() {
+    /// Only the constraints `among` covers are looked at.
+    fn find_conflict(
+        &self,
+        key: &[u8],
+        row: &[Value],
+        check_primary: bool,
+        among: &Arbiters,
+    ) -> Result<Option<(Vec<u8>, String)>> {
+        if check_primary
+            && !self.table.has_hidden_rowid()
+            && among.covers(UniqueConstraint::PrimaryKey)
+            && self.exec.get(key)?.is_some()
+        {
             return Ok(Some((key.to_vec(), self.primary_key_label())));
         }
         for index in self.indexes {
+            if !among.covers(UniqueConstraint::Index(index.id)) {
+                continue;
+            }
             let (entry, unique) = self.exec.index_entry(index, self.table, row, key);
             if !unique {
                 continue;
@@ -432,7 +449,7 @@ impl<'a, 't> TableWriter<'a, 't> {
             return Ok(true);
         }
         loop {
-            match self.find_conflict(key, row, check_primary)? {
+            match self.find_conflict(key, row, check_primary, &Arbiters::default())? {
                 None => return Ok(true),
                 Some((other_key, label)) => match on_conflict {
                     OnConflict::Fail => {
@@ -469,10 +486,11 @@ fn conflict_of(or: &Option<ast::SqliteOnConflict>) -> Result<OnConflict> {
 fn bind_returning(
     binder: &mut Binder,
     table: &TableDef,
+    alias: Option<&str>,
     items: &Option<Vec<ast::SelectItem>>,
 ) -> Result<Option<Returning>> {
     let Some(items) = items else { return Ok(None) };
-    let scope = Scope::new(table_scope(table, None), None);
+    let scope = Scope::new(table_scope(table, alias), None);
     let mut exprs = Vec::new();
     let mut columns = Vec::new();
     for item in items {
@@ -568,13 +586,19 @@ fn bind_insert(catalog: &Catalog, insert: &ast::Insert, dialect: Dialect) -> Res
         on_conflict = OnConflict::Ignore;
     }
     let mut do_update: Option<DoUpdate> = None;
+    let mut arbiters = None;
+    // `INSERT INTO t AS alias`: the name the table goes by in DO UPDATE and RETURNING.
+    let alias = insert.table_alias.as_ref().map(|alias| alias.value.to_ascii_lowercase());
     if let Some(on) = &insert.on {
         match on {
             ast::OnInsert::OnConflict(conflict) => match &conflict.action {
-                ast::OnConflictAction::DoNothing => on_conflict = OnConflict::Ignore,
+                ast::OnConflictAction::DoNothing => {
+                    arbiters = Some(crate::upsert::bind(catalog, &table, conflict, dialect)?);
+                }
                 ast::OnConflictAction::DoUpdate(update) => {
+                    arbiters = Some(crate::upsert::bind(catalog, &table, conflict, dialect)?);
                     // Expressions see the existing row, then `excluded` (the row proposed).
-                    let mut columns = table_scope(&table, None);
+                    let mut columns = table_scope(&table, alias.as_deref());
                     columns.extend(table_scope(&table, Some("excluded")));
                     let scope = Scope::new(columns, None);
                     let mut assignments = Vec::new();
@@ -590,19 +614,20 @@ fn bind_insert(catalog: &Catalog, insert: &ast::Insert, dialect: Dialect) -> Res
             _ => return Err(Error::unsupported("ON DUPLICATE KEY UPDATE")),
         }
     }
-    let returning = bind_returning(&mut binder, &table, &insert.returning)?;
+    let returning = bind_returning(&mut binder, &table, alias.as_deref(), &insert.returning)?;
     Ok(InsertPlan {
         target: Target::bind(catalog, table, dialect)?,
         positions,
         source,
         on_conflict,
+        arbiters,
         do_update,
         returning,
     })
 }
 
 fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
-    let InsertPlan { target, positions, source, on_conflict, do_update, returning: returning_plan } = plan;
+    let InsertPlan { target, positions, source, on_conflict, arbiters, do_update, returning: returning_plan } = plan;
     let table = &target.table;
     let source_rows: Vec<Row> = match source {
         None => vec![Vec::new()],
@@ -613,6 +638,8 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
     let mut changed = 0;
     let mut checks = ReferenceChecks::new(exec, target);
     let triggered = writer.triggered();
+    // Rows this statement inserted or updated through DO UPDATE (by key).
+    let mut touched = std::collections::HashSet::new();
     // The source column of each table column (`None`: the column's default).
     let mut source_of = vec![None; table.columns.len()];
     if source.is_some() {
@@ -633,9 +660,19 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
         if triggered && !writer.fire(Timing::Before, Event::Insert, None, Some(&row), &[])? {
             continue;
         }
+        let arbitrated = match arbiters {
+            Some(arbiters) => writer.find_conflict(&key, &row, true, arbiters)?.map(|(other_key, _)| other_key),
+            None => None,
+        };
+        if arbitrated.is_some() && do_update.is_none() {
+            continue; // DO NOTHING
+        }
         if let Some((assignments, selection)) = &do_update
-            && let Some((other_key, _)) = writer.find_conflict(&key, &row, true)?
+            && let Some(other_key) = arbitrated
         {
+            if !touched.insert(other_key.clone()) && exec.dialect() == Dialect::Postgres {
+                return Err(Error::new("21000", "ON CONFLICT DO UPDATE command cannot affect row a second time"));
+            }
             let existing = writer.read_row(&other_key)?.ok_or_else(|| Error::corrupt("conflicting row vanished"))?;
             let mut combined = existing.clone();
             combined.extend(row.iter().cloned());
@@ -681,6 +718,9 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
         writer.write_row(&key, &row);
         if let Some(rowid) = writer.rowid_of(&key, &row) {
             exec.note_inserted_rowid(rowid);
+        }
+        if do_update.is_some() {
+            touched.insert(key.clone());
         }
         changed += 1;
         checks.inserted(&row);
@@ -830,7 +870,7 @@ fn bind_update(catalog: &Catalog, statement: &ast::Statement, dialect: Dialect) 
         bound.push((position, binder.bind_expr(&value, &scope)?));
     }
     let on_conflict = conflict_of(or)?;
-    let returning = bind_returning(&mut binder, &table, returning_items)?;
+    let returning = bind_returning(&mut binder, &table, None, returning_items)?;
     let target = Target::bind(catalog, table, dialect)?;
     let triggered = crate::trigger::fire::has_triggers(catalog, &target.table.name);
     let delta = match (&plan, or, &returning) {
@@ -917,7 +957,7 @@ fn bind_delete(catalog: &Catalog, delete: &ast::Delete, dialect: Dialect) -> Res
     let table = target_table(catalog, name)?;
     let mut binder = Binder::new(catalog).with_dialect(dialect);
     let (scan, _) = binder.bind_table_scan(&table, delete.selection.as_ref())?;
-    let returning = bind_returning(&mut binder, &table, &delete.returning)?;
+    let returning = bind_returning(&mut binder, &table, None, &delete.returning)?;
     Ok(DeletePlan { target: Target::bind(catalog, table, dialect)?, scan, returning })
 }
 

@@ -52,6 +52,7 @@ pub mod system;
 pub mod temporal;
 pub mod text_functions;
 pub mod trigger;
+pub mod upsert;
 pub mod user_type;
 pub mod value;
 pub mod window;

@@ -353,6 +353,7 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
     let tokens =
         crate::sequence::syntax::order_sequence_options(crate::sequence::syntax::encode_alter_sequence(tokens));
     let tokens = crate::trigger::syntax::encode_triggers(tokens);
+    let tokens = crate::upsert::syntax::drop_conflict_predicates(tokens);
     check_chains(&tokens)?;
     let short = tokens.len() <= crate::limits::SHORT_STATEMENT_TOKENS;
     let parse = |tokens: Vec<sqlparser::tokenizer::TokenWithSpan>, depth: usize| -> Result<Vec<ast::Statement>> {
@@ -1782,7 +1783,8 @@ fn first_words(sql: &str) -> String {
 struct ColumnParts {
     def: ColumnDef,
     primary: bool,
-    unique: bool,
+    /// UNIQUE, with the constraint's name when it has one.
+    unique: Option<Option<String>>,
     check: Option<String>,
     generated: Option<crate::sequence::ddl::Generated>,
 }
@@ -1813,7 +1815,7 @@ fn column_def(column: &ast::ColumnDef, dialect: Dialect, catalog: &Catalog) -> R
         identity: None,
         domain: domain.as_ref().map(|domain| domain.name.clone()),
     };
-    let (mut primary, mut unique, mut check) = (false, false, None);
+    let (mut primary, mut unique, mut check) = (false, None, None);
     let mut generated =
         crate::sequence::ddl::serial_type(&def.declared_type).map(crate::sequence::ddl::Generated::Serial);
     for option in &column.options {
@@ -1825,7 +1827,7 @@ fn column_def(column: &ast::ColumnDef, dialect: Dialect, catalog: &Catalog) -> R
                 if *is_primary {
                     primary = true;
                 } else {
-                    unique = true;
+                    unique = Some(option.name.as_ref().map(|name| name.value.clone()));
                 }
             }
             ast::ColumnOption::Check(expr) => check = Some(expr.to_string()),
@@ -1865,6 +1867,39 @@ fn column_def(column: &ast::ColumnDef, dialect: Dialect, catalog: &Catalog) -> R
         }
     }
     Ok(ColumnParts { def, primary, unique, check, generated })
+}
+
+/// The name of the index behind a UNIQUE constraint: SQLite's `sqlite_autoindex_T_N`, or in
+/// the postgres dialect the constraint's own name or PostgreSQL's `T_a_b_key` (a number
+/// appended while the name is taken).
+fn unique_index_name(
+    catalog: &Catalog,
+    table_name: &str,
+    number: usize,
+    columns: &[usize],
+    constraint_name: Option<String>,
+    dialect: Dialect,
+) -> Result<String> {
+    if dialect == Dialect::Sqlite {
+        return Ok(format!("sqlite_autoindex_{table_name}_{}", number + 1).to_ascii_lowercase());
+    }
+    if let Some(name) = constraint_name {
+        let name = name.to_ascii_lowercase();
+        if catalog.name_in_use(&name) {
+            return Err(Error::duplicate_object(format!("relation \"{name}\" already exists")));
+        }
+        return Ok(name);
+    }
+    let table = catalog.table(table_name).ok_or_else(|| Error::internal("the new table is missing"))?;
+    let column_names: Vec<&str> = columns.iter().map(|&column| table.columns[column].name.as_str()).collect();
+    let base = format!("{}_{}_key", table_name, column_names.join("_")).to_ascii_lowercase();
+    let mut candidate = base.clone();
+    let mut suffix = 0;
+    while catalog.name_in_use(&candidate) {
+        suffix += 1;
+        candidate = format!("{base}{suffix}");
+    }
+    Ok(candidate)
 }
 
 fn index_columns(table: &TableDef, columns: &[ast::IndexColumn]) -> Result<Vec<usize>> {
@@ -1911,7 +1946,7 @@ pub(crate) fn create_table(catalog: &mut Catalog, create: &ast::CreateTable, dia
         foreign_keys: Vec::new(),
         sql: ast::Statement::CreateTable(create.clone()).to_string(),
     };
-    let mut unique_sets: Vec<Vec<usize>> = Vec::new();
+    let mut unique_sets: Vec<(Vec<usize>, Option<String>)> = Vec::new();
     let mut references: Vec<crate::foreign_key::definition::Declared> = Vec::new();
     for (index, column) in create.columns.iter().enumerate() {
         if table.column_index(&column.name.value).is_some() {
@@ -1928,8 +1963,8 @@ pub(crate) fn create_table(catalog: &mut Catalog, create: &ast::CreateTable, dia
             }
             table.primary_key = vec![index];
         }
-        if unique {
-            unique_sets.push(vec![index]);
+        if let Some(constraint_name) = unique {
+            unique_sets.push((vec![index], constraint_name));
         }
         if let Some(check) = check {
             table.checks.push(check);
@@ -1957,7 +1992,8 @@ pub(crate) fn create_table(catalog: &mut Catalog, create: &ast::CreateTable, dia
                 }
                 table.primary_key = index_columns(&table, columns)?;
             }
-            ast::TableConstraint::Unique { columns, .. } => unique_sets.push(index_columns(&table, columns)?),
+            ast::TableConstraint::Unique { columns, name: constraint_name, .. } => unique_sets
+                .push((index_columns(&table, columns)?, constraint_name.as_ref().map(|name| name.value.clone()))),
             ast::TableConstraint::Check { expr, .. } => table.checks.push(expr.to_string()),
             ast::TableConstraint::ForeignKey {
                 name,
@@ -1997,9 +2033,9 @@ pub(crate) fn create_table(catalog: &mut Catalog, create: &ast::CreateTable, dia
     }
     let table_name = table.name.clone();
     catalog.tables.insert(name.clone(), Arc::new(table));
-    for (number, columns) in unique_sets.into_iter().enumerate() {
+    for (number, (columns, constraint_name)) in unique_sets.into_iter().enumerate() {
         let id = catalog.allocate_id();
-        let index_name = format!("sqlite_autoindex_{table_name}_{}", number + 1).to_ascii_lowercase();
+        let index_name = unique_index_name(catalog, &table_name, number, &columns, constraint_name, dialect)?;
         catalog.indexes.insert(
             index_name.clone(),
             Arc::new(IndexDef {
@@ -2274,7 +2310,7 @@ fn alter_table(
                 // Rows already stored would each need a value of their own.
                 return Err(Error::unsupported("adding a SERIAL or identity column to an existing table"));
             }
-            if primary || unique {
+            if primary || unique.is_some() {
                 return Err(Error::new("42000", "Cannot add a PRIMARY KEY or UNIQUE column"));
             }
             if def.not_null && def.default.is_none() {
