@@ -328,6 +328,12 @@ fn to_python(py: Python<'_>, value: &Value) -> PyResult<Py<PyAny>> {
         Value::Decimal(exact) => Ok(decimal_type(py)?.call1((exact.to_string(),))?.into_any().unbind()),
         // Dates and times of the postgres dialect: their ISO text, as SQLite's date functions give.
         Value::Temporal(_) => value.to_text().into_py_any(py),
+        // An enum label is its text; a row value a tuple of its fields.
+        Value::Enum(label) => label.label.to_string().into_py_any(py),
+        Value::Record(record) => {
+            let fields = record.fields.iter().map(|field| to_python(py, field)).collect::<PyResult<Vec<_>>>()?;
+            Ok(pyo3::types::PyTuple::new(py, fields)?.into_any().unbind())
+        }
     }
 }
 
