@@ -529,6 +529,7 @@ impl Backend {
                 return Err(Error::new("0A000", format!("{what} is not supported by Tern")));
             }
             Command::Invalid(message) => return Err(Error::syntax(message.clone())),
+            Command::Failed(sqlstate, message) => return Err(Error::new(sqlstate, message.clone())),
         }
         Ok(Flow::Continue)
     }

@@ -250,6 +250,8 @@ pub enum Command {
     Unsupported(String),
     /// A statement the server recognized but could not read.
     Invalid(String),
+    /// A statement that fails as PostgreSQL would have it fail: SQLSTATE and message.
+    Failed(&'static str, String),
 }
 
 fn word(token: Option<&Token>) -> Option<&str> {
@@ -339,8 +341,16 @@ pub fn classify(text: &str) -> Option<Command> {
                 Command::DropUser { names, if_exists }
             }
         }
-        "listen" | "unlisten" | "notify" | "lock" | "grant" | "revoke" | "declare" | "fetch" | "move" | "close"
-        | "cluster" | "prepare" | "execute" => Command::Unsupported(first.to_uppercase()),
+        // Without LISTEN there is nothing to stop listening to; without cursors, nothing to
+        // close: asyncpg's pool resets connections with `CLOSE ALL; UNLISTEN *`.
+        "unlisten" => Command::NoOp("UNLISTEN"),
+        "close" if second == Some("all") => Command::NoOp("CLOSE CURSOR ALL"),
+        "close" => match name(tokens.get(1)) {
+            Some(cursor) => Command::Failed("34000", format!("cursor \"{cursor}\" does not exist")),
+            None => Command::Invalid("CLOSE needs a cursor name or ALL".into()),
+        },
+        "listen" | "notify" | "lock" | "grant" | "revoke" | "declare" | "fetch" | "move" | "cluster" | "prepare"
+        | "execute" => Command::Unsupported(first.to_uppercase()),
         _ => return None,
     })
 }

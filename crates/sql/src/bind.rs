@@ -1981,6 +1981,36 @@ impl<'c> Binder<'c> {
                     otherwise: Some(Box::new(Expr::Function(ScalarFunction::FormatType, vec![oid, typmod]))),
                 }
             }
+            "pg_get_function_result" | "pg_get_function_arguments" | "pg_get_function_identity_arguments" => {
+                arity(1, 1)?;
+                let oid = self.bind_expr(args[0], scope)?;
+                let describe = |def: &crate::sql_function::FunctionDef| match name {
+                    "pg_get_function_result" => crate::pg_proc::result(self.catalog, def),
+                    _ => crate::pg_proc::arguments(self.catalog, def),
+                };
+                let pairs = self
+                    .catalog
+                    .functions
+                    .values()
+                    .map(|def| (integer(crate::pg_proc::function_oid(&def.name)), text(&describe(def))))
+                    .collect();
+                lookup(oid, pairs)
+            }
+            "pg_function_is_visible" => {
+                arity(1, 1)?;
+                let oid = self.bind_expr(args[0], scope)?;
+                Expr::Case {
+                    operand: None,
+                    whens: vec![(Expr::IsNull(Box::new(oid), false), Expr::Literal(Value::Null))],
+                    otherwise: Some(Box::new(Expr::Literal(Value::Integer(1)))),
+                }
+            }
+            // Tern has no advisory locks, so a session holds none to release (asyncpg's pool
+            // runs this when it resets a connection). PostgreSQL's void prints as ''.
+            "pg_advisory_unlock_all" => {
+                arity(0, 0)?;
+                text("")
+            }
             "pg_get_userbyid" => {
                 arity(1, 1)?;
                 self.bind_expr(args[0], scope)?;

@@ -41,6 +41,8 @@ pub mod interned;
 pub mod lift;
 pub mod limits;
 pub mod merge;
+pub mod pg_proc;
+pub mod pg_settings;
 pub mod pgtype;
 pub mod plan;
 pub mod regex_functions;

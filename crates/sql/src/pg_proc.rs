@@ -109,9 +109,8 @@ pub fn rows(catalog: &Catalog) -> Vec<ProcRow> {
             let arg_types: Vec<String> =
                 def.params.iter().map(|(_, declared)| type_of(catalog, declared).0.to_string()).collect();
             let named = def.params.iter().any(|(name, _)| name.is_some());
-            let arg_names = named.then(|| {
-                crate::array::format(def.params.iter().map(|(name, _)| Some(name.as_deref().unwrap_or(""))))
-            });
+            let arg_names = named
+                .then(|| crate::array::format(def.params.iter().map(|(name, _)| Some(name.as_deref().unwrap_or("")))));
             ProcRow {
                 oid: function_oid(&def.name),
                 name: def.name.clone(),
@@ -125,4 +124,3 @@ pub fn rows(catalog: &Catalog) -> Vec<ProcRow> {
         })
         .collect()
 }
-

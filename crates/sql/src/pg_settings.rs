@@ -61,24 +61,72 @@ const fn parameter(
 }
 
 const PARAMETERS: &[Parameter] = &[
-    parameter("application_name", "", "string", "Reporting and Logging / What to Log", "Sets the application name to be reported in statistics and logs.", "user"),
-    Parameter { choices: Some("{escape,hex}"), ..parameter("bytea_output", "hex", "enum", CLIENT, "Sets the output format for bytea.", "user") },
+    parameter(
+        "application_name",
+        "",
+        "string",
+        "Reporting and Logging / What to Log",
+        "Sets the application name to be reported in statistics and logs.",
+        "user",
+    ),
+    Parameter {
+        choices: Some("{escape,hex}"),
+        ..parameter("bytea_output", "hex", "enum", CLIENT, "Sets the output format for bytea.", "user")
+    },
     parameter("client_encoding", "UTF8", "string", LOCALE, "Sets the client's character set encoding.", "user"),
     Parameter {
         choices: Some("{debug5,debug4,debug3,debug2,debug1,log,notice,warning,error}"),
-        ..parameter("client_min_messages", "notice", "enum", CLIENT, "Sets the message levels that are sent to the client.", "user")
+        ..parameter(
+            "client_min_messages",
+            "notice",
+            "enum",
+            CLIENT,
+            "Sets the message levels that are sent to the client.",
+            "user",
+        )
     },
     parameter("DateStyle", "ISO, MDY", "string", LOCALE, "Sets the display format for date and time values.", "user"),
     Parameter {
         choices: Some("{serializable,\"repeatable read\",\"read committed\",\"read uncommitted\"}"),
-        ..parameter("default_transaction_isolation", "serializable", "enum", CLIENT, "Sets the transaction isolation level of each new transaction.", "user")
+        ..parameter(
+            "default_transaction_isolation",
+            "serializable",
+            "enum",
+            CLIENT,
+            "Sets the transaction isolation level of each new transaction.",
+            "user",
+        )
     },
-    parameter("default_transaction_read_only", "off", "bool", CLIENT, "Sets the default read-only status of new transactions.", "user"),
-    Parameter { range: Some(("-15", "3")), ..parameter("extra_float_digits", "1", "integer", LOCALE, "Sets the number of digits displayed for floating-point values.", "user") },
+    parameter(
+        "default_transaction_read_only",
+        "off",
+        "bool",
+        CLIENT,
+        "Sets the default read-only status of new transactions.",
+        "user",
+    ),
+    Parameter {
+        range: Some(("-15", "3")),
+        ..parameter(
+            "extra_float_digits",
+            "1",
+            "integer",
+            LOCALE,
+            "Sets the number of digits displayed for floating-point values.",
+            "user",
+        )
+    },
     Parameter {
         unit: Some("ms"),
         range: Some(("0", "2147483647")),
-        ..parameter("idle_in_transaction_session_timeout", "0", "integer", CLIENT, "Sets the maximum allowed idle time between queries, when in a transaction.", "user")
+        ..parameter(
+            "idle_in_transaction_session_timeout",
+            "0",
+            "integer",
+            CLIENT,
+            "Sets the maximum allowed idle time between queries, when in a transaction.",
+            "user",
+        )
     },
     parameter("integer_datetimes", "on", "bool", PRESET, "Shows whether datetimes are integer based.", "internal"),
     Parameter {
@@ -88,7 +136,14 @@ const PARAMETERS: &[Parameter] = &[
     parameter("is_superuser", "on", "bool", PRESET, "Shows whether the current user is a superuser.", "internal"),
     parameter("jit", "off", "bool", "Query Tuning / Other Planner Options", "Allow JIT compilation.", "user"),
     parameter("lc_collate", "C", "string", PRESET, "Shows the collation order locale.", "internal"),
-    parameter("lc_ctype", "C", "string", PRESET, "Shows the character classification and case conversion locale.", "internal"),
+    parameter(
+        "lc_ctype",
+        "C",
+        "string",
+        PRESET,
+        "Shows the character classification and case conversion locale.",
+        "internal",
+    ),
     parameter("lc_messages", "C", "string", LOCALE, "Sets the language in which messages are displayed.", "superuser"),
     parameter("lc_monetary", "C", "string", LOCALE, "Sets the locale for formatting monetary amounts.", "user"),
     parameter("lc_numeric", "C", "string", LOCALE, "Sets the locale for formatting numbers.", "user"),
@@ -96,35 +151,142 @@ const PARAMETERS: &[Parameter] = &[
     Parameter {
         unit: Some("ms"),
         range: Some(("0", "2147483647")),
-        ..parameter("lock_timeout", "0", "integer", CLIENT, "Sets the maximum allowed duration of any wait for a lock.", "user")
+        ..parameter(
+            "lock_timeout",
+            "0",
+            "integer",
+            CLIENT,
+            "Sets the maximum allowed duration of any wait for a lock.",
+            "user",
+        )
     },
-    Parameter { range: Some(("1", "262143")), ..parameter("max_connections", "100", "integer", "Connections and Authentication / Connection Settings", "Sets the maximum number of concurrent connections.", "postmaster") },
-    Parameter { range: Some(("63", "63")), ..parameter("max_identifier_length", "63", "integer", PRESET, "Shows the maximum identifier length.", "internal") },
-    Parameter { range: Some(("32", "32")), ..parameter("max_index_keys", "32", "integer", PRESET, "Shows the maximum number of index keys.", "internal") },
+    Parameter {
+        range: Some(("1", "262143")),
+        ..parameter(
+            "max_connections",
+            "100",
+            "integer",
+            "Connections and Authentication / Connection Settings",
+            "Sets the maximum number of concurrent connections.",
+            "postmaster",
+        )
+    },
+    Parameter {
+        range: Some(("63", "63")),
+        ..parameter(
+            "max_identifier_length",
+            "63",
+            "integer",
+            PRESET,
+            "Shows the maximum identifier length.",
+            "internal",
+        )
+    },
+    Parameter {
+        range: Some(("32", "32")),
+        ..parameter("max_index_keys", "32", "integer", PRESET, "Shows the maximum number of index keys.", "internal")
+    },
     parameter("row_security", "on", "bool", CLIENT, "Enable row security.", "user"),
-    parameter("search_path", "\"$user\", public", "string", CLIENT, "Sets the schema search order for names that are not schema-qualified.", "user"),
-    parameter("server_encoding", "UTF8", "string", PRESET, "Shows the server (database) character set encoding.", "internal"),
+    parameter(
+        "search_path",
+        "\"$user\", public",
+        "string",
+        CLIENT,
+        "Sets the schema search order for names that are not schema-qualified.",
+        "user",
+    ),
+    parameter(
+        "server_encoding",
+        "UTF8",
+        "string",
+        PRESET,
+        "Shows the server (database) character set encoding.",
+        "internal",
+    ),
     parameter("server_version", "15.0", "string", PRESET, "Shows the server version.", "internal"),
-    Parameter { range: Some(("150000", "150000")), ..parameter("server_version_num", "150000", "integer", PRESET, "Shows the server version as an integer.", "internal") },
-    parameter("standard_conforming_strings", "on", "bool", "Version and Platform Compatibility / Previous PostgreSQL Versions", "Causes '...' strings to treat backslashes literally.", "user"),
+    Parameter {
+        range: Some(("150000", "150000")),
+        ..parameter(
+            "server_version_num",
+            "150000",
+            "integer",
+            PRESET,
+            "Shows the server version as an integer.",
+            "internal",
+        )
+    },
+    parameter(
+        "standard_conforming_strings",
+        "on",
+        "bool",
+        "Version and Platform Compatibility / Previous PostgreSQL Versions",
+        "Causes '...' strings to treat backslashes literally.",
+        "user",
+    ),
     Parameter {
         unit: Some("ms"),
         range: Some(("0", "2147483647")),
-        ..parameter("statement_timeout", "0", "integer", CLIENT, "Sets the maximum allowed duration of any statement.", "user")
+        ..parameter(
+            "statement_timeout",
+            "0",
+            "integer",
+            CLIENT,
+            "Sets the maximum allowed duration of any statement.",
+            "user",
+        )
     },
     Parameter {
         choices: Some("{local,remote_write,remote_apply,on,off}"),
-        ..parameter("synchronous_commit", "on", "enum", "Write-Ahead Log / Settings", "Sets the current transaction's synchronization level.", "user")
+        ..parameter(
+            "synchronous_commit",
+            "on",
+            "enum",
+            "Write-Ahead Log / Settings",
+            "Sets the current transaction's synchronization level.",
+            "user",
+        )
     },
-    parameter("TimeZone", "UTC", "string", LOCALE, "Sets the time zone for displaying and interpreting time stamps.", "user"),
-    parameter("transaction_isolation", "serializable", "string", CLIENT, "Sets the current transaction's isolation level.", "user"),
-    parameter("transaction_read_only", "off", "bool", CLIENT, "Sets the current transaction's read-only status.", "user"),
-    Parameter {
-        unit: Some("kB"),
-        range: Some(("64", "2147483647")),
-        ..parameter("work_mem", "4096", "integer", "Resource Usage / Memory", "Sets the maximum memory to be used for query workspaces.", "user")
-    },
-    parameter("tern.dialect", "postgres", "string", "Customized Options", "The SQL dialect of the session: postgres or sqlite.", "user"),
+    parameter(
+        "TimeZone",
+        "UTC",
+        "string",
+        LOCALE,
+        "Sets the time zone for displaying and interpreting time stamps.",
+        "user",
+    ),
+    parameter(
+        "transaction_isolation",
+        "serializable",
+        "string",
+        CLIENT,
+        "Sets the current transaction's isolation level.",
+        "user",
+    ),
+    parameter(
+        "transaction_read_only",
+        "off",
+        "bool",
+        CLIENT,
+        "Sets the current transaction's read-only status.",
+        "user",
+    ),
+    // In the form SHOW gives (PostgreSQL's `setting` would be 4096, in kB).
+    parameter(
+        "work_mem",
+        "4MB",
+        "integer",
+        "Resource Usage / Memory",
+        "Sets the maximum memory to be used for query workspaces.",
+        "user",
+    ),
+    parameter(
+        "tern.dialect",
+        "postgres",
+        "string",
+        "Customized Options",
+        "The SQL dialect of the session: postgres or sqlite.",
+        "user",
+    ),
 ];
 
 fn text(value: &str) -> Expr {

@@ -93,6 +93,9 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
         ("pg_catalog", "pg_rewrite") => (PG_REWRITE, Vec::new()),
         ("pg_catalog", "pg_sequence") => (PG_SEQUENCE, pg_sequence(catalog)),
         ("pg_catalog", "pg_extension") => (PG_EXTENSION, Vec::new()),
+        ("pg_catalog", "pg_settings") => (crate::pg_settings::COLUMNS, crate::pg_settings::rows()),
+        ("pg_catalog", "pg_proc") => (crate::pg_proc::COLUMNS, pg_proc(catalog)),
+        ("pg_catalog", "pg_language") => (PG_LANGUAGE, languages()),
         ("information_schema", "schemata") => (SCHEMATA, schemata()),
         ("information_schema", "tables") => (TABLES, listing().tables()),
         ("information_schema", "views") => (VIEWS, listing().views()),
@@ -126,8 +129,36 @@ fn affinity_of(declared: &str) -> Affinity {
 /// The OID of a table, view or index (the relation `regclass` names), if it exists.
 pub fn relation_oid(catalog: &Catalog, name: &str) -> Option<i64> {
     let name = name.to_ascii_lowercase();
+    if let Some(oid) = system_relation_oid(name.strip_prefix("pg_catalog.").unwrap_or(&name)) {
+        return Some(oid);
+    }
     let name = name.strip_prefix("public.").unwrap_or(&name);
     relation_names(catalog).into_iter().find(|(_, known)| known == name).map(|(oid, _)| oid)
+}
+
+/// PostgreSQL's OIDs of its catalog tables (`'pg_catalog.pg_class'::regclass`, which clients
+/// compare with `pg_description.classoid` and `pg_depend.classid`).
+fn system_relation_oid(name: &str) -> Option<i64> {
+    Some(match name {
+        "pg_type" => 1247,
+        "pg_attribute" => 1249,
+        "pg_proc" => 1255,
+        "pg_class" => 1259,
+        "pg_database" => 1262,
+        "pg_constraint" => 2606,
+        "pg_description" => 2609,
+        "pg_index" => 2610,
+        "pg_namespace" => 2615,
+        "pg_rewrite" => 2618,
+        "pg_trigger" => 2620,
+        "pg_am" => 2601,
+        "pg_language" => 2612,
+        "pg_enum" => 3501,
+        "pg_extension" => 3079,
+        "pg_collation" => 3456,
+        "pg_sequence" => 2224,
+        _ => return None,
+    })
 }
 
 /// Pairs of (OID, name) of every relation, for `regclass` output.
@@ -1103,6 +1134,7 @@ fn types(catalog: &Catalog) -> Vec<Vec<Expr>> {
                 int(0),
                 int(row.collation),
                 null(),
+                null(),
             ]
         })
         .collect()
@@ -1123,6 +1155,55 @@ fn pg_enum(catalog: &Catalog) -> Vec<Vec<Expr>> {
                 ]
             })
         })
+        .collect()
+}
+
+/// `pg_proc`: the catalog's SQL functions ([`crate::pg_proc`]).
+fn pg_proc(catalog: &Catalog) -> Vec<Vec<Expr>> {
+    crate::pg_proc::rows(catalog)
+        .into_iter()
+        .map(|row| {
+            vec![
+                int(row.oid),
+                text(row.name),
+                int(PUBLIC_OID),
+                int(OWNER_OID),
+                int(crate::pg_proc::SQL_LANGUAGE_OID),
+                Expr::Literal(Value::Real(100.0)),
+                Expr::Literal(Value::Real(0.0)),
+                int(0),
+                text("-"),
+                text("f"),
+                boolean(false),
+                boolean(false),
+                boolean(row.strict),
+                boolean(false),
+                text("v"),
+                text("u"),
+                int(row.arg_count),
+                int(0),
+                int(row.return_type),
+                text(row.arg_types),
+                null(),
+                null(),
+                row.arg_names.map_or_else(null, text),
+                null(),
+                null(),
+                text(row.source),
+                null(),
+                null(),
+                null(),
+                null(),
+            ]
+        })
+        .collect()
+}
+
+/// `pg_language`: the languages PostgreSQL always has; functions here are `sql`.
+fn languages() -> Vec<Vec<Expr>> {
+    [(12, "internal"), (13, "c"), (crate::pg_proc::SQL_LANGUAGE_OID, "sql")]
+        .into_iter()
+        .map(|(oid, name)| vec![int(oid), text(name), int(OWNER_OID), boolean(false), boolean(oid == 14)])
         .collect()
 }
 
@@ -1343,10 +1424,14 @@ const PG_TYPE: &[(&str, &str)] = &[
     ("typndims", "int4"),
     ("typcollation", "oid"),
     ("typdefault", "text"),
+    ("typacl", "text"),
 ];
 
 const PG_ENUM: &[(&str, &str)] =
     &[("oid", "oid"), ("enumtypid", "oid"), ("enumsortorder", "float4"), ("enumlabel", "name")];
+
+const PG_LANGUAGE: &[(&str, &str)] =
+    &[("oid", "oid"), ("lanname", "name"), ("lanowner", "oid"), ("lanispl", "bool"), ("lanpltrusted", "bool")];
 
 const PG_AM: &[(&str, &str)] = &[("oid", "oid"), ("amname", "name"), ("amhandler", "text"), ("amtype", "\"char\"")];
 

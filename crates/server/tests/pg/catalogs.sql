@@ -1,0 +1,20 @@
+-- Catalog views and session statements client libraries use, checked against PostgreSQL 15.
+SELECT setting FROM pg_settings WHERE name = 'max_identifier_length';
+SELECT name, setting, vartype, context FROM pg_settings WHERE name IN ('DateStyle', 'IntervalStyle', 'server_encoding', 'max_index_keys') ORDER BY 1;
+SET application_name = 'catalog test';
+SELECT setting, source FROM pg_settings WHERE name = 'application_name';
+SELECT count(*) FROM pg_settings WHERE name = 'no_such_parameter';
+SELECT pg_advisory_unlock_all();
+CLOSE ALL;
+UNLISTEN *;
+CLOSE no_such_cursor;
+CREATE FUNCTION add_one(x integer) RETURNS integer LANGUAGE sql AS 'SELECT x + 1';
+CREATE FUNCTION greet(who text, times integer) RETURNS text LANGUAGE sql STRICT AS 'SELECT repeat(who, times)';
+SELECT p.proname, pg_get_function_result(p.oid), pg_get_function_arguments(p.oid), p.proisstrict, p.pronargs FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' ORDER BY 1;
+SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.proname = 'add_one';
+SELECT 'pg_catalog.pg_extension'::regclass::oid, 'pg_class'::regclass::oid;
+CREATE TABLE t (id integer PRIMARY KEY, email text UNIQUE, a integer, b integer, CONSTRAINT t_pair UNIQUE (a, b));
+SELECT conname, contype FROM pg_constraint WHERE conrelid = 't'::regclass ORDER BY 1;
+SELECT indexname FROM pg_indexes WHERE tablename = 't' ORDER BY 1;
+DROP FUNCTION add_one;
+SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public';
