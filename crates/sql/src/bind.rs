@@ -562,6 +562,13 @@ impl<'c> Binder<'c> {
                     {
                         return Ok(found);
                     }
+                    // A sequence: one row of its state.
+                    if let Some(system) = crate::system::sequence_relation(self.catalog, schema.as_deref(), &table_name)
+                    {
+                        let alias_name = alias.as_ref().map(|alias| lower(&alias.name)).unwrap_or(table_name.clone());
+                        let columns = table_columns(&system.table, &alias_name);
+                        return Ok((Plan::SystemTable { table: system.table, rows: Arc::new(system.rows) }, columns));
+                    }
                     let span = name.span();
                     return Err(Error::undefined_table(&name.to_string()).at(span.start.line, span.start.column));
                 };

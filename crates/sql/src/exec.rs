@@ -321,6 +321,14 @@ impl<'t> Executor<'t> {
             return Ok(Value::Null);
         }
         let def = crate::sequence::resolve(access.catalog, &args[0])?;
+        if let ScalarFunction::SequenceLastValue | ScalarFunction::SequenceIsCalled = function {
+            let (last, called) = access.sequences.position(access.db, &def)?;
+            return Ok(Value::Integer(if function == ScalarFunction::SequenceLastValue {
+                last
+            } else {
+                i64::from(called)
+            }));
+        }
         let value = match function {
             ScalarFunction::NextVal => access.sequences.next_value(access.db, &def, access.session)?,
             ScalarFunction::CurrVal => access.session.lock().currval(&def)?,
@@ -1720,7 +1728,9 @@ impl<'t> Executor<'t> {
                         ScalarFunction::NextVal
                         | ScalarFunction::CurrVal
                         | ScalarFunction::SetVal
-                        | ScalarFunction::LastVal => self.sequence_function(*function, &values)?,
+                        | ScalarFunction::LastVal
+                        | ScalarFunction::SequenceLastValue
+                        | ScalarFunction::SequenceIsCalled => self.sequence_function(*function, &values)?,
                         ScalarFunction::SqlFunction => {
                             crate::sql_function::call(self, &values[0].to_text(), &values[1..])?
                         }

@@ -155,6 +155,9 @@ pub enum ScalarFunction {
     EnumRange,
     /// `ROW(a, b, ...)`: an anonymous row value ([`crate::composite`]).
     Row,
+    /// A sequence's `last_value` and `is_called` (`SELECT ... FROM seq`): (sequence name).
+    SequenceLastValue,
+    SequenceIsCalled,
     /// `(record).field`: (record, the field's position); NULL for a NULL record.
     RecordField,
 }
@@ -293,7 +296,7 @@ pub fn is_volatile(function: ScalarFunction, args: &[Value]) -> bool {
         Random | CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser | Clock => true,
         // What the body calls is not known here.
         SqlFunction => true,
-        NextVal | CurrVal | SetVal | LastVal => true,
+        NextVal | CurrVal | SetVal | LastVal | SequenceLastValue | SequenceIsCalled => true,
         // age(x) counts from today.
         Age => args.len() == 1,
         Date | Time | DateTime | UnixEpoch | JulianDay => {
@@ -655,7 +658,7 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             }
         },
         CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser | NextVal | CurrVal | SetVal
-        | LastVal => {
+        | LastVal | SequenceLastValue | SequenceIsCalled => {
             return Err(Error::internal("session functions are evaluated by the executor"));
         }
     })

@@ -26,6 +26,7 @@ pub mod composite;
 pub mod create_as;
 pub mod datetime;
 pub mod decimal;
+pub mod definition_sql;
 pub mod delta;
 pub mod describe;
 pub mod dialect;

@@ -117,6 +117,23 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
     Some(SystemTable { table: Arc::new(table), rows })
 }
 
+/// A sequence read as a relation, as PostgreSQL has it: one row of `last_value`, `log_cnt`
+/// and `is_called` (what pg_dump reads to restore it).
+pub fn sequence_relation(catalog: &Catalog, schema: Option<&str>, name: &str) -> Option<SystemTable> {
+    if !matches!(schema, None | Some("public")) {
+        return None;
+    }
+    let def = catalog.sequence(name)?;
+    let columns = [("last_value", "bigint"), ("log_cnt", "bigint"), ("is_called", "bool")];
+    let table = TableDef::unstored(
+        &def.name,
+        columns.iter().map(|(name, declared)| (name.to_string(), declared.to_string(), affinity_of(declared))),
+    );
+    let state = |function| Expr::Function(function, vec![text(&def.name)]);
+    let row = vec![state(ScalarFunction::SequenceLastValue), int(0), state(ScalarFunction::SequenceIsCalled)];
+    Some(SystemTable { table: Arc::new(table), rows: vec![row] })
+}
+
 /// Comparison affinity of a catalog column: numeric for OIDs and numbers, text otherwise.
 fn affinity_of(declared: &str) -> Affinity {
     match pgtype::declared_oid(declared) {

@@ -22,7 +22,11 @@ pub(crate) fn dump(connection: &Connection, out: &mut dyn Write) -> Result<()> {
 fn write_script(connection: &Connection, schema: &[crate::SchemaObject], out: &mut dyn Write) -> Result<()> {
     let io = |error: std::io::Error| Error::new("58030", format!("writing the dump: {error}"));
     writeln!(out, "BEGIN;").map_err(io)?;
-    for table in schema.iter().filter(|object| object.kind == ObjectKind::Table) {
+    let of_kind = |kind: ObjectKind| schema.iter().filter(move |object| object.kind == kind);
+    for object in of_kind(ObjectKind::Type).chain(of_kind(ObjectKind::Sequence)) {
+        writeln!(out, "{};", object.sql).map_err(io)?;
+    }
+    for table in of_kind(ObjectKind::Table) {
         writeln!(out, "{};", table.sql).map_err(io)?;
         let rows = connection.query(&format!("SELECT * FROM {}", quote_identifier(&table.name)), ())?;
         let columns: Vec<String> = rows.column_names().iter().map(|name| quote_identifier(name)).collect();
@@ -32,11 +36,24 @@ fn write_script(connection: &Connection, schema: &[crate::SchemaObject], out: &m
             writeln!(out, "{prefix}{});", values.join(",")).map_err(io)?;
         }
     }
-    for index in schema.iter().filter(|object| object.kind == ObjectKind::Index) {
-        writeln!(out, "{};", index.sql).map_err(io)?;
+    // Sequences go on from where they stand (rows restored with their keys did not advance
+    // them); then what reads the tables, and triggers last so that the restored rows do not
+    // fire them.
+    for sequence in connection.catalog().sequences.values() {
+        let name = quote_identifier(&sequence.name);
+        let state = connection.query_row(&format!("SELECT last_value, is_called FROM {name}"), (), |row| {
+            Ok((row.get::<i64>(0)?, row.get::<i64>(1)? != 0))
+        })?;
+        writeln!(out, "SELECT setval('{}', {}, {});", name.replace('\'', "''"), state.0, state.1).map_err(io)?;
+    }
+    for object in of_kind(ObjectKind::Index).chain(of_kind(ObjectKind::Function)) {
+        writeln!(out, "{};", object.sql).map_err(io)?;
     }
     for view in views_in_dependency_order(schema) {
         writeln!(out, "{};", view.sql).map_err(io)?;
+    }
+    for trigger in of_kind(ObjectKind::Trigger) {
+        writeln!(out, "{};", trigger.sql).map_err(io)?;
     }
     writeln!(out, "COMMIT;").map_err(io)?;
     Ok(())

@@ -123,9 +123,11 @@ impl Database {
         }
     }
 
-    /// Tables, indexes and views, as the newest committed schema has them: tables first, then
-    /// indexes, then views, each group by name. ([`Connection::schema`] includes the schema
-    /// changes of the connection's open transaction.)
+    /// The schema's objects, as the newest committed schema has them: types (enums, composites,
+    /// domains), sequences no column owns, tables, indexes, functions, views and triggers, each
+    /// group by name (types in dependency order, triggers in creation order).
+    /// ([`Connection::schema`] includes the schema changes of the connection's open
+    /// transaction.)
     pub fn schema(&self) -> Vec<SchemaObject> {
         schema_of(&self.engine.catalog())
     }
@@ -172,23 +174,45 @@ fn schema_of(catalog: &tern_sql::catalog::Catalog) -> Vec<SchemaObject> {
         table: view.name.clone(),
         sql: view.sql.clone(),
     });
-    tables.chain(indexes).chain(views).collect()
+    let object = |kind, name: String, table: String, sql: String| SchemaObject { kind, name, table, sql };
+    let types = tern_sql::definition_sql::types(catalog)
+        .into_iter()
+        .map(|(name, sql)| object(ObjectKind::Type, name.clone(), name, sql));
+    // Sequences a column owns (SERIAL, identity) come with their table's CREATE TABLE.
+    let sequences = catalog.sequences.values().filter(|def| def.owned_by.is_none()).map(|def| {
+        object(ObjectKind::Sequence, def.name.clone(), def.name.clone(), tern_sql::definition_sql::sequence(def))
+    });
+    let functions = tern_sql::definition_sql::functions(catalog)
+        .into_iter()
+        .map(|(name, sql)| object(ObjectKind::Function, name.clone(), name, sql));
+    let triggers = tern_sql::definition_sql::triggers(catalog).into_iter().map(|(name, table, sql)| {
+        let table = catalog.table(&table).map_or(table, |def| def.name.clone());
+        object(ObjectKind::Trigger, name, table, sql)
+    });
+    types.chain(sequences).chain(tables).chain(indexes).chain(functions).chain(views).chain(triggers).collect()
 }
 
 /// What a schema object is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ObjectKind {
+    /// An enum or composite type, or a domain.
+    Type,
+    /// A sequence no column owns (an owned one comes with its table).
+    Sequence,
     Table,
     Index,
+    Function,
     View,
+    Trigger,
 }
 
-/// A table, index or view, with the SQL that creates it.
+/// A schema object with the SQL that creates it, in an order that can recreate them: types,
+/// sequences, tables, indexes, functions, views, triggers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaObject {
     pub kind: ObjectKind,
     pub name: String,
-    /// The table an index belongs to (for tables and views, the object's own name).
+    /// The table an index or trigger belongs to (for other objects, the object's own name).
     pub table: String,
     pub sql: String,
 }
@@ -473,10 +497,15 @@ impl Connection {
         }
     }
 
-    /// The tables, indexes and views this connection sees: with its open transaction's own
-    /// schema changes, or else the newest committed schema (as [`Database::schema`]).
+    /// The schema objects this connection sees: with its open transaction's own schema
+    /// changes, or else the newest committed schema (as [`Database::schema`]).
     pub fn schema(&self) -> Vec<SchemaObject> {
-        schema_of(&self.session.borrow().catalog())
+        schema_of(&self.catalog())
+    }
+
+    /// The catalog this connection sees (with its open transaction's schema changes).
+    pub(crate) fn catalog(&self) -> std::sync::Arc<tern_sql::catalog::Catalog> {
+        self.session.borrow().catalog()
     }
 
     /// The row id of the last row a successful INSERT on this connection stored in a table

@@ -297,7 +297,7 @@ impl Shell {
                     .connection
                     .schema()
                     .into_iter()
-                    .filter(|object| object.kind != ObjectKind::Index)
+                    .filter(|object| matches!(object.kind, ObjectKind::Table | ObjectKind::View))
                     .map(|object| object.name)
                     .collect();
                 names.sort_by_key(|name| name.to_lowercase());

@@ -69,3 +69,14 @@ BEGIN;
 INSERT INTO r(v) VALUES ('rolled back');
 ROLLBACK;
 SELECT nextval('r_id_seq');
+-- A sequence read as a relation (pg_dump reads its state this way).
+CREATE SEQUENCE state_seq START 5 INCREMENT 2;
+SELECT last_value, log_cnt, is_called FROM state_seq;
+SELECT nextval('state_seq');
+SELECT last_value, is_called FROM state_seq;
+SELECT nextval('state_seq'), nextval('state_seq');
+SELECT last_value, is_called FROM state_seq;
+SELECT setval('state_seq', 100, false);
+SELECT last_value, is_called FROM state_seq;
+SELECT nextval('state_seq');
+SELECT last_value, is_called FROM public.state_seq;

@@ -190,6 +190,22 @@ impl Sequences {
         Ok(value)
     }
 
+    /// PostgreSQL's `(last_value, is_called)` of a sequence as it stands now: what a restore
+    /// gives `setval` so that the next value handed out is the one this sequence would hand
+    /// out next (`SELECT last_value, is_called FROM seq`, pg_dump's question).
+    pub fn position(&self, db: &TxnDb, def: &SequenceDef) -> Result<(i64, bool)> {
+        let state = self.state(def.id);
+        let mut state = state.lock();
+        if state.following.is_none_or(|followed| followed.incarnation != def.incarnation) {
+            load(db, def, &mut state)?;
+        }
+        let narrow = |value: i128| i64::try_from(value).map_err(|_| Error::internal("a sequence value outside bigint"));
+        Ok(match state.last {
+            Some(last) if last + i128::from(def.increment) == state.next => (narrow(last)?, true),
+            _ => (narrow(state.next.clamp(i128::from(def.min), i128::from(def.max)))?, false),
+        })
+    }
+
     /// Forgets what is in memory of a sequence (it was dropped): the next use reads its record.
     /// The state is reset under its lock, not removed, so that a caller already holding it does
     /// not hand out values beside a fresh state.
