@@ -401,6 +401,8 @@ impl Backend {
             let columns = column_types(columns, declared, &rows);
             out.row_description(&describe_columns(&columns, formats));
             let catalog = self.session.catalog();
+            // TIMESTAMPTZ values are written in the session's time zone.
+            let _zone = tern_sql::temporal::session_zone::enter(self.session.time_zone());
             for row in &rows {
                 send_row(out, row, &columns, formats, &catalog)?;
             }
@@ -578,6 +580,12 @@ impl Backend {
                 "on".to_string()
             }
             "bytea_output" if !value.eq_ignore_ascii_case("hex") => return Err(invalid(&value)),
+            "timezone" => {
+                tern_sql::temporal::session_zone::of_setting(&value)?;
+                value
+            }
+            "datestyle" => tern_sql::temporal::session_zone::date_style(&value)?,
+            "intervalstyle" => tern_sql::temporal::session_zone::interval_style(&value)?,
             "statement_timeout" | "idle_in_transaction_session_timeout" | "lock_timeout" => {
                 parse_duration(&value).ok_or_else(|| invalid(&value))?;
                 value
@@ -625,6 +633,7 @@ impl Backend {
 
     fn copy(&mut self, spec: &CopySpec, out: &mut Out, extended: bool) -> Result<Flow, Error> {
         let catalog = self.session.catalog();
+        let _zone = tern_sql::temporal::session_zone::enter(self.session.time_zone());
         if !spec.from {
             let query = match &spec.source {
                 Source::Query(query) => query.clone(),
@@ -1049,6 +1058,7 @@ impl Backend {
         let limit = if max_rows <= 0 { usize::MAX } else { max_rows as usize };
         let mut sent = 0;
         let catalog = self.session.catalog();
+        let _zone = tern_sql::temporal::session_zone::enter(self.session.time_zone());
         while sent < limit
             && let Some(row) = result.rows.pop_front()
         {

@@ -179,7 +179,7 @@ pub fn decode_text(bytes: &[u8], oid: u32) -> Result<Value, Error> {
         }),
         NUMERIC => Value::Decimal(text.trim().parse().map_err(|_| parse_error(text, oid))?),
         BOOL => Value::Integer(i64::from(parse_bool(text).ok_or_else(|| parse_error(text, oid))?)),
-        BYTEA => Value::Blob(parse_bytea(text).ok_or_else(|| parse_error(text, oid))?),
+        BYTEA => Value::Blob(tern_sql::pgtype::bytea_input(text)?),
         DATE | TIME | TIMESTAMP | TIMESTAMPTZ | INTERVAL => {
             temporal::cast(&Value::Text(text.to_string()), kind_of(oid))?
         }
@@ -256,14 +256,6 @@ fn parse_bool(text: &str) -> Option<bool> {
         "f" | "false" | "no" | "n" | "off" | "0" => Some(false),
         _ => None,
     }
-}
-
-fn parse_bytea(text: &str) -> Option<Vec<u8>> {
-    let Some(hex) = text.strip_prefix("\\x") else { return Some(text.as_bytes().to_vec()) };
-    if !hex.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..hex.len()).step_by(2).map(|at| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok()).collect()
 }
 
 /// The date/time kind of a date/time OID.

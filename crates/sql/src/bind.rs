@@ -205,7 +205,9 @@ pub fn affinity_of_type_in(data_type: &ast::DataType, dialect: Dialect) -> Resul
 /// columns, NUMERIC for numbers.
 fn comparison_affinity(affinity: Affinity) -> Affinity {
     match affinity {
-        Affinity::Boolean | Affinity::Temporal(_) | Affinity::Enum(_) | Affinity::Composite(_) => affinity,
+        Affinity::Boolean | Affinity::Temporal(_) | Affinity::Enum(_) | Affinity::Composite(_) | Affinity::Bytea => {
+            affinity
+        }
         affinity if affinity.is_numeric() => Affinity::Numeric,
         affinity => affinity,
     }
@@ -215,7 +217,9 @@ fn comparison_affinity(affinity: Affinity) -> Affinity {
 /// enum is an error there (22P02), as in PostgreSQL.
 fn comparison_literal(affinity: Affinity, value: Value) -> Result<Value> {
     match (affinity, &value) {
-        (Affinity::Enum(_) | Affinity::Composite(_), Value::Text(_) | Value::Record(_)) => affinity.store(value),
+        (Affinity::Enum(_) | Affinity::Composite(_) | Affinity::Bytea, Value::Text(_) | Value::Record(_)) => {
+            affinity.store(value)
+        }
         _ => Ok(affinity.apply(value)),
     }
 }
@@ -1241,7 +1245,13 @@ impl<'c> Binder<'c> {
         let typed = |affinity: Option<Affinity>| {
             matches!(
                 affinity,
-                Some(Affinity::Boolean | Affinity::Temporal(_) | Affinity::Enum(_) | Affinity::Composite(_))
+                Some(
+                    Affinity::Boolean
+                        | Affinity::Temporal(_)
+                        | Affinity::Enum(_)
+                        | Affinity::Composite(_)
+                        | Affinity::Bytea
+                )
             )
         };
         Ok(if let Some(affinity) = left_affinity.filter(|_| typed(left_affinity) && !typed(right_affinity)) {

@@ -103,6 +103,7 @@ impl SqlType {
                 Affinity::Boolean => SqlType::Boolean,
                 Affinity::Float => SqlType::Real,
                 Affinity::Number => SqlType::Decimal,
+                Affinity::Bytea => SqlType::Blob,
                 Affinity::Temporal(kind) => SqlType::Temporal(kind),
                 Affinity::Enum(id) => SqlType::Enum(id),
                 Affinity::Composite(id) => SqlType::Composite(id),
@@ -428,6 +429,7 @@ impl Inference {
                 let target = match to {
                     CastType::Integer => SqlType::Integer,
                     CastType::Oid => SqlType::Declared("oid".into()),
+                    CastType::Bytea => SqlType::Blob,
                     CastType::Real => SqlType::Real,
                     CastType::Decimal(..) => SqlType::Decimal,
                     CastType::Text => SqlType::Text,

@@ -1641,7 +1641,8 @@ impl<'t> Executor<'t> {
                     | CastType::Float
                     | CastType::Number
                     | CastType::Enum(_)
-                    | CastType::Composite(_) => to.affinity().store(value)?,
+                    | CastType::Composite(_)
+                    | CastType::Bytea => to.affinity().store(value)?,
                     CastType::Blob => match value {
                         Value::Blob(bytes) => Value::Blob(bytes),
                         other => Value::Blob(other.to_text().into_bytes()),

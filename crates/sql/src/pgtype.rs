@@ -66,6 +66,50 @@ pub const BUILT_IN: &[(u32, &str, i64, &str, i64)] = &[
     (RECORD, "record", -1, "P", 0),
 ];
 
+/// Text in `bytea`'s input forms: `\x` and hex digit pairs (white space between pairs
+/// allowed), or the escape form, where `\\` is a backslash and `\nnn` an octal byte; `None`
+/// when malformed (a lone backslash, an odd hex digit).
+pub fn parse_bytea(text: &str) -> Option<Vec<u8>> {
+    if let Some(hex) = text.strip_prefix("\\x") {
+        let digits: Vec<u8> = hex.bytes().filter(|byte| !byte.is_ascii_whitespace()).collect();
+        if !digits.len().is_multiple_of(2) {
+            return None;
+        }
+        return digits.chunks(2).map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()).collect();
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] != b'\\' {
+            out.push(bytes[at]);
+            at += 1;
+        } else if bytes.get(at + 1) == Some(&b'\\') {
+            out.push(b'\\');
+            at += 2;
+        } else {
+            let octal = bytes.get(at + 1..at + 4)?;
+            if !octal.iter().all(|digit| (b'0'..=b'7').contains(digit)) || octal[0] > b'3' {
+                return None;
+            }
+            out.push(octal.iter().fold(0u8, |byte, digit| byte * 8 + (digit - b'0')));
+            at += 4;
+        }
+    }
+    Some(out)
+}
+
+/// [`parse_bytea`] with PostgreSQL's errors: 22023 for bad hex data, 22P02 for a bad escape.
+pub fn bytea_input(text: &str) -> crate::error::Result<Vec<u8>> {
+    parse_bytea(text).ok_or_else(|| {
+        if text.starts_with("\\x") {
+            crate::error::Error::new("22023", format!("invalid hexadecimal data in bytea: \"{text}\""))
+        } else {
+            crate::error::Error::new("22P02", format!("invalid input syntax for type bytea: \"{text}\""))
+        }
+    })
+}
+
 /// The type name PostgreSQL spells for an OID (`pg_type.typname`).
 pub fn name_of(oid: u32) -> &'static str {
     BUILT_IN.iter().find(|(known, ..)| *known == oid).map_or("unknown", |(_, name, ..)| name)
@@ -166,6 +210,7 @@ pub fn declared_oid(declared: &str) -> u32 {
             Affinity::Boolean => BOOL,
             Affinity::Float => FLOAT8,
             Affinity::Number => NUMERIC,
+            Affinity::Bytea => BYTEA,
             Affinity::Temporal(kind) => temporal_oid(kind),
             Affinity::Enum(id) => id.get().oid,
             Affinity::Composite(id) => id.get().oid,

@@ -101,6 +101,8 @@ pub enum CastType {
     Enum(crate::enum_type::EnumId),
     /// PostgreSQL's `oid`: an integer, described to clients as `oid`.
     Oid,
+    /// PostgreSQL's `bytea`: text in bytea's input forms.
+    Bytea,
     /// A PostgreSQL composite type: its text form or a row value, field by field.
     Composite(crate::composite::CompositeId),
 }
@@ -110,6 +112,7 @@ impl CastType {
     pub fn affinity(self) -> Affinity {
         match self {
             CastType::Integer | CastType::Oid => Affinity::Integer,
+            CastType::Bytea => Affinity::Bytea,
             CastType::Real => Affinity::Real,
             CastType::Numeric => Affinity::Numeric,
             CastType::Decimal(precision, scale) => Affinity::Decimal(precision, scale),
@@ -139,6 +142,7 @@ impl CastType {
             CastType::Temporal(kind) => kind.name().into(),
             CastType::Enum(id) => id.get().name.clone(),
             CastType::Oid => "oid".into(),
+            CastType::Bytea => "bytea".into(),
             CastType::Composite(id) => id.get().name.clone(),
         }
     }
@@ -157,6 +161,7 @@ impl CastType {
             Affinity::Temporal(kind) => CastType::Temporal(kind),
             Affinity::Float => CastType::Float,
             Affinity::Number => CastType::Number,
+            Affinity::Bytea => CastType::Bytea,
             Affinity::Enum(id) => CastType::Enum(id),
             Affinity::Composite(id) => CastType::Composite(id),
         }

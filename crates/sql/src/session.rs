@@ -155,6 +155,7 @@ impl Database {
             sequence_values: parking_lot::Mutex::default(),
             dialect: self.shared.options.dialect,
             foreign_keys: false,
+            time_zone: None,
         }
     }
 
@@ -213,6 +214,8 @@ pub struct Session {
     /// `PRAGMA foreign_keys`: the sqlite dialect enforces foreign keys only when on (the
     /// postgres dialect always does).
     foreign_keys: bool,
+    /// The `timezone` setting last read, and the zone it names.
+    time_zone: Option<(String, crate::temporal::zone::Zone)>,
 }
 
 /// Cancels what a [`Session`] is running, from any thread (SQLite's `sqlite3_interrupt`,
@@ -724,7 +727,15 @@ impl Session {
             ast::Expr::Identifier(ident) => ident.value.clone(),
             other => other.to_string(),
         };
-        let value = values.iter().map(text).collect::<Vec<_>>().join(", ");
+        let mut value = values.iter().map(text).collect::<Vec<_>>().join(", ");
+        match name.as_str() {
+            "timezone" => {
+                crate::temporal::session_zone::of_setting(&value)?;
+            }
+            "datestyle" => value = crate::temporal::session_zone::date_style(&value)?,
+            "intervalstyle" => value = crate::temporal::session_zone::interval_style(&value)?,
+            _ => {}
+        }
         self.settings.write().insert(name, value);
         Ok(())
     }
@@ -742,6 +753,21 @@ impl Session {
     /// Forgets a pending interrupt (before running a script statement by statement).
     pub fn clear_interrupt(&self) {
         self.interrupt.store(false, Ordering::Relaxed);
+    }
+
+    /// The zone the `timezone` setting names (UTC when there is none): the zone statements run
+    /// in and TIMESTAMPTZ values are written in ([`crate::temporal::session_zone`]).
+    pub fn time_zone(&mut self) -> crate::temporal::zone::Zone {
+        let setting = self.settings.read().get("timezone").cloned().unwrap_or_default();
+        match &self.time_zone {
+            Some((read, zone)) if *read == setting => zone.clone(),
+            _ => {
+                let zone = crate::temporal::session_zone::of_setting(&setting)
+                    .unwrap_or(crate::temporal::zone::Zone::Fixed(0));
+                self.time_zone = Some((setting, zone.clone()));
+                zone
+            }
+        }
     }
 
     /// The dialect this session speaks.
@@ -932,6 +958,8 @@ impl Session {
         plan: &mut Option<CachedPlan>,
         text: Cacheable<'_>,
     ) -> Result<Outcome> {
+        // The statement runs in the session's time zone.
+        let _zone = crate::temporal::session_zone::enter(self.time_zone());
         let inserted = std::cell::Cell::new(None);
         let outcome = self.run_noting(statement, params, plan, text, &inserted)?;
         if let Some(rowid) = inserted.get() {
@@ -1318,6 +1346,14 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
     let cache = match (cache, open.txn.snapshot_sequence()) {
         (Some((cache, text)), Some(snapshot)) => {
             // The dialect is the version's low bit: the same text may answer differently in each.
+            // So is the time zone when it is not UTC (text input and casts depend on it).
+            let zoned;
+            let text = if crate::temporal::session_zone::is_utc() {
+                text
+            } else {
+                zoned = format!("{text}\u{0}{:?}", crate::temporal::session_zone::current());
+                zoned.as_str()
+            };
             let key = ResultCache::key(open.catalog.version << 1 | dialect as u64, text, params);
             let statement = ResultCache::statement_id(text);
             if let Some(hit) = cache.lookup(&key, statement, snapshot) {

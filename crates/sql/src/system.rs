@@ -678,7 +678,7 @@ impl Listing {
                         Some(Affinity::Temporal(kind)) => kind.name(),
                         Some(Affinity::Real) => "double precision",
                         Some(Affinity::Numeric | Affinity::Decimal(..)) => "numeric",
-                        Some(Affinity::Blob) => "bytea",
+                        Some(Affinity::Blob | Affinity::Bytea) => "bytea",
                         Some(Affinity::Text | Affinity::Enum(_) | Affinity::Composite(_)) | None => "text",
                     };
                     Attribute::plain(name, declared.into())

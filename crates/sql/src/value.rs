@@ -58,6 +58,9 @@ pub enum Affinity {
     Boolean,
     /// A date/time type: text is parsed (22007, 22008 when malformed or out of range).
     Temporal(TemporalKind),
+    /// PostgreSQL's `bytea`: text is read in bytea's input forms (`\x0102`; 22P02 when
+    /// malformed), a blob is kept, anything else is 42804.
+    Bytea,
     /// A PostgreSQL enum type: text becomes one of its labels (22P02 for any other text).
     Enum(EnumId),
     /// A PostgreSQL composite type: its text form or a row value, each field converted by the
@@ -109,6 +112,7 @@ impl Affinity {
             crate::pgtype::INT4 => Affinity::Int(4),
             crate::pgtype::INT8 => Affinity::Int(8),
             crate::pgtype::BOOL => Affinity::Boolean,
+            crate::pgtype::BYTEA => Affinity::Bytea,
             _ => Affinity::of_declared_type(name),
         }
     }
@@ -143,6 +147,7 @@ impl Affinity {
             Affinity::Float => return store_float(value),
             Affinity::Number => return store_number(value),
             Affinity::Enum(id) => return id.get().cast(&value),
+            Affinity::Bytea => return store_bytea(value),
             Affinity::Composite(id) => return id.get().cast(&value),
             _ => {}
         }
@@ -227,6 +232,10 @@ impl Affinity {
                 _ => value,
             },
             Affinity::Float => Affinity::Real.apply(value),
+            Affinity::Bytea => match &value {
+                Value::Text(text) => crate::pgtype::parse_bytea(text).map_or(value, Value::Blob),
+                _ => value,
+            },
             Affinity::Enum(id) => match &value {
                 Value::Text(text) => id.get().value_of(text).map_or(value, Value::Enum),
                 _ => value,
@@ -260,6 +269,15 @@ impl Affinity {
                 other => other,
             },
         }
+    }
+}
+
+/// A value stored into a `bytea` column or cast to `bytea`.
+fn store_bytea(value: Value) -> Result<Value> {
+    match value {
+        Value::Null | Value::Blob(_) => Ok(value),
+        Value::Text(text) => crate::pgtype::bytea_input(&text).map(Value::Blob),
+        other => Err(Error::datatype_mismatch(format!("a {} cannot be stored as bytea", other.type_name()))),
     }
 }
 

@@ -221,3 +221,29 @@ fn booleans_and_integer_widths() {
     assert_eq!(one(&mut pg, "SELECT count(*) FROM f"), "4");
     assert_eq!(one(&mut pg, "SELECT '42'::int4, 2.5::int, 3.5::int, 'on'::boolean"), "42|3|4|1");
 }
+
+#[test]
+fn the_session_time_zone_rules_civil_time() {
+    let db = Database::open_in_memory().unwrap();
+    let mut pg = postgres(&db);
+    let instant = "timestamptz '2024-01-15 23:30:00+00'";
+    pg.execute("SET TimeZone = 'Europe/Paris'", &[]).unwrap();
+    assert_eq!(one(&mut pg, &format!("SELECT {instant}::text")), "2024-01-16 00:30:00+01");
+    assert_eq!(one(&mut pg, &format!("SELECT {instant}::date, {instant}::time")), "2024-01-16|00:30:00");
+    assert_eq!(one(&mut pg, "SELECT timestamptz '2024-07-01 12:00'::text"), "2024-07-01 12:00:00+02");
+    assert_eq!(one(&mut pg, &format!("SELECT date_trunc('day', {instant})::text")), "2024-01-16 00:00:00+01");
+    assert_eq!(one(&mut pg, &format!("SELECT extract(hour FROM {instant})")), "0");
+    // A day across the spring change is 23 hours of the instant.
+    let spring = "timestamptz '2024-03-30 12:00:00+01'";
+    assert_eq!(one(&mut pg, &format!("SELECT ({spring} + interval '1 day')::text")), "2024-03-31 12:00:00+02");
+    // The same query text in another zone is not answered from the result cache.
+    let query = "SELECT timestamptz '2024-01-15 12:00'::text";
+    assert_eq!(one(&mut pg, query), "2024-01-15 12:00:00+01");
+    pg.execute("SET TimeZone = 'UTC'", &[]).unwrap();
+    assert_eq!(one(&mut pg, query), "2024-01-15 12:00:00+00");
+    // Settings Tern cannot honour are refused, not ignored.
+    assert_eq!(sqlstate(&mut pg, "SET TimeZone = 'Mars/Olympus'"), "22023");
+    assert_eq!(sqlstate(&mut pg, "SET DateStyle = 'German'"), "0A000");
+    assert_eq!(sqlstate(&mut pg, "SET IntervalStyle = 'iso_8601'"), "0A000");
+    pg.execute("SET DateStyle = 'iso, mdy'", &[]).unwrap();
+}

@@ -35,3 +35,16 @@ SELECT id, g FROM copied ORDER BY id;
 CREATE TABLE dup AS SELECT 1 AS a, 2 AS a;
 SELECT pg_size_pretty(0::bigint), pg_size_pretty(10239::bigint), pg_size_pretty(10240::bigint), pg_size_pretty(1048575::bigint), pg_size_pretty(10485760::bigint), pg_size_pretty(123456789012::bigint), pg_size_pretty(-20000::bigint), pg_size_pretty(9223372036854775807::bigint);
 SELECT pg_size_pretty(NULL::bigint);
+-- bytea input in its hex and escape forms, in casts, columns and comparisons.
+SELECT '\x41'::bytea, '\x4142 43'::bytea, 'abc'::bytea, 'a\\b'::bytea, 'a\101b'::bytea;
+SELECT '\x4'::bytea;
+SELECT 'a\b'::bytea;
+SELECT 'a\400'::bytea;
+CREATE TABLE byte_strings (id int PRIMARY KEY, b bytea);
+INSERT INTO byte_strings VALUES (1, '\x0102ff'), (2, 'plain'), (3, NULL);
+INSERT INTO byte_strings VALUES (4, '\xzz');
+INSERT INTO byte_strings VALUES (4, 5);
+SELECT id, b, length(b) FROM byte_strings ORDER BY id;
+SELECT id FROM byte_strings WHERE b = '\x0102ff';
+SELECT id FROM byte_strings WHERE b = 'plain'::bytea;
+SELECT count(*) FROM byte_strings;

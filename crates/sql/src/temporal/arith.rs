@@ -141,12 +141,24 @@ pub fn add_interval(value: Temporal, interval: Interval) -> Result<Temporal> {
     Ok(match value {
         Temporal::Date(days) => Temporal::Timestamp(add_to_timestamp(date_to_timestamp(days)?, interval)?),
         Temporal::Timestamp(micros) => Temporal::Timestamp(add_to_timestamp(micros, interval)?),
-        Temporal::TimestampTz(micros) => Temporal::TimestampTz(add_to_timestamp(micros, interval)?),
+        Temporal::TimestampTz(micros) => Temporal::TimestampTz(add_to_instant(micros, interval)?),
         Temporal::Time(micros) => {
             Temporal::Time((micros + interval.micros.rem_euclid(MICROS_PER_DAY)).rem_euclid(MICROS_PER_DAY))
         }
         Temporal::Interval(other) => Temporal::Interval(add_intervals(other, interval)?),
     })
+}
+
+/// A TIMESTAMPTZ plus an interval, as PostgreSQL's `timestamptz_pl_interval`: months and days
+/// move the session zone's civil time (a day is 23 or 25 hours across a daylight-saving
+/// change), microseconds the instant.
+fn add_to_instant(instant: i64, interval: Interval) -> Result<i64> {
+    if interval.months == 0 && interval.days == 0 || super::session_zone::is_utc() {
+        return add_to_timestamp(instant, interval);
+    }
+    let zone = super::session_zone::current();
+    let moved = add_to_timestamp(zone.utc_to_local(instant)?, Interval::new(interval.months, interval.days, 0))?;
+    add_to_timestamp(zone.local_to_utc(moved)?, Interval::new(0, 0, interval.micros))
 }
 
 pub fn add_intervals(a: Interval, b: Interval) -> Result<Interval> {

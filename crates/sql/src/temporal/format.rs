@@ -10,8 +10,8 @@ pub fn to_text(value: &Temporal) -> String {
     match *value {
         Temporal::Date(days) => date_text(days),
         Temporal::Time(micros) => clock_text(micros),
-        Temporal::Timestamp(micros) => timestamp_text(micros, false),
-        Temporal::TimestampTz(micros) => timestamp_text(micros, true),
+        Temporal::Timestamp(micros) => timestamp_text(micros, None),
+        Temporal::TimestampTz(micros) => timestamptz_text(micros),
         Temporal::Interval(interval) => interval_text(interval),
     }
 }
@@ -55,7 +55,33 @@ fn push_fraction(out: &mut String, fraction: i64) {
     }
 }
 
-pub fn timestamp_text(micros: i64, with_zone: bool) -> String {
+/// A TIMESTAMPTZ in the session's time zone, with its offset there (`+01`, `-03:30`).
+pub fn timestamptz_text(instant: i64) -> String {
+    let zone = super::session_zone::current();
+    let offset = zone.offset_at(instant).unwrap_or(0);
+    match instant.checked_add(offset * MICROS_PER_SECOND) {
+        Some(local) if instant != i64::MAX && instant != i64::MIN => timestamp_text(local, Some(offset)),
+        _ => timestamp_text(instant, Some(0)),
+    }
+}
+
+/// An offset east of UTC as PostgreSQL writes it after a time: `+00`, `+05:30`, `-03:30`,
+/// `+00:09:21`.
+pub fn offset_text(seconds: i64) -> String {
+    let sign = if seconds < 0 { '-' } else { '+' };
+    let magnitude = seconds.abs();
+    let mut out = format!("{sign}{:02}", magnitude / 3600);
+    if magnitude % 3600 != 0 {
+        out.push_str(&format!(":{:02}", magnitude % 3600 / 60));
+    }
+    if magnitude % 60 != 0 {
+        out.push_str(&format!(":{:02}", magnitude % 60));
+    }
+    out
+}
+
+/// A civil timestamp, with the given offset written after the time when there is one.
+pub fn timestamp_text(micros: i64, offset: Option<i64>) -> String {
     match micros {
         i64::MAX => return "infinity".into(),
         i64::MIN => return "-infinity".into(),
@@ -69,8 +95,8 @@ pub fn timestamp_text(micros: i64, with_zone: bool) -> String {
         stamp.day(),
         clock_text(micros.rem_euclid(86_400 * MICROS_PER_SECOND))
     );
-    if with_zone {
-        out.push_str("+00");
+    if let Some(offset) = offset {
+        out.push_str(&offset_text(offset));
     }
     if bc {
         out.push_str(" BC");
@@ -124,8 +150,16 @@ mod tests {
         assert_eq!(date_text(i32::MIN), "-infinity");
         assert_eq!(clock_text(3_723_500_000), "01:02:03.5");
         let stamp = parse_timestamp("2024-01-31 10:00:00.25", false, 0).unwrap();
-        assert_eq!(timestamp_text(stamp, false), "2024-01-31 10:00:00.25");
-        assert_eq!(timestamp_text(stamp, true), "2024-01-31 10:00:00.25+00");
+        assert_eq!(timestamp_text(stamp, None), "2024-01-31 10:00:00.25");
+        assert_eq!(timestamp_text(stamp, Some(0)), "2024-01-31 10:00:00.25+00");
+        assert_eq!(timestamptz_text(stamp), "2024-01-31 10:00:00.25+00");
+        let paris = super::super::session_zone::enter(super::super::zone::Zone::parse("Europe/Paris").unwrap());
+        assert_eq!(timestamptz_text(stamp), "2024-01-31 11:00:00.25+01");
+        drop(paris);
+        let _kolkata = super::super::session_zone::enter(super::super::zone::Zone::parse("Asia/Kolkata").unwrap());
+        assert_eq!(timestamptz_text(stamp), "2024-01-31 15:30:00.25+05:30");
+        assert_eq!(offset_text(-(3 * 3600 + 30 * 60)), "-03:30");
+        assert_eq!(offset_text(561), "+00:09:21");
         for (input, shown) in [
             ("1 year 2 mons 3 days 04:05:06", "1 year 2 mons 3 days 04:05:06"),
             ("0", "00:00:00"),

@@ -104,16 +104,20 @@ pub fn date_trunc(field: &Value, value: &Value, zone: Option<&Value>) -> Result<
     Ok(Value::Temporal(match source(value)? {
         Temporal::Timestamp(micros) => Temporal::Timestamp(trunc_micros(&field, micros, TemporalKind::Timestamp)?),
         Temporal::TimestampTz(micros) => Temporal::TimestampTz(trunc_in_zone(&field, micros, zone)?),
-        Temporal::Date(days) => Temporal::TimestampTz(trunc_in_zone(&field, super::date_to_timestamp(days)?, zone)?),
+        Temporal::Date(days) => {
+            let midnight = super::session_zone::current().local_to_utc(super::date_to_timestamp(days)?)?;
+            Temporal::TimestampTz(trunc_in_zone(&field, midnight, zone)?)
+        }
         Temporal::Interval(interval) => Temporal::Interval(trunc_interval(&field, interval)?),
         Temporal::Time(micros) => Temporal::Time(trunc_micros(&field, micros, TemporalKind::Time)?),
     }))
 }
 
-/// A TIMESTAMPTZ truncated in `zone`'s local time (UTC when none is given).
+/// A TIMESTAMPTZ truncated in `zone`'s local time (the session's zone when none is given).
 fn trunc_in_zone(field: &str, micros: i64, zone: Option<&Value>) -> Result<i64> {
-    let Some(zone) = zone.map(|zone| Zone::parse(&zone.to_text())).transpose()? else {
-        return trunc_micros(field, micros, TemporalKind::TimestampTz);
+    let zone = match zone {
+        Some(zone) => Zone::parse(&zone.to_text())?,
+        None => super::session_zone::current(),
     };
     let truncated = trunc_micros(field, zone.utc_to_local(micros)?, TemporalKind::TimestampTz)?;
     zone.local_to_utc(truncated)
@@ -216,10 +220,18 @@ fn extract_units(field: &str, value: Temporal) -> Result<(i128, u32)> {
             }
         }
         Temporal::Timestamp(micros) => timestamp_field(field, micros, TemporalKind::Timestamp),
-        Temporal::TimestampTz(micros) => match field {
-            "timezone" | "timezone_hour" | "timezone_minute" => Ok((0, 0)),
-            _ => timestamp_field(field, micros, TemporalKind::TimestampTz),
-        },
+        // Fields of the session zone's civil time; the epoch is the instant's.
+        Temporal::TimestampTz(micros) => {
+            let zone = super::session_zone::current();
+            let offset = if value.is_infinite() { 0 } else { zone.offset_at(micros)? };
+            match field {
+                "timezone" => Ok((i128::from(offset), 0)),
+                "timezone_hour" => Ok((i128::from(offset / 3600), 0)),
+                "timezone_minute" => Ok((i128::from(offset / 60 % 60), 0)),
+                "epoch" => timestamp_field(field, micros, TemporalKind::TimestampTz),
+                _ => timestamp_field(field, zone.utc_to_local(micros)?, TemporalKind::TimestampTz),
+            }
+        }
     }
 }
 
@@ -406,7 +418,7 @@ pub fn make_timestamp(args: &[Value], with_zone: bool) -> Result<Value> {
     }
     let instant = match args.get(6) {
         Some(zone) => Zone::parse(&zone.to_text())?.local_to_utc(local)?,
-        None => local,
+        None => super::session_zone::current().local_to_utc(local)?,
     };
     Ok(Value::Temporal(Temporal::TimestampTz(instant)))
 }
@@ -505,7 +517,10 @@ pub fn at_time_zone(zone: &Value, value: &Value) -> Result<Value> {
     Ok(Value::Temporal(match temporal {
         Temporal::Timestamp(local) => Temporal::TimestampTz(zone.local_to_utc(local)?),
         Temporal::TimestampTz(instant) => Temporal::Timestamp(zone.utc_to_local(instant)?),
-        Temporal::Date(days) => Temporal::Timestamp(zone.utc_to_local(super::date_to_timestamp(days)?)?),
+        Temporal::Date(days) => {
+            let midnight = super::session_zone::current().local_to_utc(super::date_to_timestamp(days)?)?;
+            Temporal::Timestamp(zone.utc_to_local(midnight)?)
+        }
         other => {
             return Err(Error::new(
                 "42883",
@@ -517,12 +532,14 @@ pub fn at_time_zone(zone: &Value, value: &Value) -> Result<Value> {
 
 /// The typed clocks: `now()`/`current_timestamp` (TIMESTAMPTZ), `localtimestamp`
 /// (TIMESTAMP), `current_date` (DATE), `current_time`/`localtime` (TIME).
+/// All but `now()` read the session zone's civil time.
 pub fn clock(kind: TemporalKind) -> Value {
     let now = now_micros();
+    let local = super::session_zone::current().utc_to_local(now).unwrap_or(now);
     Value::Temporal(match kind {
-        TemporalKind::Date => Temporal::Date(timestamp_to_date(now)),
-        TemporalKind::Time => Temporal::Time(now.rem_euclid(MICROS_PER_DAY)),
-        TemporalKind::Timestamp => Temporal::Timestamp(now),
+        TemporalKind::Date => Temporal::Date(timestamp_to_date(local)),
+        TemporalKind::Time => Temporal::Time(local.rem_euclid(MICROS_PER_DAY)),
+        TemporalKind::Timestamp => Temporal::Timestamp(local),
         TemporalKind::TimestampTz | TemporalKind::Interval => Temporal::TimestampTz(now),
     })
 }

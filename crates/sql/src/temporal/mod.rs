@@ -20,6 +20,7 @@ pub mod format;
 pub mod functions;
 pub mod parse;
 pub mod pattern;
+pub mod session_zone;
 pub mod syntax;
 pub mod zone;
 
@@ -238,19 +239,28 @@ pub fn valid_timestamp(micros: i64) -> Result<i64> {
 }
 
 /// Converts a temporal value to another temporal kind (a cast): dates widen to midnight,
-/// timestamps narrow to their date or time of day; TIMESTAMP and TIMESTAMPTZ meet in UTC.
+/// timestamps narrow to their date or time of day; TIMESTAMP and TIMESTAMPTZ meet in the
+/// session's time zone ([`session_zone`]).
 pub fn convert(value: Temporal, to: TemporalKind) -> Result<Temporal> {
     use Temporal as T;
     use TemporalKind as K;
     let refuse = || Error::new("42846", format!("cannot cast type {} to {}", value.kind().name(), to.name()));
+    // A TIMESTAMPTZ becomes the session zone's civil time first.
+    let value = match (value, to) {
+        (T::TimestampTz(instant), K::Date | K::Time | K::Timestamp) => {
+            T::Timestamp(session_zone::current().utc_to_local(instant)?)
+        }
+        (value, _) => value,
+    };
     Ok(match (value, to) {
         (value, to) if value.kind() == to => value,
         (T::Date(days), K::Timestamp) => T::Timestamp(date_to_timestamp(days)?),
-        (T::Date(days), K::TimestampTz) => T::TimestampTz(date_to_timestamp(days)?),
-        (T::Timestamp(micros) | T::TimestampTz(micros), K::Date) => T::Date(timestamp_to_date(micros)),
-        (T::Timestamp(micros), K::TimestampTz) => T::TimestampTz(micros),
-        (T::TimestampTz(micros), K::Timestamp) => T::Timestamp(micros),
-        (T::Timestamp(micros) | T::TimestampTz(micros), K::Time) => {
+        (T::Date(days), K::TimestampTz) => {
+            T::TimestampTz(session_zone::current().local_to_utc(date_to_timestamp(days)?)?)
+        }
+        (T::Timestamp(micros), K::Date) => T::Date(timestamp_to_date(micros)),
+        (T::Timestamp(micros), K::TimestampTz) => T::TimestampTz(session_zone::current().local_to_utc(micros)?),
+        (T::Timestamp(micros), K::Time) => {
             if value.is_infinite() {
                 return Err(out_of_range("time"));
             }

@@ -67,8 +67,14 @@ enum Special {
     Epoch,
 }
 
+/// The session zone's civil time of the instant `now` (`today`, `now` as a date or time).
+fn local_now(now: i64) -> Result<i64> {
+    super::session_zone::current().utc_to_local(now)
+}
+
 pub fn parse_date(text: &str, now: i64) -> Result<i32> {
     let fields = fields(text, TemporalKind::Date)?;
+    let now = if fields.special.is_some() { local_now(now)? } else { now };
     match fields.special {
         Some(Special::Infinity) => return Ok(i32::MAX),
         Some(Special::NegativeInfinity) => return Ok(i32::MIN),
@@ -83,6 +89,7 @@ pub fn parse_date(text: &str, now: i64) -> Result<i32> {
 
 pub fn parse_time(text: &str, now: i64) -> Result<i64> {
     let fields = fields(text, TemporalKind::Time)?;
+    let now = if fields.special.is_some() { local_now(now)? } else { now };
     match fields.special {
         Some(Special::Now) => return Ok(now.rem_euclid(MICROS_PER_DAY)),
         Some(Special::Today(_) | Special::Epoch) => return Ok(0),
@@ -95,13 +102,17 @@ pub fn parse_time(text: &str, now: i64) -> Result<i64> {
 pub fn parse_timestamp(text: &str, with_zone: bool, now: i64) -> Result<i64> {
     let kind = if with_zone { TemporalKind::TimestampTz } else { TemporalKind::Timestamp };
     let fields = fields(text, kind)?;
+    let zone = super::session_zone::current();
     match fields.special {
         Some(Special::Infinity) => return Ok(i64::MAX),
         Some(Special::NegativeInfinity) => return Ok(i64::MIN),
         Some(Special::Epoch) => return Ok(0),
-        Some(Special::Now) => return Ok(now),
+        Some(Special::Now) if with_zone => return Ok(now),
+        Some(Special::Now) => return local_now(now),
         Some(Special::Today(offset)) => {
-            return super::date_to_timestamp(super::timestamp_to_date(now) + offset);
+            // Midnight of the session zone's date.
+            let midnight = super::date_to_timestamp(super::timestamp_to_date(local_now(now)?) + offset)?;
+            return if with_zone { zone.local_to_utc(midnight) } else { Ok(midnight) };
         }
         None => {}
     }
@@ -111,7 +122,9 @@ pub fn parse_timestamp(text: &str, with_zone: bool, now: i64) -> Result<i64> {
     let instant = match (with_zone, fields.zone) {
         (true, Some(ZoneField::Offset(seconds))) => local - seconds * MICROS_PER_SECOND,
         (true, Some(ZoneField::Named(zone))) => zone::local_to_utc(local, zone)?,
-        _ => local,
+        // No offset given: the session's zone.
+        (true, None) => zone.local_to_utc(local)?,
+        (false, _) => local,
     };
     super::valid_timestamp(instant)
 }

@@ -95,17 +95,22 @@ const DAY_NAMES: [&str; 7] = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thurs
 
 /// `to_char(date/time value, template)`.
 pub fn to_char_temporal(value: Temporal, template: &str) -> Result<Value> {
-    let (micros, with_zone, interval) = match value {
-        Temporal::Date(days) => (super::date_to_timestamp(days)?, false, None),
-        Temporal::Timestamp(micros) => (micros, false, None),
-        Temporal::TimestampTz(micros) => (micros, true, None),
-        Temporal::Time(micros) => (micros, false, None),
-        // An interval's hours are not wrapped at 24 (`HH24` of 25 hours is 25).
-        Temporal::Interval(interval) => (interval.micros, false, Some(interval)),
-    };
     if value.is_infinite() {
         return Ok(Value::Null);
     }
+    let (micros, zone, interval) = match value {
+        Temporal::Date(days) => (super::date_to_timestamp(days)?, None, None),
+        Temporal::Timestamp(micros) => (micros, None, None),
+        // The session zone's civil time, its abbreviation and offset for TZ and OF.
+        Temporal::TimestampTz(instant) => {
+            let zone = super::session_zone::current();
+            let shown = (zone.abbreviation_at(instant), zone.offset_at(instant)?);
+            (zone.utc_to_local(instant)?, Some(shown), None)
+        }
+        Temporal::Time(micros) => (micros, None, None),
+        // An interval's hours are not wrapped at 24 (`HH24` of 25 hours is 25).
+        Temporal::Interval(interval) => (interval.micros, None, Some(interval)),
+    };
     let stamp = match interval {
         Some(_) => datetime_of_micros(micros.rem_euclid(MICROS_PER_DAY)).ok_or_else(|| out_of_range("timestamp"))?,
         None if value.kind() == TemporalKind::Time => datetime_of_micros(micros).ok_or_else(|| out_of_range("time"))?,
@@ -116,7 +121,7 @@ pub fn to_char_temporal(value: Temporal, template: &str) -> Result<Value> {
         match piece {
             Piece::Literal(text) => out.push_str(&text),
             Piece::Field { token, fill, ordinal } => {
-                let text = date_field(token, &stamp, micros, with_zone, fill, interval.map(|i| (i.months, i.days)));
+                let text = date_field(token, &stamp, micros, zone.as_ref(), fill, interval.map(|i| (i.months, i.days)));
                 out.push_str(&text);
                 if let Some(upper) = ordinal {
                     let suffix = ordinal_suffix(&text);
@@ -158,7 +163,7 @@ fn date_field(
     token: &str,
     stamp: &NaiveDateTime,
     micros: i64,
-    with_zone: bool,
+    zone: Option<&(String, i64)>,
     fill: bool,
     interval: Option<(i32, i32)>,
 ) -> String {
@@ -206,9 +211,9 @@ fn date_field(
         "Q" => ((month - 1) / 3 + 1).to_string(),
         "CC" => padded(if year > 0 { (year + 99) / 100 } else { -((99 - (year - 1)) / 100) }, 2, fill),
         "J" => (i64::from(super::days_of_date(date)) + 2_440_588).to_string(),
-        "TZ" => (if with_zone { "UTC" } else { "" }).into(),
-        "tz" => (if with_zone { "utc" } else { "" }).into(),
-        "OF" => (if with_zone { "+00" } else { "" }).into(),
+        "TZ" => zone.map(|(abbreviation, _)| abbreviation.to_uppercase()).unwrap_or_default(),
+        "tz" => zone.map(|(abbreviation, _)| abbreviation.to_lowercase()).unwrap_or_default(),
+        "OF" => zone.map(|(_, offset)| super::format::offset_text(*offset)).unwrap_or_default(),
         "BC" | "AD" => (if year <= 0 { "BC" } else { "AD" }).into(),
         "B.C." | "A.D." => (if year <= 0 { "B.C." } else { "A.D." }).into(),
         _ => String::new(),
@@ -410,8 +415,9 @@ impl TemplateFields {
             return Ok(Value::Temporal(Temporal::Date(days)));
         }
         let micros = ((hour * 60 + self.minute) * 60 + self.second) * MICROS_PER_SECOND + self.micros;
-        let stamp = parse::naive_micros(date.year(), date.month(), date.day(), micros, text)?;
-        Ok(Value::Temporal(Temporal::TimestampTz(super::valid_timestamp(stamp)?)))
+        let local = parse::naive_micros(date.year(), date.month(), date.day(), micros, text)?;
+        let instant = super::session_zone::current().local_to_utc(super::valid_timestamp(local)?)?;
+        Ok(Value::Temporal(Temporal::TimestampTz(instant)))
     }
 }
 

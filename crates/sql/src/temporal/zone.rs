@@ -18,6 +18,7 @@ pub fn named(name: &str) -> Option<Tz> {
 
 /// A zone named in `AT TIME ZONE` or `timezone()`: an IANA name, or a POSIX offset such as
 /// `UTC+3` or `-05` (POSIX counts hours *west* of Greenwich, as PostgreSQL does for these).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Zone {
     Named(Tz),
     /// Seconds east of UTC.
@@ -62,18 +63,36 @@ impl Zone {
         Ok(Zone::Fixed(interval.micros / MICROS_PER_SECOND))
     }
 
-    /// The civil time in this zone of an instant (microseconds since the epoch in UTC).
-    pub fn utc_to_local(&self, micros: i64) -> Result<i64> {
-        if micros == i64::MAX || micros == i64::MIN {
-            return Ok(micros);
-        }
-        let offset = match self {
+    /// The zone's offset east of UTC, in seconds, at an instant.
+    pub fn offset_at(&self, micros: i64) -> Result<i64> {
+        Ok(match self {
             Zone::Fixed(seconds) => *seconds,
             Zone::Named(zone) => {
                 let stamp = datetime_of_micros(micros).ok_or_else(|| out_of_range("timestamp"))?;
                 i64::from(zone.offset_from_utc_datetime(&stamp).fix().local_minus_utc())
             }
-        };
+        })
+    }
+
+    /// The zone's abbreviation at an instant (`CET`, `EDT`; a fixed offset as `+03`), as
+    /// `to_char`'s `TZ` writes it.
+    pub fn abbreviation_at(&self, micros: i64) -> String {
+        match self {
+            Zone::Named(zone) => match datetime_of_micros(micros) {
+                Some(stamp) => zone.offset_from_utc_datetime(&stamp).to_string(),
+                None => zone.name().to_string(),
+            },
+            Zone::Fixed(0) => "UTC".into(),
+            Zone::Fixed(seconds) => super::format::offset_text(*seconds),
+        }
+    }
+
+    /// The civil time in this zone of an instant (microseconds since the epoch in UTC).
+    pub fn utc_to_local(&self, micros: i64) -> Result<i64> {
+        if micros == i64::MAX || micros == i64::MIN {
+            return Ok(micros);
+        }
+        let offset = self.offset_at(micros)?;
         let local = micros.checked_add(offset * MICROS_PER_SECOND).ok_or_else(|| out_of_range("timestamp"))?;
         super::valid_timestamp(local)
     }
@@ -81,6 +100,9 @@ impl Zone {
     /// The instant of a civil time in this zone; a time skipped by a daylight-saving change is
     /// read with the offset before the change, and a repeated one takes the earlier instant.
     pub fn local_to_utc(&self, local: i64) -> Result<i64> {
+        if local == i64::MAX || local == i64::MIN {
+            return Ok(local);
+        }
         match self {
             Zone::Fixed(seconds) => {
                 let instant =
