@@ -1018,6 +1018,19 @@ impl Session {
                 self.set_parameter(&variable.to_string(), values)?;
                 Ok(Outcome::Done("SET"))
             }
+            // SET TIME ZONE 'zone' | LOCAL | DEFAULT.
+            ast::Statement::Set(ast::Set::SetTimeZone { value, .. }) => {
+                let value = match value {
+                    ast::Expr::Identifier(ident)
+                        if ident.value.eq_ignore_ascii_case("local") || ident.value.eq_ignore_ascii_case("default") =>
+                    {
+                        ast::Expr::Value(ast::Value::SingleQuotedString("UTC".into()).into())
+                    }
+                    other => other.clone(),
+                };
+                self.set_parameter("timezone", &[value])?;
+                Ok(Outcome::Done("SET"))
+            }
             ast::Statement::StartTransaction { .. } => {
                 if self.transaction.is_some() {
                     return Err(Error::new("25001", "cannot start a transaction within a transaction"));

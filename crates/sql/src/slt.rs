@@ -21,6 +21,10 @@ impl SltEngine {
 impl Engine for SltEngine {
     fn run(&mut self, sql: &str) -> Result<Vec<Vec<SltValue>>, String> {
         let outcomes = self.session.execute(sql, &[]).map_err(|error| error.to_string())?;
+        // Row values print as PostgreSQL's text form, typed by their definitions (booleans t/f).
+        let catalog = self.session.catalog();
+        // TIMESTAMPTZ values print in the session's time zone, as the server writes them.
+        let _zone = crate::temporal::session_zone::enter(self.session.time_zone());
         Ok(match outcomes.into_iter().last() {
             Some(Outcome::Rows { rows, .. }) => rows
                 .into_iter()
@@ -35,7 +39,10 @@ impl Engine for SltEngine {
                             Value::Blob(bytes) => SltValue::Blob(bytes),
                             Value::Temporal(temporal) => SltValue::Text(crate::temporal::format::to_text(&temporal)),
                             Value::Enum(value) => SltValue::Text(value.label.to_string()),
-                            Value::Record(record) => SltValue::Text(crate::composite::text::format(&record, None)),
+                            Value::Record(record) => SltValue::Text(crate::composite::text::format(
+                                &record,
+                                catalog.composite_of_oid(record.type_oid),
+                            )),
                         })
                         .collect()
                 })
