@@ -761,6 +761,8 @@ impl Backend {
             }
             let mut values = Vec::with_capacity(fields.len());
             let catalog = self.session.catalog();
+            // Text without an offset reads in the session's time zone.
+            let _zone = tern_sql::temporal::session_zone::enter(self.session.time_zone());
             for (field, oid) in fields.iter().zip(&copy.oids) {
                 values.push(match field {
                     None => Value::Null,
@@ -954,6 +956,7 @@ impl Backend {
         }
         let mut params = Vec::with_capacity(raw.len());
         let catalog = self.session.catalog();
+        let _zone = tern_sql::temporal::session_zone::enter(self.session.time_zone());
         for (index, value) in raw.iter().enumerate() {
             let format = formats.get(if formats.len() == 1 { 0 } else { index }).copied().unwrap_or(0);
             let oid = prepared.param_oids.get(index).copied().unwrap_or(types::TEXT);

@@ -1940,9 +1940,6 @@ impl<'c> Binder<'c> {
         Ok(Expr::ScalarSubquery(self.subquery(&wrapper, scope)?))
     }
 
-    /// Functions that read the catalog (`pg_get_indexdef`, `pg_get_constraintdef`,
-    /// `pg_get_viewdef`, `pg_get_userbyid`): bound to a CASE over the catalog this statement
-    /// sees, so they cost nothing per row beyond the comparison. `None` for other functions.
     /// `(value).field` on a value of a composite type: the field, typed as the field is.
     fn bind_field_access(&mut self, value: Expr, field: &ast::Ident, scope: &Scope) -> Result<Expr> {
         let Some(Affinity::Composite(id)) = self.expr_affinity(&value, scope) else {
@@ -1960,7 +1957,11 @@ impl<'c> Binder<'c> {
         Ok(Expr::Cast(Box::new(access), CastType::of_affinity(definition.fields[position].affinity)))
     }
 
-    fn bind_catalog_function(&mut self, name: &str, args: &[&ast::Expr], scope: &Scope) -> Result<Option<Expr>> {
+    /// Functions over the catalog's user types and SQL functions: `enum_first`, `enum_last`,
+    /// `enum_range`, `format_type` of user types, `pg_get_function_result`,
+    /// `pg_get_function_arguments`, `pg_function_is_visible`; and `pg_advisory_unlock_all`.
+    /// `None` for other functions.
+    fn bind_user_object_function(&mut self, name: &str, args: &[&ast::Expr], scope: &Scope) -> Result<Option<Expr>> {
         let arity = |min: usize, max: usize| {
             if args.len() < min || args.len() > max {
                 Err(Error::new("42883", format!("wrong number of arguments to function {name}()")))
@@ -2028,6 +2029,32 @@ impl<'c> Binder<'c> {
                 arity(0, 0)?;
                 text("")
             }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// Functions that read the catalog (`pg_get_indexdef`, `pg_get_constraintdef`,
+    /// `pg_get_viewdef`, `pg_get_userbyid`): bound to a CASE over the catalog this statement
+    /// sees, so they cost nothing per row beyond the comparison. `None` for other functions.
+    fn bind_catalog_function(&mut self, name: &str, args: &[&ast::Expr], scope: &Scope) -> Result<Option<Expr>> {
+        if let Some(bound) = self.bind_user_object_function(name, args, scope)? {
+            return Ok(Some(bound));
+        }
+        let arity = |min: usize, max: usize| {
+            if args.len() < min || args.len() > max {
+                Err(Error::new("42883", format!("wrong number of arguments to function {name}()")))
+            } else {
+                Ok(())
+            }
+        };
+        let lookup = |key: Expr, pairs: Vec<(Expr, Expr)>| Expr::Case {
+            operand: Some(Box::new(key)),
+            whens: pairs,
+            otherwise: None,
+        };
+        let text = |value: &str| Expr::Literal(Value::Text(value.to_string()));
+        let integer = |value: i64| Expr::Literal(Value::Integer(value));
+        Ok(Some(match name {
             "pg_get_userbyid" => {
                 arity(1, 1)?;
                 self.bind_expr(args[0], scope)?;

@@ -380,7 +380,7 @@ pub fn decode_row(bytes: &[u8]) -> Result<Vec<Value>> {
 }
 
 /// Row values nest at most this deep (records of records): deeper bytes are corrupt.
-const MAX_NESTING: usize = 32;
+use crate::composite::MAX_NESTING;
 
 /// A count of values, then the values.
 fn decode_values(bytes: &[u8], position: &mut usize, depth: usize) -> Result<Vec<Value>> {

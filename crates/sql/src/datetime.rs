@@ -36,9 +36,9 @@ const MS_PER_DAY: i64 = 86_400_000;
 /// The Julian day number of 1970-01-01 00:00 UTC.
 const UNIX_EPOCH_JULIAN_DAY: f64 = 2_440_587.5;
 
+/// "now": the running statement's time ([`crate::temporal::clock`]).
 fn now_ms() -> Option<i64> {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?;
-    i64::try_from(now.as_millis()).ok()
+    Some(crate::temporal::clock::now_micros().div_euclid(1000))
 }
 
 /// Parses a time value to milliseconds since the epoch: `YYYY-MM-DD[ HH:MM[:SS[.SSS]]][Z|±HH:MM]`,

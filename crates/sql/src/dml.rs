@@ -585,35 +585,17 @@ fn bind_insert(catalog: &Catalog, insert: &ast::Insert, dialect: Dialect) -> Res
     if insert.ignore {
         on_conflict = OnConflict::Ignore;
     }
-    let mut do_update: Option<DoUpdate> = None;
-    let mut arbiters = None;
     // `INSERT INTO t AS alias`: the name the table goes by in DO UPDATE and RETURNING.
     let alias = insert.table_alias.as_ref().map(|alias| alias.value.to_ascii_lowercase());
-    if let Some(on) = &insert.on {
-        match on {
-            ast::OnInsert::OnConflict(conflict) => match &conflict.action {
-                ast::OnConflictAction::DoNothing => {
-                    arbiters = Some(crate::upsert::bind(catalog, &table, conflict, dialect)?);
-                }
-                ast::OnConflictAction::DoUpdate(update) => {
-                    arbiters = Some(crate::upsert::bind(catalog, &table, conflict, dialect)?);
-                    // Expressions see the existing row, then `excluded` (the row proposed).
-                    let mut columns = table_scope(&table, alias.as_deref());
-                    columns.extend(table_scope(&table, Some("excluded")));
-                    let scope = Scope::new(columns, None);
-                    let mut assignments = Vec::new();
-                    for assignment in &update.assignments {
-                        let position = assignment_column(&table, &assignment.target)?;
-                        assignments.push((position, binder.bind_expr(&assignment.value, &scope)?));
-                    }
-                    let selection =
-                        update.selection.as_ref().map(|selection| binder.bind_expr(selection, &scope)).transpose()?;
-                    do_update = Some((assignments, selection));
-                }
-            },
-            _ => return Err(Error::unsupported("ON DUPLICATE KEY UPDATE")),
+    let (arbiters, do_update) = match &insert.on {
+        None => (None, None),
+        Some(ast::OnInsert::OnConflict(conflict)) => {
+            let (arbiters, do_update) =
+                bind_on_conflict(catalog, &mut binder, &table, alias.as_deref(), conflict, dialect)?;
+            (Some(arbiters), do_update)
         }
-    }
+        Some(_) => return Err(Error::unsupported("ON DUPLICATE KEY UPDATE")),
+    };
     let returning = bind_returning(&mut binder, &table, alias.as_deref(), &insert.returning)?;
     Ok(InsertPlan {
         target: Target::bind(catalog, table, dialect)?,
@@ -624,6 +606,31 @@ fn bind_insert(catalog: &Catalog, insert: &ast::Insert, dialect: Dialect) -> Res
         do_update,
         returning,
     })
+}
+
+/// `ON CONFLICT [target] DO NOTHING | DO UPDATE SET ... [WHERE ...]`: its arbiters, and for
+/// DO UPDATE the assignments and condition, which see the existing row, then `excluded` (the
+/// row proposed).
+fn bind_on_conflict(
+    catalog: &Catalog,
+    binder: &mut Binder,
+    table: &TableDef,
+    alias: Option<&str>,
+    conflict: &ast::OnConflict,
+    dialect: Dialect,
+) -> Result<(Arbiters, Option<DoUpdate>)> {
+    let arbiters = crate::upsert::bind(catalog, table, conflict, dialect)?;
+    let ast::OnConflictAction::DoUpdate(update) = &conflict.action else { return Ok((arbiters, None)) };
+    let mut columns = table_scope(table, alias);
+    columns.extend(table_scope(table, Some("excluded")));
+    let scope = Scope::new(columns, None);
+    let mut assignments = Vec::new();
+    for assignment in &update.assignments {
+        let position = assignment_column(table, &assignment.target)?;
+        assignments.push((position, binder.bind_expr(&assignment.value, &scope)?));
+    }
+    let selection = update.selection.as_ref().map(|selection| binder.bind_expr(selection, &scope)).transpose()?;
+    Ok((arbiters, Some((assignments, selection))))
 }
 
 fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
@@ -670,7 +677,9 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
         if let Some((assignments, selection)) = &do_update
             && let Some(other_key) = arbitrated
         {
-            if !touched.insert(other_key.clone()) && exec.dialect() == Dialect::Postgres {
+            // A row this statement inserted or updated is not updated again (PostgreSQL),
+            // whatever the DO UPDATE's WHERE says.
+            if touched.contains(&other_key) && exec.dialect() == Dialect::Postgres {
                 return Err(Error::new("21000", "ON CONFLICT DO UPDATE command cannot affect row a second time"));
             }
             let existing = writer.read_row(&other_key)?.ok_or_else(|| Error::corrupt("conflicting row vanished"))?;
@@ -682,6 +691,7 @@ fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
             {
                 continue;
             }
+            touched.insert(other_key.clone());
             let mut updated = existing.clone();
             for (position, expr) in assignments {
                 updated[*position] = exec.eval(expr, &env)?;

@@ -27,9 +27,7 @@ pub struct DomainDef {
 /// CREATE DOMAIN.
 pub fn create(catalog: &mut Catalog, create: &ast::CreateDomain) -> Result<()> {
     let name = crate::bind::object_name(&create.name)?.to_ascii_lowercase();
-    if catalog.domains.contains_key(&name) || crate::pgtype::oid_of_name(&name).is_some() {
-        return Err(Error::new("42710", format!("type \"{name}\" already exists")));
-    }
+    crate::user_type::check_name_free(catalog, &name)?;
     let mut base_type = create.data_type.to_string();
     let mut checks = Vec::new();
     let mut inherited_default = None;

@@ -542,7 +542,7 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             arg(0)
         }
         EnumRange => crate::enum_type::functions::range(args),
-        Row => Value::Record(std::sync::Arc::new(crate::composite::Record::anonymous(args.to_vec()))),
+        Row => Value::Record(std::sync::Arc::new(crate::composite::Record::nested(args.to_vec())?)),
         RecordField => match (arg(0), arg(1).as_i64()) {
             (Value::Record(record), Some(position)) => usize::try_from(position)
                 .ok()

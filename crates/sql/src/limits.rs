@@ -40,6 +40,11 @@ const STACK_SEGMENT: usize = 8 * 1024 * 1024;
 /// stack holds; longer ones parse on a stack of `PARSE_STACK` bytes (mapping it costs
 /// tens of microseconds, which short OLTP statements should not pay).
 pub const SHORT_STATEMENT_TOKENS: usize = 128;
+
+/// Tokens that can open a level of the parser's recursion (`(`, `NOT`, `CASE`, a sign) a short
+/// statement may hold: each level of `f(g(h(...)))` takes tens of kilobytes of stack in
+/// unoptimized builds, so more than this many parse on the `PARSE_STACK` as long ones do.
+pub const SHORT_STATEMENT_NESTING: usize = 12;
 // A short statement cannot hold an expression too deep to keep (the parser skips the check).
 const _: () = assert!(SHORT_STATEMENT_TOKENS < MAX_EXPRESSION_DEPTH);
 

@@ -71,11 +71,18 @@ pub const BUILT_IN: &[(u32, &str, i64, &str, i64)] = &[
 /// when malformed (a lone backslash, an odd hex digit).
 pub fn parse_bytea(text: &str) -> Option<Vec<u8>> {
     if let Some(hex) = text.strip_prefix("\\x") {
-        let digits: Vec<u8> = hex.bytes().filter(|byte| !byte.is_ascii_whitespace()).collect();
-        if !digits.len().is_multiple_of(2) {
-            return None;
+        // Pairs of hex digits, white space between pairs only.
+        let digit = |byte: u8| char::from(byte).to_digit(16).map(|value| value as u8);
+        let mut bytes = hex.bytes();
+        let mut out = Vec::with_capacity(hex.len() / 2);
+        while let Some(high) = bytes.next() {
+            if high.is_ascii_whitespace() {
+                continue;
+            }
+            let low = bytes.next()?;
+            out.push(digit(high)? << 4 | digit(low)?);
         }
-        return digits.chunks(2).map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()).collect();
+        return Some(out);
     }
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());

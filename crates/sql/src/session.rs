@@ -188,6 +188,8 @@ struct OpenTransaction {
     /// SAVEPOINTs, oldest first (the transaction's savepoint of the same depth): the name and
     /// the catalog at that moment.
     savepoints: Vec<(String, Arc<Catalog>)>,
+    /// When the transaction began (microseconds since 1970): PostgreSQL's `now()` in it.
+    started: i64,
 }
 
 /// A session's named settings, read by `current_setting()` and friends. The embedding sets
@@ -262,6 +264,8 @@ pub struct CachedPlan {
     parameters: usize,
     /// The dialect it was bound in (NULL ordering, LIKE).
     dialect: Dialect,
+    /// The time zone it was bound in (date/time literals are read when bound).
+    zone: crate::temporal::zone::Zone,
 }
 
 enum BoundPlan {
@@ -347,6 +351,20 @@ pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
     }
 }
 
+/// How many tokens could each open a level of the parser's recursion.
+fn nesting_tokens(tokens: &[sqlparser::tokenizer::TokenWithSpan]) -> usize {
+    use sqlparser::keywords::Keyword;
+    use sqlparser::tokenizer::Token;
+    tokens
+        .iter()
+        .filter(|token| match &token.token {
+            Token::LParen | Token::Minus | Token::Plus | Token::Tilde | Token::ExclamationMark => true,
+            Token::Word(word) => matches!(word.keyword, Keyword::NOT | Keyword::CASE),
+            _ => false,
+        })
+        .count()
+}
+
 fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Vec<ast::Statement>> {
     let mut tokens = sqlparser::tokenizer::Tokenizer::new(dialect, sql)
         .tokenize_with_location()
@@ -358,7 +376,8 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
     let tokens = crate::trigger::syntax::encode_triggers(tokens);
     let tokens = crate::upsert::syntax::drop_conflict_predicates(tokens);
     check_chains(&tokens)?;
-    let short = tokens.len() <= crate::limits::SHORT_STATEMENT_TOKENS;
+    let short = tokens.len() <= crate::limits::SHORT_STATEMENT_TOKENS
+        && nesting_tokens(&tokens) <= crate::limits::SHORT_STATEMENT_NESTING;
     let parse = |tokens: Vec<sqlparser::tokenizer::TokenWithSpan>, depth: usize| -> Result<Vec<ast::Statement>> {
         let parser = sqlparser::parser::Parser::new(dialect).with_recursion_limit(depth);
         let mut statements = parser.with_tokens_with_locations(tokens).parse_statements()?;
@@ -872,8 +891,9 @@ impl Session {
     pub fn describe(&self, statement: &Statement) -> Result<Option<Description>> {
         let catalog = self.catalog();
         // A query that ran against this catalog has its plan: no need to bind it again.
-        if let Some(CachedPlan { catalog: planned, plan: BoundPlan::Query { plan, columns }, parameters, dialect }) =
-            &statement.plan
+        if let Some(CachedPlan {
+            catalog: planned, plan: BoundPlan::Query { plan, columns }, parameters, dialect, ..
+        }) = &statement.plan
             && Arc::ptr_eq(planned, &catalog)
             && *dialect == self.dialect
         {
@@ -958,8 +978,14 @@ impl Session {
         plan: &mut Option<CachedPlan>,
         text: Cacheable<'_>,
     ) -> Result<Outcome> {
-        // The statement runs in the session's time zone.
+        // The statement runs in the session's time zone, at its transaction's time in the
+        // postgres dialect (its own in the sqlite dialect and outside a transaction).
         let _zone = crate::temporal::session_zone::enter(self.time_zone());
+        let now = match &self.transaction {
+            Some(open) if self.dialect == Dialect::Postgres => open.started,
+            _ => crate::temporal::clock::system_micros(),
+        };
+        let _clock = crate::temporal::clock::enter(now);
         let inserted = std::cell::Cell::new(None);
         let outcome = self.run_noting(statement, params, plan, text, &inserted)?;
         if let Some(rowid) = inserted.get() {
@@ -1037,7 +1063,12 @@ impl Session {
                 }
                 let mut txn = self.shared.db.begin();
                 let catalog = self.load_catalog(&mut txn)?;
-                self.transaction = Some(OpenTransaction { txn, catalog, savepoints: Vec::new() });
+                self.transaction = Some(OpenTransaction {
+                    txn,
+                    catalog,
+                    savepoints: Vec::new(),
+                    started: crate::temporal::clock::system_micros(),
+                });
                 Ok(Outcome::Done("BEGIN"))
             }
             ast::Statement::Commit { .. } => {
@@ -1108,7 +1139,12 @@ impl Session {
                     inserted.set(None);
                     let mut txn = self.shared.db.begin();
                     let catalog = self.load_catalog(&mut txn)?;
-                    let mut open = OpenTransaction { txn, catalog, savepoints: Vec::new() };
+                    let mut open = OpenTransaction {
+                        txn,
+                        catalog,
+                        savepoints: Vec::new(),
+                        started: crate::temporal::clock::system_micros(),
+                    };
                     let run = Run {
                         statement,
                         params,
@@ -1482,9 +1518,10 @@ fn run_statement(
         | ast::Statement::Update { .. }
         | ast::Statement::Delete(_) => {
             let dialect = exec.dialect();
-            let valid = cached
-                .as_ref()
-                .is_some_and(|cached| Arc::ptr_eq(&cached.catalog, catalog) && cached.dialect == dialect);
+            let zone = crate::temporal::session_zone::current();
+            let valid = cached.as_ref().is_some_and(|cached| {
+                Arc::ptr_eq(&cached.catalog, catalog) && cached.dialect == dialect && cached.zone == zone
+            });
             if !valid {
                 let (plan, parameters) = match statement {
                     ast::Statement::Query(query) => {
@@ -1501,7 +1538,7 @@ fn run_statement(
                         parameter_count(&other.to_string()),
                     ),
                 };
-                *cached = Some(CachedPlan { catalog: catalog.clone(), plan, parameters, dialect });
+                *cached = Some(CachedPlan { catalog: catalog.clone(), plan, parameters, dialect, zone });
             }
             match &cached.as_ref().expect("a plan was just bound").plan {
                 BoundPlan::Query { plan, columns } => {
@@ -1759,29 +1796,10 @@ fn run_postgres_object_statement(
             Ok(Outcome::Done(tag))
         }
         merge @ ast::Statement::Merge { .. } => Ok(Outcome::Changed(crate::merge::execute(catalog, exec, merge)?)),
-        ast::Statement::CreateType { name, representation } => {
-            let mut changed = (**catalog).clone();
-            match representation {
-                ast::UserDefinedTypeRepresentation::Enum { labels } => {
-                    crate::enum_type::ddl::create(&mut changed, name, labels)?
-                }
-                ast::UserDefinedTypeRepresentation::Composite { attributes } => {
-                    crate::composite::ddl::create(&mut changed, name, attributes)?
-                }
-            }
+        statement @ (ast::Statement::CreateType { .. } | ast::Statement::AlterType(_)) => {
+            let (changed, tag) = crate::user_type::execute(catalog, statement)?;
             *new_catalog = Some(changed);
-            Ok(Outcome::Done("CREATE TYPE"))
-        }
-        ast::Statement::AlterType(alter) => {
-            let mut changed = (**catalog).clone();
-            if crate::enum_type::ddl::alter(&mut changed, alter)?.is_none()
-                && crate::composite::ddl::alter(&mut changed, alter)?.is_none()
-            {
-                let name = object_name(&alter.name)?;
-                return Err(Error::new("42704", format!("type \"{name}\" does not exist")));
-            }
-            *new_catalog = Some(changed);
-            Ok(Outcome::Done("ALTER TYPE"))
+            Ok(Outcome::Done(tag))
         }
         ast::Statement::CreateDomain(create) => {
             let mut changed = (**catalog).clone();
@@ -1838,6 +1856,18 @@ struct ColumnParts {
     generated: Option<crate::sequence::ddl::Generated>,
 }
 
+/// The affinity of a column's declared type: an enum or composite type of the catalog, else
+/// the dialect's rules.
+fn declared_affinity(catalog: &Catalog, declared_type: &str, dialect: Dialect) -> Affinity {
+    if let Some(id) = crate::enum_type::of_type(catalog, declared_type) {
+        return Affinity::Enum(id);
+    }
+    match crate::composite::of_type(catalog, declared_type) {
+        Some(id) => Affinity::Composite(id),
+        None => Affinity::of_declared_type_in(declared_type, dialect),
+    }
+}
+
 fn column_def(column: &ast::ColumnDef, dialect: Dialect, catalog: &Catalog) -> Result<ColumnParts> {
     let mut declared_type =
         if column.data_type == ast::DataType::Unspecified { String::new() } else { column.data_type.to_string() };
@@ -1847,17 +1877,9 @@ fn column_def(column: &ast::ColumnDef, dialect: Dialect, catalog: &Catalog) -> R
         declared_type = domain.base_type.clone();
     }
     crate::decimal::declared_precision(&declared_type)?;
-    let affinity = match (
-        crate::enum_type::of_type(catalog, &declared_type),
-        crate::composite::of_type(catalog, &declared_type),
-    ) {
-        (Some(id), _) => Affinity::Enum(id),
-        (_, Some(id)) => Affinity::Composite(id),
-        _ => Affinity::of_declared_type_in(&declared_type, dialect),
-    };
     let mut def = ColumnDef {
         name: column.name.value.clone(),
-        affinity,
+        affinity: declared_affinity(catalog, &declared_type, dialect),
         declared_type,
         not_null: false,
         default: None,

@@ -6,7 +6,36 @@ use crate::catalog::Catalog;
 use crate::composite::CompositeId;
 use crate::error::{Error, Result};
 use crate::value::Affinity;
+use sqlparser::ast;
 use std::sync::Arc;
+
+/// CREATE TYPE (enum or composite) and ALTER TYPE: the changed catalog and the command tag.
+pub fn execute(catalog: &Catalog, statement: &ast::Statement) -> Result<(Catalog, &'static str)> {
+    let mut changed = catalog.clone();
+    match statement {
+        ast::Statement::CreateType { name, representation } => {
+            match representation {
+                ast::UserDefinedTypeRepresentation::Enum { labels } => {
+                    crate::enum_type::ddl::create(&mut changed, name, labels)?
+                }
+                ast::UserDefinedTypeRepresentation::Composite { attributes } => {
+                    crate::composite::ddl::create(&mut changed, name, attributes)?
+                }
+            }
+            Ok((changed, "CREATE TYPE"))
+        }
+        ast::Statement::AlterType(alter) => {
+            if crate::enum_type::ddl::alter(&mut changed, alter)?.is_none()
+                && crate::composite::ddl::alter(&mut changed, alter)?.is_none()
+            {
+                let name = crate::bind::object_name(&alter.name)?;
+                return Err(Error::new("42704", format!("type \"{name}\" does not exist")));
+            }
+            Ok((changed, "ALTER TYPE"))
+        }
+        other => Err(Error::internal(format!("not a type statement: {other}"))),
+    }
+}
 
 /// A name no other type has: 42710 when a built-in type, a domain, an enum or a composite
 /// type has it.
@@ -42,6 +71,32 @@ pub fn first_user(catalog: &Catalog, affinity: Affinity, type_name: &str) -> Opt
             .map(|domain| format!("type {}", domain.name))
     };
     column.or_else(field).or_else(domain)
+}
+
+/// Refuses (0A000) to rename a type something uses: columns, composite fields and domains
+/// (whose stored SQL names the type: `.dump` would replay the old name), and views and SQL
+/// functions whose text names it.
+pub fn check_rename(catalog: &Catalog, affinity: Affinity, name: &str) -> Result<()> {
+    let names_it = |text: &str| {
+        text.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|word| word.eq_ignore_ascii_case(name))
+    };
+    let user = first_user(catalog, affinity, name)
+        .or_else(|| catalog.views.values().find(|view| names_it(&view.query)).map(|view| format!("view {}", view.name)))
+        .or_else(|| {
+            catalog
+                .functions
+                .values()
+                .find(|def| {
+                    names_it(&def.body)
+                        || names_it(&def.return_type)
+                        || def.params.iter().any(|(_, declared)| names_it(declared))
+                })
+                .map(|def| format!("function {}", def.name))
+        });
+    match user {
+        Some(user) => Err(Error::unsupported(format!("renaming type {name} while {user} uses it"))),
+        None => Ok(()),
+    }
 }
 
 /// Moves every column, composite field and domain of type `old` (named `old_name`) to `new`,

@@ -208,7 +208,9 @@ impl Affinity {
         match self {
             Affinity::Blob => value,
             Affinity::Text => match value {
-                Value::Integer(_) | Value::Real(_) | Value::Decimal(_) => Value::Text(value.to_text()),
+                Value::Integer(_) | Value::Real(_) | Value::Decimal(_) | Value::Enum(_) | Value::Record(_) => {
+                    Value::Text(value.to_text())
+                }
                 other => other,
             },
             Affinity::Decimal(..) => match value {

@@ -128,13 +128,30 @@ fn types_and_rows_survive_a_reopen() {
         run(&mut pg, "CREATE TYPE money2 AS (amount numeric(10,2), currency text)");
         run(&mut pg, "CREATE TABLE payment(id integer PRIMARY KEY, paid money2)");
         run(&mut pg, "INSERT INTO payment VALUES (1, ROW(10.5, 'EUR')), (2, '(3,USD)')");
-        run(&mut pg, "ALTER TYPE money2 RENAME TO cash");
+        assert_eq!(sqlstate(&mut pg, "ALTER TYPE money2 RENAME TO cash"), "0A000");
+        run(&mut pg, "CREATE TYPE pair AS (a integer, b integer)");
+        run(&mut pg, "ALTER TYPE pair RENAME TO couple");
     }
     let db = Database::open(&path, Options::default()).unwrap();
     let mut pg = postgres(&db);
     assert_eq!(texts(&mut pg, "SELECT paid FROM payment ORDER BY paid"), ["(3.00,USD)", "(10.50,EUR)"]);
     assert_eq!(texts(&mut pg, "SELECT sum((paid).amount) FROM payment"), ["13.50"]);
-    run(&mut pg, "INSERT INTO payment VALUES (3, ROW(1, 'GBP')::cash)");
-    assert_eq!(sqlstate(&mut pg, "SELECT ROW(1, 'x')::money2"), "42704");
+    run(&mut pg, "INSERT INTO payment VALUES (3, ROW(1, 'GBP')::money2)");
+    assert_eq!(texts(&mut pg, "SELECT ROW(1, 2)::couple"), ["(1,2)"]);
+    assert_eq!(sqlstate(&mut pg, "SELECT ROW(1, 2)::pair"), "42704");
+    check(&db);
+}
+
+#[test]
+fn row_values_nest_boundedly_and_print_bytes_as_hex() {
+    let db = Database::open_in_memory().unwrap();
+    let mut pg = postgres(&db);
+    let nested = |depth: usize| format!("{}1{}", "ROW(".repeat(depth), ")".repeat(depth));
+    run(&mut pg, "CREATE TABLE anything(v)");
+    run(&mut pg, &format!("INSERT INTO anything VALUES ({})", nested(32)));
+    assert_eq!(sqlstate(&mut pg, &format!("INSERT INTO anything VALUES ({})", nested(33))), "54000");
+    assert_eq!(texts(&mut pg, "SELECT count(*) FROM anything"), ["1"]);
+    run(&mut pg, "CREATE TYPE blob_pair AS (name text, data bytea)");
+    assert_eq!(texts(&mut pg, "SELECT ROW('a', '\\x5c00ff'::bytea)::blob_pair"), ["(a,\"\\\\x5c00ff\")"]);
     check(&db);
 }

@@ -122,9 +122,27 @@ fn types_and_their_columns_survive_a_reopen() {
     assert_eq!(texts(&mut pg, "SELECT id FROM task ORDER BY p"), ["2", "3", "1"]);
     assert_eq!(texts(&mut pg, "SELECT id FROM task WHERE p >= 'doing' ORDER BY id"), ["1", "3"]);
     assert_eq!(sqlstate(&mut pg, "INSERT INTO task VALUES (4, 'lost')"), "22P02");
-    run(&mut pg, "ALTER TYPE phase RENAME TO stage");
+    // A type in use keeps its name (stored statements name it); an unused one can be renamed.
+    assert_eq!(sqlstate(&mut pg, "ALTER TYPE phase RENAME TO stage"), "0A000");
+    run(&mut pg, "CREATE TYPE spare AS ENUM ('x')");
+    run(&mut pg, "ALTER TYPE spare RENAME TO kept");
+    assert_eq!(texts(&mut pg, "SELECT 'x'::kept"), ["x"]);
     run(&mut pg, "INSERT INTO task VALUES (4, 'new')");
-    assert_eq!(texts(&mut pg, "SELECT count(*) FROM task WHERE p = 'new'::stage"), ["2"]);
+    assert_eq!(texts(&mut pg, "SELECT count(*) FROM task WHERE p = 'new'::phase"), ["2"]);
     let report = db.integrity_check().unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
+}
+
+#[test]
+fn text_columns_take_labels_as_text() {
+    let db = Database::open_in_memory().unwrap();
+    let mut pg = postgres(&db);
+    run(&mut pg, "CREATE TYPE mood AS ENUM ('ok', 'bad')");
+    run(&mut pg, "CREATE TABLE note(t text UNIQUE)");
+    run(&mut pg, "INSERT INTO note SELECT 'ok'::mood");
+    assert_eq!(texts(&mut pg, "SELECT count(*) FROM note WHERE t = 'ok'"), ["1"]);
+    assert_eq!(sqlstate(&mut pg, "INSERT INTO note VALUES ('ok')"), "23505");
+    // Nothing stored depends on the type, so it can go.
+    run(&mut pg, "DROP TYPE mood");
+    assert_eq!(texts(&mut pg, "SELECT t FROM note"), ["ok"]);
 }

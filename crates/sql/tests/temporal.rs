@@ -247,3 +247,30 @@ fn the_session_time_zone_rules_civil_time() {
     assert_eq!(sqlstate(&mut pg, "SET IntervalStyle = 'iso_8601'"), "0A000");
     pg.execute("SET DateStyle = 'iso, mdy'", &[]).unwrap();
 }
+
+#[test]
+fn now_is_the_transactions_time_and_plans_follow_the_zone() {
+    let db = Database::open_in_memory().unwrap();
+    let mut pg = postgres(&db);
+    pg.execute("BEGIN", &[]).unwrap();
+    let first = one(&mut pg, "SELECT now()::text");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert_eq!(one(&mut pg, "SELECT now()::text"), first);
+    assert_eq!(one(&mut pg, "SELECT now() - now(), current_timestamp = now()"), "00:00:00|1");
+    pg.execute("COMMIT", &[]).unwrap();
+    // A bare number of hours is east of UTC, as in PostgreSQL.
+    pg.execute("SET TIME ZONE -5", &[]).unwrap();
+    assert_eq!(one(&mut pg, "SELECT timestamptz '2024-01-01 12:00+00'::text"), "2024-01-01 07:00:00-05");
+    // A prepared statement's literal is read again in a new zone.
+    let mut statement = pg.prepare("SELECT timestamptz '2024-01-01 12:00'::text").unwrap();
+    let text = |pg: &mut tern_sql::Session, statement: &mut tern_sql::Statement| match pg
+        .execute_prepared(statement, &[])
+        .unwrap()
+    {
+        tern_sql::Outcome::Rows { rows, .. } => rows[0][0].to_text(),
+        _ => panic!("no rows"),
+    };
+    assert_eq!(text(&mut pg, &mut statement), "2024-01-01 12:00:00-05");
+    pg.execute("SET TIME ZONE 'UTC'", &[]).unwrap();
+    assert_eq!(text(&mut pg, &mut statement), "2024-01-01 12:00:00+00");
+}

@@ -23,7 +23,9 @@ fn write_script(connection: &Connection, schema: &[crate::SchemaObject], out: &m
     let io = |error: std::io::Error| Error::new("58030", format!("writing the dump: {error}"));
     writeln!(out, "BEGIN;").map_err(io)?;
     let of_kind = |kind: ObjectKind| schema.iter().filter(move |object| object.kind == kind);
-    for object in of_kind(ObjectKind::Type).chain(of_kind(ObjectKind::Sequence)) {
+    // Functions before the tables, whose defaults and checks may call them (a body is read
+    // when the function runs, not when it is made).
+    for object in of_kind(ObjectKind::Type).chain(of_kind(ObjectKind::Sequence)).chain(of_kind(ObjectKind::Function)) {
         writeln!(out, "{};", object.sql).map_err(io)?;
     }
     for table in of_kind(ObjectKind::Table) {
@@ -46,7 +48,7 @@ fn write_script(connection: &Connection, schema: &[crate::SchemaObject], out: &m
         })?;
         writeln!(out, "SELECT setval('{}', {}, {});", name.replace('\'', "''"), state.0, state.1).map_err(io)?;
     }
-    for object in of_kind(ObjectKind::Index).chain(of_kind(ObjectKind::Function)) {
+    for object in of_kind(ObjectKind::Index) {
         writeln!(out, "{};", object.sql).map_err(io)?;
     }
     for view in views_in_dependency_order(schema) {

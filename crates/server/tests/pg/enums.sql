@@ -54,13 +54,13 @@ SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attreli
 CREATE TABLE moods AS SELECT name, current FROM person;
 SELECT name FROM moods WHERE current < 'ok' ORDER BY current;
 INSERT INTO moods VALUES ('zed', 'bogus');
+SELECT name FROM person WHERE current = 'glum';
+DROP TYPE mood;
+DROP TABLE moods;
+DROP TABLE person;
 ALTER TYPE mood RENAME TO feeling;
 SELECT 'sad'::feeling;
 SELECT 'sad'::mood;
-SELECT name FROM person WHERE current = 'glum';
-DROP TYPE feeling;
-DROP TABLE moods;
-DROP TABLE person;
 DROP TYPE feeling;
 DROP TYPE feeling;
 DROP TYPE IF EXISTS feeling;

@@ -35,3 +35,8 @@ INSERT INTO pair VALUES (1, 2, 'y') ON CONFLICT (b, a) DO UPDATE SET c = pair.c 
 INSERT INTO pair VALUES (1, 2, 'z') ON CONFLICT (a) DO NOTHING;
 INSERT INTO pair VALUES (1, 2, 'z') ON CONFLICT ON CONSTRAINT pair_a_b_key DO NOTHING;
 SELECT a, b, c FROM pair;
+CREATE TABLE once (id integer PRIMARY KEY, v integer);
+INSERT INTO once VALUES (1, 0);
+INSERT INTO once VALUES (1, 1), (1, 2) ON CONFLICT (id) DO UPDATE SET v = excluded.v WHERE once.v > 100;
+INSERT INTO once VALUES (2, 1), (2, 2) ON CONFLICT (id) DO UPDATE SET v = excluded.v WHERE once.v > 100;
+SELECT id, v FROM once ORDER BY id;

@@ -28,6 +28,16 @@ pub fn field_affinity(catalog: &Catalog, data_type: &ast::DataType) -> Result<Af
     crate::bind::affinity_of_type_in(data_type, Dialect::Postgres)
 }
 
+/// How many composite types deep a field of this affinity nests (0 for other types).
+fn type_depth(affinity: Affinity) -> usize {
+    match affinity {
+        Affinity::Composite(id) => {
+            1 + id.get().fields.iter().map(|field| type_depth(field.affinity)).max().unwrap_or(0)
+        }
+        _ => 0,
+    }
+}
+
 /// CREATE TYPE name AS (fields).
 pub fn create(
     catalog: &mut Catalog,
@@ -47,6 +57,13 @@ pub fn create(
             affinity: field_affinity(catalog, &attribute.data_type)?,
         });
     }
+    let depth = 1 + fields.iter().map(|field| type_depth(field.affinity)).max().unwrap_or(0);
+    if depth > super::MAX_NESTING {
+        return Err(Error::new("54000", format!("composite types nest deeper than {} levels", super::MAX_NESTING)));
+    }
+    if catalog.name_in_use(&name) {
+        return Err(Error::duplicate_object(format!("relation \"{name}\" already exists")));
+    }
     let oid = crate::system::type_oid(catalog.allocate_id());
     let relation_oid = crate::system::type_oid(catalog.allocate_id());
     catalog.composites.insert(name.clone(), Arc::new(CompositeType { name, oid, relation_oid, fields }));
@@ -60,6 +77,7 @@ pub fn alter(catalog: &mut Catalog, alter: &ast::AlterType) -> Result<Option<()>
     let ast::AlterTypeOperation::Rename(rename) = &alter.operation else {
         return Err(Error::new("42809", format!("{name} is not an enum")));
     };
+    crate::user_type::check_rename(catalog, Affinity::Composite(CompositeId::intern((*current).clone())), &name)?;
     let new_name = rename.new_name.value.to_ascii_lowercase();
     crate::user_type::check_name_free(catalog, &new_name)?;
     catalog.composites.remove(&name);

@@ -22,6 +22,9 @@ use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+/// How deep row values may nest (a record of records of ...), in memory and in rows.
+pub const MAX_NESTING: usize = 32;
+
 /// A composite type's definition.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CompositeType {
@@ -91,6 +94,29 @@ impl Record {
     /// An anonymous row value, `ROW(...)`.
     pub fn anonymous(fields: Vec<Value>) -> Record {
         Record { type_oid: crate::pgtype::RECORD, fields }
+    }
+
+    /// An anonymous row value of these fields, refused (54000) when it would nest deeper than
+    /// rows are stored ([`crate::codec`] reads at most [`MAX_NESTING`] levels).
+    pub fn nested(fields: Vec<Value>) -> Result<Record> {
+        let record = Record::anonymous(fields);
+        if record.depth() > MAX_NESTING {
+            return Err(Error::new("54000", format!("row values nest deeper than {MAX_NESTING} levels")));
+        }
+        Ok(record)
+    }
+
+    /// How many row values deep this one is (1 without nested rows).
+    pub fn depth(&self) -> usize {
+        1 + self
+            .fields
+            .iter()
+            .map(|field| match field {
+                Value::Record(inner) => inner.depth(),
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0)
     }
 
     /// The order of ORDER BY and keys: field by field, a shorter record before a longer one

@@ -29,6 +29,7 @@ pub fn format(record: &Record, definition: Option<&super::CompositeType>) -> Str
                 None => value.to_text(),
             },
             Value::Real(real) => postgres_real(*real),
+            Value::Blob(bytes) => format!("\\x{}", crate::value::hex(bytes).to_ascii_lowercase()),
             value => value.to_text(),
         };
         quote_into(&text, &mut out);

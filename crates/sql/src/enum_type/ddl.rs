@@ -52,6 +52,7 @@ pub fn alter(catalog: &mut Catalog, alter: &ast::AlterType) -> Result<Option<()>
             changed.labels.insert(position, (add.value.value.clone(), sort));
         }
         ast::AlterTypeOperation::Rename(rename) => {
+            crate::user_type::check_rename(catalog, Affinity::Enum(EnumId::intern((*current).clone())), &name)?;
             let new_name = rename.new_name.value.to_ascii_lowercase();
             crate::user_type::check_name_free(catalog, &new_name)?;
             catalog.enums.remove(&name);

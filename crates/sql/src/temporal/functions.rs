@@ -19,8 +19,7 @@ use chrono::{Datelike, NaiveDate, NaiveDateTime};
 
 /// The clock: microseconds since the Unix epoch, now.
 pub fn now_micros() -> i64 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(now.as_micros()).unwrap_or(i64::MAX)
+    super::clock::now_micros()
 }
 
 /// A value as a temporal value of `kind`: temporal values convert, text is parsed (what an

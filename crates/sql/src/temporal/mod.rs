@@ -16,6 +16,7 @@
 //! functions over these values live in the submodules.
 
 pub mod arith;
+pub mod clock;
 pub mod format;
 pub mod functions;
 pub mod parse;

@@ -45,13 +45,20 @@ pub fn enter(zone: Zone) -> ZoneGuard {
     ZoneGuard { previous }
 }
 
-/// The zone a `TimeZone` setting names: an IANA name (`Europe/Paris`), `UTC`, or a POSIX
-/// offset (`UTC+3`, three hours west); `LOCAL` and `DEFAULT` are UTC, Tern's server zone.
+/// The zone a `TimeZone` setting names: an IANA name (`Europe/Paris`), `UTC`, a POSIX offset
+/// (`UTC+3`, three hours west), or a bare number of hours east (`-5`, `5.5`, as PostgreSQL
+/// reads `SET TIME ZONE -5`); `LOCAL` and `DEFAULT` are UTC, Tern's server zone.
 pub fn of_setting(value: &str) -> Result<Zone> {
+    let invalid = || Error::new("22023", format!("invalid value for parameter \"TimeZone\": \"{value}\""));
+    if let Ok(hours) = value.trim().parse::<f64>() {
+        if !(-15.0..=15.0).contains(&hours) {
+            return Err(invalid());
+        }
+        return Ok(Zone::Fixed((hours * 3600.0).round() as i64));
+    }
     match value.trim().to_ascii_lowercase().as_str() {
         "" | "local" | "default" => Ok(Zone::Fixed(0)),
-        _ => Zone::parse(value)
-            .map_err(|_| Error::new("22023", format!("invalid value for parameter \"TimeZone\": \"{value}\""))),
+        _ => Zone::parse(value).map_err(|_| invalid()),
     }
 }
 

@@ -43,6 +43,7 @@ pub fn drop_conflict_predicates(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan
         let mut end = cursor;
         while let Some(&next) = significant.get(end) {
             match tokens[next].token {
+                Token::SemiColon if depth == 0 => break,
                 Token::LParen => depth += 1,
                 Token::RParen => depth -= 1,
                 _ if depth == 0 && is_keyword(&tokens[next], Keyword::DO) => break,
@@ -50,7 +51,7 @@ pub fn drop_conflict_predicates(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan
             }
             end += 1;
         }
-        if significant.get(end).is_none() {
+        if significant.get(end).is_none_or(|&at| !is_keyword(&tokens[at], Keyword::DO)) {
             continue;
         }
         for &index in &significant[cursor..end] {
