@@ -1959,8 +1959,7 @@ impl<'c> Binder<'c> {
 
     /// Functions over the catalog's user types and SQL functions: `enum_first`, `enum_last`,
     /// `enum_range`, `format_type` of user types, `pg_get_function_result`,
-    /// `pg_get_function_arguments`, `pg_function_is_visible`; and `pg_advisory_unlock_all`.
-    /// `None` for other functions.
+    /// `pg_get_function_arguments`, `pg_function_is_visible`. `None` for other functions.
     fn bind_user_object_function(&mut self, name: &str, args: &[&ast::Expr], scope: &Scope) -> Result<Option<Expr>> {
         let arity = |min: usize, max: usize| {
             if args.len() < min || args.len() > max {
@@ -2022,12 +2021,6 @@ impl<'c> Binder<'c> {
                     whens: vec![(Expr::IsNull(Box::new(oid), false), Expr::Literal(Value::Null))],
                     otherwise: Some(Box::new(Expr::Literal(Value::Integer(1)))),
                 }
-            }
-            // Tern has no advisory locks, so a session holds none to release (asyncpg's pool
-            // runs this when it resets a connection). PostgreSQL's void prints as ''.
-            "pg_advisory_unlock_all" => {
-                arity(0, 0)?;
-                text("")
             }
             _ => return Ok(None),
         }))

@@ -516,6 +516,10 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         CheckDomain => first,
         RegexpLike => SqlType::Boolean,
         NextVal | CurrVal | SetVal | LastVal => SqlType::Integer,
+        Advisory(call) => match call.op {
+            crate::functions::AdvisoryOp::TryLock | crate::functions::AdvisoryOp::Unlock => SqlType::Boolean,
+            _ => SqlType::Text,
+        },
         IsFinite => SqlType::Boolean,
         Extract | ToNumber => SqlType::Decimal,
         DatePart | JulianDay => SqlType::Real,

@@ -80,6 +80,8 @@ pub struct Executor<'t> {
     /// The database's next hidden row id of each table, when it keeps them.
     rowids: Option<&'t crate::session::Rowids>,
     sequences: Option<SequenceAccess<'t>>,
+    /// The advisory locks and the session taking them ([`crate::advisory`]).
+    advisory: Option<(&'t crate::advisory::AdvisoryLocks, u64)>,
     /// Division by zero and integer overflow are errors in PostgreSQL's dialect.
     dialect: crate::dialect::Dialect,
     /// The statement's catalog (foreign key cascades bind the tables they reach).
@@ -141,6 +143,7 @@ impl<'t> Executor<'t> {
             settings: None,
             rowids: None,
             sequences: None,
+            advisory: None,
             dialect: crate::dialect::Dialect::Sqlite,
             catalog: None,
             foreign_keys: false,
@@ -288,6 +291,36 @@ impl<'t> Executor<'t> {
 
     pub fn foreign_keys_enforced(&self) -> bool {
         self.foreign_keys
+    }
+
+    pub fn with_advisory(mut self, locks: &'t crate::advisory::AdvisoryLocks, session: u64) -> Executor<'t> {
+        self.advisory = Some((locks, session));
+        self
+    }
+
+    /// An advisory lock function ([`crate::advisory`]).
+    fn advisory_function(&self, call: crate::functions::AdvisoryCall, args: &[Value]) -> Result<Value> {
+        use crate::advisory::{Key, Level};
+        use crate::functions::AdvisoryOp;
+        let (locks, session) = self.advisory.ok_or_else(|| Error::unsupported("advisory locks here"))?;
+        if args.iter().any(Value::is_null) {
+            return Ok(Value::Null);
+        }
+        let level = if call.transaction { Level::Transaction } else { Level::Session };
+        Ok(match call.op {
+            AdvisoryOp::Lock => {
+                locks.lock(session, Key::of(args)?, call.shared, level, true, self.interrupt)?;
+                Value::Text(String::new())
+            }
+            AdvisoryOp::TryLock => {
+                Value::from(locks.lock(session, Key::of(args)?, call.shared, level, false, self.interrupt)?)
+            }
+            AdvisoryOp::Unlock => Value::from(locks.unlock(session, Key::of(args)?, call.shared)),
+            AdvisoryOp::UnlockAll => {
+                locks.release_all(session, Level::Session);
+                Value::Text(String::new())
+            }
+        })
     }
 
     pub fn with_sequences(mut self, access: SequenceAccess<'t>) -> Executor<'t> {
@@ -1732,6 +1765,7 @@ impl<'t> Executor<'t> {
                         | ScalarFunction::LastVal
                         | ScalarFunction::SequenceLastValue
                         | ScalarFunction::SequenceIsCalled => self.sequence_function(*function, &values)?,
+                        ScalarFunction::Advisory(call) => self.advisory_function(*call, &values)?,
                         ScalarFunction::SqlFunction => {
                             crate::sql_function::call(self, &values[0].to_text(), &values[1..])?
                         }

@@ -155,6 +155,8 @@ pub enum ScalarFunction {
     EnumRange,
     /// `ROW(a, b, ...)`: an anonymous row value ([`crate::composite`]).
     Row,
+    /// The advisory lock functions ([`crate::advisory`]), run by the executor.
+    Advisory(AdvisoryCall),
     /// A sequence's `last_value` and `is_called` (`SELECT ... FROM seq`): (sequence name).
     SequenceLastValue,
     SequenceIsCalled,
@@ -162,12 +164,54 @@ pub enum ScalarFunction {
     RecordField,
 }
 
+/// Which advisory lock function: what it does, in which mode, for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdvisoryCall {
+    pub op: AdvisoryOp,
+    pub shared: bool,
+    pub transaction: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdvisoryOp {
+    Lock,
+    TryLock,
+    Unlock,
+    UnlockAll,
+}
+
+impl AdvisoryCall {
+    /// The call a function name makes: `pg_[try_]advisory_[xact_]lock[_shared]`,
+    /// `pg_advisory_unlock[_shared]`, `pg_advisory_unlock_all`.
+    fn of_name(name: &str) -> Option<AdvisoryCall> {
+        let rest = name.strip_prefix("pg_")?;
+        if rest == "advisory_unlock_all" {
+            return Some(AdvisoryCall { op: AdvisoryOp::UnlockAll, shared: false, transaction: false });
+        }
+        let (rest, shared) = rest.strip_suffix("_shared").map_or((rest, false), |rest| (rest, true));
+        let (op, transaction) = match rest {
+            "advisory_lock" => (AdvisoryOp::Lock, false),
+            "advisory_xact_lock" => (AdvisoryOp::Lock, true),
+            "try_advisory_lock" => (AdvisoryOp::TryLock, false),
+            "try_advisory_xact_lock" => (AdvisoryOp::TryLock, true),
+            "advisory_unlock" => (AdvisoryOp::Unlock, false),
+            _ => return None,
+        };
+        Some(AdvisoryCall { op, shared, transaction })
+    }
+}
+
 impl ScalarFunction {
     /// The function of a name, with the range of argument counts it accepts.
     pub fn lookup(name: &str) -> Option<(ScalarFunction, usize, usize)> {
         use ScalarFunction::*;
         let many = usize::MAX;
-        Some(match name.to_ascii_lowercase().as_str() {
+        let lower = name.to_ascii_lowercase();
+        if let Some(call) = AdvisoryCall::of_name(&lower) {
+            let arity = if call.op == AdvisoryOp::UnlockAll { (0, 0) } else { (1, 2) };
+            return Some((Advisory(call), arity.0, arity.1));
+        }
+        Some(match lower.as_str() {
             "abs" => (Abs, 1, 1),
             "coalesce" => (Coalesce, 1, many),
             "ifnull" => (IfNull, 2, 2),
@@ -296,7 +340,7 @@ pub fn is_volatile(function: ScalarFunction, args: &[Value]) -> bool {
         Random | CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser | Clock => true,
         // What the body calls is not known here.
         SqlFunction => true,
-        NextVal | CurrVal | SetVal | LastVal | SequenceLastValue | SequenceIsCalled => true,
+        NextVal | CurrVal | SetVal | LastVal | SequenceLastValue | SequenceIsCalled | Advisory(_) => true,
         // age(x) counts from today.
         Age => args.len() == 1,
         Date | Time | DateTime | UnixEpoch | JulianDay => {
@@ -658,7 +702,7 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             }
         },
         CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser | NextVal | CurrVal | SetVal
-        | LastVal | SequenceLastValue | SequenceIsCalled => {
+        | LastVal | SequenceLastValue | SequenceIsCalled | Advisory(_) => {
             return Err(Error::internal("session functions are evaluated by the executor"));
         }
     })

@@ -15,6 +15,7 @@
 //! assert_eq!(rows, vec![vec![Value::Integer(2)]]);
 //! ```
 
+pub mod advisory;
 pub mod aggregate;
 pub mod array;
 pub mod bind;

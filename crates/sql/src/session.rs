@@ -63,6 +63,8 @@ struct Shared {
     rowids: Rowids,
     /// Sequence values handed out ([`crate::sequence::generator`]).
     sequences: crate::sequence::Sequences,
+    /// Advisory locks the sessions hold ([`crate::advisory`]).
+    advisory: crate::advisory::AdvisoryLocks,
     options: Options,
 }
 
@@ -137,6 +139,7 @@ impl Database {
                     .then(|| ResultCache::new(SlabConfig::for_memory(options.result_cache))),
                 rowids: Rowids::default(),
                 sequences: crate::sequence::Sequences::default(),
+                advisory: crate::advisory::AdvisoryLocks::default(),
                 options,
             }),
         })
@@ -156,6 +159,7 @@ impl Database {
             dialect: self.shared.options.dialect,
             foreign_keys: false,
             time_zone: None,
+            id: NEXT_SESSION_ID.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -218,6 +222,19 @@ pub struct Session {
     foreign_keys: bool,
     /// The `timezone` setting last read, and the zone it names.
     time_zone: Option<(String, crate::temporal::zone::Zone)>,
+    /// Tells this session's advisory locks from other sessions'.
+    id: u64,
+}
+
+/// Session ids, unique in the process.
+static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Drop for Session {
+    /// A session's advisory locks end with it.
+    fn drop(&mut self) {
+        self.shared.advisory.release_all(self.id, crate::advisory::Level::Session);
+        self.shared.advisory.release_all(self.id, crate::advisory::Level::Transaction);
+    }
 }
 
 /// Cancels what a [`Session`] is running, from any thread (SQLite's `sqlite3_interrupt`,
@@ -987,7 +1004,13 @@ impl Session {
         };
         let _clock = crate::temporal::clock::enter(now);
         let inserted = std::cell::Cell::new(None);
-        let outcome = self.run_noting(statement, params, plan, text, &inserted)?;
+        let outcome = self.run_noting(statement, params, plan, text, &inserted);
+        // Transaction-level advisory locks end with the transaction (in autocommit, the
+        // statement).
+        if self.transaction.is_none() {
+            self.shared.advisory.release_all(self.id, crate::advisory::Level::Transaction);
+        }
+        let outcome = outcome?;
         if let Some(rowid) = inserted.get() {
             self.last_insert_rowid = Some(rowid);
         }
@@ -1127,6 +1150,7 @@ impl Session {
                         explicit: true,
                         inserted,
                         sequence_values: &self.sequence_values,
+                        session_id: self.id,
                         dialect: self.dialect,
                         foreign_keys: self.dialect == Dialect::Postgres || self.foreign_keys,
                     };
@@ -1155,6 +1179,7 @@ impl Session {
                         explicit: false,
                         inserted,
                         sequence_values: &self.sequence_values,
+                        session_id: self.id,
                         dialect: self.dialect,
                         foreign_keys: self.enforces_foreign_keys(),
                     };
@@ -1337,6 +1362,8 @@ struct Run<'r> {
     dialect: Dialect,
     foreign_keys: bool,
     sequence_values: &'r parking_lot::Mutex<crate::sequence::SessionSequences>,
+    /// The session's id, for its advisory locks.
+    session_id: u64,
 }
 
 /// The text a query's result is cached under: its normalized form, if it is a query whose
@@ -1380,6 +1407,7 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
         sequence_values,
         dialect,
         foreign_keys,
+        session_id,
     } = run;
     // The result cache serves queries of transactions that have written nothing (their own
     // writes would not be in a cached result).
@@ -1434,7 +1462,8 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
             sequences: &shared.sequences,
             session: sequence_values,
             catalog: &catalog,
-        });
+        })
+        .with_advisory(&shared.advisory, session_id);
     if cache.is_some() {
         exec.record_reads();
     }

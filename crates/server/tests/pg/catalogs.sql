@@ -18,3 +18,11 @@ SELECT conname, contype FROM pg_constraint WHERE conrelid = 't'::regclass ORDER 
 SELECT indexname FROM pg_indexes WHERE tablename = 't' ORDER BY 1;
 DROP FUNCTION add_one;
 SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public';
+SELECT pg_advisory_lock(42), pg_try_advisory_lock(42), pg_advisory_unlock(42), pg_advisory_unlock(42), pg_advisory_unlock(42);
+SELECT pg_try_advisory_lock_shared(1, 2), pg_advisory_unlock(1, 2), pg_advisory_unlock_shared(1, 2);
+SELECT pg_advisory_xact_lock(5), pg_try_advisory_xact_lock_shared(5);
+SELECT pg_advisory_unlock(5);
+SELECT pg_advisory_lock(NULL);
+SELECT pg_advisory_lock(1, 99999999999);
+SELECT pg_try_advisory_lock('x');
+SELECT pg_advisory_unlock_all();
