@@ -1551,6 +1551,11 @@ impl<'c> Binder<'c> {
                     bound
                 }
             },
+            // `ARRAY[a, b, ...]`: an array literal of the elements' text ([`crate::array`]).
+            E::Array(array) => Expr::Function(
+                ScalarFunction::ArrayConstruct,
+                array.elem.iter().map(|item| self.bind_expr(item, scope)).collect::<Result<Vec<_>>>()?,
+            ),
             // PostgreSQL's row constructor without ROW: `(a, b)`.
             E::Tuple(items) if self.dialect == Dialect::Postgres => Expr::Function(
                 ScalarFunction::Row,

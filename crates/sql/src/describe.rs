@@ -529,7 +529,8 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         MakeTimestamp => SqlType::Temporal(TemporalKind::Timestamp),
         ToTimestamp | MakeTimestampTz => SqlType::Temporal(TemporalKind::TimestampTz),
         MakeInterval | JustifyDays | JustifyHours | JustifyInterval | Age => SqlType::Temporal(TemporalKind::Interval),
-        ArrayUpper | ArrayLower | Cardinality | ToRegtype => SqlType::Integer,
+        ArrayUpper | ArrayLower | Cardinality | ToRegtype | ArrayPosition => SqlType::Integer,
+        ArrayConstruct | ArrayAppend | ArrayPrepend | ArrayCat | ArrayRemove | StringToArray => SqlType::Text,
         FirstArgument => first,
         Sqrt | Power | Exp | Ln | Log10 => SqlType::Real,
         Abs | Ceil | Floor | Round => match first.kind() {

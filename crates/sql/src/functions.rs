@@ -157,6 +157,14 @@ pub enum ScalarFunction {
     Row,
     /// The advisory lock functions ([`crate::advisory`]), run by the executor.
     Advisory(AdvisoryCall),
+    /// `ARRAY[a, b, ...]` and the array functions of [`crate::array_functions`].
+    ArrayConstruct,
+    ArrayAppend,
+    ArrayPrepend,
+    ArrayCat,
+    ArrayRemove,
+    ArrayPosition,
+    StringToArray,
     /// A sequence's `last_value` and `is_called` (`SELECT ... FROM seq`): (sequence name).
     SequenceLastValue,
     SequenceIsCalled,
@@ -301,6 +309,12 @@ impl ScalarFunction {
             "array_upper" | "array_length" => (ArrayUpper, 2, 2),
             "array_lower" => (ArrayLower, 2, 2),
             "cardinality" => (Cardinality, 1, 1),
+            "array_append" => (ArrayAppend, 2, 2),
+            "array_prepend" => (ArrayPrepend, 2, 2),
+            "array_cat" => (ArrayCat, 2, 2),
+            "array_remove" => (ArrayRemove, 2, 2),
+            "array_position" => (ArrayPosition, 2, 3),
+            "string_to_array" => (StringToArray, 2, 3),
             "format_type" => (FormatType, 2, 2),
             "pg_get_expr" => (FirstArgument, 2, 3),
             "pg_table_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" => (AlwaysTrue, 1, 1),
@@ -586,6 +600,9 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             arg(0)
         }
         EnumRange => crate::enum_type::functions::range(args),
+        ArrayConstruct | ArrayAppend | ArrayPrepend | ArrayCat | ArrayRemove | ArrayPosition | StringToArray => {
+            crate::array_functions::call(function, args)?
+        }
         Row => Value::Record(std::sync::Arc::new(crate::composite::Record::nested(args.to_vec())?)),
         RecordField => match (arg(0), arg(1).as_i64()) {
             (Value::Record(record), Some(position)) => usize::try_from(position)

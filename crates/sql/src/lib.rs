@@ -18,6 +18,7 @@
 pub mod advisory;
 pub mod aggregate;
 pub mod array;
+pub mod array_functions;
 pub mod bind;
 pub mod cache;
 pub mod catalog;

@@ -23,6 +23,7 @@ impl Engine for SltEngine {
         let outcomes = self.session.execute(sql, &[]).map_err(|error| error.to_string())?;
         // Row values print as PostgreSQL's text form, typed by their definitions (booleans t/f).
         let catalog = self.session.catalog();
+        let postgres = self.session.dialect() == crate::dialect::Dialect::Postgres;
         // TIMESTAMPTZ values print in the session's time zone, as the server writes them.
         let _zone = crate::temporal::session_zone::enter(self.session.time_zone());
         Ok(match outcomes.into_iter().last() {
@@ -36,6 +37,10 @@ impl Engine for SltEngine {
                             Value::Real(real) => SltValue::Real(real),
                             Value::Decimal(exact) => SltValue::Text(exact.to_string()),
                             Value::Text(text) => SltValue::Text(text),
+                            // PostgreSQL prints bytea as `\x` and hex digits.
+                            Value::Blob(bytes) if postgres => {
+                                SltValue::Text(format!("\\x{}", crate::value::hex(&bytes).to_ascii_lowercase()))
+                            }
                             Value::Blob(bytes) => SltValue::Blob(bytes),
                             Value::Temporal(temporal) => SltValue::Text(crate::temporal::format::to_text(&temporal)),
                             Value::Enum(value) => SltValue::Text(value.label.to_string()),

@@ -48,3 +48,15 @@ SELECT id, b, length(b) FROM byte_strings ORDER BY id;
 SELECT id FROM byte_strings WHERE b = '\x0102ff';
 SELECT id FROM byte_strings WHERE b = 'plain'::bytea;
 SELECT count(*) FROM byte_strings;
+-- Arrays: the constructor and array functions (one-dimensional, as text).
+SELECT ARRAY[1, 2, 3], ARRAY['a', 'b c', NULL], ARRAY[]::integer[];
+SELECT array_length(ARRAY[1, 2, 3], 1), cardinality(ARRAY['x', 'y']), array_upper(ARRAY[5, 6], 1);
+SELECT array_remove(ARRAY[1, 2, 3, 2], 2), array_remove(ARRAY['a', NULL, 'b'], NULL), array_remove(NULL::integer[], 1);
+SELECT array_position(ARRAY['a', 'b', 'c', 'b'], 'b'), array_position(ARRAY['a', 'b', 'c', 'b'], 'b', 3), array_position(ARRAY[1, 2], 5);
+SELECT string_to_array('a,b,,c', ','), string_to_array('a,b,,c', ',', ''), string_to_array('abc', NULL), string_to_array('', ','), string_to_array('abc', '');
+SELECT array_append(ARRAY[1, 2], 3), array_prepend(0, ARRAY[1, 2]), array_cat(ARRAY[1], ARRAY[2, 3]), array_append(NULL::integer[], 1);
+SELECT 2 = ANY(ARRAY[1, 2, 3]), 5 = ANY(ARRAY[1, 2, 3]), 'b' = ANY(ARRAY['a', 'b']);
+SELECT array_to_string(ARRAY[1, NULL, 3], '-', '*'), (ARRAY[10, 20, 30])[2];
+CREATE TABLE tagged (id integer PRIMARY KEY, tags text);
+INSERT INTO tagged VALUES (1, 'red,green'), (2, 'blue');
+SELECT id FROM tagged WHERE 'green' = ANY(string_to_array(tags, ',')) ORDER BY id;
