@@ -87,7 +87,7 @@ pub struct Backend {
     /// Set by the connection when the statement timeout fired.
     pub timed_out: Arc<AtomicBool>,
     /// ParameterStatus messages owed after SET.
-    reported: Vec<(String, String)>,
+    reported: std::collections::HashMap<String, String>,
     /// The settings as the session started (defaults, then the startup packet's): what RESET
     /// returns to.
     initial: HashMap<String, String>,
@@ -194,7 +194,7 @@ impl Backend {
             remaining: Vec::new(),
             query_text: String::new(),
             timed_out: Arc::new(AtomicBool::new(false)),
-            reported: Vec::new(),
+            reported: std::collections::HashMap::new(),
             initial: HashMap::new(),
         };
         for (name, value) in startup {
@@ -213,7 +213,9 @@ impl Backend {
             }
             backend.set(name, Some(value.clone()))?;
         }
-        backend.reported.clear();
+        // What the startup parameters tell the client: later changes are reported against it.
+        backend.reported =
+            REPORTED.iter().map(|(name, _)| (name.to_string(), backend.setting(name).unwrap_or_default())).collect();
         backend.initial = backend.session.settings().read().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         Ok(backend)
     }
@@ -473,6 +475,24 @@ impl Backend {
                 self.flush_reported(out);
                 out.command_complete("RESET");
             }
+            Command::Show(name) if name.eq_ignore_ascii_case("all") => {
+                // Every setting: name, value, description (PostgreSQL's three columns).
+                let columns: Vec<ResultColumn> = ["name", "setting", "description"]
+                    .into_iter()
+                    .map(|column| ResultColumn::new(column.to_string(), types::TEXT))
+                    .collect();
+                if !extended {
+                    out.row_description(&describe_columns(&columns, formats));
+                }
+                let settings: Vec<(String, String)> =
+                    self.session.settings().read().iter().map(|(name, value)| (name.clone(), value.clone())).collect();
+                let catalog = self.session.catalog();
+                for (name, value) in &settings {
+                    let row = [Value::Text(name.clone()), Value::Text(value.clone()), Value::Text(String::new())];
+                    send_row(out, &row, &columns, formats, &catalog)?;
+                }
+                out.command_complete("SHOW");
+            }
             Command::Show(name) => {
                 let name = name.to_ascii_lowercase();
                 let value = self
@@ -609,9 +629,6 @@ impl Backend {
             _ => value,
         };
         settings.write().insert(name.clone(), value.clone());
-        if let Some((_, spelled)) = REPORTED.iter().find(|(reported, _)| *reported == name) {
-            self.reported.push((spelled.to_string(), value));
-        }
         Ok(())
     }
 
@@ -623,9 +640,15 @@ impl Backend {
         }
     }
 
+    /// Tells the client of every reported parameter whose value changed since it was last told
+    /// (by SET, RESET, `set_config` or DISCARD), as PostgreSQL does before ReadyForQuery.
     fn flush_reported(&mut self, out: &mut Out) {
-        for (name, value) in self.reported.drain(..) {
-            out.parameter_status(&name, &value);
+        for (name, spelled) in REPORTED {
+            let value = self.setting(name).unwrap_or_default();
+            if self.reported.get(name) != Some(&value) {
+                out.parameter_status(spelled, &value);
+                self.reported.insert(name.to_string(), value);
+            }
         }
     }
 
@@ -877,6 +900,12 @@ impl Backend {
             Some(piece) => match compat::classify(piece.text) {
                 Some(command) => {
                     let columns = match &command {
+                        Command::Show(name) if name.eq_ignore_ascii_case("all") => Some(
+                            ["name", "setting", "description"]
+                                .into_iter()
+                                .map(|column| ResultColumn::new(column.to_string(), types::TEXT))
+                                .collect(),
+                        ),
                         Command::Show(name) => Some(vec![ResultColumn::new(name.to_ascii_lowercase(), types::TEXT)]),
                         _ => Some(Vec::new()),
                     };

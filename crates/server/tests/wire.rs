@@ -951,3 +951,19 @@ async fn composite_values_round_trip_through_every_protocol() {
         .get(0);
     assert_eq!(matching, 3);
 }
+
+#[tokio::test]
+async fn show_all_lists_every_setting() {
+    let running = start().await;
+    let client = connect(&running).await;
+    client.batch_execute("SELECT set_config('application_name', 'listing', false)").await.unwrap();
+    let mut settings = Vec::new();
+    for message in client.simple_query("SHOW ALL").await.unwrap() {
+        if let SimpleQueryMessage::Row(row) = message {
+            assert_eq!(row.len(), 3, "name, setting, description");
+            settings.push((row.get(0).unwrap().to_string(), row.get(1).unwrap().to_string()));
+        }
+    }
+    assert!(settings.contains(&("application_name".to_string(), "listing".to_string())), "{settings:?}");
+    assert!(settings.iter().any(|(name, _)| name == "timezone"));
+}

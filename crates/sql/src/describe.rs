@@ -505,7 +505,9 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
     match function {
         Length | Instr | Unicode | Sign | UnixEpoch => SqlType::Integer,
         Lower | Upper | Substr | Trim | Ltrim | Rtrim | Replace | Typeof | Hex | Quote | Char | Concat | Date
-        | Time | DateTime | CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser => SqlType::Text,
+        | Time | DateTime | CurrentSetting | SetConfig | Version | CurrentDatabase | CurrentSchema | CurrentUser => {
+            SqlType::Text
+        }
         Random => SqlType::Integer,
         RegexMatch | ArrayContains | AlwaysTrue | AlwaysFalse => SqlType::Boolean,
         ArrayElement | ArrayToString | FormatType | EncodingName | QuoteIdent | AlwaysNull => SqlType::Text,

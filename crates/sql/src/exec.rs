@@ -400,6 +400,20 @@ impl<'t> Executor<'t> {
                     }
                 }
             }
+            ScalarFunction::SetConfig => {
+                let (Some(name), Some(value)) = (args.first(), args.get(1)) else { return Ok(Value::Null) };
+                if name.is_null() {
+                    return Err(Error::new("22004", "SET requires a parameter name"));
+                }
+                if args.get(2).and_then(Value::truth) == Some(true) {
+                    return Err(Error::unsupported("set_config(..., true): settings local to a transaction"));
+                }
+                let settings = self.settings.ok_or_else(|| Error::unsupported("set_config here"))?;
+                let name = name.to_text().to_ascii_lowercase();
+                let value = crate::session::checked_setting(&name, &value.to_text(), &settings.read())?;
+                settings.write().insert(name, value.clone());
+                Value::Text(value)
+            }
             ScalarFunction::Version => named("tern.version", format!("Tern {}", env!("CARGO_PKG_VERSION"))),
             ScalarFunction::CurrentDatabase => named("tern.database", "main".into()),
             ScalarFunction::CurrentSchema => named("tern.schema", "main".into()),
@@ -1755,6 +1769,7 @@ impl<'t> Executor<'t> {
                     self.check_value_size(functions::result_bytes(*function, &values))?;
                     match function {
                         ScalarFunction::CurrentSetting
+                        | ScalarFunction::SetConfig
                         | ScalarFunction::Version
                         | ScalarFunction::CurrentDatabase
                         | ScalarFunction::CurrentSchema

@@ -47,6 +47,8 @@ pub enum ScalarFunction {
     UnixEpoch,
     /// `current_setting(name [, missing_ok])`: a session setting ([`crate::Session::settings`]).
     CurrentSetting,
+    /// `set_config(name, value, is_local)`: SET as a function; returns the new value.
+    SetConfig,
     /// `version()`, `current_database()`, `current_schema()`, `current_user`: read from the
     /// session's settings (`tern.version`, `tern.database`, `tern.schema`, `tern.user`), with
     /// embedded defaults.
@@ -258,6 +260,7 @@ impl ScalarFunction {
             "datetime" => (DateTime, 1, many),
             "unixepoch" => (UnixEpoch, 1, many),
             "current_setting" => (CurrentSetting, 1, 2),
+            "set_config" => (SetConfig, 3, 3),
             "nextval" => (NextVal, 1, 1),
             "currval" => (CurrVal, 1, 1),
             "setval" => (SetVal, 2, 3),
@@ -351,7 +354,7 @@ fn numeric_arg(value: &Value) -> Option<f64> {
 pub fn is_volatile(function: ScalarFunction, args: &[Value]) -> bool {
     use ScalarFunction::*;
     match function {
-        Random | CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser | Clock => true,
+        Random | CurrentSetting | SetConfig | Version | CurrentDatabase | CurrentSchema | CurrentUser | Clock => true,
         // What the body calls is not known here.
         SqlFunction => true,
         NextVal | CurrVal | SetVal | LastVal | SequenceLastValue | SequenceIsCalled | Advisory(_) => true,
@@ -718,8 +721,8 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
                 crate::pgtype::oid_of_name(&name.to_text()).map_or(Value::Null, |oid| Value::Integer(i64::from(oid)))
             }
         },
-        CurrentSetting | Version | CurrentDatabase | CurrentSchema | CurrentUser | NextVal | CurrVal | SetVal
-        | LastVal | SequenceLastValue | SequenceIsCalled | Advisory(_) => {
+        CurrentSetting | SetConfig | Version | CurrentDatabase | CurrentSchema | CurrentUser | NextVal | CurrVal
+        | SetVal | LastVal | SequenceLastValue | SequenceIsCalled | Advisory(_) => {
             return Err(Error::internal("session functions are evaluated by the executor"));
         }
     })

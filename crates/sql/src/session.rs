@@ -226,6 +226,56 @@ pub struct Session {
     id: u64,
 }
 
+/// The value a setting takes from `SET name = value` or `set_config(name, value, false)`:
+/// 42704 for a parameter PostgreSQL does not have (names with a dot are custom ones), 55P02 for
+/// one that cannot change, and the checks of the date/time settings.
+pub fn checked_setting(
+    name: &str,
+    value: &str,
+    current: &std::collections::BTreeMap<String, String>,
+) -> Result<String> {
+    const KNOWN: &[&str] = &[
+        "search_path",
+        "timezone",
+        "datestyle",
+        "intervalstyle",
+        "client_encoding",
+        "application_name",
+        "statement_timeout",
+        "lock_timeout",
+        "idle_in_transaction_session_timeout",
+        "extra_float_digits",
+        "standard_conforming_strings",
+        "client_min_messages",
+        "default_transaction_isolation",
+        "transaction_isolation",
+        "bytea_output",
+        "row_security",
+        "synchronous_commit",
+        "work_mem",
+        "jit",
+    ];
+    if !(KNOWN.contains(&name) || name.contains('.') || current.contains_key(name)) {
+        return Err(Error::new("42704", format!("unrecognized configuration parameter \"{name}\"")));
+    }
+    Ok(match name {
+        "server_version"
+        | "server_version_num"
+        | "server_encoding"
+        | "integer_datetimes"
+        | "max_identifier_length"
+        | "is_superuser" => return Err(Error::new("55P02", format!("parameter \"{name}\" cannot be changed"))),
+        "tern.dialect" => return Err(Error::unsupported("changing tern.dialect other than with SET")),
+        "timezone" => {
+            crate::temporal::session_zone::of_setting(value)?;
+            value.to_string()
+        }
+        "datestyle" => crate::temporal::session_zone::date_style(value)?,
+        "intervalstyle" => crate::temporal::session_zone::interval_style(value)?,
+        _ => value.to_string(),
+    })
+}
+
 /// Session ids, unique in the process.
 static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -729,32 +779,7 @@ impl Session {
     /// (PostgreSQL's common ones, what the server set, or a dotted custom name) is stored and
     /// read back by `current_setting()`; another is 42704, as in PostgreSQL.
     fn set_parameter(&mut self, name: &str, values: &[ast::Expr]) -> Result<()> {
-        const KNOWN: &[&str] = &[
-            "search_path",
-            "timezone",
-            "datestyle",
-            "intervalstyle",
-            "client_encoding",
-            "application_name",
-            "statement_timeout",
-            "lock_timeout",
-            "idle_in_transaction_session_timeout",
-            "extra_float_digits",
-            "standard_conforming_strings",
-            "client_min_messages",
-            "default_transaction_isolation",
-            "transaction_isolation",
-            "bytea_output",
-            "row_security",
-            "synchronous_commit",
-            "work_mem",
-            "jit",
-        ];
         let name = name.trim_matches('"').to_ascii_lowercase();
-        let known = KNOWN.contains(&name.as_str()) || name.contains('.') || self.settings.read().contains_key(&name);
-        if !known {
-            return Err(Error::new("42704", format!("unrecognized configuration parameter \"{name}\"")));
-        }
         let text = |expr: &ast::Expr| match expr {
             ast::Expr::Value(value) => match &value.value {
                 ast::Value::SingleQuotedString(text) | ast::Value::DoubleQuotedString(text) => text.clone(),
@@ -763,15 +788,8 @@ impl Session {
             ast::Expr::Identifier(ident) => ident.value.clone(),
             other => other.to_string(),
         };
-        let mut value = values.iter().map(text).collect::<Vec<_>>().join(", ");
-        match name.as_str() {
-            "timezone" => {
-                crate::temporal::session_zone::of_setting(&value)?;
-            }
-            "datestyle" => value = crate::temporal::session_zone::date_style(&value)?,
-            "intervalstyle" => value = crate::temporal::session_zone::interval_style(&value)?,
-            _ => {}
-        }
+        let value = values.iter().map(text).collect::<Vec<_>>().join(", ");
+        let value = checked_setting(&name, &value, &self.settings.read())?;
         self.settings.write().insert(name, value);
         Ok(())
     }
