@@ -46,6 +46,9 @@ const CONSTRAINT_OID_OFFSET: i64 = 0x3000_0000;
 const CHECK_OID_BASE: i64 = 0x6000_0000;
 const FOREIGN_KEY_OID_BASE: i64 = 0x7000_0000;
 const ENUM_LABEL_OID_BASE: i64 = 0x8000_0000;
+const OPCLASS_OID_BASE: i64 = 0x0A00_0000;
+/// PostgreSQL's `anyenum`, the input type of `enum_ops`.
+const ANYENUM_OID: u32 = 3500;
 /// `pg_am`: the heap (tables) and btree (indexes) access methods.
 const HEAP_AM_OID: i64 = 2;
 const BTREE_AM_OID: i64 = 403;
@@ -96,6 +99,7 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
         ("pg_catalog", "pg_settings") => (crate::pg_settings::COLUMNS, crate::pg_settings::rows()),
         ("pg_catalog", "pg_proc") => (crate::pg_proc::COLUMNS, pg_proc(catalog)),
         ("pg_catalog", "pg_language") => (PG_LANGUAGE, languages()),
+        ("pg_catalog", "pg_opclass") => (PG_OPCLASS, operator_classes()),
         ("information_schema", "schemata") => (SCHEMATA, schemata()),
         ("information_schema", "tables") => (TABLES, listing().tables()),
         ("information_schema", "views") => (VIEWS, listing().views()),
@@ -492,6 +496,8 @@ struct Index {
     table_name: String,
     /// (attnum in the table, column name).
     columns: Vec<(i64, String)>,
+    /// The operator class of each column (`pg_index.indclass`).
+    classes: Vec<i64>,
     unique: bool,
     primary: bool,
     /// Backs a PRIMARY KEY or UNIQUE constraint.
@@ -562,6 +568,7 @@ impl Listing {
             let oid = table_oid(table);
             let name = table.name.to_ascii_lowercase();
             let attnum = |column: usize| column as i64 + 1;
+            let column_class = |column: usize| column_operator_class(&table.columns[column]);
             let column_name = |column: usize| table.columns[column].name.clone();
             if !table.primary_key.is_empty() {
                 let columns: Vec<(i64, String)> =
@@ -571,6 +578,7 @@ impl Listing {
                     name: primary_key_name(table),
                     table_oid: oid,
                     table_name: name.clone(),
+                    classes: table.primary_key.iter().map(|&column| column_class(column)).collect(),
                     columns,
                     unique: true,
                     primary: true,
@@ -585,6 +593,7 @@ impl Listing {
                     table_oid: oid,
                     table_name: name.clone(),
                     columns: index.columns.iter().map(|&column| (attnum(column), column_name(column))).collect(),
+                    classes: index.columns.iter().map(|&column| column_class(column)).collect(),
                     unique: index.unique,
                     primary,
                     constraint: index.constraint,
@@ -845,6 +854,7 @@ impl Listing {
             .iter()
             .map(|index| {
                 let key: Vec<String> = index.columns.iter().map(|(attnum, _)| attnum.to_string()).collect();
+                let classes: Vec<String> = index.classes.iter().map(ToString::to_string).collect();
                 vec![
                     int(index.oid),
                     int(index.table_oid),
@@ -863,7 +873,7 @@ impl Listing {
                     boolean(false),
                     text(key.join(" ")),
                     null(),
-                    null(),
+                    text(classes.join(" ")),
                     null(),
                     null(),
                     null(),
@@ -1224,6 +1234,46 @@ fn languages() -> Vec<Vec<Expr>> {
         .collect()
 }
 
+/// The OID of the default btree operator class of a type (`int4_ops`, `text_ops`, ...).
+fn operator_class_oid(type_oid: u32) -> i64 {
+    OPCLASS_OID_BASE + i64::from(type_oid)
+}
+
+/// The operator class of a column: its type's, `enum_ops` or `record_ops` for the types CREATE
+/// TYPE makes.
+fn column_operator_class(column: &ColumnDef) -> i64 {
+    operator_class_oid(match column.affinity {
+        Affinity::Enum(_) => ANYENUM_OID,
+        Affinity::Composite(_) => pgtype::RECORD,
+        _ => Attribute::of_column(column, false).type_oid(),
+    })
+}
+
+/// `pg_opclass`: the default btree class of each type, the classes Tern's indexes use.
+fn operator_classes() -> Vec<Vec<Expr>> {
+    let types = pgtype::BUILT_IN
+        .iter()
+        .filter(|(oid, ..)| *oid != pgtype::UNKNOWN && *oid != pgtype::RECORD)
+        .map(|&(oid, name, ..)| (oid, format!("{name}_ops")))
+        .chain([(ANYENUM_OID, "enum_ops".to_string()), (pgtype::RECORD, "record_ops".to_string())]);
+    types
+        .map(|(oid, name)| {
+            let class = operator_class_oid(oid);
+            vec![
+                int(class),
+                int(BTREE_AM_OID),
+                text(name),
+                int(PG_CATALOG_OID),
+                int(OWNER_OID),
+                int(class),
+                int(i64::from(oid)),
+                boolean(true),
+                int(0),
+            ]
+        })
+        .collect()
+}
+
 fn access_methods() -> Vec<Vec<Expr>> {
     vec![
         vec![int(HEAP_AM_OID), text("heap"), text("heap_tableam_handler"), text("t")],
@@ -1446,6 +1496,18 @@ const PG_TYPE: &[(&str, &str)] = &[
 
 const PG_ENUM: &[(&str, &str)] =
     &[("oid", "oid"), ("enumtypid", "oid"), ("enumsortorder", "float4"), ("enumlabel", "name")];
+
+const PG_OPCLASS: &[(&str, &str)] = &[
+    ("oid", "oid"),
+    ("opcmethod", "oid"),
+    ("opcname", "name"),
+    ("opcnamespace", "oid"),
+    ("opcowner", "oid"),
+    ("opcfamily", "oid"),
+    ("opcintype", "oid"),
+    ("opcdefault", "bool"),
+    ("opckeytype", "oid"),
+];
 
 const PG_LANGUAGE: &[(&str, &str)] =
     &[("oid", "oid"), ("lanname", "name"), ("lanowner", "oid"), ("lanispl", "bool"), ("lanpltrusted", "bool")];

@@ -36,3 +36,4 @@ SELECT timestamptz '2024-01-15 12:00:00+00';
 SELECT set_config('TimeZone', 'Mars/Olympus', false);
 SELECT set_config('server_version', '1', false);
 SELECT set_config('TimeZone', 'UTC', false);
+SELECT opcname, opcdefault FROM pg_opclass WHERE opcname IN ('int4_ops', 'text_ops', 'enum_ops') AND opcmethod = 403 ORDER BY 1;
