@@ -404,7 +404,7 @@ impl Backend {
             out.row_description(&describe_columns(&columns, formats));
             let catalog = self.session.catalog();
             // TIMESTAMPTZ values are written in the session's time zone.
-            let _zone = tern_sql::temporal::session_zone::enter(self.session.time_zone());
+            let _zone = self.session.enter_time_zone();
             for row in &rows {
                 send_row(out, row, &columns, formats, &catalog)?;
             }
@@ -656,7 +656,7 @@ impl Backend {
 
     fn copy(&mut self, spec: &CopySpec, out: &mut Out, extended: bool) -> Result<Flow, Error> {
         let catalog = self.session.catalog();
-        let _zone = tern_sql::temporal::session_zone::enter(self.session.time_zone());
+        let _zone = self.session.enter_time_zone();
         if !spec.from {
             let query = match &spec.source {
                 Source::Query(query) => query.clone(),
@@ -785,7 +785,7 @@ impl Backend {
             let mut values = Vec::with_capacity(fields.len());
             let catalog = self.session.catalog();
             // Text without an offset reads in the session's time zone.
-            let _zone = tern_sql::temporal::session_zone::enter(self.session.time_zone());
+            let _zone = self.session.enter_time_zone();
             for (field, oid) in fields.iter().zip(&copy.oids) {
                 values.push(match field {
                     None => Value::Null,
@@ -985,7 +985,7 @@ impl Backend {
         }
         let mut params = Vec::with_capacity(raw.len());
         let catalog = self.session.catalog();
-        let _zone = tern_sql::temporal::session_zone::enter(self.session.time_zone());
+        let _zone = self.session.enter_time_zone();
         for (index, value) in raw.iter().enumerate() {
             let format = formats.get(if formats.len() == 1 { 0 } else { index }).copied().unwrap_or(0);
             let oid = prepared.param_oids.get(index).copied().unwrap_or(types::TEXT);
@@ -1090,7 +1090,7 @@ impl Backend {
         let limit = if max_rows <= 0 { usize::MAX } else { max_rows as usize };
         let mut sent = 0;
         let catalog = self.session.catalog();
-        let _zone = tern_sql::temporal::session_zone::enter(self.session.time_zone());
+        let _zone = self.session.enter_time_zone();
         while sent < limit
             && let Some(row) = result.rows.pop_front()
         {

@@ -91,22 +91,11 @@ pub fn encode_text(value: &Value, oid: u32, catalog: &Catalog) -> Option<Vec<u8>
             Some(false) => b"f".to_vec(),
             None => value.to_text().into_bytes(),
         },
-        (Value::Real(real), _) => format_real(*real).into_bytes(),
+        (Value::Real(real), _) => tern_sql::pgtype::float_text(*real).into_bytes(),
         (Value::Blob(bytes), _) => hex_bytea(bytes),
         (Value::Text(text), BYTEA) => hex_bytea(text.as_bytes()),
         (value, _) => value.to_text().into_bytes(),
     })
-}
-
-/// A float as PostgreSQL prints it: shortest round-trip digits, `Infinity`, `NaN`.
-fn format_real(real: f64) -> String {
-    if real.is_nan() {
-        "NaN".into()
-    } else if real.is_infinite() {
-        if real > 0.0 { "Infinity".into() } else { "-Infinity".into() }
-    } else {
-        format!("{real}")
-    }
 }
 
 fn hex_bytea(bytes: &[u8]) -> Vec<u8> {

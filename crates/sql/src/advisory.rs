@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::value::Value;
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// A lock's name: a `bigint` (space 1) or a pair of `integer`s (space 2).
@@ -68,6 +68,9 @@ struct Holder {
 pub struct AdvisoryLocks {
     /// Per key, how many times each holder took it.
     held: Mutex<HashMap<Key, HashMap<Holder, u32>>>,
+    /// How many (key, holder) entries `held` has: every statement's end asks to release its
+    /// session's transaction-level holds, and reads this instead of the lock when none exist.
+    entries: AtomicUsize,
     released: Condvar,
 }
 
@@ -92,7 +95,11 @@ impl AdvisoryLocks {
                 holders.keys().any(|holder| holder.session != session && (!shared || !holder.shared))
             });
             if !conflicts {
-                *held.entry(key).or_default().entry(Holder { session, level, shared }).or_insert(0) += 1;
+                let count = held.entry(key).or_default().entry(Holder { session, level, shared }).or_insert(0);
+                if *count == 0 {
+                    self.entries.fetch_add(1, Ordering::Relaxed);
+                }
+                *count += 1;
                 return Ok(true);
             }
             if !wait {
@@ -115,6 +122,7 @@ impl AdvisoryLocks {
         *count -= 1;
         if *count == 0 {
             holders.remove(&holder);
+            self.entries.fetch_sub(1, Ordering::Relaxed);
         }
         if holders.is_empty() {
             held.remove(&key);
@@ -127,16 +135,19 @@ impl AdvisoryLocks {
     /// Releases every hold of `session` at `level` (`pg_advisory_unlock_all` for the session
     /// level; the end of a transaction for its level; both when the session ends).
     pub fn release_all(&self, session: u64, level: Level) {
+        if self.entries.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         let mut held = self.held.lock();
-        let before = held.len();
         let mut changed = false;
         held.retain(|_, holders| {
             let count = holders.len();
             holders.retain(|holder, _| holder.session != session || holder.level != level);
+            self.entries.fetch_sub(count - holders.len(), Ordering::Relaxed);
             changed |= holders.len() != count;
             !holders.is_empty()
         });
-        if changed || held.len() != before {
+        if changed {
             drop(held);
             self.released.notify_all();
         }

@@ -224,6 +224,28 @@ fn comparison_literal(affinity: Affinity, value: Value) -> Result<Value> {
     }
 }
 
+/// 42883 unless a function `name` gets from `min` to `max` arguments.
+fn check_arity(name: &str, given: usize, min: usize, max: usize) -> Result<()> {
+    if given < min || given > max {
+        return Err(Error::new("42883", format!("wrong number of arguments to function {name}()")));
+    }
+    Ok(())
+}
+
+/// `CASE key WHEN a THEN x ... END` (NULL when none matches): a catalog function bound to the
+/// answers of the catalog the statement sees.
+fn lookup(key: Expr, pairs: Vec<(Expr, Expr)>) -> Expr {
+    Expr::Case { operand: Some(Box::new(key)), whens: pairs, otherwise: None }
+}
+
+fn text(value: &str) -> Expr {
+    Expr::Literal(Value::Text(value.to_string()))
+}
+
+fn integer(value: i64) -> Expr {
+    Expr::Literal(Value::Integer(value))
+}
+
 struct Relation {
     plan: Plan,
     width: usize,
@@ -1529,28 +1551,9 @@ impl<'c> Binder<'c> {
                     vec![self.bind_expr(array, scope)?, self.bind_expr(left, scope)?],
                 ),
             },
-            E::CompoundFieldAccess { root, access_chain } => match access_chain.as_slice() {
-                [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] => Expr::Function(
-                    ScalarFunction::ArrayElement,
-                    vec![self.bind_expr(root, scope)?, self.bind_expr(index, scope)?],
-                ),
-                chain => {
-                    // `(row).field.field...`: fields of composite values.
-                    let fields: Option<Vec<&ast::Ident>> = chain
-                        .iter()
-                        .map(|access| match access {
-                            ast::AccessExpr::Dot(ast::Expr::Identifier(field)) => Some(field),
-                            _ => None,
-                        })
-                        .collect();
-                    let Some(fields) = fields else { return Err(Error::unsupported(format!("expression {expr}"))) };
-                    let mut bound = self.bind_expr(root, scope)?;
-                    for field in fields {
-                        bound = self.bind_field_access(bound, field, scope)?;
-                    }
-                    bound
-                }
-            },
+            E::CompoundFieldAccess { root, access_chain } => {
+                self.bind_compound_access(expr, root, access_chain, scope)?
+            }
             // `ARRAY[a, b, ...]`: an array literal of the elements' text ([`crate::array`]).
             E::Array(array) => Expr::Function(
                 ScalarFunction::ArrayConstruct,
@@ -1945,6 +1948,38 @@ impl<'c> Binder<'c> {
         Ok(Expr::ScalarSubquery(self.subquery(&wrapper, scope)?))
     }
 
+    /// `array[i]`, and `(row).field.field...` on values of composite types.
+    fn bind_compound_access(
+        &mut self,
+        expr: &ast::Expr,
+        root: &ast::Expr,
+        access_chain: &[ast::AccessExpr],
+        scope: &Scope,
+    ) -> Result<Expr> {
+        Ok(match access_chain {
+            [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] => Expr::Function(
+                ScalarFunction::ArrayElement,
+                vec![self.bind_expr(root, scope)?, self.bind_expr(index, scope)?],
+            ),
+            chain => {
+                // `(row).field.field...`: fields of composite values.
+                let fields: Option<Vec<&ast::Ident>> = chain
+                    .iter()
+                    .map(|access| match access {
+                        ast::AccessExpr::Dot(ast::Expr::Identifier(field)) => Some(field),
+                        _ => None,
+                    })
+                    .collect();
+                let Some(fields) = fields else { return Err(Error::unsupported(format!("expression {expr}"))) };
+                let mut bound = self.bind_expr(root, scope)?;
+                for field in fields {
+                    bound = self.bind_field_access(bound, field, scope)?;
+                }
+                bound
+            }
+        })
+    }
+
     /// `(value).field` on a value of a composite type: the field, typed as the field is.
     fn bind_field_access(&mut self, value: Expr, field: &ast::Ident, scope: &Scope) -> Result<Expr> {
         let Some(Affinity::Composite(id)) = self.expr_affinity(&value, scope) else {
@@ -1966,20 +2001,7 @@ impl<'c> Binder<'c> {
     /// `enum_range`, `format_type` of user types, `pg_get_function_result`,
     /// `pg_get_function_arguments`, `pg_function_is_visible`. `None` for other functions.
     fn bind_user_object_function(&mut self, name: &str, args: &[&ast::Expr], scope: &Scope) -> Result<Option<Expr>> {
-        let arity = |min: usize, max: usize| {
-            if args.len() < min || args.len() > max {
-                Err(Error::new("42883", format!("wrong number of arguments to function {name}()")))
-            } else {
-                Ok(())
-            }
-        };
-        let lookup = |key: Expr, pairs: Vec<(Expr, Expr)>| Expr::Case {
-            operand: Some(Box::new(key)),
-            whens: pairs,
-            otherwise: None,
-        };
-        let text = |value: &str| Expr::Literal(Value::Text(value.to_string()));
-        let integer = |value: i64| Expr::Literal(Value::Integer(value));
+        let arity = |min: usize, max: usize| check_arity(name, args.len(), min, max);
         Ok(Some(match name {
             "enum_first" | "enum_last" | "enum_range" => {
                 let bound = args.iter().map(|arg| self.bind_expr(arg, scope)).collect::<Result<Vec<_>>>()?;
@@ -2038,20 +2060,7 @@ impl<'c> Binder<'c> {
         if let Some(bound) = self.bind_user_object_function(name, args, scope)? {
             return Ok(Some(bound));
         }
-        let arity = |min: usize, max: usize| {
-            if args.len() < min || args.len() > max {
-                Err(Error::new("42883", format!("wrong number of arguments to function {name}()")))
-            } else {
-                Ok(())
-            }
-        };
-        let lookup = |key: Expr, pairs: Vec<(Expr, Expr)>| Expr::Case {
-            operand: Some(Box::new(key)),
-            whens: pairs,
-            otherwise: None,
-        };
-        let text = |value: &str| Expr::Literal(Value::Text(value.to_string()));
-        let integer = |value: i64| Expr::Literal(Value::Integer(value));
+        let arity = |min: usize, max: usize| check_arity(name, args.len(), min, max);
         Ok(Some(match name {
             "pg_get_userbyid" => {
                 arity(1, 1)?;

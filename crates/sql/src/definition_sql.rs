@@ -7,7 +7,7 @@ use crate::system::quote_ident;
 use std::collections::BTreeSet;
 
 fn quote_literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
+    crate::value::Value::Text(text.to_string()).sql_literal()
 }
 
 /// CREATE TYPE and CREATE DOMAIN statements, each after the types it uses: enums, composite

@@ -85,9 +85,7 @@ pub fn of_type<'c>(catalog: &'c Catalog, declared: &str) -> Option<&'c Arc<Domai
     if catalog.domains.is_empty() {
         return None;
     }
-    let name = declared.trim().trim_matches('"').to_ascii_lowercase();
-    let name = name.strip_prefix("public.").unwrap_or(&name);
-    catalog.domains.get(name)
+    catalog.domains.get(&crate::user_type::type_key(declared))
 }
 
 /// The domain's checks over `value` (an expression), joined with AND; `None` without checks.

@@ -1663,39 +1663,7 @@ impl<'t> Executor<'t> {
                     None => Value::Null,
                 }
             }
-            Expr::Cast(inner, to) => {
-                let value = self.eval(inner, env)?;
-                if value.is_null() {
-                    return Ok(Value::Null);
-                }
-                if let Value::Enum(label) = &value
-                    && !matches!(to, CastType::Text | CastType::Enum(_) | CastType::Composite(_))
-                {
-                    return Err(Error::new(
-                        "42846",
-                        format!("cannot cast enum value '{}' to type {}", label.label, to.type_name()),
-                    ));
-                }
-                match to {
-                    CastType::Integer | CastType::Oid => value.cast_integer(),
-                    CastType::Real => value.cast_real(),
-                    CastType::Numeric => value.cast_numeric(),
-                    CastType::Decimal(precision, scale) => value.cast_decimal(*precision, *scale)?,
-                    CastType::Text => Value::Text(value.to_text()),
-                    CastType::Int(_)
-                    | CastType::Boolean
-                    | CastType::Temporal(_)
-                    | CastType::Float
-                    | CastType::Number
-                    | CastType::Enum(_)
-                    | CastType::Composite(_)
-                    | CastType::Bytea => to.affinity().store(value)?,
-                    CastType::Blob => match value {
-                        Value::Blob(bytes) => Value::Blob(bytes),
-                        other => Value::Blob(other.to_text().into_bytes()),
-                    },
-                }
-            }
+            Expr::Cast(inner, to) => to.cast(self.eval(inner, env)?)?,
             Expr::Affinity(inner, affinity) => match (affinity, self.eval(inner, env)?) {
                 // Text meeting an enum must be one of its labels (22P02), as in PostgreSQL.
                 (Affinity::Enum(_), text @ Value::Text(_)) => affinity.store(text)?,

@@ -45,13 +45,9 @@ pub const COLUMNS: &[(&str, &str)] = &[
 pub const SQL_LANGUAGE_OID: i64 = 14;
 const FUNCTION_OID_BASE: i64 = 0x5000_0000;
 
-/// A function's OID: stable for its name (one function per name), FNV-1a as views' are.
+/// A function's OID: stable for its name (one function per name), as views' are.
 pub fn function_oid(name: &str) -> i64 {
-    let mut hash: u32 = 0x811c_9dc5;
-    for byte in name.bytes() {
-        hash = (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193);
-    }
-    FUNCTION_OID_BASE + i64::from(hash & 0x0fff_ffff)
+    crate::pgtype::name_oid(FUNCTION_OID_BASE, name)
 }
 
 /// A declared type's OID and its name as `format_type` spells it, user types included.

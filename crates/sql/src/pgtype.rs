@@ -66,6 +66,27 @@ pub const BUILT_IN: &[(u32, &str, i64, &str, i64)] = &[
     (RECORD, "record", -1, "P", 0),
 ];
 
+/// A float in PostgreSQL's text form: the shortest digits that read back, `NaN`, `Infinity`.
+pub fn float_text(real: f64) -> String {
+    if real.is_nan() {
+        "NaN".into()
+    } else if real.is_infinite() {
+        if real > 0.0 { "Infinity".into() } else { "-Infinity".into() }
+    } else {
+        format!("{real}")
+    }
+}
+
+/// An OID stable for a name across runs and builds (FNV-1a; the standard library's hasher is
+/// not stable): `base` plus 28 bits of the hash.
+pub fn name_oid(base: i64, name: &str) -> i64 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in name.bytes() {
+        hash = (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193);
+    }
+    base + i64::from(hash & 0x0fff_ffff)
+}
+
 /// Text in `bytea`'s input forms: `\x` and hex digit pairs (white space between pairs
 /// allowed), or the escape form, where `\\` is a backslash and `\nnn` an octal byte; `None`
 /// when malformed (a lone backslash, an odd hex digit).

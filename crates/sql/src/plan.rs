@@ -5,6 +5,7 @@
 //! subqueries) say how many query levels up they point.
 
 use crate::catalog::{IndexDef, TableDef};
+use crate::error::{Error, Result};
 use crate::value::{Affinity, Value};
 use std::fmt;
 use std::sync::Arc;
@@ -126,6 +127,41 @@ impl CastType {
             CastType::Enum(id) => Affinity::Enum(id),
             CastType::Composite(id) => Affinity::Composite(id),
         }
+    }
+
+    /// `CAST(value AS type)`: NULL stays NULL; an enum label casts only to text or an enum or
+    /// composite type (42846 otherwise).
+    pub fn cast(self, value: Value) -> Result<Value> {
+        if value.is_null() {
+            return Ok(Value::Null);
+        }
+        if let Value::Enum(label) = &value
+            && !matches!(self, CastType::Text | CastType::Enum(_) | CastType::Composite(_))
+        {
+            return Err(Error::new(
+                "42846",
+                format!("cannot cast enum value '{}' to type {}", label.label, self.type_name()),
+            ));
+        }
+        Ok(match self {
+            CastType::Integer | CastType::Oid => value.cast_integer(),
+            CastType::Real => value.cast_real(),
+            CastType::Numeric => value.cast_numeric(),
+            CastType::Decimal(precision, scale) => value.cast_decimal(precision, scale)?,
+            CastType::Text => Value::Text(value.to_text()),
+            CastType::Int(_)
+            | CastType::Boolean
+            | CastType::Temporal(_)
+            | CastType::Float
+            | CastType::Number
+            | CastType::Enum(_)
+            | CastType::Composite(_)
+            | CastType::Bytea => self.affinity().store(value)?,
+            CastType::Blob => match value {
+                Value::Blob(bytes) => Value::Blob(bytes),
+                other => Value::Blob(other.to_text().into_bytes()),
+            },
+        })
     }
 
     /// The PostgreSQL name of the type this casts to, for messages.

@@ -812,16 +812,22 @@ impl Session {
     /// The zone the `timezone` setting names (UTC when there is none): the zone statements run
     /// in and TIMESTAMPTZ values are written in ([`crate::temporal::session_zone`]).
     pub fn time_zone(&mut self) -> crate::temporal::zone::Zone {
-        let setting = self.settings.read().get("timezone").cloned().unwrap_or_default();
-        match &self.time_zone {
-            Some((read, zone)) if *read == setting => zone.clone(),
-            _ => {
-                let zone = crate::temporal::session_zone::of_setting(&setting)
-                    .unwrap_or(crate::temporal::zone::Zone::Fixed(0));
-                self.time_zone = Some((setting, zone.clone()));
-                zone
-            }
+        let settings = self.settings.read();
+        let setting = settings.get("timezone").map_or("", String::as_str);
+        if let Some((read, zone)) = &self.time_zone
+            && read == setting
+        {
+            return zone.clone();
         }
+        let zone = crate::temporal::session_zone::of_setting(setting).unwrap_or(crate::temporal::zone::Zone::Fixed(0));
+        self.time_zone = Some((setting.to_string(), zone.clone()));
+        zone
+    }
+
+    /// Makes the session's time zone the current one until the guard is dropped (around code
+    /// that reads or writes TIMESTAMPTZ as text outside a statement: a result's rows).
+    pub fn enter_time_zone(&mut self) -> crate::temporal::session_zone::ZoneGuard {
+        crate::temporal::session_zone::enter(self.time_zone())
     }
 
     /// The dialect this session speaks.
@@ -1015,7 +1021,7 @@ impl Session {
     ) -> Result<Outcome> {
         // The statement runs in the session's time zone, at its transaction's time in the
         // postgres dialect (its own in the sqlite dialect and outside a transaction).
-        let _zone = crate::temporal::session_zone::enter(self.time_zone());
+        let _zone = self.enter_time_zone();
         let now = match &self.transaction {
             Some(open) if self.dialect == Dialect::Postgres => open.started,
             _ => crate::temporal::clock::system_micros(),

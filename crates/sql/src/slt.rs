@@ -25,7 +25,7 @@ impl Engine for SltEngine {
         let catalog = self.session.catalog();
         let postgres = self.session.dialect() == crate::dialect::Dialect::Postgres;
         // TIMESTAMPTZ values print in the session's time zone, as the server writes them.
-        let _zone = crate::temporal::session_zone::enter(self.session.time_zone());
+        let _zone = self.session.enter_time_zone();
         Ok(match outcomes.into_iter().last() {
             Some(Outcome::Rows { rows, .. }) => rows
                 .into_iter()

@@ -378,12 +378,7 @@ fn primary_key_name(table: &TableDef) -> String {
 }
 
 fn view_oid(name: &str) -> i64 {
-    // FNV-1a: stable across runs and builds (the standard library's hasher is not).
-    let mut hash: u32 = 0x811c_9dc5;
-    for byte in name.bytes() {
-        hash = (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193);
-    }
-    VIEW_OID_BASE + i64::from(hash & 0x0fff_ffff)
+    pgtype::name_oid(VIEW_OID_BASE, name)
 }
 
 // ---- values ---------------------------------------------------------------------------------

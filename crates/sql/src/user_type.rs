@@ -37,6 +37,15 @@ pub fn execute(catalog: &Catalog, statement: &ast::Statement) -> Result<(Catalog
     }
 }
 
+/// The catalog key of a type name as written: lower case, quotes and `public.` taken off.
+pub fn type_key(written: &str) -> String {
+    let name = written.trim().trim_matches('"').to_ascii_lowercase();
+    match name.strip_prefix("public.") {
+        Some(bare) => bare.to_string(),
+        None => name,
+    }
+}
+
 /// A name no other type has: 42710 when a built-in type, a domain, an enum or a composite
 /// type has it.
 pub fn check_name_free(catalog: &Catalog, name: &str) -> Result<()> {

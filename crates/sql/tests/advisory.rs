@@ -3,13 +3,10 @@
 //! are compared with PostgreSQL's in `crates/server/tests/pg/catalogs.sql`.)
 
 use std::time::Duration;
-use tern_sql::{Database, Dialect, Session, Value};
+use tern_sql::{Database, Session, Value};
 
-fn postgres(db: &Database) -> Session {
-    let mut session = db.session();
-    session.set_dialect(Dialect::Postgres);
-    session
-}
+mod common;
+use common::postgres;
 
 fn truth(session: &mut Session, sql: &str) -> bool {
     let (_, rows) = session.query(sql, &[]).unwrap_or_else(|error| panic!("{sql}: {error}"));

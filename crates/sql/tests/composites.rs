@@ -4,34 +4,10 @@
 //! (`crates/server/tests/pg/composites.sql` runs the same kind of statements against
 //! PostgreSQL itself.)
 
-use tern_sql::{Database, Dialect, Options, Session, Value};
+use tern_sql::{Database, Options};
 
-fn postgres(db: &Database) -> Session {
-    let mut session = db.session();
-    session.set_dialect(Dialect::Postgres);
-    session
-}
-
-fn texts(session: &mut Session, sql: &str) -> Vec<String> {
-    let (_, rows) = session.query(sql, &[]).unwrap_or_else(|error| panic!("{sql}: {error}"));
-    rows.into_iter().map(|row| row.iter().map(Value::to_text).collect::<Vec<_>>().join("|")).collect()
-}
-
-fn sqlstate(session: &mut Session, sql: &str) -> &'static str {
-    match session.execute(sql, &[]) {
-        Ok(_) => panic!("{sql} should fail"),
-        Err(error) => error.sqlstate,
-    }
-}
-
-fn run(session: &mut Session, sql: &str) {
-    session.execute(sql, &[]).unwrap_or_else(|error| panic!("{sql}: {error}"));
-}
-
-fn check(db: &Database) {
-    let report = db.integrity_check().unwrap();
-    assert!(report.is_ok(), "{:?}", report.problems);
-}
+mod common;
+use common::{check, postgres, run, sqlstate, texts};
 
 #[test]
 fn row_values_key_and_order_field_by_field() {

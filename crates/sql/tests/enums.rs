@@ -4,29 +4,10 @@
 //! survive a reopen. (`crates/server/tests/pg/enums.sql` runs the same kind of statements
 //! against PostgreSQL itself.)
 
-use tern_sql::{Database, Dialect, Options, Session, Value};
+use tern_sql::{Database, Options, Value};
 
-fn postgres(db: &Database) -> Session {
-    let mut session = db.session();
-    session.set_dialect(Dialect::Postgres);
-    session
-}
-
-fn texts(session: &mut Session, sql: &str) -> Vec<String> {
-    let (_, rows) = session.query(sql, &[]).unwrap_or_else(|error| panic!("{sql}: {error}"));
-    rows.into_iter().map(|row| row.iter().map(Value::to_text).collect::<Vec<_>>().join("|")).collect()
-}
-
-fn sqlstate(session: &mut Session, sql: &str) -> &'static str {
-    match session.execute(sql, &[]) {
-        Ok(_) => panic!("{sql} should fail"),
-        Err(error) => error.sqlstate,
-    }
-}
-
-fn run(session: &mut Session, sql: &str) {
-    session.execute(sql, &[]).unwrap_or_else(|error| panic!("{sql}: {error}"));
-}
+mod common;
+use common::{postgres, run, sqlstate, texts};
 
 #[test]
 fn values_order_by_declaration_in_scans_indexes_and_keys() {

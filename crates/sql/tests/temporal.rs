@@ -3,29 +3,10 @@
 //! 15's (the same statements run against PostgreSQL itself in
 //! `crates/server/tests/pg/temporal.sql`).
 
-use tern_sql::{Database, Dialect, Options, Session, Value};
+use tern_sql::{Database, Options, Value};
 
-fn postgres(db: &Database) -> Session {
-    let mut session = db.session();
-    session.set_dialect(Dialect::Postgres);
-    session
-}
-
-fn texts(session: &mut Session, sql: &str) -> Vec<String> {
-    let (_, rows) = session.query(sql, &[]).unwrap_or_else(|error| panic!("{sql}: {error}"));
-    rows.into_iter().map(|row| row.iter().map(Value::to_text).collect::<Vec<_>>().join("|")).collect()
-}
-
-fn one(session: &mut Session, sql: &str) -> String {
-    texts(session, sql).remove(0)
-}
-
-fn sqlstate(session: &mut Session, sql: &str) -> &'static str {
-    match session.execute(sql, &[]) {
-        Ok(_) => panic!("{sql} should fail"),
-        Err(error) => error.sqlstate,
-    }
-}
+mod common;
+use common::{one, postgres, sqlstate, texts};
 
 #[test]
 fn literals_casts_and_output_forms() {

@@ -421,7 +421,7 @@ impl Connection {
         for statement in &statements {
             let outcome = self.session.borrow_mut().execute_statement(statement, &[])?;
             // What `each` prints of a TIMESTAMPTZ is in the session's time zone.
-            let _zone = tern_sql::temporal::session_zone::enter(self.session.borrow_mut().time_zone());
+            let _zone = self.session.borrow_mut().enter_time_zone();
             each(outcome.into())?;
         }
         Ok(())

@@ -16,7 +16,7 @@ pub mod ddl;
 pub mod text;
 
 use crate::error::{Error, Result};
-use crate::interned::Interner;
+use crate::interned::{Id, Interned, Interner};
 use crate::value::{Affinity, Value};
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -145,36 +145,23 @@ impl Record {
 }
 
 /// The registry's handle on one composite definition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct CompositeId(u32);
+pub type CompositeId = Id<CompositeType>;
 
-static REGISTRY: Interner<CompositeType> = Interner::new();
+static REGISTRY: Interner<CompositeType> = Interner::empty();
 
-impl CompositeId {
-    pub fn intern(definition: CompositeType) -> CompositeId {
-        CompositeId(REGISTRY.intern(definition))
-    }
-
-    pub fn get(self) -> Arc<CompositeType> {
-        REGISTRY.get(self.0)
-    }
-}
-
-impl Serialize for CompositeId {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        self.get().serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for CompositeId {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<CompositeId, D::Error> {
-        Ok(CompositeId::intern(CompositeType::deserialize(deserializer)?))
+impl Interned for CompositeType {
+    fn interner() -> &'static Interner<CompositeType> {
+        &REGISTRY
     }
 }
 
 /// The composite type a declared type or cast names, if it is one.
 pub fn of_type(catalog: &crate::catalog::Catalog, type_name: &str) -> Option<CompositeId> {
-    let name = type_name.trim().trim_matches('"').to_ascii_lowercase();
-    let name = name.strip_prefix("public.").unwrap_or(&name);
-    catalog.composites.get(name).map(|definition| CompositeId::intern((**definition).clone()))
+    if catalog.composites.is_empty() {
+        return None;
+    }
+    catalog
+        .composites
+        .get(&crate::user_type::type_key(type_name))
+        .map(|definition| CompositeId::intern((**definition).clone()))
 }

@@ -28,7 +28,7 @@ pub fn format(record: &Record, definition: Option<&super::CompositeType>) -> Str
                 Some(false) => "f".to_string(),
                 None => value.to_text(),
             },
-            Value::Real(real) => postgres_real(*real),
+            Value::Real(real) => crate::pgtype::float_text(*real),
             Value::Blob(bytes) => format!("\\x{}", crate::value::hex(bytes).to_ascii_lowercase()),
             value => value.to_text(),
         };
@@ -36,15 +36,6 @@ pub fn format(record: &Record, definition: Option<&super::CompositeType>) -> Str
     }
     out.push(')');
     out
-}
-
-/// A float as PostgreSQL prints one: `1`, not `1.0`; `NaN`, `Infinity`.
-fn postgres_real(real: f64) -> String {
-    match real {
-        real if real.is_nan() => "NaN".into(),
-        real if real.is_infinite() => if real > 0.0 { "Infinity" } else { "-Infinity" }.into(),
-        real => format!("{real}"),
-    }
 }
 
 fn quote_into(text: &str, out: &mut String) {

@@ -18,7 +18,7 @@ pub mod ddl;
 pub mod functions;
 
 use crate::error::{Error, Result};
-use crate::interned::Interner;
+use crate::interned::{Id, Interned, Interner};
 use crate::value::Value;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -96,37 +96,20 @@ impl EnumValue {
 }
 
 /// The registry's handle on one enum definition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct EnumId(u32);
+pub type EnumId = Id<EnumType>;
 
-static REGISTRY: Interner<EnumType> = Interner::new();
+static REGISTRY: Interner<EnumType> = Interner::empty();
 
-impl EnumId {
-    /// The id of a definition: the existing one when an equal definition was interned before.
-    pub fn intern(definition: EnumType) -> EnumId {
-        EnumId(REGISTRY.intern(definition))
-    }
-
-    pub fn get(self) -> Arc<EnumType> {
-        REGISTRY.get(self.0)
-    }
-}
-
-impl Serialize for EnumId {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        self.get().serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for EnumId {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<EnumId, D::Error> {
-        Ok(EnumId::intern(EnumType::deserialize(deserializer)?))
+impl Interned for EnumType {
+    fn interner() -> &'static Interner<EnumType> {
+        &REGISTRY
     }
 }
 
 /// The enum type a declared type or cast names, if it is one.
 pub fn of_type(catalog: &crate::catalog::Catalog, type_name: &str) -> Option<EnumId> {
-    let name = type_name.trim().trim_matches('"').to_ascii_lowercase();
-    let name = name.strip_prefix("public.").unwrap_or(&name);
-    catalog.enums.get(name).map(|definition| EnumId::intern((**definition).clone()))
+    if catalog.enums.is_empty() {
+        return None;
+    }
+    catalog.enums.get(&crate::user_type::type_key(type_name)).map(|definition| EnumId::intern((**definition).clone()))
 }
