@@ -2,6 +2,7 @@
 //! psycopg, JDBC, tokio-postgres, pgbench) use Tern unchanged. See `docs/server.md` and
 //! `docs/design/server.md`.
 
+mod array_binary;
 pub mod auth;
 mod backend;
 pub mod compat;

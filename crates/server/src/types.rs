@@ -17,6 +17,7 @@ pub use tern_sql::pgtype::{
     BOOL, BPCHAR, BYTEA, CHAR, DATE, FLOAT4, FLOAT8, INT2, INT4, INT8, INTERVAL, NAME, NUMERIC, OID, RECORD, REGCLASS,
     TEXT, TIME, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, VARCHAR, declared_oid, name_of, temporal_oid,
 };
+use tern_sql::pgtype::{JSON, JSONB, UUID, element_of};
 
 /// Days from 1970-01-01 to PostgreSQL's epoch, 2000-01-01.
 const POSTGRES_EPOCH_DAYS: i64 = 10_957;
@@ -30,7 +31,7 @@ pub fn size_of(oid: u32) -> i16 {
         CHAR => 1,
         INT4 | FLOAT4 | DATE | OID | REGCLASS => 4,
         INT8 | FLOAT8 | TIME | TIMESTAMP | TIMESTAMPTZ => 8,
-        INTERVAL => 16,
+        INTERVAL | UUID => 16,
         NAME => 64,
         _ => -1,
     }
@@ -149,6 +150,9 @@ pub fn encode_binary(value: &Value, oid: u32, catalog: &Catalog) -> Result<Optio
             other => other.to_text().into_bytes(),
         },
         DATE | TIME | TIMESTAMP | TIMESTAMPTZ | INTERVAL => temporal_send(value, oid)?,
+        JSONB => [&[1u8][..], value.to_text().as_bytes()].concat(),
+        UUID => uuid_bytes(&value.to_text()).ok_or_else(|| cannot(value, oid))?.to_vec(),
+        _ if element_of(oid).is_some() => crate::array_binary::send(value, oid, catalog)?,
         _ if matches!(value, Value::Record(_)) => crate::record_binary::send(value, catalog)?,
         // text, varchar, bpchar, name, unknown, enums: the value's text.
         _ => value.to_text().into_bytes(),
@@ -189,6 +193,14 @@ pub fn decode_binary(bytes: &[u8], oid: u32, catalog: &Catalog) -> Result<Value,
         FLOAT8 => Value::Real(f64::from_be_bytes(fixed(8)?.try_into().expect("8 bytes"))),
         NUMERIC => Value::Decimal(numeric_recv(bytes).ok_or_else(wrong)?),
         BYTEA => Value::Blob(bytes.to_vec()),
+        JSON => Value::Text(utf8(bytes)?),
+        // jsonb's binary form is a version byte (1), then the text.
+        JSONB => match bytes.split_first() {
+            Some((1, text)) => Value::Text(utf8(text)?),
+            _ => return Err(wrong()),
+        },
+        UUID => Value::Text(uuid_text(fixed(16)?)),
+        _ if element_of(oid).is_some() => crate::array_binary::recv(bytes, oid, catalog)?,
         DATE => {
             let days = i64::from(i32::from_be_bytes(fixed(4)?.try_into().expect("4 bytes")));
             Value::Temporal(Temporal::Date(match days {
@@ -237,6 +249,32 @@ pub fn decode_binary(bytes: &[u8], oid: u32, catalog: &Catalog) -> Result<Value,
             ));
         }
     })
+}
+
+fn utf8(bytes: &[u8]) -> Result<String, Error> {
+    String::from_utf8(bytes.to_vec()).map_err(|_| Error::new("22021", "text is not valid UTF-8"))
+}
+
+/// A UUID's 16 bytes from its text (hex digits, hyphens anywhere between pairs, braces
+/// around), as PostgreSQL reads it.
+fn uuid_bytes(text: &str) -> Option<[u8; 16]> {
+    let inner = text.trim();
+    let inner = inner.strip_prefix('{').and_then(|rest| rest.strip_suffix('}')).unwrap_or(inner);
+    let digits: Vec<u8> = inner.bytes().filter(|byte| *byte != b'-').collect();
+    if digits.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (slot, pair) in out.iter_mut().zip(digits.chunks(2)) {
+        *slot = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// A UUID's canonical text, `a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11`.
+fn uuid_text(bytes: &[u8]) -> String {
+    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
 }
 
 fn parse_bool(text: &str) -> Option<bool> {

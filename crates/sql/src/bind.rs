@@ -618,6 +618,14 @@ impl<'c> Binder<'c> {
                 }
                 Ok((plan, columns))
             }
+            // `unnest(array)`, which sqlparser reads as its own table factor.
+            ast::TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_ordinality: false, .. }
+                if array_exprs.len() == 1 =>
+            {
+                let name = ast::ObjectName::from(vec![ast::Ident::new("unnest")]);
+                let arg = ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(array_exprs[0].clone()));
+                self.bind_table_function(&name, &[arg], alias.as_ref(), holder)
+            }
             other => Err(Error::unsupported(format!("table reference {other}"))),
         }
     }
@@ -647,10 +655,8 @@ impl<'c> Binder<'c> {
         holder: &Scope,
     ) -> Result<(Plan, Vec<ScopeColumn>)> {
         let function_name = object_name(name)?;
-        let (function, min_args, max_args) = match function_name.as_str() {
-            "generate_series" => (TableFunction::GenerateSeries, 2, 3),
-            "unnest" => (TableFunction::Unnest, 1, 1),
-            _ => return Err(Error::unsupported(format!("table-valued function {function_name}"))),
+        let Some((function, min_args, max_args)) = TableFunction::lookup(&function_name) else {
+            return Err(Error::unsupported(format!("table-valued function {function_name}")));
         };
         if args.len() < min_args || args.len() > max_args {
             return Err(Error::new("42883", format!("wrong number of arguments to function {function_name}()")));
@@ -671,7 +677,7 @@ impl<'c> Binder<'c> {
             .and_then(|alias| alias.columns.first())
             .map(|column| lower(&column.name))
             .unwrap_or(alias_name.clone());
-        let affinity = (function == TableFunction::GenerateSeries).then_some(Affinity::Integer);
+        let affinity = (function != TableFunction::Unnest).then_some(Affinity::Integer);
         let column = ScopeColumn { table: Some(alias_name), name: column_name, affinity, merged: false };
         Ok((Plan::TableFunction { function, args: bound }, vec![column]))
     }
@@ -1120,6 +1126,7 @@ impl<'c> Binder<'c> {
             project = project.into_iter().map(&mut lift).collect();
             having = having.map(&mut lift);
             order_exprs = order_exprs.into_iter().map(|expr| expr.map(&mut lift)).collect();
+            plan = ordered_aggregate_input(plan, &aggregates)?;
             plan = crate::grouping_sets::aggregate_plan(plan, group_exprs, aggregates, grouping_sets.as_deref())?;
             if let Some(having) = having {
                 plan = Plan::Filter { input: Box::new(plan), predicate: having };
@@ -1139,6 +1146,17 @@ impl<'c> Binder<'c> {
         }
         if !windows.is_empty() {
             plan = Plan::Window { input: Box::new(plan), calls: windows };
+        }
+        // Set-returning functions of the select list run after windows, before the output.
+        let mut set_calls = Vec::new();
+        let base = plan.width();
+        project = project.into_iter().map(|expr| extract_set_returning(expr, base, &mut set_calls)).collect();
+        order_exprs = order_exprs
+            .into_iter()
+            .map(|expr| expr.map(|expr| extract_set_returning(expr, base, &mut set_calls)))
+            .collect();
+        if !set_calls.is_empty() {
+            plan = Plan::ProjectSet { input: Box::new(plan), calls: set_calls };
         }
 
         // Hidden columns for ORDER BY expressions that are not in the select list.
@@ -1177,7 +1195,8 @@ impl<'c> Binder<'c> {
         Ok((plan, outputs))
     }
 
-    /// The affinity an expression carries into comparisons: a column's, or a CAST's.
+    /// The affinity an expression carries into comparisons: a column's, a CAST's, or a
+    /// set-returning function's.
     fn expr_affinity(&self, expr: &Expr, scope: &Scope) -> Option<Affinity> {
         match expr {
             Expr::Column(index) => scope.columns.get(*index).and_then(|column| column.affinity),
@@ -1189,6 +1208,12 @@ impl<'c> Binder<'c> {
                 current.columns.get(*index).and_then(|column| column.affinity)
             }
             Expr::Cast(_, to) => Some(to.affinity()),
+            Expr::Function(
+                ScalarFunction::SetReturning(
+                    crate::plan::TableFunction::GenerateSeries | crate::plan::TableFunction::GenerateSubscripts,
+                ),
+                _,
+            ) => Some(Affinity::Integer),
             _ => None,
         }
     }
@@ -1739,8 +1764,8 @@ impl<'c> Binder<'c> {
                 return Err(Error::unsupported("a subquery as the only function argument"));
             }
             ast::FunctionArguments::List(list) => {
-                if !list.clauses.is_empty() {
-                    return Err(Error::unsupported("clauses inside a function's arguments"));
+                if list.clauses.iter().any(|clause| !matches!(clause, ast::FunctionArgumentClause::OrderBy(_))) {
+                    return Err(Error::unsupported("clauses inside a function's arguments other than ORDER BY"));
                 }
                 let distinct = matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
                 let mut args = Vec::new();
@@ -1771,8 +1796,9 @@ impl<'c> Binder<'c> {
             ("sum", 1) => Some(AggregateFunction::Sum),
             ("total", 1) => Some(AggregateFunction::Total),
             ("avg", 1) => Some(AggregateFunction::Avg),
-            ("min", 1) => Some(AggregateFunction::Min),
-            ("max", 1) => Some(AggregateFunction::Max),
+            // Booleans are 0 and 1: bool_and is their minimum, bool_or their maximum.
+            ("min" | "bool_and" | "every", 1) => Some(AggregateFunction::Min),
+            ("max" | "bool_or", 1) => Some(AggregateFunction::Max),
             ("group_concat", 1 | 2) | ("string_agg", 2) => Some(AggregateFunction::GroupConcat),
             ("array_agg", 1) => Some(AggregateFunction::ArrayAgg),
             ("grouping", count) if count > 0 && !star && !distinct => Some(AggregateFunction::Grouping),
@@ -1793,16 +1819,45 @@ impl<'c> Binder<'c> {
             }
             return self.bind_window_call(&name, function, &args, aggregate, distinct, scope);
         }
+        let order_by: &[ast::OrderByExpr] = match &function.args {
+            ast::FunctionArguments::List(list) => list
+                .clauses
+                .iter()
+                .find_map(|clause| match clause {
+                    ast::FunctionArgumentClause::OrderBy(order_by) => Some(order_by.as_slice()),
+                    _ => None,
+                })
+                .unwrap_or_default(),
+            _ => &[],
+        };
+        if !order_by.is_empty() && (aggregate.is_none() || function.over.is_some()) {
+            return Err(Error::unsupported(format!("ORDER BY in the arguments of {name}() (only of aggregates)")));
+        }
         if let Some(aggregate) = aggregate {
             let refusal =
                 self.window_refusal.replace(("42803", "aggregate function calls cannot contain window function calls"));
-            let bound = self.bind_aggregate_args(&args, function.filter.as_deref(), scope);
+            let bound = self.bind_aggregate_args(&args, function.filter.as_deref(), scope).and_then(|bound| {
+                let keys = order_by
+                    .iter()
+                    .map(|term| Ok(sort_key(self.bind_expr(&term.expr, scope)?, &term.options, self.dialect)))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok((bound, keys))
+            });
             self.window_refusal = refusal;
-            let (bound, filter) = bound?;
+            let ((bound, filter), order_by) = bound?;
             if distinct && bound.len() != 1 {
                 return Err(Error::syntax("DISTINCT aggregates must have exactly one argument"));
             }
-            return Ok(Expr::Aggregate(Box::new(AggregateCall { function: aggregate, args: bound, distinct, filter })));
+            if order_by.iter().any(|key| key.expr.contains_aggregate()) {
+                return Err(Error::grouping("aggregate function calls cannot be nested"));
+            }
+            return Ok(Expr::Aggregate(Box::new(AggregateCall {
+                function: aggregate,
+                args: bound,
+                distinct,
+                filter,
+                order_by,
+            })));
         }
         if function.filter.is_some() {
             return Err(Error::new("42809", format!("FILTER specified, but {name} is not an aggregate function")));
@@ -1838,6 +1893,24 @@ impl<'c> Binder<'c> {
         }
         if let Some(bound) = self.bind_catalog_function(&name, &args, scope)? {
             return Ok(bound);
+        }
+        let json = crate::json_functions::JsonBuild::lookup(&name)
+            .or_else(|| crate::json_functions::JsonBuild::lookup_to(&name).map(|build| (build, 1, 1)));
+        if let Some((build, min_args, max_args)) = json {
+            if args.len() < min_args || args.len() > max_args {
+                return Err(Error::new("42883", format!("wrong number of arguments to function {name}()")));
+            }
+            let mut bound = args.iter().map(|arg| self.bind_expr(arg, scope)).collect::<Result<Vec<_>>>()?;
+            let kinds = json_argument_kinds(&bound, scope);
+            bound.insert(0, Expr::Literal(Value::Text(kinds)));
+            return Ok(Expr::Function(ScalarFunction::Json(build), bound));
+        }
+        if let Some((function, min_args, max_args)) = crate::plan::TableFunction::lookup(&name) {
+            if args.len() < min_args || args.len() > max_args {
+                return Err(Error::new("42883", format!("wrong number of arguments to function {name}()")));
+            }
+            let bound = args.iter().map(|arg| self.bind_expr(arg, scope)).collect::<Result<Vec<_>>>()?;
+            return Ok(Expr::Function(ScalarFunction::SetReturning(function), bound));
         }
         let Some((scalar, min_args, max_args)) = ScalarFunction::lookup(&name) else {
             if let Some(def) = self.catalog.functions.get(&name).cloned() {
@@ -1885,7 +1958,13 @@ impl<'c> Binder<'c> {
         let mut arguments = vec![&order.expr];
         arguments.extend(args.iter().copied());
         let (bound, filter) = self.bind_aggregate_args(&arguments, function.filter.as_deref(), scope)?;
-        Ok(Expr::Aggregate(Box::new(AggregateCall { function: aggregate, args: bound, distinct: false, filter })))
+        Ok(Expr::Aggregate(Box::new(AggregateCall {
+            function: aggregate,
+            args: bound,
+            distinct: false,
+            filter,
+            order_by: Vec::new(),
+        })))
     }
 
     /// `CAST(x AS domain)`: the cast to the base type, checked against the domain's checks.
@@ -2744,4 +2823,58 @@ pub fn choose_access(table: &TableDef, indexes: &[Arc<IndexDef>], filters: &[Exp
 pub fn parse_expr(sql: &str) -> Result<ast::Expr> {
     let dialect = sqlparser::dialect::SQLiteDialect {};
     Ok(sqlparser::parser::Parser::new(&dialect).try_with_sql(sql)?.parse_expr()?)
+}
+
+/// Replaces each set-returning call in `expr` by a column after the `base` columns of the
+/// ProjectSet's input, adding the call to `calls` (a call written twice runs once, as in
+/// PostgreSQL, where both read the same rows). A call inside another's arguments stays, and
+/// is refused when evaluated (0A000).
+fn extract_set_returning(expr: Expr, base: usize, calls: &mut Vec<(crate::plan::TableFunction, Vec<Expr>)>) -> Expr {
+    match expr {
+        Expr::Function(ScalarFunction::SetReturning(function), args) => {
+            let call = (function, args);
+            let index = calls.iter().position(|existing| *existing == call).unwrap_or_else(|| {
+                calls.push(call);
+                calls.len() - 1
+            });
+            Expr::Column(base + index)
+        }
+        other => {
+            crate::limits::with_stack(|| other.map_children(&mut |child| extract_set_returning(child, base, calls)))
+        }
+    }
+}
+
+/// The kinds [`crate::json_functions`] needs of its arguments, from their SQL types: `b` for
+/// booleans, `j` for JSON, `-` for the others.
+fn json_argument_kinds(args: &[Expr], scope: &Scope) -> String {
+    use crate::describe::SqlType;
+    let input: Vec<SqlType> = scope
+        .columns
+        .iter()
+        .map(|column| match column.affinity {
+            Some(Affinity::Boolean) => SqlType::Boolean,
+            _ => SqlType::Unknown,
+        })
+        .collect();
+    let mut inference = crate::describe::Inference::new(0);
+    args.iter()
+        .map(|arg| match inference.expr(arg, &input) {
+            SqlType::Boolean => 'b',
+            SqlType::Declared(name) if name == "json" || name == "jsonb" => 'j',
+            _ => '-',
+        })
+        .collect()
+}
+
+/// The input of aggregates with ORDER BY in their arguments (`array_agg(x ORDER BY y)`),
+/// sorted by it: accumulators take rows in input order, so each group's rows arrive in that
+/// order. Calls with different orders in one query are refused (0A000).
+fn ordered_aggregate_input(plan: Plan, aggregates: &[AggregateCall]) -> Result<Plan> {
+    let mut orders = aggregates.iter().map(|call| &call.order_by).filter(|order| !order.is_empty());
+    let Some(first) = orders.next() else { return Ok(plan) };
+    if orders.any(|order| order != first) {
+        return Err(Error::unsupported("aggregates with different ORDER BY clauses in one query"));
+    }
+    Ok(Plan::Sort { input: Box::new(plan), keys: first.clone(), limit: None })
 }

@@ -257,13 +257,17 @@ impl Inference {
                 (0..table.columns.len()).map(|index| SqlType::of_column(table, index)).collect()
             }
             Plan::TableFunction { function, args } => {
-                for arg in args {
-                    self.expr(arg, &[]);
+                let args: Vec<SqlType> = args.iter().map(|arg| self.expr(arg, &[])).collect();
+                vec![table_function_type(*function, &args)]
+            }
+            Plan::ProjectSet { input, calls } => {
+                let mut types = self.plan(input);
+                let input_types = types.clone();
+                for (function, args) in calls {
+                    let args: Vec<SqlType> = args.iter().map(|arg| self.expr(arg, &input_types)).collect();
+                    types.push(table_function_type(*function, &args));
                 }
-                vec![match function {
-                    crate::plan::TableFunction::GenerateSeries => SqlType::Integer,
-                    crate::plan::TableFunction::Unnest => SqlType::Text,
-                }]
+                types
             }
         }
     }
@@ -464,6 +468,39 @@ impl Inference {
     }
 }
 
+/// The type of a set-returning function's column, given its arguments' types.
+fn table_function_type(function: crate::plan::TableFunction, args: &[SqlType]) -> SqlType {
+    match function {
+        crate::plan::TableFunction::GenerateSeries | crate::plan::TableFunction::GenerateSubscripts => SqlType::Integer,
+        crate::plan::TableFunction::Unnest => match args.first() {
+            Some(SqlType::Declared(name)) => crate::pgtype::array_element_name(&name.to_ascii_lowercase())
+                .map_or(SqlType::Text, |element| SqlType::Declared(element.to_string())),
+            _ => SqlType::Text,
+        },
+    }
+}
+
+/// The array type whose elements have type `element` (an array of arrays stays the array:
+/// Tern's arrays have one dimension). Elements without a type are text.
+fn array_of(element: &SqlType) -> SqlType {
+    let name = match element {
+        SqlType::Declared(name) if crate::pgtype::array_element_name(&name.to_ascii_lowercase()).is_some() => {
+            return element.clone();
+        }
+        SqlType::Declared(name) => name.as_str(),
+        SqlType::Integer | SqlType::Int(8) => "bigint",
+        SqlType::Int(2) => "smallint",
+        SqlType::Int(_) => "integer",
+        SqlType::Real => "double precision",
+        SqlType::Decimal => "numeric",
+        SqlType::Boolean => "boolean",
+        SqlType::Blob => "bytea",
+        SqlType::Temporal(kind) => kind.name(),
+        SqlType::Text | SqlType::Unknown | SqlType::Enum(_) | SqlType::Composite(_) | SqlType::Record => "text",
+    };
+    SqlType::Declared(format!("{name}[]"))
+}
+
 /// The type of date/time arithmetic (see `temporal::arith`).
 fn temporal_result(op: BinaryOp, left: &SqlType, right: &SqlType) -> SqlType {
     use TemporalKind as K;
@@ -512,10 +549,12 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         RegexMatch | ArrayContains | AlwaysTrue | AlwaysFalse => SqlType::Boolean,
         ArrayElement | ArrayToString | FormatType | EncodingName | QuoteIdent | AlwaysNull => SqlType::Text,
         SplitPart | Left | Right | Lpad | Rpad | Repeat | Reverse | Initcap | RegexpReplace | Format => SqlType::Text,
-        RegexpMatch | RegexpSplitToArray | RegexpSubstr => SqlType::Text,
+        RegexpMatch | RegexpSplitToArray => array_of(&SqlType::Text),
+        RegexpSubstr => SqlType::Text,
         RegexpCount => SqlType::Integer,
         PgSizePretty => SqlType::Text,
         CheckDomain => first,
+        Json(build) => SqlType::Declared(build.type_name().into()),
         RegexpLike => SqlType::Boolean,
         NextVal | CurrVal | SetVal | LastVal => SqlType::Integer,
         Advisory(call) => match call.op {
@@ -532,7 +571,12 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         ToTimestamp | MakeTimestampTz => SqlType::Temporal(TemporalKind::TimestampTz),
         MakeInterval | JustifyDays | JustifyHours | JustifyInterval | Age => SqlType::Temporal(TemporalKind::Interval),
         ArrayUpper | ArrayLower | Cardinality | ToRegtype | ArrayPosition => SqlType::Integer,
-        ArrayConstruct | ArrayAppend | ArrayPrepend | ArrayCat | ArrayRemove | StringToArray => SqlType::Text,
+        ArrayConstruct => {
+            array_of(&args.iter().find(|kind| **kind != SqlType::Unknown).cloned().unwrap_or(SqlType::Text))
+        }
+        ArrayAppend | ArrayCat | ArrayRemove => array_of(&first),
+        ArrayPrepend => array_of(args.get(1).unwrap_or(&SqlType::Unknown)),
+        StringToArray => array_of(&SqlType::Text),
         FirstArgument => first,
         Sqrt | Power | Exp | Ln | Log10 => SqlType::Real,
         Abs | Ceil | Floor | Round => match first.kind() {
@@ -556,7 +600,8 @@ fn aggregate_type(function: AggregateFunction, first: Option<&SqlType>) -> SqlTy
         AggregateFunction::Percentile { continuous: true, .. } => SqlType::Real,
         AggregateFunction::Percentile { continuous: false, .. } | AggregateFunction::Mode { .. } => first,
         AggregateFunction::Total | AggregateFunction::Avg | AggregateFunction::Statistic(_) => SqlType::Real,
-        AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg => SqlType::Text,
+        AggregateFunction::GroupConcat => SqlType::Text,
+        AggregateFunction::ArrayAgg => array_of(&first),
         AggregateFunction::Sum => match first.kind() {
             SqlType::Integer => SqlType::Integer,
             SqlType::Decimal => SqlType::Decimal,

@@ -1116,7 +1116,42 @@ impl<'t> Executor<'t> {
                 let args = args.iter().map(|arg| self.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
                 self.run_table_function(*function, &args)
             }
+            Plan::ProjectSet { input, calls } => {
+                let rows = self.run(input, outer)?;
+                self.project_set(rows, calls, outer)
+            }
         }
+    }
+
+    /// Each input row repeated for the rows of its set-returning calls, run in step (see
+    /// [`Plan::ProjectSet`]); a row for which every call returns nothing is left out.
+    fn project_set(
+        &self,
+        rows: Vec<Row>,
+        calls: &[(TableFunction, Vec<Expr>)],
+        outer: Option<&Env>,
+    ) -> Result<Vec<Row>> {
+        let mut output = Vec::with_capacity(rows.len());
+        for row in rows {
+            let env = Env::new(&row, outer);
+            let mut results = Vec::with_capacity(calls.len());
+            for (function, args) in calls {
+                let args = args.iter().map(|arg| self.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
+                results.push(self.run_table_function(*function, &args)?);
+            }
+            let longest = results.iter().map(Vec::len).max().unwrap_or(0);
+            self.charge(longest.saturating_mul(32 * (row.len() + calls.len())))?;
+            for position in 0..longest {
+                let mut out = row.clone();
+                out.extend(results.iter_mut().map(|result| {
+                    result
+                        .get_mut(position)
+                        .map_or(Value::Null, |values| std::mem::replace(&mut values[0], Value::Null))
+                }));
+                output.push(out);
+            }
+        }
+        Ok(output)
     }
 
     /// The rows of a set-returning function. NULL arguments give no rows, as in PostgreSQL.
@@ -1170,6 +1205,19 @@ impl<'t> Executor<'t> {
                 let elements = crate::array::parse(&text)
                     .ok_or_else(|| Error::new("22P02", format!("malformed array literal: \"{text}\"")))?;
                 Ok(elements.into_iter().map(|element| vec![element.map_or(Value::Null, Value::Text)]).collect())
+            }
+            TableFunction::GenerateSubscripts => {
+                let text = args[0].to_text();
+                let length = crate::array::parse(&text)
+                    .ok_or_else(|| Error::new("22P02", format!("malformed array literal: \"{text}\"")))?
+                    .len() as i64;
+                // One dimension: any other gives no rows, as in PostgreSQL.
+                if args[1].as_i64() != Some(1) {
+                    return Ok(Vec::new());
+                }
+                let reverse = args.get(2).is_some_and(|reverse| reverse.truth() == Some(true));
+                let subscripts: Vec<Row> = (1..=length).map(|subscript| vec![Value::Integer(subscript)]).collect();
+                Ok(if reverse { subscripts.into_iter().rev().collect() } else { subscripts })
             }
         }
     }

@@ -172,6 +172,12 @@ pub enum ScalarFunction {
     SequenceIsCalled,
     /// `(record).field`: (record, the field's position); NULL for a NULL record.
     RecordField,
+    /// A set-returning function in a select list, which the binder moves into a
+    /// [`crate::plan::Plan::ProjectSet`]; anywhere else it is refused when evaluated.
+    SetReturning(crate::plan::TableFunction),
+    /// `json_build_object`, `json_build_array`, `to_json` and their `jsonb_` forms
+    /// ([`crate::json_functions`]): (argument kinds, arguments...).
+    Json(crate::json_functions::JsonBuild),
 }
 
 /// Which advisory lock function: what it does, in which mode, for how long.
@@ -320,7 +326,19 @@ impl ScalarFunction {
             "string_to_array" => (StringToArray, 2, 3),
             "format_type" => (FormatType, 2, 2),
             "pg_get_expr" => (FirstArgument, 2, 3),
-            "pg_table_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" => (AlwaysTrue, 1, 1),
+            "pg_table_is_visible"
+            | "pg_type_is_visible"
+            | "pg_function_is_visible"
+            | "pg_collation_is_visible"
+            | "pg_conversion_is_visible"
+            | "pg_operator_is_visible"
+            | "pg_opclass_is_visible"
+            | "pg_opfamily_is_visible"
+            | "pg_statistics_obj_is_visible"
+            | "pg_ts_config_is_visible"
+            | "pg_ts_dict_is_visible"
+            | "pg_ts_parser_is_visible"
+            | "pg_ts_template_is_visible" => (AlwaysTrue, 1, 1),
             "has_table_privilege" | "has_schema_privilege" | "has_database_privilege" | "has_column_privilege" => {
                 (AlwaysTrue, 2, 4)
             }
@@ -395,6 +413,10 @@ pub fn result_bytes(function: ScalarFunction, args: &[Value]) -> usize {
             _ => 0,
         },
         Concat => (0..args.len()).map(bytes).fold(0, usize::saturating_add),
+        // Escapes take up to six bytes for one (`\u001f`), plus quotes and separators.
+        Json(_) => {
+            (0..args.len()).map(bytes).fold(0, usize::saturating_add).saturating_mul(6).saturating_add(8 * args.len())
+        }
         // PostgreSQL's string functions: what they can build at most, from their arguments.
         Lpad | Rpad => {
             args.get(1).and_then(Value::as_i64).map_or(0, |length| (length.max(0) as usize).saturating_mul(4))
@@ -614,6 +636,10 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
                 .unwrap_or(Value::Null),
             _ => Value::Null,
         },
+        Json(build) => crate::json_functions::call(build, args)?,
+        SetReturning(_) => {
+            return Err(Error::new("0A000", "set-returning functions are not allowed here (only in a select list)"));
+        }
         PgSizePretty => match arg(0) {
             Value::Null => Value::Null,
             bytes => Value::Text(size_pretty(bytes.cast_integer().as_i64().unwrap_or(0))),

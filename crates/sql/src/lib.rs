@@ -41,6 +41,8 @@ pub mod foreign_key;
 pub mod functions;
 pub mod grouping_sets;
 pub mod interned;
+pub mod json;
+pub mod json_functions;
 pub mod lift;
 pub mod limits;
 pub mod merge;

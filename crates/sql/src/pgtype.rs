@@ -34,6 +34,9 @@ pub const NUMERIC: u32 = 1700;
 pub const REGCLASS: u32 = 2205;
 /// An anonymous row value, `ROW(...)`.
 pub const RECORD: u32 = 2249;
+pub const JSON: u32 = 114;
+pub const JSONB: u32 = 3802;
+pub const UUID: u32 = 2950;
 
 /// The OID of the default collation (`pg_collation`), carried by text types.
 pub const DEFAULT_COLLATION: i64 = 100;
@@ -64,7 +67,47 @@ pub const BUILT_IN: &[(u32, &str, i64, &str, i64)] = &[
     (NUMERIC, "numeric", -1, "N", 0),
     (REGCLASS, "regclass", 4, "N", 0),
     (RECORD, "record", -1, "P", 0),
+    (JSON, "json", -1, "U", 0),
+    (JSONB, "jsonb", -1, "U", 0),
+    (UUID, "uuid", 16, "U", 0),
 ];
+
+/// The array type of each built-in element type: (array OID, element OID). Arrays print as
+/// PostgreSQL's array literals (`{1,2}`), which is how Tern keeps them ([`crate::array`]).
+pub const ARRAYS: &[(u32, u32)] = &[
+    (1000, BOOL),
+    (1001, BYTEA),
+    (1002, CHAR),
+    (1003, NAME),
+    (1016, INT8),
+    (1005, INT2),
+    (1007, INT4),
+    (1009, TEXT),
+    (1028, OID),
+    (1021, FLOAT4),
+    (1022, FLOAT8),
+    (1014, BPCHAR),
+    (1015, VARCHAR),
+    (1182, DATE),
+    (1183, TIME),
+    (1115, TIMESTAMP),
+    (1185, TIMESTAMPTZ),
+    (1187, INTERVAL),
+    (1231, NUMERIC),
+    (199, JSON),
+    (3807, JSONB),
+    (2951, UUID),
+];
+
+/// The array type whose elements are of type `element`.
+pub fn array_of(element: u32) -> Option<u32> {
+    ARRAYS.iter().find(|(_, of)| *of == element).map(|(array, _)| *array)
+}
+
+/// The element type of an array type.
+pub fn element_of(array: u32) -> Option<u32> {
+    ARRAYS.iter().find(|(oid, _)| *oid == array).map(|(_, element)| *element)
+}
 
 /// A float in PostgreSQL's text form: the shortest digits that read back, `NaN`, `Infinity`.
 pub fn float_text(real: f64) -> String {
@@ -140,8 +183,38 @@ pub fn bytea_input(text: &str) -> crate::error::Result<Vec<u8>> {
 
 /// The type name PostgreSQL spells for an OID (`pg_type.typname`).
 pub fn name_of(oid: u32) -> &'static str {
+    if let Some(element) = element_of(oid) {
+        // PostgreSQL's names of array types: `_int4`, `_text`, ...
+        return ARRAY_NAMES.iter().find(|(of, _)| *of == element).map_or("unknown", |(_, name)| name);
+    }
     BUILT_IN.iter().find(|(known, ..)| *known == oid).map_or("unknown", |(_, name, ..)| name)
 }
+
+/// `typname` of each array type, by element type.
+const ARRAY_NAMES: &[(u32, &str)] = &[
+    (BOOL, "_bool"),
+    (BYTEA, "_bytea"),
+    (CHAR, "_char"),
+    (NAME, "_name"),
+    (INT8, "_int8"),
+    (INT2, "_int2"),
+    (INT4, "_int4"),
+    (TEXT, "_text"),
+    (OID, "_oid"),
+    (FLOAT4, "_float4"),
+    (FLOAT8, "_float8"),
+    (BPCHAR, "_bpchar"),
+    (VARCHAR, "_varchar"),
+    (DATE, "_date"),
+    (TIME, "_time"),
+    (TIMESTAMP, "_timestamp"),
+    (TIMESTAMPTZ, "_timestamptz"),
+    (INTERVAL, "_interval"),
+    (NUMERIC, "_numeric"),
+    (JSON, "_json"),
+    (JSONB, "_jsonb"),
+    (UUID, "_uuid"),
+];
 
 /// The OID of a type named as PostgreSQL accepts it (`int4`, `integer`, `character varying`,
 /// `pg_catalog.text`, ...), or `None` (what `to_regtype` returns NULL for).
@@ -208,6 +281,10 @@ pub fn is_type_name(name: &str) -> bool {
 /// A declared type name's OID: PostgreSQL's names first, then SQLite's affinity rules.
 pub fn declared_oid(declared: &str) -> u32 {
     let lower = declared.to_ascii_lowercase();
+    // `integer[]`, `text[3]`, `int ARRAY`: the element type's array type.
+    if let Some(element) = array_element_name(&lower) {
+        return array_of(declared_oid(element)).unwrap_or(TEXT_ARRAY);
+    }
     let base = lower.split('(').next().unwrap_or_default().trim();
     let base = base.strip_prefix("pg_catalog.").unwrap_or(base);
     match base {
@@ -231,6 +308,9 @@ pub fn declared_oid(declared: &str) -> u32 {
         "name" => NAME,
         "oid" => OID,
         "regclass" => REGCLASS,
+        "json" => JSON,
+        "jsonb" => JSONB,
+        "uuid" => UUID,
         _ => match Affinity::of_declared_type(declared) {
             Affinity::Integer | Affinity::Int(8) => INT8,
             Affinity::Int(2) => INT2,
@@ -254,6 +334,23 @@ pub fn declared_oid(declared: &str) -> u32 {
             }
         },
     }
+}
+
+/// `text[]`, what an array of a type without an array type of its own is described as.
+pub const TEXT_ARRAY: u32 = 1009;
+
+/// The element type's name of an array type's declared name (`int[]`, `text[3]`,
+/// `int ARRAY`, `_int4`), or `None` if it names no array type.
+pub fn array_element_name(lower: &str) -> Option<&str> {
+    let trimmed = lower.trim();
+    if let Some(at) = trimmed.find('[') {
+        return Some(trimmed[..at].trim_end());
+    }
+    if let Some(element) = trimmed.strip_suffix(" array") {
+        return Some(element.trim_end());
+    }
+    let name = trimmed.strip_prefix("pg_catalog.").unwrap_or(trimmed).strip_prefix('_')?;
+    ARRAY_NAMES.iter().any(|(_, array)| array[1..] == *name).then_some(name)
 }
 
 /// The OID of a date/time type.
@@ -299,6 +396,10 @@ pub fn format_type(oid: u32, typmod: i64) -> String {
         TIME => "time without time zone",
         TIMESTAMP => "timestamp without time zone",
         TIMESTAMPTZ => "timestamp with time zone",
+        other if element_of(other).is_some() => {
+            let element = element_of(other).unwrap_or(TEXT);
+            return format!("{}[]", format_type(element, -1));
+        }
         other => match name_of(other) {
             "unknown" if other != UNKNOWN => return "???".to_string(),
             name => name,

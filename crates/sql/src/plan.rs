@@ -275,12 +275,15 @@ pub struct AggregateCall {
     pub distinct: bool,
     /// `FILTER (WHERE ...)`: only rows where it is true are aggregated.
     pub filter: Option<Box<Expr>>,
+    /// `array_agg(x ORDER BY y)`: the order the call takes its rows in (the binder sorts the
+    /// aggregate's input by it).
+    pub order_by: Vec<SortKey>,
 }
 
 impl AggregateCall {
-    /// A call of `function` on `args`, without DISTINCT or FILTER.
+    /// A call of `function` on `args`, without DISTINCT, FILTER or ORDER BY.
     pub fn plain(function: AggregateFunction, args: Vec<Expr>) -> AggregateCall {
-        AggregateCall { function, args, distinct: false, filter: None }
+        AggregateCall { function, args, distinct: false, filter: None, order_by: Vec::new() }
     }
 }
 
@@ -654,13 +657,28 @@ pub struct SortKey {
     pub nulls_first: bool,
 }
 
-/// The set-returning functions a FROM clause may call.
+/// The set-returning functions a FROM clause or a select list may call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TableFunction {
     /// `generate_series(start, stop [, step])`: integers.
     GenerateSeries,
     /// `unnest(array)`: the elements of an array literal.
     Unnest,
+    /// `generate_subscripts(array, dimension [, reverse])`: the array's subscripts, 1 to its
+    /// length (Tern's arrays have one dimension).
+    GenerateSubscripts,
+}
+
+impl TableFunction {
+    /// The function of a name, with the range of argument counts it accepts.
+    pub fn lookup(name: &str) -> Option<(TableFunction, usize, usize)> {
+        match name {
+            "generate_series" => Some((TableFunction::GenerateSeries, 2, 3)),
+            "unnest" => Some((TableFunction::Unnest, 1, 1)),
+            "generate_subscripts" => Some((TableFunction::GenerateSubscripts, 2, 3)),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -763,6 +781,13 @@ pub enum Plan {
         function: TableFunction,
         args: Vec<Expr>,
     },
+    /// Set-returning functions in a select list, run for each input row: the row is repeated
+    /// for as many rows as the longest call returns, with one column per call after the
+    /// input's (NULL where a call has run out), as PostgreSQL's ProjectSet.
+    ProjectSet {
+        input: Box<Plan>,
+        calls: Vec<(TableFunction, Vec<Expr>)>,
+    },
 }
 
 impl Plan {
@@ -785,6 +810,7 @@ impl Plan {
             Plan::WorkingTable { width, .. } => *width,
             Plan::SystemTable { table, .. } => table.columns.len(),
             Plan::TableFunction { .. } => 1,
+            Plan::ProjectSet { input, calls } => input.width() + calls.len(),
         }
     }
 
@@ -912,6 +938,17 @@ impl Plan {
             Plan::TableFunction { function, args } => {
                 let args: Vec<String> = args.iter().map(ToString::to_string).collect();
                 let _ = writeln!(out, "{pad}TableFunction {function:?}({})", args.join(", "));
+            }
+            Plan::ProjectSet { input, calls } => {
+                let calls: Vec<String> = calls
+                    .iter()
+                    .map(|(function, args)| {
+                        let args: Vec<String> = args.iter().map(ToString::to_string).collect();
+                        format!("{function:?}({})", args.join(", "))
+                    })
+                    .collect();
+                let _ = writeln!(out, "{pad}ProjectSet {}", calls.join(", "));
+                input.explain_into(depth + 1, out, annotate);
             }
         }
     }

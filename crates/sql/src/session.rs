@@ -418,6 +418,21 @@ pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
     }
 }
 
+/// Whether the text has PostgreSQL's `ARRAY[1, 2]`, which SQLite's tokenizer reads as the
+/// column `ARRAY` with the bracket-quoted alias `1, 2`.
+fn has_array_constructor(tokens: &[sqlparser::tokenizer::TokenWithSpan]) -> bool {
+    use sqlparser::keywords::Keyword;
+    use sqlparser::tokenizer::{Token, Whitespace};
+    let mut words = tokens.iter().filter(|token| !matches!(token.token, Token::Whitespace(Whitespace::Space)));
+    let mut previous_is_array = false;
+    words.any(|token| {
+        let found = previous_is_array && matches!(&token.token, Token::Word(word) if word.quote_style == Some('['));
+        previous_is_array =
+            matches!(&token.token, Token::Word(word) if word.keyword == Keyword::ARRAY && word.quote_style.is_none());
+        found
+    })
+}
+
 /// How many tokens could each open a level of the parser's recursion.
 fn nesting_tokens(tokens: &[sqlparser::tokenizer::TokenWithSpan]) -> usize {
     use sqlparser::keywords::Keyword;
@@ -437,6 +452,9 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
         .tokenize_with_location()
         .map_err(|error| Error::from(sqlparser::parser::ParserError::TokenizerError(error.to_string())))?;
     number_anonymous_parameters(&mut tokens);
+    if dialect.is::<sqlparser::dialect::SQLiteDialect>() && has_array_constructor(&tokens) {
+        return Err(Error::syntax("ARRAY[...] is PostgreSQL's array constructor"));
+    }
     let tokens = crate::window::syntax::encode_exclusions(quote_pragma_words(rewrite_sqlite_forms(tokens)));
     let tokens =
         crate::sequence::syntax::order_sequence_options(crate::sequence::syntax::encode_alter_sequence(tokens));

@@ -867,9 +867,9 @@ impl Listing {
                     boolean(true),
                     boolean(false),
                     text(key.join(" ")),
-                    null(),
+                    text(vec!["0"; key.len()].join(" ")),
                     text(classes.join(" ")),
-                    null(),
+                    text(vec!["0"; key.len()].join(" ")),
                     null(),
                     null(),
                 ]
@@ -1103,6 +1103,9 @@ struct TypeRow<'a> {
     category: &'a str,
     relation: i64,
     collation: i64,
+    /// `typelem` (an array type's element type) and `typarray` (a type's array type).
+    element: u32,
+    array: u32,
 }
 
 fn types(catalog: &Catalog) -> Vec<Vec<Expr>> {
@@ -1115,6 +1118,20 @@ fn types(catalog: &Catalog) -> Vec<Vec<Expr>> {
         category,
         relation: 0,
         collation,
+        element: 0,
+        array: pgtype::array_of(oid).unwrap_or(0),
+    });
+    let arrays = pgtype::ARRAYS.iter().map(|&(oid, element)| TypeRow {
+        oid,
+        name: pgtype::name_of(oid),
+        namespace: PG_CATALOG_OID,
+        length: -1,
+        kind: "b",
+        category: "A",
+        relation: 0,
+        collation: pgtype::BUILT_IN.iter().find(|(of, ..)| *of == element).map_or(0, |(.., collation)| *collation),
+        element,
+        array: 0,
     });
     let user = |oid, name, length, kind, category, relation| TypeRow {
         oid,
@@ -1125,6 +1142,8 @@ fn types(catalog: &Catalog) -> Vec<Vec<Expr>> {
         category,
         relation,
         collation: 0,
+        element: 0,
+        array: 0,
     };
     let enums = catalog.enums.values().map(|def| user(def.oid, def.name.as_str(), 4, "e", "E", 0));
     let composites = catalog
@@ -1132,6 +1151,7 @@ fn types(catalog: &Catalog) -> Vec<Vec<Expr>> {
         .values()
         .map(|def| user(def.oid, def.name.as_str(), -1, "c", "C", i64::from(def.relation_oid)));
     built_in
+        .chain(arrays)
         .chain(enums)
         .chain(composites)
         .map(|row| {
@@ -1148,8 +1168,8 @@ fn types(catalog: &Catalog) -> Vec<Vec<Expr>> {
                 boolean(true),
                 text(","),
                 int(row.relation),
-                int(0),
-                int(0),
+                int(i64::from(row.element)),
+                int(i64::from(row.array)),
                 boolean(false),
                 int(0),
                 int(-1),

@@ -102,6 +102,10 @@ impl Affinity {
         if dialect == Dialect::Sqlite {
             return Affinity::of_declared_type(name);
         }
+        // Arrays are kept as their text (`{1,2}`); JSON and UUIDs as text.
+        if crate::pgtype::array_element_name(&name.to_ascii_lowercase()).is_some() {
+            return Affinity::Text;
+        }
         if let Some(kind) = TemporalKind::of_type_name(name) {
             return Affinity::Temporal(kind);
         }
@@ -113,6 +117,7 @@ impl Affinity {
             crate::pgtype::INT8 => Affinity::Int(8),
             crate::pgtype::BOOL => Affinity::Boolean,
             crate::pgtype::BYTEA => Affinity::Bytea,
+            crate::pgtype::JSON | crate::pgtype::JSONB | crate::pgtype::UUID => Affinity::Text,
             _ => Affinity::of_declared_type(name),
         }
     }
