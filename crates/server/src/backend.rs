@@ -584,7 +584,10 @@ impl Backend {
         };
         let value = match name.as_str() {
             "client_encoding" => {
-                let normalized = value.to_ascii_uppercase().replace(['-', '_'], "");
+                // PostgreSQL compares encoding names by their letters and digits only, so
+                // `utf-8`, `UTF_8` and asyncpg's quoted `'utf-8'` are all UTF8.
+                let normalized: String =
+                    value.chars().filter(char::is_ascii_alphanumeric).collect::<String>().to_ascii_uppercase();
                 if !matches!(normalized.as_str(), "UTF8" | "UNICODE") {
                     return Err(Error::new(
                         "22023",

@@ -52,6 +52,32 @@ pub fn parse(text: &str) -> Option<Vec<Option<String>>> {
     }
 }
 
+/// `text::type[]`: the array literal with each element cast to the element type of the array
+/// type `array_oid` (22P02 for text that is no array, or an element of the wrong type), in
+/// PostgreSQL's output form (`{ 1, 2 }` becomes `{1,2}`).
+pub fn cast(text: &str, array_oid: u32) -> crate::error::Result<crate::value::Value> {
+    use crate::value::{Affinity, Value};
+    let elements =
+        parse(text).ok_or_else(|| crate::error::Error::new("22P02", format!("malformed array literal: \"{text}\"")))?;
+    let element_oid = crate::pgtype::element_of(array_oid).unwrap_or(crate::pgtype::TEXT);
+    let affinity =
+        Affinity::of_declared_type_in(&crate::pgtype::format_type(element_oid, -1), crate::dialect::Dialect::Postgres);
+    let mut cast = Vec::with_capacity(elements.len());
+    for element in elements {
+        cast.push(match element {
+            None => None,
+            Some(element) => Some(match affinity.store(Value::Text(element))? {
+                // Booleans are 0 and 1 inside Tern; an array prints them as PostgreSQL does.
+                stored if affinity == Affinity::Boolean => {
+                    (if stored.truth() == Some(true) { "t" } else { "f" }).into()
+                }
+                stored => stored.to_text(),
+            }),
+        });
+    }
+    Ok(Value::Text(format(cast.iter().map(Option::as_deref))))
+}
+
 /// The array literal of `elements`.
 pub fn format<'a>(elements: impl IntoIterator<Item = Option<&'a str>>) -> String {
     let mut out = String::from("{");

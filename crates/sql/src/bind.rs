@@ -2141,6 +2141,12 @@ impl<'c> Binder<'c> {
         }
         let arity = |min: usize, max: usize| check_arity(name, args.len(), min, max);
         Ok(Some(match name {
+            // Built-in types by PostgreSQL's names, and the types CREATE TYPE made.
+            "to_regtype" => {
+                arity(1, 1)?;
+                let bound = self.bind_expr(args[0], scope)?;
+                self.type_oid_of_name(bound)
+            }
             "pg_get_userbyid" => {
                 arity(1, 1)?;
                 self.bind_expr(args[0], scope)?;
@@ -2234,7 +2240,11 @@ impl<'c> Binder<'c> {
         scope: &Scope,
     ) -> Result<Option<Expr>> {
         let type_name = match data_type {
-            ast::DataType::Array(_) => return Ok(Some(self.bind_expr(inner, scope)?)),
+            ast::DataType::Array(_) => {
+                let bound = self.bind_expr(inner, scope)?;
+                let oid = crate::pgtype::declared_oid(&data_type.to_string());
+                return Ok(Some(Expr::Cast(Box::new(bound), CastType::Array(oid))));
+            }
             ast::DataType::Regclass => "regclass".to_string(),
             ast::DataType::Custom(name, _) => object_name(name)?,
             _ => return Ok(None),
@@ -2283,18 +2293,53 @@ impl<'c> Binder<'c> {
                 otherwise: Some(Box::new(bound)),
             },
             "regtype" => match &bound {
-                // A type's name: its canonical spelling (what a regtype prints).
+                // A type's name (a literal, or a parameter as drivers send it): its OID, which
+                // compares with `pg_type.oid` (42704 if there is no such type).
                 Expr::Literal(Value::Text(name)) if name.trim().parse::<i64>().is_err() => {
                     let oid = crate::pgtype::oid_of_name(name)
+                        .or_else(|| self.user_type_oid(name))
                         .ok_or_else(|| Error::new("42704", format!("type \"{name}\" does not exist")))?;
-                    literal(Value::Text(crate::pgtype::format_type(oid, -1)))
+                    literal(Value::Integer(i64::from(oid)))
                 }
+                Expr::Param(_) => {
+                    Expr::Function(ScalarFunction::TypeOid, vec![self.type_oid_of_name(bound.clone()), bound])
+                }
+                // An OID: the type's name (what a regtype prints).
                 _ => Expr::Function(ScalarFunction::FormatType, vec![bound, literal(Value::Integer(-1))]),
             },
             "name" => Expr::Cast(Box::new(bound), CastType::Text),
             "oid" => Expr::Cast(Box::new(bound), CastType::Oid),
             _ => Expr::Cast(Box::new(bound), CastType::Integer),
         }))
+    }
+
+    /// The OIDs and names of the types CREATE TYPE made (enums and composites).
+    fn user_type_oids(&self) -> Vec<(u32, String)> {
+        let enums = self.catalog.enums.values().map(|def| (def.oid, def.name.to_ascii_lowercase()));
+        let composites = self.catalog.composites.values().map(|def| (def.oid, def.name.to_ascii_lowercase()));
+        enums.chain(composites).collect()
+    }
+
+    /// The OID of the type `name` names when it runs (NULL if none): the built-in types'
+    /// names, and those of the types CREATE TYPE made.
+    fn type_oid_of_name(&self, name: Expr) -> Expr {
+        let literal = |value: Value| Expr::Literal(value);
+        Expr::Case {
+            operand: Some(Box::new(name.clone())),
+            whens: self
+                .user_type_oids()
+                .into_iter()
+                .map(|(oid, known)| (literal(Value::Text(known)), literal(Value::Integer(i64::from(oid)))))
+                .collect(),
+            otherwise: Some(Box::new(Expr::Function(ScalarFunction::ToRegtype, vec![name]))),
+        }
+    }
+
+    /// The OID of a type CREATE TYPE made, by name.
+    fn user_type_oid(&self, name: &str) -> Option<u32> {
+        let name = name.trim().trim_matches('"').to_ascii_lowercase();
+        let name = name.strip_prefix("public.").unwrap_or(&name);
+        self.user_type_oids().into_iter().find(|(_, known)| known == name).map(|(oid, _)| oid)
     }
 
     /// Binds a table's single-table scan with a WHERE clause (UPDATE and DELETE), choosing

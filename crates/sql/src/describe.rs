@@ -434,6 +434,7 @@ impl Inference {
                     CastType::Integer => SqlType::Integer,
                     CastType::Oid => SqlType::Declared("oid".into()),
                     CastType::Bytea => SqlType::Blob,
+                    CastType::Array(oid) => SqlType::Declared(crate::pgtype::format_type(*oid, -1)),
                     CastType::Real => SqlType::Real,
                     CastType::Decimal(..) => SqlType::Decimal,
                     CastType::Text => SqlType::Text,
@@ -570,7 +571,7 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         MakeTimestamp => SqlType::Temporal(TemporalKind::Timestamp),
         ToTimestamp | MakeTimestampTz => SqlType::Temporal(TemporalKind::TimestampTz),
         MakeInterval | JustifyDays | JustifyHours | JustifyInterval | Age => SqlType::Temporal(TemporalKind::Interval),
-        ArrayUpper | ArrayLower | Cardinality | ToRegtype | ArrayPosition => SqlType::Integer,
+        ArrayUpper | ArrayLower | Cardinality | ToRegtype | TypeOid | ArrayPosition => SqlType::Integer,
         ArrayConstruct => {
             array_of(&args.iter().find(|kind| **kind != SqlType::Unknown).cloned().unwrap_or(SqlType::Text))
         }

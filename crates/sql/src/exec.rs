@@ -392,7 +392,7 @@ impl<'t> Executor<'t> {
                     Some(name) => name.to_text().to_ascii_lowercase(),
                 };
                 let missing_ok = args.get(1).and_then(Value::truth).unwrap_or(false);
-                match setting(&name) {
+                match setting(&name).or_else(|| crate::pg_settings::default_of(&name).map(str::to_string)) {
                     Some(value) => Value::Text(value),
                     None if missing_ok => Value::Null,
                     None => {

@@ -88,6 +88,9 @@ pub enum ScalarFunction {
     QuoteIdent,
     /// `to_regtype(name)`: a type's OID, or NULL if there is no such type.
     ToRegtype,
+    /// `name::regtype` for a name known only when the statement runs: (the OID found, the
+    /// name); 42704 if none was found.
+    TypeOid,
     /// `nextval(sequence)`, `currval(sequence)`, `setval(sequence, value [, is_called])`,
     /// `lastval()` ([`crate::sequence`]): evaluated by the executor.
     NextVal,
@@ -741,6 +744,13 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
         AlwaysNull => Value::Null,
         EncodingName => Value::from("UTF8"),
         QuoteIdent => text_map(arg(0), crate::system::quote_ident),
+        TypeOid => match (arg(0), arg(1)) {
+            (Value::Null, Value::Null) => Value::Null,
+            (Value::Null, name) => {
+                return Err(Error::new("42704", format!("type \"{}\" does not exist", name.to_text())));
+            }
+            (oid, _) => oid,
+        },
         ToRegtype => match arg(0) {
             Value::Null => Value::Null,
             name => {

@@ -62,6 +62,22 @@ const fn parameter(
 
 const PARAMETERS: &[Parameter] = &[
     parameter(
+        "default_table_access_method",
+        "heap",
+        "string",
+        CLIENT,
+        "Sets the default table access method for new tables.",
+        "user",
+    ),
+    parameter(
+        "default_tablespace",
+        "",
+        "string",
+        CLIENT,
+        "Sets the default tablespace to create tables and indexes in.",
+        "user",
+    ),
+    parameter(
         "application_name",
         "",
         "string",
@@ -288,6 +304,12 @@ const PARAMETERS: &[Parameter] = &[
         "user",
     ),
 ];
+
+/// A parameter's default, by its name in lower case: what `current_setting` reads of a
+/// parameter the session has no value for.
+pub fn default_of(name: &str) -> Option<&'static str> {
+    PARAMETERS.iter().find(|parameter| parameter.name.eq_ignore_ascii_case(name)).map(|parameter| parameter.default)
+}
 
 fn text(value: &str) -> Expr {
     Expr::Literal(Value::Text(value.to_string()))

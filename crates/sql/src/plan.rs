@@ -106,6 +106,9 @@ pub enum CastType {
     Bytea,
     /// A PostgreSQL composite type: its text form or a row value, field by field.
     Composite(crate::composite::CompositeId),
+    /// An array type (its OID, `pg_type`'s `_int4`, ...): an array literal whose elements each
+    /// cast to the element type ([`crate::array`]).
+    Array(u32),
 }
 
 impl CastType {
@@ -126,6 +129,7 @@ impl CastType {
             CastType::Number => Affinity::Number,
             CastType::Enum(id) => Affinity::Enum(id),
             CastType::Composite(id) => Affinity::Composite(id),
+            CastType::Array(_) => Affinity::Text,
         }
     }
 
@@ -161,6 +165,7 @@ impl CastType {
                 Value::Blob(bytes) => Value::Blob(bytes),
                 other => Value::Blob(other.to_text().into_bytes()),
             },
+            CastType::Array(oid) => crate::array::cast(&value.to_text(), oid)?,
         })
     }
 
@@ -180,6 +185,7 @@ impl CastType {
             CastType::Oid => "oid".into(),
             CastType::Bytea => "bytea".into(),
             CastType::Composite(id) => id.get().name.clone(),
+            CastType::Array(oid) => crate::pgtype::format_type(oid, -1),
         }
     }
 

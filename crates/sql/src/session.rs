@@ -418,15 +418,21 @@ pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
     }
 }
 
-/// Whether the text has PostgreSQL's `ARRAY[1, 2]`, which SQLite's tokenizer reads as the
-/// column `ARRAY` with the bracket-quoted alias `1, 2`.
+/// Whether the text has PostgreSQL's array syntax, which SQLite's tokenizer reads as
+/// bracket-quoted names: `ARRAY[1, 2]` (the column `ARRAY` with the alias `1, 2`) and the array
+/// types `int[]` and `text[3]` (an empty or numeric name).
 fn has_array_constructor(tokens: &[sqlparser::tokenizer::TokenWithSpan]) -> bool {
     use sqlparser::keywords::Keyword;
     use sqlparser::tokenizer::{Token, Whitespace};
     let mut words = tokens.iter().filter(|token| !matches!(token.token, Token::Whitespace(Whitespace::Space)));
     let mut previous_is_array = false;
     words.any(|token| {
-        let found = previous_is_array && matches!(&token.token, Token::Word(word) if word.quote_style == Some('['));
+        let bracketed = match &token.token {
+            Token::Word(word) if word.quote_style == Some('[') => Some(word.value.as_str()),
+            _ => None,
+        };
+        let array_type = bracketed.is_some_and(|name| name.trim().chars().all(|c| c.is_ascii_digit()));
+        let found = array_type || (previous_is_array && bracketed.is_some());
         previous_is_array =
             matches!(&token.token, Token::Word(word) if word.keyword == Keyword::ARRAY && word.quote_style.is_none());
         found

@@ -91,10 +91,13 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
         ("pg_catalog", "pg_publication_namespace") => (PG_PUBLICATION_NAMESPACE, Vec::new()),
         ("pg_catalog", "pg_publication_rel") => (PG_PUBLICATION_REL, Vec::new()),
         ("pg_catalog", "pg_inherits") => (PG_INHERITS, Vec::new()),
+        // Tern has no range types.
+        ("pg_catalog", "pg_range") => (PG_RANGE, Vec::new()),
         ("pg_catalog", "pg_trigger") => (PG_TRIGGER, Vec::new()),
         ("pg_catalog", "pg_description") => (PG_DESCRIPTION, Vec::new()),
         ("pg_catalog", "pg_rewrite") => (PG_REWRITE, Vec::new()),
         ("pg_catalog", "pg_sequence") => (PG_SEQUENCE, pg_sequence(catalog)),
+        ("pg_catalog", "pg_depend") => (PG_DEPEND, pg_depend(catalog)),
         ("pg_catalog", "pg_extension") => (PG_EXTENSION, Vec::new()),
         ("pg_catalog", "pg_settings") => (crate::pg_settings::COLUMNS, crate::pg_settings::rows()),
         ("pg_catalog", "pg_proc") => (crate::pg_proc::COLUMNS, pg_proc(catalog)),
@@ -178,6 +181,7 @@ fn system_relation_oid(name: &str) -> Option<i64> {
         "pg_extension" => 3079,
         "pg_collation" => 3456,
         "pg_sequence" => 2224,
+        "pg_depend" => 2608,
         _ => return None,
     })
 }
@@ -327,6 +331,30 @@ fn pg_sequence(catalog: &Catalog) -> Vec<Vec<Expr>> {
                 int(def.cache),
                 boolean(def.cycle),
             ]
+        })
+        .collect()
+}
+
+/// `pg_depend`: what Tern's objects depend on that clients ask about: a sequence owned by a
+/// column (a SERIAL's, deptype `a`, which SQLAlchemy and Alembic read).
+fn pg_depend(catalog: &Catalog) -> Vec<Vec<Expr>> {
+    let pg_class = system_relation_oid("pg_class").unwrap_or_default();
+    catalog
+        .sequences
+        .values()
+        .filter_map(|def| {
+            let (table, column) = def.owned_by.as_ref()?;
+            let table = catalog.table(table)?;
+            let attnum = table.columns.iter().position(|known| known.name.eq_ignore_ascii_case(column))? as i64 + 1;
+            Some(vec![
+                int(pg_class),
+                int(sequence_oid(def)),
+                int(0),
+                int(pg_class),
+                int(table_oid(table)),
+                int(attnum),
+                text("a"),
+            ])
         })
         .collect()
 }
@@ -1653,6 +1681,26 @@ const PG_PUBLICATION_NAMESPACE: &[(&str, &str)] = &[("oid", "oid"), ("pnpubid", 
 
 const PG_PUBLICATION_REL: &[(&str, &str)] =
     &[("oid", "oid"), ("prpubid", "oid"), ("prrelid", "oid"), ("prqual", "text"), ("prattrs", "text")];
+
+const PG_DEPEND: &[(&str, &str)] = &[
+    ("classid", "oid"),
+    ("objid", "oid"),
+    ("objsubid", "int4"),
+    ("refclassid", "oid"),
+    ("refobjid", "oid"),
+    ("refobjsubid", "int4"),
+    ("deptype", "\"char\""),
+];
+
+const PG_RANGE: &[(&str, &str)] = &[
+    ("rngtypid", "oid"),
+    ("rngsubtype", "oid"),
+    ("rngmultitypid", "oid"),
+    ("rngcollation", "oid"),
+    ("rngsubopc", "oid"),
+    ("rngcanonical", "text"),
+    ("rngsubdiff", "text"),
+];
 
 const PG_INHERITS: &[(&str, &str)] =
     &[("inhrelid", "oid"), ("inhparent", "oid"), ("inhseqno", "int4"), ("inhdetachpending", "bool")];
