@@ -677,7 +677,11 @@ impl<'c> Binder<'c> {
             .and_then(|alias| alias.columns.first())
             .map(|column| lower(&column.name))
             .unwrap_or(alias_name.clone());
-        let affinity = (function != TableFunction::Unnest).then_some(Affinity::Integer);
+        let affinity = match function {
+            TableFunction::Unnest => None,
+            TableFunction::ExpandArray => Some(Affinity::Composite(crate::composite::expand_array_type())),
+            TableFunction::GenerateSeries | TableFunction::GenerateSubscripts => Some(Affinity::Integer),
+        };
         let column = ScopeColumn { table: Some(alias_name), name: column_name, affinity, merged: false };
         Ok((Plan::TableFunction { function, args: bound }, vec![column]))
     }
@@ -1214,6 +1218,9 @@ impl<'c> Binder<'c> {
                 ),
                 _,
             ) => Some(Affinity::Integer),
+            Expr::Function(ScalarFunction::SetReturning(crate::plan::TableFunction::ExpandArray), _) => {
+                Some(Affinity::Composite(crate::composite::expand_array_type()))
+            }
             _ => None,
         }
     }
@@ -2035,6 +2042,23 @@ impl<'c> Binder<'c> {
         access_chain: &[ast::AccessExpr],
         scope: &Scope,
     ) -> Result<Expr> {
+        // `t.column[i]`: the leading names are the qualified column the subscript applies to.
+        if let ast::Expr::Identifier(first) = root
+            && let Some(subscript) =
+                access_chain.iter().position(|access| matches!(access, ast::AccessExpr::Subscript(_)))
+            && subscript > 0
+        {
+            let names: Option<Vec<ast::Ident>> = std::iter::once(Some(first.clone()))
+                .chain(access_chain[..subscript].iter().map(|access| match access {
+                    ast::AccessExpr::Dot(ast::Expr::Identifier(name)) => Some(name.clone()),
+                    _ => None,
+                }))
+                .collect();
+            if let Some(names) = names {
+                let column = ast::Expr::CompoundIdentifier(names);
+                return self.bind_compound_access(expr, &column, &access_chain[subscript..], scope);
+            }
+        }
         Ok(match access_chain {
             [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] => Expr::Function(
                 ScalarFunction::ArrayElement,

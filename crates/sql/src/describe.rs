@@ -473,6 +473,7 @@ impl Inference {
 fn table_function_type(function: crate::plan::TableFunction, args: &[SqlType]) -> SqlType {
     match function {
         crate::plan::TableFunction::GenerateSeries | crate::plan::TableFunction::GenerateSubscripts => SqlType::Integer,
+        crate::plan::TableFunction::ExpandArray => SqlType::Composite(crate::composite::expand_array_type()),
         crate::plan::TableFunction::Unnest => match args.first() {
             Some(SqlType::Declared(name)) => crate::pgtype::array_element_name(&name.to_ascii_lowercase())
                 .map_or(SqlType::Text, |element| SqlType::Declared(element.to_string())),

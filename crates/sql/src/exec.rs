@@ -1206,6 +1206,24 @@ impl<'t> Executor<'t> {
                     .ok_or_else(|| Error::new("22P02", format!("malformed array literal: \"{text}\"")))?;
                 Ok(elements.into_iter().map(|element| vec![element.map_or(Value::Null, Value::Text)]).collect())
             }
+            TableFunction::ExpandArray => {
+                let text = args[0].to_text();
+                let elements = crate::array::parse(&text)
+                    .ok_or_else(|| Error::new("22P02", format!("malformed array literal: \"{text}\"")))?;
+                let field = crate::value::Affinity::Int(4);
+                elements
+                    .into_iter()
+                    .enumerate()
+                    .map(|(position, element)| {
+                        let element = field.store(element.map_or(Value::Null, Value::Text))?;
+                        let record = crate::composite::Record {
+                            type_oid: crate::pgtype::RECORD,
+                            fields: vec![element, Value::Integer(position as i64 + 1)],
+                        };
+                        Ok(vec![Value::Record(std::sync::Arc::new(record))])
+                    })
+                    .collect()
+            }
             TableFunction::GenerateSubscripts => {
                 let text = args[0].to_text();
                 let length = crate::array::parse(&text)

@@ -673,6 +673,9 @@ pub enum TableFunction {
     /// `generate_subscripts(array, dimension [, reverse])`: the array's subscripts, 1 to its
     /// length (Tern's arrays have one dimension).
     GenerateSubscripts,
+    /// `information_schema._pg_expandarray(array)`: a row `(x, n)` per element, the element
+    /// and its position ([`crate::composite::expand_array_type`]).
+    ExpandArray,
 }
 
 impl TableFunction {
@@ -682,6 +685,7 @@ impl TableFunction {
             "generate_series" => Some((TableFunction::GenerateSeries, 2, 3)),
             "unnest" => Some((TableFunction::Unnest, 1, 1)),
             "generate_subscripts" => Some((TableFunction::GenerateSubscripts, 2, 3)),
+            "_pg_expandarray" => Some((TableFunction::ExpandArray, 1, 1)),
             _ => None,
         }
     }

@@ -147,6 +147,25 @@ impl Record {
 /// The registry's handle on one composite definition.
 pub type CompositeId = Id<CompositeType>;
 
+/// The row type of `information_schema._pg_expandarray(array)`'s rows, `(x, n)`: an element
+/// and its 1-based position (pgjdbc's key-column queries read both).
+pub fn expand_array_type() -> CompositeId {
+    static TYPE: std::sync::OnceLock<CompositeId> = std::sync::OnceLock::new();
+    *TYPE.get_or_init(|| {
+        let field = |name: &str| CompositeField {
+            name: name.into(),
+            declared_type: "integer".into(),
+            affinity: Affinity::Int(4),
+        };
+        CompositeId::intern(CompositeType {
+            name: "_pg_expandarray".into(),
+            oid: crate::pgtype::RECORD,
+            relation_oid: 0,
+            fields: vec![field("x"), field("n")],
+        })
+    })
+}
+
 static REGISTRY: Interner<CompositeType> = Interner::empty();
 
 impl Interned for CompositeType {
