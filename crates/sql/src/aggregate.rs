@@ -53,6 +53,13 @@ pub(crate) enum Accumulator {
         values: Vec<Value>,
         fraction: Option<Value>,
     },
+    /// A call with ORDER BY in its arguments (`array_agg(x ORDER BY y)`): each row's
+    /// arguments and sort keys, given to `inner` in that order when the group is finished.
+    Sorted {
+        inner: Box<Accumulator>,
+        keys: Vec<crate::plan::SortKey>,
+        rows: Vec<(Vec<Value>, Vec<Value>)>,
+    },
 }
 
 /// PostgreSQL's float8 accumulation for the statistics aggregates (Youngs and Cramer's update,
@@ -110,7 +117,11 @@ impl Moments {
 
 impl Accumulator {
     pub(crate) fn new(call: &AggregateCall) -> Accumulator {
-        Accumulator::of(call.function, call.distinct)
+        let plain = Accumulator::of(call.function, call.distinct);
+        if call.order_by.is_empty() {
+            return plain;
+        }
+        Accumulator::Sorted { inner: Box::new(plain), keys: call.order_by.clone(), rows: Vec::new() }
     }
 
     pub(crate) fn of(function: AggregateFunction, distinct: bool) -> Accumulator {
@@ -159,7 +170,8 @@ impl Accumulator {
     }
 
     /// Adds one row's arguments. Returns whether a min/max took a new best value.
-    pub(crate) fn add(&mut self, args: Vec<Value>) -> Result<bool> {
+    /// A call with ORDER BY gets its sort key values after its arguments.
+    pub(crate) fn add(&mut self, mut args: Vec<Value>) -> Result<bool> {
         let value = args.first().cloned().unwrap_or(Value::Null);
         match self {
             Accumulator::Count { count, star: true, .. } => *count += 1,
@@ -279,6 +291,10 @@ impl Accumulator {
                     values.push(value);
                 }
             }
+            Accumulator::Sorted { keys, rows, .. } => {
+                let sort_values = args.split_off(args.len().saturating_sub(keys.len()));
+                rows.push((sort_values, args));
+            }
         }
         Ok(false)
     }
@@ -293,6 +309,14 @@ impl Accumulator {
 
     fn finish_raw(self) -> Result<Value> {
         Ok(match self {
+            Accumulator::Sorted { mut inner, keys, mut rows } => {
+                // A stable sort: rows with equal keys stay in input order.
+                rows.sort_by(|(a, _), (b, _)| crate::exec::compare_sort_values(&keys, a, b));
+                for (_, args) in rows {
+                    inner.add(args)?;
+                }
+                inner.finish_raw()?
+            }
             Accumulator::Count { count, .. } => Value::Integer(count),
             Accumulator::Sum { integer, real, is_real, exact, overflowed, any, total, average, count, .. } => {
                 if let (Some(sum), false) = (exact, is_real) {

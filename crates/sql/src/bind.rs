@@ -1130,7 +1130,6 @@ impl<'c> Binder<'c> {
             project = project.into_iter().map(&mut lift).collect();
             having = having.map(&mut lift);
             order_exprs = order_exprs.into_iter().map(|expr| expr.map(&mut lift)).collect();
-            plan = ordered_aggregate_input(plan, &aggregates)?;
             plan = crate::grouping_sets::aggregate_plan(plan, group_exprs, aggregates, grouping_sets.as_deref())?;
             if let Some(having) = having {
                 plan = Plan::Filter { input: Box::new(plan), predicate: having };
@@ -2934,16 +2933,4 @@ fn json_argument_kinds(args: &[Expr], scope: &Scope) -> String {
             _ => '-',
         })
         .collect()
-}
-
-/// The input of aggregates with ORDER BY in their arguments (`array_agg(x ORDER BY y)`),
-/// sorted by it: accumulators take rows in input order, so each group's rows arrive in that
-/// order. Calls with different orders in one query are refused (0A000).
-fn ordered_aggregate_input(plan: Plan, aggregates: &[AggregateCall]) -> Result<Plan> {
-    let mut orders = aggregates.iter().map(|call| &call.order_by).filter(|order| !order.is_empty());
-    let Some(first) = orders.next() else { return Ok(plan) };
-    if orders.any(|order| order != first) {
-        return Err(Error::unsupported("aggregates with different ORDER BY clauses in one query"));
-    }
-    Ok(Plan::Sort { input: Box::new(plan), keys: first.clone(), limit: None })
 }

@@ -2002,8 +2002,14 @@ impl Grouping {
             {
                 continue;
             }
-            let args = call.args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
-            if call.distinct || matches!(call.function, AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg) {
+            let mut args = call.args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
+            for key in &call.order_by {
+                args.push(exec.eval(&key.expr, &env)?);
+            }
+            if call.distinct
+                || !call.order_by.is_empty()
+                || matches!(call.function, AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg)
+            {
                 self.uncharged += row_bytes(&args);
             }
             match (state, take_bare) {

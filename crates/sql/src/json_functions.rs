@@ -108,13 +108,13 @@ pub fn call(build: JsonBuild, args: &[Value]) -> Result<Value> {
 }
 
 /// The keys of an object's arguments (every other one, as text) with their values' positions;
-/// 22023 for an odd count, 22004 for a NULL key.
+/// 22023 for an odd count or a NULL key.
 fn pairs(values: &[Value]) -> Result<impl Iterator<Item = (String, usize)> + '_> {
     if values.len() % 2 != 0 {
         return Err(Error::new("22023", "argument list must have even number of elements"));
     }
     if values.iter().step_by(2).any(Value::is_null) {
-        return Err(Error::new("22004", "null value not allowed for object key"));
+        return Err(Error::new("22023", "null value not allowed for object key"));
     }
     Ok(values.iter().step_by(2).enumerate().map(|(pair, key)| (key.to_text(), pair * 2 + 1)))
 }

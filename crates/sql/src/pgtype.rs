@@ -221,6 +221,9 @@ const ARRAY_NAMES: &[(u32, &str)] = &[
 pub fn oid_of_name(name: &str) -> Option<u32> {
     let lower = name.trim().to_ascii_lowercase();
     let lower = lower.strip_prefix("pg_catalog.").unwrap_or(&lower);
+    if let Some(element) = array_element_name(lower) {
+        return array_of(oid_of_name(element)?);
+    }
     let aliases: &[(&str, u32)] = &[
         ("int", INT4),
         ("integer", INT4),

@@ -338,7 +338,10 @@ fn regclass_casts_name_and_number_relations() {
     assert_eq!(one(&mut session, "SELECT 'public.city'::regclass::oid"), oid);
     assert_eq!(one(&mut session, "SELECT 2200::regnamespace"), "public");
     assert_eq!(one(&mut session, "SELECT 23::regtype"), "integer");
-    assert_eq!(one(&mut session, "SELECT 'int4'::regtype"), "integer");
+    // A type's name reads as its OID, as a relation's does, so that it compares with
+    // `pg_type.oid` (PostgreSQL prints the name back; Tern's regtype values are OIDs).
+    assert_eq!(one(&mut session, "SELECT 'int4'::regtype"), "23");
+    assert_eq!(one(&mut session, "SELECT typname FROM pg_type WHERE oid = 'integer[]'::regtype"), "_int4");
     assert_eq!(sqlstate(&mut session, "SELECT 'no_such_type'::regtype"), "42704");
     assert_eq!(one(&mut session, &format!("SELECT '{oid}'::regclass")), "city", "an OID in digits");
     assert_eq!(sqlstate(&mut session, "SELECT 'x'::regrole"), "0A000");
@@ -353,7 +356,7 @@ fn regclass_casts_name_and_number_relations() {
             "SELECT typname AS name, oid, typarray AS array_oid, oid::regtype::text AS regtype, typdelim AS delimiter
              FROM pg_type t WHERE t.oid = to_regtype('int4') ORDER BY t.oid"
         ),
-        [["int4", "23", "0", "integer", ","]]
+        [["int4", "23", "1007", "integer", ","]]
     );
     assert_eq!(one(&mut session, "SELECT to_regtype('no_such_type')"), "NULL");
     assert_eq!(
