@@ -91,6 +91,51 @@ psql -X -At -c '\l' | grep -q '^tern|' || { echo "\\l does not list the database
 missing="$(psql -X -c '\d no_such_table' 2>&1 || true)"
 grep -q 'Did not find any relation named "no_such_table"' <<<"$missing" || { echo "$missing" >&2; exit 1; }
 
+echo "== psql describes a schema of 1,000 tables"
+# Each table has a SERIAL key, an index and a foreign key to the one before it. Each command
+# must succeed and print what PostgreSQL 15 prints (the key lines checked here); the time of
+# each is printed, not checked.
+python3 - >"$work/schema1000.sql" <<'PY'
+print("BEGIN;")
+for i in range(1000):
+    parent = f", parent_id INT REFERENCES s{i - 1}(id)" if i else ""
+    print(f"CREATE TABLE s{i} (id SERIAL PRIMARY KEY, name TEXT NOT NULL, created DATE{parent});")
+    print(f"CREATE INDEX s{i}_name ON s{i} (name);")
+print("CREATE VIEW s0_names AS SELECT id, name FROM s0;")
+print("COMMIT;")
+PY
+psql_run -f "$work/schema1000.sql"
+describe_1000() {
+    local command="$1"
+    shift
+    local started ended
+    started=$(date +%s%N)
+    psql -X -v ON_ERROR_STOP=1 -c "$command" >"$work/describe.txt" 2>"$work/describe.err" || { cat "$work/describe.err" >&2; exit 1; }
+    ended=$(date +%s%N)
+    if [ -s "$work/describe.err" ]; then
+        echo "psql $command:" >&2
+        cat "$work/describe.err" >&2
+        exit 1
+    fi
+    for expected in "$@"; do
+        grep -qF -- "$expected" "$work/describe.txt" || { echo "psql $command lacks: $expected" >&2; cat "$work/describe.txt" >&2; exit 1; }
+    done
+    printf '  %-14s %5d ms, %d lines\n' "$command" $(( (ended - started) / 1000000 )) "$(wc -l <"$work/describe.txt")"
+}
+describe_1000 '\d' ' public | s999_id_seq | sequence | tern'
+describe_1000 '\d s500' 'Table "public.s500"' "nextval('s500_id_seq'::regclass)" '"s500_pkey" PRIMARY KEY, btree (id)' \
+    '"s500_name" btree (name)' '"s500_parent_id_fkey" FOREIGN KEY (parent_id) REFERENCES s499(id)' \
+    'TABLE "s501" CONSTRAINT "s501_parent_id_fkey" FOREIGN KEY (parent_id) REFERENCES s500(id)'
+describe_1000 '\d+ s500' 'Access method: heap' '| Storage  | Compression |'
+describe_1000 '\dt+' ' public | s999      | table | tern  | permanent   | heap          |'
+describe_1000 '\di+' ' public | s500_name      | index | tern  | s500      | permanent   | btree '
+describe_1000 '\dv+' 's0_names'
+describe_1000 '\sv s0_names' 'CREATE OR REPLACE VIEW public.s0_names AS'
+describe_1000 '\df' 'List of functions'
+describe_1000 '\dx' 'List of installed extensions'
+describe_1000 '\l+' '| UTF8     |'
+describe_1000 '\dconfig' 'List of non-default configuration parameters'
+
 if [ ${#tls[@]} -gt 0 ]; then
     echo "== psql over TLS"
     PGSSLMODE=require psql -X -v ON_ERROR_STOP=1 -q -c "SELECT count(*) AS over_tls FROM city"

@@ -529,11 +529,11 @@ impl<'c> Binder<'c> {
     fn bind_table_factor(&mut self, factor: &ast::TableFactor, holder: &Scope) -> Result<(Plan, Vec<ScopeColumn>)> {
         match factor {
             ast::TableFactor::Table { name, alias, args, with_ordinality, .. } => {
-                if *with_ordinality {
-                    return Err(Error::unsupported("WITH ORDINALITY"));
-                }
                 if let Some(args) = args {
-                    return self.bind_table_function(name, &args.args, alias.as_ref(), holder);
+                    return self.bind_table_function(name, &args.args, alias.as_ref(), *with_ordinality, holder);
+                }
+                if *with_ordinality {
+                    return Err(Error::syntax("WITH ORDINALITY applies to a function in FROM"));
                 }
                 let table_name = object_name(name)?;
                 let schema = schema_name(name);
@@ -619,12 +619,12 @@ impl<'c> Binder<'c> {
                 Ok((plan, columns))
             }
             // `unnest(array)`, which sqlparser reads as its own table factor.
-            ast::TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_ordinality: false, .. }
+            ast::TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_ordinality, .. }
                 if array_exprs.len() == 1 =>
             {
                 let name = ast::ObjectName::from(vec![ast::Ident::new("unnest")]);
                 let arg = ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(array_exprs[0].clone()));
-                self.bind_table_function(&name, &[arg], alias.as_ref(), holder)
+                self.bind_table_function(&name, &[arg], alias.as_ref(), *with_ordinality, holder)
             }
             other => Err(Error::unsupported(format!("table reference {other}"))),
         }
@@ -645,13 +645,15 @@ impl<'c> Binder<'c> {
         Some((Plan::SystemTable { table: system.table, rows: Arc::new(system.rows) }, columns))
     }
 
-    /// A set-returning function in FROM: `generate_series(start, stop [, step])` or
-    /// `unnest(array)`. Its arguments may read the enclosing query's columns.
+    /// A set-returning function in FROM: `generate_series(start, stop [, step])`,
+    /// `unnest(array)`, ... ([`TableFunction`]), with a row number column `WITH ORDINALITY`.
+    /// Its arguments may read the enclosing query's columns.
     fn bind_table_function(
         &mut self,
         name: &ast::ObjectName,
         args: &[ast::FunctionArg],
         alias: Option<&ast::TableAlias>,
+        ordinality: bool,
         holder: &Scope,
     ) -> Result<(Plan, Vec<ScopeColumn>)> {
         let function_name = object_name(name)?;
@@ -673,17 +675,33 @@ impl<'c> Binder<'c> {
             holder.correlated.set(true);
         }
         let alias_name = alias.map(|alias| lower(&alias.name)).unwrap_or_else(|| function_name.clone());
-        let column_name = alias
-            .and_then(|alias| alias.columns.first())
-            .map(|column| lower(&column.name))
-            .unwrap_or(alias_name.clone());
+        let default_name = match function {
+            TableFunction::PartitionAncestors => "relid".to_string(),
+            _ => alias_name.clone(),
+        };
+        let column_name =
+            alias.and_then(|alias| alias.columns.first()).map(|column| lower(&column.name)).unwrap_or(default_name);
         let affinity = match function {
             TableFunction::Unnest => None,
             TableFunction::ExpandArray => Some(Affinity::Composite(crate::composite::expand_array_type())),
-            TableFunction::GenerateSeries | TableFunction::GenerateSubscripts => Some(Affinity::Integer),
+            TableFunction::GenerateSeries | TableFunction::GenerateSubscripts | TableFunction::PartitionAncestors => {
+                Some(Affinity::Integer)
+            }
         };
-        let column = ScopeColumn { table: Some(alias_name), name: column_name, affinity, merged: false };
-        Ok((Plan::TableFunction { function, args: bound }, vec![column]))
+        let mut columns =
+            vec![ScopeColumn { table: Some(alias_name.clone()), name: column_name, affinity, merged: false }];
+        if ordinality {
+            let name = alias
+                .and_then(|alias| alias.columns.get(1))
+                .map_or("ordinality".to_string(), |column| lower(&column.name));
+            columns.push(ScopeColumn {
+                table: Some(alias_name),
+                name,
+                affinity: Some(Affinity::Integer),
+                merged: false,
+            });
+        }
+        Ok((Plan::TableFunction { function, args: bound, ordinality }, columns))
     }
 
     /// A reference to a CTE of `WITH RECURSIVE` whose body is `anchor UNION [ALL] step`: the
@@ -750,6 +768,32 @@ impl<'c> Binder<'c> {
     }
 
     /// A FROM item with explicit joins, planned in syntax order.
+    /// The tables of a FROM item of inner joins only, each a relation for the join planner,
+    /// and its ON conditions.
+    fn bind_inner_factors<'a>(
+        &mut self,
+        item: &'a ast::TableWithJoins,
+        holder: &Scope,
+        relations: &mut Vec<Relation>,
+        columns: &mut Vec<ScopeColumn>,
+        on_conditions: &mut Vec<&'a ast::Expr>,
+    ) -> Result<()> {
+        let factors = std::iter::once(&item.relation).chain(item.joins.iter().map(|join| &join.relation));
+        for factor in factors {
+            let (plan, factor_columns) = self.bind_table_factor(factor, holder)?;
+            relations.push(Relation { width: factor_columns.len(), plan, offset: columns.len() });
+            columns.extend(factor_columns);
+        }
+        for join in &item.joins {
+            if let ast::JoinOperator::Join(ast::JoinConstraint::On(on))
+            | ast::JoinOperator::Inner(ast::JoinConstraint::On(on)) = &join.join_operator
+            {
+                on_conditions.push(on);
+            }
+        }
+        Ok(())
+    }
+
     fn bind_from_item(
         &mut self,
         left: Option<(Plan, Vec<ScopeColumn>)>,
@@ -855,7 +899,7 @@ impl<'c> Binder<'c> {
             )));
         }
         // Only plain inner joins (comma, JOIN ... ON) are reordered; outer joins keep syntax order.
-        let reorderable = from.iter().all(|item| {
+        let inner_only = |item: &ast::TableWithJoins| {
             item.joins.iter().all(|join| {
                 matches!(
                     &join.join_operator,
@@ -864,25 +908,28 @@ impl<'c> Binder<'c> {
                         | ast::JoinOperator::CrossJoin(ast::JoinConstraint::None)
                 )
             })
-        });
+        };
+        let reorderable = from.iter().all(inner_only);
+        // In PostgreSQL an ON clause sees only its own join tree, so the items of a comma list
+        // are relations to order even when one has outer joins (which stays one relation, in
+        // syntax order). SQLite lets a later ON see every table before it: one chain.
+        let items_reorderable = !reorderable && self.dialect == Dialect::Postgres && from.len() > 1;
         let mut relations = Vec::new();
         let mut columns: Vec<ScopeColumn> = Vec::new();
         let mut on_conditions = Vec::new();
-        if reorderable {
+        if items_reorderable {
             for item in from {
-                let factors = std::iter::once(&item.relation).chain(item.joins.iter().map(|join| &join.relation));
-                for factor in factors {
-                    let (plan, factor_columns) = self.bind_table_factor(factor, holder)?;
-                    relations.push(Relation { width: factor_columns.len(), plan, offset: columns.len() });
-                    columns.extend(factor_columns);
+                if inner_only(item) {
+                    self.bind_inner_factors(item, holder, &mut relations, &mut columns, &mut on_conditions)?;
+                } else {
+                    let (plan, item_columns) = self.bind_from_item(None, item, holder)?;
+                    relations.push(Relation { width: item_columns.len(), plan, offset: columns.len() });
+                    columns.extend(item_columns);
                 }
-                for join in &item.joins {
-                    if let ast::JoinOperator::Join(ast::JoinConstraint::On(on))
-                    | ast::JoinOperator::Inner(ast::JoinConstraint::On(on)) = &join.join_operator
-                    {
-                        on_conditions.push(on);
-                    }
-                }
+            }
+        } else if reorderable {
+            for item in from {
+                self.bind_inner_factors(item, holder, &mut relations, &mut columns, &mut on_conditions)?;
             }
         } else {
             // One left-deep chain: a comma is a cross join, and a later ON clause sees every
@@ -1213,7 +1260,9 @@ impl<'c> Binder<'c> {
             Expr::Cast(_, to) => Some(to.affinity()),
             Expr::Function(
                 ScalarFunction::SetReturning(
-                    crate::plan::TableFunction::GenerateSeries | crate::plan::TableFunction::GenerateSubscripts,
+                    crate::plan::TableFunction::GenerateSeries
+                    | crate::plan::TableFunction::GenerateSubscripts
+                    | crate::plan::TableFunction::PartitionAncestors,
                 ),
                 _,
             ) => Some(Affinity::Integer),
@@ -2169,6 +2218,47 @@ impl<'c> Binder<'c> {
                 arity(1, 1)?;
                 let bound = self.bind_expr(args[0], scope)?;
                 self.type_oid_of_name(bound)
+            }
+            "pg_relation_size" | "pg_table_size" | "pg_indexes_size" | "pg_total_relation_size" => {
+                arity(1, if name == "pg_relation_size" { 2 } else { 1 })?;
+                // The argument is a regclass: a relation's name reads as its OID.
+                let oid = match self.bind_expr(args[0], scope)? {
+                    Expr::Literal(Value::Text(relation)) if relation.trim().parse::<i64>().is_err() => integer(
+                        crate::system::relation_oid(self.catalog, relation.trim_matches('"'))
+                            .ok_or_else(|| Error::undefined_table(&relation))?,
+                    ),
+                    other => other,
+                };
+                // Forks other than the main one are empty.
+                let main_fork = match args.get(1) {
+                    Some(fork) => Some(self.bind_expr(fork, scope)?),
+                    None => None,
+                };
+                let objects = crate::system::relation_objects(self.catalog, name);
+                let listed = Expr::Case {
+                    operand: Some(Box::new(oid)),
+                    whens: objects.into_iter().map(|(oid, ids)| (integer(oid), text(&ids))).collect(),
+                    otherwise: None,
+                };
+                let bytes = Expr::Function(ScalarFunction::ObjectBytes, vec![listed]);
+                match main_fork {
+                    None => bytes,
+                    Some(fork) => Expr::Case {
+                        operand: Some(Box::new(fork)),
+                        whens: vec![(text("main"), bytes)],
+                        otherwise: Some(Box::new(integer(0))),
+                    },
+                }
+            }
+            "pg_database_size" => {
+                arity(1, 1)?;
+                let database = self.bind_expr(args[0], scope)?;
+                // The one database, by name or OID: every key stored.
+                Expr::Case {
+                    operand: None,
+                    whens: vec![(Expr::IsNull(Box::new(database), false), Expr::Literal(Value::Null))],
+                    otherwise: Some(Box::new(Expr::Function(ScalarFunction::ObjectBytes, vec![text("*")]))),
+                }
             }
             "pg_get_userbyid" => {
                 arity(1, 1)?;

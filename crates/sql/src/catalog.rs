@@ -1,5 +1,6 @@
 //! The catalog: tables, indexes, views and sequences. It is stored in the key-value store under
-//! [`crate::codec::CATALOG_KEY`] (one serialized document) beside a version counter under
+//! [`crate::codec::CATALOG_KEY`] (one serialized document, cut into chunks when it is large:
+//! [`crate::catalog_store`]) beside a version counter under
 //! [`crate::codec::CATALOG_VERSION_KEY`], and changed inside transactions like any data, so DDL
 //! commits or rolls back with the transaction that ran it. Every transaction reads the version
 //! key, so a transaction that ran concurrently with a committed DDL change fails certification

@@ -4,7 +4,7 @@
 //! table's definition, and every index against its table, entry by entry, in both directions.
 
 use crate::catalog::{Catalog, IndexDef, TableDef};
-use crate::codec::{self, CATALOG_KEY, object_of_key, object_prefix, prefix_end};
+use crate::codec::{self, object_of_key, object_prefix, prefix_end};
 use crate::error::Result;
 use crate::exec::{Executor, SCAN_CHUNK_ROWS};
 use crate::session::Database;
@@ -72,7 +72,7 @@ impl Database {
         let storage = self.txn_db().integrity_check()?;
         let mut report = IntegrityReport { problems: storage.problems.clone(), storage, ..Default::default() };
         let mut txn = self.txn_db().begin();
-        let stored_catalog = txn.get(CATALOG_KEY)?;
+        let stored_catalog = crate::catalog_store::read(|key| Ok(txn.get(key)?))?;
         let catalog = match stored_catalog.as_deref().map(Catalog::from_bytes).transpose() {
             Ok(catalog) => catalog.unwrap_or_else(Catalog::new),
             Err(error) => {

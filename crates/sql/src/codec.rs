@@ -27,8 +27,10 @@ use crate::value::{Value, number_order_key};
 
 /// Key prefix of the catalog's version counter.
 pub const CATALOG_VERSION_KEY: &[u8] = &[0x00, b'v'];
-/// Key of the serialized catalog.
+/// Key of the serialized catalog, or of its chunk manifest ([`crate::catalog_store`]).
 pub const CATALOG_KEY: &[u8] = &[0x00, b'c'];
+/// Prefix of a large catalog's chunks: the chunk index (big-endian) follows.
+pub const CATALOG_CHUNK_PREFIX: &[u8] = &[0x00, b'C'];
 /// Prefix of the server's roles (`CREATE USER`): the role name follows, the value is its
 /// password verifier. Not visible to SQL.
 pub const ROLE_PREFIX: &[u8] = &[0x00, b'r'];

@@ -256,9 +256,13 @@ impl Inference {
             Plan::SystemTable { table, .. } => {
                 (0..table.columns.len()).map(|index| SqlType::of_column(table, index)).collect()
             }
-            Plan::TableFunction { function, args } => {
+            Plan::TableFunction { function, args, ordinality } => {
                 let args: Vec<SqlType> = args.iter().map(|arg| self.expr(arg, &[])).collect();
-                vec![table_function_type(*function, &args)]
+                let mut types = vec![table_function_type(*function, &args)];
+                if *ordinality {
+                    types.push(SqlType::Integer);
+                }
+                types
             }
             Plan::ProjectSet { input, calls } => {
                 let mut types = self.plan(input);
@@ -473,6 +477,7 @@ impl Inference {
 fn table_function_type(function: crate::plan::TableFunction, args: &[SqlType]) -> SqlType {
     match function {
         crate::plan::TableFunction::GenerateSeries | crate::plan::TableFunction::GenerateSubscripts => SqlType::Integer,
+        crate::plan::TableFunction::PartitionAncestors => SqlType::Declared("oid".into()),
         crate::plan::TableFunction::ExpandArray => SqlType::Composite(crate::composite::expand_array_type()),
         crate::plan::TableFunction::Unnest => match args.first() {
             Some(SqlType::Declared(name)) => crate::pgtype::array_element_name(&name.to_ascii_lowercase())
@@ -558,7 +563,7 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         CheckDomain => first,
         Json(build) => SqlType::Declared(build.type_name().into()),
         RegexpLike => SqlType::Boolean,
-        NextVal | CurrVal | SetVal | LastVal => SqlType::Integer,
+        NextVal | CurrVal | SetVal | LastVal | ObjectBytes => SqlType::Integer,
         Advisory(call) => match call.op {
             crate::functions::AdvisoryOp::TryLock | crate::functions::AdvisoryOp::Unlock => SqlType::Boolean,
             _ => SqlType::Text,

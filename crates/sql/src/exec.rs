@@ -381,6 +381,39 @@ impl<'t> Executor<'t> {
         self
     }
 
+    /// [`ScalarFunction::ObjectBytes`]: the bytes of the keys and values stored for the objects
+    /// `ids` lists (`*`: every key), as this transaction sees them.
+    fn object_bytes(&self, ids: &Value) -> Result<Value> {
+        if ids.is_null() {
+            return Ok(Value::Null);
+        }
+        let ids = ids.to_text();
+        let ranges: Vec<(Bound<Vec<u8>>, Bound<Vec<u8>>)> = if ids == "*" {
+            vec![(Bound::Unbounded, Bound::Unbounded)]
+        } else {
+            ids.split(',')
+                .filter_map(|id| id.trim().parse::<u32>().ok())
+                .map(|id| {
+                    let prefix = object_prefix(id);
+                    let end = prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
+                    (Bound::Included(prefix), end)
+                })
+                .collect()
+        };
+        let mut bytes = 0i64;
+        let mut txn = self.txn.borrow_mut();
+        for (start, end) in ranges {
+            for (count, pair) in txn.range((bound_ref(&start), bound_ref(&end))).enumerate() {
+                if count % 4096 == 4095 {
+                    self.check_interrupt()?;
+                }
+                let (key, value) = pair?;
+                bytes += (key.len() + value.len()) as i64;
+            }
+        }
+        Ok(Value::Integer(bytes))
+    }
+
     /// A session function: `current_setting()`, `version()`, ...
     fn session_function(&self, function: ScalarFunction, args: &[Value]) -> Result<Value> {
         let setting = |name: &str| self.settings.and_then(|settings| settings.read().get(name).cloned());
@@ -1111,10 +1144,16 @@ impl<'t> Executor<'t> {
             Plan::SystemTable { rows, .. } => {
                 rows.iter().map(|row| row.iter().map(|expr| self.eval(expr, &Env::new(&[], outer))).collect()).collect()
             }
-            Plan::TableFunction { function, args } => {
+            Plan::TableFunction { function, args, ordinality } => {
                 let env = Env::new(&[], outer);
                 let args = args.iter().map(|arg| self.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
-                self.run_table_function(*function, &args)
+                let mut rows = self.run_table_function(*function, &args)?;
+                if *ordinality {
+                    for (position, row) in rows.iter_mut().enumerate() {
+                        row.push(Value::Integer(position as i64 + 1));
+                    }
+                }
+                Ok(rows)
             }
             Plan::ProjectSet { input, calls } => {
                 let rows = self.run(input, outer)?;
@@ -1206,6 +1245,7 @@ impl<'t> Executor<'t> {
                     .ok_or_else(|| Error::new("22P02", format!("malformed array literal: \"{text}\"")))?;
                 Ok(elements.into_iter().map(|element| vec![element.map_or(Value::Null, Value::Text)]).collect())
             }
+            TableFunction::PartitionAncestors => Ok(vec![vec![args[0].cast_integer()]]),
             TableFunction::ExpandArray => {
                 let text = args[0].to_text();
                 let elements = crate::array::parse(&text)
@@ -1815,6 +1855,7 @@ impl<'t> Executor<'t> {
                         | ScalarFunction::SequenceLastValue
                         | ScalarFunction::SequenceIsCalled => self.sequence_function(*function, &values)?,
                         ScalarFunction::Advisory(call) => self.advisory_function(*call, &values)?,
+                        ScalarFunction::ObjectBytes => self.object_bytes(&values[0])?,
                         ScalarFunction::SqlFunction => {
                             crate::sql_function::call(self, &values[0].to_text(), &values[1..])?
                         }

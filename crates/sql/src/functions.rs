@@ -178,6 +178,11 @@ pub enum ScalarFunction {
     /// A set-returning function in a select list, which the binder moves into a
     /// [`crate::plan::Plan::ProjectSet`]; anywhere else it is refused when evaluated.
     SetReturning(crate::plan::TableFunction),
+    /// The bytes stored for objects (tables' rows, indexes' entries): the argument lists their
+    /// ids separated by commas, or is `*` for the whole database; NULL for NULL. The binder
+    /// turns `pg_relation_size`, `pg_table_size`, `pg_indexes_size`,
+    /// `pg_total_relation_size` and `pg_database_size` into it ([`crate::system`]).
+    ObjectBytes,
     /// `json_build_object`, `json_build_array`, `to_json` and their `jsonb_` forms
     /// ([`crate::json_functions`]): (argument kinds, arguments...).
     Json(crate::json_functions::JsonBuild),
@@ -351,7 +356,10 @@ impl ScalarFunction {
             | "col_description"
             | "shobj_description"
             | "pg_get_statisticsobjdef_columns"
-            | "pg_get_ruledef" => (AlwaysNull, 1, 2),
+            | "pg_get_ruledef"
+            // pg_trigger lists no rows (Tern's triggers are in `.dump`), so there is no OID
+            // of a trigger to describe.
+            | "pg_get_triggerdef" => (AlwaysNull, 1, 2),
             "pg_encoding_to_char" => (EncodingName, 1, 1),
             "quote_ident" => (QuoteIdent, 1, 1),
             "to_regtype" => (ToRegtype, 1, 1),
@@ -376,6 +384,7 @@ pub fn is_volatile(function: ScalarFunction, args: &[Value]) -> bool {
     use ScalarFunction::*;
     match function {
         Random | CurrentSetting | SetConfig | Version | CurrentDatabase | CurrentSchema | CurrentUser | Clock => true,
+        ObjectBytes => true,
         // What the body calls is not known here.
         SqlFunction => true,
         NextVal | CurrVal | SetVal | LastVal | SequenceLastValue | SequenceIsCalled | Advisory(_) => true,
@@ -758,7 +767,7 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             }
         },
         CurrentSetting | SetConfig | Version | CurrentDatabase | CurrentSchema | CurrentUser | NextVal | CurrVal
-        | SetVal | LastVal | SequenceLastValue | SequenceIsCalled | Advisory(_) => {
+        | SetVal | LastVal | SequenceLastValue | SequenceIsCalled | Advisory(_) | ObjectBytes => {
             return Err(Error::internal("session functions are evaluated by the executor"));
         }
     })

@@ -22,6 +22,7 @@ pub mod array_functions;
 pub mod bind;
 pub mod cache;
 pub mod catalog;
+pub mod catalog_store;
 pub mod check;
 pub mod codec;
 pub mod composite;

@@ -676,6 +676,9 @@ pub enum TableFunction {
     /// `information_schema._pg_expandarray(array)`: a row `(x, n)` per element, the element
     /// and its position ([`crate::composite::expand_array_type`]).
     ExpandArray,
+    /// `pg_partition_ancestors(relation)`: the relation and the partitioned tables above it;
+    /// Tern has no partitions, so the relation itself (a column `relid`).
+    PartitionAncestors,
 }
 
 impl TableFunction {
@@ -686,6 +689,7 @@ impl TableFunction {
             "unnest" => Some((TableFunction::Unnest, 1, 1)),
             "generate_subscripts" => Some((TableFunction::GenerateSubscripts, 2, 3)),
             "_pg_expandarray" => Some((TableFunction::ExpandArray, 1, 1)),
+            "pg_partition_ancestors" => Some((TableFunction::PartitionAncestors, 1, 1)),
             _ => None,
         }
     }
@@ -790,6 +794,8 @@ pub enum Plan {
     TableFunction {
         function: TableFunction,
         args: Vec<Expr>,
+        /// `WITH ORDINALITY`: a second column numbering the rows from 1.
+        ordinality: bool,
     },
     /// Set-returning functions in a select list, run for each input row: the row is repeated
     /// for as many rows as the longest call returns, with one column per call after the
@@ -819,7 +825,7 @@ impl Plan {
             Plan::Recursive { anchor, .. } => anchor.width(),
             Plan::WorkingTable { width, .. } => *width,
             Plan::SystemTable { table, .. } => table.columns.len(),
-            Plan::TableFunction { .. } => 1,
+            Plan::TableFunction { ordinality, .. } => 1 + usize::from(*ordinality),
             Plan::ProjectSet { input, calls } => input.width() + calls.len(),
         }
     }
@@ -945,9 +951,10 @@ impl Plan {
             Plan::SystemTable { table, rows } => {
                 let _ = writeln!(out, "{pad}SystemTable {} rows={}", table.name, rows.len());
             }
-            Plan::TableFunction { function, args } => {
+            Plan::TableFunction { function, args, ordinality } => {
                 let args: Vec<String> = args.iter().map(ToString::to_string).collect();
-                let _ = writeln!(out, "{pad}TableFunction {function:?}({})", args.join(", "));
+                let numbered = if *ordinality { " WITH ORDINALITY" } else { "" };
+                let _ = writeln!(out, "{pad}TableFunction {function:?}({}){numbered}", args.join(", "));
             }
             Plan::ProjectSet { input, calls } => {
                 let calls: Vec<String> = calls

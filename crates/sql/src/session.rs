@@ -123,7 +123,7 @@ impl Database {
 
     fn from_txn_db(db: TxnDb, options: Options) -> Result<Database> {
         let mut txn = db.begin();
-        let catalog = match txn.get(CATALOG_KEY)? {
+        let catalog = match crate::catalog_store::read(|key| Ok(txn.get(key)?))? {
             Some(bytes) => Catalog::from_bytes(&bytes)?,
             None => Catalog::new(),
         };
@@ -1291,7 +1291,7 @@ impl Session {
         if cached.version == version {
             return Ok(cached);
         }
-        let catalog = match txn.get(CATALOG_KEY)? {
+        let catalog = match crate::catalog_store::read(|key| Ok(txn.get(key)?))? {
             Some(bytes) => Catalog::from_bytes(&bytes)?,
             None => Catalog::new(),
         };
@@ -1529,7 +1529,13 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
     if let Some(mut changed) = new_catalog {
         changed.version = catalog.version + 1;
         exec.put(CATALOG_VERSION_KEY.to_vec(), changed.version.to_be_bytes().to_vec());
-        exec.put(CATALOG_KEY.to_vec(), changed.to_bytes());
+        let previous = exec.get(CATALOG_KEY)?;
+        for (key, value) in crate::catalog_store::writes(changed.to_bytes(), previous.as_deref())? {
+            match value {
+                Some(value) => exec.put(key, value),
+                None => exec.delete(key),
+            }
+        }
         exec.finish()?;
         open.catalog = Arc::new(changed);
     } else {

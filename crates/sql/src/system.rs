@@ -186,6 +186,37 @@ fn system_relation_oid(name: &str) -> Option<i64> {
     })
 }
 
+/// For a size function (`pg_relation_size`, `pg_table_size`, `pg_indexes_size`,
+/// `pg_total_relation_size`), each relation's OID and the ids of the stored objects whose
+/// bytes it counts, separated by commas ([`ScalarFunction::ObjectBytes`]). A table's rows are
+/// kept in its primary key's order, so the primary key index has no storage of its own; views
+/// and sequences have none either.
+pub fn relation_objects(catalog: &Catalog, function: &str) -> Vec<(i64, String)> {
+    let mut out = Vec::new();
+    for table in catalog.tables.values() {
+        let indexes: Vec<String> =
+            catalog.table_indexes(&table.name).iter().map(|index| index.id.to_string()).collect();
+        let ids = match function {
+            "pg_indexes_size" => indexes.join(","),
+            "pg_total_relation_size" => {
+                std::iter::once(table.id.to_string()).chain(indexes).collect::<Vec<_>>().join(",")
+            }
+            _ => table.id.to_string(),
+        };
+        out.push((table_oid(table), ids));
+        if !table.primary_key.is_empty() {
+            out.push((primary_key_oid(table), String::new()));
+        }
+    }
+    for index in catalog.indexes.values() {
+        let ids = if function == "pg_indexes_size" { String::new() } else { index.id.to_string() };
+        out.push((FIRST_OBJECT_OID + i64::from(index.id), ids));
+    }
+    out.extend(catalog.views.keys().map(|name| (view_oid(name), String::new())));
+    out.extend(catalog.sequences.values().map(|def| (sequence_oid(def), String::new())));
+    out
+}
+
 /// Pairs of (OID, name) of every relation, for `regclass` output.
 pub fn relation_names(catalog: &Catalog) -> Vec<(i64, String)> {
     let mut names: Vec<(i64, String)> =
@@ -509,6 +540,9 @@ struct Relation {
     attributes: Vec<Attribute>,
     checks: usize,
     has_index: bool,
+    /// `relhastriggers`: the table has triggers or foreign keys either way (PostgreSQL's
+    /// foreign keys are triggers; psql's `\d` lists them only then).
+    has_triggers: bool,
     view_query: Option<String>,
 }
 
@@ -587,6 +621,17 @@ impl Listing {
         let mut relations = Vec::new();
         let mut indexes = Vec::new();
         let mut constraints = Vec::new();
+        // Tables with triggers, or foreign keys either way, by lower-case name.
+        let with_triggers: std::collections::HashSet<String> = catalog
+            .tables
+            .values()
+            .flat_map(|table| {
+                let parents = table.foreign_keys.iter().map(|key| key.parent.to_ascii_lowercase());
+                let own = (!table.foreign_keys.is_empty()).then(|| table.name.to_ascii_lowercase());
+                parents.chain(own)
+            })
+            .chain(catalog.triggers.values().map(|trigger| trigger.table.to_ascii_lowercase()))
+            .collect();
         for table in catalog.tables.values() {
             let oid = table_oid(table);
             let name = table.name.to_ascii_lowercase();
@@ -650,6 +695,7 @@ impl Listing {
                     .collect(),
                 checks: table.checks.len(),
                 has_index: !table.primary_key.is_empty() || !catalog.table_indexes(&table.name).is_empty(),
+                has_triggers: with_triggers.contains(&table.name.to_ascii_lowercase()),
                 view_query: None,
             });
         }
@@ -684,6 +730,7 @@ impl Listing {
                     .collect(),
                 checks: 0,
                 has_index: false,
+                has_triggers: false,
                 view_query: None,
             });
         }
@@ -723,6 +770,7 @@ impl Listing {
                 attributes,
                 checks: 0,
                 has_index: false,
+                has_triggers: false,
                 view_query: Some(crate::window::syntax::restore_exclusions(&view.query)),
             });
         }
@@ -746,6 +794,7 @@ impl Listing {
                 attributes,
                 checks: 0,
                 has_index: false,
+                has_triggers: false,
                 view_query: None,
             });
         }
@@ -764,6 +813,7 @@ impl Listing {
                     .collect(),
                 checks: 0,
                 has_index: false,
+                has_triggers: false,
                 view_query: None,
             });
         }
@@ -800,7 +850,7 @@ impl Listing {
                     int(relation.attributes.len() as i64),
                     int(relation.checks as i64),
                     boolean(relation.kind == "v"),
-                    boolean(false),
+                    boolean(relation.has_triggers),
                     boolean(false),
                     boolean(false),
                     boolean(false),
