@@ -27,6 +27,8 @@ pub struct ScopeColumn {
     pub affinity: Option<Affinity>,
     /// Hidden from unqualified lookups and `*` (the right column of a USING/NATURAL pair).
     pub merged: bool,
+    /// A system column (`tableoid` of a catalog relation): found by name, left out of `*`.
+    pub system: bool,
 }
 
 /// The columns of one query level, and the enclosing level's scope.
@@ -123,6 +125,7 @@ pub fn table_columns(table: &TableDef, qualifier: &str) -> Vec<ScopeColumn> {
             name: column.name.to_ascii_lowercase(),
             affinity: Some(column.affinity),
             merged: false,
+            system: false,
         })
         .collect()
 }
@@ -641,7 +644,11 @@ impl<'c> Binder<'c> {
         let view_columns = |view: &crate::catalog::ViewDef| view_output_columns(catalog, view);
         let system = crate::system::lookup(catalog, schema, name, &view_columns)?;
         let alias_name = alias.map(|alias| lower(&alias.name)).unwrap_or_else(|| name.to_string());
-        let columns = table_columns(&system.table, &alias_name);
+        let mut columns = table_columns(&system.table, &alias_name);
+        // The last column is the relation's `tableoid` ([`crate::system::lookup`]).
+        if let Some(last) = columns.last_mut() {
+            last.system = true;
+        }
         Some((Plan::SystemTable { table: system.table, rows: Arc::new(system.rows) }, columns))
     }
 
@@ -688,8 +695,13 @@ impl<'c> Binder<'c> {
                 Some(Affinity::Integer)
             }
         };
-        let mut columns =
-            vec![ScopeColumn { table: Some(alias_name.clone()), name: column_name, affinity, merged: false }];
+        let mut columns = vec![ScopeColumn {
+            table: Some(alias_name.clone()),
+            name: column_name,
+            affinity,
+            merged: false,
+            system: false,
+        }];
         if ordinality {
             let name = alias
                 .and_then(|alias| alias.columns.get(1))
@@ -699,6 +711,7 @@ impl<'c> Binder<'c> {
                 name,
                 affinity: Some(Affinity::Integer),
                 merged: false,
+                system: false,
             });
         }
         Ok((Plan::TableFunction { function, args: bound, ordinality }, columns))
@@ -1047,7 +1060,7 @@ impl<'c> Binder<'c> {
                         return Err(Error::syntax("no tables specified"));
                     }
                     for (index, column) in scope.columns.iter().enumerate() {
-                        if !column.merged {
+                        if !column.merged && !column.system {
                             items.push((
                                 Expr::Column(index),
                                 OutputColumn { name: column.name.clone(), affinity: column.affinity },
@@ -1062,7 +1075,7 @@ impl<'c> Binder<'c> {
                     let table = object_name(name)?;
                     let before = items.len();
                     for (index, column) in scope.columns.iter().enumerate() {
-                        if column.table.as_deref() == Some(table.as_str()) {
+                        if column.table.as_deref() == Some(table.as_str()) && !column.system {
                             items.push((
                                 Expr::Column(index),
                                 OutputColumn { name: column.name.clone(), affinity: column.affinity },
@@ -2506,6 +2519,7 @@ fn derived_columns(
             name: alias_columns.get(index).cloned().unwrap_or_else(|| column.name.to_ascii_lowercase()),
             affinity: column.affinity,
             merged: false,
+            system: false,
         })
         .collect())
 }

@@ -359,7 +359,9 @@ impl ScalarFunction {
             | "pg_get_ruledef"
             // pg_trigger lists no rows (Tern's triggers are in `.dump`), so there is no OID
             // of a trigger to describe.
-            | "pg_get_triggerdef" => (AlwaysNull, 1, 2),
+            | "pg_get_triggerdef"
+            // Tern has no privileges: every ACL is NULL, the default.
+            | "acldefault" => (AlwaysNull, 1, 2),
             "pg_encoding_to_char" => (EncodingName, 1, 1),
             "quote_ident" => (QuoteIdent, 1, 1),
             "to_regtype" => (ToRegtype, 1, 1),

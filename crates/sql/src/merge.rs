@@ -64,6 +64,7 @@ pub fn execute(catalog: &Catalog, exec: &Executor, statement: &ast::Statement) -
             name: column.name.to_ascii_lowercase(),
             affinity: column.affinity,
             merged: false,
+            system: false,
         })
         .collect();
     columns.extend(crate::bind::table_columns(&target, &target_alias));

@@ -254,6 +254,15 @@ pub fn checked_setting(
         "synchronous_commit",
         "work_mem",
         "jit",
+        // What pg_dump and psql -f of its output set.
+        "synchronize_seqscans",
+        "quote_all_identifiers",
+        "check_function_bodies",
+        "xmloption",
+        "default_tablespace",
+        "default_table_access_method",
+        "default_toast_compression",
+        "maintenance_work_mem",
     ];
     if !(KNOWN.contains(&name) || name.contains('.') || current.contains_key(name)) {
         return Err(Error::new("42704", format!("unrecognized configuration parameter \"{name}\"")));

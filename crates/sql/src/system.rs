@@ -115,12 +115,20 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
         }
         _ => return None,
     };
+    // Every row also has the system column `tableoid` (the relation's OID), which pg_dump
+    // reads; it comes last, and `*` leaves it out.
+    let tableoid = system_relation_oid(name).unwrap_or(0);
+    let mut rows = rows;
+    for row in &mut rows {
+        row.push(int(tableoid));
+    }
+    let columns = columns.iter().copied().chain(std::iter::once(("tableoid", "oid")));
     // The row key of a system table is its position; nothing is stored.
     let table = TableDef::unstored(
         name,
-        columns.iter().map(|(name, declared)| (name.to_string(), declared.to_string(), affinity_of(declared))),
+        columns.map(|(name, declared)| (name.to_string(), declared.to_string(), affinity_of(declared))),
     );
-    debug_assert!(rows.iter().all(|row| row.len() == columns.len()), "a row of {name} has the wrong width");
+    debug_assert!(rows.iter().all(|row| row.len() == table.columns.len()), "a row of {name} has the wrong width");
     Some(SystemTable { table: Arc::new(table), rows })
 }
 
@@ -1805,6 +1813,8 @@ const PG_EXTENSION: &[(&str, &str)] = &[
     ("extnamespace", "oid"),
     ("extrelocatable", "bool"),
     ("extversion", "text"),
+    ("extconfig", "oid[]"),
+    ("extcondition", "text[]"),
 ];
 
 const SCHEMATA: &[(&str, &str)] = &[

@@ -431,7 +431,14 @@ fn generate_series_counts_and_is_bounded() {
         .concat(),
         ["-9000000000000000000", "-4500000000000000000", "0", "4500000000000000000", "9000000000000000000"]
     );
-    assert_eq!(sqlstate(&mut session, "SELECT * FROM generate_series(1, 2) WITH ORDINALITY"), "0A000");
+    assert_eq!(
+        rows(&mut session, "SELECT * FROM generate_series(5, 7) WITH ORDINALITY AS g(v, n)"),
+        [["5", "1"], ["6", "2"], ["7", "3"]]
+    );
+    assert_eq!(
+        rows(&mut session, "SELECT u, ordinality FROM unnest(ARRAY['a', 'b']) WITH ORDINALITY AS u"),
+        [["a", "1"], ["b", "2"]]
+    );
     assert!(rows(&mut session, "SELECT * FROM generate_series(1, NULL)").is_empty());
     assert_eq!(one(&mut session, "SELECT count(*) FROM generate_series(1, 100000)"), "100000");
     assert_eq!(sqlstate(&mut session, "SELECT * FROM generate_series(1, 5, 0)"), "22023");
