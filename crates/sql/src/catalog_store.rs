@@ -44,9 +44,12 @@ pub fn read(mut get: impl FnMut(&[u8]) -> Result<Option<Vec<u8>>>) -> Result<Opt
     Ok(Some(bytes))
 }
 
+/// A write of a key: its new value, or `None` to delete it.
+pub type Write = (Vec<u8>, Option<Vec<u8>>);
+
 /// The writes that store `bytes` where `previous` (the [`CATALOG_KEY`] value now stored, if
 /// any) was: puts (`Some`) and deletes (`None`) of keys.
-pub fn writes(bytes: Vec<u8>, previous: Option<&[u8]>) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>> {
+pub fn writes(bytes: Vec<u8>, previous: Option<&[u8]>) -> Result<Vec<Write>> {
     let previous_chunks = previous.map(chunk_count).transpose()?.unwrap_or(0);
     let mut writes = Vec::new();
     let chunks = if bytes.len() <= CHUNK_BYTES {

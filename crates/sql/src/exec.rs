@@ -388,7 +388,8 @@ impl<'t> Executor<'t> {
             return Ok(Value::Null);
         }
         let ids = ids.to_text();
-        let ranges: Vec<(Bound<Vec<u8>>, Bound<Vec<u8>>)> = if ids == "*" {
+        type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+        let ranges: Vec<KeyRange> = if ids == "*" {
             vec![(Bound::Unbounded, Bound::Unbounded)]
         } else {
             ids.split(',')

@@ -110,7 +110,7 @@ pub fn call(build: JsonBuild, args: &[Value]) -> Result<Value> {
 /// The keys of an object's arguments (every other one, as text) with their values' positions;
 /// 22023 for an odd count or a NULL key.
 fn pairs(values: &[Value]) -> Result<impl Iterator<Item = (String, usize)> + '_> {
-    if values.len() % 2 != 0 {
+    if !values.len().is_multiple_of(2) {
         return Err(Error::new("22023", "argument list must have even number of elements"));
     }
     if values.iter().step_by(2).any(Value::is_null) {
