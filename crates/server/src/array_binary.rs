@@ -31,13 +31,7 @@ pub fn send(value: &Value, oid: u32, catalog: &Catalog) -> Result<Vec<u8>, Error
                 encode_binary(&typed, element_oid, catalog)?
             }
         };
-        match encoded {
-            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-            Some(bytes) => {
-                out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
-                out.extend_from_slice(&bytes);
-            }
-        }
+        crate::record_binary::put_length_prefixed(&mut out, encoded);
     }
     Ok(out)
 }

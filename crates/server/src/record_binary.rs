@@ -31,15 +31,20 @@ pub fn send(value: &Value, catalog: &Catalog) -> Result<Vec<u8>, Error> {
             None => oid_of_value(field).unwrap_or(TEXT),
         };
         out.extend_from_slice(&oid.to_be_bytes());
-        match encode_binary(field, oid, catalog)? {
-            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-            Some(bytes) => {
-                out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
-                out.extend_from_slice(&bytes);
-            }
-        }
+        put_length_prefixed(&mut out, encode_binary(field, oid, catalog)?);
     }
     Ok(out)
+}
+
+/// A value inside a binary row or array: its length, then its bytes; -1 for NULL.
+pub(crate) fn put_length_prefixed(out: &mut Vec<u8>, encoded: Option<Vec<u8>>) {
+    match encoded {
+        None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+        Some(bytes) => {
+            out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
+            out.extend_from_slice(&bytes);
+        }
+    }
 }
 
 /// A parameter of composite type `oid` in binary form (`record_recv`), each field decoded as

@@ -208,9 +208,13 @@ pub fn affinity_of_type_in(data_type: &ast::DataType, dialect: Dialect) -> Resul
 /// columns, NUMERIC for numbers.
 fn comparison_affinity(affinity: Affinity) -> Affinity {
     match affinity {
-        Affinity::Boolean | Affinity::Temporal(_) | Affinity::Enum(_) | Affinity::Composite(_) | Affinity::Bytea => {
-            affinity
-        }
+        Affinity::Boolean
+        | Affinity::Temporal(_)
+        | Affinity::Enum(_)
+        | Affinity::Composite(_)
+        | Affinity::Bytea
+        | Affinity::Uuid
+        | Affinity::Json(_) => affinity,
         affinity if affinity.is_numeric() => Affinity::Numeric,
         affinity => affinity,
     }
@@ -220,9 +224,10 @@ fn comparison_affinity(affinity: Affinity) -> Affinity {
 /// enum is an error there (22P02), as in PostgreSQL.
 fn comparison_literal(affinity: Affinity, value: Value) -> Result<Value> {
     match (affinity, &value) {
-        (Affinity::Enum(_) | Affinity::Composite(_) | Affinity::Bytea, Value::Text(_) | Value::Record(_)) => {
-            affinity.store(value)
-        }
+        (
+            Affinity::Enum(_) | Affinity::Composite(_) | Affinity::Bytea | Affinity::Uuid,
+            Value::Text(_) | Value::Record(_),
+        ) => affinity.store(value),
         _ => Ok(affinity.apply(value)),
     }
 }
@@ -1366,6 +1371,8 @@ impl<'c> Binder<'c> {
                         | Affinity::Enum(_)
                         | Affinity::Composite(_)
                         | Affinity::Bytea
+                        | Affinity::Uuid
+                        | Affinity::Json(_)
                 )
             )
         };

@@ -322,6 +322,9 @@ pub fn declared_oid(declared: &str) -> u32 {
             Affinity::Float => FLOAT8,
             Affinity::Number => NUMERIC,
             Affinity::Bytea => BYTEA,
+            Affinity::Uuid => UUID,
+            Affinity::Json(false) => JSON,
+            Affinity::Json(true) => JSONB,
             Affinity::Temporal(kind) => temporal_oid(kind),
             Affinity::Enum(id) => id.get().oid,
             Affinity::Composite(id) => id.get().oid,
@@ -337,6 +340,38 @@ pub fn declared_oid(declared: &str) -> u32 {
             }
         },
     }
+}
+
+/// A UUID's canonical text (lower-case hex, hyphens after the 8th, 12th, 16th and 20th digit)
+/// from text PostgreSQL reads as one: hex digits with hyphens between groups of four (or none),
+/// braces around; `None` otherwise.
+pub fn uuid_text(text: &str) -> Option<String> {
+    let trimmed = text.trim();
+    let inner = match trimmed.strip_prefix('{') {
+        Some(rest) => rest.strip_suffix('}')?,
+        None => trimmed,
+    };
+    let mut digits = String::with_capacity(32);
+    let mut since_hyphen = 0;
+    for (at, c) in inner.chars().enumerate() {
+        if c == '-' {
+            // A hyphen only after a group of four digits, never first or doubled.
+            if at == 0 || since_hyphen % 4 != 0 || since_hyphen == 0 {
+                return None;
+            }
+            since_hyphen = 0;
+            continue;
+        }
+        if !c.is_ascii_hexdigit() {
+            return None;
+        }
+        digits.push(c.to_ascii_lowercase());
+        since_hyphen += 1;
+    }
+    if digits.len() != 32 || inner.ends_with('-') {
+        return None;
+    }
+    Some(format!("{}-{}-{}-{}-{}", &digits[..8], &digits[8..12], &digits[12..16], &digits[16..20], &digits[20..]))
 }
 
 /// `text[]`, what an array of a type without an array type of its own is described as.

@@ -109,6 +109,9 @@ pub enum CastType {
     /// An array type (its OID, `pg_type`'s `_int4`, ...): an array literal whose elements each
     /// cast to the element type ([`crate::array`]).
     Array(u32),
+    /// PostgreSQL's `uuid`, `json` (false) and `jsonb` (true), checked as their columns are.
+    Uuid,
+    Json(bool),
 }
 
 impl CastType {
@@ -117,6 +120,8 @@ impl CastType {
         match self {
             CastType::Integer | CastType::Oid => Affinity::Integer,
             CastType::Bytea => Affinity::Bytea,
+            CastType::Uuid => Affinity::Uuid,
+            CastType::Json(binary) => Affinity::Json(binary),
             CastType::Real => Affinity::Real,
             CastType::Numeric => Affinity::Numeric,
             CastType::Decimal(precision, scale) => Affinity::Decimal(precision, scale),
@@ -160,7 +165,9 @@ impl CastType {
             | CastType::Number
             | CastType::Enum(_)
             | CastType::Composite(_)
-            | CastType::Bytea => self.affinity().store(value)?,
+            | CastType::Bytea
+            | CastType::Uuid
+            | CastType::Json(_) => self.affinity().store(value)?,
             CastType::Blob => match value {
                 Value::Blob(bytes) => Value::Blob(bytes),
                 other => Value::Blob(other.to_text().into_bytes()),
@@ -184,6 +191,8 @@ impl CastType {
             CastType::Enum(id) => id.get().name.clone(),
             CastType::Oid => "oid".into(),
             CastType::Bytea => "bytea".into(),
+            CastType::Uuid => "uuid".into(),
+            CastType::Json(binary) => (if binary { "jsonb" } else { "json" }).into(),
             CastType::Composite(id) => id.get().name.clone(),
             CastType::Array(oid) => crate::pgtype::format_type(oid, -1),
         }
@@ -204,6 +213,8 @@ impl CastType {
             Affinity::Float => CastType::Float,
             Affinity::Number => CastType::Number,
             Affinity::Bytea => CastType::Bytea,
+            Affinity::Uuid => CastType::Uuid,
+            Affinity::Json(binary) => CastType::Json(binary),
             Affinity::Enum(id) => CastType::Enum(id),
             Affinity::Composite(id) => CastType::Composite(id),
         }

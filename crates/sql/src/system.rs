@@ -766,6 +766,9 @@ impl Listing {
                         Some(Affinity::Real) => "double precision",
                         Some(Affinity::Numeric | Affinity::Decimal(..)) => "numeric",
                         Some(Affinity::Blob | Affinity::Bytea) => "bytea",
+                        Some(Affinity::Uuid) => "uuid",
+                        Some(Affinity::Json(false)) => "json",
+                        Some(Affinity::Json(true)) => "jsonb",
                         Some(Affinity::Text | Affinity::Enum(_) | Affinity::Composite(_)) | None => "text",
                     };
                     Attribute::plain(name, declared.into())

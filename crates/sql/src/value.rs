@@ -72,6 +72,12 @@ pub enum Affinity {
     /// PostgreSQL's `numeric` without a precision: integers stay integers, other numbers
     /// become exact decimals; text must be a number, else 22P02.
     Number,
+    /// PostgreSQL's `uuid`: 32 hex digits (hyphens between groups of four, braces around)
+    /// kept in the canonical form `a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11`; else 22P02.
+    Uuid,
+    /// PostgreSQL's `json` (false: the text is checked and kept as written) and `jsonb` (true:
+    /// kept normalized, [`crate::json`]); text that is no JSON is 22P02.
+    Json(bool),
 }
 
 impl Affinity {
@@ -117,7 +123,9 @@ impl Affinity {
             crate::pgtype::INT8 => Affinity::Int(8),
             crate::pgtype::BOOL => Affinity::Boolean,
             crate::pgtype::BYTEA => Affinity::Bytea,
-            crate::pgtype::JSON | crate::pgtype::JSONB | crate::pgtype::UUID => Affinity::Text,
+            crate::pgtype::JSON => Affinity::Json(false),
+            crate::pgtype::JSONB => Affinity::Json(true),
+            crate::pgtype::UUID => Affinity::Uuid,
             _ => Affinity::of_declared_type(name),
         }
     }
@@ -153,6 +161,8 @@ impl Affinity {
             Affinity::Number => return store_number(value),
             Affinity::Enum(id) => return id.get().cast(&value),
             Affinity::Bytea => return store_bytea(value),
+            Affinity::Uuid => return store_uuid(value),
+            Affinity::Json(binary) => return store_json(value, binary),
             Affinity::Composite(id) => return id.get().cast(&value),
             _ => {}
         }
@@ -243,6 +253,12 @@ impl Affinity {
                 Value::Text(text) => crate::pgtype::parse_bytea(text).map_or(value, Value::Blob),
                 _ => value,
             },
+            // Text that reads as the type compares in its stored form.
+            Affinity::Uuid | Affinity::Json(true) => match &value {
+                Value::Text(_) => self.store(value.clone()).unwrap_or(value),
+                _ => value,
+            },
+            Affinity::Json(false) => value,
             Affinity::Enum(id) => match &value {
                 Value::Text(text) => id.get().value_of(text).map_or(value, Value::Enum),
                 _ => value,
@@ -285,6 +301,29 @@ fn store_bytea(value: Value) -> Result<Value> {
         Value::Null | Value::Blob(_) => Ok(value),
         Value::Text(text) => crate::pgtype::bytea_input(&text).map(Value::Blob),
         other => Err(Error::datatype_mismatch(format!("a {} cannot be stored as bytea", other.type_name()))),
+    }
+}
+
+fn store_uuid(value: Value) -> Result<Value> {
+    match value {
+        Value::Null => Ok(value),
+        other => {
+            let text = other.to_text();
+            crate::pgtype::uuid_text(&text)
+                .map(Value::Text)
+                .ok_or_else(|| Error::new("22P02", format!("invalid input syntax for type uuid: \"{text}\"")))
+        }
+    }
+}
+
+fn store_json(value: Value, binary: bool) -> Result<Value> {
+    match value {
+        Value::Null => Ok(value),
+        other => {
+            let text = other.to_text();
+            let document = crate::json::parse(&text)?;
+            Ok(Value::Text(if binary { document.to_jsonb_text() } else { text }))
+        }
     }
 }
 

@@ -39,3 +39,17 @@ SELECT typname, typcategory, typelem FROM pg_type WHERE oid = 'integer[]'::regty
 SELECT typname FROM pg_type WHERE oid = to_regtype('text[]');
 SELECT format_type('_int4'::regtype, -1) AS shown, format_type(1009, -1) AS text_array;
 SELECT current_setting('default_table_access_method') AS access_method;
+-- uuid, json and jsonb check their input; jsonb keeps it normalized.
+CREATE TABLE typed_text (id integer PRIMARY KEY, u uuid, j json, b jsonb);
+INSERT INTO typed_text VALUES (1, '{A0EEBC99-9C0B4EF8-BB6D6BB9-BD380A11}', '{"b": 1,  "a": [1, 2]}', '{"b": 1, "a": {"y": null, "x": true}, "b": 2}');
+INSERT INTO typed_text VALUES (2, 'a0eebc999c0b4ef8bb6d6bb9bd380a11', '[]', '[1, "x"]');
+SELECT id, u, j, b FROM typed_text ORDER BY id;
+SELECT id FROM typed_text WHERE u = 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11' ORDER BY id;
+INSERT INTO typed_text VALUES (3, 'not-a-uuid', NULL, NULL);
+INSERT INTO typed_text VALUES (3, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1', NULL, NULL);
+INSERT INTO typed_text VALUES (3, NULL, '{"a": }', NULL);
+INSERT INTO typed_text VALUES (3, NULL, NULL, '[1, 2');
+SELECT '{"z": 1, "aa": 2, "b": 3}'::jsonb AS normalized, '  {"z" : 1}  '::json AS as_written, 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11'::uuid AS canonical;
+SELECT 'x'::uuid;
+SELECT '{'::jsonb;
+SELECT count(*) FROM typed_text;
