@@ -349,6 +349,17 @@ pub fn classify(text: &str) -> Option<Command> {
             Some(cursor) => Command::Failed("34000", format!("cursor \"{cursor}\" does not exist")),
             None => Command::Invalid("CLOSE needs a cursor name or ALL".into()),
         },
+        // pg_dump's `LOCK TABLE t IN ACCESS SHARE MODE` keeps DDL out while it reads; Tern's
+        // reads run on one snapshot, which no later DDL changes. Other modes are refused.
+        "lock"
+            if text
+                .to_ascii_lowercase()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .ends_with(&["access", "share", "mode"]) =>
+        {
+            Command::NoOp("LOCK TABLE")
+        }
         "listen" | "notify" | "lock" | "grant" | "revoke" | "declare" | "fetch" | "move" | "cluster" | "prepare"
         | "execute" => Command::Unsupported(first.to_uppercase()),
         _ => return None,

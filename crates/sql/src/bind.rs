@@ -538,6 +538,9 @@ impl<'c> Binder<'c> {
         match factor {
             ast::TableFactor::Table { name, alias, args, with_ordinality, .. } => {
                 if let Some(args) = args {
+                    if object_name(name)? == "pg_options_to_table" {
+                        return self.bind_options_to_table(&args.args, alias.as_ref(), holder);
+                    }
                     return self.bind_table_function(name, &args.args, alias.as_ref(), *with_ordinality, holder);
                 }
                 if *with_ordinality {
@@ -655,6 +658,35 @@ impl<'c> Binder<'c> {
             last.system = true;
         }
         Some((Plan::SystemTable { table: system.table, rows: Arc::new(system.rows) }, columns))
+    }
+
+    /// `pg_options_to_table(options)`: the `name=value` elements of an options array as rows
+    /// `(option_name, option_value)`, bound as the query over `unnest` it amounts to.
+    fn bind_options_to_table(
+        &mut self,
+        args: &[ast::FunctionArg],
+        alias: Option<&ast::TableAlias>,
+        holder: &Scope,
+    ) -> Result<(Plan, Vec<ScopeColumn>)> {
+        let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(options))] = args else {
+            return Err(Error::new("42883", "pg_options_to_table takes one argument"));
+        };
+        let mut query = parse_query(
+            "SELECT substr(o, 1, strpos(o, '=') - 1) AS option_name, substr(o, strpos(o, '=') + 1) AS option_value \
+             FROM unnest(NULL) AS u(o)",
+        )?;
+        let ast::SetExpr::Select(select) = query.body.as_mut() else {
+            return Err(Error::internal("pg_options_to_table's query is not a SELECT"));
+        };
+        let Some(ast::TableFactor::Table { args: Some(unnest_args), .. }) =
+            select.from.first_mut().map(|from| &mut from.relation)
+        else {
+            return Err(Error::internal("pg_options_to_table's query has no unnest"));
+        };
+        unnest_args.args = vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(options.clone()))];
+        let (plan, columns) = self.bind_query_in(&query, holder)?;
+        let alias_name = alias.map(|alias| lower(&alias.name)).unwrap_or_else(|| "pg_options_to_table".into());
+        Ok((plan, derived_columns(&alias_name, &columns, &[], &alias.cloned())?))
     }
 
     /// A set-returning function in FROM: `generate_series(start, stop [, step])`,
@@ -2270,6 +2302,20 @@ impl<'c> Binder<'c> {
                     },
                 }
             }
+            // Every object is in `public`; `true` adds the implicit `pg_catalog`.
+            "current_schemas" => {
+                arity(1, 1)?;
+                let implicit = self.bind_expr(args[0], scope)?;
+                let schemas = Expr::Case {
+                    operand: None,
+                    whens: vec![(implicit, text("{pg_catalog,public}"))],
+                    otherwise: Some(Box::new(text("{public}"))),
+                };
+                Expr::Cast(
+                    Box::new(schemas),
+                    CastType::Array(crate::pgtype::array_of(crate::pgtype::NAME).unwrap_or(1003)),
+                )
+            }
             "pg_database_size" => {
                 arity(1, 1)?;
                 let database = self.bind_expr(args[0], scope)?;
@@ -2383,8 +2429,8 @@ impl<'c> Binder<'c> {
             _ => return Ok(None),
         };
         let mut bound = match type_name.as_str() {
-            "regclass" | "regnamespace" | "regtype" | "oid" | "name" => self.bind_expr(inner, scope)?,
-            "regproc" | "regprocedure" | "regrole" | "regoper" | "regconfig" => {
+            "regclass" | "regnamespace" | "regtype" | "oid" | "name" | "regproc" => self.bind_expr(inner, scope)?,
+            "regprocedure" | "regrole" | "regoper" | "regconfig" => {
                 return Err(Error::unsupported(format!("the type {type_name}")));
             }
             _ => return Ok(None),
@@ -2441,6 +2487,12 @@ impl<'c> Binder<'c> {
                 _ => Expr::Function(ScalarFunction::FormatType, vec![bound, literal(Value::Integer(-1))]),
             },
             "name" => Expr::Cast(Box::new(bound), CastType::Text),
+            // Tern's catalog names functions by their names (`pg_am.amhandler`); OID 0 is `-`.
+            "regproc" => Expr::Case {
+                operand: Some(Box::new(bound.clone())),
+                whens: vec![(literal(Value::Integer(0)), literal(Value::Text("-".into())))],
+                otherwise: Some(Box::new(Expr::Cast(Box::new(bound), CastType::Text))),
+            },
             "oid" => Expr::Cast(Box::new(bound), CastType::Oid),
             _ => Expr::Cast(Box::new(bound), CastType::Integer),
         }))

@@ -557,7 +557,8 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         }
         Random => SqlType::Integer,
         RegexMatch | ArrayContains | AlwaysTrue | AlwaysFalse => SqlType::Boolean,
-        ArrayElement | ArrayToString | FormatType | EncodingName | QuoteIdent | AlwaysNull => SqlType::Text,
+        ArrayElement | ArrayToString | FormatType | EncodingName | QuoteIdent | QuoteLiteral | QuoteNullable
+        | AlwaysNull => SqlType::Text,
         SplitPart | Left | Right | Lpad | Rpad | Repeat | Reverse | Initcap | RegexpReplace | Format => SqlType::Text,
         RegexpMatch | RegexpSplitToArray => array_of(&SqlType::Text),
         RegexpSubstr => SqlType::Text,

@@ -86,6 +86,10 @@ pub enum ScalarFunction {
     EncodingName,
     /// `quote_ident(text)`.
     QuoteIdent,
+    /// `quote_literal(x)` (NULL for NULL) and `quote_nullable(x)` (`NULL` for NULL):
+    /// PostgreSQL's string literal of the value's text, `E'...'` when it has a backslash.
+    QuoteLiteral,
+    QuoteNullable,
     /// `to_regtype(name)`: a type's OID, or NULL if there is no such type.
     ToRegtype,
     /// `name::regtype` for a name known only when the statement runs: (the OID found, the
@@ -364,10 +368,19 @@ impl ScalarFunction {
             | "acldefault" => (AlwaysNull, 1, 2),
             "pg_encoding_to_char" => (EncodingName, 1, 1),
             "quote_ident" => (QuoteIdent, 1, 1),
+            "quote_literal" => (QuoteLiteral, 1, 1),
+            "quote_nullable" => (QuoteNullable, 1, 1),
             "to_regtype" => (ToRegtype, 1, 1),
             _ => return None,
         })
     }
+}
+
+/// PostgreSQL's string literal of `text`: quotes doubled, and `E'...'` with backslashes
+/// doubled when it has one (as `quote_literal` writes it).
+fn postgres_literal(text: &str) -> String {
+    let quoted = text.replace('\'', "''");
+    if text.contains('\\') { format!("E'{}'", quoted.replace('\\', "\\\\")) } else { format!("'{quoted}'") }
 }
 
 fn real_or_integer(value: f64) -> Value {
@@ -718,6 +731,14 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             let (Value::Text(array), Some(index)) = (arg(0), arg(1).as_i64()) else {
                 return Ok(Value::Null);
             };
+            // PostgreSQL's `name` is a character array indexed from 0 (`typname[0] = '_'`,
+            // which pg_dump asks): text that is no array literal is read so.
+            if crate::array::parse(&array).is_none() {
+                return Ok(usize::try_from(index)
+                    .ok()
+                    .and_then(|position| array.chars().nth(position))
+                    .map_or(Value::Null, |c| Value::Text(c.to_string())));
+            }
             let elements = parse_array(&array)?;
             index
                 .checked_sub(1)
@@ -755,6 +776,11 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
         AlwaysNull => Value::Null,
         EncodingName => Value::from("UTF8"),
         QuoteIdent => text_map(arg(0), crate::system::quote_ident),
+        QuoteLiteral | QuoteNullable => match arg(0) {
+            Value::Null if function == QuoteNullable => Value::from("NULL"),
+            Value::Null => Value::Null,
+            value => Value::Text(postgres_literal(&value.to_text())),
+        },
         TypeOid => match (arg(0), arg(1)) {
             (Value::Null, Value::Null) => Value::Null,
             (Value::Null, name) => {

@@ -35,6 +35,7 @@ pub mod describe;
 pub mod dialect;
 pub mod dml;
 pub mod domain;
+pub mod empty_catalogs;
 pub mod enum_type;
 pub mod error;
 pub mod exec;

@@ -113,6 +113,7 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
         ("information_schema", "referential_constraints") => {
             (REFERENTIAL_CONSTRAINTS, listing().referential_constraints())
         }
+        ("pg_catalog", name) => (crate::empty_catalogs::columns(name)?, Vec::new()),
         _ => return None,
     };
     // Every row also has the system column `tableoid` (the relation's OID), which pg_dump
@@ -190,6 +191,52 @@ fn system_relation_oid(name: &str) -> Option<i64> {
         "pg_collation" => 3456,
         "pg_sequence" => 2224,
         "pg_depend" => 2608,
+        "pg_default_acl" => 826,
+        "pg_tablespace" => 1213,
+        "pg_shdepend" => 1214,
+        "pg_authid" => 1260,
+        "pg_auth_members" => 1261,
+        "pg_foreign_server" => 1417,
+        "pg_user_mapping" => 1418,
+        "pg_foreign_data_wrapper" => 2328,
+        "pg_shdescription" => 2396,
+        "pg_aggregate" => 2600,
+        "pg_amop" => 2602,
+        "pg_amproc" => 2603,
+        "pg_attrdef" => 2604,
+        "pg_cast" => 2605,
+        "pg_conversion" => 2607,
+        "pg_inherits" => 2611,
+        "pg_largeobject" => 2613,
+        "pg_opclass" => 2616,
+        "pg_operator" => 2617,
+        "pg_statistic" => 2619,
+        "pg_opfamily" => 2753,
+        "pg_db_role_setting" => 2964,
+        "pg_largeobject_metadata" => 2995,
+        "pg_foreign_table" => 3118,
+        "pg_policy" => 3256,
+        "pg_partitioned_table" => 3350,
+        "pg_statistic_ext" => 3381,
+        "pg_init_privs" => 3394,
+        "pg_statistic_ext_data" => 3429,
+        "pg_event_trigger" => 3466,
+        "pg_range" => 3541,
+        "pg_transform" => 3576,
+        "pg_shseclabel" => 3592,
+        "pg_seclabel" => 3596,
+        "pg_ts_dict" => 3600,
+        "pg_ts_parser" => 3601,
+        "pg_ts_config" => 3602,
+        "pg_ts_config_map" => 3603,
+        "pg_ts_template" => 3764,
+        "pg_replication_origin" => 6000,
+        "pg_subscription" => 6100,
+        "pg_subscription_rel" => 6102,
+        "pg_publication" => 6104,
+        "pg_publication_rel" => 6106,
+        "pg_publication_namespace" => 6237,
+        "pg_parameter_acl" => 6243,
         _ => return None,
     })
 }
@@ -914,6 +961,7 @@ impl Listing {
                     null(),
                     null(),
                     null(),
+                    null(),
                 ]);
             }
         }
@@ -1266,6 +1314,13 @@ fn types(catalog: &Catalog) -> Vec<Vec<Expr>> {
                 int(row.collation),
                 null(),
                 null(),
+                text(if row.length == -1 { "x" } else { "p" }),
+                text(match row.length {
+                    1 => "c",
+                    2 => "s",
+                    8 | 16 | 64 => "d",
+                    _ => "i",
+                }),
             ]
         })
         .collect()
@@ -1334,7 +1389,19 @@ fn pg_proc(catalog: &Catalog) -> Vec<Vec<Expr>> {
 fn languages() -> Vec<Vec<Expr>> {
     [(12, "internal"), (13, "c"), (crate::pg_proc::SQL_LANGUAGE_OID, "sql")]
         .into_iter()
-        .map(|(oid, name)| vec![int(oid), text(name), int(OWNER_OID), boolean(false), boolean(oid == 14)])
+        .map(|(oid, name)| {
+            vec![
+                int(oid),
+                text(name),
+                int(OWNER_OID),
+                boolean(false),
+                boolean(oid == 14),
+                int(0),
+                int(0),
+                int(0),
+                null(),
+            ]
+        })
         .collect()
 }
 
@@ -1522,6 +1589,7 @@ const PG_ATTRIBUTE: &[(&str, &str)] = &[
     ("attacl", "text"),
     ("attoptions", "text"),
     ("attfdwoptions", "text"),
+    ("attmissingval", "text"),
 ];
 
 const PG_ATTRDEF: &[(&str, &str)] = &[("oid", "oid"), ("adrelid", "oid"), ("adnum", "int2"), ("adbin", "text")];
@@ -1596,6 +1664,8 @@ const PG_TYPE: &[(&str, &str)] = &[
     ("typcollation", "oid"),
     ("typdefault", "text"),
     ("typacl", "text"),
+    ("typstorage", "\"char\""),
+    ("typalign", "\"char\""),
 ];
 
 const PG_ENUM: &[(&str, &str)] =
@@ -1613,8 +1683,17 @@ const PG_OPCLASS: &[(&str, &str)] = &[
     ("opckeytype", "oid"),
 ];
 
-const PG_LANGUAGE: &[(&str, &str)] =
-    &[("oid", "oid"), ("lanname", "name"), ("lanowner", "oid"), ("lanispl", "bool"), ("lanpltrusted", "bool")];
+const PG_LANGUAGE: &[(&str, &str)] = &[
+    ("oid", "oid"),
+    ("lanname", "name"),
+    ("lanowner", "oid"),
+    ("lanispl", "bool"),
+    ("lanpltrusted", "bool"),
+    ("lanplcallfoid", "oid"),
+    ("laninline", "oid"),
+    ("lanvalidator", "oid"),
+    ("lanacl", "text"),
+];
 
 const PG_AM: &[(&str, &str)] = &[("oid", "oid"), ("amname", "name"), ("amhandler", "text"), ("amtype", "\"char\"")];
 
@@ -1775,13 +1854,32 @@ const PG_TRIGGER: &[(&str, &str)] = &[
     ("tgtype", "int2"),
     ("tgenabled", "\"char\""),
     ("tgisinternal", "bool"),
+    ("tgconstrrelid", "oid"),
+    ("tgconstrindid", "oid"),
+    ("tgconstraint", "oid"),
+    ("tgdeferrable", "bool"),
+    ("tginitdeferred", "bool"),
+    ("tgnargs", "int2"),
+    ("tgattr", "text"),
+    ("tgargs", "bytea"),
+    ("tgqual", "text"),
+    ("tgoldtable", "name"),
+    ("tgnewtable", "name"),
 ];
 
 const PG_DESCRIPTION: &[(&str, &str)] =
     &[("objoid", "oid"), ("classoid", "oid"), ("objsubid", "int4"), ("description", "text")];
 
-const PG_REWRITE: &[(&str, &str)] =
-    &[("oid", "oid"), ("rulename", "name"), ("ev_class", "oid"), ("ev_type", "\"char\""), ("ev_enabled", "\"char\"")];
+const PG_REWRITE: &[(&str, &str)] = &[
+    ("oid", "oid"),
+    ("rulename", "name"),
+    ("ev_class", "oid"),
+    ("ev_type", "\"char\""),
+    ("ev_enabled", "\"char\""),
+    ("is_instead", "bool"),
+    ("ev_qual", "text"),
+    ("ev_action", "text"),
+];
 
 const SEQUENCES: &[(&str, &str)] = &[
     ("sequence_catalog", "name"),
