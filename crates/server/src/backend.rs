@@ -525,6 +525,22 @@ impl Backend {
                 self.flush_reported(out);
                 out.command_complete("DISCARD ALL");
             }
+            Command::Prepare { name, body } => {
+                if self.statements.contains_key(name) {
+                    return Err(Error::new("42P05", format!("prepared statement \"{name}\" already exists")));
+                }
+                let prepared = self.prepare_sql(body, &[])?;
+                self.statements.insert(name.clone(), Arc::new(prepared));
+                out.command_complete("PREPARE");
+            }
+            // Through Parse/Bind, the statement's own Bind runs it (its rows need a Describe).
+            Command::Execute { .. } if extended => {
+                return Err(Error::new(
+                    "0A000",
+                    "EXECUTE in the extended protocol: bind the prepared statement instead",
+                ));
+            }
+            Command::Execute { name, arguments } => return self.execute_sql(name, arguments, out),
             Command::Deallocate(name) => {
                 match name {
                     None => self.statements.clear(),
@@ -923,38 +939,95 @@ impl Backend {
                     };
                     Prepared { kind: Kind::Command(command), param_oids: client_oids, columns }
                 }
-                None => {
-                    let statement = self.session.prepare(piece.text)?;
-                    let description = self.session.describe(&statement).map_err(Failure::Sql)?;
-                    let (params, columns) = match description {
-                        Some(description) => {
-                            let origins = description.origins.clone();
-                            let columns = description
-                                .columns
-                                .into_iter()
-                                .enumerate()
-                                .map(|(index, (name, kind))| {
-                                    ResultColumn::new(name, types::oid_of(&kind))
-                                        .reading(origins.get(index).copied().flatten())
-                                })
-                                .collect();
-                            (description.parameters, Some(columns))
-                        }
-                        None => (Vec::new(), None),
-                    };
-                    let count = params.len().max(client_oids.len());
-                    let param_oids = (0..count)
-                        .map(|index| match client_oids.get(index) {
-                            Some(&oid) if oid != 0 => oid,
-                            _ => params.get(index).map_or(types::TEXT, types::oid_of),
-                        })
-                        .collect();
-                    Prepared { kind: Kind::Sql(Box::new(Mutex::new(statement))), param_oids, columns }
-                }
+                None => self.prepare_sql(piece.text, &client_oids)?,
             },
         };
         self.statements.insert(name, Arc::new(prepared));
         out.parse_complete();
+        Ok(Flow::Continue)
+    }
+
+    /// A SQL statement prepared and described: its parameters' types (the client's where it
+    /// gave them, else inferred) and result columns.
+    fn prepare_sql(&mut self, text: &str, client_oids: &[u32]) -> Result<Prepared, Error> {
+        let statement = self.session.prepare(text)?;
+        let description = self.session.describe(&statement)?;
+        let (params, columns) = match description {
+            Some(description) => {
+                let origins = description.origins.clone();
+                let columns = description
+                    .columns
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, (name, kind))| {
+                        ResultColumn::new(name, types::oid_of(&kind)).reading(origins.get(index).copied().flatten())
+                    })
+                    .collect();
+                (description.parameters, Some(columns))
+            }
+            None => (Vec::new(), None),
+        };
+        let count = params.len().max(client_oids.len());
+        let param_oids = (0..count)
+            .map(|index| match client_oids.get(index) {
+                Some(&oid) if oid != 0 => oid,
+                _ => params.get(index).map_or(types::TEXT, types::oid_of),
+            })
+            .collect();
+        Ok(Prepared { kind: Kind::Sql(Box::new(Mutex::new(statement))), param_oids, columns })
+    }
+
+    /// `EXECUTE name (arguments)`: the arguments evaluated (as a SELECT of them), read as the
+    /// parameters' types as a text-format Bind reads them, then the statement run and its rows
+    /// sent as a simple query's.
+    fn execute_sql(&mut self, name: &str, arguments: &str, out: &mut Out) -> Result<Flow, Error> {
+        let prepared = self
+            .statements
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::new("26000", format!("prepared statement \"{name}\" does not exist")))?;
+        let Kind::Sql(statement) = &prepared.kind else {
+            return Err(Error::new("0A000", format!("prepared statement \"{name}\" is not a query EXECUTE can run")));
+        };
+        let values = if arguments.is_empty() {
+            Vec::new()
+        } else {
+            let (mut select, params) = self.session.prepare_text(&format!("SELECT {arguments}"))?;
+            match self.run_statement(&mut select, &params)? {
+                Outcome::Rows { mut rows, .. } => rows.pop().unwrap_or_default(),
+                _ => Vec::new(),
+            }
+        };
+        if values.len() != prepared.param_oids.len() {
+            return Err(Error::new(
+                "42601",
+                format!(
+                    "wrong number of parameters for prepared statement \"{name}\": expected {}, got {}",
+                    prepared.param_oids.len(),
+                    values.len()
+                ),
+            ));
+        }
+        let params = values
+            .iter()
+            .zip(&prepared.param_oids)
+            .map(|(value, &oid)| match value {
+                Value::Null => Ok(Value::Null),
+                value => types::decode_text(value.to_text().as_bytes(), oid),
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let text = statement.lock().sql().to_string();
+        let recovering = self.admit(&text)?;
+        let outcome = {
+            let mut statement = statement.lock();
+            self.run_statement(&mut statement, &params)?
+        };
+        self.failed &= !recovering;
+        let description = match outcome {
+            Outcome::Rows { .. } => self.session.describe(&statement.lock()).ok().flatten(),
+            _ => None,
+        };
+        self.send_outcome(&text, outcome, declared_types(description), &[], out)?;
         Ok(Flow::Continue)
     }
 

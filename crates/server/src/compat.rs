@@ -246,6 +246,16 @@ pub enum Command {
         names: Vec<String>,
         if_exists: bool,
     },
+    /// `PREPARE name [(types)] AS statement`: a named prepared statement, as Parse makes.
+    Prepare {
+        name: String,
+        body: String,
+    },
+    /// `EXECUTE name [(arguments)]`: the arguments as SQL expressions, comma-separated.
+    Execute {
+        name: String,
+        arguments: String,
+    },
     /// A PostgreSQL statement Tern does not have (LISTEN, NOTIFY, ...).
     Unsupported(String),
     /// A statement the server recognized but could not read.
@@ -360,10 +370,69 @@ pub fn classify(text: &str) -> Option<Command> {
         {
             Command::NoOp("LOCK TABLE")
         }
-        "listen" | "notify" | "lock" | "grant" | "revoke" | "declare" | "fetch" | "move" | "cluster" | "prepare"
-        | "execute" => Command::Unsupported(first.to_uppercase()),
+        "prepare" if second != Some("transaction") => prepare(after_first_word(text)),
+        "execute" => execute(after_first_word(text)),
+        "listen" | "notify" | "lock" | "grant" | "revoke" | "declare" | "fetch" | "move" | "cluster" | "prepare" => {
+            Command::Unsupported(first.to_uppercase())
+        }
         _ => return None,
     })
+}
+
+/// A statement name at the start of `text` (lower case) and the text after it.
+fn leading_name(text: &str) -> Option<(String, &str)> {
+    let text = text.trim_start();
+    let end = text.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(text.len());
+    (end > 0).then(|| (text[..end].to_lowercase(), text[end..].trim_start()))
+}
+
+/// The text after a parenthesized list at the start of `text` (nested parentheses kept
+/// together), and the list's inside; `None` when the brackets do not close.
+fn parenthesized(text: &str) -> Option<(&str, &str)> {
+    let mut depth = 0usize;
+    for (at, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some((&text[1..at], text[at + 1..].trim_start()));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `PREPARE name [(type, ...)] AS statement` (the types are left to inference).
+fn prepare(rest: &str) -> Command {
+    let invalid = || Command::Invalid("expected PREPARE name [(type, ...)] AS statement".into());
+    let Some((name, mut rest)) = leading_name(rest) else { return invalid() };
+    if rest.starts_with('(') {
+        let Some((_, after)) = parenthesized(rest) else { return invalid() };
+        rest = after;
+    }
+    match rest.get(..2) {
+        Some(keyword) if keyword.eq_ignore_ascii_case("as") && rest[2..].starts_with(char::is_whitespace) => {
+            Command::Prepare { name, body: rest[2..].trim().to_string() }
+        }
+        _ => invalid(),
+    }
+}
+
+/// `EXECUTE name [(argument, ...)]`.
+fn execute(rest: &str) -> Command {
+    let invalid = || Command::Invalid("expected EXECUTE name [(argument, ...)]".into());
+    let Some((name, rest)) = leading_name(rest) else { return invalid() };
+    let rest = rest.trim_end().trim_end_matches(';').trim_end();
+    if rest.is_empty() {
+        return Command::Execute { name, arguments: String::new() };
+    }
+    match parenthesized(rest) {
+        Some((arguments, "")) => Command::Execute { name, arguments: arguments.trim().to_string() },
+        _ => invalid(),
+    }
 }
 
 /// The text after the statement's first word (and any comments before it).
@@ -517,6 +586,17 @@ mod tests {
             Some(Command::DropUser { names: vec!["a".into(), "b".into()], if_exists: true })
         );
         assert_eq!(classify("LISTEN x"), Some(Command::Unsupported("LISTEN".into())));
+        assert_eq!(
+            classify("PREPARE dumpEnum(pg_catalog.oid, numeric(10,2)) AS SELECT $1"),
+            Some(Command::Prepare { name: "dumpenum".into(), body: "SELECT $1".into() })
+        );
+        assert_eq!(
+            classify("EXECUTE dumpEnum('16386', (1 + 2))"),
+            Some(Command::Execute { name: "dumpenum".into(), arguments: "'16386', (1 + 2)".into() })
+        );
+        assert_eq!(classify("EXECUTE x"), Some(Command::Execute { name: "x".into(), arguments: String::new() }));
+        assert!(matches!(classify("PREPARE x SELECT 1"), Some(Command::Invalid(_))));
+        assert_eq!(classify("PREPARE TRANSACTION 'x'"), Some(Command::Unsupported("PREPARE".into())));
         assert_eq!(tokens("select 'abc"), None);
     }
 }

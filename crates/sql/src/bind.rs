@@ -1578,12 +1578,14 @@ impl<'c> Binder<'c> {
                 let bound = self.bind_expr(inner, scope)?;
                 let want = matches!(expr, E::IsTrue(_) | E::IsNotFalse(_));
                 let negated = matches!(expr, E::IsNotTrue(_) | E::IsNotFalse(_));
-                // x IS TRUE: true exactly when x is true; NULL gives false.
+                // x IS TRUE: true exactly when x is true; NULL gives false. A boolean (clients
+                // read `t`/`f`).
                 let truth = Expr::Case {
                     operand: None,
                     whens: vec![(bound, Expr::Literal(Value::Integer(1)))],
                     otherwise: Some(Box::new(Expr::Literal(Value::Integer(0)))),
                 };
+                let truth = Expr::Cast(Box::new(truth), CastType::Boolean);
                 let is_true = if want != negated { truth } else { Expr::Unary(UnaryOp::Not, Box::new(truth)) };
                 if matches!(expr, E::IsFalse(_) | E::IsNotFalse(_)) {
                     // x IS FALSE: x is not NULL and not true.

@@ -241,6 +241,12 @@ fn system_relation_oid(name: &str) -> Option<i64> {
     })
 }
 
+/// A view's definition as PostgreSQL's catalogs give it: the query, ending with `;` (pg_dump
+/// cuts the last character off, taking it to be that `;`).
+fn view_definition(query: &str) -> String {
+    format!("{};", crate::window::syntax::restore_exclusions(query).trim_end().trim_end_matches(';'))
+}
+
 /// For a size function (`pg_relation_size`, `pg_table_size`, `pg_indexes_size`,
 /// `pg_total_relation_size`), each relation's OID and the ids of the stored objects whose
 /// bytes it counts, separated by commas ([`ScalarFunction::ObjectBytes`]). A table's rows are
@@ -306,11 +312,7 @@ pub fn definitions(catalog: &Catalog) -> Definitions {
             .iter()
             .map(|constraint| (constraint.oid, constraint.definition.clone()))
             .collect(),
-        views: catalog
-            .views
-            .iter()
-            .map(|(name, view)| (view_oid(name), crate::window::syntax::restore_exclusions(&view.query)))
-            .collect(),
+        views: catalog.views.iter().map(|(name, view)| (view_oid(name), view_definition(&view.query))).collect(),
     }
 }
 
@@ -421,28 +423,36 @@ fn pg_sequence(catalog: &Catalog) -> Vec<Vec<Expr>> {
         .collect()
 }
 
-/// `pg_depend`: what Tern's objects depend on that clients ask about: a sequence owned by a
-/// column (a SERIAL's, deptype `a`, which SQLAlchemy and Alembic read).
+/// `pg_depend`: what Tern's objects depend on that clients ask about. A sequence owned by a
+/// column: a SERIAL's (deptype `a`) or an identity column's (`i`), which SQLAlchemy, Alembic
+/// and pg_dump read; and a SERIAL's default, which uses the sequence (`n`: pg_dump then
+/// creates the sequence before it sets the default).
 fn pg_depend(catalog: &Catalog) -> Vec<Vec<Expr>> {
     let pg_class = system_relation_oid("pg_class").unwrap_or_default();
-    catalog
-        .sequences
-        .values()
-        .filter_map(|def| {
-            let (table, column) = def.owned_by.as_ref()?;
-            let table = catalog.table(table)?;
-            let attnum = table.columns.iter().position(|known| known.name.eq_ignore_ascii_case(column))? as i64 + 1;
-            Some(vec![
-                int(pg_class),
-                int(sequence_oid(def)),
-                int(0),
-                int(pg_class),
-                int(table_oid(table)),
-                int(attnum),
-                text("a"),
-            ])
-        })
-        .collect()
+    let pg_attrdef = system_relation_oid("pg_attrdef").unwrap_or_default();
+    let mut rows = Vec::new();
+    for def in catalog.sequences.values() {
+        let Some((table, column)) = def.owned_by.as_ref() else { continue };
+        let Some(table) = catalog.table(table) else { continue };
+        let Some(position) = table.columns.iter().position(|known| known.name.eq_ignore_ascii_case(column)) else {
+            continue;
+        };
+        let identity = table.columns[position].identity.is_some();
+        let (table_oid, attnum) = (table_oid(table), position as i64 + 1);
+        let row = |class: i64, object: i64, referenced: i64, column: i64, kind: &str| {
+            vec![int(class), int(object), int(0), int(pg_class), int(referenced), int(column), text(kind)]
+        };
+        rows.push(row(pg_class, sequence_oid(def), table_oid, attnum, if identity { "i" } else { "a" }));
+        if !identity && table.columns[position].default.is_some() {
+            rows.push(row(pg_attrdef, attrdef_oid(table_oid, position), sequence_oid(def), 0, "n"));
+        }
+    }
+    rows
+}
+
+/// The OID of a column's default (`pg_attrdef.oid`).
+fn attrdef_oid(table_oid: i64, position: usize) -> i64 {
+    table_oid * 1024 + position as i64
 }
 
 fn information_schema_sequences(catalog: &Catalog) -> Vec<Vec<Expr>> {
@@ -543,11 +553,13 @@ struct Attribute {
     identity: &'static str,
     /// The OID of a type made by CREATE TYPE, which the declared name alone does not give.
     user_type: Option<u32>,
+    /// Whether that type is an enum (4 bytes, stored plain, as PostgreSQL's).
+    enum_type: bool,
 }
 
 impl Attribute {
     fn plain(name: String, declared: String) -> Attribute {
-        Attribute { name, declared, not_null: false, default: None, identity: "", user_type: None }
+        Attribute { name, declared, not_null: false, default: None, identity: "", user_type: None, enum_type: false }
     }
 
     fn of_column(column: &ColumnDef, not_null: bool) -> Attribute {
@@ -577,6 +589,7 @@ impl Attribute {
             default,
             identity,
             user_type,
+            enum_type: matches!(column.affinity, Affinity::Enum(_)),
         }
     }
 }
@@ -829,7 +842,7 @@ impl Listing {
                 checks: 0,
                 has_index: false,
                 has_triggers: false,
-                view_query: Some(crate::window::syntax::restore_exclusions(&view.query)),
+                view_query: Some(view_definition(&view.query)),
             });
         }
         for def in catalog.composites.values() {
@@ -934,7 +947,9 @@ impl Listing {
                 let (length, collation) = pgtype::BUILT_IN
                     .iter()
                     .find(|(oid, ..)| *oid == type_oid)
-                    .map_or((-1, 0), |(_, _, length, _, collation)| (*length, *collation));
+                    .map_or((if attribute.enum_type { 4 } else { -1 }, 0), |(_, _, length, _, collation)| {
+                        (*length, *collation)
+                    });
                 rows.push(vec![
                     int(relation.oid),
                     text(&attribute.name),
@@ -973,7 +988,7 @@ impl Listing {
         for relation in &self.relations {
             for (position, attribute) in relation.attributes.iter().enumerate() {
                 if let Some(default) = &attribute.default {
-                    let oid = relation.oid * 1024 + position as i64;
+                    let oid = attrdef_oid(relation.oid, position);
                     rows.push(vec![int(oid), int(relation.oid), int(position as i64 + 1), text(default)]);
                 }
             }

@@ -238,8 +238,8 @@ fn psql_describes_a_table_as_postgres_does() {
     assert_eq!(columns.iter().map(|row| row[0].as_str()).collect::<Vec<_>>(), ["id", "name"]);
     assert_eq!(
         one(&mut session, &format!("SELECT pg_get_viewdef({view})")),
-        "SELECT id, name FROM city",
-        "pg_get_viewdef gives the query"
+        "SELECT id, name FROM city;",
+        "pg_get_viewdef gives the query, ending with ; as PostgreSQL's does"
     );
 }
 
