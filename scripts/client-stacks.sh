@@ -3,10 +3,11 @@
 # (clients/go), Java with pgjdbc (clients/jdbc) and Node.js with node-postgres (clients/node).
 # Each creates its own schema, runs its checks and writes a row of the shared driver_dates
 # table, then reads back every row the others wrote; at the end psql checks that the rows of
-# every stack that ran are there and equal. A stack whose toolchain (go; java, javac and mvn;
-# node and npm) is missing is skipped with a line saying so. Dependencies come from the
-# registries (Go module proxy, Maven Central, npm). Fails on any error. The Python stacks run
-# in the pytest suite of scripts/test.sh (clients/python).
+# every stack that ran are there and equal; psycopg and asyncpg (from the virtual environment
+# scripts/test.sh makes) write and read that table too. A stack whose toolchain (go; java,
+# javac and mvn; node and npm) is missing is skipped with a line saying so. Dependencies come
+# from the registries (Go module proxy, Maven Central, npm). Fails on any error. The Python
+# stacks' own applications run in the pytest suite of scripts/test.sh (clients/python).
 #
 #   scripts/client-stacks.sh                 # builds the release binary first
 #   TERN=path/to/tern scripts/client-stacks.sh
@@ -63,6 +64,39 @@ if have node npm; then
     ran+=(node-postgres)
 else
     echo "client-stacks: node or npm is not installed; skipping node-postgres"
+fi
+
+# psycopg and asyncpg write and read the same table, from the virtual environment
+# scripts/test.sh makes (skipped without it).
+python="$root/target/python-venv/bin/python"
+if [ -x "$python" ] && "$python" -c 'import psycopg, asyncpg' 2>/dev/null; then
+    echo "== Python, psycopg and asyncpg"
+    "$python" - "$port" <<'PY'
+import asyncio, datetime, sys
+import asyncpg, psycopg
+port = sys.argv[1]
+day = datetime.date(2020, 2, 29)
+moment = datetime.datetime(2020, 2, 29, 13, 14, 15, 123456)
+instant = moment.replace(tzinfo=datetime.timezone.utc)
+with psycopg.connect(f"host=127.0.0.1 port={port} user=tern dbname=tern", autocommit=True) as connection:
+    connection.execute("CREATE TABLE IF NOT EXISTS driver_dates (driver TEXT PRIMARY KEY, day DATE, moment TIMESTAMP, instant TIMESTAMPTZ)")
+    connection.execute("INSERT INTO driver_dates VALUES ('psycopg', %s, %s, %s)", (day, moment, instant))
+async def main():
+    connection = await asyncpg.connect(f"postgresql://tern@127.0.0.1:{port}/tern")
+    await connection.execute("INSERT INTO driver_dates VALUES ('asyncpg', $1, $2, $3)", day, moment, instant)
+    for row in await connection.fetch("SELECT driver, day, moment, instant FROM driver_dates ORDER BY driver"):
+        assert (row["day"], row["moment"], row["instant"]) == (day, moment, instant), row
+    await connection.close()
+asyncio.run(main())
+with psycopg.connect(f"host=127.0.0.1 port={port} user=tern dbname=tern") as connection:
+    for binary in (False, True):
+        for row in connection.cursor(binary=binary).execute("SELECT driver, day, moment, instant FROM driver_dates").fetchall():
+            assert row[1:] == (day, moment, instant), row
+print("psycopg and asyncpg: all checks passed")
+PY
+    ran+=(psycopg asyncpg)
+else
+    echo "client-stacks: no virtual environment with psycopg and asyncpg (scripts/test.sh makes it); skipping them"
 fi
 
 # Every stack's date row, read back here through psql (text) as well.

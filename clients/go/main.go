@@ -56,6 +56,7 @@ func main() {
 	copyFrom(conn)
 	everyType(conn, pgx.QueryExecModeCacheStatement, "extended")
 	everyType(conn, pgx.QueryExecModeSimpleProtocol, "simple")
+	introspect(conn)
 	driverDates(conn, "pgx")
 	fmt.Println("pgx: all checks passed")
 }
@@ -261,4 +262,26 @@ func driverDates(conn *pgx.Conn, driver string) {
 		expect(d.Equal(day) && m.Equal(moment) && t.Equal(instant), "the row %s wrote reads back as %v %v %v", who, d, m, t)
 	}
 	check(rows.Err(), "driver_dates rows")
+}
+
+// The schema read back: columns from information_schema, the foreign key from pg_constraint.
+func introspect(conn *pgx.Conn) {
+	rows, err := conn.Query(ctx, `SELECT column_name, data_type, is_nullable FROM information_schema.columns
+		WHERE table_name = 'go_stock' ORDER BY ordinal_position`)
+	check(err, "columns")
+	var columns []string
+	for rows.Next() {
+		var name, kind, nullable string
+		check(rows.Scan(&name, &kind, &nullable), "scan columns")
+		columns = append(columns, name+" "+kind+" "+nullable)
+	}
+	check(rows.Err(), "columns")
+	expect(reflect.DeepEqual(columns, []string{"id bigint NO", "warehouse_id integer NO", "item text NO",
+		"quantity integer NO", "counted date YES"}), "information_schema.columns: %v", columns)
+	var name, parent, definition string
+	check(conn.QueryRow(ctx, `SELECT conname, confrelid::regclass::text, pg_get_constraintdef(oid) FROM pg_constraint
+		WHERE contype = 'f' AND conrelid = 'go_stock'::regclass`).Scan(&name, &parent, &definition), "foreign key")
+	expect(name == "go_stock_warehouse_id_fkey" && parent == "go_warehouse" &&
+		definition == "FOREIGN KEY (warehouse_id) REFERENCES go_warehouse(id) ON DELETE CASCADE",
+		"the foreign key: %s %s %s", name, parent, definition)
 }

@@ -150,6 +150,19 @@ async function pooled() {
   }
 }
 
+// The schema read back: columns from information_schema, keys and indexes from pg_catalog.
+async function introspect(client) {
+  const columns = await client.query(`SELECT column_name, data_type, is_nullable FROM information_schema.columns
+    WHERE table_name = 'node_post' ORDER BY ordinal_position`);
+  assert.deepEqual(columns.rows.map((row) => `${row.column_name} ${row.data_type} ${row.is_nullable}`),
+    ['id bigint NO', 'author_id integer NO', 'title text NO', 'published date YES', 'likes integer NO']);
+  const keys = await client.query(`SELECT conname, contype FROM pg_constraint
+    WHERE conrelid = 'node_post'::regclass ORDER BY conname`);
+  assert.deepEqual(keys.rows, [{ conname: 'node_post_author_id_fkey', contype: 'f' }, { conname: 'node_post_pkey', contype: 'p' }]);
+  const indexes = await client.query(`SELECT indexname FROM pg_indexes WHERE tablename = 'node_post' ORDER BY indexname`);
+  assert.deepEqual(indexes.rows.map((row) => row.indexname), ['node_post_author', 'node_post_pkey']);
+}
+
 async function driverDates(client) {
   await client.query(`CREATE TABLE IF NOT EXISTS driver_dates (driver TEXT PRIMARY KEY, day DATE, moment TIMESTAMP, instant TIMESTAMPTZ)`);
   // A JavaScript Date carries an instant in milliseconds: the microseconds are added in SQL.
@@ -174,6 +187,7 @@ async function main() {
     await copyInAndOut(client);
     await everyType(client);
     await pooled();
+    await introspect(client);
     await driverDates(client);
   } finally {
     await client.end();
