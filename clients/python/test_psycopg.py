@@ -118,6 +118,13 @@ def test_copy_in_and_out(connection):
         with cursor.copy("COPY (SELECT * FROM reading WHERE sensor = 2) TO STDOUT (FORMAT BINARY)") as copy:
             copy.set_types(["int4", "timestamp", "float8"])
             assert list(copy.rows()) == [(2, datetime.datetime(2024, 1, 2), 7.25)]
+        # A column of an enum type (named with its schema, as pg_dump writes it) takes COPY's text.
+        cursor.execute("CREATE TYPE size AS ENUM ('small', 'large')")
+        cursor.execute("CREATE TABLE sized (id INT PRIMARY KEY, s public.size)")
+        with cursor.copy("COPY sized FROM STDIN") as copy:
+            copy.write_row((1, "large"))
+            copy.write_row((2, None))
+        assert cursor.execute("SELECT id, s::text FROM sized ORDER BY id").fetchall() == [(1, "large"), (2, None)]
 
 
 SAMPLES = [

@@ -752,8 +752,19 @@ impl Backend {
             names.join(", "),
             placeholders.join(", ")
         ))?;
-        let oids =
-            positions.iter().map(|&position| types::declared_oid(&table.columns[position].declared_type)).collect();
+        // A column of a type CREATE TYPE made reads its values as that type (its declared
+        // name alone, `mood` or `public.mood`, names no built-in type).
+        let oids = positions
+            .iter()
+            .map(|&position| {
+                let column = &table.columns[position];
+                match column.affinity {
+                    tern_sql::value::Affinity::Enum(id) => id.get().oid,
+                    tern_sql::value::Affinity::Composite(id) => id.get().oid,
+                    _ => types::declared_oid(&column.declared_type),
+                }
+            })
+            .collect();
         let wrapped = !self.session.in_transaction();
         if wrapped {
             self.session.execute("BEGIN", &[])?;
