@@ -109,6 +109,9 @@ pub struct Binder<'c> {
     pub(crate) window_refusal: Option<(&'static str, &'static str)>,
     /// Window calls bound so far (a query without any skips lifting them out).
     pub(crate) window_calls: usize,
+    /// Set-returning calls bound so far: a select list only looks for them to move into a
+    /// ProjectSet when it bound one.
+    set_returning_calls: usize,
     /// NULL ordering and LIKE differ by dialect.
     pub(crate) dialect: crate::dialect::Dialect,
 }
@@ -279,6 +282,7 @@ impl<'c> Binder<'c> {
             named_windows: Vec::new(),
             window_refusal: WINDOWS_NOT_HERE,
             window_calls: 0,
+            set_returning_calls: 0,
             dialect: crate::dialect::Dialect::Sqlite,
         }
     }
@@ -1070,6 +1074,7 @@ impl<'c> Binder<'c> {
         check_named_windows(&select.named_window)?;
         self.window_refusal = None;
         let window_calls_before = self.window_calls;
+        let set_returning_calls_before = self.set_returning_calls;
 
         // The select list, with `*` expanded.
         let mut items: Vec<(Expr, OutputColumn)> = Vec::new();
@@ -1235,28 +1240,22 @@ impl<'c> Binder<'c> {
             return Err(Error::grouping("a GROUP BY clause is required before HAVING"));
         }
         // Window functions run over the (grouped) rows, before the output is computed.
-        let mut windows = Vec::new();
         if self.window_calls > window_calls_before {
             let base = plan.width();
-            project = project.into_iter().map(|expr| extract_windows(expr, base, &mut windows)).collect();
-            order_exprs = order_exprs
-                .into_iter()
-                .map(|expr| expr.map(|expr| extract_windows(expr, base, &mut windows)))
-                .collect();
-        }
-        if !windows.is_empty() {
-            plan = Plan::Window { input: Box::new(plan), calls: windows };
+            let mut windows = Vec::new();
+            rewrite_outputs(&mut project, &mut order_exprs, |expr| extract_windows(expr, base, &mut windows));
+            if !windows.is_empty() {
+                plan = Plan::Window { input: Box::new(plan), calls: windows };
+            }
         }
         // Set-returning functions of the select list run after windows, before the output.
-        let mut set_calls = Vec::new();
-        let base = plan.width();
-        project = project.into_iter().map(|expr| extract_set_returning(expr, base, &mut set_calls)).collect();
-        order_exprs = order_exprs
-            .into_iter()
-            .map(|expr| expr.map(|expr| extract_set_returning(expr, base, &mut set_calls)))
-            .collect();
-        if !set_calls.is_empty() {
-            plan = Plan::ProjectSet { input: Box::new(plan), calls: set_calls };
+        if self.set_returning_calls > set_returning_calls_before {
+            let base = plan.width();
+            let mut calls = Vec::new();
+            rewrite_outputs(&mut project, &mut order_exprs, |expr| extract_set_returning(expr, base, &mut calls));
+            if !calls.is_empty() {
+                plan = Plan::ProjectSet { input: Box::new(plan), calls };
+            }
         }
 
         // Hidden columns for ORDER BY expressions that are not in the select list.
@@ -2019,6 +2018,7 @@ impl<'c> Binder<'c> {
                 return Err(Error::new("42883", format!("wrong number of arguments to function {name}()")));
             }
             let bound = args.iter().map(|arg| self.bind_expr(arg, scope)).collect::<Result<Vec<_>>>()?;
+            self.set_returning_calls += 1;
             return Ok(Expr::Function(ScalarFunction::SetReturning(function), bound));
         }
         let Some((scalar, min_args, max_args)) = ScalarFunction::lookup(&name) else {
@@ -3056,6 +3056,16 @@ pub fn choose_access(table: &TableDef, indexes: &[Arc<IndexDef>], filters: &[Exp
 pub fn parse_expr(sql: &str) -> Result<ast::Expr> {
     let dialect = sqlparser::dialect::SQLiteDialect {};
     Ok(sqlparser::parser::Parser::new(&dialect).try_with_sql(sql)?.parse_expr()?)
+}
+
+/// Rewrites a select's output expressions and its ORDER BY expressions with `rewrite`.
+fn rewrite_outputs(
+    project: &mut Vec<Expr>,
+    order_exprs: &mut Vec<Option<Expr>>,
+    mut rewrite: impl FnMut(Expr) -> Expr,
+) {
+    *project = std::mem::take(project).into_iter().map(&mut rewrite).collect();
+    *order_exprs = std::mem::take(order_exprs).into_iter().map(|expr| expr.map(&mut rewrite)).collect();
 }
 
 /// Replaces each set-returning call in `expr` by a column after the `base` columns of the
