@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# pg_dump 15 of a Tern database, restored into PostgreSQL 15 (a server this script starts in a
-# temporary folder): a schema with an enum type, SERIAL and identity keys, a unique key, a
-# CHECK, a foreign key with ON DELETE CASCADE, an index, a view, arrays and jsonb, and rows.
-# The restore runs with ON_ERROR_STOP; then every table's rows and columns (name, type,
-# nullability) must be the same on both sides, and the restored keys must go on generating.
+# pg_dump 15 of a Tern database, restored both ways: into PostgreSQL 15 (a server this script
+# starts in a temporary folder) with `psql -f`, and into a second Tern with `pg_restore` of the
+# custom format. The schema has an enum type, SERIAL and identity keys, a unique key, a CHECK,
+# foreign keys (one with ON DELETE CASCADE, one added by ALTER TABLE), an index, a view,
+# comments, arrays and jsonb, and rows. Restores run with ON_ERROR_STOP (pg_restore with
+# --exit-on-error); then every table's rows and columns (name, type, nullability) must be the
+# same in PostgreSQL, the second Tern's own dump must equal the first, and the restored keys
+# must go on generating.
 #
 #   scripts/pg-dump-check.sh                 # builds the release binary first
 #   TERN=path/to/tern scripts/pg-dump-check.sh
@@ -36,10 +39,13 @@ run_pg() { if [ ${#as_postgres[@]} -gt 0 ]; then "${as_postgres[@]}" "$*"; else 
 tern_port="$(free_port)"
 "$TERN" serve --data "$work/tern" --listen "127.0.0.1:$tern_port" --sync never 2>"$work/tern.log" &
 tern=$!
+copy_port="$(free_port)"
+"$TERN" serve --data "$work/copy" --listen "127.0.0.1:$copy_port" --sync never 2>"$work/copy.log" &
+copy=$!
 pg_port="$(free_port)"
 cleanup() {
-    kill -TERM "$tern" 2>/dev/null || true
-    wait "$tern" 2>/dev/null || true
+    kill -TERM "$tern" "$copy" 2>/dev/null || true
+    wait "$tern" "$copy" 2>/dev/null || true
     run_pg "$bin/pg_ctl" -D "$work/pg" -m immediate stop >/dev/null 2>&1 || true
     rm -rf "$work"
 }
@@ -47,9 +53,12 @@ trap cleanup EXIT
 run_pg "$bin/initdb" -D "$work/pg" -A trust -U tern -E UTF8 --no-locale >/dev/null
 run_pg "$bin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w \
     -o "'-p $pg_port -k $work -c listen_addresses=127.0.0.1 -c fsync=off -c TimeZone=UTC'" start >/dev/null
-for _ in $(seq 100); do pg_isready -q -h 127.0.0.1 -p "$tern_port" && break; sleep 0.1; done
+for port in "$tern_port" "$copy_port"; do
+    for _ in $(seq 100); do pg_isready -q -h 127.0.0.1 -p "$port" && break; sleep 0.1; done
+done
 
 tern_sql() { PGTZ=UTC psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$tern_port" -U tern tern "$@"; }
+copy_sql() { PGTZ=UTC psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$copy_port" -U tern tern "$@"; }
 pg_sql() { PGTZ=UTC psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pg_port" -U tern postgres "$@"; }
 
 tern_sql <<'SQL'
@@ -70,10 +79,23 @@ INSERT INTO book (author_id, title, price, tags, meta, added) VALUES
     (1, 'tabs	and "quotes"', 5.50, '{a,"b c"}', '{"k": [1, 2]}', '2024-02-29 10:00:00+00'),
     (2, 'back\slash', 20, NULL, NULL, '2021-06-01 12:30:00+02'),
     (3, 'none', NULL, '{}', '{}', NULL);
+CREATE TABLE tag (id INT NOT NULL, parent INT, label TEXT);
+ALTER TABLE tag ADD CONSTRAINT tag_pkey PRIMARY KEY (id);
+ALTER TABLE tag ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (START WITH 10);
+ALTER TABLE tag ADD CONSTRAINT tag_parent_fkey FOREIGN KEY (parent) REFERENCES tag (id);
+ALTER TABLE tag ALTER COLUMN label SET DEFAULT 'untitled';
+INSERT INTO tag (parent) VALUES (NULL);
+INSERT INTO tag (parent, label) VALUES (10, 'child');
+COMMENT ON TABLE author IS 'people who write';
+COMMENT ON COLUMN book.title IS 'as printed';
+COMMENT ON VIEW cheap IS 'books under 10';
+COMMENT ON INDEX book_title IS 'title lookups';
 SQL
 
 pg_dump -h 127.0.0.1 -p "$tern_port" -U tern tern >"$work/dump.sql"
 pg_sql -f "$work/dump.sql" >/dev/null
+pg_dump -Fc -h 127.0.0.1 -p "$tern_port" -U tern tern >"$work/dump.custom"
+pg_restore --exit-on-error -h 127.0.0.1 -p "$copy_port" -U tern -d tern "$work/dump.custom"
 
 compare() {
     local query="$1"
@@ -87,8 +109,22 @@ compare "SELECT * FROM author ORDER BY id"
 compare "SELECT id, author_id, title, price, tags, meta, added FROM book ORDER BY id"
 compare "SELECT * FROM cheap ORDER BY title"
 compare "SELECT indexname FROM pg_indexes WHERE schemaname = 'public' ORDER BY indexname"
-compare "SELECT conname, contype FROM pg_constraint WHERE conrelid IN ('author'::regclass, 'book'::regclass) ORDER BY conname"
+compare "SELECT conname, contype FROM pg_constraint WHERE conrelid IN ('author'::regclass, 'book'::regclass, 'tag'::regclass) ORDER BY conname"
+compare "SELECT * FROM tag ORDER BY id"
+compare "SELECT obj_description('author'::regclass, 'pg_class'), col_description('book'::regclass, 3), obj_description('cheap'::regclass, 'pg_class'), obj_description('book_title'::regclass, 'pg_class')"
+# Tern -> Tern: the copy's own dump is the original's, line for line (less psql's \restrict keys).
+if ! diff <(grep -v restrict "$work/dump.sql") <(pg_dump -h 127.0.0.1 -p "$copy_port" -U tern tern | grep -v restrict); then
+    echo "pg-dump-check: a Tern restored from Tern's dump dumps differently" >&2
+    exit 1
+fi
+copy_sql -c "INSERT INTO tag (parent) VALUES (11); INSERT INTO author (name) VALUES ('new'); DELETE FROM author WHERE id = 1;"
+[ "$(copy_sql -At -c "SELECT max(id) FROM tag")" = 12 ] || { echo "pg-dump-check: the copy's identity did not go on" >&2; exit 1; }
+[ "$(copy_sql -At -c "SELECT count(*) FROM book WHERE author_id = 1")" = 0 ] || { echo "pg-dump-check: no cascade in the copy" >&2; exit 1; }
+if copy_sql -c "INSERT INTO tag (parent) VALUES (99)" 2>/dev/null; then
+    echo "pg-dump-check: the copy's added foreign key is not enforced" >&2
+    exit 1
+fi
 # The restored keys go on from the dumped sequences, and the foreign key cascades.
 pg_sql -c "INSERT INTO author (name) VALUES ('new'); INSERT INTO book (author_id, title) VALUES (1, 'later'); DELETE FROM author WHERE id = 1;"
 [ "$(pg_sql -At -c "SELECT count(*) FROM book WHERE author_id = 1")" = 0 ] || { echo "pg-dump-check: no cascade" >&2; exit 1; }
-echo "pg-dump-check: Tern's dump restored into PostgreSQL 15 ($(grep -c '^CREATE' "$work/dump.sql") CREATE statements), schema and rows equal"
+echo "pg-dump-check: Tern's dump restored into PostgreSQL 15 and into Tern ($(grep -c '^CREATE' "$work/dump.sql") CREATE statements), schema and rows equal"

@@ -746,8 +746,9 @@ impl Backend {
         let names: Vec<String> =
             positions.iter().map(|&position| tern::quote_identifier(&table.columns[position].name)).collect();
         let placeholders: Vec<String> = (1..=positions.len()).map(|number| format!("?{number}")).collect();
+        // COPY stores the values given for an identity column, GENERATED ALWAYS too.
         let insert = self.session.prepare(&format!(
-            "INSERT INTO {} ({}) VALUES ({})",
+            "INSERT INTO {} ({}) OVERRIDING SYSTEM VALUE VALUES ({})",
             tern::quote_identifier(&table.name),
             names.join(", "),
             placeholders.join(", ")

@@ -2400,6 +2400,12 @@ impl<'c> Binder<'c> {
                     .collect();
                 lookup(key, pairs)
             }
+            "obj_description" | "col_description" => {
+                arity(if name == "col_description" { 2 } else { 1 }, 2)?;
+                let oid = self.bind_expr(args[0], scope)?;
+                let second = args.get(1).map(|arg| self.bind_expr(arg, scope)).transpose()?;
+                self.description_lookup(name == "col_description", oid, second)
+            }
             "pg_get_constraintdef" | "pg_get_viewdef" => {
                 arity(1, 2)?;
                 let oid = self.bind_expr(args[0], scope)?;
@@ -2409,6 +2415,31 @@ impl<'c> Binder<'c> {
             }
             _ => return Ok(None),
         }))
+    }
+
+    /// `obj_description(oid [, 'catalog'])` (`columns` false) or `col_description(oid, attnum)`:
+    /// the comment, looked up by a CASE over the comments of the catalog this statement sees.
+    fn description_lookup(&self, columns: bool, oid: Expr, second: Option<Expr>) -> Expr {
+        let mut by_oid: std::collections::BTreeMap<i64, Vec<(Expr, Expr)>> = Default::default();
+        for (objoid, classoid, objsubid, description) in crate::comment::descriptions(self.catalog) {
+            let key = match (columns, objsubid) {
+                (true, 0) | (false, 1..) => continue,
+                (true, _) => integer(objsubid),
+                (false, _) => text(if classoid == 2615 { "pg_namespace" } else { "pg_class" }),
+            };
+            by_oid.entry(objoid).or_default().push((key, text(&description)));
+        }
+        let pairs = by_oid
+            .into_iter()
+            .map(|(objoid, mut described)| {
+                let found = match &second {
+                    None => described.swap_remove(0).1,
+                    Some(key) => lookup(key.clone(), described),
+                };
+                (integer(objoid), found)
+            })
+            .collect();
+        lookup(oid, pairs)
     }
 
     /// Casts to PostgreSQL's catalog types: `regclass` (a relation's name <-> OID),

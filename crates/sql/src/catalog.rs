@@ -212,6 +212,9 @@ pub struct Catalog {
     /// Composite types by lower-case name ([`crate::composite`]).
     #[serde(default)]
     pub composites: BTreeMap<String, Arc<crate::composite::CompositeType>>,
+    /// `COMMENT ON` descriptions ([`crate::comment`]).
+    #[serde(default)]
+    pub comments: Vec<crate::comment::Comment>,
 }
 
 impl Catalog {

@@ -568,7 +568,7 @@ fn bind_insert(catalog: &Catalog, insert: &ast::Insert, dialect: Dialect) -> Res
     let source = match &insert.source {
         None => None, // INSERT ... DEFAULT VALUES
         Some(query) => {
-            let query = defaults_in_values(&table, &positions, query)?;
+            let query = defaults_in_values(&table, &positions, query, crate::overriding::overrides(name))?;
             let (plan, columns) = binder.bind_query(&query, None)?;
             if columns.len() != positions.len() {
                 return Err(Error::syntax(format!(
@@ -803,10 +803,17 @@ fn column_default_expr(table: &TableDef, position: usize) -> Result<ast::Expr> {
 }
 
 /// An INSERT's source with each `DEFAULT` in its VALUES replaced by the column's default, after
-/// checking that a `GENERATED ALWAYS` identity column is given only `DEFAULT` (428C9).
-fn defaults_in_values(table: &TableDef, positions: &[usize], query: &ast::Query) -> Result<ast::Query> {
-    let always: Vec<usize> =
-        (0..positions.len()).filter(|&at| table.columns[positions[at]].identity == Some(Identity::Always)).collect();
+/// checking that a `GENERATED ALWAYS` identity column is given only `DEFAULT` (428C9) unless
+/// the INSERT says `OVERRIDING SYSTEM VALUE` (`overriding`).
+fn defaults_in_values(
+    table: &TableDef,
+    positions: &[usize],
+    query: &ast::Query,
+    overriding: bool,
+) -> Result<ast::Query> {
+    let always: Vec<usize> = (0..positions.len())
+        .filter(|&at| !overriding && table.columns[positions[at]].identity == Some(Identity::Always))
+        .collect();
     let refuse = |at: usize| {
         let name = &table.columns[positions[at]].name;
         Error::new(

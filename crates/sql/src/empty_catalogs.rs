@@ -31,6 +31,8 @@ pub fn columns(name: &str) -> Option<&'static [(&'static str, &'static str)]> {
         "pg_aggregate" => PG_AGGREGATE,
         "pg_seclabel" => PG_SECLABEL,
         "pg_seclabels" => PG_SECLABELS,
+        "pg_shseclabel" => PG_SHSECLABEL,
+        "pg_shdescription" => PG_SHDESCRIPTION,
         _ => return None,
     })
 }
@@ -238,6 +240,11 @@ const PG_AGGREGATE: &[(&str, &str)] = &[
 
 const PG_SECLABEL: &[(&str, &str)] =
     &[("objoid", "oid"), ("classoid", "oid"), ("objsubid", "integer"), ("provider", "text"), ("label", "text")];
+
+const PG_SHSECLABEL: &[(&str, &str)] =
+    &[("objoid", "oid"), ("classoid", "oid"), ("provider", "text"), ("label", "text")];
+
+const PG_SHDESCRIPTION: &[(&str, &str)] = &[("objoid", "oid"), ("classoid", "oid"), ("description", "text")];
 
 const PG_SECLABELS: &[(&str, &str)] = &[
     ("objoid", "oid"),

@@ -415,6 +415,11 @@ impl<'t> Executor<'t> {
         Ok(Value::Integer(bytes))
     }
 
+    /// The role this session connected as (`current_user`).
+    pub(crate) fn current_user(&self) -> String {
+        self.settings.and_then(|settings| settings.read().get("tern.user").cloned()).unwrap_or_else(|| "tern".into())
+    }
+
     /// A session function: `current_setting()`, `version()`, ...
     fn session_function(&self, function: ScalarFunction, args: &[Value]) -> Result<Value> {
         let setting = |name: &str| self.settings.and_then(|settings| settings.read().get(name).cloned());
@@ -451,7 +456,7 @@ impl<'t> Executor<'t> {
             ScalarFunction::Version => named("tern.version", format!("Tern {}", env!("CARGO_PKG_VERSION"))),
             ScalarFunction::CurrentDatabase => named("tern.database", "main".into()),
             ScalarFunction::CurrentSchema => named("tern.schema", "main".into()),
-            ScalarFunction::CurrentUser => named("tern.user", "tern".into()),
+            ScalarFunction::CurrentUser => Value::Text(self.current_user()),
             other => functions::call(other, args)?,
         })
     }

@@ -80,7 +80,7 @@ pub enum ScalarFunction {
     AlwaysTrue,
     /// `pg_relation_is_publishable(oid)`, `pg_is_in_recovery()`.
     AlwaysFalse,
-    /// `obj_description`, `col_description`, `shobj_description`: Tern keeps no comments.
+    /// `shobj_description`: Tern keeps no comments on databases or roles.
     AlwaysNull,
     /// `pg_encoding_to_char(encoding)`: Tern's only encoding is UTF8.
     EncodingName,
@@ -356,9 +356,7 @@ impl ScalarFunction {
             }
             "pg_relation_is_publishable" => (AlwaysFalse, 1, 1),
             "pg_is_in_recovery" => (AlwaysFalse, 0, 0),
-            "obj_description"
-            | "col_description"
-            | "shobj_description"
+            "shobj_description"
             | "pg_get_statisticsobjdef_columns"
             | "pg_get_ruledef"
             // pg_trigger lists no rows (Tern's triggers are in `.dump`), so there is no OID

@@ -472,8 +472,11 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
     }
     let tokens = crate::window::syntax::encode_exclusions(quote_pragma_words(rewrite_sqlite_forms(tokens)));
     let tokens =
-        crate::sequence::syntax::order_sequence_options(crate::sequence::syntax::encode_alter_sequence(tokens));
+        crate::sequence::syntax::order_sequence_options(crate::sequence::syntax::encode_identity_sequence_names(
+            crate::sequence::syntax::encode_alter_sequence(crate::ownership::encode_owner_statements(tokens)),
+        ));
     let tokens = crate::trigger::syntax::encode_triggers(tokens);
+    let tokens = crate::overriding::encode(crate::comment::relation_kinds_as_table(tokens));
     let tokens = crate::upsert::syntax::drop_conflict_predicates(tokens);
     check_chains(&tokens)?;
     let short = tokens.len() <= crate::limits::SHORT_STATEMENT_TOKENS
@@ -1537,6 +1540,7 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
     }
     if let Some(mut changed) = new_catalog {
         changed.version = catalog.version + 1;
+        crate::comment::prune(&mut changed);
         exec.put(CATALOG_VERSION_KEY.to_vec(), changed.version.to_be_bytes().to_vec());
         let previous = exec.get(CATALOG_KEY)?;
         for (key, value) in crate::catalog_store::writes(changed.to_bytes(), previous.as_deref())? {
@@ -1839,10 +1843,29 @@ fn run_statement(
             };
             let mut table = (*table).clone();
             let mut built = Vec::new();
+            let mut checks = Vec::new();
             for operation in operations {
                 match operation {
                     ast::AlterTableOperation::AddConstraint { constraint, .. } => {
-                        built.push(add_key_constraint(&mut changed, &mut table, constraint)?)
+                        match crate::foreign_key::definition::declared(constraint) {
+                            Some(declared) => {
+                                let name = crate::foreign_key::definition::add(
+                                    &changed,
+                                    &mut table,
+                                    declared,
+                                    exec.dialect(),
+                                )?;
+                                edit_table_sql(&mut table, |create| create.constraints.push(constraint.clone()))?;
+                                checks.push(crate::alter_column::RowCheck::ForeignKey(name));
+                            }
+                            None => built.push(add_key_constraint(&mut changed, &mut table, constraint)?),
+                        }
+                    }
+                    ast::AlterTableOperation::AlterColumn { column_name, op } => {
+                        checks.extend(crate::alter_column::alter(&mut changed, &mut table, column_name, op)?)
+                    }
+                    ast::AlterTableOperation::OwnerTo { new_owner } => {
+                        crate::ownership::check_role(&new_owner.to_string(), &exec.current_user())?
                     }
                     operation => alter_table(&mut changed, &mut table, operation, exec.dialect())?,
                 }
@@ -1853,6 +1876,7 @@ fn run_statement(
             for (index, not_null) in built {
                 dml::build_key_index(&changed, exec, &table, &index, not_null)?;
             }
+            crate::alter_column::check_rows(&changed, exec, &table, &checks)?;
             *new_catalog = Some(changed);
             Ok(Outcome::Done("ALTER TABLE"))
         }
@@ -1868,6 +1892,11 @@ fn run_postgres_object_statement(
     new_catalog: &mut Option<Catalog>,
 ) -> Result<Outcome> {
     match statement {
+        ast::Statement::Pragma { name, value: Some(ast::Value::SingleQuotedString(text)), .. }
+            if object_name(name)? == crate::ownership::PRAGMA =>
+        {
+            Ok(Outcome::Done(crate::ownership::execute(catalog, text, &exec.current_user())?))
+        }
         ast::Statement::Pragma { name, value: Some(ast::Value::SingleQuotedString(text)), .. }
             if object_name(name)?.starts_with("tern_") && object_name(name)?.contains("trigger") =>
         {
@@ -1886,6 +1915,12 @@ fn run_postgres_object_statement(
                 *new_catalog = Some(changed);
             }
             Ok(Outcome::Done(tag))
+        }
+        ast::Statement::Comment { object_type, object_name, comment, if_exists } => {
+            let mut changed = (**catalog).clone();
+            crate::comment::execute(&mut changed, object_type, object_name, comment.as_deref(), *if_exists)?;
+            *new_catalog = Some(changed);
+            Ok(Outcome::Done("COMMENT"))
         }
         merge @ ast::Statement::Merge { .. } => Ok(Outcome::Changed(crate::merge::execute(catalog, exec, merge)?)),
         statement @ (ast::Statement::CreateType { .. } | ast::Statement::AlterType(_)) => {
@@ -2117,7 +2152,7 @@ pub(crate) fn create_table(catalog: &mut Catalog, create: &ast::CreateTable, dia
         }
         let ColumnParts { mut def, primary, unique, check, generated } = column_def(column, dialect, catalog)?;
         if let Some(generated) = generated {
-            crate::sequence::ddl::attach_sequence(catalog, &name, &mut def, generated)?;
+            crate::sequence::ddl::attach_sequence(catalog, &name, &mut def, generated, None)?;
         }
         table.columns.push(def);
         if primary {
@@ -2158,22 +2193,9 @@ pub(crate) fn create_table(catalog: &mut Catalog, create: &ast::CreateTable, dia
             ast::TableConstraint::Unique { columns, name: constraint_name, .. } => unique_sets
                 .push((index_columns(&table, columns)?, constraint_name.as_ref().map(|name| name.value.clone()))),
             ast::TableConstraint::Check { expr, .. } => table.checks.push(expr.to_string()),
-            ast::TableConstraint::ForeignKey {
-                name,
-                columns,
-                foreign_table,
-                referred_columns,
-                on_delete,
-                on_update,
-                ..
-            } => references.push(crate::foreign_key::definition::Declared {
-                name: name.as_ref(),
-                columns: columns.iter().map(|column| column.value.clone()).collect(),
-                parent: foreign_table,
-                parent_columns: referred_columns,
-                on_delete: on_delete.as_ref(),
-                on_update: on_update.as_ref(),
-            }),
+            foreign_key @ ast::TableConstraint::ForeignKey { .. } => {
+                references.extend(crate::foreign_key::definition::declared(foreign_key))
+            }
             other => return Err(Error::unsupported(format!("table constraint {other}"))),
         }
     }
@@ -2216,20 +2238,7 @@ pub(crate) fn create_table(catalog: &mut Catalog, create: &ast::CreateTable, dia
     if !references.is_empty() {
         let mut table = (*catalog.tables[&name]).clone();
         for declared in references {
-            let named = declared.name.is_some();
-            let mut def = crate::foreign_key::definition::define(catalog, &table, declared, dialect)?;
-            if table.foreign_keys.iter().any(|other| other.name == def.name) {
-                if named {
-                    return Err(Error::duplicate_object(format!("constraint \"{}\" already exists", def.name)));
-                }
-                // A second unnamed key on the same columns: PostgreSQL numbers it.
-                let base = def.name.clone();
-                def.name = (1..)
-                    .map(|number| format!("{base}{number}"))
-                    .find(|name| table.foreign_keys.iter().all(|other| other.name != *name))
-                    .expect("some name is free");
-            }
-            table.foreign_keys.push(def);
+            crate::foreign_key::definition::add(catalog, &mut table, declared, dialect)?;
         }
         catalog.tables.insert(name, Arc::new(table));
     }
@@ -2358,7 +2367,7 @@ fn drop_object(catalog: &mut Catalog, exec: &Executor, name: &str, drop: &DropSt
 
 /// Applies `edit` to a table's stored CREATE TABLE statement, so that the text (what `.schema`
 /// shows and `.dump` replays) follows ALTER TABLE.
-fn edit_table_sql(table: &mut TableDef, edit: impl FnOnce(&mut ast::CreateTable)) -> Result<()> {
+pub(crate) fn edit_table_sql(table: &mut TableDef, edit: impl FnOnce(&mut ast::CreateTable)) -> Result<()> {
     table.sql = edit_stored_sql(&table.sql, &table.name, |statement| match statement {
         ast::Statement::CreateTable(create) => {
             edit(create);
@@ -2518,6 +2527,7 @@ fn alter_table(
             let columns = (old.to_ascii_lowercase(), new_column_name.value.clone());
             crate::sequence::ddl::rename_owner(catalog, &table_name, Some((&columns.0, &columns.1)), &table_name);
             crate::foreign_key::definition::rename_column(catalog, table, &columns.0, &columns.1);
+            crate::comment::rename_column(catalog, &table_name, &columns.0, &columns.1);
             for index in catalog.indexes.values_mut() {
                 if index.table == table_name && !index.constraint {
                     let mut renamed = (**index).clone();
@@ -2555,6 +2565,7 @@ fn alter_table(
             crate::sequence::ddl::rename_owner(catalog, &old, None, &new_name);
             crate::foreign_key::definition::rename_table(catalog, table, &old, &new_name);
             crate::trigger::definition::rename_table(catalog, &old, &new_name);
+            crate::comment::rename_relation(catalog, &old, &new_name);
             for index in catalog.indexes.values_mut() {
                 if index.table == old {
                     let mut renamed = (**index).clone();

@@ -94,7 +94,7 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
         // Tern has no range types.
         ("pg_catalog", "pg_range") => (PG_RANGE, Vec::new()),
         ("pg_catalog", "pg_trigger") => (PG_TRIGGER, Vec::new()),
-        ("pg_catalog", "pg_description") => (PG_DESCRIPTION, Vec::new()),
+        ("pg_catalog", "pg_description") => (PG_DESCRIPTION, descriptions(catalog)),
         ("pg_catalog", "pg_rewrite") => (PG_REWRITE, Vec::new()),
         ("pg_catalog", "pg_sequence") => (PG_SEQUENCE, pg_sequence(catalog)),
         ("pg_catalog", "pg_depend") => (PG_DEPEND, pg_depend(catalog)),
@@ -1228,6 +1228,25 @@ impl Listing {
         }
         rows
     }
+}
+
+/// The OID of a schema by name.
+pub fn namespace_oid(name: &str) -> Option<i64> {
+    match name {
+        "pg_catalog" => Some(PG_CATALOG_OID),
+        "public" => Some(PUBLIC_OID),
+        "information_schema" => Some(INFORMATION_SCHEMA_OID),
+        _ => None,
+    }
+}
+
+fn descriptions(catalog: &Catalog) -> Vec<Vec<Expr>> {
+    crate::comment::descriptions(catalog)
+        .into_iter()
+        .map(|(objoid, classoid, objsubid, description)| {
+            vec![int(objoid), int(classoid), int(objsubid), text(description)]
+        })
+        .collect()
 }
 
 fn namespaces() -> Vec<Vec<Expr>> {

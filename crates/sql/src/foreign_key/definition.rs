@@ -75,6 +75,47 @@ pub fn define(catalog: &Catalog, table: &TableDef, declared: Declared, dialect: 
     Ok(def)
 }
 
+/// Defines the foreign key `declared` and adds it to `table`; returns its name. An unnamed
+/// key whose default name is taken gets a number, as in PostgreSQL.
+pub fn add(catalog: &Catalog, table: &mut TableDef, declared: Declared, dialect: Dialect) -> Result<String> {
+    let named = declared.name.is_some();
+    let mut def = define(catalog, table, declared, dialect)?;
+    if table.foreign_keys.iter().any(|other| other.name == def.name) {
+        if named {
+            return Err(Error::new(
+                "42710",
+                format!("constraint \"{}\" for relation \"{}\" already exists", def.name, table.name),
+            ));
+        }
+        let base = def.name.clone();
+        def.name = (1..)
+            .map(|number| format!("{base}{number}"))
+            .find(|name| table.foreign_keys.iter().all(|other| other.name != *name))
+            .expect("some name is free");
+    }
+    let name = def.name.clone();
+    table.foreign_keys.push(def);
+    Ok(name)
+}
+
+/// The declaration a `FOREIGN KEY` table constraint makes (`None` for other constraints).
+pub fn declared(constraint: &ast::TableConstraint) -> Option<Declared<'_>> {
+    let ast::TableConstraint::ForeignKey {
+        name, columns, foreign_table, referred_columns, on_delete, on_update, ..
+    } = constraint
+    else {
+        return None;
+    };
+    Some(Declared {
+        name: name.as_ref(),
+        columns: columns.iter().map(|column| column.value.clone()).collect(),
+        parent: foreign_table,
+        parent_columns: referred_columns,
+        on_delete: on_delete.as_ref(),
+        on_update: on_update.as_ref(),
+    })
+}
+
 /// The names of a table's primary-key columns (`None` without a declared key).
 pub fn primary_key_names(table: &TableDef) -> Option<Vec<String>> {
     (!table.primary_key.is_empty())

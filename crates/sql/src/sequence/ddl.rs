@@ -122,7 +122,13 @@ pub fn serial_type(declared: &str) -> Option<&'static str> {
 
 /// Gives `column` of table `table` its sequence: `<table>_<column>_seq` (numbered if that
 /// name is taken), owned by the column, as its DEFAULT; the column becomes NOT NULL.
-pub fn attach_sequence(catalog: &mut Catalog, table: &str, column: &mut ColumnDef, generated: Generated) -> Result<()> {
+pub fn attach_sequence(
+    catalog: &mut Catalog,
+    table: &str,
+    column: &mut ColumnDef,
+    generated: Generated,
+    sequence_name: Option<&str>,
+) -> Result<()> {
     let (data_type, options, identity) = match generated {
         Generated::Serial(data_type) => (data_type, Vec::new(), None),
         Generated::Identity(identity, options) => {
@@ -140,11 +146,19 @@ pub fn attach_sequence(catalog: &mut Catalog, table: &str, column: &mut ColumnDe
         }
     };
     let column_name = column.name.to_ascii_lowercase();
-    let base = format!("{}_{column_name}_seq", table.to_ascii_lowercase());
-    let name = (0..)
-        .map(|number| if number == 0 { base.clone() } else { format!("{base}{number}") })
-        .find(|candidate| !catalog.name_in_use(candidate) && *candidate != table.to_ascii_lowercase())
-        .expect("some name is free");
+    let name = match sequence_name {
+        Some(name) if catalog.name_in_use(name) => {
+            return Err(Error::duplicate_object(format!("relation \"{name}\" already exists")));
+        }
+        Some(name) => name.to_ascii_lowercase(),
+        None => {
+            let base = format!("{}_{column_name}_seq", table.to_ascii_lowercase());
+            (0..)
+                .map(|number| if number == 0 { base.clone() } else { format!("{base}{number}") })
+                .find(|candidate| !catalog.name_in_use(candidate) && *candidate != table.to_ascii_lowercase())
+                .expect("some name is free")
+        }
+    };
     let owner = Some((table.to_ascii_lowercase(), column_name));
     let def = define(catalog.allocate_id(), &name, Some(data_type), &options, owner)?;
     catalog.sequences.insert(name.clone(), Arc::new(def));

@@ -5,24 +5,12 @@
 //! `tern_drop_trigger_if_exists`). The session runs those pragmas
 //! ([`crate::trigger::definition`]).
 
-use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
+use crate::pragma_syntax::{PragmaSpan, replace_with_pragmas, word_is};
+use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 pub const CREATE_PRAGMA: &str = "tern_trigger";
 pub const DROP_PRAGMA: &str = "tern_drop_trigger";
 pub const DROP_IF_EXISTS_PRAGMA: &str = "tern_drop_trigger_if_exists";
-
-/// A token as SQL text again (quotes inside strings and quoted names doubled).
-pub fn token_text(token: &Token) -> String {
-    match token {
-        Token::SingleQuotedString(text) => format!("'{}'", text.replace('\'', "''")),
-        Token::Word(word) if word.quote_style == Some('"') => format!("\"{}\"", word.value.replace('"', "\"\"")),
-        other => other.to_string(),
-    }
-}
-
-fn word_is(token: &TokenWithSpan, wanted: &str) -> bool {
-    matches!(&token.token, Token::Word(word) if word.quote_style.is_none() && word.value.eq_ignore_ascii_case(wanted))
-}
 
 /// Rewrites every CREATE TRIGGER and DROP TRIGGER statement of a token list.
 pub fn encode_triggers(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
@@ -31,8 +19,7 @@ pub fn encode_triggers(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     }
     let significant: Vec<usize> =
         (0..tokens.len()).filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_))).collect();
-    // (first token, last token, pragma name, argument)
-    let mut spans: Vec<(usize, usize, &str, String)> = Vec::new();
+    let mut spans: Vec<PragmaSpan> = Vec::new();
     let mut position = 0;
     while position < significant.len() {
         let starts = position == 0 || tokens[significant[position - 1]].token == Token::SemiColon;
@@ -44,9 +31,16 @@ pub fn encode_triggers(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             && (word(1, "TRIGGER") || (word(2, "TRIGGER") && (word(1, "TEMP") || word(1, "TEMPORARY"))))
             && let Some(end) = trigger_end(&tokens, &significant, position)
         {
-            let text: String =
-                tokens[significant[position]..=significant[end]].iter().map(|token| token_text(&token.token)).collect();
-            spans.push((significant[position], significant[end], CREATE_PRAGMA, text));
+            let text: String = tokens[significant[position]..=significant[end]]
+                .iter()
+                .map(|token| crate::pragma_syntax::token_text(&token.token))
+                .collect();
+            spans.push(PragmaSpan {
+                first: significant[position],
+                last: significant[end],
+                pragma: CREATE_PRAGMA,
+                argument: text,
+            });
             position = end + 1;
             continue;
         }
@@ -72,44 +66,19 @@ pub fn encode_triggers(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             }
             if let Some(name) = name {
                 let pragma = if if_exists { DROP_IF_EXISTS_PRAGMA } else { DROP_PRAGMA };
-                spans.push((significant[position], significant[last - 1], pragma, name));
+                spans.push(PragmaSpan {
+                    first: significant[position],
+                    last: significant[last - 1],
+                    pragma,
+                    argument: name,
+                });
                 position = last;
                 continue;
             }
         }
         position += 1;
     }
-    if spans.is_empty() {
-        return tokens;
-    }
-    let mut rewritten = Vec::with_capacity(tokens.len());
-    let mut spans = spans.into_iter().peekable();
-    let mut skip_until = None;
-    for (at, token) in tokens.into_iter().enumerate() {
-        if let Some(last) = skip_until {
-            if at <= last {
-                continue;
-            }
-            skip_until = None;
-        }
-        if let Some((_, last, pragma, argument)) = spans.next_if(|(first, ..)| *first == at) {
-            let span = token.span;
-            for token in [
-                Token::make_keyword("PRAGMA"),
-                Token::Whitespace(Whitespace::Space),
-                Token::make_word(pragma, None),
-                Token::LParen,
-                Token::SingleQuotedString(argument),
-                Token::RParen,
-            ] {
-                rewritten.push(TokenWithSpan { token, span });
-            }
-            skip_until = Some(last);
-            continue;
-        }
-        rewritten.push(token);
-    }
-    rewritten
+    replace_with_pragmas(tokens, spans)
 }
 
 /// The position (in `significant`) of the END closing the CREATE TRIGGER that starts at
@@ -137,6 +106,7 @@ fn trigger_end(tokens: &[TokenWithSpan], significant: &[usize], start: usize) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pragma_syntax::token_text;
     use sqlparser::tokenizer::Tokenizer;
 
     fn rewrite(sql: &str) -> String {

@@ -1,0 +1,64 @@
+//! Carrying statements sqlparser cannot read through it as pragmas: a rewrite finds a
+//! statement's tokens and replaces them with `PRAGMA tern_<what>('<argument>')`, which the
+//! session runs. Triggers ([`crate::trigger::syntax`]) and `OWNER TO` ([`crate::ownership`])
+//! use it.
+
+use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
+
+/// A token as SQL text again (quotes inside strings and quoted names doubled).
+pub fn token_text(token: &Token) -> String {
+    match token {
+        Token::SingleQuotedString(text) => format!("'{}'", text.replace('\'', "''")),
+        Token::Word(word) if word.quote_style == Some('"') => format!("\"{}\"", word.value.replace('"', "\"\"")),
+        other => other.to_string(),
+    }
+}
+
+/// Whether a token is the unquoted word `wanted` (any case).
+pub fn word_is(token: &TokenWithSpan, wanted: &str) -> bool {
+    matches!(&token.token, Token::Word(word) if word.quote_style.is_none() && word.value.eq_ignore_ascii_case(wanted))
+}
+
+/// A run of tokens to replace: from `first` to `last` (token indexes, inclusive) by
+/// `PRAGMA <pragma>('<argument>')`.
+pub struct PragmaSpan {
+    pub first: usize,
+    pub last: usize,
+    pub pragma: &'static str,
+    pub argument: String,
+}
+
+/// `tokens` with each span (in order, not overlapping) replaced by its pragma.
+pub fn replace_with_pragmas(tokens: Vec<TokenWithSpan>, spans: Vec<PragmaSpan>) -> Vec<TokenWithSpan> {
+    if spans.is_empty() {
+        return tokens;
+    }
+    let mut rewritten = Vec::with_capacity(tokens.len());
+    let mut spans = spans.into_iter().peekable();
+    let mut skip_until = None;
+    for (at, token) in tokens.into_iter().enumerate() {
+        if let Some(last) = skip_until {
+            if at <= last {
+                continue;
+            }
+            skip_until = None;
+        }
+        if let Some(span) = spans.next_if(|span| span.first == at) {
+            let location = token.span;
+            for token in [
+                Token::make_keyword("PRAGMA"),
+                Token::Whitespace(Whitespace::Space),
+                Token::make_word(span.pragma, None),
+                Token::LParen,
+                Token::SingleQuotedString(span.argument),
+                Token::RParen,
+            ] {
+                rewritten.push(TokenWithSpan { token, span: location });
+            }
+            skip_until = Some(span.last);
+            continue;
+        }
+        rewritten.push(token);
+    }
+    rewritten
+}
