@@ -229,6 +229,16 @@ impl Backend {
         Ok(backend)
     }
 
+    /// The connection's backend PID (the one its BackendKeyData gives) and the client's
+    /// address, for `pg_backend_pid()` and `pg_stat_activity`.
+    pub fn note_connection(&self, pid: i32, peer: std::net::SocketAddr) {
+        let settings = self.session.settings();
+        let mut settings = settings.write();
+        settings.insert("tern.pid".into(), pid.to_string());
+        settings.insert("tern.client_addr".into(), peer.ip().to_string());
+        settings.insert("tern.client_port".into(), peer.port().to_string());
+    }
+
     pub fn interrupt_handle(&self) -> tern_sql::InterruptHandle {
         self.session.interrupt_handle()
     }
@@ -292,6 +302,7 @@ impl Backend {
 
     pub fn simple_query(&mut self, sql: &str, out: &mut Out) -> Flow {
         self.query_text = sql.to_string();
+        self.session.note_query(sql);
         let pieces: Vec<(usize, String)> =
             compat::split(sql).into_iter().map(|piece| (piece.start, piece.text.to_string())).collect();
         if pieces.is_empty() {
@@ -1160,6 +1171,7 @@ impl Backend {
                     return Ok(self.command(command, &portal.params, &portal.result_formats, out, true)?);
                 }
                 Kind::Sql(statement) => {
+                    self.session.note_query(statement.lock().sql());
                     let recovering = self.admit(statement.lock().sql())?;
                     let outcome = {
                         let mut statement = statement.lock();

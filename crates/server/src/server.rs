@@ -521,6 +521,7 @@ fn session(
     let mut out = Out::default();
     let backend = Backend::new(shared.clone(), &user, &database, &params)
         .map_err(|error| Ended::Fatal(error.sqlstate, error.message))?;
+    backend.note_connection(pid, peer);
     let secret: i32 = rand::random();
     shared.cancel.lock().insert(pid, (secret, backend.interrupt_handle()));
     out.authentication(0, &[]);

@@ -608,7 +608,10 @@ impl<'c> Binder<'c> {
                     {
                         let alias_name = alias.as_ref().map(|alias| lower(&alias.name)).unwrap_or(table_name.clone());
                         let columns = table_columns(&system.table, &alias_name);
-                        return Ok((Plan::SystemTable { table: system.table, rows: Arc::new(system.rows) }, columns));
+                        return Ok((
+                            Plan::SystemTable { table: system.table, rows: Arc::new(system.rows), live: system.live },
+                            columns,
+                        ));
                     }
                     let span = name.span();
                     return Err(Error::undefined_table(&name.to_string()).at(span.start.line, span.start.column));
@@ -661,7 +664,7 @@ impl<'c> Binder<'c> {
         if let Some(last) = columns.last_mut() {
             last.system = true;
         }
-        Some((Plan::SystemTable { table: system.table, rows: Arc::new(system.rows) }, columns))
+        Some((Plan::SystemTable { table: system.table, rows: Arc::new(system.rows), live: system.live }, columns))
     }
 
     /// `pg_options_to_table(options)`: the `name=value` elements of an options array as rows

@@ -555,7 +555,7 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         | Time | DateTime | CurrentSetting | SetConfig | Version | CurrentDatabase | CurrentSchema | CurrentUser => {
             SqlType::Text
         }
-        Random => SqlType::Integer,
+        Random | BackendPid => SqlType::Integer,
         RegexMatch | ArrayContains | AlwaysTrue | AlwaysFalse => SqlType::Boolean,
         ArrayElement | ArrayToString | FormatType | EncodingName | QuoteIdent | QuoteLiteral | QuoteNullable
         | AlwaysNull => SqlType::Text,

@@ -202,10 +202,17 @@ pub fn bind(catalog: &Catalog, statement: &ast::Statement, dialect: Dialect) -> 
 
 /// Runs a bound statement inside the executor's transaction.
 pub fn execute(plan: &DmlPlan, exec: &Executor) -> Result<DmlResult> {
+    use crate::activity::Change;
+    let counted = |result: Result<DmlResult>, table: &TableDef, change: Change| {
+        if let Ok(done) = &result {
+            exec.count_change(table.id, change, done.changed);
+        }
+        result
+    };
     match plan {
-        DmlPlan::Insert(plan) => insert(plan, exec),
-        DmlPlan::Update(plan) => update(plan, exec),
-        DmlPlan::Delete(plan) => delete(plan, exec),
+        DmlPlan::Insert(plan) => counted(insert(plan, exec), &plan.target.table, Change::Inserted),
+        DmlPlan::Update(plan) => counted(update(plan, exec), &plan.target.table, Change::Updated),
+        DmlPlan::Delete(plan) => counted(delete(plan, exec), &plan.target.table, Change::Deleted),
         DmlPlan::InsteadOf(plan) => {
             Ok(DmlResult { changed: crate::trigger::instead::execute(plan, exec)?, returning: None })
         }

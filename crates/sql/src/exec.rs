@@ -82,6 +82,8 @@ pub struct Executor<'t> {
     sequences: Option<SequenceAccess<'t>>,
     /// The advisory locks and the session taking them ([`crate::advisory`]).
     advisory: Option<(&'t crate::advisory::AdvisoryLocks, u64)>,
+    /// The database's sessions and table counters ([`crate::activity`]).
+    activity: Option<&'t crate::activity::Activity>,
     /// Division by zero and integer overflow are errors in PostgreSQL's dialect.
     dialect: crate::dialect::Dialect,
     /// The statement's catalog (foreign key cascades bind the tables they reach).
@@ -144,6 +146,7 @@ impl<'t> Executor<'t> {
             rowids: None,
             sequences: None,
             advisory: None,
+            activity: None,
             dialect: crate::dialect::Dialect::Sqlite,
             catalog: None,
             foreign_keys: false,
@@ -296,6 +299,31 @@ impl<'t> Executor<'t> {
     pub fn with_advisory(mut self, locks: &'t crate::advisory::AdvisoryLocks, session: u64) -> Executor<'t> {
         self.advisory = Some((locks, session));
         self
+    }
+
+    pub fn with_activity(mut self, activity: &'t crate::activity::Activity) -> Executor<'t> {
+        self.activity = Some(activity);
+        self
+    }
+
+    /// A statement changed `rows` rows of a table (`pg_stat_user_tables`).
+    pub(crate) fn count_change(&self, table: u32, change: crate::activity::Change, rows: u64) {
+        if let Some(activity) = self.activity {
+            activity.changed(table, change, rows);
+        }
+    }
+
+    /// The rows of `pg_stat_activity` or `pg_stat_user_tables` now, each with its `tableoid`
+    /// last. Never cached: they change without a write.
+    fn live_rows(&self, table: &TableDef, live: crate::activity::LiveRelation) -> Result<Vec<Row>> {
+        self.volatile.set(true);
+        let (Some(activity), Some(catalog)) = (self.activity, self.catalog()) else { return Ok(Vec::new()) };
+        let mut rows = activity.rows(live, catalog);
+        for row in &mut rows {
+            row.push(Value::Integer(0));
+            debug_assert_eq!(row.len(), table.columns.len(), "a row of {} has the wrong width", table.name);
+        }
+        Ok(rows)
     }
 
     /// An advisory lock function ([`crate::advisory`]).
@@ -457,6 +485,10 @@ impl<'t> Executor<'t> {
             ScalarFunction::CurrentDatabase => named("tern.database", "main".into()),
             ScalarFunction::CurrentSchema => named("tern.schema", "main".into()),
             ScalarFunction::CurrentUser => Value::Text(self.current_user()),
+            ScalarFunction::BackendPid => match setting("tern.pid").and_then(|pid| pid.parse().ok()) {
+                Some(pid) => Value::Integer(pid),
+                None => self.advisory.map_or(Value::Null, |(_, session)| Value::Integer(session as i64)),
+            },
             other => functions::call(other, args)?,
         })
     }
@@ -638,7 +670,29 @@ impl<'t> Executor<'t> {
     }
 
     /// The rows of a table a scan's access path yields (a superset of what its filter keeps).
+    /// Scans a table's rows through `access`, counting the scan for `pg_stat_user_tables`.
     fn scan_table(
+        &self,
+        table: &TableDef,
+        access: &Access,
+        reverse: bool,
+        env: &Env,
+        first_chunk_rows: usize,
+        mut visit: impl FnMut(&[u8], Row) -> Result<bool>,
+    ) -> Result<()> {
+        let mut read = 0u64;
+        let scanned = self.scan_table_rows(table, access, reverse, env, first_chunk_rows, |key, row| {
+            read += 1;
+            visit(key, row)
+        });
+        if let Some(activity) = self.activity {
+            let sequential = matches!(access, Access::Full | Access::PrimaryKeyRange { .. });
+            activity.scanned(table.id, sequential, read);
+        }
+        scanned
+    }
+
+    fn scan_table_rows(
         &self,
         table: &TableDef,
         access: &Access,
@@ -1147,6 +1201,7 @@ impl<'t> Executor<'t> {
                 Some(rows) => Ok(rows.as_ref().clone()),
                 None => Err(Error::internal(format!("working table #{id} read outside its recursion"))),
             },
+            Plan::SystemTable { table, live: Some(live), .. } => self.live_rows(table, *live),
             Plan::SystemTable { rows, .. } => {
                 rows.iter().map(|row| row.iter().map(|expr| self.eval(expr, &Env::new(&[], outer))).collect()).collect()
             }
@@ -1853,7 +1908,8 @@ impl<'t> Executor<'t> {
                         | ScalarFunction::Version
                         | ScalarFunction::CurrentDatabase
                         | ScalarFunction::CurrentSchema
-                        | ScalarFunction::CurrentUser => self.session_function(*function, &values)?,
+                        | ScalarFunction::CurrentUser
+                        | ScalarFunction::BackendPid => self.session_function(*function, &values)?,
                         ScalarFunction::NextVal
                         | ScalarFunction::CurrVal
                         | ScalarFunction::SetVal

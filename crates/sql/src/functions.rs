@@ -56,6 +56,8 @@ pub enum ScalarFunction {
     CurrentDatabase,
     CurrentSchema,
     CurrentUser,
+    /// `pg_backend_pid()`: the session's `pg_stat_activity.pid`.
+    BackendPid,
     /// `text ~ pattern` (POSIX regular expression, in the `regex` crate's syntax); the third
     /// argument is 1 for the case-insensitive `~*`.
     RegexMatch,
@@ -326,6 +328,7 @@ impl ScalarFunction {
             "current_database" | "current_catalog" => (CurrentDatabase, 0, 0),
             "current_schema" => (CurrentSchema, 0, 0),
             "current_user" | "session_user" | "user" => (CurrentUser, 0, 0),
+            "pg_backend_pid" => (BackendPid, 0, 0),
             "array_to_string" => (ArrayToString, 2, 3),
             "array_upper" | "array_length" => (ArrayUpper, 2, 2),
             "array_lower" => (ArrayLower, 2, 2),
@@ -396,7 +399,8 @@ fn numeric_arg(value: &Value) -> Option<f64> {
 pub fn is_volatile(function: ScalarFunction, args: &[Value]) -> bool {
     use ScalarFunction::*;
     match function {
-        Random | CurrentSetting | SetConfig | Version | CurrentDatabase | CurrentSchema | CurrentUser | Clock => true,
+        Random | CurrentSetting | SetConfig | Version | CurrentDatabase | CurrentSchema | CurrentUser | BackendPid
+        | Clock => true,
         ObjectBytes => true,
         // What the body calls is not known here.
         SqlFunction => true,
@@ -792,8 +796,8 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
                 crate::pgtype::oid_of_name(&name.to_text()).map_or(Value::Null, |oid| Value::Integer(i64::from(oid)))
             }
         },
-        CurrentSetting | SetConfig | Version | CurrentDatabase | CurrentSchema | CurrentUser | NextVal | CurrVal
-        | SetVal | LastVal | SequenceLastValue | SequenceIsCalled | Advisory(_) | ObjectBytes => {
+        CurrentSetting | SetConfig | Version | CurrentDatabase | CurrentSchema | CurrentUser | BackendPid | NextVal
+        | CurrVal | SetVal | LastVal | SequenceLastValue | SequenceIsCalled | Advisory(_) | ObjectBytes => {
             return Err(Error::internal("session functions are evaluated by the executor"));
         }
     })

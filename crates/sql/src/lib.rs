@@ -15,6 +15,7 @@
 //! assert_eq!(rows, vec![vec![Value::Integer(2)]]);
 //! ```
 
+pub mod activity;
 pub mod advisory;
 pub mod aggregate;
 pub mod alter_column;

@@ -799,6 +799,8 @@ pub enum Plan {
     SystemTable {
         table: Arc<TableDef>,
         rows: Arc<Vec<Vec<Expr>>>,
+        /// Rows computed when run instead ([`crate::activity`]).
+        live: Option<crate::activity::LiveRelation>,
     },
     /// A set-returning function in FROM (`generate_series`, `unnest`): one column; its
     /// arguments may read the enclosing query's row.
@@ -959,8 +961,11 @@ impl Plan {
             Plan::WorkingTable { id, .. } => {
                 let _ = writeln!(out, "{pad}WorkingTable #{id}");
             }
-            Plan::SystemTable { table, rows } => {
+            Plan::SystemTable { table, rows, live: None } => {
                 let _ = writeln!(out, "{pad}SystemTable {} rows={}", table.name, rows.len());
+            }
+            Plan::SystemTable { table, live: Some(_), .. } => {
+                let _ = writeln!(out, "{pad}SystemTable {} (live)", table.name);
             }
             Plan::TableFunction { function, args, ordinality } => {
                 let args: Vec<String> = args.iter().map(ToString::to_string).collect();

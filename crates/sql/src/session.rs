@@ -65,6 +65,8 @@ struct Shared {
     sequences: crate::sequence::Sequences,
     /// Advisory locks the sessions hold ([`crate::advisory`]).
     advisory: crate::advisory::AdvisoryLocks,
+    /// The sessions and table counters `pg_stat_activity` and `pg_stat_user_tables` show.
+    activity: crate::activity::Activity,
     options: Options,
 }
 
@@ -140,6 +142,7 @@ impl Database {
                 rowids: Rowids::default(),
                 sequences: crate::sequence::Sequences::default(),
                 advisory: crate::advisory::AdvisoryLocks::default(),
+                activity: crate::activity::Activity::default(),
                 options,
             }),
         })
@@ -148,9 +151,12 @@ impl Database {
     pub fn session(&self) -> Session {
         let settings = Settings::default();
         settings.write().insert("tern.dialect".into(), self.shared.options.dialect.name().into());
+        let settings = Arc::new(settings);
+        let id = NEXT_SESSION_ID.fetch_add(1, Ordering::Relaxed);
         Session {
+            activity: self.shared.activity.register(id, settings.clone()),
             shared: self.shared.clone(),
-            settings: Arc::new(settings),
+            settings,
             transaction: None,
             interrupt: Arc::new(AtomicBool::new(false)),
             last_insert_rowid: None,
@@ -159,7 +165,7 @@ impl Database {
             dialect: self.shared.options.dialect,
             foreign_keys: false,
             time_zone: None,
-            id: NEXT_SESSION_ID.fetch_add(1, Ordering::Relaxed),
+            id,
         }
     }
 
@@ -222,8 +228,10 @@ pub struct Session {
     foreign_keys: bool,
     /// The `timezone` setting last read, and the zone it names.
     time_zone: Option<(String, crate::temporal::zone::Zone)>,
-    /// Tells this session's advisory locks from other sessions'.
+    /// Tells this session's advisory locks from other sessions'; its `pg_stat_activity.pid`.
     id: u64,
+    /// This session's row of `pg_stat_activity`.
+    activity: Arc<crate::activity::SessionEntry>,
 }
 
 /// The value a setting takes from `SET name = value` or `set_config(name, value, false)`:
@@ -293,6 +301,7 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.shared.advisory.release_all(self.id, crate::advisory::Level::Session);
         self.shared.advisory.release_all(self.id, crate::advisory::Level::Transaction);
+        self.shared.activity.deregister(self.id);
     }
 }
 
@@ -908,12 +917,24 @@ impl Session {
     /// Runs every statement of `sql` and returns each one's outcome. Stops at the first error.
     pub fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Outcome>> {
         self.interrupt.store(false, Ordering::Relaxed);
+        self.note_query(sql);
         let statements = parse(sql)?;
         let mut outcomes = Vec::with_capacity(statements.len());
         for statement in &statements {
             outcomes.push(self.run(statement, params, &mut None, Cacheable::Unknown)?);
         }
         Ok(outcomes)
+    }
+
+    /// The text `pg_stat_activity.query` shows for this session until the next (the server
+    /// notes each query and prepared statement it runs).
+    pub fn note_query(&self, sql: &str) {
+        self.activity.note_query(sql);
+    }
+
+    /// This session's `pg_backend_pid()`.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// Runs `sql` and returns the last statement's rows (an empty result if it has none).
@@ -1064,7 +1085,10 @@ impl Session {
         };
         let _clock = crate::temporal::clock::enter(now);
         let inserted = std::cell::Cell::new(None);
+        let transaction_start = |session: &Session| session.transaction.as_ref().map(|open| open.started);
+        self.activity.statement_started(crate::temporal::clock::system_micros(), transaction_start(self));
         let outcome = self.run_noting(statement, params, plan, text, &inserted);
+        self.activity.statement_ended(transaction_start(self));
         // Transaction-level advisory locks end with the transaction (in autocommit, the
         // statement).
         if self.transaction.is_none() {
@@ -1523,7 +1547,8 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
             session: sequence_values,
             catalog: &catalog,
         })
-        .with_advisory(&shared.advisory, session_id);
+        .with_advisory(&shared.advisory, session_id)
+        .with_activity(&shared.activity);
     if cache.is_some() {
         exec.record_reads();
     }

@@ -53,11 +53,16 @@ const ANYENUM_OID: u32 = 3500;
 const HEAP_AM_OID: i64 = 2;
 const BTREE_AM_OID: i64 = 403;
 
-/// A system relation: its columns (with PostgreSQL's types) and its rows for this catalog.
+/// A system relation: its columns (with PostgreSQL's types) and its rows for this catalog, or
+/// the live relation its rows come from when a query reads it.
 pub struct SystemTable {
     pub table: Arc<TableDef>,
     pub rows: Vec<Vec<Expr>>,
+    pub live: Option<crate::activity::LiveRelation>,
 }
+
+/// The OID of the one database (`pg_database`).
+pub const DATABASE_OID: i64 = FIRST_OBJECT_OID - 1;
 
 /// The columns of a view, computed by the binder (a view stores only its query text).
 pub type ViewColumns<'a> = &'a dyn Fn(&ViewDef) -> Vec<(String, Option<Affinity>)>;
@@ -66,7 +71,10 @@ pub type ViewColumns<'a> = &'a dyn Fn(&ViewDef) -> Vec<(String, Option<Affinity>
 /// `pg_catalog` is searched, as PostgreSQL's search path does), or `None`.
 pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewColumns) -> Option<SystemTable> {
     let listing = || Listing::new(catalog, views);
+    let live = crate::activity::LiveRelation::of_name(name).filter(|_| matches!(schema, None | Some("pg_catalog")));
     let (columns, rows): (&[(&str, &str)], Vec<Vec<Expr>>) = match (schema.unwrap_or("pg_catalog"), name) {
+        // Rows computed when read (`tableoid` too: [`crate::exec`]).
+        _ if let Some(live) = live => (live.columns(), Vec::new()),
         ("pg_catalog", "pg_namespace") => (PG_NAMESPACE, namespaces()),
         ("pg_catalog", "pg_class") => (PG_CLASS, listing().pg_class()),
         ("pg_catalog", "pg_attribute") => (PG_ATTRIBUTE, listing().pg_attribute()),
@@ -130,7 +138,7 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
         columns.map(|(name, declared)| (name.to_string(), declared.to_string(), affinity_of(declared))),
     );
     debug_assert!(rows.iter().all(|row| row.len() == table.columns.len()), "a row of {name} has the wrong width");
-    Some(SystemTable { table: Arc::new(table), rows })
+    Some(SystemTable { table: Arc::new(table), rows, live })
 }
 
 /// A sequence read as a relation, as PostgreSQL has it: one row of `last_value`, `log_cnt`
@@ -147,7 +155,7 @@ pub fn sequence_relation(catalog: &Catalog, schema: Option<&str>, name: &str) ->
     );
     let state = |function| Expr::Function(function, vec![text(&def.name)]);
     let row = vec![state(ScalarFunction::SequenceLastValue), int(0), state(ScalarFunction::SequenceIsCalled)];
-    Some(SystemTable { table: Arc::new(table), rows: vec![row] })
+    Some(SystemTable { table: Arc::new(table), rows: vec![row], live: None })
 }
 
 /// Comparison affinity of a catalog column: numeric for OIDs and numbers, text otherwise.
@@ -1488,7 +1496,7 @@ fn access_methods() -> Vec<Vec<Expr>> {
 
 fn databases() -> Vec<Vec<Expr>> {
     vec![vec![
-        int(FIRST_OBJECT_OID - 1),
+        int(DATABASE_OID),
         current_database(),
         int(OWNER_OID),
         int(6), // UTF8

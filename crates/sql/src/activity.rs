@@ -1,0 +1,321 @@
+//! What a database's sessions are doing and how its tables are used, for `pg_stat_activity`
+//! and `pg_stat_user_tables` (what monitoring tools, pgAdmin and DBeaver read).
+//!
+//! Every [`crate::Session`] registers itself while it lives. A statement marks its session
+//! active and stamps `query_start`; its end marks it idle, or idle in a transaction. The text
+//! shown is what the embedding noted ([`crate::Session::note_query`]: the SQL the server
+//! received), else the text `execute` ran. Per-table counters (scans, rows read, rows
+//! inserted, updated and deleted) are kept in memory and count from when the database was
+//! opened, as PostgreSQL's do from its last statistics reset. `n_live_tup` is an estimate,
+//! rows inserted minus rows deleted since then, rolled-back ones included (PostgreSQL leaves
+//! those out); the other columns of PostgreSQL's (vacuum and analyze times and counts, dead
+//! and HOT rows) are 0 or NULL: Tern's LSM store has no vacuum. Both relations are computed
+//! when a query reads them, never cached.
+
+use crate::catalog::Catalog;
+use crate::session::Settings;
+use crate::temporal::Temporal;
+use crate::value::Value;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// The sessions of a database and its tables' counters.
+#[derive(Default)]
+pub struct Activity {
+    sessions: Mutex<BTreeMap<u64, Arc<SessionEntry>>>,
+    /// Counted by every statement of every session: atomics behind a lock taken for reading
+    /// (written only the first time a table is counted).
+    tables: RwLock<HashMap<u32, Arc<TableCounters>>>,
+}
+
+/// One session as `pg_stat_activity` shows it.
+pub struct SessionEntry {
+    settings: Arc<Settings>,
+    /// When the session began (microseconds since 1970).
+    started: i64,
+    state: Mutex<SessionState>,
+}
+
+#[derive(Default)]
+struct SessionState {
+    query: String,
+    query_start: Option<i64>,
+    xact_start: Option<i64>,
+    state_change: Option<i64>,
+    active: bool,
+}
+
+/// What a statement did to a table.
+#[derive(Clone, Copy)]
+pub enum Change {
+    Inserted,
+    Updated,
+    Deleted,
+}
+
+#[derive(Default)]
+struct TableCounters {
+    seq_scan: AtomicI64,
+    seq_tup_read: AtomicI64,
+    idx_scan: AtomicI64,
+    idx_tup_fetch: AtomicI64,
+    inserted: AtomicI64,
+    updated: AtomicI64,
+    deleted: AtomicI64,
+}
+
+/// `pg_stat_activity`'s columns (PostgreSQL 15).
+pub const STAT_ACTIVITY: &[(&str, &str)] = &[
+    ("datid", "oid"),
+    ("datname", "name"),
+    ("pid", "integer"),
+    ("leader_pid", "integer"),
+    ("usesysid", "oid"),
+    ("usename", "name"),
+    ("application_name", "text"),
+    ("client_addr", "text"),
+    ("client_hostname", "text"),
+    ("client_port", "integer"),
+    ("backend_start", "timestamp with time zone"),
+    ("xact_start", "timestamp with time zone"),
+    ("query_start", "timestamp with time zone"),
+    ("state_change", "timestamp with time zone"),
+    ("wait_event_type", "text"),
+    ("wait_event", "text"),
+    ("state", "text"),
+    ("backend_xid", "xid"),
+    ("backend_xmin", "xid"),
+    ("query_id", "bigint"),
+    ("query", "text"),
+    ("backend_type", "text"),
+];
+
+/// `pg_stat_user_tables`' columns (PostgreSQL 15).
+pub const STAT_USER_TABLES: &[(&str, &str)] = &[
+    ("relid", "oid"),
+    ("schemaname", "name"),
+    ("relname", "name"),
+    ("seq_scan", "bigint"),
+    ("seq_tup_read", "bigint"),
+    ("idx_scan", "bigint"),
+    ("idx_tup_fetch", "bigint"),
+    ("n_tup_ins", "bigint"),
+    ("n_tup_upd", "bigint"),
+    ("n_tup_del", "bigint"),
+    ("n_tup_hot_upd", "bigint"),
+    ("n_live_tup", "bigint"),
+    ("n_dead_tup", "bigint"),
+    ("n_mod_since_analyze", "bigint"),
+    ("n_ins_since_vacuum", "bigint"),
+    ("last_vacuum", "timestamp with time zone"),
+    ("last_autovacuum", "timestamp with time zone"),
+    ("last_analyze", "timestamp with time zone"),
+    ("last_autoanalyze", "timestamp with time zone"),
+    ("vacuum_count", "bigint"),
+    ("autovacuum_count", "bigint"),
+    ("analyze_count", "bigint"),
+    ("autoanalyze_count", "bigint"),
+];
+
+/// A relation computed from [`Activity`] when a query reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveRelation {
+    StatActivity,
+    StatUserTables,
+}
+
+impl LiveRelation {
+    pub fn of_name(name: &str) -> Option<LiveRelation> {
+        match name {
+            "pg_stat_activity" => Some(LiveRelation::StatActivity),
+            "pg_stat_user_tables" | "pg_stat_all_tables" => Some(LiveRelation::StatUserTables),
+            _ => None,
+        }
+    }
+
+    pub fn columns(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            LiveRelation::StatActivity => STAT_ACTIVITY,
+            LiveRelation::StatUserTables => STAT_USER_TABLES,
+        }
+    }
+}
+
+impl Activity {
+    /// Registers a session; it stays listed until [`Activity::deregister`].
+    pub fn register(&self, id: u64, settings: Arc<Settings>) -> Arc<SessionEntry> {
+        let entry = Arc::new(SessionEntry {
+            settings,
+            started: crate::temporal::clock::system_micros(),
+            state: Mutex::new(SessionState::default()),
+        });
+        self.sessions.lock().insert(id, entry.clone());
+        entry
+    }
+
+    pub fn deregister(&self, id: u64) {
+        self.sessions.lock().remove(&id);
+    }
+
+    /// A scan of a table read `rows` rows, through its primary key order (`sequential`) or
+    /// an index.
+    pub fn scanned(&self, table: u32, sequential: bool, rows: u64) {
+        let counters = self.counters(table);
+        let rows = i64::try_from(rows).unwrap_or(i64::MAX);
+        let (scans, read) = match sequential {
+            true => (&counters.seq_scan, &counters.seq_tup_read),
+            false => (&counters.idx_scan, &counters.idx_tup_fetch),
+        };
+        scans.fetch_add(1, Ordering::Relaxed);
+        read.fetch_add(rows, Ordering::Relaxed);
+    }
+
+    fn counters(&self, table: u32) -> Arc<TableCounters> {
+        if let Some(counters) = self.tables.read().get(&table) {
+            return counters.clone();
+        }
+        self.tables.write().entry(table).or_default().clone()
+    }
+
+    /// A statement changed `rows` rows of a table.
+    pub fn changed(&self, table: u32, change: Change, rows: u64) {
+        if rows == 0 {
+            return;
+        }
+        let rows = i64::try_from(rows).unwrap_or(i64::MAX);
+        let counters = self.counters(table);
+        let counter = match change {
+            Change::Inserted => &counters.inserted,
+            Change::Updated => &counters.updated,
+            Change::Deleted => &counters.deleted,
+        };
+        counter.fetch_add(rows, Ordering::Relaxed);
+    }
+
+    /// The rows of a live relation.
+    pub fn rows(&self, relation: LiveRelation, catalog: &Catalog) -> Vec<Vec<Value>> {
+        match relation {
+            LiveRelation::StatActivity => self.activity_rows(),
+            LiveRelation::StatUserTables => self.table_rows(catalog),
+        }
+    }
+
+    fn activity_rows(&self) -> Vec<Vec<Value>> {
+        let sessions: Vec<(u64, Arc<SessionEntry>)> =
+            self.sessions.lock().iter().map(|(id, entry)| (*id, entry.clone())).collect();
+        sessions.into_iter().map(|(id, entry)| entry.row(id)).collect()
+    }
+
+    fn table_rows(&self, catalog: &Catalog) -> Vec<Vec<Value>> {
+        let tables = self.tables.read().clone();
+        let none = TableCounters::default();
+        catalog
+            .tables
+            .values()
+            .map(|table| {
+                let counters = tables.get(&table.id).map_or(&none, |counters| &**counters);
+                let read = |counter: &AtomicI64| counter.load(Ordering::Relaxed);
+                let (inserted, updated, deleted) =
+                    (read(&counters.inserted), read(&counters.updated), read(&counters.deleted));
+                let live = (inserted - deleted).max(0);
+                let modified = inserted + updated + deleted;
+                let mut row = vec![
+                    Value::Integer(crate::system::table_oid(table)),
+                    Value::Text("public".into()),
+                    Value::Text(table.name.clone()),
+                ];
+                row.extend(
+                    [
+                        read(&counters.seq_scan),
+                        read(&counters.seq_tup_read),
+                        read(&counters.idx_scan),
+                        read(&counters.idx_tup_fetch),
+                        inserted,
+                        updated,
+                        deleted,
+                        0,
+                        live,
+                        0,
+                        modified,
+                        inserted,
+                    ]
+                    .map(Value::Integer),
+                );
+                row.extend([Value::Null, Value::Null, Value::Null, Value::Null]);
+                row.extend([0, 0, 0, 0].map(Value::Integer));
+                row
+            })
+            .collect()
+    }
+}
+
+fn timestamp(micros: Option<i64>) -> Value {
+    micros.map_or(Value::Null, |micros| Value::Temporal(Temporal::TimestampTz(micros)))
+}
+
+impl SessionEntry {
+    /// The session's text: the SQL it received, shown until the next.
+    pub fn note_query(&self, text: &str) {
+        let mut state = self.state.lock();
+        state.query.clear();
+        state.query.push_str(text);
+    }
+
+    /// A statement starts at `now`; `transaction_start` is when the session's transaction
+    /// began, if one is open.
+    pub fn statement_started(&self, now: i64, transaction_start: Option<i64>) {
+        let mut state = self.state.lock();
+        state.active = true;
+        state.query_start = Some(now);
+        state.state_change = Some(now);
+        state.xact_start = Some(transaction_start.unwrap_or(now));
+    }
+
+    /// The statement ended; `transaction_start` is when the transaction still open began.
+    pub fn statement_ended(&self, transaction_start: Option<i64>) {
+        let mut state = self.state.lock();
+        state.active = false;
+        state.state_change = Some(crate::temporal::clock::system_micros());
+        state.xact_start = transaction_start;
+    }
+
+    fn row(&self, pid: u64) -> Vec<Value> {
+        let settings = self.settings.read();
+        let setting = |name: &str| settings.get(name).cloned();
+        let state = self.state.lock();
+        let text = |value: Option<String>| value.map_or(Value::Null, Value::Text);
+        let status = match (state.active, state.xact_start.is_some()) {
+            (true, _) => "active",
+            (false, true) => "idle in transaction",
+            (false, false) => "idle",
+        };
+        vec![
+            Value::Integer(crate::system::DATABASE_OID),
+            text(Some(setting("tern.database").unwrap_or_else(|| "main".into()))),
+            setting("tern.pid")
+                .and_then(|pid| pid.parse().ok())
+                .map_or(Value::Integer(i64::try_from(pid).unwrap_or(i64::MAX)), Value::Integer),
+            Value::Null,
+            Value::Integer(crate::system::OWNER_OID),
+            text(Some(setting("tern.user").unwrap_or_else(|| "tern".into()))),
+            text(Some(setting("application_name").unwrap_or_default())),
+            text(setting("tern.client_addr")),
+            Value::Null,
+            setting("tern.client_port").and_then(|port| port.parse().ok()).map_or(Value::Null, Value::Integer),
+            timestamp(Some(self.started)),
+            timestamp(state.xact_start),
+            timestamp(state.query_start),
+            timestamp(state.state_change),
+            Value::Null,
+            Value::Null,
+            Value::Text(status.into()),
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Text(state.query.clone()),
+            Value::Text("client backend".into()),
+        ]
+    }
+}
