@@ -482,14 +482,18 @@ impl Backend {
                 }
                 out.command_complete("ROLLBACK");
             }
-            Command::Set { name, value } => {
-                self.set(name, value.clone())?;
+            Command::Set { name, value, local } => {
+                if *local && !self.session.in_transaction() {
+                    out.notice("25P01", "SET LOCAL can only be used in transaction blocks");
+                } else {
+                    self.set_scoped(name, value.clone(), *local)?;
+                }
                 self.flush_reported(out);
                 out.command_complete("SET");
             }
             Command::Reset(name) => {
                 match name {
-                    Some(name) => self.set(name, None)?,
+                    Some(name) => self.set_scoped(name, None, false)?,
                     None => self.reset_all(),
                 }
                 self.flush_reported(out);
@@ -593,6 +597,16 @@ impl Backend {
     }
 
     /// SET name = value (`None`: back to the default).
+    /// SET (or SET LOCAL): the session notes the old value, which comes back at ROLLBACK (and
+    /// at COMMIT after SET LOCAL).
+    fn set_scoped(&mut self, name: &str, value: Option<String>, local: bool) -> Result<(), Error> {
+        let name = name.to_ascii_lowercase();
+        let before = self.setting(&name);
+        self.set(&name, value)?;
+        self.session.note_setting_change(&name, before, local);
+        Ok(())
+    }
+
     fn set(&mut self, name: &str, value: Option<String>) -> Result<(), Error> {
         let name = name.to_ascii_lowercase();
         let invalid = |value: &str| Error::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""));
@@ -675,7 +689,7 @@ impl Backend {
         let names: Vec<String> = self.session.settings().read().keys().cloned().collect();
         for name in names {
             // Read-only and session-identity settings stay as they are.
-            let _ = self.set(&name, None);
+            let _ = self.set_scoped(&name, None, false);
         }
     }
 

@@ -219,10 +219,11 @@ pub enum Command {
     Commit,
     /// ROLLBACK / ABORT.
     Rollback,
-    /// SET name TO value (`None`: DEFAULT). SET LOCAL is accepted as SET.
+    /// SET [LOCAL] name TO value (`None`: DEFAULT). `local`: until the transaction ends.
     Set {
         name: String,
         value: Option<String>,
+        local: bool,
     },
     /// RESET name / RESET ALL (`None`).
     Reset(Option<String>),
@@ -454,6 +455,15 @@ fn dotted(tokens: &[Token]) -> Option<String> {
 }
 
 fn set(tokens: &[Token]) -> Command {
+    let local = word(tokens.first()) == Some("local");
+    match set_scoped(tokens) {
+        Command::Set { name, value, .. } => Command::Set { name, value, local },
+        other => other,
+    }
+}
+
+/// SET after its SET: `[SESSION | LOCAL] name TO value`.
+fn set_scoped(tokens: &[Token]) -> Command {
     let mut tokens = tokens;
     if matches!(word(tokens.first()), Some("session" | "local")) {
         if word(tokens.get(1)) == Some("characteristics") || word(tokens.get(1)) == Some("authorization") {
@@ -466,10 +476,10 @@ fn set(tokens: &[Token]) -> Command {
         Some("time") if word(tokens.get(1)) == Some("zone") => {
             return match tokens.get(2) {
                 Some(Token::Word(value)) if value == "local" || value == "default" => {
-                    Command::Set { name: "timezone".into(), value: None }
+                    Command::Set { name: "timezone".into(), value: None, local: false }
                 }
                 Some(Token::Str(value) | Token::Word(value) | Token::Number(value)) => {
-                    Command::Set { name: "timezone".into(), value: Some(value.clone()) }
+                    Command::Set { name: "timezone".into(), value: Some(value.clone()), local: false }
                 }
                 _ => Command::Invalid("SET TIME ZONE needs a value".into()),
             };
@@ -477,7 +487,7 @@ fn set(tokens: &[Token]) -> Command {
         Some("names") => {
             return match tokens.get(1) {
                 Some(Token::Str(value) | Token::Word(value)) => {
-                    Command::Set { name: "client_encoding".into(), value: Some(value.clone()) }
+                    Command::Set { name: "client_encoding".into(), value: Some(value.clone()), local: false }
                 }
                 _ => Command::Invalid("SET NAMES needs an encoding".into()),
             };
@@ -493,7 +503,7 @@ fn set(tokens: &[Token]) -> Command {
         _ => return Command::Invalid(format!("syntax error in SET {param}: expected TO or =")),
     };
     if rest.len() == 1 && word(rest.first()) == Some("default") {
-        return Command::Set { name: param, value: None };
+        return Command::Set { name: param, value: None, local: false };
     }
     // A list of values (search_path) is joined with ", ".
     let mut values = Vec::new();
@@ -509,7 +519,7 @@ fn set(tokens: &[Token]) -> Command {
     if values.is_empty() {
         return Command::Invalid(format!("SET {param} needs a value"));
     }
-    Command::Set { name: param, value: Some(values.join(", ")) }
+    Command::Set { name: param, value: Some(values.join(", ")), local: false }
 }
 
 /// `name [WITH] [LOGIN|...] [PASSWORD 'secret' | PASSWORD NULL]`.
@@ -554,14 +564,15 @@ mod tests {
 
     #[test]
     fn commands_are_recognized() {
-        let set = |name: &str, value: &str| Some(Command::Set { name: name.into(), value: Some(value.into()) });
+        let set =
+            |name: &str, value: &str| Some(Command::Set { name: name.into(), value: Some(value.into()), local: false });
         assert_eq!(classify("SET application_name = 'psql'"), set("application_name", "psql"));
         assert_eq!(classify("set tern.priority to best_effort"), set("tern.priority", "best_effort"));
         assert_eq!(classify("SET search_path TO a, \"B\""), set("search_path", "a, B"));
         assert_eq!(classify("SET TIME ZONE 'UTC'"), set("timezone", "UTC"));
         assert_eq!(
             classify("SET statement_timeout TO DEFAULT"),
-            Some(Command::Set { name: "statement_timeout".into(), value: None })
+            Some(Command::Set { name: "statement_timeout".into(), value: None, local: false })
         );
         assert_eq!(
             classify("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE"),

@@ -119,6 +119,12 @@ fn add_identity(
     let column = &table.columns[position];
     let refuse =
         |what: &str| Error::new("55000", format!("column \"{}\" of relation \"{}\" {what}", column.name, table.name));
+    if crate::sequence::definition::type_bounds(&column.declared_type).is_none() {
+        return Err(Error::new(
+            "22023",
+            format!("identity column type must be smallint, integer, or bigint, not {}", column.declared_type),
+        ));
+    }
     if column.identity.is_some() {
         return Err(refuse("is already an identity column"));
     }

@@ -2495,6 +2495,16 @@ impl<'c> Binder<'c> {
                     otherwise: Some(Box::new(bound)),
                 }
             }
+            // A schema's name reads as its OID, as a relation's does.
+            "regnamespace"
+                if let Expr::Literal(Value::Text(name)) = &bound
+                    && name.trim().parse::<i64>().is_err() =>
+            {
+                let name = name.trim_matches('"').to_ascii_lowercase();
+                let oid = crate::system::namespace_oid(&name)
+                    .ok_or_else(|| Error::new("3F000", format!("schema \"{name}\" does not exist")))?;
+                literal(Value::Integer(oid))
+            }
             "regnamespace" => Expr::Case {
                 operand: Some(Box::new(bound.clone())),
                 whens: [

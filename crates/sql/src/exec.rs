@@ -77,6 +77,7 @@ pub struct Executor<'t> {
     volatile: Cell<bool>,
     /// The session's settings (`current_setting()` and friends).
     settings: Option<&'t crate::session::Settings>,
+    setting_changes: Option<&'t crate::setting_scope::SettingChanges>,
     /// The database's next hidden row id of each table, when it keeps them.
     rowids: Option<&'t crate::session::Rowids>,
     sequences: Option<SequenceAccess<'t>>,
@@ -143,6 +144,7 @@ impl<'t> Executor<'t> {
             reads: None,
             volatile: Cell::new(false),
             settings: None,
+            setting_changes: None,
             rowids: None,
             sequences: None,
             advisory: None,
@@ -409,6 +411,12 @@ impl<'t> Executor<'t> {
         self
     }
 
+    /// Where `set_config` notes the values it replaces ([`crate::setting_scope`]).
+    pub fn with_setting_changes(mut self, changes: &'t crate::setting_scope::SettingChanges) -> Executor<'t> {
+        self.setting_changes = Some(changes);
+        self
+    }
+
     /// [`ScalarFunction::ObjectBytes`]: the bytes of the keys and values stored for the objects
     /// `ids` lists (`*`: every key), as this transaction sees them.
     fn object_bytes(&self, ids: &Value) -> Result<Value> {
@@ -472,13 +480,14 @@ impl<'t> Executor<'t> {
                 if name.is_null() {
                     return Err(Error::new("22004", "SET requires a parameter name"));
                 }
-                if args.get(2).and_then(Value::truth) == Some(true) {
-                    return Err(Error::unsupported("set_config(..., true): settings local to a transaction"));
-                }
+                let local = args.get(2).and_then(Value::truth) == Some(true);
                 let settings = self.settings.ok_or_else(|| Error::unsupported("set_config here"))?;
                 let name = name.to_text().to_ascii_lowercase();
                 let value = crate::session::checked_setting(&name, &value.to_text(), &settings.read())?;
-                settings.write().insert(name, value.clone());
+                let before = settings.write().insert(name.clone(), value.clone());
+                if let Some(changes) = self.setting_changes {
+                    changes.lock().push(crate::setting_scope::SettingChange { name, before, local });
+                }
                 Value::Text(value)
             }
             ScalarFunction::Version => named("tern.version", format!("Tern {}", env!("CARGO_PKG_VERSION"))),

@@ -61,6 +61,7 @@ pub mod pragma_syntax;
 pub mod regex_functions;
 pub mod sequence;
 pub mod session;
+pub mod setting_scope;
 pub mod slt;
 pub mod sql_function;
 pub mod system;

@@ -166,6 +166,7 @@ impl Database {
             foreign_keys: false,
             time_zone: None,
             id,
+            setting_changes: Arc::default(),
         }
     }
 
@@ -200,6 +201,8 @@ struct OpenTransaction {
     savepoints: Vec<(String, Arc<Catalog>)>,
     /// When the transaction began (microseconds since 1970): PostgreSQL's `now()` in it.
     started: i64,
+    /// The settings to put back when it or one of its savepoints ends.
+    settings_undo: crate::setting_scope::SettingsUndo,
 }
 
 /// A session's named settings, read by `current_setting()` and friends. The embedding sets
@@ -232,6 +235,8 @@ pub struct Session {
     id: u64,
     /// This session's row of `pg_stat_activity`.
     activity: Arc<crate::activity::SessionEntry>,
+    /// Settings changed and not yet noted in the transaction's undo ([`crate::setting_scope`]).
+    setting_changes: Arc<crate::setting_scope::SettingChanges>,
 }
 
 /// The value a setting takes from `SET name = value` or `set_config(name, value, false)`:
@@ -823,7 +828,7 @@ impl Session {
     /// `SET name = value` of a parameter other than `tern.dialect`: one the session knows
     /// (PostgreSQL's common ones, what the server set, or a dotted custom name) is stored and
     /// read back by `current_setting()`; another is 42704, as in PostgreSQL.
-    fn set_parameter(&mut self, name: &str, values: &[ast::Expr]) -> Result<()> {
+    fn set_parameter(&mut self, name: &str, values: &[ast::Expr], local: bool) -> Result<()> {
         let name = name.trim_matches('"').to_ascii_lowercase();
         let text = |expr: &ast::Expr| match expr {
             ast::Expr::Value(value) => match &value.value {
@@ -835,7 +840,8 @@ impl Session {
         };
         let value = values.iter().map(text).collect::<Vec<_>>().join(", ");
         let value = checked_setting(&name, &value, &self.settings.read())?;
-        self.settings.write().insert(name, value);
+        let before = self.settings.write().insert(name.clone(), value);
+        self.note_setting_change(&name, before, local);
         Ok(())
     }
 
@@ -924,6 +930,56 @@ impl Session {
             outcomes.push(self.run(statement, params, &mut None, Cacheable::Unknown)?);
         }
         Ok(outcomes)
+    }
+
+    /// Notes that a setting was changed (by the embedding: the server's `SET`), with the value
+    /// it had: PostgreSQL's rules then put it back when the transaction ends
+    /// ([`crate::setting_scope`]). `local` is `SET LOCAL`, which outside a transaction block
+    /// lasts only until the next statement.
+    pub fn note_setting_change(&mut self, name: &str, before: Option<String>, local: bool) {
+        let change = crate::setting_scope::SettingChange { name: name.to_ascii_lowercase(), before, local };
+        self.setting_changes.lock().push(change);
+        self.settle_setting_changes();
+    }
+
+    /// Moves the noted setting changes into the open transaction's undo; outside a
+    /// transaction, a local change's statement is over, so its setting is put back.
+    fn settle_setting_changes(&mut self) {
+        let changes = std::mem::take(&mut *self.setting_changes.lock());
+        if changes.is_empty() {
+            return;
+        }
+        let mut values = self.settings.write();
+        for change in changes {
+            match self.transaction.as_mut() {
+                Some(open) => {
+                    let after = values.get(&change.name).cloned();
+                    open.settings_undo.changed(change, after.as_deref());
+                }
+                None if change.local => {
+                    match change.before {
+                        Some(before) => values.insert(change.name, before),
+                        None => values.remove(&change.name),
+                    };
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// A transaction ended: its settings follow ([`crate::setting_scope`]).
+    fn finish_settings(&mut self, undo: crate::setting_scope::SettingsUndo, committed: bool) {
+        let restored = undo.finish(committed, &mut self.settings.write());
+        self.after_settings_restored(&restored);
+    }
+
+    /// Settings with effects beyond their value: the dialect.
+    fn after_settings_restored(&mut self, names: &[String]) {
+        if names.iter().any(|name| name == "tern.dialect")
+            && let Some(dialect) = self.settings.read().get("tern.dialect").and_then(|name| Dialect::parse(name).ok())
+        {
+            self.dialect = dialect;
+        }
     }
 
     /// The text `pg_stat_activity.query` shows for this session until the next (the server
@@ -1087,7 +1143,9 @@ impl Session {
         let inserted = std::cell::Cell::new(None);
         let transaction_start = |session: &Session| session.transaction.as_ref().map(|open| open.started);
         self.activity.statement_started(crate::temporal::clock::system_micros(), transaction_start(self));
+        self.settle_setting_changes();
         let outcome = self.run_noting(statement, params, plan, text, &inserted);
+        self.settle_setting_changes();
         self.activity.statement_ended(transaction_start(self));
         // Transaction-level advisory locks end with the transaction (in autocommit, the
         // statement).
@@ -1144,11 +1202,19 @@ impl Session {
                     [ast::Expr::Identifier(ident)] => ident.value.clone(),
                     _ => return Err(Error::syntax("SET tern.dialect takes one name: 'sqlite' or 'postgres'")),
                 };
-                self.set_dialect(Dialect::parse(&value)?);
+                let dialect = Dialect::parse(&value)?;
+                let before = self.settings.read().get("tern.dialect").cloned();
+                self.set_dialect(dialect);
+                self.note_setting_change("tern.dialect", before, false);
                 Ok(Outcome::Done("SET"))
             }
-            ast::Statement::Set(ast::Set::SingleAssignment { variable, values, .. }) => {
-                self.set_parameter(&variable.to_string(), values)?;
+            ast::Statement::Set(ast::Set::SingleAssignment { variable, values, scope, .. }) => {
+                let local = matches!(scope, Some(ast::ContextModifier::Local));
+                if local && self.transaction.is_none() {
+                    // PostgreSQL warns and changes nothing: the statement is its own transaction.
+                    return Ok(Outcome::Done("SET"));
+                }
+                self.set_parameter(&variable.to_string(), values, local)?;
                 Ok(Outcome::Done("SET"))
             }
             // SET TIME ZONE 'zone' | LOCAL | DEFAULT.
@@ -1161,7 +1227,7 @@ impl Session {
                     }
                     other => other.clone(),
                 };
-                self.set_parameter("timezone", &[value])?;
+                self.set_parameter("timezone", &[value], false)?;
                 Ok(Outcome::Done("SET"))
             }
             ast::Statement::StartTransaction { .. } => {
@@ -1175,15 +1241,19 @@ impl Session {
                     catalog,
                     savepoints: Vec::new(),
                     started: crate::temporal::clock::system_micros(),
+                    settings_undo: Default::default(),
                 });
                 Ok(Outcome::Done("BEGIN"))
             }
             ast::Statement::Commit { .. } => {
-                let open = self
+                let mut open = self
                     .transaction
                     .take()
                     .ok_or_else(|| Error::new("25P01", "cannot commit - no transaction is active"))?;
-                self.commit(open)?;
+                let undo = std::mem::take(&mut open.settings_undo);
+                let committed = self.commit(open);
+                self.finish_settings(undo, committed.is_ok());
+                committed?;
                 Ok(Outcome::Done("COMMIT"))
             }
             ast::Statement::Savepoint { name } => {
@@ -1195,6 +1265,7 @@ impl Session {
                     )));
                 }
                 open.txn.savepoint();
+                open.settings_undo.savepoint();
                 open.savepoints.push((savepoint_name(name), open.catalog.clone()));
                 Ok(Outcome::Done("SAVEPOINT"))
             }
@@ -1202,6 +1273,7 @@ impl Session {
                 let open = in_block(&mut self.transaction, "RELEASE SAVEPOINT")?;
                 let at = find_savepoint(open, name)?;
                 open.txn.release(at);
+                open.settings_undo.release(at);
                 open.savepoints.truncate(at);
                 Ok(Outcome::Done("RELEASE"))
             }
@@ -1211,12 +1283,15 @@ impl Session {
                 open.savepoints.truncate(at + 1);
                 open.txn.rollback_to(at);
                 open.catalog = open.savepoints[at].1.clone();
+                let restored = open.settings_undo.rollback_to(at, &mut self.settings.write());
+                self.after_settings_restored(&restored);
                 Ok(Outcome::Done("ROLLBACK"))
             }
             ast::Statement::Rollback { .. } => {
-                if self.transaction.take().is_none() {
+                let Some(open) = self.transaction.take() else {
                     return Err(Error::new("25P01", "cannot rollback - no transaction is active"));
-                }
+                };
+                self.finish_settings(open.settings_undo, false);
                 Ok(Outcome::Done("ROLLBACK"))
             }
             statement => {
@@ -1230,6 +1305,7 @@ impl Session {
                         plan,
                         interrupt: &self.interrupt,
                         settings: &self.settings,
+                        setting_changes: &self.setting_changes,
                         text,
                         explicit: true,
                         inserted,
@@ -1252,6 +1328,7 @@ impl Session {
                         catalog,
                         savepoints: Vec::new(),
                         started: crate::temporal::clock::system_micros(),
+                        settings_undo: Default::default(),
                     };
                     let run = Run {
                         statement,
@@ -1259,6 +1336,7 @@ impl Session {
                         plan: &mut *plan,
                         interrupt: &self.interrupt,
                         settings: &self.settings,
+                        setting_changes: &self.setting_changes,
                         text,
                         explicit: false,
                         inserted,
@@ -1448,6 +1526,7 @@ struct Run<'r> {
     sequence_values: &'r parking_lot::Mutex<crate::sequence::SessionSequences>,
     /// The session's id, for its advisory locks.
     session_id: u64,
+    setting_changes: &'r crate::setting_scope::SettingChanges,
 }
 
 /// The text a query's result is cached under: its normalized form, if it is a query whose
@@ -1492,6 +1571,7 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
         dialect,
         foreign_keys,
         session_id,
+        setting_changes,
     } = run;
     // The result cache serves queries of transactions that have written nothing (their own
     // writes would not be in a cached result).
@@ -1540,6 +1620,7 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
         .with_catalog(&catalog)
         .with_foreign_keys(foreign_keys)
         .with_settings(settings)
+        .with_setting_changes(setting_changes)
         .with_rowids(&shared.rowids)
         .with_sequences(crate::exec::SequenceAccess {
             db: &shared.db,

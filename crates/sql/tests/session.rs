@@ -656,3 +656,29 @@ fn last_insert_rowid_follows_successful_inserts() {
     // Each session has its own.
     assert_eq!(db.session().last_insert_rowid(), None);
 }
+
+#[test]
+fn settings_follow_transactions() {
+    let db = Database::open_in_memory().unwrap();
+    let mut session = db.session();
+    session.execute("SET tern.dialect = 'postgres'", &[]).unwrap();
+    let current = |session: &mut tern_sql::Session| -> Value {
+        rows(session, "SELECT current_setting('application_name', true)").remove(0).remove(0)
+    };
+    session.execute("SET application_name = 'kept'", &[]).unwrap();
+    session.execute("BEGIN; SET application_name = 'undone'; ROLLBACK", &[]).unwrap();
+    assert_eq!(current(&mut session), Value::from("kept"));
+    session.execute("BEGIN; SET LOCAL application_name = 'local'", &[]).unwrap();
+    assert_eq!(current(&mut session), Value::from("local"));
+    session.execute("COMMIT", &[]).unwrap();
+    assert_eq!(current(&mut session), Value::from("kept"));
+    // Outside a transaction block, SET LOCAL changes nothing and set_config(.., true) lasts for
+    // its statement.
+    session.execute("SET LOCAL application_name = 'nothing'", &[]).unwrap();
+    session.execute("SELECT set_config('application_name', 'statement', true)", &[]).unwrap();
+    assert_eq!(current(&mut session), Value::from("kept"));
+    // A rolled-back dialect change goes back to the dialect it replaced.
+    session.execute("BEGIN; SET tern.dialect = 'sqlite'; ROLLBACK", &[]).unwrap();
+    assert_eq!(rows(&mut session, "SELECT 1 / 2.0 > 0, NULL IS NULL")[0][0], Value::Integer(1));
+    assert_eq!(session.execute("SELECT 1 / 0", &[]).unwrap_err().sqlstate, "22012");
+}
