@@ -2403,6 +2403,24 @@ impl<'c> Binder<'c> {
                     .collect();
                 lookup(key, pairs)
             }
+            // On the search path (pg_catalog, public): every relation but information_schema's.
+            "pg_table_is_visible" => {
+                arity(1, 1)?;
+                let oid = self.bind_expr(args[0], scope)?;
+                let hidden = crate::system::information_schema_oids();
+                Expr::Case {
+                    operand: None,
+                    whens: vec![(Expr::IsNull(Box::new(oid.clone()), false), Expr::Literal(Value::Null))],
+                    otherwise: Some(Box::new(Expr::Case {
+                        operand: Some(Box::new(oid)),
+                        whens: hidden
+                            .into_iter()
+                            .map(|oid| (integer(oid), Expr::Function(ScalarFunction::AlwaysFalse, Vec::new())))
+                            .collect(),
+                        otherwise: Some(Box::new(Expr::Function(ScalarFunction::AlwaysTrue, Vec::new()))),
+                    })),
+                }
+            }
             "obj_description" | "col_description" => {
                 arity(if name == "col_description" { 2 } else { 1 }, 2)?;
                 let oid = self.bind_expr(args[0], scope)?;

@@ -3,38 +3,45 @@
 //! clients that read them (pg_dump) find no rows rather than an error. Types Tern does not
 //! have (`int2vector`, `pg_node_tree`, `aclitem[]`, `regproc`) are given as `text` or `oid`.
 
+/// The empty relations of `pg_catalog`: name and columns.
+const RELATIONS: &[(&str, &[(&str, &str)])] = &[
+    ("pg_foreign_table", PG_FOREIGN_TABLE),
+    ("pg_partitioned_table", PG_PARTITIONED_TABLE),
+    ("pg_cast", PG_CAST),
+    ("pg_conversion", PG_CONVERSION),
+    ("pg_operator", PG_OPERATOR),
+    ("pg_opfamily", PG_OPFAMILY),
+    ("pg_amop", PG_AMOP),
+    ("pg_amproc", PG_AMPROC),
+    ("pg_transform", PG_TRANSFORM),
+    ("pg_ts_config", PG_TS_CONFIG),
+    ("pg_ts_dict", PG_TS_DICT),
+    ("pg_ts_parser", PG_TS_PARSER),
+    ("pg_ts_template", PG_TS_TEMPLATE),
+    ("pg_foreign_data_wrapper", PG_FOREIGN_DATA_WRAPPER),
+    ("pg_foreign_server", PG_FOREIGN_SERVER),
+    ("pg_user_mappings", PG_USER_MAPPINGS),
+    ("pg_default_acl", PG_DEFAULT_ACL),
+    ("pg_event_trigger", PG_EVENT_TRIGGER),
+    ("pg_init_privs", PG_INIT_PRIVS),
+    ("pg_largeobject_metadata", PG_LARGEOBJECT_METADATA),
+    ("pg_subscription", PG_SUBSCRIPTION),
+    ("pg_db_role_setting", PG_DB_ROLE_SETTING),
+    ("pg_aggregate", PG_AGGREGATE),
+    ("pg_seclabel", PG_SECLABEL),
+    ("pg_seclabels", PG_SECLABELS),
+    ("pg_shseclabel", PG_SHSECLABEL),
+    ("pg_shdescription", PG_SHDESCRIPTION),
+];
+
 /// The columns of an empty catalog relation of `pg_catalog`, by name.
 pub fn columns(name: &str) -> Option<&'static [(&'static str, &'static str)]> {
-    Some(match name {
-        "pg_foreign_table" => PG_FOREIGN_TABLE,
-        "pg_partitioned_table" => PG_PARTITIONED_TABLE,
-        "pg_cast" => PG_CAST,
-        "pg_conversion" => PG_CONVERSION,
-        "pg_operator" => PG_OPERATOR,
-        "pg_opfamily" => PG_OPFAMILY,
-        "pg_amop" => PG_AMOP,
-        "pg_amproc" => PG_AMPROC,
-        "pg_transform" => PG_TRANSFORM,
-        "pg_ts_config" => PG_TS_CONFIG,
-        "pg_ts_dict" => PG_TS_DICT,
-        "pg_ts_parser" => PG_TS_PARSER,
-        "pg_ts_template" => PG_TS_TEMPLATE,
-        "pg_foreign_data_wrapper" => PG_FOREIGN_DATA_WRAPPER,
-        "pg_foreign_server" => PG_FOREIGN_SERVER,
-        "pg_user_mappings" => PG_USER_MAPPINGS,
-        "pg_default_acl" => PG_DEFAULT_ACL,
-        "pg_event_trigger" => PG_EVENT_TRIGGER,
-        "pg_init_privs" => PG_INIT_PRIVS,
-        "pg_largeobject_metadata" => PG_LARGEOBJECT_METADATA,
-        "pg_subscription" => PG_SUBSCRIPTION,
-        "pg_db_role_setting" => PG_DB_ROLE_SETTING,
-        "pg_aggregate" => PG_AGGREGATE,
-        "pg_seclabel" => PG_SECLABEL,
-        "pg_seclabels" => PG_SECLABELS,
-        "pg_shseclabel" => PG_SHSECLABEL,
-        "pg_shdescription" => PG_SHDESCRIPTION,
-        _ => return None,
-    })
+    RELATIONS.iter().find(|(known, _)| *known == name).map(|(_, columns)| *columns)
+}
+
+/// The names of the empty catalog relations.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    RELATIONS.iter().map(|(name, _)| *name)
 }
 
 const PG_FOREIGN_TABLE: &[(&str, &str)] = &[("ftrelid", "oid"), ("ftserver", "oid"), ("ftoptions", "text")];

@@ -341,8 +341,7 @@ impl ScalarFunction {
             "string_to_array" => (StringToArray, 2, 3),
             "format_type" => (FormatType, 2, 2),
             "pg_get_expr" => (FirstArgument, 2, 3),
-            "pg_table_is_visible"
-            | "pg_type_is_visible"
+            "pg_type_is_visible"
             | "pg_function_is_visible"
             | "pg_collation_is_visible"
             | "pg_conversion_is_visible"

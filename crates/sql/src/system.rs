@@ -19,11 +19,15 @@
 //! | table, index | 16384 + catalog id |
 //! | primary key (the row key: an index in PostgreSQL's eyes) | `0x1000_0000` + table id |
 //! | view (views have no catalog id) | `0x2000_0000` + 28 bits of a hash of the name |
+//! | system relation | PostgreSQL's (`pg_class` 1259, ...), else 12000 + its place |
 //! | primary key / unique constraint | its index's OID + `0x3000_0000` |
 //! | CHECK constraint n of a table | `0x6000_0000` + table id * 64 + n |
 //!
-//! Only the user's relations are listed in `pg_class`; the system relations themselves are
-//! not (so `\dS` shows none). Relations with no counterpart in Tern (policies, publications,
+//! `pg_class` and `pg_attribute` list the system relations too, in `pg_catalog` and
+//! `information_schema` (so `\dS` and `\d pg_class` work): PostgreSQL's OIDs where clients
+//! compare with them (`'pg_class'::regclass` is 1259), `12000` + their place in the listing
+//! otherwise. The other listings (`pg_tables`, `information_schema.tables`, ...) show the
+//! user's relations only. Relations with no counterpart in Tern (policies, publications,
 //! inheritance, triggers, statistics objects) exist and are empty, so that client queries
 //! joining them bind and return what PostgreSQL returns for a database without such objects.
 
@@ -67,66 +71,143 @@ pub const DATABASE_OID: i64 = FIRST_OBJECT_OID - 1;
 /// The columns of a view, computed by the binder (a view stores only its query text).
 pub type ViewColumns<'a> = &'a dyn Fn(&ViewDef) -> Vec<(String, Option<Affinity>)>;
 
+/// The relations [`relation`] names besides the empty ones ([`crate::empty_catalogs`]) and
+/// the live ones ([`crate::activity`]): schema, name, and whether PostgreSQL has it as a view.
+const NAMED_RELATIONS: &[(&str, &str, bool)] = &[
+    ("pg_catalog", "pg_namespace", false),
+    ("pg_catalog", "pg_class", false),
+    ("pg_catalog", "pg_attribute", false),
+    ("pg_catalog", "pg_attrdef", false),
+    ("pg_catalog", "pg_index", false),
+    ("pg_catalog", "pg_constraint", false),
+    ("pg_catalog", "pg_type", false),
+    ("pg_catalog", "pg_enum", false),
+    ("pg_catalog", "pg_am", false),
+    ("pg_catalog", "pg_database", false),
+    ("pg_catalog", "pg_roles", true),
+    ("pg_catalog", "pg_user", true),
+    ("pg_catalog", "pg_collation", false),
+    ("pg_catalog", "pg_tablespace", false),
+    ("pg_catalog", "pg_views", true),
+    ("pg_catalog", "pg_tables", true),
+    ("pg_catalog", "pg_indexes", true),
+    ("pg_catalog", "pg_auth_members", false),
+    ("pg_catalog", "pg_policy", false),
+    ("pg_catalog", "pg_statistic_ext", false),
+    ("pg_catalog", "pg_publication", false),
+    ("pg_catalog", "pg_publication_namespace", false),
+    ("pg_catalog", "pg_publication_rel", false),
+    ("pg_catalog", "pg_inherits", false),
+    ("pg_catalog", "pg_range", false),
+    ("pg_catalog", "pg_trigger", false),
+    ("pg_catalog", "pg_description", false),
+    ("pg_catalog", "pg_rewrite", false),
+    ("pg_catalog", "pg_sequence", false),
+    ("pg_catalog", "pg_depend", false),
+    ("pg_catalog", "pg_extension", false),
+    ("pg_catalog", "pg_settings", true),
+    ("pg_catalog", "pg_proc", false),
+    ("pg_catalog", "pg_language", false),
+    ("pg_catalog", "pg_opclass", false),
+    ("information_schema", "schemata", true),
+    ("information_schema", "tables", true),
+    ("information_schema", "views", true),
+    ("information_schema", "columns", true),
+    ("information_schema", "sequences", true),
+    ("information_schema", "table_constraints", true),
+    ("information_schema", "key_column_usage", true),
+    ("information_schema", "referential_constraints", true),
+];
+
+/// OIDs of system relations PostgreSQL gives none fixed: from here on, in listing order.
+const SYSTEM_RELATION_OID_BASE: i64 = 12_000;
+
+/// The system relations as `pg_class` and `pg_attribute` list them (the same for every
+/// catalog: made once).
+fn listed_system_relations() -> &'static [Relation] {
+    static LISTED: std::sync::LazyLock<Vec<Relation>> = std::sync::LazyLock::new(list_system_relations);
+    &LISTED
+}
+
+fn list_system_relations() -> Vec<Relation> {
+    let nothing = Catalog::new();
+    let no_views = |_: &ViewDef| Vec::new();
+    system_relations()
+        .iter()
+        .filter_map(|&(schema, name, view, oid)| {
+            let (columns, _) = relation(&nothing, Some(schema), name, &no_views)?;
+            Some(Relation {
+                oid,
+                name: name.to_string(),
+                namespace: namespace_oid(schema)?,
+                kind: if view { "v" } else { "r" },
+                attributes: columns
+                    .iter()
+                    .map(|(column, declared)| Attribute::plain(column.to_string(), declared.to_string()))
+                    .collect(),
+                checks: 0,
+                has_index: false,
+                has_triggers: false,
+                view_query: None,
+            })
+        })
+        .collect()
+}
+
+/// Every system relation: schema, name, whether it is a view, and its OID.
+fn system_relations() -> &'static [(&'static str, &'static str, bool, i64)] {
+    static RELATIONS: std::sync::LazyLock<Vec<(&str, &str, bool, i64)>> =
+        std::sync::LazyLock::new(enumerate_system_relations);
+    &RELATIONS
+}
+
+fn enumerate_system_relations() -> Vec<(&'static str, &'static str, bool, i64)> {
+    let live = ["pg_stat_activity", "pg_stat_user_tables", "pg_stat_all_tables"].map(|name| ("pg_catalog", name, true));
+    let empty = crate::empty_catalogs::names()
+        .map(|name| ("pg_catalog", name, matches!(name, "pg_seclabels" | "pg_user_mappings")));
+    NAMED_RELATIONS
+        .iter()
+        .copied()
+        .chain(live)
+        .chain(empty)
+        .enumerate()
+        .map(|(position, (schema, name, view))| {
+            let oid = system_relation_oid(name).unwrap_or(SYSTEM_RELATION_OID_BASE + position as i64);
+            (schema, name, view, oid)
+        })
+        .collect()
+}
+
+/// The OIDs of `information_schema`'s relations (not on the search path).
+pub fn information_schema_oids() -> Vec<i64> {
+    system_relations().iter().filter(|(schema, ..)| *schema == "information_schema").map(|&(.., oid)| oid).collect()
+}
+
+/// The OID of a system relation by name: `pg_catalog.` or `information_schema.` before it;
+/// unqualified, one of `pg_catalog` (the search path's first schema).
+fn system_oid(name: &str) -> Option<i64> {
+    let (schema, bare) = match name.split_once('.') {
+        Some((schema, bare)) => (Some(schema), bare),
+        None => (None, name),
+    };
+    system_relations()
+        .iter()
+        .find(|(known_schema, known, ..)| *known == bare && schema.unwrap_or("pg_catalog") == *known_schema)
+        .map(|&(.., oid)| oid)
+}
+
+/// The columns of a system relation and, made when called, its rows.
+type RelationSource<'a> = (&'static [(&'static str, &'static str)], Box<dyn FnOnce() -> Vec<Vec<Expr>> + 'a>);
+
 /// The system relation `schema.name` (`schema` lower case, `None` when unqualified: then only
 /// `pg_catalog` is searched, as PostgreSQL's search path does), or `None`.
 pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewColumns) -> Option<SystemTable> {
-    let listing = || Listing::new(catalog, views);
+    let (columns, rows) = relation(catalog, schema, name, views)?;
+    let rows = rows();
     let live = crate::activity::LiveRelation::of_name(name).filter(|_| matches!(schema, None | Some("pg_catalog")));
-    let (columns, rows): (&[(&str, &str)], Vec<Vec<Expr>>) = match (schema.unwrap_or("pg_catalog"), name) {
-        // Rows computed when read (`tableoid` too: [`crate::exec`]).
-        _ if let Some(live) = live => (live.columns(), Vec::new()),
-        ("pg_catalog", "pg_namespace") => (PG_NAMESPACE, namespaces()),
-        ("pg_catalog", "pg_class") => (PG_CLASS, listing().pg_class()),
-        ("pg_catalog", "pg_attribute") => (PG_ATTRIBUTE, listing().pg_attribute()),
-        ("pg_catalog", "pg_attrdef") => (PG_ATTRDEF, listing().pg_attrdef()),
-        ("pg_catalog", "pg_index") => (PG_INDEX, listing().pg_index()),
-        ("pg_catalog", "pg_constraint") => (PG_CONSTRAINT, listing().pg_constraint()),
-        ("pg_catalog", "pg_type") => (PG_TYPE, types(catalog)),
-        ("pg_catalog", "pg_enum") => (PG_ENUM, pg_enum(catalog)),
-        ("pg_catalog", "pg_am") => (PG_AM, access_methods()),
-        ("pg_catalog", "pg_database") => (PG_DATABASE, databases()),
-        ("pg_catalog", "pg_roles") => (PG_ROLES, roles()),
-        ("pg_catalog", "pg_user") => (PG_USER, users()),
-        ("pg_catalog", "pg_collation") => (PG_COLLATION, collations()),
-        ("pg_catalog", "pg_tablespace") => (PG_TABLESPACE, tablespaces()),
-        ("pg_catalog", "pg_views") => (PG_VIEWS, listing().pg_views()),
-        ("pg_catalog", "pg_tables") => (PG_TABLES, listing().pg_tables()),
-        ("pg_catalog", "pg_indexes") => (PG_INDEXES, listing().pg_indexes()),
-        ("pg_catalog", "pg_auth_members") => (PG_AUTH_MEMBERS, Vec::new()),
-        ("pg_catalog", "pg_policy") => (PG_POLICY, Vec::new()),
-        ("pg_catalog", "pg_statistic_ext") => (PG_STATISTIC_EXT, Vec::new()),
-        ("pg_catalog", "pg_publication") => (PG_PUBLICATION, Vec::new()),
-        ("pg_catalog", "pg_publication_namespace") => (PG_PUBLICATION_NAMESPACE, Vec::new()),
-        ("pg_catalog", "pg_publication_rel") => (PG_PUBLICATION_REL, Vec::new()),
-        ("pg_catalog", "pg_inherits") => (PG_INHERITS, Vec::new()),
-        // Tern has no range types.
-        ("pg_catalog", "pg_range") => (PG_RANGE, Vec::new()),
-        ("pg_catalog", "pg_trigger") => (PG_TRIGGER, Vec::new()),
-        ("pg_catalog", "pg_description") => (PG_DESCRIPTION, descriptions(catalog)),
-        ("pg_catalog", "pg_rewrite") => (PG_REWRITE, Vec::new()),
-        ("pg_catalog", "pg_sequence") => (PG_SEQUENCE, pg_sequence(catalog)),
-        ("pg_catalog", "pg_depend") => (PG_DEPEND, pg_depend(catalog)),
-        ("pg_catalog", "pg_extension") => (PG_EXTENSION, Vec::new()),
-        ("pg_catalog", "pg_settings") => (crate::pg_settings::COLUMNS, crate::pg_settings::rows()),
-        ("pg_catalog", "pg_proc") => (crate::pg_proc::COLUMNS, pg_proc(catalog)),
-        ("pg_catalog", "pg_language") => (PG_LANGUAGE, languages()),
-        ("pg_catalog", "pg_opclass") => (PG_OPCLASS, operator_classes()),
-        ("information_schema", "schemata") => (SCHEMATA, schemata()),
-        ("information_schema", "tables") => (TABLES, listing().tables()),
-        ("information_schema", "views") => (VIEWS, listing().views()),
-        ("information_schema", "columns") => (COLUMNS, listing().columns()),
-        ("information_schema", "sequences") => (SEQUENCES, information_schema_sequences(catalog)),
-        ("information_schema", "table_constraints") => (TABLE_CONSTRAINTS, listing().table_constraints()),
-        ("information_schema", "key_column_usage") => (KEY_COLUMN_USAGE, listing().key_column_usage()),
-        ("information_schema", "referential_constraints") => {
-            (REFERENTIAL_CONSTRAINTS, listing().referential_constraints())
-        }
-        ("pg_catalog", name) => (crate::empty_catalogs::columns(name)?, Vec::new()),
-        _ => return None,
-    };
     // Every row also has the system column `tableoid` (the relation's OID), which pg_dump
     // reads; it comes last, and `*` leaves it out.
-    let tableoid = system_relation_oid(name).unwrap_or(0);
+    let tableoid = system_oid(name).unwrap_or(0);
     let mut rows = rows;
     for row in &mut rows {
         row.push(int(tableoid));
@@ -139,6 +220,73 @@ pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewCo
     );
     debug_assert!(rows.iter().all(|row| row.len() == table.columns.len()), "a row of {name} has the wrong width");
     Some(SystemTable { table: Arc::new(table), rows, live })
+}
+
+/// The columns of the system relation `schema.name` and the function that makes its rows.
+fn relation<'a>(
+    catalog: &'a Catalog,
+    schema: Option<&str>,
+    name: &str,
+    views: ViewColumns<'a>,
+) -> Option<RelationSource<'a>> {
+    let listing = move || Listing::new(catalog, views);
+    let live = crate::activity::LiveRelation::of_name(name).filter(|_| matches!(schema, None | Some("pg_catalog")));
+    Some(match (schema.unwrap_or("pg_catalog"), name) {
+        // Rows computed when read (`tableoid` too: [`crate::exec`]).
+        _ if let Some(live) = live => (live.columns(), Box::new(Vec::new)),
+        ("pg_catalog", "pg_namespace") => (PG_NAMESPACE, Box::new(namespaces)),
+        ("pg_catalog", "pg_class") => (PG_CLASS, Box::new(move || listing().pg_class())),
+        ("pg_catalog", "pg_attribute") => (PG_ATTRIBUTE, Box::new(move || listing().pg_attribute())),
+        ("pg_catalog", "pg_attrdef") => (PG_ATTRDEF, Box::new(move || listing().pg_attrdef())),
+        ("pg_catalog", "pg_index") => (PG_INDEX, Box::new(move || listing().pg_index())),
+        ("pg_catalog", "pg_constraint") => (PG_CONSTRAINT, Box::new(move || listing().pg_constraint())),
+        ("pg_catalog", "pg_type") => (PG_TYPE, Box::new(move || types(catalog))),
+        ("pg_catalog", "pg_enum") => (PG_ENUM, Box::new(move || pg_enum(catalog))),
+        ("pg_catalog", "pg_am") => (PG_AM, Box::new(access_methods)),
+        ("pg_catalog", "pg_database") => (PG_DATABASE, Box::new(databases)),
+        ("pg_catalog", "pg_roles") => (PG_ROLES, Box::new(roles)),
+        ("pg_catalog", "pg_user") => (PG_USER, Box::new(users)),
+        ("pg_catalog", "pg_collation") => (PG_COLLATION, Box::new(collations)),
+        ("pg_catalog", "pg_tablespace") => (PG_TABLESPACE, Box::new(tablespaces)),
+        ("pg_catalog", "pg_views") => (PG_VIEWS, Box::new(move || listing().pg_views())),
+        ("pg_catalog", "pg_tables") => (PG_TABLES, Box::new(move || listing().pg_tables())),
+        ("pg_catalog", "pg_indexes") => (PG_INDEXES, Box::new(move || listing().pg_indexes())),
+        ("pg_catalog", "pg_auth_members") => (PG_AUTH_MEMBERS, Box::new(Vec::new)),
+        ("pg_catalog", "pg_policy") => (PG_POLICY, Box::new(Vec::new)),
+        ("pg_catalog", "pg_statistic_ext") => (PG_STATISTIC_EXT, Box::new(Vec::new)),
+        ("pg_catalog", "pg_publication") => (PG_PUBLICATION, Box::new(Vec::new)),
+        ("pg_catalog", "pg_publication_namespace") => (PG_PUBLICATION_NAMESPACE, Box::new(Vec::new)),
+        ("pg_catalog", "pg_publication_rel") => (PG_PUBLICATION_REL, Box::new(Vec::new)),
+        ("pg_catalog", "pg_inherits") => (PG_INHERITS, Box::new(Vec::new)),
+        // Tern has no range types.
+        ("pg_catalog", "pg_range") => (PG_RANGE, Box::new(Vec::new)),
+        ("pg_catalog", "pg_trigger") => (PG_TRIGGER, Box::new(Vec::new)),
+        ("pg_catalog", "pg_description") => (PG_DESCRIPTION, Box::new(move || descriptions(catalog))),
+        ("pg_catalog", "pg_rewrite") => (PG_REWRITE, Box::new(Vec::new)),
+        ("pg_catalog", "pg_sequence") => (PG_SEQUENCE, Box::new(move || pg_sequence(catalog))),
+        ("pg_catalog", "pg_depend") => (PG_DEPEND, Box::new(move || pg_depend(catalog))),
+        ("pg_catalog", "pg_extension") => (PG_EXTENSION, Box::new(Vec::new)),
+        ("pg_catalog", "pg_settings") => (crate::pg_settings::COLUMNS, Box::new(crate::pg_settings::rows)),
+        ("pg_catalog", "pg_proc") => (crate::pg_proc::COLUMNS, Box::new(move || pg_proc(catalog))),
+        ("pg_catalog", "pg_language") => (PG_LANGUAGE, Box::new(languages)),
+        ("pg_catalog", "pg_opclass") => (PG_OPCLASS, Box::new(operator_classes)),
+        ("information_schema", "schemata") => (SCHEMATA, Box::new(schemata)),
+        ("information_schema", "tables") => (TABLES, Box::new(move || listing().tables())),
+        ("information_schema", "views") => (VIEWS, Box::new(move || listing().views())),
+        ("information_schema", "columns") => (COLUMNS, Box::new(move || listing().columns())),
+        ("information_schema", "sequences") => (SEQUENCES, Box::new(move || information_schema_sequences(catalog))),
+        ("information_schema", "table_constraints") => {
+            (TABLE_CONSTRAINTS, Box::new(move || listing().table_constraints()))
+        }
+        ("information_schema", "key_column_usage") => {
+            (KEY_COLUMN_USAGE, Box::new(move || listing().key_column_usage()))
+        }
+        ("information_schema", "referential_constraints") => {
+            (REFERENTIAL_CONSTRAINTS, Box::new(move || listing().referential_constraints()))
+        }
+        ("pg_catalog", name) => (crate::empty_catalogs::columns(name)?, Box::new(Vec::new)),
+        _ => return None,
+    })
 }
 
 /// A sequence read as a relation, as PostgreSQL has it: one row of `last_value`, `log_cnt`
@@ -170,7 +318,7 @@ fn affinity_of(declared: &str) -> Affinity {
 /// The OID of a table, view or index (the relation `regclass` names), if it exists.
 pub fn relation_oid(catalog: &Catalog, name: &str) -> Option<i64> {
     let name = name.to_ascii_lowercase();
-    if let Some(oid) = system_relation_oid(name.strip_prefix("pg_catalog.").unwrap_or(&name)) {
+    if let Some(oid) = system_oid(&name) {
         return Some(oid);
     }
     let name = name.strip_prefix("public.").unwrap_or(&name);
@@ -611,6 +759,8 @@ impl Attribute {
 struct Relation {
     oid: i64,
     name: String,
+    /// `pg_class.relnamespace`: `public` for the user's relations.
+    namespace: i64,
     /// `pg_class.relkind`: 'r' table, 'v' view, 'i' index, 'S' sequence.
     kind: &'static str,
     attributes: Vec<Attribute>,
@@ -758,6 +908,7 @@ impl Listing {
                 });
             }
             relations.push(Relation {
+                namespace: PUBLIC_OID,
                 oid,
                 name,
                 kind: "r",
@@ -794,6 +945,7 @@ impl Listing {
             }
             let table = catalog.table(&index.table_name).expect("an index's table exists");
             relations.push(Relation {
+                namespace: PUBLIC_OID,
                 oid: index.oid,
                 name: index.name.clone(),
                 kind: "i",
@@ -843,6 +995,7 @@ impl Listing {
                 })
                 .collect();
             relations.push(Relation {
+                namespace: PUBLIC_OID,
                 oid: view_oid(name),
                 name: name.clone(),
                 kind: "v",
@@ -867,6 +1020,7 @@ impl Listing {
                 })
                 .collect();
             relations.push(Relation {
+                namespace: PUBLIC_OID,
                 oid: i64::from(def.relation_oid),
                 name: def.name.clone(),
                 kind: "c",
@@ -880,6 +1034,7 @@ impl Listing {
         for def in catalog.sequences.values() {
             let columns = [("last_value", "bigint"), ("log_cnt", "bigint"), ("is_called", "boolean")];
             relations.push(Relation {
+                namespace: PUBLIC_OID,
                 oid: sequence_oid(def),
                 name: def.name.clone(),
                 kind: "S",
@@ -899,9 +1054,11 @@ impl Listing {
         Listing { relations, indexes, constraints }
     }
 
+    /// The user's relations and the system's (`\dS`, `'pg_class'::regclass`).
     fn pg_class(&self) -> Vec<Vec<Expr>> {
         self.relations
             .iter()
+            .chain(listed_system_relations())
             .map(|relation| {
                 let am = match relation.kind {
                     "r" => HEAP_AM_OID,
@@ -911,7 +1068,7 @@ impl Listing {
                 vec![
                     int(relation.oid),
                     text(&relation.name),
-                    int(PUBLIC_OID),
+                    int(relation.namespace),
                     int(0),
                     int(0),
                     int(OWNER_OID),
@@ -949,7 +1106,7 @@ impl Listing {
 
     fn pg_attribute(&self) -> Vec<Vec<Expr>> {
         let mut rows = Vec::new();
-        for relation in &self.relations {
+        for relation in self.relations.iter().chain(listed_system_relations()) {
             for (position, attribute) in relation.attributes.iter().enumerate() {
                 let type_oid = attribute.type_oid();
                 let (length, collation) = pgtype::BUILT_IN

@@ -502,3 +502,50 @@ fn every_system_relation_reads_whole_rows() {
     assert_eq!(non_empty(&mut session, "pg_indexes"), 3, "city_pkey, city_name and h's unique index");
     assert_eq!(non_empty(&mut session, "information_schema.views"), 1);
 }
+
+#[test]
+fn pg_class_lists_the_system_relations_in_their_schemas() {
+    let db = database();
+    let mut session = db.session();
+    session.execute("SET tern.dialect = 'postgres'", &[]).unwrap();
+    schema(&mut session);
+    // The system relations, by schema and kind, as psql's `\dS` reads them.
+    let listed = "SELECT n.nspname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                  WHERE c.relname = $NAME";
+    let kind = |session: &mut Session, name: &str| rows(session, &listed.replace("$NAME", &format!("'{name}'")));
+    assert_eq!(kind(&mut session, "pg_class"), [["pg_catalog", "r"]]);
+    assert_eq!(kind(&mut session, "pg_tables"), [["pg_catalog", "v"]]);
+    assert_eq!(kind(&mut session, "pg_stat_activity"), [["pg_catalog", "v"]]);
+    assert_eq!(kind(&mut session, "pg_cast"), [["pg_catalog", "r"]]);
+    assert_eq!(kind(&mut session, "tables"), [["information_schema", "v"]]);
+    assert_eq!(kind(&mut session, "city"), [["public", "r"]]);
+    // regclass finds them by the OIDs pg_class gives, PostgreSQL's own where it has one.
+    assert_eq!(one(&mut session, "SELECT 'pg_class'::regclass::oid"), "1259");
+    assert_eq!(
+        one(
+            &mut session,
+            "SELECT count(*) FROM pg_class WHERE oid = 'pg_catalog.pg_tables'::regclass AND relname = 'pg_tables'"
+        ),
+        "1"
+    );
+    // Their columns are in pg_attribute, with their types.
+    assert_eq!(
+        rows(
+            &mut session,
+            "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute \
+             WHERE attrelid = 'pg_namespace'::regclass ORDER BY attnum"
+        ),
+        [["oid", "oid"], ["nspname", "name"], ["nspowner", "oid"], ["nspacl", "text"]]
+    );
+    // The search path is pg_catalog and public: information_schema's relations are not visible.
+    assert_eq!(
+        one(
+            &mut session,
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = 'information_schema' AND pg_table_is_visible(c.oid)"
+        ),
+        "0"
+    );
+    // information_schema's own listing stays the user's tables.
+    assert_eq!(one(&mut session, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'pg_class'"), "0");
+}
