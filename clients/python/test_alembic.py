@@ -1,6 +1,6 @@
 """Alembic autogenerate against `tern serve`: a migration's operations applied through
 Alembic, then the database compared with the models finds no difference, and a change to
-the models is found."""
+the models is found; a later migration changes a column's nullability, default and comment."""
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -8,14 +8,15 @@ from alembic.operations import Operations
 from sqlalchemy import Column, ForeignKey, Index, Integer, MetaData, String, Table, Text, create_engine
 
 
-def models(with_bio):
+def models(with_bio, bio_required=False):
     metadata = MetaData()
+    bio = Column("bio", Text, nullable=not bio_required, comment="about them" if bio_required else None)
     Table(
         "writer",
         metadata,
         Column("id", Integer, primary_key=True),
         Column("name", String(80), nullable=False),
-        *([Column("bio", Text)] if with_bio else []),
+        *([bio] if with_bio else []),
     )
     Table(
         "essay",
@@ -55,4 +56,18 @@ def test_autogenerate_sees_the_schema_and_its_changes(server):
         Operations(MigrationContext.configure(connection)).add_column("writer", Column("bio", Text))
     with engine.connect() as connection:
         assert compare_metadata(MigrationContext.configure(connection), models(with_bio=True)) == []
+
+    # ALTER COLUMN: a default, NOT NULL over the stored rows, a comment.
+    with engine.begin() as connection:
+        connection.exec_driver_sql("INSERT INTO writer (name) VALUES ('ann')")
+        operations = Operations(MigrationContext.configure(connection))
+        operations.alter_column("writer", "bio", server_default="(none yet)")
+        connection.exec_driver_sql("UPDATE writer SET bio = '(none yet)' WHERE bio IS NULL")
+        operations.alter_column("writer", "bio", nullable=False, comment="about them")
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection)
+        assert compare_metadata(context, models(with_bio=True, bio_required=True)) == []
+        assert {kind for kind, *_ in compare_metadata(context, models(with_bio=True))[0]} == {"modify_nullable", "modify_comment"}
+        connection.exec_driver_sql("INSERT INTO writer (name) VALUES ('bo')")
+        assert connection.exec_driver_sql("SELECT bio FROM writer WHERE name = 'bo'").scalar() == "(none yet)"
     engine.dispose()

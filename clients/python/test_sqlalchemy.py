@@ -63,13 +63,14 @@ class Sample(Base):
     """One column of each type SQLAlchemy's PostgreSQL dialect maps."""
 
     __tablename__ = "sample"
+    __table_args__ = {"comment": "one column of each type"}
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     small: Mapped[int | None] = mapped_column(SmallInteger)
     whole: Mapped[int | None] = mapped_column(Integer)
     big: Mapped[int | None] = mapped_column(BigInteger)
     exact: Mapped[decimal.Decimal | None] = mapped_column(Numeric(12, 4))
     real: Mapped[float | None] = mapped_column(Float)
-    short: Mapped[str | None] = mapped_column(String(20))
+    short: Mapped[str | None] = mapped_column(String(20), comment="at most 20")
     long: Mapped[str | None] = mapped_column(Text)
     flag: Mapped[bool | None] = mapped_column(Boolean)
     day: Mapped[datetime.date | None] = mapped_column(Date)
@@ -254,3 +255,7 @@ def test_inspect_reads_the_schema(engine):
     assert isinstance(sample["exact"], Numeric) and (sample["exact"].precision, sample["exact"].scale) == (12, 4)
     assert [enum["labels"] for enum in inspector.get_enums()] == [["sad", "ok", "happy"]]
     assert inspector.has_table("author") and not inspector.has_table("nothing_here")
+    # Comments made by create_all (COMMENT ON) read back.
+    assert inspector.get_table_comment("sample")["text"] == "one column of each type"
+    comments = {column["name"]: column.get("comment") for column in inspector.get_columns("sample")}
+    assert comments["short"] == "at most 20" and comments["long"] is None

@@ -2504,13 +2504,23 @@ impl<'c> Binder<'c> {
                     }
                 }
                 let names = crate::system::relation_names(self.catalog);
+                // A value that is not a known OID may be a name (a parameter, a column of
+                // names): it reads as its relation's OID.
+                let by_name = Expr::Case {
+                    operand: Some(Box::new(Expr::Function(ScalarFunction::Lower, vec![bound.clone()]))),
+                    whens: crate::system::regclass_names(self.catalog)
+                        .into_iter()
+                        .map(|(name, oid)| (literal(Value::Text(name)), literal(Value::Integer(oid))))
+                        .collect(),
+                    otherwise: Some(Box::new(bound.clone())),
+                };
                 Expr::Case {
-                    operand: Some(Box::new(bound.clone())),
+                    operand: Some(Box::new(bound)),
                     whens: names
                         .into_iter()
                         .map(|(oid, name)| (literal(Value::Integer(oid)), literal(Value::Text(name))))
                         .collect(),
-                    otherwise: Some(Box::new(bound)),
+                    otherwise: Some(Box::new(by_name)),
                 }
             }
             // A schema's name reads as its OID, as a relation's does.

@@ -178,6 +178,24 @@ fn enumerate_system_relations() -> Vec<(&'static str, &'static str, bool, i64)> 
         .collect()
 }
 
+/// The names a relation OID may be written as, for `regclass` casts of values known only when
+/// the statement runs: the user's relations by name and `public.` name, the system's by
+/// `pg_catalog.` / `information_schema.` name (and unqualified for `pg_catalog`'s).
+pub fn regclass_names(catalog: &Catalog) -> Vec<(String, i64)> {
+    let mut names = Vec::new();
+    for (oid, name) in relation_names(catalog) {
+        names.push((format!("public.{name}"), oid));
+        names.push((name, oid));
+    }
+    for &(schema, name, _, oid) in system_relations() {
+        names.push((format!("{schema}.{name}"), oid));
+        if schema == "pg_catalog" {
+            names.push((name.to_string(), oid));
+        }
+    }
+    names
+}
+
 /// The OIDs of `information_schema`'s relations (not on the search path).
 pub fn information_schema_oids() -> Vec<i64> {
     system_relations().iter().filter(|(schema, ..)| *schema == "information_schema").map(|&(.., oid)| oid).collect()
