@@ -1,6 +1,7 @@
 """Alembic autogenerate against `tern serve`: a migration's operations applied through
 Alembic, then the database compared with the models finds no difference, and a change to
-the models is found; a later migration changes a column's nullability, default and comment."""
+the models is found; a later migration changes a column's nullability, default and comment,
+and a downgrade drops it."""
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -70,4 +71,12 @@ def test_autogenerate_sees_the_schema_and_its_changes(server):
         assert {kind for kind, *_ in compare_metadata(context, models(with_bio=True))[0]} == {"modify_nullable", "modify_comment"}
         connection.exec_driver_sql("INSERT INTO writer (name) VALUES ('bo')")
         assert connection.exec_driver_sql("SELECT bio FROM writer WHERE name = 'bo'").scalar() == "(none yet)"
+
+    # A downgrade: the column goes, the rows stay.
+    with engine.begin() as connection:
+        Operations(MigrationContext.configure(connection)).drop_column("writer", "bio")
+    with engine.connect() as connection:
+        assert compare_metadata(MigrationContext.configure(connection), models(with_bio=False)) == []
+        names = connection.exec_driver_sql("SELECT name FROM writer ORDER BY name").scalars().all()
+        assert names == ["ann"]  # "bo" was inserted in a connection that rolled back
     engine.dispose()

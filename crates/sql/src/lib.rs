@@ -38,6 +38,8 @@ pub mod describe;
 pub mod dialect;
 pub mod dml;
 pub mod domain;
+pub mod drop_column;
+pub mod drop_constraint;
 pub mod empty_catalogs;
 pub mod enum_type;
 pub mod error;

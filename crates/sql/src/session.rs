@@ -1947,9 +1947,12 @@ fn run_statement(
                 }
                 return Err(Error::undefined_table(&table_name));
             };
+            let old_table = table.clone();
             let mut table = (*table).clone();
             let mut built = Vec::new();
             let mut checks = Vec::new();
+            let mut dropped_indexes = Vec::new();
+            let mut dropped_positions = Vec::new();
             for operation in operations {
                 match operation {
                     ast::AlterTableOperation::AddConstraint { constraint, .. } => {
@@ -1973,12 +1976,42 @@ fn run_statement(
                     ast::AlterTableOperation::OwnerTo { new_owner } => {
                         crate::ownership::check_role(&new_owner.to_string(), &exec.current_user())?
                     }
+                    ast::AlterTableOperation::DropConstraint { if_exists, name, drop_behavior } => {
+                        let cascade = matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
+                        let dropped =
+                            crate::drop_constraint::drop(&mut changed, &mut table, name, *if_exists, cascade)?;
+                        dropped_indexes.extend(dropped);
+                    }
+                    ast::AlterTableOperation::DropColumn { column_names, if_exists, drop_behavior, .. } => {
+                        let cascade = matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
+                        for name in column_names {
+                            let dropped = crate::drop_column::drop(
+                                &mut changed,
+                                &mut table,
+                                name,
+                                *if_exists,
+                                cascade,
+                                exec.dialect(),
+                            )?;
+                            dropped_indexes.extend(dropped.indexes);
+                            for id in dropped.sequences {
+                                exec.forget_sequence(id);
+                            }
+                            dropped_positions.extend(dropped.position);
+                        }
+                    }
                     operation => alter_table(&mut changed, &mut table, operation, exec.dialect())?,
                 }
             }
             changed.tables.remove(&table_name);
             let table = Arc::new(table);
             changed.tables.insert(table.name.to_ascii_lowercase(), table.clone());
+            for index in dropped_indexes {
+                dml::clear_prefix(exec, &crate::codec::object_prefix(index.id))?;
+            }
+            if !dropped_positions.is_empty() {
+                crate::drop_column::rewrite_rows(catalog, exec, &old_table, &dropped_positions)?;
+            }
             for (index, not_null) in built {
                 dml::build_key_index(&changed, exec, &table, &index, not_null)?;
             }

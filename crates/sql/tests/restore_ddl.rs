@@ -163,3 +163,67 @@ fn a_foreign_key_added_later_checks_the_stored_rows_then_every_write() {
         ["FOREIGN KEY (parent_id) REFERENCES parent(id) ON DELETE CASCADE"]
     );
 }
+
+#[test]
+fn dropped_constraints_stop_being_checked_and_free_their_indexes() {
+    let db = Database::open_in_memory().unwrap();
+    let mut pg = postgres(&db);
+    run(&mut pg, "CREATE TABLE parent (id int PRIMARY KEY, code text UNIQUE, n int CHECK (n > 0))");
+    run(&mut pg, "CREATE TABLE child (id int PRIMARY KEY, code text REFERENCES parent(code))");
+    run(&mut pg, "INSERT INTO parent VALUES (1, 'a', 1)");
+    run(&mut pg, "INSERT INTO child VALUES (1, 'a')");
+    // The unique key is referenced: RESTRICT refuses, CASCADE takes the foreign key along.
+    assert_eq!(sqlstate(&mut pg, "ALTER TABLE parent DROP CONSTRAINT parent_code_key"), "2BP01");
+    run(&mut pg, "ALTER TABLE parent DROP CONSTRAINT parent_code_key CASCADE");
+    run(&mut pg, "INSERT INTO parent VALUES (2, 'a', 2)");
+    run(&mut pg, "INSERT INTO child VALUES (2, 'zzz')");
+    assert_eq!(texts(&mut pg, "SELECT count(*) FROM pg_constraint WHERE contype IN ('u', 'f')"), ["0"]);
+    run(&mut pg, "ALTER TABLE parent DROP CONSTRAINT parent_check1");
+    run(&mut pg, "INSERT INTO parent VALUES (3, 'c', -5)");
+    assert_eq!(sqlstate(&mut pg, "ALTER TABLE parent DROP CONSTRAINT nothing"), "42704");
+    run(&mut pg, "ALTER TABLE parent DROP CONSTRAINT IF EXISTS nothing");
+    assert_eq!(sqlstate(&mut pg, "ALTER TABLE parent DROP CONSTRAINT parent_pkey"), "0A000");
+    // A foreign key added and dropped again.
+    run(&mut pg, "ALTER TABLE child ADD CONSTRAINT child_parent FOREIGN KEY (id) REFERENCES parent(id)");
+    assert_eq!(sqlstate(&mut pg, "INSERT INTO child VALUES (9, 'x')"), "23503");
+    run(&mut pg, "ALTER TABLE child DROP CONSTRAINT child_parent");
+    run(&mut pg, "INSERT INTO child VALUES (9, 'x')");
+}
+
+#[test]
+fn a_dropped_column_leaves_the_rows_indexes_and_keys_it_did_not_touch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("drop.db");
+    {
+        let db = Database::open(&path, Options::default()).unwrap();
+        let mut pg = postgres(&db);
+        run(&mut pg, "CREATE TABLE t (id int PRIMARY KEY, a text, b int CHECK (b >= 0), c text, serial_col serial)");
+        run(&mut pg, "CREATE INDEX t_b ON t (b)");
+        run(&mut pg, "CREATE INDEX t_c ON t (c)");
+        run(&mut pg, "INSERT INTO t (id, a, b, c) VALUES (1, 'x', 10, 'p'), (2, 'y', 20, 'q')");
+        run(&mut pg, "CREATE VIEW v AS SELECT id, b FROM t");
+        assert_eq!(sqlstate(&mut pg, "ALTER TABLE t DROP COLUMN b"), "2BP01");
+        assert_eq!(sqlstate(&mut pg, "ALTER TABLE t DROP COLUMN id"), "0A000");
+        assert_eq!(sqlstate(&mut pg, "ALTER TABLE t DROP COLUMN nothing"), "42703");
+        run(&mut pg, "ALTER TABLE t DROP COLUMN IF EXISTS nothing");
+        run(&mut pg, "ALTER TABLE t DROP COLUMN b CASCADE, DROP COLUMN serial_col");
+        assert_eq!(texts(&mut pg, "SELECT count(*) FROM pg_views WHERE viewname = 'v'"), ["0"]);
+        assert_eq!(texts(&mut pg, "SELECT count(*) FROM pg_class WHERE relname IN ('t_b', 't_serial_col_seq')"), ["0"]);
+        // The CHECK on b went with it; the index on c moved and still finds rows.
+        run(&mut pg, "INSERT INTO t VALUES (3, 'z', 'r')");
+        assert_eq!(texts(&mut pg, "SELECT id FROM t WHERE c = 'q'"), ["2"]);
+    }
+    let db = Database::open(&path, Options::default()).unwrap();
+    let mut pg = postgres(&db);
+    assert_eq!(texts(&mut pg, "SELECT id || a || c FROM t ORDER BY id"), ["1xp", "2yq", "3zr"]);
+    assert_eq!(texts(&mut pg, "SELECT a FROM t WHERE c = 'r'"), ["z"]);
+    assert_eq!(
+        texts(
+            &mut pg,
+            "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 't'::regclass AND attnum > 0"
+        ),
+        ["id,a,c"]
+    );
+    run(&mut pg, "ALTER TABLE t ADD COLUMN d int DEFAULT 7");
+    assert_eq!(texts(&mut pg, "SELECT sum(d) FROM t"), ["21"]);
+}
