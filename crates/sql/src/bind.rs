@@ -1535,6 +1535,18 @@ impl<'c> Binder<'c> {
                     }
                     other => other,
                 };
+                let json_operator = match op {
+                    B::Arrow => Some(crate::json_operators::JsonOperator::Get),
+                    B::LongArrow => Some(crate::json_operators::JsonOperator::GetText),
+                    B::HashArrow => Some(crate::json_operators::JsonOperator::Path),
+                    B::HashLongArrow => Some(crate::json_operators::JsonOperator::PathText),
+                    B::AtArrow => Some(crate::json_operators::JsonOperator::Contains),
+                    B::ArrowAt => Some(crate::json_operators::JsonOperator::ContainedBy),
+                    _ => None,
+                };
+                if let Some(operator) = json_operator {
+                    return self.bind_json_operator(operator, left, right, scope);
+                }
                 if let B::PGRegexMatch | B::PGRegexIMatch | B::PGRegexNotMatch | B::PGRegexNotIMatch = op {
                     let case_insensitive = matches!(op, B::PGRegexIMatch | B::PGRegexNotIMatch);
                     let call = Expr::Function(
@@ -2035,6 +2047,33 @@ impl<'c> Binder<'c> {
         }
         let bound = args.iter().map(|arg| self.bind_expr(arg, scope)).collect::<Result<Vec<_>>>()?;
         Ok(Expr::Function(scalar, bound))
+    }
+
+    /// A JSON operator: on `json` or `jsonb` by the left operand's type (for containment, either
+    /// side's); an untyped literal reads as `json`, as PostgreSQL resolves it.
+    fn bind_json_operator(
+        &mut self,
+        operator: crate::json_operators::JsonOperator,
+        left: &ast::Expr,
+        right: &ast::Expr,
+        scope: &Scope,
+    ) -> Result<Expr> {
+        use crate::json_operators::{JsonOp, JsonOperator};
+        let left = self.bind_expr(left, scope)?;
+        let right = self.bind_expr(right, scope)?;
+        let containment = matches!(operator, JsonOperator::Contains | JsonOperator::ContainedBy);
+        let binary = match (json_type(&left, scope), json_type(&right, scope)) {
+            (Some(binary), _) => binary,
+            (None, Some(binary)) if containment => binary,
+            (None, _) if containment => {
+                return Err(Error::unsupported("@> and <@ on values other than jsonb"));
+            }
+            (None, _) => false,
+        };
+        if containment && !binary {
+            return Err(Error::new("42883", "operator does not exist: json @> json (containment needs jsonb)"));
+        }
+        Ok(Expr::Function(ScalarFunction::JsonOperator(JsonOp { operator, binary }), vec![left, right]))
     }
 
     /// The ordered-set aggregates `percentile_cont(f)`, `percentile_disc(f)` and `mode()`
@@ -3164,14 +3203,7 @@ fn extract_set_returning(expr: Expr, base: usize, calls: &mut Vec<(crate::plan::
 /// booleans, `j` for JSON, `-` for the others.
 fn json_argument_kinds(args: &[Expr], scope: &Scope) -> String {
     use crate::describe::SqlType;
-    let input: Vec<SqlType> = scope
-        .columns
-        .iter()
-        .map(|column| match column.affinity {
-            Some(Affinity::Boolean) => SqlType::Boolean,
-            _ => SqlType::Unknown,
-        })
-        .collect();
+    let input = scope_types(scope);
     let mut inference = crate::describe::Inference::new(0);
     args.iter()
         .map(|arg| match inference.expr(arg, &input) {
@@ -3180,4 +3212,27 @@ fn json_argument_kinds(args: &[Expr], scope: &Scope) -> String {
             _ => '-',
         })
         .collect()
+}
+
+/// What type inference needs to know of the scope's columns: booleans and JSON.
+fn scope_types(scope: &Scope) -> Vec<crate::describe::SqlType> {
+    use crate::describe::SqlType;
+    scope
+        .columns
+        .iter()
+        .map(|column| match column.affinity {
+            Some(Affinity::Boolean) => SqlType::Boolean,
+            Some(Affinity::Json(binary)) => SqlType::Declared(if binary { "jsonb" } else { "json" }.into()),
+            _ => SqlType::Unknown,
+        })
+        .collect()
+}
+
+/// Whether an expression is `jsonb` (`Some(true)`), `json` (`Some(false)`) or neither.
+fn json_type(expr: &Expr, scope: &Scope) -> Option<bool> {
+    match crate::describe::Inference::new(0).expr(expr, &scope_types(scope)) {
+        crate::describe::SqlType::Declared(name) if name == "jsonb" => Some(true),
+        crate::describe::SqlType::Declared(name) if name == "json" => Some(false),
+        _ => None,
+    }
 }

@@ -566,6 +566,11 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         PgSizePretty => SqlType::Text,
         CheckDomain => first,
         Json(build) => SqlType::Declared(build.type_name().into()),
+        JsonOperator(op) => match op.result_type() {
+            "boolean" => SqlType::Boolean,
+            "text" => SqlType::Text,
+            name => SqlType::Declared(name.into()),
+        },
         RegexpLike => SqlType::Boolean,
         NextVal | CurrVal | SetVal | LastVal | ObjectBytes => SqlType::Integer,
         Advisory(call) => match call.op {

@@ -192,6 +192,8 @@ pub enum ScalarFunction {
     /// `json_build_object`, `json_build_array`, `to_json` and their `jsonb_` forms
     /// ([`crate::json_functions`]): (argument kinds, arguments...).
     Json(crate::json_functions::JsonBuild),
+    /// `->`, `->>`, `#>`, `#>>`, `@>`, `<@` on `json`/`jsonb` ([`crate::json_operators`]).
+    JsonOperator(crate::json_operators::JsonOp),
 }
 
 /// Which advisory lock function: what it does, in which mode, for how long.
@@ -665,6 +667,7 @@ pub fn call(function: ScalarFunction, args: &[Value]) -> Result<Value> {
             _ => Value::Null,
         },
         Json(build) => crate::json_functions::call(build, args)?,
+        JsonOperator(op) => crate::json_operators::apply(op, &arg(0), &arg(1))?,
         SetReturning(_) => {
             return Err(Error::new("0A000", "set-returning functions are not allowed here (only in a select list)"));
         }

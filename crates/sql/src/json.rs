@@ -207,6 +207,56 @@ impl Parser<'_> {
     }
 }
 
+/// One step into a JSON document: an object's member by key, or an array's element by
+/// position (from 0; negative counts from the end).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Key(String),
+    Index(i64),
+}
+
+/// The text of the value one step into the JSON document `text`, exactly as written (what
+/// PostgreSQL's `json` operators return): `None` when there is no such member or element, or
+/// the step does not fit the value (a key into an array). An object's last member of the key
+/// counts, as in PostgreSQL. 22P02 if `text` is not JSON.
+pub fn child_text<'t>(text: &'t str, step: &Step) -> Result<Option<&'t str>> {
+    parse(text)?;
+    let mut parser = Parser { bytes: text.as_bytes(), at: 0 };
+    parser.skip_space();
+    let mut spans = Vec::new();
+    match (parser.bytes.get(parser.at), step) {
+        (Some(b'{'), Step::Key(wanted)) => {
+            parser.at += 1;
+            while !parser.eat(b'}') {
+                parser.skip_space();
+                let key = parser.string().ok_or_else(|| invalid(text))?;
+                parser.eat(b':');
+                parser.skip_space();
+                let start = parser.at;
+                parser.value(1).ok_or_else(|| invalid(text))?;
+                if key == *wanted {
+                    spans.push((start, parser.at));
+                }
+                parser.eat(b',');
+            }
+            Ok(spans.last().map(|&(start, end)| &text[start..end]))
+        }
+        (Some(b'['), Step::Index(wanted)) => {
+            parser.at += 1;
+            while !parser.eat(b']') {
+                parser.skip_space();
+                let start = parser.at;
+                parser.value(1).ok_or_else(|| invalid(text))?;
+                spans.push((start, parser.at));
+                parser.eat(b',');
+            }
+            let position = if *wanted < 0 { spans.len() as i64 + wanted } else { *wanted };
+            Ok(usize::try_from(position).ok().and_then(|at| spans.get(at)).map(|&(start, end)| &text[start..end]))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// A JSON string literal of `text`, escaped as PostgreSQL escapes it.
 pub fn quote(text: &str, out: &mut String) {
     out.push('"');

@@ -50,6 +50,7 @@ pub mod grouping_sets;
 pub mod interned;
 pub mod json;
 pub mod json_functions;
+pub mod json_operators;
 pub mod lift;
 pub mod limits;
 pub mod merge;

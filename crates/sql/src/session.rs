@@ -441,6 +441,17 @@ pub fn parse(sql: &str) -> Result<Vec<ast::Statement>> {
     }
 }
 
+/// Whether the text has a JSON operator (`->`, `->>`, `#>`, `#>>`, `@>`, `<@`).
+fn has_json_operator(tokens: &[sqlparser::tokenizer::TokenWithSpan]) -> bool {
+    use sqlparser::tokenizer::Token;
+    tokens.iter().any(|token| {
+        matches!(
+            token.token,
+            Token::Arrow | Token::LongArrow | Token::HashArrow | Token::HashLongArrow | Token::AtArrow | Token::ArrowAt
+        )
+    })
+}
+
 /// Whether the text has PostgreSQL's array syntax, which SQLite's tokenizer reads as
 /// bracket-quoted names: `ARRAY[1, 2]` (the column `ARRAY` with the alias `1, 2`) and the array
 /// types `int[]` and `text[3]` (an empty or numeric name).
@@ -483,6 +494,11 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
     number_anonymous_parameters(&mut tokens);
     if dialect.is::<sqlparser::dialect::SQLiteDialect>() && has_array_constructor(&tokens) {
         return Err(Error::syntax("ARRAY[...] is PostgreSQL's array constructor"));
+    }
+    // sqlparser's SQLite dialect binds `->` looser than `=` (`j ->> 'k' = 'v'` would compare
+    // first); PostgreSQL's binds it tighter, as both databases do.
+    if dialect.is::<sqlparser::dialect::SQLiteDialect>() && has_json_operator(&tokens) {
+        return Err(Error::syntax("JSON operators parse with PostgreSQL's precedence"));
     }
     let tokens = crate::window::syntax::encode_exclusions(quote_pragma_words(rewrite_sqlite_forms(tokens)));
     let tokens =
