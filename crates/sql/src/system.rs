@@ -1321,12 +1321,16 @@ impl Listing {
 
     fn columns(&self) -> Vec<Vec<Expr>> {
         let mut rows = Vec::new();
-        for relation in self.relations.iter().filter(|relation| !matches!(relation.kind, "i" | "c")) {
+        // Tables and views, as PostgreSQL's view lists them (not sequences or indexes).
+        for relation in self.relations.iter().filter(|relation| matches!(relation.kind, "r" | "v")) {
             for (position, attribute) in relation.attributes.iter().enumerate() {
                 let type_oid = attribute.type_oid();
                 let typmod = pgtype::declared_typmod(&attribute.declared);
                 let (data_type, udt_name) = match attribute.user_type {
                     Some(_) => ("USER-DEFINED".to_string(), attribute.declared.to_ascii_lowercase()),
+                    None if pgtype::element_of(type_oid).is_some() => {
+                        ("ARRAY".to_string(), pgtype::name_of(type_oid).to_string())
+                    }
                     None => (pgtype::format_type(type_oid, -1), pgtype::name_of(type_oid).to_string()),
                 };
                 let length = match type_oid {

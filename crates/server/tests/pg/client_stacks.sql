@@ -53,3 +53,7 @@ SELECT '{"z": 1, "aa": 2, "b": 3}'::jsonb AS normalized, '  {"z" : 1}  '::json A
 SELECT 'x'::uuid;
 SELECT '{'::jsonb;
 SELECT count(*) FROM typed_text;
+-- information_schema.columns: tables and views only, arrays as ARRAY, SERIAL as integer in views too.
+CREATE TABLE typed_cols (id serial PRIMARY KEY, big bigserial, tags text[], n integer);
+CREATE VIEW typed_view AS SELECT id, big, n FROM typed_cols;
+SELECT table_name, column_name, data_type, udt_name FROM information_schema.columns WHERE table_name IN ('typed_cols', 'typed_cols_id_seq', 'typed_view') ORDER BY table_name, ordinal_position;

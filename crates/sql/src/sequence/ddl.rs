@@ -163,7 +163,14 @@ pub fn attach_sequence(
     let def = define(catalog.allocate_id(), &name, Some(data_type), &options, owner)?;
     catalog.sequences.insert(name.clone(), Arc::new(def));
     column.declared_type = data_type.to_string();
-    column.affinity = crate::value::Affinity::Integer;
+    // The postgres dialect types integers by width (a SERIAL is an `integer`); the sqlite
+    // dialect has one INTEGER.
+    column.affinity = match column.affinity {
+        crate::value::Affinity::Int(_) => {
+            crate::value::Affinity::of_declared_type_in(data_type, crate::dialect::Dialect::Postgres)
+        }
+        _ => crate::value::Affinity::Integer,
+    };
     column.not_null = true;
     column.default = Some(format!("nextval('{name}')"));
     column.identity = identity;
