@@ -19,6 +19,7 @@ pub mod activity;
 pub mod advisory;
 pub mod aggregate;
 pub mod alter_column;
+pub mod alter_table;
 pub mod array;
 pub mod array_functions;
 pub mod bind;

@@ -1955,85 +1955,7 @@ fn run_statement(
             Ok(Outcome::Done("TRUNCATE"))
         }
         ast::Statement::AlterTable { name, operations, if_exists, .. } => {
-            let table_name = object_name(name)?;
-            let mut changed = (**catalog).clone();
-            let Some(table) = changed.table(&table_name).cloned() else {
-                if *if_exists {
-                    return Ok(Outcome::Done("ALTER TABLE"));
-                }
-                return Err(Error::undefined_table(&table_name));
-            };
-            let old_table = table.clone();
-            let mut table = (*table).clone();
-            let mut built = Vec::new();
-            let mut checks = Vec::new();
-            let mut dropped_indexes = Vec::new();
-            let mut dropped_positions = Vec::new();
-            for operation in operations {
-                match operation {
-                    ast::AlterTableOperation::AddConstraint { constraint, .. } => {
-                        match crate::foreign_key::definition::declared(constraint) {
-                            Some(declared) => {
-                                let name = crate::foreign_key::definition::add(
-                                    &changed,
-                                    &mut table,
-                                    declared,
-                                    exec.dialect(),
-                                )?;
-                                edit_table_sql(&mut table, |create| create.constraints.push(constraint.clone()))?;
-                                checks.push(crate::alter_column::RowCheck::ForeignKey(name));
-                            }
-                            None => built.push(add_key_constraint(&mut changed, &mut table, constraint)?),
-                        }
-                    }
-                    ast::AlterTableOperation::AlterColumn { column_name, op } => {
-                        checks.extend(crate::alter_column::alter(&mut changed, &mut table, column_name, op)?)
-                    }
-                    ast::AlterTableOperation::OwnerTo { new_owner } => {
-                        crate::ownership::check_role(&new_owner.to_string(), &exec.current_user())?
-                    }
-                    ast::AlterTableOperation::DropConstraint { if_exists, name, drop_behavior } => {
-                        let cascade = matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
-                        let dropped =
-                            crate::drop_constraint::drop(&mut changed, &mut table, name, *if_exists, cascade)?;
-                        dropped_indexes.extend(dropped);
-                    }
-                    ast::AlterTableOperation::DropColumn { column_names, if_exists, drop_behavior, .. } => {
-                        let cascade = matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
-                        for name in column_names {
-                            let dropped = crate::drop_column::drop(
-                                &mut changed,
-                                &mut table,
-                                name,
-                                *if_exists,
-                                cascade,
-                                exec.dialect(),
-                            )?;
-                            dropped_indexes.extend(dropped.indexes);
-                            for id in dropped.sequences {
-                                exec.forget_sequence(id);
-                            }
-                            dropped_positions.extend(dropped.position);
-                        }
-                    }
-                    operation => alter_table(&mut changed, &mut table, operation, exec.dialect())?,
-                }
-            }
-            changed.tables.remove(&table_name);
-            let table = Arc::new(table);
-            changed.tables.insert(table.name.to_ascii_lowercase(), table.clone());
-            for index in dropped_indexes {
-                dml::clear_prefix(exec, &crate::codec::object_prefix(index.id))?;
-            }
-            if !dropped_positions.is_empty() {
-                crate::drop_column::rewrite_rows(catalog, exec, &old_table, &dropped_positions)?;
-            }
-            for (index, not_null) in built {
-                dml::build_key_index(&changed, exec, &table, &index, not_null)?;
-            }
-            crate::alter_column::check_rows(&changed, exec, &table, &checks)?;
-            *new_catalog = Some(changed);
-            Ok(Outcome::Done("ALTER TABLE"))
+            crate::alter_table::execute(catalog, exec, name, operations, *if_exists, new_catalog)
         }
         other => run_postgres_object_statement(catalog, exec, other, new_catalog),
     }
@@ -2116,7 +2038,7 @@ fn run_postgres_object_statement(
 }
 
 /// The last part of an object name as written: case kept, quotes removed.
-fn written_name(name: &ast::ObjectName) -> Option<String> {
+pub(crate) fn written_name(name: &ast::ObjectName) -> Option<String> {
     match name.0.last() {
         Some(ast::ObjectNamePart::Identifier(ident)) => Some(ident.value.clone()),
         _ => None,
@@ -2129,13 +2051,13 @@ fn first_words(sql: &str) -> String {
 
 /// A column definition's parts: the column, whether it is the primary key or unique, its CHECK,
 /// and the sequence it asks for (SERIAL, identity).
-struct ColumnParts {
-    def: ColumnDef,
-    primary: bool,
+pub(crate) struct ColumnParts {
+    pub def: ColumnDef,
+    pub primary: bool,
     /// UNIQUE, with the constraint's name when it has one.
-    unique: Option<Option<String>>,
-    check: Option<String>,
-    generated: Option<crate::sequence::ddl::Generated>,
+    pub unique: Option<Option<String>>,
+    pub check: Option<String>,
+    pub generated: Option<crate::sequence::ddl::Generated>,
 }
 
 /// The affinity of a column's declared type: an enum or composite type of the catalog, else
@@ -2150,7 +2072,7 @@ fn declared_affinity(catalog: &Catalog, declared_type: &str, dialect: Dialect) -
     }
 }
 
-fn column_def(column: &ast::ColumnDef, dialect: Dialect, catalog: &Catalog) -> Result<ColumnParts> {
+pub(crate) fn column_def(column: &ast::ColumnDef, dialect: Dialect, catalog: &Catalog) -> Result<ColumnParts> {
     let mut declared_type =
         if column.data_type == ast::DataType::Unspecified { String::new() } else { column.data_type.to_string() };
     // A domain: its base type, default and checks.
@@ -2255,7 +2177,7 @@ fn unique_index_name(
     Ok(candidate)
 }
 
-fn index_columns(table: &TableDef, columns: &[ast::IndexColumn]) -> Result<Vec<usize>> {
+pub(crate) fn index_columns(table: &TableDef, columns: &[ast::IndexColumn]) -> Result<Vec<usize>> {
     columns
         .iter()
         .map(|column| match &column.column.expr {
@@ -2268,7 +2190,7 @@ fn index_columns(table: &TableDef, columns: &[ast::IndexColumn]) -> Result<Vec<u
 }
 
 /// Adds a table to the catalog; false if it existed and IF NOT EXISTS was given.
-fn too_many_columns() -> Error {
+pub(crate) fn too_many_columns() -> Error {
     Error::new("54011", format!("tables can have at most {} columns", crate::limits::MAX_COLUMNS))
 }
 
@@ -2534,7 +2456,7 @@ pub(crate) fn edit_table_sql(table: &mut TableDef, edit: impl FnOnce(&mut ast::C
 }
 
 /// The same for a CREATE INDEX statement.
-fn edit_index_sql(index: &mut IndexDef, edit: impl FnOnce(&mut ast::CreateIndex)) -> Result<()> {
+pub(crate) fn edit_index_sql(index: &mut IndexDef, edit: impl FnOnce(&mut ast::CreateIndex)) -> Result<()> {
     index.sql = edit_stored_sql(&index.sql, &index.name, |statement| match statement {
         ast::Statement::CreateIndex(create) => {
             edit(create);
@@ -2555,185 +2477,4 @@ fn edit_stored_sql(sql: &str, object: &str, edit: impl FnOnce(&mut ast::Statemen
         return Ok(statement.to_string());
     }
     Err(Error::corrupt(format!("stored definition of {object}")))
-}
-
-/// ALTER TABLE ADD PRIMARY KEY / ADD UNIQUE: a constraint index over the existing rows (the
-/// rows keep their keys; the index enforces uniqueness, and NOT NULL for a primary key), and
-/// the constraint in the stored CREATE TABLE text. Returns the index to build and whether its
-/// columns must hold no NULL.
-fn add_key_constraint(
-    catalog: &mut Catalog,
-    table: &mut TableDef,
-    constraint: &ast::TableConstraint,
-) -> Result<(Arc<IndexDef>, bool)> {
-    let (columns, primary, name) = match constraint {
-        ast::TableConstraint::PrimaryKey { columns, name, .. } => (columns, true, name),
-        ast::TableConstraint::Unique { columns, name, .. } => (columns, false, name),
-        other => return Err(Error::unsupported(format!("ALTER TABLE ADD {other}"))),
-    };
-    let has_primary_key = !table.primary_key.is_empty()
-        || catalog
-            .table_indexes(&table.name)
-            .iter()
-            .any(|index| index.name == format!("{}_pkey", table.name).to_ascii_lowercase());
-    if primary && has_primary_key {
-        return Err(Error::new("42P16", format!("multiple primary keys for table {} are not allowed", table.name)));
-    }
-    let columns = index_columns(table, columns)?;
-    let suffix = if primary {
-        "pkey".to_string()
-    } else {
-        format!("{}_key", columns.iter().map(|&c| table.columns[c].name.as_str()).collect::<Vec<_>>().join("_"))
-    };
-    let index_name = match name {
-        Some(name) => name.value.to_ascii_lowercase(),
-        None => format!("{}_{suffix}", table.name).to_ascii_lowercase(),
-    };
-    if catalog.name_in_use(&index_name) {
-        return Err(Error::duplicate_object(format!("relation {index_name} already exists")));
-    }
-    if primary {
-        for &column in &columns {
-            table.columns[column].not_null = true;
-        }
-    }
-    edit_table_sql(table, |create| create.constraints.push(constraint.clone()))?;
-    let id = catalog.allocate_id();
-    let index = Arc::new(IndexDef {
-        id,
-        name: index_name.clone(),
-        table: table.name.to_ascii_lowercase(),
-        columns,
-        unique: true,
-        constraint: true,
-        sql: String::new(),
-    });
-    catalog.indexes.insert(index_name, index.clone());
-    Ok((index, primary))
-}
-
-fn alter_table(
-    catalog: &mut Catalog,
-    table: &mut TableDef,
-    operation: &ast::AlterTableOperation,
-    dialect: Dialect,
-) -> Result<()> {
-    match operation {
-        ast::AlterTableOperation::AddColumn { column_def: column, if_not_exists, .. } => {
-            if table.column_index(&column.name.value).is_some() {
-                if *if_not_exists {
-                    return Ok(());
-                }
-                return Err(Error::duplicate_object(format!("duplicate column name: {}", column.name.value)));
-            }
-            if table.columns.len() >= crate::limits::MAX_COLUMNS {
-                return Err(too_many_columns());
-            }
-            let ColumnParts { def, primary, unique, check, generated } = column_def(column, dialect, catalog)?;
-            if column.options.iter().any(|option| matches!(option.option, ast::ColumnOption::ForeignKey { .. })) {
-                return Err(Error::unsupported("adding a column with REFERENCES (create the table with it)"));
-            }
-            if generated.is_some() {
-                // Rows already stored would each need a value of their own.
-                return Err(Error::unsupported("adding a SERIAL or identity column to an existing table"));
-            }
-            if primary || unique.is_some() {
-                return Err(Error::new("42000", "Cannot add a PRIMARY KEY or UNIQUE column"));
-            }
-            if def.not_null && def.default.is_none() {
-                return Err(Error::new("42000", "Cannot add a NOT NULL column with default value NULL"));
-            }
-            if let Some(default) = &def.default {
-                // Old rows get the default when read, so it must not depend on the time of reading.
-                let expr = crate::bind::bind_standalone_expr(default)?;
-                if !expr.is_constant() {
-                    return Err(Error::new("42000", "Cannot add a column with non-constant default"));
-                }
-            }
-            table.columns.push(def);
-            if let Some(check) = check {
-                table.checks.push(check);
-            }
-            edit_table_sql(table, |create| create.columns.push(column.clone()))
-        }
-        ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
-            let index = table
-                .column_index(&old_column_name.value)
-                .ok_or_else(|| Error::undefined_column(&old_column_name.value))?;
-            if table.column_index(&new_column_name.value).is_some() {
-                return Err(Error::duplicate_object(format!("duplicate column name: {}", new_column_name.value)));
-            }
-            if !table.checks.is_empty() {
-                return Err(Error::unsupported("renaming a column of a table with CHECK constraints"));
-            }
-            table.columns[index].name = new_column_name.value.clone();
-            let old = &old_column_name.value;
-            let rename = |ident: &mut ast::Ident| {
-                if ident.value.eq_ignore_ascii_case(old) {
-                    *ident = new_column_name.clone();
-                }
-            };
-            let rename_indexed = |column: &mut ast::IndexColumn| {
-                if let ast::Expr::Identifier(ident) = &mut column.column.expr {
-                    rename(ident);
-                }
-            };
-            let table_name = table.name.to_ascii_lowercase();
-            let columns = (old.to_ascii_lowercase(), new_column_name.value.clone());
-            crate::sequence::ddl::rename_owner(catalog, &table_name, Some((&columns.0, &columns.1)), &table_name);
-            crate::foreign_key::definition::rename_column(catalog, table, &columns.0, &columns.1);
-            crate::comment::rename_column(catalog, &table_name, &columns.0, &columns.1);
-            for index in catalog.indexes.values_mut() {
-                if index.table == table_name && !index.constraint {
-                    let mut renamed = (**index).clone();
-                    edit_index_sql(&mut renamed, |create| create.columns.iter_mut().for_each(rename_indexed))?;
-                    *index = Arc::new(renamed);
-                }
-            }
-            edit_table_sql(table, |create| {
-                for column in &mut create.columns {
-                    rename(&mut column.name);
-                }
-                for constraint in &mut create.constraints {
-                    match constraint {
-                        ast::TableConstraint::Unique { columns, .. }
-                        | ast::TableConstraint::PrimaryKey { columns, .. } => {
-                            columns.iter_mut().for_each(rename_indexed)
-                        }
-                        ast::TableConstraint::ForeignKey { columns, .. } => columns.iter_mut().for_each(rename),
-                        _ => {}
-                    }
-                }
-            })
-        }
-        ast::AlterTableOperation::RenameTable { table_name } => {
-            let (ast::RenameTableNameKind::As(written) | ast::RenameTableNameKind::To(written)) = table_name;
-            let new_name = object_name(written)?;
-            if catalog.name_in_use(&new_name) {
-                return Err(Error::duplicate_object(format!(
-                    "there is already another table or index with this name: {new_name}"
-                )));
-            }
-            // The stored texts name the table as it was written (quotes and case kept).
-            let written = written.clone();
-            let old = table.name.to_ascii_lowercase();
-            crate::sequence::ddl::rename_owner(catalog, &old, None, &new_name);
-            crate::foreign_key::definition::rename_table(catalog, table, &old, &new_name);
-            crate::trigger::definition::rename_table(catalog, &old, &new_name);
-            crate::comment::rename_relation(catalog, &old, &new_name);
-            for index in catalog.indexes.values_mut() {
-                if index.table == old {
-                    let mut renamed = (**index).clone();
-                    renamed.table = new_name.clone();
-                    if !renamed.constraint {
-                        edit_index_sql(&mut renamed, |create| create.table_name = written.clone())?;
-                    }
-                    *index = Arc::new(renamed);
-                }
-            }
-            table.name = written_name(&written).unwrap_or(new_name);
-            edit_table_sql(table, |create| create.name = written)
-        }
-        other => Err(Error::unsupported(format!("ALTER TABLE {other}"))),
-    }
 }
