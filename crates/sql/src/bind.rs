@@ -609,7 +609,7 @@ impl<'c> Binder<'c> {
                         let alias_name = alias.as_ref().map(|alias| lower(&alias.name)).unwrap_or(table_name.clone());
                         let columns = table_columns(&system.table, &alias_name);
                         return Ok((
-                            Plan::SystemTable { table: system.table, rows: Arc::new(system.rows), live: system.live },
+                            Plan::SystemTable { table: system.table, rows: system.rows, live: system.live },
                             columns,
                         ));
                     }
@@ -664,7 +664,7 @@ impl<'c> Binder<'c> {
         if let Some(last) = columns.last_mut() {
             last.system = true;
         }
-        Some((Plan::SystemTable { table: system.table, rows: Arc::new(system.rows), live: system.live }, columns))
+        Some((Plan::SystemTable { table: system.table, rows: system.rows, live: system.live }, columns))
     }
 
     /// `pg_options_to_table(options)`: the `name=value` elements of an options array as rows

@@ -69,6 +69,7 @@ pub mod setting_scope;
 pub mod slt;
 pub mod sql_function;
 pub mod system;
+pub mod system_cache;
 pub mod temporal;
 pub mod text_functions;
 pub mod trigger;

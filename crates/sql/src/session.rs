@@ -1630,6 +1630,8 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
         _ => None,
     };
     let catalog = open.catalog.clone();
+    // Catalog relations this statement reads are kept for its catalog ([`crate::system_cache`]).
+    let _statement_catalog = crate::system_cache::StatementCatalog::enter(&catalog);
     let mut exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit)
         .with_interrupt(interrupt)
         .with_dialect(dialect)

@@ -61,7 +61,7 @@ const BTREE_AM_OID: i64 = 403;
 /// the live relation its rows come from when a query reads it.
 pub struct SystemTable {
     pub table: Arc<TableDef>,
-    pub rows: Vec<Vec<Expr>>,
+    pub rows: crate::system_cache::Rows,
     pub live: Option<crate::activity::LiveRelation>,
 }
 
@@ -221,15 +221,17 @@ type RelationSource<'a> = (&'static [(&'static str, &'static str)], Box<dyn FnOn
 /// `pg_catalog` is searched, as PostgreSQL's search path does), or `None`.
 pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewColumns) -> Option<SystemTable> {
     let (columns, rows) = relation(catalog, schema, name, views)?;
-    let rows = rows();
     let live = crate::activity::LiveRelation::of_name(name).filter(|_| matches!(schema, None | Some("pg_catalog")));
-    // Every row also has the system column `tableoid` (the relation's OID), which pg_dump
-    // reads; it comes last, and `*` leaves it out.
-    let tableoid = system_oid(name).unwrap_or(0);
-    let mut rows = rows;
-    for row in &mut rows {
-        row.push(int(tableoid));
-    }
+    let rows = crate::system_cache::rows(catalog, schema.unwrap_or("pg_catalog"), name, || {
+        // Every row also has the system column `tableoid` (the relation's OID), which pg_dump
+        // reads; it comes last, and `*` leaves it out.
+        let tableoid = system_oid(name).unwrap_or(0);
+        let mut rows = rows();
+        for row in &mut rows {
+            row.push(int(tableoid));
+        }
+        rows
+    });
     let columns = columns.iter().copied().chain(std::iter::once(("tableoid", "oid")));
     // The row key of a system table is its position; nothing is stored.
     let table = TableDef::unstored(
@@ -321,7 +323,7 @@ pub fn sequence_relation(catalog: &Catalog, schema: Option<&str>, name: &str) ->
     );
     let state = |function| Expr::Function(function, vec![text(&def.name)]);
     let row = vec![state(ScalarFunction::SequenceLastValue), int(0), state(ScalarFunction::SequenceIsCalled)];
-    Some(SystemTable { table: Arc::new(table), rows: vec![row], live: None })
+    Some(SystemTable { table: Arc::new(table), rows: Arc::new(vec![row]), live: None })
 }
 
 /// Comparison affinity of a catalog column: numeric for OIDs and numbers, text otherwise.
@@ -501,6 +503,13 @@ pub struct Definitions {
 /// referenced table or key is missing, possible in the sqlite dialect, are left out).
 fn foreign_key_constraints(catalog: &Catalog, indexes: &[Index]) -> Vec<Constraint> {
     let mut constraints = Vec::new();
+    // The unique indexes of each table by OID, with their columns' attnums sorted.
+    let mut unique_keys: std::collections::HashMap<i64, Vec<(Vec<i64>, &Index)>> = std::collections::HashMap::new();
+    for index in indexes.iter().filter(|index| index.unique) {
+        let mut columns: Vec<i64> = index.columns.iter().map(|(attnum, _)| *attnum).collect();
+        columns.sort_unstable();
+        unique_keys.entry(index.table_oid).or_default().push((columns, index));
+    }
     for table in catalog.tables.values() {
         let name = table.name.to_ascii_lowercase();
         for (number, fk) in table.foreign_keys.iter().enumerate() {
@@ -523,11 +532,10 @@ fn foreign_key_constraints(catalog: &Catalog, indexes: &[Index]) -> Vec<Constrai
             // The parent's key constraint whose columns are the referenced ones.
             let mut wanted: Vec<i64> = referenced.iter().map(|(attnum, _)| *attnum).collect();
             wanted.sort_unstable();
-            let key = indexes.iter().find(|index| {
-                let mut columns: Vec<i64> = index.columns.iter().map(|(attnum, _)| *attnum).collect();
-                columns.sort_unstable();
-                index.table_oid == table_oid(parent) && index.unique && columns == wanted
-            });
+            let key = unique_keys
+                .get(&table_oid(parent))
+                .and_then(|keys| keys.iter().find(|(columns, _)| *columns == wanted))
+                .map(|(_, index)| *index);
             let positions = referenced
                 .iter()
                 .map(|(attnum, _)| {
@@ -876,7 +884,18 @@ impl Listing {
             })
             .chain(catalog.triggers.values().map(|trigger| trigger.table.to_ascii_lowercase()))
             .collect();
+        // Each table's indexes in creation order, found once (not a pass over every index per
+        // table: catalogs of thousands of tables are listed on every `\d`).
+        let mut indexes_of: std::collections::HashMap<&str, Vec<&Arc<crate::catalog::IndexDef>>> =
+            std::collections::HashMap::new();
+        for index in catalog.indexes.values() {
+            indexes_of.entry(index.table.as_str()).or_default().push(index);
+        }
+        for list in indexes_of.values_mut() {
+            list.sort_by_key(|index| index.id);
+        }
         for table in catalog.tables.values() {
+            let table_indexes = indexes_of.get(table.name.to_ascii_lowercase().as_str()).cloned().unwrap_or_default();
             let oid = table_oid(table);
             let name = table.name.to_ascii_lowercase();
             let attnum = |column: usize| column as i64 + 1;
@@ -897,7 +916,7 @@ impl Listing {
                     constraint: true,
                 });
             }
-            for index in catalog.table_indexes(&table.name) {
+            for index in &table_indexes {
                 let primary = index.constraint && index.name == primary_key_name(table);
                 indexes.push(Index {
                     oid: FIRST_OBJECT_OID + i64::from(index.id),
@@ -939,7 +958,7 @@ impl Listing {
                     })
                     .collect(),
                 checks: table.checks.len(),
-                has_index: !table.primary_key.is_empty() || !catalog.table_indexes(&table.name).is_empty(),
+                has_index: !table.primary_key.is_empty() || !table_indexes.is_empty(),
                 has_triggers: with_triggers.contains(&table.name.to_ascii_lowercase()),
                 view_query: None,
             });
