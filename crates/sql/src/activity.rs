@@ -5,7 +5,8 @@
 //! active and stamps `query_start`; its end marks it idle, or idle in a transaction. The text
 //! shown is what the embedding noted ([`crate::Session::note_query`]: the SQL the server
 //! received), else the text `execute` ran. Per-table counters (scans, rows read, rows
-//! inserted, updated and deleted) are kept in memory and count from when the database was
+//! inserted, updated and deleted) are kept in memory, by each session for itself (summed
+//! when read, an ended session's kept in a retired total), and count from when the database was
 //! opened, as PostgreSQL's do from its last statistics reset. `n_live_tup` is an estimate,
 //! rows inserted minus rows deleted since then, rolled-back ones included (PostgreSQL leaves
 //! those out); the other columns of PostgreSQL's (vacuum and analyze times and counts, dead
@@ -16,26 +17,27 @@ use crate::catalog::Catalog;
 use crate::session::Settings;
 use crate::temporal::Temporal;
 use crate::value::Value;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 
 /// The sessions of a database and its tables' counters.
 #[derive(Default)]
 pub struct Activity {
     sessions: Mutex<BTreeMap<u64, Arc<SessionEntry>>>,
-    /// Counted by every statement of every session: atomics behind a lock taken for reading
-    /// (written only the first time a table is counted).
-    tables: RwLock<HashMap<u32, Arc<TableCounters>>>,
+    /// The table counts of sessions that have ended.
+    retired: Mutex<HashMap<u32, TableCounts>>,
 }
 
-/// One session as `pg_stat_activity` shows it.
+/// One session as `pg_stat_activity` shows it, and what its statements did to tables.
 pub struct SessionEntry {
     settings: Arc<Settings>,
     /// When the session began (microseconds since 1970).
     started: i64,
     state: Mutex<SessionState>,
+    /// Counted by this session's statements alone (no lock shared between sessions on the
+    /// hot path); summed with the others' when `pg_stat_user_tables` is read.
+    tables: Mutex<HashMap<u32, TableCounts>>,
 }
 
 #[derive(Default)]
@@ -55,15 +57,34 @@ pub enum Change {
     Deleted,
 }
 
-#[derive(Default)]
-struct TableCounters {
-    seq_scan: AtomicI64,
-    seq_tup_read: AtomicI64,
-    idx_scan: AtomicI64,
-    idx_tup_fetch: AtomicI64,
-    inserted: AtomicI64,
-    updated: AtomicI64,
-    deleted: AtomicI64,
+#[derive(Default, Clone, Copy)]
+struct TableCounts {
+    seq_scan: i64,
+    seq_tup_read: i64,
+    idx_scan: i64,
+    idx_tup_fetch: i64,
+    inserted: i64,
+    updated: i64,
+    deleted: i64,
+}
+
+impl TableCounts {
+    fn add(&mut self, other: &TableCounts) {
+        self.seq_scan += other.seq_scan;
+        self.seq_tup_read += other.seq_tup_read;
+        self.idx_scan += other.idx_scan;
+        self.idx_tup_fetch += other.idx_tup_fetch;
+        self.inserted += other.inserted;
+        self.updated += other.updated;
+        self.deleted += other.deleted;
+    }
+}
+
+/// Sums table counts into `total`.
+fn merge(total: &mut HashMap<u32, TableCounts>, counts: &HashMap<u32, TableCounts>) {
+    for (table, counts) in counts {
+        total.entry(*table).or_default().add(counts);
+    }
 }
 
 /// `pg_stat_activity`'s columns (PostgreSQL 15).
@@ -150,48 +171,17 @@ impl Activity {
             settings,
             started: crate::temporal::clock::system_micros(),
             state: Mutex::new(SessionState::default()),
+            tables: Mutex::new(HashMap::new()),
         });
         self.sessions.lock().insert(id, entry.clone());
         entry
     }
 
+    /// The session ended: it leaves the listing, its table counts stay.
     pub fn deregister(&self, id: u64) {
-        self.sessions.lock().remove(&id);
-    }
-
-    /// A scan of a table read `rows` rows, through its primary key order (`sequential`) or
-    /// an index.
-    pub fn scanned(&self, table: u32, sequential: bool, rows: u64) {
-        let counters = self.counters(table);
-        let rows = i64::try_from(rows).unwrap_or(i64::MAX);
-        let (scans, read) = match sequential {
-            true => (&counters.seq_scan, &counters.seq_tup_read),
-            false => (&counters.idx_scan, &counters.idx_tup_fetch),
-        };
-        scans.fetch_add(1, Ordering::Relaxed);
-        read.fetch_add(rows, Ordering::Relaxed);
-    }
-
-    fn counters(&self, table: u32) -> Arc<TableCounters> {
-        if let Some(counters) = self.tables.read().get(&table) {
-            return counters.clone();
+        if let Some(entry) = self.sessions.lock().remove(&id) {
+            merge(&mut self.retired.lock(), &entry.tables.lock());
         }
-        self.tables.write().entry(table).or_default().clone()
-    }
-
-    /// A statement changed `rows` rows of a table.
-    pub fn changed(&self, table: u32, change: Change, rows: u64) {
-        if rows == 0 {
-            return;
-        }
-        let rows = i64::try_from(rows).unwrap_or(i64::MAX);
-        let counters = self.counters(table);
-        let counter = match change {
-            Change::Inserted => &counters.inserted,
-            Change::Updated => &counters.updated,
-            Change::Deleted => &counters.deleted,
-        };
-        counter.fetch_add(rows, Ordering::Relaxed);
     }
 
     /// The rows of a live relation.
@@ -208,17 +198,24 @@ impl Activity {
         sessions.into_iter().map(|(id, entry)| entry.row(id)).collect()
     }
 
+    /// Every session's counts (the ended ones' too), summed.
+    fn table_counts(&self) -> HashMap<u32, TableCounts> {
+        let mut total = self.retired.lock().clone();
+        let sessions: Vec<Arc<SessionEntry>> = self.sessions.lock().values().cloned().collect();
+        for session in sessions {
+            merge(&mut total, &session.tables.lock());
+        }
+        total
+    }
+
     fn table_rows(&self, catalog: &Catalog) -> Vec<Vec<Value>> {
-        let tables = self.tables.read().clone();
-        let none = TableCounters::default();
+        let tables = self.table_counts();
         catalog
             .tables
             .values()
             .map(|table| {
-                let counters = tables.get(&table.id).map_or(&none, |counters| &**counters);
-                let read = |counter: &AtomicI64| counter.load(Ordering::Relaxed);
-                let (inserted, updated, deleted) =
-                    (read(&counters.inserted), read(&counters.updated), read(&counters.deleted));
+                let counters = tables.get(&table.id).copied().unwrap_or_default();
+                let (inserted, updated, deleted) = (counters.inserted, counters.updated, counters.deleted);
                 let live = (inserted - deleted).max(0);
                 let modified = inserted + updated + deleted;
                 let mut row = vec![
@@ -228,10 +225,10 @@ impl Activity {
                 ];
                 row.extend(
                     [
-                        read(&counters.seq_scan),
-                        read(&counters.seq_tup_read),
-                        read(&counters.idx_scan),
-                        read(&counters.idx_tup_fetch),
+                        counters.seq_scan,
+                        counters.seq_tup_read,
+                        counters.idx_scan,
+                        counters.idx_tup_fetch,
                         inserted,
                         updated,
                         deleted,
@@ -256,6 +253,36 @@ fn timestamp(micros: Option<i64>) -> Value {
 }
 
 impl SessionEntry {
+    /// A scan of a table read `rows` rows, through its primary key order (`sequential`) or
+    /// an index.
+    pub fn scanned(&self, table: u32, sequential: bool, rows: u64) {
+        let rows = i64::try_from(rows).unwrap_or(i64::MAX);
+        let mut tables = self.tables.lock();
+        let counts = tables.entry(table).or_default();
+        if sequential {
+            counts.seq_scan += 1;
+            counts.seq_tup_read += rows;
+        } else {
+            counts.idx_scan += 1;
+            counts.idx_tup_fetch += rows;
+        }
+    }
+
+    /// A statement changed `rows` rows of a table.
+    pub fn changed(&self, table: u32, change: Change, rows: u64) {
+        if rows == 0 {
+            return;
+        }
+        let rows = i64::try_from(rows).unwrap_or(i64::MAX);
+        let mut tables = self.tables.lock();
+        let counts = tables.entry(table).or_default();
+        match change {
+            Change::Inserted => counts.inserted += rows,
+            Change::Updated => counts.updated += rows,
+            Change::Deleted => counts.deleted += rows,
+        }
+    }
+
     /// The session's text: the SQL it received, shown until the next.
     pub fn note_query(&self, text: &str) {
         let mut state = self.state.lock();

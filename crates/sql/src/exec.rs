@@ -83,8 +83,9 @@ pub struct Executor<'t> {
     sequences: Option<SequenceAccess<'t>>,
     /// The advisory locks and the session taking them ([`crate::advisory`]).
     advisory: Option<(&'t crate::advisory::AdvisoryLocks, u64)>,
-    /// The database's sessions and table counters ([`crate::activity`]).
-    activity: Option<&'t crate::activity::Activity>,
+    /// The database's sessions ([`crate::activity`]), and this session's entry, which counts
+    /// what statements do to tables.
+    activity: Option<(&'t crate::activity::Activity, &'t crate::activity::SessionEntry)>,
     /// Division by zero and integer overflow are errors in PostgreSQL's dialect.
     dialect: crate::dialect::Dialect,
     /// The statement's catalog (foreign key cascades bind the tables they reach).
@@ -303,15 +304,19 @@ impl<'t> Executor<'t> {
         self
     }
 
-    pub fn with_activity(mut self, activity: &'t crate::activity::Activity) -> Executor<'t> {
-        self.activity = Some(activity);
+    pub fn with_activity(
+        mut self,
+        activity: &'t crate::activity::Activity,
+        session: &'t crate::activity::SessionEntry,
+    ) -> Executor<'t> {
+        self.activity = Some((activity, session));
         self
     }
 
     /// A statement changed `rows` rows of a table (`pg_stat_user_tables`).
     pub(crate) fn count_change(&self, table: u32, change: crate::activity::Change, rows: u64) {
-        if let Some(activity) = self.activity {
-            activity.changed(table, change, rows);
+        if let Some((_, session)) = self.activity {
+            session.changed(table, change, rows);
         }
     }
 
@@ -319,7 +324,7 @@ impl<'t> Executor<'t> {
     /// last. Never cached: they change without a write.
     fn live_rows(&self, table: &TableDef, live: crate::activity::LiveRelation) -> Result<Vec<Row>> {
         self.volatile.set(true);
-        let (Some(activity), Some(catalog)) = (self.activity, self.catalog()) else { return Ok(Vec::new()) };
+        let (Some((activity, _)), Some(catalog)) = (self.activity, self.catalog()) else { return Ok(Vec::new()) };
         let mut rows = activity.rows(live, catalog);
         for row in &mut rows {
             row.push(Value::Integer(0));
@@ -694,9 +699,9 @@ impl<'t> Executor<'t> {
             read += 1;
             visit(key, row)
         });
-        if let Some(activity) = self.activity {
+        if let Some((_, session)) = self.activity {
             let sequential = matches!(access, Access::Full | Access::PrimaryKeyRange { .. });
-            activity.scanned(table.id, sequential, read);
+            session.scanned(table.id, sequential, read);
         }
         scanned
     }

@@ -1322,6 +1322,7 @@ impl Session {
                         interrupt: &self.interrupt,
                         settings: &self.settings,
                         setting_changes: &self.setting_changes,
+                        activity: &self.activity,
                         text,
                         explicit: true,
                         inserted,
@@ -1353,6 +1354,7 @@ impl Session {
                         interrupt: &self.interrupt,
                         settings: &self.settings,
                         setting_changes: &self.setting_changes,
+                        activity: &self.activity,
                         text,
                         explicit: false,
                         inserted,
@@ -1543,6 +1545,8 @@ struct Run<'r> {
     /// The session's id, for its advisory locks.
     session_id: u64,
     setting_changes: &'r crate::setting_scope::SettingChanges,
+    /// The session's `pg_stat_activity` entry, which counts what statements do to tables.
+    activity: &'r crate::activity::SessionEntry,
 }
 
 /// The text a query's result is cached under: its normalized form, if it is a query whose
@@ -1588,6 +1592,7 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
         foreign_keys,
         session_id,
         setting_changes,
+        activity,
     } = run;
     // The result cache serves queries of transactions that have written nothing (their own
     // writes would not be in a cached result).
@@ -1647,7 +1652,7 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
             catalog: &catalog,
         })
         .with_advisory(&shared.advisory, session_id)
-        .with_activity(&shared.activity);
+        .with_activity(&shared.activity, activity);
     if cache.is_some() {
         exec.record_reads();
     }

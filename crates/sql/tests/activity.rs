@@ -52,4 +52,10 @@ fn table_counters_follow_scans_and_writes() {
     run(&mut pg, "INSERT INTO t VALUES (9, 'x')");
     run(&mut pg, "ROLLBACK");
     assert_eq!(texts(&mut pg, "SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 't'"), ["4"]);
+    // Another session's changes count too, after it has ended as well.
+    let mut other = postgres(&db);
+    run(&mut other, "INSERT INTO t VALUES (10, 'o'), (11, 'o')");
+    assert_eq!(texts(&mut pg, "SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 't'"), ["6"]);
+    drop(other);
+    assert_eq!(texts(&mut pg, "SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 't'"), ["6"]);
 }
