@@ -249,6 +249,15 @@ fn lookup(key: Expr, pairs: Vec<(Expr, Expr)>) -> Expr {
     Expr::Case { operand: Some(Box::new(key)), whens: pairs, otherwise: None }
 }
 
+/// `result`, or NULL when `argument` is NULL: a strict catalog function.
+fn strict(argument: Expr, result: Expr) -> Expr {
+    Expr::Case {
+        operand: None,
+        whens: vec![(Expr::IsNull(Box::new(argument), false), Expr::Literal(Value::Null))],
+        otherwise: Some(Box::new(result)),
+    }
+}
+
 fn text(value: &str) -> Expr {
     Expr::Literal(Value::Text(value.to_string()))
 }
@@ -1507,85 +1516,7 @@ impl<'c> Binder<'c> {
                 };
                 Expr::Unary(op, Box::new(inner))
             }
-            E::BinaryOp { left, op, right } => {
-                use ast::BinaryOperator as B;
-                // OPERATOR(pg_catalog.op) is the operator itself.
-                let named;
-                let op = match op {
-                    B::PGCustomBinaryOperator(parts)
-                        if parts.len() == 2 && parts[0].eq_ignore_ascii_case("pg_catalog") =>
-                    {
-                        named = match parts[1].as_str() {
-                            "~" => B::PGRegexMatch,
-                            "~*" => B::PGRegexIMatch,
-                            "!~" => B::PGRegexNotMatch,
-                            "!~*" => B::PGRegexNotIMatch,
-                            "=" => B::Eq,
-                            "<>" | "!=" => B::NotEq,
-                            "<" => B::Lt,
-                            "<=" => B::LtEq,
-                            ">" => B::Gt,
-                            ">=" => B::GtEq,
-                            "||" => B::StringConcat,
-                            "+" => B::Plus,
-                            "-" => B::Minus,
-                            _ => return Err(Error::unsupported(format!("operator {op}"))),
-                        };
-                        &named
-                    }
-                    other => other,
-                };
-                let json_operator = match op {
-                    B::Arrow => Some(crate::json_operators::JsonOperator::Get),
-                    B::LongArrow => Some(crate::json_operators::JsonOperator::GetText),
-                    B::HashArrow => Some(crate::json_operators::JsonOperator::Path),
-                    B::HashLongArrow => Some(crate::json_operators::JsonOperator::PathText),
-                    B::AtArrow => Some(crate::json_operators::JsonOperator::Contains),
-                    B::ArrowAt => Some(crate::json_operators::JsonOperator::ContainedBy),
-                    _ => None,
-                };
-                if let Some(operator) = json_operator {
-                    return self.bind_json_operator(operator, left, right, scope);
-                }
-                if let B::PGRegexMatch | B::PGRegexIMatch | B::PGRegexNotMatch | B::PGRegexNotIMatch = op {
-                    let case_insensitive = matches!(op, B::PGRegexIMatch | B::PGRegexNotIMatch);
-                    let call = Expr::Function(
-                        ScalarFunction::RegexMatch,
-                        vec![
-                            self.bind_expr(left, scope)?,
-                            self.bind_expr(right, scope)?,
-                            Expr::Literal(Value::Integer(i64::from(case_insensitive))),
-                        ],
-                    );
-                    let negated = matches!(op, B::PGRegexNotMatch | B::PGRegexNotIMatch);
-                    return Ok(if negated { Expr::Unary(UnaryOp::Not, Box::new(call)) } else { call });
-                }
-                let op = match op {
-                    B::Plus => BinaryOp::Add,
-                    B::Minus => BinaryOp::Sub,
-                    B::Multiply => BinaryOp::Mul,
-                    B::Divide => BinaryOp::Div,
-                    B::Modulo => BinaryOp::Mod,
-                    B::StringConcat => BinaryOp::Concat,
-                    B::Eq => BinaryOp::Eq,
-                    B::NotEq => BinaryOp::NotEq,
-                    B::Lt => BinaryOp::Lt,
-                    B::LtEq => BinaryOp::LtEq,
-                    B::Gt => BinaryOp::Gt,
-                    B::GtEq => BinaryOp::GtEq,
-                    B::And => BinaryOp::And,
-                    B::Or => BinaryOp::Or,
-                    B::BitwiseAnd => BinaryOp::BitAnd,
-                    B::BitwiseOr => BinaryOp::BitOr,
-                    B::PGBitwiseShiftLeft => BinaryOp::ShiftLeft,
-                    B::PGBitwiseShiftRight => BinaryOp::ShiftRight,
-                    other => return Err(Error::unsupported(format!("operator {other}"))),
-                };
-                if op.is_comparison() {
-                    return self.bind_comparison(op, left, right, scope);
-                }
-                Expr::Binary(op, Box::new(self.bind_expr(left, scope)?), Box::new(self.bind_expr(right, scope)?))
-            }
+            E::BinaryOp { left, op, right } => self.bind_binary_op(left, op, right, scope)?,
             E::IsNull(inner) => Expr::IsNull(Box::new(self.bind_expr(inner, scope)?), false),
             E::IsNotNull(inner) => Expr::IsNull(Box::new(self.bind_expr(inner, scope)?), true),
             E::IsTrue(inner) | E::IsNotTrue(inner) | E::IsFalse(inner) | E::IsNotFalse(inner) => {
@@ -2049,6 +1980,92 @@ impl<'c> Binder<'c> {
         Ok(Expr::Function(scalar, bound))
     }
 
+    /// A binary operator: arithmetic, comparisons, logic, bits, `||`, regular expressions and
+    /// the JSON operators (`OPERATOR(pg_catalog.op)` is the operator itself).
+    fn bind_binary_op(
+        &mut self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+        scope: &Scope,
+    ) -> Result<Expr> {
+        use ast::BinaryOperator as B;
+        // OPERATOR(pg_catalog.op) is the operator itself.
+        let named;
+        let op = match op {
+            B::PGCustomBinaryOperator(parts) if parts.len() == 2 && parts[0].eq_ignore_ascii_case("pg_catalog") => {
+                named = match parts[1].as_str() {
+                    "~" => B::PGRegexMatch,
+                    "~*" => B::PGRegexIMatch,
+                    "!~" => B::PGRegexNotMatch,
+                    "!~*" => B::PGRegexNotIMatch,
+                    "=" => B::Eq,
+                    "<>" | "!=" => B::NotEq,
+                    "<" => B::Lt,
+                    "<=" => B::LtEq,
+                    ">" => B::Gt,
+                    ">=" => B::GtEq,
+                    "||" => B::StringConcat,
+                    "+" => B::Plus,
+                    "-" => B::Minus,
+                    _ => return Err(Error::unsupported(format!("operator {op}"))),
+                };
+                &named
+            }
+            other => other,
+        };
+        let json_operator = match op {
+            B::Arrow => Some(crate::json_operators::JsonOperator::Get),
+            B::LongArrow => Some(crate::json_operators::JsonOperator::GetText),
+            B::HashArrow => Some(crate::json_operators::JsonOperator::Path),
+            B::HashLongArrow => Some(crate::json_operators::JsonOperator::PathText),
+            B::AtArrow => Some(crate::json_operators::JsonOperator::Contains),
+            B::ArrowAt => Some(crate::json_operators::JsonOperator::ContainedBy),
+            _ => None,
+        };
+        if let Some(operator) = json_operator {
+            return self.bind_json_operator(operator, left, right, scope);
+        }
+        if let B::PGRegexMatch | B::PGRegexIMatch | B::PGRegexNotMatch | B::PGRegexNotIMatch = op {
+            let case_insensitive = matches!(op, B::PGRegexIMatch | B::PGRegexNotIMatch);
+            let call = Expr::Function(
+                ScalarFunction::RegexMatch,
+                vec![
+                    self.bind_expr(left, scope)?,
+                    self.bind_expr(right, scope)?,
+                    Expr::Literal(Value::Integer(i64::from(case_insensitive))),
+                ],
+            );
+            let negated = matches!(op, B::PGRegexNotMatch | B::PGRegexNotIMatch);
+            return Ok(if negated { Expr::Unary(UnaryOp::Not, Box::new(call)) } else { call });
+        }
+        let op = match op {
+            B::Plus => BinaryOp::Add,
+            B::Minus => BinaryOp::Sub,
+            B::Multiply => BinaryOp::Mul,
+            B::Divide => BinaryOp::Div,
+            B::Modulo => BinaryOp::Mod,
+            B::StringConcat => BinaryOp::Concat,
+            B::Eq => BinaryOp::Eq,
+            B::NotEq => BinaryOp::NotEq,
+            B::Lt => BinaryOp::Lt,
+            B::LtEq => BinaryOp::LtEq,
+            B::Gt => BinaryOp::Gt,
+            B::GtEq => BinaryOp::GtEq,
+            B::And => BinaryOp::And,
+            B::Or => BinaryOp::Or,
+            B::BitwiseAnd => BinaryOp::BitAnd,
+            B::BitwiseOr => BinaryOp::BitOr,
+            B::PGBitwiseShiftLeft => BinaryOp::ShiftLeft,
+            B::PGBitwiseShiftRight => BinaryOp::ShiftRight,
+            other => return Err(Error::unsupported(format!("operator {other}"))),
+        };
+        if op.is_comparison() {
+            return self.bind_comparison(op, left, right, scope);
+        }
+        Ok(Expr::Binary(op, Box::new(self.bind_expr(left, scope)?), Box::new(self.bind_expr(right, scope)?)))
+    }
+
     /// A JSON operator: on `json` or `jsonb` by the left operand's type (for containment, either
     /// side's); an untyped literal reads as `json`, as PostgreSQL resolves it.
     fn bind_json_operator(
@@ -2290,11 +2307,7 @@ impl<'c> Binder<'c> {
             "pg_function_is_visible" => {
                 arity(1, 1)?;
                 let oid = self.bind_expr(args[0], scope)?;
-                Expr::Case {
-                    operand: None,
-                    whens: vec![(Expr::IsNull(Box::new(oid), false), Expr::Literal(Value::Null))],
-                    otherwise: Some(Box::new(Expr::Literal(Value::Integer(1)))),
-                }
+                strict(oid, Expr::Literal(Value::Integer(1)))
             }
             _ => return Ok(None),
         }))
@@ -2364,11 +2377,7 @@ impl<'c> Binder<'c> {
                 arity(1, 1)?;
                 let database = self.bind_expr(args[0], scope)?;
                 // The one database, by name or OID: every key stored.
-                Expr::Case {
-                    operand: None,
-                    whens: vec![(Expr::IsNull(Box::new(database), false), Expr::Literal(Value::Null))],
-                    otherwise: Some(Box::new(Expr::Function(ScalarFunction::ObjectBytes, vec![text("*")]))),
-                }
+                strict(database, Expr::Function(ScalarFunction::ObjectBytes, vec![text("*")]))
             }
             "pg_get_userbyid" => {
                 arity(1, 1)?;
@@ -2447,18 +2456,15 @@ impl<'c> Binder<'c> {
                 arity(1, 1)?;
                 let oid = self.bind_expr(args[0], scope)?;
                 let hidden = crate::system::information_schema_oids();
-                Expr::Case {
-                    operand: None,
-                    whens: vec![(Expr::IsNull(Box::new(oid.clone()), false), Expr::Literal(Value::Null))],
-                    otherwise: Some(Box::new(Expr::Case {
-                        operand: Some(Box::new(oid)),
-                        whens: hidden
-                            .into_iter()
-                            .map(|oid| (integer(oid), Expr::Function(ScalarFunction::AlwaysFalse, Vec::new())))
-                            .collect(),
-                        otherwise: Some(Box::new(Expr::Function(ScalarFunction::AlwaysTrue, Vec::new()))),
-                    })),
-                }
+                let visible = Expr::Case {
+                    operand: Some(Box::new(oid.clone())),
+                    whens: hidden
+                        .into_iter()
+                        .map(|oid| (integer(oid), Expr::Function(ScalarFunction::AlwaysFalse, Vec::new())))
+                        .collect(),
+                    otherwise: Some(Box::new(Expr::Function(ScalarFunction::AlwaysTrue, Vec::new()))),
+                };
+                strict(oid, visible)
             }
             "obj_description" | "col_description" => {
                 arity(if name == "col_description" { 2 } else { 1 }, 2)?;

@@ -181,13 +181,12 @@ pub fn descriptions(catalog: &Catalog) -> Vec<(i64, i64, i64, String)> {
 pub fn relation_kinds_as_table(
     mut tokens: Vec<sqlparser::tokenizer::TokenWithSpan>,
 ) -> Vec<sqlparser::tokenizer::TokenWithSpan> {
-    use crate::pragma_syntax::word_is;
+    use crate::token_rewrite::word_is;
     use sqlparser::tokenizer::Token;
     if !tokens.iter().any(|token| word_is(token, "COMMENT")) {
         return tokens;
     }
-    let significant: Vec<usize> =
-        (0..tokens.len()).filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_))).collect();
+    let significant = crate::token_rewrite::significant(&tokens);
     for position in 0..significant.len() {
         let starts = position == 0 || tokens[significant[position - 1]].token == Token::SemiColon;
         let word = |offset: usize, wanted: &str| {

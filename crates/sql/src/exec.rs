@@ -683,8 +683,8 @@ impl<'t> Executor<'t> {
         }
     }
 
-    /// The rows of a table a scan's access path yields (a superset of what its filter keeps).
-    /// Scans a table's rows through `access`, counting the scan for `pg_stat_user_tables`.
+    /// Scans a table's rows through `access` ([`Executor::scan_table_rows`]), counting the
+    /// scan for `pg_stat_user_tables`.
     fn scan_table(
         &self,
         table: &TableDef,
@@ -706,6 +706,7 @@ impl<'t> Executor<'t> {
         scanned
     }
 
+    /// The rows of a table a scan's access path yields (a superset of what its filter keeps).
     fn scan_table_rows(
         &self,
         table: &TableDef,

@@ -3,7 +3,7 @@
 //! COPY need. sqlparser does not read the clause: before parsing it is taken out and the
 //! table's name gets a first part that marks it ([`encode`]); [`overrides`] reads the mark.
 
-use crate::pragma_syntax::word_is;
+use crate::token_rewrite::word_is;
 use sqlparser::ast;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Word};
 
@@ -14,8 +14,7 @@ pub fn encode(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     if !tokens.iter().any(|token| word_is(token, "OVERRIDING")) {
         return tokens;
     }
-    let significant: Vec<usize> =
-        (0..tokens.len()).filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_))).collect();
+    let significant = crate::token_rewrite::significant(&tokens);
     let word =
         |position: usize, wanted: &str| significant.get(position).is_some_and(|&at| word_is(&tokens[at], wanted));
     let mut dropped = std::collections::HashSet::new();

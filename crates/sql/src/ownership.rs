@@ -9,7 +9,7 @@
 
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
-use crate::pragma_syntax::{PragmaSpan, replace_with_pragmas, word_is};
+use crate::token_rewrite::{PragmaSpan, replace_with_pragmas, word_is};
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 pub const PRAGMA: &str = "tern_owner";
@@ -38,8 +38,7 @@ pub fn encode_owner_statements(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan>
     if !tokens.iter().any(|token| word_is(token, "OWNER")) {
         return tokens;
     }
-    let significant: Vec<usize> =
-        (0..tokens.len()).filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_))).collect();
+    let significant = crate::token_rewrite::significant(&tokens);
     let mut spans = Vec::new();
     let mut start = 0;
     while start < significant.len() {
@@ -177,7 +176,7 @@ fn check_object(catalog: &Catalog, kind: &str, parts: &[&str]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pragma_syntax::token_text;
+    use crate::token_rewrite::token_text;
     use sqlparser::tokenizer::Tokenizer;
 
     fn rewrite(sql: &str) -> String {

@@ -707,8 +707,7 @@ fn quote_pragma_words(
     mut tokens: Vec<sqlparser::tokenizer::TokenWithSpan>,
 ) -> Vec<sqlparser::tokenizer::TokenWithSpan> {
     use sqlparser::tokenizer::Token;
-    let significant: Vec<usize> =
-        (0..tokens.len()).filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_))).collect();
+    let significant = crate::token_rewrite::significant(&tokens);
     let word = |token: &Token, wanted: &[&str]| matches!(token, Token::Word(word) if word.quote_style.is_none() && wanted.iter().any(|w| word.value.eq_ignore_ascii_case(w)));
     for window in significant.windows(4) {
         let [pragma, _, equals, value] = [window[0], window[1], window[2], window[3]];

@@ -870,9 +870,18 @@ struct Listing {
 
 impl Listing {
     fn new(catalog: &Catalog, views: ViewColumns) -> Listing {
-        let mut relations = Vec::new();
-        let mut indexes = Vec::new();
-        let mut constraints = Vec::new();
+        let mut listing = Listing { relations: Vec::new(), indexes: Vec::new(), constraints: Vec::new() };
+        listing.add_tables(catalog);
+        listing.add_indexes(catalog);
+        listing.constraints.extend(foreign_key_constraints(catalog, &listing.indexes));
+        listing.add_views(catalog, views);
+        listing.add_composites(catalog);
+        listing.add_sequences(catalog);
+        listing
+    }
+
+    /// Tables, with their keys and indexes (as `Index`) and CHECK constraints.
+    fn add_tables(&mut self, catalog: &Catalog) {
         // Tables with triggers, or foreign keys either way, by lower-case name.
         let with_triggers: std::collections::HashSet<String> = catalog
             .tables
@@ -895,79 +904,89 @@ impl Listing {
             list.sort_by_key(|index| index.id);
         }
         for table in catalog.tables.values() {
-            let table_indexes = indexes_of.get(table.name.to_ascii_lowercase().as_str()).cloned().unwrap_or_default();
-            let oid = table_oid(table);
             let name = table.name.to_ascii_lowercase();
-            let attnum = |column: usize| column as i64 + 1;
-            let column_class = |column: usize| column_operator_class(&table.columns[column]);
-            let column_name = |column: usize| table.columns[column].name.clone();
-            if !table.primary_key.is_empty() {
-                let columns: Vec<(i64, String)> =
-                    table.primary_key.iter().map(|&column| (attnum(column), column_name(column))).collect();
-                indexes.push(Index {
-                    oid: primary_key_oid(table),
-                    name: primary_key_name(table),
-                    table_oid: oid,
-                    table_name: name.clone(),
-                    classes: table.primary_key.iter().map(|&column| column_class(column)).collect(),
-                    columns,
-                    unique: true,
-                    primary: true,
-                    constraint: true,
-                });
-            }
-            for index in &table_indexes {
-                let primary = index.constraint && index.name == primary_key_name(table);
-                indexes.push(Index {
-                    oid: FIRST_OBJECT_OID + i64::from(index.id),
-                    name: index.name.clone(),
-                    table_oid: oid,
-                    table_name: name.clone(),
-                    columns: index.columns.iter().map(|&column| (attnum(column), column_name(column))).collect(),
-                    classes: index.columns.iter().map(|&column| column_class(column)).collect(),
-                    unique: index.unique,
-                    primary,
-                    constraint: index.constraint,
-                });
-            }
-            for (number, check) in table.checks.iter().enumerate() {
-                constraints.push(Constraint {
-                    oid: CHECK_OID_BASE + i64::from(table.id) * 64 + number.min(63) as i64,
-                    name: format!("{name}_check{}", number + 1),
-                    table_oid: oid,
-                    table_name: name.clone(),
-                    kind: "c",
-                    index_oid: 0,
-                    columns: Vec::new(),
-                    definition: format!("CHECK ({check})"),
-                    check: Some(check.clone()),
-                    foreign: None,
-                });
-            }
-            relations.push(Relation {
-                namespace: PUBLIC_OID,
-                oid,
-                name,
-                kind: "r",
-                attributes: table
-                    .columns
-                    .iter()
-                    .enumerate()
-                    .map(|(position, column)| {
-                        Attribute::of_column(column, column.not_null || table.primary_key.contains(&position))
-                    })
-                    .collect(),
-                checks: table.checks.len(),
-                has_index: !table.primary_key.is_empty() || !table_indexes.is_empty(),
-                has_triggers: with_triggers.contains(&table.name.to_ascii_lowercase()),
-                view_query: None,
+            let table_indexes = indexes_of.get(name.as_str()).map_or(&[][..], Vec::as_slice);
+            self.add_table(table, table_indexes, with_triggers.contains(&name));
+        }
+    }
+
+    /// One table: its primary key and indexes, CHECKs, and the table itself.
+    fn add_table(&mut self, table: &TableDef, table_indexes: &[&Arc<crate::catalog::IndexDef>], has_triggers: bool) {
+        let oid = table_oid(table);
+        let name = table.name.to_ascii_lowercase();
+        let attnum = |column: usize| column as i64 + 1;
+        let column_class = |column: usize| column_operator_class(&table.columns[column]);
+        let column_name = |column: usize| table.columns[column].name.clone();
+        if !table.primary_key.is_empty() {
+            let columns: Vec<(i64, String)> =
+                table.primary_key.iter().map(|&column| (attnum(column), column_name(column))).collect();
+            self.indexes.push(Index {
+                oid: primary_key_oid(table),
+                name: primary_key_name(table),
+                table_oid: oid,
+                table_name: name.clone(),
+                classes: table.primary_key.iter().map(|&column| column_class(column)).collect(),
+                columns,
+                unique: true,
+                primary: true,
+                constraint: true,
             });
         }
-        for index in &indexes {
+        for index in table_indexes {
+            let primary = index.constraint && index.name == primary_key_name(table);
+            self.indexes.push(Index {
+                oid: FIRST_OBJECT_OID + i64::from(index.id),
+                name: index.name.clone(),
+                table_oid: oid,
+                table_name: name.clone(),
+                columns: index.columns.iter().map(|&column| (attnum(column), column_name(column))).collect(),
+                classes: index.columns.iter().map(|&column| column_class(column)).collect(),
+                unique: index.unique,
+                primary,
+                constraint: index.constraint,
+            });
+        }
+        for (number, check) in table.checks.iter().enumerate() {
+            self.constraints.push(Constraint {
+                oid: CHECK_OID_BASE + i64::from(table.id) * 64 + number.min(63) as i64,
+                name: format!("{name}_check{}", number + 1),
+                table_oid: oid,
+                table_name: name.clone(),
+                kind: "c",
+                index_oid: 0,
+                columns: Vec::new(),
+                definition: format!("CHECK ({check})"),
+                check: Some(check.clone()),
+                foreign: None,
+            });
+        }
+        self.relations.push(Relation {
+            namespace: PUBLIC_OID,
+            oid,
+            name,
+            kind: "r",
+            attributes: table
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(position, column)| {
+                    Attribute::of_column(column, column.not_null || table.primary_key.contains(&position))
+                })
+                .collect(),
+            checks: table.checks.len(),
+            has_index: !table.primary_key.is_empty() || !table_indexes.is_empty(),
+            has_triggers,
+            view_query: None,
+        });
+    }
+
+    /// Each index as a relation, and the constraint of each key index.
+    fn add_indexes(&mut self, catalog: &Catalog) {
+        for index in &self.indexes {
             if index.constraint {
                 let columns: Vec<String> = index.columns.iter().map(|(_, name)| quote_ident(name)).collect();
                 let kind = if index.primary { "PRIMARY KEY" } else { "UNIQUE" };
-                constraints.push(Constraint {
+                self.constraints.push(Constraint {
                     oid: index.oid + CONSTRAINT_OID_OFFSET,
                     name: index.name.clone(),
                     table_oid: index.table_oid,
@@ -981,7 +1000,7 @@ impl Listing {
                 });
             }
             let table = catalog.table(&index.table_name).expect("an index's table exists");
-            relations.push(Relation {
+            self.relations.push(Relation {
                 namespace: PUBLIC_OID,
                 oid: index.oid,
                 name: index.name.clone(),
@@ -999,7 +1018,10 @@ impl Listing {
                 view_query: None,
             });
         }
-        constraints.extend(foreign_key_constraints(catalog, &indexes));
+    }
+
+    /// Views, with the columns binding their queries gives.
+    fn add_views(&mut self, catalog: &Catalog, views: ViewColumns) {
         for (name, view) in &catalog.views {
             let attributes = views(view)
                 .into_iter()
@@ -1031,7 +1053,7 @@ impl Listing {
                     Attribute::plain(name, declared.into())
                 })
                 .collect();
-            relations.push(Relation {
+            self.relations.push(Relation {
                 namespace: PUBLIC_OID,
                 oid: view_oid(name),
                 name: name.clone(),
@@ -1043,6 +1065,10 @@ impl Listing {
                 view_query: Some(view_definition(&view.query)),
             });
         }
+    }
+
+    /// Composite types, which PostgreSQL lists as relations of kind `c`.
+    fn add_composites(&mut self, catalog: &Catalog) {
         for def in catalog.composites.values() {
             let attributes = def
                 .fields
@@ -1056,7 +1082,7 @@ impl Listing {
                     Attribute { user_type, ..Attribute::plain(field.name.clone(), field.declared_type.clone()) }
                 })
                 .collect();
-            relations.push(Relation {
+            self.relations.push(Relation {
                 namespace: PUBLIC_OID,
                 oid: i64::from(def.relation_oid),
                 name: def.name.clone(),
@@ -1068,9 +1094,13 @@ impl Listing {
                 view_query: None,
             });
         }
+    }
+
+    /// Sequences, read as relations of one row.
+    fn add_sequences(&mut self, catalog: &Catalog) {
         for def in catalog.sequences.values() {
             let columns = [("last_value", "bigint"), ("log_cnt", "bigint"), ("is_called", "boolean")];
-            relations.push(Relation {
+            self.relations.push(Relation {
                 namespace: PUBLIC_OID,
                 oid: sequence_oid(def),
                 name: def.name.clone(),
@@ -1088,7 +1118,6 @@ impl Listing {
                 view_query: None,
             });
         }
-        Listing { relations, indexes, constraints }
     }
 
     /// The user's relations and the system's (`\dS`, `'pg_class'::regclass`).

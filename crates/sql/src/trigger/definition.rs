@@ -142,7 +142,7 @@ impl Words {
 }
 
 fn join(tokens: &[Token]) -> String {
-    tokens.iter().map(crate::pragma_syntax::token_text).collect::<Vec<_>>().join(" ")
+    tokens.iter().map(crate::token_rewrite::token_text).collect::<Vec<_>>().join(" ")
 }
 
 /// Reads a CREATE TRIGGER statement (the whole text, `END` included).

@@ -5,7 +5,7 @@
 //! `tern_drop_trigger_if_exists`). The session runs those pragmas
 //! ([`crate::trigger::definition`]).
 
-use crate::pragma_syntax::{PragmaSpan, replace_with_pragmas, word_is};
+use crate::token_rewrite::{PragmaSpan, replace_with_pragmas, word_is};
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 pub const CREATE_PRAGMA: &str = "tern_trigger";
@@ -17,8 +17,7 @@ pub fn encode_triggers(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     if !tokens.iter().any(|token| word_is(token, "TRIGGER")) {
         return tokens;
     }
-    let significant: Vec<usize> =
-        (0..tokens.len()).filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_))).collect();
+    let significant = crate::token_rewrite::significant(&tokens);
     let mut spans: Vec<PragmaSpan> = Vec::new();
     let mut position = 0;
     while position < significant.len() {
@@ -33,7 +32,7 @@ pub fn encode_triggers(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         {
             let text: String = tokens[significant[position]..=significant[end]]
                 .iter()
-                .map(|token| crate::pragma_syntax::token_text(&token.token))
+                .map(|token| crate::token_rewrite::token_text(&token.token))
                 .collect();
             spans.push(PragmaSpan {
                 first: significant[position],
@@ -106,7 +105,7 @@ fn trigger_end(tokens: &[TokenWithSpan], significant: &[usize], start: usize) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pragma_syntax::token_text;
+    use crate::token_rewrite::token_text;
     use sqlparser::tokenizer::Tokenizer;
 
     fn rewrite(sql: &str) -> String {

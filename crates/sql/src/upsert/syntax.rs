@@ -12,8 +12,7 @@ fn is_keyword(token: &TokenWithSpan, keyword: Keyword) -> bool {
 
 /// The tokens with the predicates of conflict targets removed.
 pub fn drop_conflict_predicates(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
-    let significant: Vec<usize> =
-        (0..tokens.len()).filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_))).collect();
+    let significant = crate::token_rewrite::significant(&tokens);
     let mut dropped = vec![false; tokens.len()];
     for (position, &at) in significant.iter().enumerate() {
         // ON CONFLICT ( ... ) WHERE

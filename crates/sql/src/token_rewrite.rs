@@ -1,7 +1,8 @@
-//! Carrying statements sqlparser cannot read through it as pragmas: a rewrite finds a
-//! statement's tokens and replaces them with `PRAGMA tern_<what>('<argument>')`, which the
-//! session runs. Triggers ([`crate::trigger::syntax`]) and `OWNER TO` ([`crate::ownership`])
-//! use it.
+//! What the token rewrites that run before sqlparser share: the positions of a token list's
+//! significant tokens, its words, and carrying statements sqlparser cannot read through it as
+//! pragmas (a rewrite finds a statement's tokens and replaces them with
+//! `PRAGMA tern_<what>('<argument>')`, which the session runs: triggers,
+//! [`crate::trigger::syntax`], and `OWNER TO`, [`crate::ownership`]).
 
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
 
@@ -11,6 +12,19 @@ pub fn token_text(token: &Token) -> String {
         Token::SingleQuotedString(text) => format!("'{}'", text.replace('\'', "''")),
         Token::Word(word) if word.quote_style == Some('"') => format!("\"{}\"", word.value.replace('"', "\"\"")),
         other => other.to_string(),
+    }
+}
+
+/// The positions of the tokens that are not whitespace.
+pub fn significant(tokens: &[TokenWithSpan]) -> Vec<usize> {
+    (0..tokens.len()).filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_))).collect()
+}
+
+/// The unquoted word (upper case) at `position` of the significant tokens, if it is one.
+pub fn upper_word(tokens: &[TokenWithSpan], significant: &[usize], position: usize) -> Option<String> {
+    match &tokens[*significant.get(position)?].token {
+        Token::Word(word) if word.quote_style.is_none() => Some(word.value.to_ascii_uppercase()),
+        _ => None,
     }
 }
 
