@@ -18,6 +18,7 @@
 //! | `txn` | dsmDB's TPC-B (section 4.2.1) and its certifier | SQLite (rusqlite, bundled) | `tpcb_8threads tern/sqlite`, `tpcb_tps_8threads` |
 //! | `ycsb` | SQLiteKV's mixes and YCSB A-F | SQLite (rusqlite, bundled) | `<mix> <size> tern/sqlite` |
 //! | `cache` | SQLiteKV's result cache (3.1.1.2) | Tern with the cache off; `Vec`s for memory | `fragmentation slab/vecs rss_per_byte`, `read_most on/off`, `read_heavy on/off` |
+//! | `tpch` | TPC-H's 22 queries (issue "execution engine") | DuckDB and SQLite (`tpch/peer.py`) | `tpch sf<S> tern/duckdb`, `tpch sf<S> tern/sqlite` |
 //! | `edge` | SMILE's and SQLiteKV's small devices | the same database without limits | `<mix> budget/unlimited`, `rss_mib` |
 //!
 //! Shared pieces: [`pages`] (page sources and the paper's thread split), [`kernels`] (the
@@ -45,6 +46,7 @@ pub mod report;
 pub mod scan;
 pub mod serial;
 pub mod timing;
+pub mod tpch;
 pub mod txn;
 pub mod ycsb;
 
@@ -99,6 +101,9 @@ pub enum Workload {
     /// Insert and point-lookup rates from Python: the `tern` package against the `sqlite3`
     /// module (builds the package in release mode first).
     Python(python::PythonArgs),
+    /// The 22 TPC-H queries as the spec writes them on Tern, DuckDB and SQLite over the same
+    /// dbgen data; every Tern answer checked against DuckDB's.
+    Tpch(tpch::TpchArgs),
 }
 
 impl Workload {
@@ -118,6 +123,7 @@ impl Workload {
             Workload::Priority(_) => priority::NAME,
             Workload::Python(_) => python::NAME,
             Workload::Serial(_) => serial::NAME,
+            Workload::Tpch(_) => tpch::NAME,
         }
     }
 }
@@ -138,5 +144,6 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Workload::Priority(args) => priority::run(args).map(drop),
         Workload::Python(args) => python::run(args).map(drop),
         Workload::Serial(args) => serial::run(args).map(drop),
+        Workload::Tpch(args) => tpch::run(args).map(drop),
     }
 }

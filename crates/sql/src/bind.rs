@@ -7,6 +7,7 @@ use crate::catalog::{Catalog, IndexDef, TableDef};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::functions::ScalarFunction;
+use crate::optimizer::{decorrelate, or_factor};
 use crate::plan::*;
 use crate::value::{Affinity, Value};
 use crate::window::bind::extract_windows;
@@ -1023,8 +1024,21 @@ impl<'c> Binder<'c> {
         for predicate in predicates {
             split_conjuncts(predicate, &mut conjuncts);
         }
+        let mut conjuncts: Vec<Expr> = conjuncts.into_iter().flat_map(or_factor::factor_common).collect();
+        let relation_of = |column: usize| {
+            relations.iter().position(|r| column >= r.offset && column < r.offset + r.width).unwrap_or(0)
+        };
+        if relations.len() > 1 {
+            let implied: Vec<Expr> = conjuncts
+                .iter()
+                .flat_map(|conjunct| or_factor::implied_filters(conjunct, relations.len(), &relation_of))
+                .filter(|implied| !conjuncts.contains(implied))
+                .collect();
+            conjuncts.extend(implied);
+        }
         // Conjuncts with a correlated subquery read the whole row in FROM order (the subquery's
-        // references to this level are FROM positions): they run after the joins.
+        // references to this level are FROM positions): they run after the joins, as joins
+        // where they can be decorrelated.
         let (late, conjuncts): (Vec<Expr>, Vec<Expr>) = conjuncts.into_iter().partition(has_correlated_subquery);
         let conjuncts: Vec<Conjunct> = conjuncts
             .into_iter()
@@ -1042,7 +1056,17 @@ impl<'c> Binder<'c> {
             })
             .collect();
         let mut plan = plan_joins(self.catalog, relations, conjuncts, columns.len());
-        if let Some(predicate) = conjoin(late) {
+        let mut still_late = Vec::new();
+        for conjunct in late {
+            plan = match decorrelate::decorrelate(self.catalog, plan, columns.len(), conjunct) {
+                decorrelate::Decorrelated::Joined(joined) => joined,
+                decorrelate::Decorrelated::Kept(plan, conjunct) => {
+                    still_late.push(conjunct);
+                    plan
+                }
+            };
+        }
+        if let Some(predicate) = conjoin(still_late) {
             plan = Plan::Filter { input: Box::new(plan), predicate };
         }
         Ok((plan, columns))
@@ -2715,7 +2739,10 @@ pub(crate) fn sort_key(expr: Expr, options: &ast::OrderByOptions, dialect: crate
 fn scan_order_satisfies(plan: &mut Plan, keys: &[SortKey]) -> bool {
     let Plan::Project { input, exprs } = plan else { return false };
     let Plan::Scan { table, access, reverse, .. } = input.as_mut() else { return false };
-    if !matches!(access, Access::Full | Access::PrimaryKeyRange { .. } | Access::PrimaryKeyPoints(_)) {
+    if !matches!(
+        access,
+        Access::Full | Access::PrimaryKeyRange { .. } | Access::PrimaryKeyPoints(_) | Access::PrimaryKeyPrefix(_)
+    ) {
         return false;
     }
     if keys.len() > table.primary_key.len() || keys.is_empty() {
@@ -2754,7 +2781,7 @@ pub fn split_conjuncts(expr: Expr, out: &mut Vec<Expr>) {
     }
 }
 
-fn conjoin(exprs: Vec<Expr>) -> Option<Expr> {
+pub(crate) fn conjoin(exprs: Vec<Expr>) -> Option<Expr> {
     exprs.into_iter().reduce(|left, right| Expr::Binary(BinaryOp::And, Box::new(left), Box::new(right)))
 }
 
@@ -2823,7 +2850,7 @@ fn lookup_join(catalog: &Catalog, join: Plan) -> (Plan, bool) {
     let indexes = catalog.table_indexes(&table.name);
     let choice = right_keys.iter().enumerate().find_map(|(position, key)| {
         let Expr::Column(column) = key else { return None };
-        if table.primary_key == [*column] {
+        if table.primary_key.first() == Some(column) {
             return Some((position, None));
         }
         indexes.iter().find(|index| index.columns[0] == *column).map(|index| (position, Some(index.clone())))
@@ -2859,7 +2886,7 @@ fn lookup_join(catalog: &Catalog, join: Plan) -> (Plan, bool) {
 }
 
 /// Builds a join of two plans; equalities between one column side of each become hash keys.
-fn make_join(left: Plan, right: Plan, left_width: usize, kind: JoinKind, conditions: Vec<Expr>) -> Plan {
+pub(crate) fn make_join(left: Plan, right: Plan, left_width: usize, kind: JoinKind, conditions: Vec<Expr>) -> Plan {
     let mut conjuncts = Vec::new();
     for condition in conditions {
         split_conjuncts(condition, &mut conjuncts);
@@ -3134,15 +3161,19 @@ pub fn choose_access(table: &TableDef, indexes: &[Arc<IndexDef>], filters: &[Exp
     if facts.is_empty() {
         return (Access::Full, 1);
     }
-    // Primary key: every column equal (or one IN list).
+    // Primary key: every column equal (or one IN list); else its leading columns equal.
+    let mut best: Option<(usize, Access)> = None;
     if !table.primary_key.is_empty() {
         let (tuples, matched) = equal_tuples(&facts, &table.primary_key);
         if matched == table.primary_key.len() {
             return (Access::PrimaryKeyPoints(tuples), 10);
         }
+        if matched > 0 {
+            best = Some((matched, Access::PrimaryKeyPrefix(tuples)));
+        }
     }
-    // An index with leading equal columns: the one with the most.
-    let mut best: Option<(usize, Access)> = None;
+    // An index with leading equal columns: the one with the most (the primary key's prefix on
+    // a tie, as it needs no second read per row).
     for index in indexes {
         let (tuples, matched) = equal_tuples(&facts, &index.columns);
         if matched > 0 && best.as_ref().is_none_or(|(best_matched, _)| matched > *best_matched) {
@@ -3155,7 +3186,7 @@ pub fn choose_access(table: &TableDef, indexes: &[Arc<IndexDef>], filters: &[Exp
         return (access, if full { 9 } else { 6 });
     }
     // A range on the primary key's first column, then on an index's first column.
-    if table.primary_key.len() == 1 {
+    if !table.primary_key.is_empty() {
         let (lower, upper) = range_of(&facts, table.primary_key[0]);
         if lower.is_some() || upper.is_some() {
             return (Access::PrimaryKeyRange { lower, upper }, 4);

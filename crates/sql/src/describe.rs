@@ -70,6 +70,7 @@ pub fn origins(plan: &Plan) -> Vec<Option<(u32, i16)>> {
                 })
                 .collect()
         }
+        Plan::Join { left, kind, .. } if kind.keeps_left_only() => origins(left),
         Plan::Join { left, right, .. } => {
             let mut both = origins(left);
             both.extend(origins(right));
@@ -159,8 +160,9 @@ impl Inference {
                 let types = self.plan(input);
                 exprs.iter().map(|expr| self.expr(expr, &types)).collect()
             }
-            Plan::Join { left, right, left_keys, right_keys, condition, .. } => {
+            Plan::Join { left, right, left_keys, right_keys, condition, kind } => {
                 let mut types = self.plan(left);
+                let left_width = types.len();
                 let right_types = self.plan(right);
                 for (left_key, right_key) in left_keys.iter().zip(right_keys) {
                     self.expr(left_key, &types);
@@ -169,6 +171,9 @@ impl Inference {
                 types.extend(right_types);
                 if let Some(condition) = condition {
                     self.expr(condition, &types);
+                }
+                if kind.keeps_left_only() {
+                    types.truncate(left_width);
                 }
                 types
             }
@@ -281,7 +286,7 @@ impl Inference {
         let column_type = |index: usize| types.get(index).cloned().unwrap_or(SqlType::Unknown);
         match access {
             Access::Full => {}
-            Access::PrimaryKeyPoints(keys) => {
+            Access::PrimaryKeyPoints(keys) | Access::PrimaryKeyPrefix(keys) => {
                 for key in keys {
                     for (expr, &column) in key.iter().zip(&table.primary_key) {
                         self.expect(expr, &[], column_type(column));

@@ -746,6 +746,20 @@ impl<'t> Executor<'t> {
                 }
                 Ok(())
             }
+            Access::PrimaryKeyPrefix(keys) => {
+                for key_prefix in self.point_keys(table, &prefix, &table.primary_key, keys, reverse, env)? {
+                    let end = prefix_end(&key_prefix).map_or(Bound::Unbounded, Bound::Excluded);
+                    let mut go_on = true;
+                    self.scan(Bound::Included(key_prefix), end, reverse, first_chunk_rows, |key, value| {
+                        go_on = visit(key, decode(value)?)?;
+                        Ok(go_on)
+                    })?;
+                    if !go_on {
+                        break;
+                    }
+                }
+                Ok(())
+            }
             Access::PrimaryKeyRange { lower, upper } => {
                 let affinity = table.columns[table.primary_key[0]].affinity;
                 let Some((start, end)) = self.range_bounds(&prefix, lower, upper, affinity, env)? else {
@@ -1138,6 +1152,7 @@ impl<'t> Executor<'t> {
                         let keys = vec![vec![Expr::Literal(key)]];
                         let access = match index {
                             Some(index) => Access::IndexPoints { index: index.clone(), keys },
+                            None if table.primary_key.len() > 1 => Access::PrimaryKeyPrefix(keys),
                             None => Access::PrimaryKeyPoints(keys),
                         };
                         self.scan_table(table, &access, false, &empty, SCAN_FIRST_CHUNK_ROWS, |_, right_row| {
@@ -1502,54 +1517,55 @@ impl<'t> Executor<'t> {
             output.push(row);
             Ok(())
         };
-        if left_keys.is_empty() {
-            for left_row in &left_rows {
-                self.check_interrupt()?;
-                let mut matched = false;
-                for (index, right_row) in right_rows.iter().enumerate() {
-                    let mut combined = Vec::with_capacity(left_width + right_width);
-                    combined.extend_from_slice(left_row);
-                    combined.extend_from_slice(right_row);
-                    if matches(&combined)? {
-                        matched = true;
-                        right_matched[index] = true;
-                        emit(&mut output, combined)?;
-                    }
-                }
-                if !matched && matches!(kind, JoinKind::Left | JoinKind::Full) {
-                    let mut padded = left_row.clone();
-                    padded.resize(left_width + right_width, Value::Null);
-                    emit(&mut output, padded)?;
-                }
-            }
-        } else {
-            let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+        // Without keys every right row is a candidate for every left row (a nested loop).
+        let every_row: Vec<usize> = if left_keys.is_empty() { (0..right_rows.len()).collect() } else { Vec::new() };
+        let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+        if !left_keys.is_empty() {
             for (index, right_row) in right_rows.iter().enumerate() {
                 if let Some(key) = self.join_key(right_keys, right_row, outer)? {
                     table.entry(key).or_default().push(index);
                 }
             }
-            for left_row in &left_rows {
-                let mut matched = false;
-                if let Some(key) = self.join_key(left_keys, left_row, outer)?
-                    && let Some(candidates) = table.get(&key)
-                {
-                    for &index in candidates {
-                        let mut combined = Vec::with_capacity(left_width + right_width);
-                        combined.extend_from_slice(left_row);
-                        combined.extend_from_slice(&right_rows[index]);
-                        if matches(&combined)? {
-                            matched = true;
-                            right_matched[index] = true;
-                            emit(&mut output, combined)?;
+        }
+        for (at, left_row) in left_rows.into_iter().enumerate() {
+            if at % 1024 == 0 {
+                self.check_interrupt()?;
+            }
+            let candidates: &[usize] = if left_keys.is_empty() {
+                &every_row
+            } else {
+                match self.join_key(left_keys, &left_row, outer)? {
+                    Some(key) => table.get(&key).map_or(&[], Vec::as_slice),
+                    None => &[],
+                }
+            };
+            let mut matched = false;
+            if kind.keeps_left_only() && condition.is_none() {
+                matched = !candidates.is_empty();
+            } else {
+                for &index in candidates {
+                    let mut combined = Vec::with_capacity(left_width + right_width);
+                    combined.extend_from_slice(&left_row);
+                    combined.extend_from_slice(&right_rows[index]);
+                    if matches(&combined)? {
+                        matched = true;
+                        if kind.keeps_left_only() {
+                            break;
                         }
+                        right_matched[index] = true;
+                        emit(&mut output, combined)?;
                     }
                 }
-                if !matched && matches!(kind, JoinKind::Left | JoinKind::Full) {
-                    let mut padded = left_row.clone();
+            }
+            match kind {
+                JoinKind::Semi if matched => emit(&mut output, left_row)?,
+                JoinKind::Anti if !matched => emit(&mut output, left_row)?,
+                JoinKind::Left | JoinKind::Full if !matched => {
+                    let mut padded = left_row;
                     padded.resize(left_width + right_width, Value::Null);
                     emit(&mut output, padded)?;
                 }
+                _ => {}
             }
         }
         if matches!(kind, JoinKind::Right | JoinKind::Full) {

@@ -55,6 +55,7 @@ pub mod json_operators;
 pub mod lift;
 pub mod limits;
 pub mod merge;
+pub mod optimizer;
 pub mod overriding;
 pub mod ownership;
 pub mod pg_proc;

@@ -644,6 +644,9 @@ pub enum Access {
     Full,
     /// Rows whose primary key equals one of the tuples.
     PrimaryKeyPoints(Vec<Vec<Expr>>),
+    /// Rows whose leading primary-key columns (fewer than all) equal one of the tuples: a
+    /// range of the key for each tuple.
+    PrimaryKeyPrefix(Vec<Vec<Expr>>),
     /// Rows whose first primary-key column lies between the bounds.
     PrimaryKeyRange { lower: Option<(Expr, bool)>, upper: Option<(Expr, bool)> },
     /// Rows whose leading index columns equal one of the tuples.
@@ -658,6 +661,17 @@ pub enum JoinKind {
     Left,
     Right,
     Full,
+    /// Each left row that has a match, once; the output is the left row alone (EXISTS).
+    Semi,
+    /// Each left row that has no match; the output is the left row alone (NOT EXISTS).
+    Anti,
+}
+
+impl JoinKind {
+    /// Whether the output is the left row alone (semi and anti joins).
+    pub fn keeps_left_only(self) -> bool {
+        matches!(self, JoinKind::Semi | JoinKind::Anti)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -738,7 +752,7 @@ pub enum Plan {
         condition: Option<Expr>,
     },
     /// Index nested-loop join. Output: the left row followed by the table's row. For each left
-    /// row, `left_key` is looked up in the table's primary key (`index` None) or in the first
+    /// row, `left_key` is looked up in the primary key's first column (`index` None) or in the first
     /// column of `index`; `right_filter` is checked on the table's row, `condition` on the pair.
     LookupJoin {
         left: Box<Plan>,
@@ -819,7 +833,89 @@ pub enum Plan {
     },
 }
 
+impl Access {
+    /// The expressions the access path evaluates (its key values and bounds).
+    pub fn exprs(&self) -> Vec<&Expr> {
+        match self {
+            Access::Full => Vec::new(),
+            Access::PrimaryKeyPoints(keys) | Access::PrimaryKeyPrefix(keys) | Access::IndexPoints { keys, .. } => {
+                keys.iter().flatten().collect()
+            }
+            Access::PrimaryKeyRange { lower, upper } | Access::IndexRange { lower, upper, .. } => {
+                [lower, upper].into_iter().flatten().map(|(expr, _)| expr).collect()
+            }
+        }
+    }
+}
+
 impl Plan {
+    /// The plans this node reads.
+    pub fn children(&self) -> Vec<&Plan> {
+        match self {
+            Plan::Values { .. }
+            | Plan::Scan { .. }
+            | Plan::WorkingTable { .. }
+            | Plan::SystemTable { .. }
+            | Plan::TableFunction { .. } => Vec::new(),
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::Window { input, .. }
+            | Plan::Aggregate { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Distinct { input }
+            | Plan::ProjectSet { input, .. } => vec![input],
+            Plan::LookupJoin { left, .. } => vec![left],
+            Plan::Join { left, right, .. } | Plan::SetOperation { left, right, .. } => vec![left, right],
+            Plan::Recursive { anchor, step, .. } => vec![anchor, step],
+        }
+    }
+
+    /// Calls `visit` on each expression this node evaluates (not its children's).
+    pub fn visit_exprs(&self, visit: &mut dyn FnMut(&Expr)) {
+        let mut each = |exprs: &mut dyn Iterator<Item = &Expr>| exprs.for_each(&mut *visit);
+        match self {
+            Plan::Values { rows, .. } => each(&mut rows.iter().flatten()),
+            Plan::SystemTable { rows, .. } => each(&mut rows.iter().flatten()),
+            Plan::Scan { access, filter, .. } => each(&mut access.exprs().into_iter().chain(filter)),
+            Plan::Filter { predicate, .. } => each(&mut std::iter::once(predicate)),
+            Plan::Project { exprs, .. } => each(&mut exprs.iter()),
+            Plan::Join { left_keys, right_keys, condition, .. } => {
+                each(&mut left_keys.iter().chain(right_keys).chain(condition))
+            }
+            Plan::LookupJoin { left_key, right_filter, condition, .. } => {
+                each(&mut std::iter::once(left_key).chain(right_filter).chain(condition))
+            }
+            Plan::Window { calls, .. } => {
+                for call in calls {
+                    each(&mut call.row_exprs());
+                    for bound in [&call.window.frame.start, &call.window.frame.end] {
+                        if let FrameBound::Preceding(offset) | FrameBound::Following(offset) = bound {
+                            each(&mut std::iter::once(offset));
+                        }
+                    }
+                }
+            }
+            Plan::Aggregate { group_by, aggregates, .. } => {
+                each(&mut group_by.iter());
+                for call in aggregates {
+                    each(
+                        &mut call
+                            .args
+                            .iter()
+                            .chain(call.filter.as_deref())
+                            .chain(call.order_by.iter().map(|key| &key.expr)),
+                    );
+                }
+            }
+            Plan::Sort { keys, limit, .. } => each(&mut keys.iter().map(|key| &key.expr).chain(limit.as_deref())),
+            Plan::Limit { limit, offset, .. } => each(&mut limit.iter().chain(offset)),
+            Plan::TableFunction { args, .. } => each(&mut args.iter()),
+            Plan::ProjectSet { calls, .. } => each(&mut calls.iter().flat_map(|(_, args)| args)),
+            Plan::Distinct { .. } | Plan::SetOperation { .. } | Plan::Recursive { .. } | Plan::WorkingTable { .. } => {}
+        }
+    }
+
     /// Number of columns the plan produces.
     pub fn width(&self) -> usize {
         match self {
@@ -830,6 +926,7 @@ impl Plan {
             | Plan::Limit { input, .. }
             | Plan::Distinct { input } => input.width(),
             Plan::Project { exprs, .. } => exprs.len(),
+            Plan::Join { left, kind, .. } if kind.keeps_left_only() => left.width(),
             Plan::Join { left, right, .. } => left.width() + right.width(),
             Plan::LookupJoin { left, table, .. } => left.width() + table.columns.len(),
             Plan::Aggregate { group_by, aggregates, .. } => group_by.len() + aggregates.len(),
@@ -877,6 +974,12 @@ impl Plan {
                 let access = match access {
                     Access::Full => "full scan".to_string(),
                     Access::PrimaryKeyPoints(keys) => format!("primary key lookup ({} keys)", keys.len()),
+                    Access::PrimaryKeyPrefix(keys) => format!(
+                        "primary key prefix lookup ({} of {} columns, {} keys)",
+                        keys.first().map_or(0, Vec::len),
+                        table.primary_key.len(),
+                        keys.len()
+                    ),
                     Access::PrimaryKeyRange { .. } => "primary key range".to_string(),
                     Access::IndexPoints { index, keys } => format!("index {} lookup ({} keys)", index.name, keys.len()),
                     Access::IndexRange { index, .. } => format!("index {} range", index.name),

@@ -1,0 +1,11 @@
+//! Rewrites of bound plans that make them cheaper without changing their answers.
+//!
+//! - [`or_factor`]: conjuncts common to every arm of an OR come out of it, and an OR implies
+//!   a filter on each relation every arm restricts (TPC-H Q19's join key).
+//! - [`decorrelate`]: correlated EXISTS, NOT EXISTS and scalar aggregate subqueries in WHERE
+//!   become semi, anti and grouped inner joins (TPC-H Q2, Q4, Q17, Q20, Q21, Q22).
+//!
+//! The binder calls both while it plans a FROM clause's joins (`bind::bind_from_where`).
+
+pub mod decorrelate;
+pub mod or_factor;
