@@ -7,7 +7,7 @@ use crate::catalog::{Catalog, IndexDef, TableDef};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::functions::ScalarFunction;
-use crate::optimizer::{decorrelate, or_factor};
+use crate::optimizer::{decorrelate, or_factor, prune};
 use crate::plan::*;
 use crate::value::{Affinity, Value};
 use crate::window::bind::extract_windows;
@@ -321,6 +321,7 @@ impl<'c> Binder<'c> {
         let (plan, columns) = self.bind_query_in(query, &inner)?;
         let id = self.next_id();
         let correlated = inner.correlated.get();
+        let plan = if correlated { plan } else { prune::prune_columns(plan) };
         let affinity = columns.first().and_then(|column| column.affinity);
         Ok((Subquery { plan, correlated, id, row_affinity: None, group_row: None }, affinity))
     }
@@ -339,7 +340,10 @@ impl<'c> Binder<'c> {
                 }
                 result
             }
-            None => self.bind_query_in(query, &Scope::new(Vec::new(), None)),
+            None => {
+                let (plan, columns) = self.bind_query_in(query, &Scope::new(Vec::new(), None))?;
+                Ok((prune::prune_columns(plan), columns))
+            }
         }
     }
 
@@ -2087,7 +2091,8 @@ impl<'c> Binder<'c> {
         if op.is_comparison() {
             return self.bind_comparison(op, left, right, scope);
         }
-        Ok(Expr::Binary(op, Box::new(self.bind_expr(left, scope)?), Box::new(self.bind_expr(right, scope)?)))
+        let (left, right) = (self.bind_expr(left, scope)?, self.bind_expr(right, scope)?);
+        Ok(fold_date_arithmetic(op, left, right))
     }
 
     /// A JSON operator: on `json` or `jsonb` by the left operand's type (for containment, either
@@ -2769,6 +2774,21 @@ fn check_named_windows(windows: &[ast::NamedWindowDefinition]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `date '1994-01-01' + interval '1' year` of two literals is computed once, while binding,
+/// instead of for every row it is compared with (TPC-H writes its date ranges so). Only
+/// date and time arithmetic is folded, and only when it succeeds: an error is left to be
+/// raised when (and if) the expression is evaluated.
+fn fold_date_arithmetic(op: BinaryOp, left: Expr, right: Expr) -> Expr {
+    if let (BinaryOp::Add | BinaryOp::Sub, Expr::Literal(a), Expr::Literal(b)) = (op, &left, &right)
+        && (matches!(a, Value::Temporal(_)) || matches!(b, Value::Temporal(_)))
+        && let Ok(value) = crate::functions::arithmetic(op, a, b)
+        && matches!(value, Value::Temporal(_))
+    {
+        return Expr::Literal(value);
+    }
+    Expr::Binary(op, Box::new(left), Box::new(right))
 }
 
 pub fn split_conjuncts(expr: Expr, out: &mut Vec<Expr>) {

@@ -381,6 +381,62 @@ pub fn decode_row(bytes: &[u8]) -> Result<Vec<Value>> {
     Ok(values)
 }
 
+/// A row's values where `wanted` is true, NULL elsewhere: the columns not wanted are stepped
+/// over without being built (no string is copied for a column the query does not read).
+pub fn decode_row_columns(bytes: &[u8], wanted: &[bool]) -> Result<Vec<Value>> {
+    let mut position = 0;
+    let count = get_varint(bytes, &mut position)? as usize;
+    if count > bytes.len() {
+        return Err(Error::corrupt("row claims more columns than it has bytes"));
+    }
+    let mut values = Vec::with_capacity(count);
+    for column in 0..count {
+        if wanted.get(column).copied().unwrap_or(false) {
+            values.push(decode_value(bytes, &mut position, 0)?);
+        } else {
+            skip_value(bytes, &mut position)?;
+            values.push(Value::Null);
+        }
+    }
+    if position != bytes.len() {
+        return Err(Error::corrupt("row has trailing bytes"));
+    }
+    Ok(values)
+}
+
+/// Steps over one value (as [`decode_value`] reads it) without building it.
+fn skip_value(bytes: &[u8], position: &mut usize) -> Result<()> {
+    let tag = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends before its columns"))?;
+    let fixed = match tag {
+        0 => 1,
+        2 => 9,
+        1 => {
+            *position += 1;
+            get_varint(bytes, position)?;
+            return Ok(());
+        }
+        3 | 4 => {
+            *position += 1;
+            let length = get_varint(bytes, position)? as usize;
+            let end = position.checked_add(length).ok_or_else(|| Error::corrupt("row length overflows"))?;
+            if end > bytes.len() {
+                return Err(Error::corrupt("row ends inside a string"));
+            }
+            *position = end;
+            return Ok(());
+        }
+        _ => {
+            decode_value(bytes, position, 0)?;
+            return Ok(());
+        }
+    };
+    if *position + fixed > bytes.len() {
+        return Err(Error::corrupt("row ends inside a value"));
+    }
+    *position += fixed;
+    Ok(())
+}
+
 /// Row values nest at most this deep (records of records): deeper bytes are corrupt.
 use crate::composite::MAX_NESTING;
 
@@ -507,6 +563,17 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn a_masked_decode_keeps_the_wanted_columns(row in proptest::collection::vec(value_strategy(), 0..8), mask in proptest::collection::vec(any::<bool>(), 8)) {
+            let bytes = encode_row(&row);
+            let masked = decode_row_columns(&bytes, &mask).unwrap();
+            prop_assert_eq!(masked.len(), row.len());
+            for (column, value) in row.iter().enumerate() {
+                let expected = if mask[column] { value.clone() } else { Value::Null };
+                prop_assert_eq!(masked[column].total_cmp(&expected), std::cmp::Ordering::Equal);
+            }
+        }
+
         #[test]
         fn key_order_is_sql_order(a in value_strategy(), b in value_strategy()) {
             let mut key_a = Vec::new();

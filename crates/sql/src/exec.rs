@@ -20,6 +20,9 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use tern_txn::Transaction;
 
+mod probe_stream;
+mod stream;
+
 /// Rows read from the store by the first chunk of a scan (short scans, LIMIT) and by later
 /// chunks (the size doubles up to the second).
 const SCAN_FIRST_CHUNK_ROWS: usize = 16;
@@ -63,6 +66,9 @@ pub struct Executor<'t> {
     /// The rows the current round of each running recursive CTE reads as its own name.
     working_tables: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
     memory_used: Cell<usize>,
+    /// Bytes of results kept for the whole statement (the cache of uncorrelated subqueries):
+    /// still charged after the node that made them has finished.
+    memory_retained: Cell<usize>,
     memory_limit: usize,
     /// DEFAULT expressions bound once per statement, by (table id, column), instead of being
     /// parsed again for every row that needs one.
@@ -138,6 +144,7 @@ impl<'t> Executor<'t> {
             subquery_cache: RefCell::new(HashMap::new()),
             working_tables: RefCell::new(HashMap::new()),
             memory_used: Cell::new(0),
+            memory_retained: Cell::new(0),
             memory_limit,
             defaults: RefCell::new(HashMap::new()),
             profile: None,
@@ -692,10 +699,25 @@ impl<'t> Executor<'t> {
         reverse: bool,
         env: &Env,
         first_chunk_rows: usize,
+        visit: impl FnMut(&[u8], Row) -> Result<bool>,
+    ) -> Result<()> {
+        self.scan_table_columns(table, access, reverse, env, first_chunk_rows, None, visit)
+    }
+
+    /// [`Executor::scan_table`] decoding only the `wanted` columns (the others are NULL).
+    #[allow(clippy::too_many_arguments)]
+    fn scan_table_columns(
+        &self,
+        table: &TableDef,
+        access: &Access,
+        reverse: bool,
+        env: &Env,
+        first_chunk_rows: usize,
+        wanted: Option<&[bool]>,
         mut visit: impl FnMut(&[u8], Row) -> Result<bool>,
     ) -> Result<()> {
         let mut read = 0u64;
-        let scanned = self.scan_table_rows(table, access, reverse, env, first_chunk_rows, |key, row| {
+        let scanned = self.scan_table_rows(table, access, reverse, env, first_chunk_rows, wanted, |key, row| {
             read += 1;
             visit(key, row)
         });
@@ -706,7 +728,9 @@ impl<'t> Executor<'t> {
         scanned
     }
 
-    /// The rows of a table a scan's access path yields (a superset of what its filter keeps).
+    /// The rows of a table a scan's access path yields (a superset of what its filter keeps),
+    /// with only the `wanted` columns decoded when given.
+    #[allow(clippy::too_many_arguments)]
     fn scan_table_rows(
         &self,
         table: &TableDef,
@@ -714,18 +738,26 @@ impl<'t> Executor<'t> {
         reverse: bool,
         env: &Env,
         first_chunk_rows: usize,
+        wanted: Option<&[bool]>,
         mut visit: impl FnMut(&[u8], Row) -> Result<bool>,
     ) -> Result<()> {
         let prefix = object_prefix(table.id);
         let width = table.columns.len();
         let decode = |bytes: &[u8]| -> Result<Row> {
-            let mut row = decode_row(bytes)?;
+            let mut row = match wanted {
+                Some(wanted) => codec::decode_row_columns(bytes, wanted)?,
+                None => decode_row(bytes)?,
+            };
             if row.len() > width {
                 return Err(Error::corrupt(format!("row of {} has {} columns", table.name, row.len())));
             }
             // Rows written before ADD COLUMN: the added columns' defaults are NULL or constant.
             while row.len() < width {
-                row.push(self.fill_value(table, row.len())?);
+                let fill = match wanted {
+                    Some(wanted) if !wanted.get(row.len()).copied().unwrap_or(false) => Value::Null,
+                    _ => self.fill_value(table, row.len())?,
+                };
+                row.push(fill);
             }
             Ok(row)
         };
@@ -1091,7 +1123,13 @@ impl<'t> Executor<'t> {
     pub fn run(&self, plan: &Plan, outer: Option<&Env>) -> Result<Vec<Row>> {
         self.check_interrupt()?;
         let started = self.profile.as_ref().map(|_| std::time::Instant::now());
+        let used_before = self.memory_used.get();
+        let retained_before = self.memory_retained.get();
         let rows = crate::limits::with_stack(|| self.run_inner(plan, outer))?;
+        // What the node's inputs held is gone now (only its output and what the statement
+        // keeps remain): the memory it charged for them is given back.
+        let retained = self.memory_retained.get().saturating_sub(retained_before);
+        self.memory_used.set(self.memory_used.get().min(used_before + retained));
         if let (Some(profile), Some(started)) = (&self.profile, started) {
             let mut profile = profile.borrow_mut();
             let node = profile.entry(plan as *const Plan as usize).or_default();
@@ -1111,6 +1149,7 @@ impl<'t> Executor<'t> {
                 rows.iter().map(|row| row.iter().map(|expr| self.eval(expr, &Env::new(&[], outer))).collect()).collect()
             }
             Plan::Scan { .. } => self.run_scan(plan, outer, usize::MAX),
+            Plan::Filter { .. } | Plan::Project { .. } if Self::streams(plan) => self.collect_stream(plan, outer),
             Plan::Filter { input, predicate } => {
                 let rows = self.run(input, outer)?;
                 let mut kept = Vec::with_capacity(rows.len());
@@ -1124,6 +1163,21 @@ impl<'t> Executor<'t> {
             Plan::Project { input, exprs } => {
                 let rows = self.run(input, outer)?;
                 self.project(rows, exprs, outer)
+            }
+            Plan::Join { left, right, kind, left_keys, right_keys, condition }
+                if probe_stream::ProbeJoin::applies(plan) =>
+            {
+                let left_rows = self.run(left, outer)?;
+                let join = probe_stream::ProbeJoin {
+                    right,
+                    left_width: left.width(),
+                    right_width: right.width(),
+                    kind: *kind,
+                    left_keys,
+                    right_keys,
+                    condition: condition.as_ref(),
+                };
+                self.probe_join(left_rows, &join, outer)
             }
             Plan::Join { left, right, kind, left_keys, right_keys, condition } => {
                 let left_rows = self.run(left, outer)?;
@@ -1455,6 +1509,19 @@ impl<'t> Executor<'t> {
         Ok(rows)
     }
 
+    /// The rows of a streaming plan, collected (memory charged as they come).
+    fn collect_stream(&self, plan: &Plan, outer: Option<&Env>) -> Result<Vec<Row>> {
+        let mut rows = Vec::new();
+        self.stream(plan, outer, &mut |row| {
+            if rows.len() % 1024 == 1023 {
+                self.charge(1024 * row_bytes(&row))?;
+            }
+            rows.push(row);
+            Ok(true)
+        })?;
+        Ok(rows)
+    }
+
     /// Evaluates a projection on each row. A projection that only picks distinct columns moves
     /// the values instead of copying them.
     fn project(&self, rows: Vec<Row>, exprs: &[Expr], outer: Option<&Env>) -> Result<Vec<Row>> {
@@ -1605,19 +1672,12 @@ impl<'t> Executor<'t> {
         outer: Option<&Env>,
     ) -> Result<Vec<Row>> {
         let mut grouping = Grouping::new(aggregates);
-        if let Plan::Scan { table, access, filter, reverse } = input {
-            let empty = Env::new(&[], outer);
+        if Self::streams(input) {
             let started = self.profile.as_ref().map(|_| std::time::Instant::now());
             let mut scanned = 0u64;
-            self.scan_table(table, access, *reverse, &empty, SCAN_FIRST_CHUNK_ROWS, |_, row| {
-                let keep = match filter {
-                    Some(filter) => self.eval(filter, &Env::new(&row, outer))?.truth() == Some(true),
-                    None => true,
-                };
-                if keep {
-                    scanned += 1;
-                    grouping.add(self, &row, group_by, aggregates, outer)?;
-                }
+            self.stream(input, outer, &mut |row| {
+                scanned += 1;
+                grouping.add(self, &row, group_by, aggregates, outer)?;
                 Ok(true)
             })?;
             if let (Some(profile), Some(started)) = (&self.profile, started) {
@@ -1673,13 +1733,32 @@ impl<'t> Executor<'t> {
             None => Rc::new(self.run(&subquery.plan, Some(env))?),
         };
         if !subquery.correlated {
+            let bytes =
+                rows.iter().take(64).map(|row| row_bytes(row)).sum::<usize>() * rows.len() / rows.len().clamp(1, 64);
+            self.memory_retained.set(self.memory_retained.get() + bytes);
             self.subquery_cache.borrow_mut().insert(subquery.id, rows.clone());
         }
         Ok(rows)
     }
 
     pub fn eval(&self, expr: &Expr, env: &Env) -> Result<Value> {
-        crate::limits::with_stack(|| self.eval_inner(expr, env))
+        match expr {
+            // Leaves do not recurse: no need to look at the stack (most evaluations are these).
+            Expr::Column(_) | Expr::Literal(_) => Ok(self.operand(expr, env)?.into_owned()),
+            _ => crate::limits::with_stack(|| self.eval_inner(expr, env)),
+        }
+    }
+
+    /// An operand's value, borrowed from the row or the plan when it is a column or a literal
+    /// (a comparison or arithmetic reads it without copying a string).
+    fn operand<'a>(&self, expr: &'a Expr, env: &'a Env) -> Result<std::borrow::Cow<'a, Value>> {
+        Ok(match expr {
+            Expr::Column(index) => std::borrow::Cow::Borrowed(
+                env.row.get(*index).ok_or_else(|| Error::internal(format!("column #{index} out of range")))?,
+            ),
+            Expr::Literal(value) => std::borrow::Cow::Borrowed(value),
+            other => std::borrow::Cow::Owned(self.eval(other, env)?),
+        })
     }
 
     fn eval_inner(&self, expr: &Expr, env: &Env) -> Result<Value> {
@@ -1763,8 +1842,8 @@ impl<'t> Executor<'t> {
                     }
                 }
                 op if op.is_comparison() => {
-                    let left = self.eval(left, env)?;
-                    let right = self.eval(right, env)?;
+                    let left = self.operand(left, env)?;
+                    let right = self.operand(right, env)?;
                     compare(*op, &left, &right)
                 }
                 BinaryOp::Concat => {
@@ -1773,7 +1852,7 @@ impl<'t> Executor<'t> {
                     functions::arithmetic(BinaryOp::Concat, &left, &right)?
                 }
                 op => {
-                    let (left, right) = (self.eval(left, env)?, self.eval(right, env)?);
+                    let (left, right) = (self.operand(left, env)?, self.operand(right, env)?);
                     let value = functions::arithmetic(*op, &left, &right)?;
                     if self.dialect.strict_arithmetic() {
                         functions::strict_arithmetic(*op, &left, &right, &value)?;

@@ -5,7 +5,12 @@
 //! - [`decorrelate`]: correlated EXISTS, NOT EXISTS and scalar aggregate subqueries in WHERE
 //!   become semi, anti and grouped inner joins (TPC-H Q2, Q4, Q17, Q20, Q21, Q22).
 //!
-//! The binder calls both while it plans a FROM clause's joins (`bind::bind_from_where`).
+//! - [`prune`]: only the columns a query reads travel through its plan, and scans decode
+//!   only those.
+//!
+//! The binder calls the first two while it plans a FROM clause's joins
+//! (`bind::bind_from_where`), and prunes each whole query it has bound.
 
 pub mod decorrelate;
 pub mod or_factor;
+pub mod prune;

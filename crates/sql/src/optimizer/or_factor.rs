@@ -24,7 +24,7 @@ pub fn factor_common(expr: Expr) -> Vec<Expr> {
     let arms: Vec<Vec<Expr>> = disjuncts(expr.clone()).into_iter().map(conjuncts).collect();
     let common: Vec<Expr> = arms[0]
         .iter()
-        .filter(|conjunct| is_stable(conjunct) && arms[1..].iter().all(|arm| arm.contains(conjunct)))
+        .filter(|conjunct| is_stable(conjunct) && arms[1..].iter().all(|arm| arm.iter().any(|c| same(c, conjunct))))
         .cloned()
         .collect();
     if common.is_empty() {
@@ -32,7 +32,8 @@ pub fn factor_common(expr: Expr) -> Vec<Expr> {
     }
     let mut rest = Vec::with_capacity(arms.len());
     for arm in arms {
-        let remaining: Vec<Expr> = arm.into_iter().filter(|conjunct| !common.contains(conjunct)).collect();
+        let remaining: Vec<Expr> =
+            arm.into_iter().filter(|conjunct| !common.iter().any(|c| same(c, conjunct))).collect();
         match conjoin(remaining) {
             Some(remaining) => rest.push(remaining),
             // One arm is nothing but the common part: the OR is true whenever that part is.
@@ -73,6 +74,16 @@ pub fn implied_filters(expr: &Expr, relations: usize, relation_of: &dyn Fn(usize
         }
     }
     implied
+}
+
+/// Whether two conjuncts say the same: equal, or equalities with their sides swapped.
+fn same(a: &Expr, b: &Expr) -> bool {
+    match (a, b) {
+        (Expr::Binary(BinaryOp::Eq, a_left, a_right), Expr::Binary(BinaryOp::Eq, b_left, b_right)) => {
+            (a_left == b_left && a_right == b_right) || (a_left == b_right && a_right == b_left)
+        }
+        _ => a == b,
+    }
 }
 
 fn disjuncts(expr: Expr) -> Vec<Expr> {
@@ -159,6 +170,18 @@ mod tests {
         let key = eq(column(0), column(2));
         let expr = or(key.clone(), and(key.clone(), eq(column(1), int(1))));
         assert_eq!(factor_common(expr), vec![key]);
+    }
+
+    #[test]
+    fn an_equality_written_the_other_way_round_is_common_too() {
+        let expr = or(
+            and(eq(column(0), column(2)), eq(column(1), int(1))),
+            and(eq(column(2), column(0)), eq(column(3), int(2))),
+        );
+        assert_eq!(
+            factor_common(expr),
+            vec![eq(column(0), column(2)), or(eq(column(1), int(1)), eq(column(3), int(2)))]
+        );
     }
 
     #[test]

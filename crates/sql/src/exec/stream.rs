@@ -1,0 +1,119 @@
+//! Streaming the rows of a scan through filters and projections, without materialising them.
+//!
+//! `Project(Filter(Project(Scan)))` and the like hand each row to the consumer as the scan
+//! reads it: only what the consumer keeps is held in memory (an aggregate's groups, a join's
+//! build side, the projected rows). A projection directly over a scan also decides which
+//! columns the scan decodes: those it outputs and those the scan's filter reads; the others
+//! are stepped over in the stored row (see `codec::decode_row_columns`).
+
+use super::{Env, Executor, SCAN_FIRST_CHUNK_ROWS};
+use crate::error::Result;
+use crate::plan::{Expr, Plan, Row};
+use crate::value::Value;
+
+fn holds_subquery(expr: &Expr) -> bool {
+    let mut found = false;
+    expr.walk(&mut |expr| {
+        found |= matches!(expr, Expr::InSubquery { .. } | Expr::Exists { .. } | Expr::ScalarSubquery(_))
+    });
+    found
+}
+
+impl Executor<'_> {
+    /// Whether `plan` streams: a table scan, or filters and projections over one.
+    pub(super) fn streams(plan: &Plan) -> bool {
+        match plan {
+            Plan::Scan { .. } => true,
+            Plan::Filter { input, .. } | Plan::Project { input, .. } => Self::streams(input),
+            _ => false,
+        }
+    }
+
+    /// Hands each row of a streaming plan ([`Executor::streams`]) to `visit` until it returns
+    /// false.
+    pub(super) fn stream(
+        &self,
+        plan: &Plan,
+        outer: Option<&Env>,
+        visit: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        self.check_interrupt()?;
+        match plan {
+            Plan::Scan { .. } => self.stream_scan(plan, None, outer, visit),
+            Plan::Project { input, exprs } if matches!(input.as_ref(), Plan::Scan { .. }) => {
+                self.stream_scan(input, Some(exprs), outer, visit)
+            }
+            Plan::Project { input, exprs } => self.stream(input, outer, &mut |row| {
+                let projected = self.project_row(row, exprs, outer)?;
+                visit(projected)
+            }),
+            Plan::Filter { input, predicate } => self.stream(input, outer, &mut |row| {
+                if self.eval(predicate, &Env::new(&row, outer))?.truth() == Some(true) { visit(row) } else { Ok(true) }
+            }),
+            _ => Err(crate::error::Error::internal("stream needs a scan, filter or projection")),
+        }
+    }
+
+    /// A scan's rows, filtered, and projected by `exprs` when given (decoding only the columns
+    /// the projection and the filter read).
+    fn stream_scan(
+        &self,
+        scan: &Plan,
+        exprs: Option<&[Expr]>,
+        outer: Option<&Env>,
+        visit: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        let Plan::Scan { table, access, filter, reverse } = scan else {
+            return Err(crate::error::Error::internal("stream_scan needs a scan"));
+        };
+        // A subquery reads the row by position (as its enclosing row): then every column is
+        // decoded.
+        let reads_whole_row = exprs.into_iter().flatten().chain(filter).any(holds_subquery);
+        let wanted: Option<Vec<bool>> = exprs.filter(|_| !reads_whole_row).map(|exprs| {
+            let mut wanted = vec![false; table.columns.len()];
+            for column in exprs.iter().chain(filter).flat_map(Expr::columns) {
+                if let Some(slot) = wanted.get_mut(column) {
+                    *slot = true;
+                }
+            }
+            wanted
+        });
+        let empty = Env::new(&[], outer);
+        let mut kept = 0usize;
+        self.scan_table_columns(table, access, *reverse, &empty, SCAN_FIRST_CHUNK_ROWS, wanted.as_deref(), |_, row| {
+            if let Some(filter) = filter
+                && self.eval(filter, &Env::new(&row, outer))?.truth() != Some(true)
+            {
+                return Ok(true);
+            }
+            kept += 1;
+            if kept.is_multiple_of(1024) {
+                self.check_interrupt()?;
+            }
+            match exprs {
+                Some(exprs) => visit(self.project_row(row, exprs, outer)?),
+                None => visit(row),
+            }
+        })
+    }
+
+    /// One row through a projection: plain column picks move the values out of the row.
+    pub(super) fn project_row(&self, mut row: Row, exprs: &[Expr], outer: Option<&Env>) -> Result<Row> {
+        if exprs.iter().all(|expr| matches!(expr, Expr::Column(index) if *index < row.len())) {
+            let mut projected = Vec::with_capacity(exprs.len());
+            for (at, expr) in exprs.iter().enumerate() {
+                let Expr::Column(index) = expr else { unreachable!("checked above") };
+                // A column picked twice is cloned for all but its last pick.
+                let again = exprs[at + 1..].contains(expr);
+                projected.push(if again {
+                    row[*index].clone()
+                } else {
+                    std::mem::replace(&mut row[*index], Value::Null)
+                });
+            }
+            return Ok(projected);
+        }
+        let env = Env::new(&row, outer);
+        exprs.iter().map(|expr| self.eval(expr, &env)).collect()
+    }
+}
