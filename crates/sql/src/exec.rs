@@ -1649,16 +1649,22 @@ impl<'t> Executor<'t> {
 
     /// The hash key of a join side; `None` when a key is NULL (it matches nothing).
     fn join_key(&self, keys: &[Expr], row: &[Value], outer: Option<&Env>) -> Result<Option<Vec<u8>>> {
-        let env = Env::new(row, outer);
         let mut encoded = Vec::new();
+        Ok(self.join_key_into(keys, row, outer, &mut encoded)?.then_some(encoded))
+    }
+
+    /// [`Executor::join_key`] into a buffer (cleared first); false when a key is NULL.
+    fn join_key_into(&self, keys: &[Expr], row: &[Value], outer: Option<&Env>, encoded: &mut Vec<u8>) -> Result<bool> {
+        let env = Env::new(row, outer);
+        encoded.clear();
         for key in keys {
-            let value = self.eval(key, &env)?;
+            let value = self.operand(key, &env)?;
             if value.is_null() {
-                return Ok(None);
+                return Ok(false);
             }
-            codec::encode_key_value(&value, &mut encoded);
+            codec::encode_key_value(&value, encoded);
         }
-        Ok(Some(encoded))
+        Ok(true)
     }
 
     /// Groups rows and computes aggregates. Over a scan (with its filter) the rows stream from
@@ -2154,6 +2160,9 @@ struct Grouping {
     /// Bytes the groups took (keys, and the arguments DISTINCT, group_concat and array_agg
     /// keep) that are not charged to the memory limit yet.
     uncharged: usize,
+    /// The encoded key of the row being added (reused: a row of an existing group allocates
+    /// no key).
+    scratch: Vec<u8>,
 }
 
 /// Bytes of groups a [`Grouping`] gathers before charging them.
@@ -2170,7 +2179,14 @@ impl Grouping {
             (Some((index, _)), None) => Some(index),
             _ => None,
         };
-        Grouping { groups: HashMap::new(), keys: Vec::new(), states: Vec::new(), extreme, uncharged: 0 }
+        Grouping {
+            groups: HashMap::new(),
+            keys: Vec::new(),
+            states: Vec::new(),
+            extreme,
+            uncharged: 0,
+            scratch: Vec::new(),
+        }
     }
 
     fn add(
@@ -2182,11 +2198,15 @@ impl Grouping {
         outer: Option<&Env>,
     ) -> Result<()> {
         let env = Env::new(row, outer);
-        let group_values = group_by.iter().map(|expr| exec.eval(expr, &env)).collect::<Result<Vec<_>>>()?;
-        let key = row_key(&group_values);
-        let index = match self.groups.get(&key) {
+        self.scratch.clear();
+        for expr in group_by {
+            codec::encode_key_value(exec.operand(expr, &env)?.as_ref(), &mut self.scratch);
+        }
+        let index = match self.groups.get(self.scratch.as_slice()) {
             Some(&index) => index,
             None => {
+                let group_values = group_by.iter().map(|expr| exec.eval(expr, &env)).collect::<Result<Vec<_>>>()?;
+                let key = self.scratch.clone();
                 // The key twice (encoded in the map, as values in the row) and the states.
                 self.uncharged += key.len() + row_bytes(&group_values) + 64 * aggregates.len();
                 self.groups.insert(key, self.keys.len());

@@ -55,9 +55,12 @@ impl Executor<'_> {
         let mut matched = vec![false; left_rows.len()];
         let mut output = Vec::new();
         let left_only = join.kind.keeps_left_only();
+        let mut key = Vec::new();
         self.stream(join.right, outer, &mut |right_row| {
-            let Some(key) = self.join_key(join.right_keys, &right_row, outer)? else { return Ok(true) };
-            let Some(candidates) = table.get(&key) else { return Ok(true) };
+            if !self.join_key_into(join.right_keys, &right_row, outer, &mut key)? {
+                return Ok(true);
+            }
+            let Some(candidates) = table.get(key.as_slice()) else { return Ok(true) };
             for &index in candidates {
                 // A semi or anti join needs one match per left row.
                 if left_only && matched[index] {

@@ -11,6 +11,29 @@ use crate::error::Result;
 use crate::plan::{Expr, Plan, Row};
 use crate::value::Value;
 
+/// A projection output that is a plain column.
+struct Pick {
+    column: usize,
+    /// Picked again by a later output: cloned here, moved there.
+    again: bool,
+}
+
+struct Picks;
+
+impl Picks {
+    /// The picks of a projection made only of plain columns.
+    fn of(exprs: &[Expr]) -> Option<Vec<Pick>> {
+        exprs
+            .iter()
+            .enumerate()
+            .map(|(at, expr)| match expr {
+                Expr::Column(column) => Some(Pick { column: *column, again: exprs[at + 1..].contains(expr) }),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 fn holds_subquery(expr: &Expr) -> bool {
     let mut found = false;
     expr.walk(&mut |expr| {
@@ -43,10 +66,13 @@ impl Executor<'_> {
             Plan::Project { input, exprs } if matches!(input.as_ref(), Plan::Scan { .. }) => {
                 self.stream_scan(input, Some(exprs), outer, visit)
             }
-            Plan::Project { input, exprs } => self.stream(input, outer, &mut |row| {
-                let projected = self.project_row(row, exprs, outer)?;
-                visit(projected)
-            }),
+            Plan::Project { input, exprs } => {
+                let picks = Picks::of(exprs);
+                self.stream(input, outer, &mut |row| {
+                    let projected = self.project_row(row, exprs, picks.as_deref(), outer)?;
+                    visit(projected)
+                })
+            }
             Plan::Filter { input, predicate } => self.stream(input, outer, &mut |row| {
                 if self.eval(predicate, &Env::new(&row, outer))?.truth() == Some(true) { visit(row) } else { Ok(true) }
             }),
@@ -79,6 +105,7 @@ impl Executor<'_> {
             wanted
         });
         let empty = Env::new(&[], outer);
+        let picks = exprs.and_then(Picks::of);
         let mut kept = 0usize;
         self.scan_table_columns(table, access, *reverse, &empty, SCAN_FIRST_CHUNK_ROWS, wanted.as_deref(), |_, row| {
             if let Some(filter) = filter
@@ -91,27 +118,28 @@ impl Executor<'_> {
                 self.check_interrupt()?;
             }
             match exprs {
-                Some(exprs) => visit(self.project_row(row, exprs, outer)?),
+                Some(exprs) => visit(self.project_row(row, exprs, picks.as_deref(), outer)?),
                 None => visit(row),
             }
         })
     }
 
-    /// One row through a projection: plain column picks move the values out of the row.
-    pub(super) fn project_row(&self, mut row: Row, exprs: &[Expr], outer: Option<&Env>) -> Result<Row> {
-        if exprs.iter().all(|expr| matches!(expr, Expr::Column(index) if *index < row.len())) {
-            let mut projected = Vec::with_capacity(exprs.len());
-            for (at, expr) in exprs.iter().enumerate() {
-                let Expr::Column(index) = expr else { unreachable!("checked above") };
-                // A column picked twice is cloned for all but its last pick.
-                let again = exprs[at + 1..].contains(expr);
-                projected.push(if again {
-                    row[*index].clone()
-                } else {
-                    std::mem::replace(&mut row[*index], Value::Null)
-                });
-            }
-            return Ok(projected);
+    /// One row through a projection: plain column picks (`picks`) move the values out of the
+    /// row.
+    fn project_row(&self, mut row: Row, exprs: &[Expr], picks: Option<&[Pick]>, outer: Option<&Env>) -> Result<Row> {
+        if let Some(picks) = picks
+            && picks.iter().all(|pick| pick.column < row.len())
+        {
+            return Ok(picks
+                .iter()
+                .map(|pick| {
+                    if pick.again {
+                        row[pick.column].clone()
+                    } else {
+                        std::mem::replace(&mut row[pick.column], Value::Null)
+                    }
+                })
+                .collect());
         }
         let env = Env::new(&row, outer);
         exprs.iter().map(|expr| self.eval(expr, &env)).collect()
