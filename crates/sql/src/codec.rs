@@ -381,27 +381,27 @@ pub fn decode_row(bytes: &[u8]) -> Result<Vec<Value>> {
     Ok(values)
 }
 
-/// A row's values where `wanted` is true, NULL elsewhere: the columns not wanted are stepped
-/// over without being built (no string is copied for a column the query does not read).
-pub fn decode_row_columns(bytes: &[u8], wanted: &[bool]) -> Result<Vec<Value>> {
+/// The values of the `wanted` columns of a row, in column order: the other columns are
+/// stepped over without being built (no string is copied for a column the query does not
+/// read), and the row is read no further than its last wanted column. Also returns how many
+/// columns the row stores: a wanted column at or past that count is not in it (the table
+/// gained the column after the row was written), and has no value here.
+pub fn decode_row_columns(bytes: &[u8], wanted: &[bool]) -> Result<(Vec<Value>, usize)> {
     let mut position = 0;
     let count = get_varint(bytes, &mut position)? as usize;
     if count > bytes.len() {
         return Err(Error::corrupt("row claims more columns than it has bytes"));
     }
-    let mut values = Vec::with_capacity(count);
-    for column in 0..count {
-        if wanted.get(column).copied().unwrap_or(false) {
+    let end = wanted.iter().rposition(|&wanted| wanted).map_or(0, |last| (last + 1).min(count));
+    let mut values = Vec::with_capacity(end);
+    for &wanted in &wanted[..end] {
+        if wanted {
             values.push(decode_value(bytes, &mut position, 0)?);
         } else {
             skip_value(bytes, &mut position)?;
-            values.push(Value::Null);
         }
     }
-    if position != bytes.len() {
-        return Err(Error::corrupt("row has trailing bytes"));
-    }
-    Ok(values)
+    Ok((values, count))
 }
 
 /// Steps over one value (as [`decode_value`] reads it) without building it.
@@ -566,11 +566,12 @@ mod tests {
         #[test]
         fn a_masked_decode_keeps_the_wanted_columns(row in proptest::collection::vec(value_strategy(), 0..8), mask in proptest::collection::vec(any::<bool>(), 8)) {
             let bytes = encode_row(&row);
-            let masked = decode_row_columns(&bytes, &mask).unwrap();
-            prop_assert_eq!(masked.len(), row.len());
-            for (column, value) in row.iter().enumerate() {
-                let expected = if mask[column] { value.clone() } else { Value::Null };
-                prop_assert_eq!(masked[column].total_cmp(&expected), std::cmp::Ordering::Equal);
+            let (masked, stored) = decode_row_columns(&bytes, &mask).unwrap();
+            prop_assert_eq!(stored, row.len());
+            let expected: Vec<&Value> = row.iter().zip(&mask).filter(|(_, wanted)| **wanted).map(|(value, _)| value).collect();
+            prop_assert_eq!(masked.len(), expected.len());
+            for (got, want) in masked.iter().zip(expected) {
+                prop_assert_eq!(got.total_cmp(want), std::cmp::Ordering::Equal);
             }
         }
 

@@ -704,7 +704,7 @@ impl<'t> Executor<'t> {
         self.scan_table_columns(table, access, reverse, env, first_chunk_rows, None, visit)
     }
 
-    /// [`Executor::scan_table`] decoding only the `wanted` columns (the others are NULL).
+    /// [`Executor::scan_table`] yielding rows of only the `wanted` columns (in column order).
     #[allow(clippy::too_many_arguments)]
     fn scan_table_columns(
         &self,
@@ -728,8 +728,8 @@ impl<'t> Executor<'t> {
         scanned
     }
 
-    /// The rows of a table a scan's access path yields (a superset of what its filter keeps),
-    /// with only the `wanted` columns decoded when given.
+    /// The rows of a table a scan's access path yields (a superset of what its filter keeps);
+    /// with `wanted`, each row holds only the wanted columns, in column order.
     #[allow(clippy::too_many_arguments)]
     fn scan_table_rows(
         &self,
@@ -744,20 +744,22 @@ impl<'t> Executor<'t> {
         let prefix = object_prefix(table.id);
         let width = table.columns.len();
         let decode = |bytes: &[u8]| -> Result<Row> {
-            let mut row = match wanted {
+            let (mut row, stored) = match wanted {
                 Some(wanted) => codec::decode_row_columns(bytes, wanted)?,
-                None => decode_row(bytes)?,
+                None => {
+                    let row = decode_row(bytes)?;
+                    let stored = row.len();
+                    (row, stored)
+                }
             };
-            if row.len() > width {
-                return Err(Error::corrupt(format!("row of {} has {} columns", table.name, row.len())));
+            if stored > width {
+                return Err(Error::corrupt(format!("row of {} has {stored} columns", table.name)));
             }
             // Rows written before ADD COLUMN: the added columns' defaults are NULL or constant.
-            while row.len() < width {
-                let fill = match wanted {
-                    Some(wanted) if !wanted.get(row.len()).copied().unwrap_or(false) => Value::Null,
-                    _ => self.fill_value(table, row.len())?,
-                };
-                row.push(fill);
+            for column in stored..width {
+                if wanted.is_none_or(|wanted| wanted[column]) {
+                    row.push(self.fill_value(table, column)?);
+                }
             }
             Ok(row)
         };
@@ -1586,7 +1588,7 @@ impl<'t> Executor<'t> {
         };
         // Without keys every right row is a candidate for every left row (a nested loop).
         let every_row: Vec<usize> = if left_keys.is_empty() { (0..right_rows.len()).collect() } else { Vec::new() };
-        let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+        let mut table: KeyMap<Vec<usize>> = KeyMap::default();
         if !left_keys.is_empty() {
             for (index, right_row) in right_rows.iter().enumerate() {
                 if let Some(key) = self.join_key(right_keys, right_row, outer)? {
@@ -2150,8 +2152,12 @@ fn set_operation(op: SetOperator, all: bool, left: Vec<Row>, right: Vec<Row>) ->
 }
 
 /// The groups of an aggregation being computed, fed one row at a time.
+/// A hash map for keys the executor builds from row values (join and group keys): foldhash,
+/// much faster than SipHash on short keys, seeded per map.
+pub(crate) type KeyMap<V> = HashMap<Vec<u8>, V, foldhash::fast::RandomState>;
+
 struct Grouping {
-    groups: HashMap<Vec<u8>, usize>,
+    groups: KeyMap<usize>,
     keys: Vec<Row>,
     states: Vec<Vec<Accumulator>>,
     /// SQLite: with exactly one min() or max(), bare columns come from the row where that
@@ -2180,7 +2186,7 @@ impl Grouping {
             _ => None,
         };
         Grouping {
-            groups: HashMap::new(),
+            groups: KeyMap::default(),
             keys: Vec::new(),
             states: Vec::new(),
             extreme,

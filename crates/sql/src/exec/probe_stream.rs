@@ -8,11 +8,10 @@
 //! stream so; an inner or left join's matches come out in the right input's order, a semi or
 //! anti join's rows in the left input's order.
 
-use super::{Env, Executor, row_bytes};
+use super::{Env, Executor, KeyMap, row_bytes};
 use crate::error::Result;
 use crate::plan::{Expr, JoinKind, Plan, Row};
 use crate::value::Value;
-use std::collections::HashMap;
 
 /// What the streaming join needs to know of its plan node.
 pub(super) struct ProbeJoin<'p> {
@@ -43,7 +42,7 @@ impl Executor<'_> {
         join: &ProbeJoin<'_>,
         outer: Option<&Env>,
     ) -> Result<Vec<Row>> {
-        let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+        let mut table: KeyMap<Vec<usize>> = KeyMap::default();
         let mut table_bytes = 0usize;
         for (index, row) in left_rows.iter().enumerate() {
             if let Some(key) = self.join_key(join.left_keys, row, outer)? {

@@ -95,19 +95,30 @@ impl Executor<'_> {
         // A subquery reads the row by position (as its enclosing row): then every column is
         // decoded.
         let reads_whole_row = exprs.into_iter().flatten().chain(filter).any(holds_subquery);
-        let wanted: Option<Vec<bool>> = exprs.filter(|_| !reads_whole_row).map(|exprs| {
+        // Rows of only the columns the projection and the filter read (in column order), and
+        // those expressions renumbered to them.
+        let narrow = exprs.filter(|_| !reads_whole_row).map(|exprs| {
             let mut wanted = vec![false; table.columns.len()];
             for column in exprs.iter().chain(filter).flat_map(Expr::columns) {
                 if let Some(slot) = wanted.get_mut(column) {
                     *slot = true;
                 }
             }
-            wanted
+            let mut position = vec![usize::MAX; wanted.len()];
+            for (at, column) in (0..wanted.len()).filter(|&column| wanted[column]).enumerate() {
+                position[column] = at;
+            }
+            let exprs: Vec<Expr> = exprs.iter().map(|expr| expr.clone().remap_columns(&position)).collect();
+            (wanted, exprs, filter.clone().map(|filter| filter.remap_columns(&position)))
         });
+        let (wanted, exprs, filter) = match &narrow {
+            Some((wanted, exprs, filter)) => (Some(wanted.as_slice()), Some(exprs.as_slice()), filter.as_ref()),
+            None => (None, exprs, filter.as_ref()),
+        };
         let empty = Env::new(&[], outer);
         let picks = exprs.and_then(Picks::of);
         let mut kept = 0usize;
-        self.scan_table_columns(table, access, *reverse, &empty, SCAN_FIRST_CHUNK_ROWS, wanted.as_deref(), |_, row| {
+        self.scan_table_columns(table, access, *reverse, &empty, SCAN_FIRST_CHUNK_ROWS, wanted, |_, row| {
             if let Some(filter) = filter
                 && self.eval(filter, &Env::new(&row, outer))?.truth() != Some(true)
             {
