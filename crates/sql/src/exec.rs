@@ -527,6 +527,17 @@ impl<'t> Executor<'t> {
     }
 
     /// The figures recorded for a node, if it ran.
+    /// Adds one run of `plan` (its rows and time) to its EXPLAIN ANALYZE figures.
+    fn record_profile(&self, plan: &Plan, rows: u64, time: std::time::Duration) {
+        if let Some(profile) = &self.profile {
+            let mut profile = profile.borrow_mut();
+            let node = profile.entry(plan as *const Plan as usize).or_default();
+            node.rows += rows;
+            node.loops += 1;
+            node.time += time;
+        }
+    }
+
     pub fn node_profile(&self, plan: &Plan) -> Option<NodeProfile> {
         self.profile.as_ref()?.borrow().get(&(plan as *const Plan as usize)).copied()
     }
@@ -1132,12 +1143,8 @@ impl<'t> Executor<'t> {
         // keeps remain): the memory it charged for them is given back.
         let retained = self.memory_retained.get().saturating_sub(retained_before);
         self.memory_used.set(self.memory_used.get().min(used_before + retained));
-        if let (Some(profile), Some(started)) = (&self.profile, started) {
-            let mut profile = profile.borrow_mut();
-            let node = profile.entry(plan as *const Plan as usize).or_default();
-            node.rows += rows.len() as u64;
-            node.loops += 1;
-            node.time += started.elapsed();
+        if let Some(started) = started {
+            self.record_profile(plan, rows.len() as u64, started.elapsed());
         }
         self.charge(
             rows.iter().take(64).map(|row| row_bytes(row)).sum::<usize>() * rows.len() / rows.len().clamp(1, 64),
@@ -1597,7 +1604,8 @@ impl<'t> Executor<'t> {
             }
         }
         for (at, left_row) in left_rows.into_iter().enumerate() {
-            if at % 1024 == 0 {
+            // A nested loop may do much work per left row: look for an interrupt at each.
+            if left_keys.is_empty() || at % 1024 == 0 {
                 self.check_interrupt()?;
             }
             let candidates: &[usize] = if left_keys.is_empty() {
@@ -1688,12 +1696,8 @@ impl<'t> Executor<'t> {
                 grouping.add(self, &row, group_by, aggregates, outer)?;
                 Ok(true)
             })?;
-            if let (Some(profile), Some(started)) = (&self.profile, started) {
-                let mut profile = profile.borrow_mut();
-                let node = profile.entry(input as *const Plan as usize).or_default();
-                node.rows += scanned;
-                node.loops += 1;
-                node.time += started.elapsed();
+            if let Some(started) = started {
+                self.record_profile(input, scanned, started.elapsed());
             }
         } else {
             for row in &self.run(input, outer)? {

@@ -8,8 +8,11 @@
 
 use super::{Env, Executor, SCAN_FIRST_CHUNK_ROWS};
 use crate::error::Result;
-use crate::plan::{Expr, Plan, Row};
+use crate::plan::{Access, Expr, Plan, Row};
 use crate::value::Value;
+
+/// What a stream hands each row to: false stops the stream.
+type Visit<'a> = dyn FnMut(Row) -> Result<bool> + 'a;
 
 /// A projection output that is a plain column.
 struct Pick {
@@ -64,20 +67,51 @@ impl Executor<'_> {
         match plan {
             Plan::Scan { .. } => self.stream_scan(plan, None, outer, visit),
             Plan::Project { input, exprs } if matches!(input.as_ref(), Plan::Scan { .. }) => {
-                self.stream_scan(input, Some(exprs), outer, visit)
+                // The scan's rows are the projection's, one for one.
+                self.counted(input, visit, &mut |visit| self.stream_scan(input, Some(exprs), outer, visit))
             }
             Plan::Project { input, exprs } => {
                 let picks = Picks::of(exprs);
-                self.stream(input, outer, &mut |row| {
-                    let projected = self.project_row(row, exprs, picks.as_deref(), outer)?;
-                    visit(projected)
+                self.stream_input(input, outer, &mut |row| {
+                    visit(self.project_row(row, exprs, picks.as_deref(), outer)?)
                 })
             }
-            Plan::Filter { input, predicate } => self.stream(input, outer, &mut |row| {
+            Plan::Filter { input, predicate } => self.stream_input(input, outer, &mut |row| {
                 if self.eval(predicate, &Env::new(&row, outer))?.truth() == Some(true) { visit(row) } else { Ok(true) }
             }),
             _ => Err(crate::error::Error::internal("stream needs a scan, filter or projection")),
         }
+    }
+
+    /// Streams a streamed node's input, counting its rows under EXPLAIN ANALYZE.
+    fn stream_input(
+        &self,
+        input: &Plan,
+        outer: Option<&Env>,
+        visit: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        self.counted(input, visit, &mut |visit| self.stream(input, outer, visit))
+    }
+
+    /// Runs `body`, which streams `input`'s rows into `visit`; under EXPLAIN ANALYZE they are
+    /// counted for `input` (its time includes what its consumers do with them).
+    fn counted(
+        &self,
+        input: &Plan,
+        visit: &mut Visit<'_>,
+        body: &mut dyn FnMut(&mut Visit<'_>) -> Result<()>,
+    ) -> Result<()> {
+        if self.profile.is_none() {
+            return body(visit);
+        }
+        let started = std::time::Instant::now();
+        let mut rows = 0u64;
+        let result = body(&mut |row| {
+            rows += 1;
+            visit(row)
+        });
+        self.record_profile(input, rows, started.elapsed());
+        result
     }
 
     /// A scan's rows, filtered, and projected by `exprs` when given (decoding only the columns
@@ -93,8 +127,10 @@ impl Executor<'_> {
             return Err(crate::error::Error::internal("stream_scan needs a scan"));
         };
         // A subquery reads the row by position (as its enclosing row): then every column is
-        // decoded.
-        let reads_whole_row = exprs.into_iter().flatten().chain(filter).any(holds_subquery);
+        // decoded. So is every column of the few rows of a point lookup, where narrowing would
+        // cost more than it saves.
+        let points = matches!(access, Access::PrimaryKeyPoints(_) | Access::IndexPoints { .. });
+        let reads_whole_row = points || exprs.into_iter().flatten().chain(filter).any(holds_subquery);
         // Rows of only the columns the projection and the filter read (in column order), and
         // those expressions renumbered to them.
         let narrow = exprs.filter(|_| !reads_whole_row).map(|exprs| {
