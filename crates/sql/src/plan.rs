@@ -479,6 +479,10 @@ pub enum Expr {
 impl Expr {
     /// Calls `visit` on this expression and every sub-expression (not inside subqueries).
     pub fn walk(&self, visit: &mut dyn FnMut(&Expr)) {
+        crate::limits::with_stack(|| self.walk_inner(visit))
+    }
+
+    fn walk_inner(&self, visit: &mut dyn FnMut(&Expr)) {
         visit(self);
         match self {
             Expr::Unary(_, inner) | Expr::Cast(inner, _) | Expr::Affinity(inner, _) | Expr::IsNull(inner, _) => {
@@ -526,8 +530,10 @@ impl Expr {
 
     /// Rewrites this expression bottom-up (not inside subqueries).
     pub fn rewrite(self, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
-        let rewritten = self.map_children(&mut |child| child.rewrite(f));
-        f(rewritten)
+        crate::limits::with_stack(|| {
+            let rewritten = self.map_children(&mut |child| child.rewrite(f));
+            f(rewritten)
+        })
     }
 
     /// Replaces each direct child expression by `f(child)` (not inside subqueries).
@@ -630,6 +636,9 @@ impl Expr {
 
     /// Renumbers column references through `map` (old position -> new position).
     pub fn remap_columns(self, map: &[usize]) -> Expr {
+        if map.iter().enumerate().all(|(at, &to)| at == to) {
+            return self;
+        }
         self.rewrite(&mut |expr| match expr {
             Expr::Column(index) => Expr::Column(map[index]),
             other => other,
