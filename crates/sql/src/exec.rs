@@ -1158,7 +1158,10 @@ impl<'t> Executor<'t> {
                 rows.iter().map(|row| row.iter().map(|expr| self.eval(expr, &Env::new(&[], outer))).collect()).collect()
             }
             Plan::Scan { .. } => self.run_scan(plan, outer, usize::MAX),
-            Plan::Filter { .. } | Plan::Project { .. } if Self::streams(plan) => self.collect_stream(plan, outer),
+            // A point lookup's few rows are read whole, the plain way (no stream to set up).
+            Plan::Filter { .. } | Plan::Project { .. } if Self::streams(plan) && !Self::is_point_lookup(plan) => {
+                self.collect_stream(plan, outer)
+            }
             Plan::Filter { input, predicate } => {
                 let rows = self.run(input, outer)?;
                 let mut kept = Vec::with_capacity(rows.len());

@@ -55,6 +55,15 @@ impl Executor<'_> {
         }
     }
 
+    /// Whether `plan` is a projection or filter over a scan by key or index points.
+    pub(super) fn is_point_lookup(plan: &Plan) -> bool {
+        match plan {
+            Plan::Scan { access, .. } => matches!(access, Access::PrimaryKeyPoints(_) | Access::IndexPoints { .. }),
+            Plan::Filter { input, .. } | Plan::Project { input, .. } => Self::is_point_lookup(input),
+            _ => false,
+        }
+    }
+
     /// Hands each row of a streaming plan ([`Executor::streams`]) to `visit` until it returns
     /// false.
     pub(super) fn stream(
