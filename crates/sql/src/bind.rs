@@ -2970,7 +2970,8 @@ fn has_correlated_subquery(expr: &Expr) -> bool {
     found
 }
 
-fn has_subquery(expr: &Expr) -> bool {
+/// Whether the expression holds a subquery of any kind (not looking inside it).
+pub(crate) fn has_subquery(expr: &Expr) -> bool {
     let mut found = false;
     expr.walk(&mut |expr| {
         found |= matches!(expr, Expr::InSubquery { .. } | Expr::Exists { .. } | Expr::ScalarSubquery(_))

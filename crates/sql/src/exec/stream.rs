@@ -37,14 +37,6 @@ impl Picks {
     }
 }
 
-fn holds_subquery(expr: &Expr) -> bool {
-    let mut found = false;
-    expr.walk(&mut |expr| {
-        found |= matches!(expr, Expr::InSubquery { .. } | Expr::Exists { .. } | Expr::ScalarSubquery(_))
-    });
-    found
-}
-
 impl Executor<'_> {
     /// Whether `plan` streams: a table scan, or filters and projections over one.
     pub(super) fn streams(plan: &Plan) -> bool {
@@ -139,7 +131,7 @@ impl Executor<'_> {
         // decoded. So is every column of the few rows of a point lookup, where narrowing would
         // cost more than it saves.
         let points = matches!(access, Access::PrimaryKeyPoints(_) | Access::IndexPoints { .. });
-        let reads_whole_row = points || exprs.into_iter().flatten().chain(filter).any(holds_subquery);
+        let reads_whole_row = points || exprs.into_iter().flatten().chain(filter).any(crate::bind::has_subquery);
         // Rows of only the columns the projection and the filter read (in column order), and
         // those expressions renumbered to them.
         let narrow = exprs.filter(|_| !reads_whole_row).map(|exprs| {

@@ -22,7 +22,7 @@
 //! Anything else (a correlated select list, LIMIT, an outer join around the correlation,
 //! references two levels up) is left to run per row, as before.
 
-use crate::bind::{choose_access, conjoin, make_join, split_conjuncts};
+use crate::bind::{choose_access, conjoin, has_subquery, make_join, split_conjuncts};
 use crate::catalog::Catalog;
 use crate::plan::{AggregateFunction, BinaryOp, Expr, JoinKind, Plan, Subquery, UnaryOp};
 use std::sync::Arc;
@@ -262,11 +262,7 @@ fn split_correlated(filter: Option<Expr>) -> Option<(Vec<Expr>, Vec<Expr>)> {
             kept.push(conjunct);
             continue;
         }
-        let mut has_subquery = false;
-        conjunct.walk(&mut |expr| {
-            has_subquery |= matches!(expr, Expr::InSubquery { .. } | Expr::Exists { .. } | Expr::ScalarSubquery(_))
-        });
-        if has_subquery {
+        if has_subquery(&conjunct) {
             return None;
         }
         pulled.push(conjunct);

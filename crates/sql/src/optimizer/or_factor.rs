@@ -13,6 +13,7 @@
 //! Both hold in SQL's three-valued logic: AND and OR distribute over each other there as in
 //! two-valued logic, and a WHERE clause keeps a row only when it is true.
 
+use crate::bind::has_subquery;
 use crate::plan::{BinaryOp, Expr};
 
 /// The conjuncts `expr` is equivalent to, with the conjuncts common to every arm of an OR
@@ -109,14 +110,6 @@ fn conjoin(exprs: Vec<Expr>) -> Option<Expr> {
 
 fn disjoin(exprs: Vec<Expr>) -> Option<Expr> {
     exprs.into_iter().reduce(|left, right| Expr::Binary(BinaryOp::Or, Box::new(left), Box::new(right)))
-}
-
-fn has_subquery(expr: &Expr) -> bool {
-    let mut found = false;
-    expr.walk(&mut |expr| {
-        found |= matches!(expr, Expr::InSubquery { .. } | Expr::Exists { .. } | Expr::ScalarSubquery(_))
-    });
-    found
 }
 
 /// Whether evaluating the conjunct once instead of once per arm changes nothing: no subquery
