@@ -65,10 +65,19 @@ pub struct TpchArgs {
     /// much, so `tern/sqlite` is a lower bound.
     #[arg(long, default_value_t = 300)]
     pub sqlite_timeout: u64,
+    /// Also time Tern's queries at each of these thread counts (comma-separated; each run sets
+    /// `max_parallel_workers_per_gather`), for a table of how each query scales.
+    #[arg(long, value_delimiter = ',')]
+    pub threads: Vec<usize>,
+    /// Take DuckDB's (and SQLite's) answers and times from this report of an earlier run
+    /// (the `tpch-peer.json` every run leaves beside its report) instead of running the peers:
+    /// for a machine without Python's packages. The data must be in `--data` already.
+    #[arg(long)]
+    pub peer_report: Option<PathBuf>,
 }
 
 /// What peer.py writes.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct PeerReport {
     duckdb: BTreeMap<String, DuckAnswer>,
     sqlite: BTreeMap<String, SqliteTime>,
@@ -76,13 +85,13 @@ struct PeerReport {
     versions: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct DuckAnswer {
     seconds: f64,
     rows: Vec<Vec<Option<String>>>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct SqliteTime {
     seconds: f64,
     #[serde(default)]
@@ -102,6 +111,8 @@ pub struct QueryTimes {
     /// "equal", or "equal, ties reordered" when rows tied on every ORDER BY key came in
     /// another order.
     pub answer: String,
+    /// With `--threads`: Tern's best time at each thread count.
+    pub tern_seconds_by_threads: BTreeMap<usize, f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -184,37 +195,14 @@ pub fn run(args: &TpchArgs) -> Result<TpchReport> {
     }
     let label = scale_label(scale);
     let data = args.data.clone().unwrap_or_else(|| args.run.out.join("tpch-data").join(&label));
-    let python = peer_python(args)?;
     let (work, outputs, machine) = start(&args.run.dir, &args.run.out, NAME)?;
-    let script = repository().join("crates/bench/tpch/peer.py");
-    let scale_text = scale.to_string();
-    let common = |command: &str| {
-        let mut process = Command::new(&python);
-        process.arg(&script).arg(command).args(["--scale", &scale_text]).arg("--data").arg(&data);
-        process
+    let peer = match &args.peer_report {
+        Some(path) => read_peer_report(path)?,
+        None => run_peers(args, scale, &data, &wanted, repeats, work.path())?,
     };
-    println!("{}", output_of(&mut common("generate"), "tpch/peer.py generate")?.trim_end());
-    let peer_json = work.path().join("peer.json");
-    let only: Vec<String> = wanted.iter().map(usize::to_string).collect();
-    let mut peers = common("run");
-    peers
-        .arg("--work")
-        .arg(work.path())
-        .arg("--schema")
-        .arg(repository().join("crates/bench/tpch/schema.sql"))
-        .arg("--queries")
-        .arg(repository().join("crates/bench/tpch/queries.sql"))
-        .arg("--out")
-        .arg(&peer_json)
-        .args(["--repeats", &repeats.to_string(), "--only", &only.join(",")])
-        .args(["--sqlite-timeout", &args.sqlite_timeout.to_string()]);
-    if args.no_sqlite {
-        peers.arg("--no-sqlite");
-    }
-    println!("{}", output_of(&mut peers, "tpch/peer.py run")?.trim_end());
-    let bytes = std::fs::read(&peer_json).map_err(|error| BenchError::io("read", &peer_json, error))?;
-    let peer: PeerReport = serde_json::from_slice(&bytes)
-        .map_err(|error| BenchError::Config(format!("tpch/peer.py wrote an unreadable report: {error}")))?;
+    let peer_copy = args.run.out.join("tpch-peer.json");
+    std::fs::write(&peer_copy, serde_json::to_vec(&peer).map_err(|error| BenchError::Config(error.to_string()))?)
+        .map_err(|error| BenchError::io("write", &peer_copy, error))?;
 
     let mut options = tern_sql::Options {
         dialect: tern_sql::Dialect::Postgres,
@@ -231,20 +219,16 @@ pub fn run(args: &TpchArgs) -> Result<TpchReport> {
     let mut session = db.session();
     let mut lines = Vec::new();
     for &number in &wanted {
-        let (seconds, rows) = time_query(&mut session, &all[&number], repeats)
-            .map_err(|error| BenchError::Config(format!("Q{number} failed on Tern: {error}")))?;
         let duck = peer
             .duckdb
             .get(&number.to_string())
             .ok_or_else(|| BenchError::Config(format!("no DuckDB answer for Q{number}")))?;
-        let ours: Vec<Vec<Option<String>>> = rows.iter().map(|row| row.iter().map(normalise).collect()).collect();
-        let answer = compare(&ours, &duck.rows, &all[&number])
-            .map_err(|message| BenchError::Mismatch(format!("Q{number}: {message}")))?;
+        let (seconds, answer, rows) = time_and_check(&mut session, number, &all[&number], repeats, duck)?;
         let sqlite = peer.sqlite.get(&number.to_string());
         let sqlite_seconds = sqlite.map(|time| time.seconds);
         let sqlite_timed_out = sqlite.is_some_and(|time| time.timed_out);
         println!(
-            "  Q{number:<2} tern {:>9.1} ms  duckdb {:>8.1} ms  sqlite {:>10}  {} rows, {answer}",
+            "  Q{number:<2} tern {:>9.1} ms  duckdb {:>8.1} ms  sqlite {:>10}  {rows} rows, {answer}",
             seconds * 1e3,
             duck.seconds * 1e3,
             sqlite_seconds.map_or("-".into(), |s| format!(
@@ -252,7 +236,6 @@ pub fn run(args: &TpchArgs) -> Result<TpchReport> {
                 if sqlite_timed_out { ">" } else { "" },
                 s * 1e3
             )),
-            ours.len()
         );
         lines.push(QueryTimes {
             query: number,
@@ -260,11 +243,116 @@ pub fn run(args: &TpchArgs) -> Result<TpchReport> {
             duckdb_seconds: duck.seconds,
             sqlite_seconds,
             sqlite_timed_out,
-            rows: ours.len(),
+            rows,
             answer,
+            tern_seconds_by_threads: BTreeMap::new(),
         });
     }
+    if !args.threads.is_empty() {
+        time_by_threads(&mut session, &args.threads, &all, repeats, &peer, &mut lines)?;
+    }
     finish(args, scale, repeats, machine, peer, load_seconds, lines, &outputs, work)
+}
+
+/// The peers' report of an earlier run.
+fn read_peer_report(path: &Path) -> Result<PeerReport> {
+    let bytes = std::fs::read(path).map_err(|error| BenchError::io("read", path, error))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|error| BenchError::Config(format!("{} is not a peer report: {error}", path.display())))
+}
+
+/// Generates the data if missing, then loads and times DuckDB and SQLite (peer.py).
+fn run_peers(
+    args: &TpchArgs,
+    scale: f64,
+    data: &Path,
+    wanted: &[usize],
+    repeats: usize,
+    work: &Path,
+) -> Result<PeerReport> {
+    let python = peer_python(args)?;
+    let script = repository().join("crates/bench/tpch/peer.py");
+    let scale_text = scale.to_string();
+    let common = |command: &str| {
+        let mut process = Command::new(&python);
+        process.arg(&script).arg(command).args(["--scale", &scale_text]).arg("--data").arg(data);
+        process
+    };
+    println!("{}", output_of(&mut common("generate"), "tpch/peer.py generate")?.trim_end());
+    let peer_json = work.join("peer.json");
+    let only: Vec<String> = wanted.iter().map(usize::to_string).collect();
+    let mut peers = common("run");
+    peers
+        .arg("--work")
+        .arg(work)
+        .arg("--schema")
+        .arg(repository().join("crates/bench/tpch/schema.sql"))
+        .arg("--queries")
+        .arg(repository().join("crates/bench/tpch/queries.sql"))
+        .arg("--out")
+        .arg(&peer_json)
+        .args(["--repeats", &repeats.to_string(), "--only", &only.join(",")])
+        .args(["--sqlite-timeout", &args.sqlite_timeout.to_string()]);
+    if args.no_sqlite {
+        peers.arg("--no-sqlite");
+    }
+    println!("{}", output_of(&mut peers, "tpch/peer.py run")?.trim_end());
+    read_peer_report(&peer_json)
+}
+
+/// Runs one query `repeats` times and checks Tern's answer against DuckDB's: the best time,
+/// how the answer compared, and its row count.
+fn time_and_check(
+    session: &mut tern_sql::Session,
+    number: usize,
+    statements: &[String],
+    repeats: usize,
+    duck: &DuckAnswer,
+) -> Result<(f64, String, usize)> {
+    let (seconds, rows) = time_query(session, statements, repeats)
+        .map_err(|error| BenchError::Config(format!("Q{number} failed on Tern: {error}")))?;
+    let ours: Vec<Vec<Option<String>>> = rows.iter().map(|row| row.iter().map(normalise).collect()).collect();
+    let answer = compare(&ours, &duck.rows, statements)
+        .map_err(|message| BenchError::Mismatch(format!("Q{number}: {message}")))?;
+    Ok((seconds, answer, ours.len()))
+}
+
+/// `--threads`: every query again at each thread count (answers checked again), then a table
+/// of the times and of each query's speed-up over the first count. The session keeps the last
+/// count.
+fn time_by_threads(
+    session: &mut tern_sql::Session,
+    threads: &[usize],
+    all: &BTreeMap<usize, Vec<String>>,
+    repeats: usize,
+    peer: &PeerReport,
+    lines: &mut [QueryTimes],
+) -> Result<()> {
+    for &count in threads {
+        session.execute(&format!("SET max_parallel_workers_per_gather = {count}"), &[])?;
+        for line in lines.iter_mut() {
+            let duck = &peer.duckdb[&line.query.to_string()];
+            let (seconds, _, _) = time_and_check(session, line.query, &all[&line.query], repeats, duck)?;
+            line.tern_seconds_by_threads.insert(count, seconds);
+        }
+    }
+    let header: Vec<String> = threads.iter().map(|count| format!("{count:>9} thr")).collect();
+    println!("tern by threads (ms; speed-up over {} thread{}):", threads[0], if threads[0] == 1 { "" } else { "s" });
+    println!("  query {}", header.join(""));
+    let mut geomeans = vec![0.0f64; threads.len()];
+    for line in lines.iter() {
+        let times: Vec<f64> = threads.iter().map(|count| line.tern_seconds_by_threads[count]).collect();
+        let cells: Vec<String> =
+            times.iter().map(|time| format!("{:>8.1} {:>4.1}x", time * 1e3, times[0] / time)).collect();
+        println!("  Q{:<4} {}", line.query, cells.join(""));
+        for (sum, time) in geomeans.iter_mut().zip(&times) {
+            *sum += time.max(1e-6).ln() / lines.len() as f64;
+        }
+    }
+    let cells: Vec<String> =
+        geomeans.iter().map(|log| format!("{:>8.1} {:>4.1}x", log.exp() * 1e3, (geomeans[0] - log).exp())).collect();
+    println!("  geo   {}", cells.join(""));
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -114,6 +114,13 @@ impl Snapshot {
     }
 }
 
+/// Another hold on the same state (for readers on other threads).
+impl Clone for Snapshot {
+    fn clone(&self) -> Snapshot {
+        Snapshot { held: self.held.duplicate() }
+    }
+}
+
 impl std::fmt::Debug for Snapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Snapshot").field("sequence", &self.sequence()).finish()
@@ -672,6 +679,54 @@ impl Db {
         let sequence = self.read_sequence(snapshot);
         let owned = |bound: Bound<&&[u8]>| bound.map(|key| key.to_vec());
         DbIter::new(view, sequence, owned(range.start_bound()), owned(range.end_bound()))
+    }
+
+    /// User keys that cut `range` into parts of about `blocks` data blocks each, ascending,
+    /// each inside the range: every `blocks`-th block boundary of each table that overlaps it
+    /// (what is still in the memtables is not counted; where levels overlap, parts hold
+    /// about `blocks` blocks of each). For splitting a scan into morsels.
+    pub fn split_keys<'k>(&self, range: impl RangeBounds<&'k [u8]>, blocks: usize) -> Result<Vec<Vec<u8>>> {
+        let blocks = blocks.max(1);
+        let view = self.inner.view();
+        let before_start = |key: &[u8]| match range.start_bound() {
+            Bound::Included(start) | Bound::Excluded(start) => key <= *start,
+            Bound::Unbounded => false,
+        };
+        let after_end = |key: &[u8]| match range.end_bound() {
+            Bound::Included(end) => key > *end,
+            Bound::Excluded(end) => key >= *end,
+            Bound::Unbounded => false,
+        };
+        // Where the first block that may hold the range's first key is.
+        let seek = match range.start_bound() {
+            Bound::Included(start) | Bound::Excluded(start) => {
+                Some(keys::internal_key(start, MAX_SEQUENCE, KIND_FOR_SEEK))
+            }
+            Bound::Unbounded => None,
+        };
+        let mut boundaries = Vec::new();
+        for table in view.version.levels.iter().flatten() {
+            if before_start(table.meta.largest_user_key()) || after_end(table.meta.smallest_user_key()) {
+                continue;
+            }
+            let mut counted = 0usize;
+            table.visit_block_keys(seek.as_deref(), |key| {
+                let user_key = keys::user_key(key);
+                if after_end(user_key) {
+                    return false;
+                }
+                if !before_start(user_key) {
+                    counted += 1;
+                    if counted.is_multiple_of(blocks) {
+                        boundaries.push(user_key.to_vec());
+                    }
+                }
+                true
+            })?;
+        }
+        boundaries.sort_unstable();
+        boundaries.dedup();
+        Ok(boundaries)
     }
 
     /// Every key-value pair, in key order.

@@ -69,6 +69,13 @@ impl Registration {
     pub fn value(&self) -> u64 {
         self.value
     }
+
+    /// A second registration of the same value. The horizon check of [`Registry::register`]
+    /// is not needed: this registration holds the value, so nothing below it was dropped.
+    pub fn duplicate(&self) -> Registration {
+        *self.registry.shards[self.shard].values.lock().entry(self.value).or_insert(0) += 1;
+        Registration { registry: self.registry.clone(), shard: self.shard, value: self.value }
+    }
 }
 
 impl std::fmt::Debug for Registration {

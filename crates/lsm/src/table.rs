@@ -495,6 +495,37 @@ impl Table {
         }
     }
 
+    /// Calls `visit` with the last internal key of each data block from the first whose last
+    /// key is at or after `target` (from the first block without one), in key order, from the
+    /// resident index or through the pool, until it returns false.
+    pub fn visit_block_keys(&self, target: Option<&[u8]>, mut visit: impl FnMut(&[u8]) -> bool) -> Result<()> {
+        let before = |key: &[u8]| target.is_some_and(|target| keys::compare(key, target) == Ordering::Less);
+        if let Some(resident) = &self.resident {
+            let first = resident.index.partition_point(|entry| before(&entry.key));
+            for entry in &resident.index[first..] {
+                if !visit(&entry.key) {
+                    break;
+                }
+            }
+            return Ok(());
+        }
+        let mut go_on = true;
+        let first_page = match target {
+            Some(target) => self.index_page_for(target)?,
+            None => 0,
+        };
+        for page in first_page..self.meta.index_pages {
+            self.scan_index_page(page, |key, _| {
+                go_on = before(key) || visit(key);
+                !go_on
+            })?;
+            if !go_on {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// The handle of the first block that may hold `target` (a point lookup; for resident
     /// indexes without copying the index).
     fn find_block(&self, target: &[u8]) -> Result<Option<BlockHandle>> {

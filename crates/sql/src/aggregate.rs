@@ -299,6 +299,71 @@ impl Accumulator {
         Ok(false)
     }
 
+    /// Takes in `other`, the state of the same aggregate over later rows: what one
+    /// accumulator fed both parts' rows holds (sums of reals up to rounding). For count
+    /// (without DISTINCT), sum, total, avg, min and max; other states are an internal error.
+    pub(crate) fn merge(&mut self, other: Accumulator) -> Result<()> {
+        match (self, other) {
+            (
+                Accumulator::Count { count, distinct: None, .. },
+                Accumulator::Count { count: more, distinct: None, .. },
+            ) => {
+                *count += more;
+            }
+            (Accumulator::Sum { integer, real, is_real, exact, overflowed, any, count, distinct: None, .. }, other) => {
+                let Accumulator::Sum {
+                    integer: other_integer,
+                    real: other_real,
+                    is_real: other_is_real,
+                    exact: other_exact,
+                    overflowed: other_overflowed,
+                    any: other_any,
+                    count: other_count,
+                    distinct: None,
+                    ..
+                } = other
+                else {
+                    return Err(Error::internal("merging unlike aggregate states"));
+                };
+                *any |= other_any;
+                *count += other_count;
+                *overflowed |= other_overflowed;
+                let as_real = |is_real: bool, real: f64, exact: Option<crate::decimal::Decimal>, integer: i64| {
+                    if is_real { real } else { exact.map_or(integer as f64, |sum| crate::decimal::to_f64(&sum)) }
+                };
+                if *is_real || other_is_real {
+                    *real = as_real(*is_real, *real, *exact, *integer)
+                        + as_real(other_is_real, other_real, other_exact, other_integer);
+                    *is_real = true;
+                    *exact = None;
+                } else if exact.is_some() || other_exact.is_some() {
+                    let left = exact.unwrap_or_else(|| (*integer).into());
+                    let right = other_exact.unwrap_or_else(|| other_integer.into());
+                    *exact = crate::decimal::checked('+', left, right)?;
+                } else {
+                    match integer.checked_add(other_integer) {
+                        Some(sum) => *integer = sum,
+                        None => {
+                            *overflowed = true;
+                            *is_real = true;
+                            *real = *integer as f64 + other_integer as f64;
+                        }
+                    }
+                }
+            }
+            (Accumulator::Extreme { best, max }, Accumulator::Extreme { best: other, .. }) => {
+                let order = other.total_cmp(best);
+                if !other.is_null()
+                    && (best.is_null() || (*max && order == Ordering::Greater) || (!*max && order == Ordering::Less))
+                {
+                    *best = other;
+                }
+            }
+            _ => return Err(Error::internal("merging aggregate states that do not merge")),
+        }
+        Ok(())
+    }
+
     /// The aggregate's value. inf + -inf is NaN, which SQL has no value for: NULL (SQLite).
     pub(crate) fn finish(self) -> Result<Value> {
         Ok(match self.finish_raw()? {

@@ -5,13 +5,12 @@
 //! exhausting memory. Table scans read the key-value store in chunks, so that expressions
 //! evaluated between chunks (correlated subqueries) can read it too.
 
-use crate::aggregate::Accumulator;
 use crate::catalog::{IndexDef, TableDef};
 use crate::codec::{self, decode_row, encode_key, object_prefix, prefix_end};
 use crate::error::{Error, Result};
 use crate::functions::{self, ScalarFunction};
 use crate::plan::*;
-use crate::value::{Affinity, Value};
+use crate::value::Value;
 use std::cell::{Cell, RefCell};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -20,8 +19,15 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use tern_txn::Transaction;
 
+mod evaluate;
+mod grouping;
+mod parallel;
 mod probe_stream;
 mod stream;
+
+pub(crate) use evaluate::Evaluate;
+use grouping::Grouping;
+pub use parallel::parallel_scans_on_this_thread;
 
 /// Rows read from the store by the first chunk of a scan (short scans, LIMIT) and by later
 /// chunks (the size doubles up to the second).
@@ -115,7 +121,7 @@ pub struct NodeProfile {
 }
 
 /// Bytes of a value's text form, at least (numbers: an upper bound).
-fn text_bytes(value: &Value) -> usize {
+pub(crate) fn text_bytes(value: &Value) -> usize {
     match value {
         Value::Text(text) => text.len(),
         Value::Blob(bytes) => bytes.len(),
@@ -1666,18 +1672,9 @@ impl<'t> Executor<'t> {
         Ok(self.join_key_into(keys, row, outer, &mut encoded)?.then_some(encoded))
     }
 
-    /// [`Executor::join_key`] into a buffer (cleared first); false when a key is NULL.
+    /// [`Executor::join_key`] into a buffer ([`join_key_into`]).
     fn join_key_into(&self, keys: &[Expr], row: &[Value], outer: Option<&Env>, encoded: &mut Vec<u8>) -> Result<bool> {
-        let env = Env::new(row, outer);
-        encoded.clear();
-        for key in keys {
-            let value = self.operand(key, &env)?;
-            if value.is_null() {
-                return Ok(false);
-            }
-            codec::encode_key_value(&value, encoded);
-        }
-        Ok(true)
+        join_key_into(self, keys, row, outer, encoded)
     }
 
     /// Groups rows and computes aggregates. Over a scan (with its filter) the rows stream from
@@ -1690,6 +1687,12 @@ impl<'t> Executor<'t> {
         aggregates: &[AggregateCall],
         outer: Option<&Env>,
     ) -> Result<Vec<Row>> {
+        if outer.is_none()
+            && Self::streams(input)
+            && let Some(rows) = self.aggregate_parallel(input, group_by, aggregates)?
+        {
+            return Ok(rows);
+        }
         let mut grouping = Grouping::new(aggregates);
         if Self::streams(input) {
             let started = self.profile.as_ref().map(|_| std::time::Instant::now());
@@ -1755,305 +1758,79 @@ impl<'t> Executor<'t> {
         }
         Ok(rows)
     }
+}
 
+impl Executor<'_> {
+    /// `expr`'s value for the row `env` ([`Evaluate::eval`]).
+    #[inline]
     pub fn eval(&self, expr: &Expr, env: &Env) -> Result<Value> {
-        match expr {
-            // Leaves do not recurse: no need to look at the stack (most evaluations are these).
-            Expr::Column(_) | Expr::Literal(_) => Ok(self.operand(expr, env)?.into_owned()),
-            _ => crate::limits::with_stack(|| self.eval_inner(expr, env)),
+        Evaluate::eval(self, expr, env)
+    }
+}
+
+impl Evaluate for Executor<'_> {
+    fn params(&self) -> &[Value] {
+        self.params
+    }
+
+    fn dialect(&self) -> crate::dialect::Dialect {
+        self.dialect
+    }
+
+    fn check_value_size(&self, bytes: usize) -> Result<()> {
+        Executor::check_value_size(self, bytes)
+    }
+
+    fn subquery_rows(&self, subquery: &Subquery, env: &Env) -> Result<Rc<Vec<Row>>> {
+        Executor::subquery_rows(self, subquery, env)
+    }
+
+    fn note_volatile(&self) {
+        self.volatile.set(true);
+    }
+
+    fn context_function(&self, function: ScalarFunction, values: &[Value]) -> Result<Value> {
+        match function {
+            ScalarFunction::CurrentSetting
+            | ScalarFunction::SetConfig
+            | ScalarFunction::Version
+            | ScalarFunction::CurrentDatabase
+            | ScalarFunction::CurrentSchema
+            | ScalarFunction::CurrentUser
+            | ScalarFunction::BackendPid => self.session_function(function, values),
+            ScalarFunction::NextVal
+            | ScalarFunction::CurrVal
+            | ScalarFunction::SetVal
+            | ScalarFunction::LastVal
+            | ScalarFunction::SequenceLastValue
+            | ScalarFunction::SequenceIsCalled => self.sequence_function(function, values),
+            ScalarFunction::Advisory(call) => self.advisory_function(call, values),
+            ScalarFunction::ObjectBytes => self.object_bytes(&values[0]),
+            ScalarFunction::SqlFunction => crate::sql_function::call(self, &values[0].to_text(), &values[1..]),
+            _ => functions::call(function, values),
         }
     }
+}
 
-    /// An operand's value, borrowed from the row or the plan when it is a column or a literal
-    /// (a comparison or arithmetic reads it without copying a string).
-    fn operand<'a>(&self, expr: &'a Expr, env: &'a Env) -> Result<std::borrow::Cow<'a, Value>> {
-        Ok(match expr {
-            Expr::Column(index) => std::borrow::Cow::Borrowed(
-                env.row.get(*index).ok_or_else(|| Error::internal(format!("column #{index} out of range")))?,
-            ),
-            Expr::Literal(value) => std::borrow::Cow::Borrowed(value),
-            other => std::borrow::Cow::Owned(self.eval(other, env)?),
-        })
+/// The hash key of a join side into `encoded` (cleared first), evaluated with `cx`; false
+/// when a key is NULL (it matches nothing).
+pub(crate) fn join_key_into(
+    cx: &impl Evaluate,
+    keys: &[Expr],
+    row: &[Value],
+    outer: Option<&Env>,
+    encoded: &mut Vec<u8>,
+) -> Result<bool> {
+    let env = Env::new(row, outer);
+    encoded.clear();
+    for key in keys {
+        let value = cx.operand(key, &env)?;
+        if value.is_null() {
+            return Ok(false);
+        }
+        codec::encode_key_value(&value, encoded);
     }
-
-    fn eval_inner(&self, expr: &Expr, env: &Env) -> Result<Value> {
-        Ok(match expr {
-            Expr::Literal(value) => value.clone(),
-            Expr::Column(index) => {
-                env.row.get(*index).cloned().ok_or_else(|| Error::internal(format!("column #{index} out of range")))?
-            }
-            Expr::Outer { depth, index } => {
-                let mut scope = env;
-                for _ in 0..*depth {
-                    scope = scope.parent.ok_or_else(|| Error::internal("outer reference without an outer row"))?;
-                }
-                scope.row.get(*index).cloned().ok_or_else(|| Error::internal("outer column out of range"))?
-            }
-            Expr::Param(index) => self
-                .params
-                .get(*index)
-                .cloned()
-                .ok_or_else(|| Error::invalid_parameter(format!("parameter ${} has no value", index + 1)))?,
-            Expr::Unary(op, inner) => {
-                let value = self.eval(inner, env)?;
-                match op {
-                    UnaryOp::Plus => value,
-                    UnaryOp::Neg if matches!(value, Value::Temporal(_)) => match value {
-                        Value::Temporal(crate::temporal::Temporal::Interval(interval)) => Value::Temporal(
-                            crate::temporal::Temporal::Interval(crate::temporal::arith::negate(interval)?),
-                        ),
-                        other => {
-                            return Err(Error::new(
-                                "42883",
-                                format!("operator does not exist: - {}", other.type_name()),
-                            ));
-                        }
-                    },
-                    UnaryOp::Neg => match value.to_numeric() {
-                        Value::Integer(integer) => match integer.checked_neg() {
-                            Some(negated) => Value::Integer(negated),
-                            None if self.dialect.strict_arithmetic() => {
-                                return Err(Error::numeric_out_of_range("bigint out of range"));
-                            }
-                            None => Value::Real(-(integer as f64)),
-                        },
-                        Value::Real(real) => Value::Real(-real),
-                        Value::Decimal(exact) => Value::Decimal(crate::decimal::normalize_zero(-exact)),
-                        other => other,
-                    },
-                    UnaryOp::Not => match value.truth() {
-                        None => Value::Null,
-                        Some(truth) => Value::Integer(i64::from(!truth)),
-                    },
-                    UnaryOp::BitNot => match value.cast_integer() {
-                        Value::Integer(integer) => Value::Integer(!integer),
-                        other => other,
-                    },
-                }
-            }
-            Expr::Binary(op, left, right) => match op {
-                BinaryOp::And => {
-                    let left = self.eval(left, env)?.truth();
-                    if left == Some(false) {
-                        return Ok(Value::Integer(0));
-                    }
-                    let right = self.eval(right, env)?.truth();
-                    match (left, right) {
-                        (_, Some(false)) => Value::Integer(0),
-                        (Some(true), Some(true)) => Value::Integer(1),
-                        _ => Value::Null,
-                    }
-                }
-                BinaryOp::Or => {
-                    let left = self.eval(left, env)?.truth();
-                    if left == Some(true) {
-                        return Ok(Value::Integer(1));
-                    }
-                    let right = self.eval(right, env)?.truth();
-                    match (left, right) {
-                        (_, Some(true)) => Value::Integer(1),
-                        (Some(false), Some(false)) => Value::Integer(0),
-                        _ => Value::Null,
-                    }
-                }
-                op if op.is_comparison() => {
-                    let left = self.operand(left, env)?;
-                    let right = self.operand(right, env)?;
-                    compare(*op, &left, &right)
-                }
-                BinaryOp::Concat => {
-                    let (left, right) = (self.eval(left, env)?, self.eval(right, env)?);
-                    self.check_value_size(text_bytes(&left) + text_bytes(&right))?;
-                    functions::arithmetic(BinaryOp::Concat, &left, &right)?
-                }
-                op => {
-                    let (left, right) = (self.operand(left, env)?, self.operand(right, env)?);
-                    let value = functions::arithmetic(*op, &left, &right)?;
-                    if self.dialect.strict_arithmetic() {
-                        functions::strict_arithmetic(*op, &left, &right, &value)?;
-                    }
-                    value
-                }
-            },
-            Expr::Is { left, right, negated } => {
-                let left = self.eval(left, env)?;
-                let right = self.eval(right, env)?;
-                let equal = match (left.is_null(), right.is_null()) {
-                    (true, true) => true,
-                    (false, false) => left.total_cmp(&right) == Ordering::Equal,
-                    _ => false,
-                };
-                Value::Integer(i64::from(equal != *negated))
-            }
-            Expr::IsNull(inner, negated) => Value::Integer(i64::from(self.eval(inner, env)?.is_null() != *negated)),
-            Expr::InList { expr, list, negated } => {
-                if list.is_empty() {
-                    return Ok(Value::Integer(i64::from(*negated)));
-                }
-                let value = self.eval(expr, env)?;
-                if value.is_null() {
-                    return Ok(Value::Null);
-                }
-                let mut saw_null = false;
-                for item in list {
-                    let item = self.eval(item, env)?;
-                    match value.sql_cmp(&item) {
-                        Some(Ordering::Equal) => return Ok(Value::Integer(i64::from(!*negated))),
-                        None => saw_null = true,
-                        _ => {}
-                    }
-                }
-                if saw_null { Value::Null } else { Value::Integer(i64::from(*negated)) }
-            }
-            Expr::InSubquery { expr, subquery, negated } => {
-                let rows = self.subquery_rows(subquery, env)?;
-                if rows.is_empty() {
-                    return Ok(Value::Integer(i64::from(*negated)));
-                }
-                let value = self.eval(expr, env)?;
-                if value.is_null() {
-                    return Ok(Value::Null);
-                }
-                let mut saw_null = false;
-                for row in rows.iter() {
-                    let candidate = match subquery.row_affinity {
-                        Some(affinity) => std::borrow::Cow::Owned(affinity.apply(row[0].clone())),
-                        None => std::borrow::Cow::Borrowed(&row[0]),
-                    };
-                    match value.sql_cmp(&candidate) {
-                        Some(Ordering::Equal) => return Ok(Value::Integer(i64::from(!*negated))),
-                        None => saw_null = true,
-                        _ => {}
-                    }
-                }
-                if saw_null { Value::Null } else { Value::Integer(i64::from(*negated)) }
-            }
-            Expr::Exists { subquery, negated } => {
-                let rows = self.subquery_rows(subquery, env)?;
-                Value::Integer(i64::from(rows.is_empty() == *negated))
-            }
-            Expr::ScalarSubquery(subquery) => {
-                let rows = self.subquery_rows(subquery, env)?;
-                rows.first().map_or(Value::Null, |row| row[0].clone())
-            }
-            Expr::Case { operand, whens, otherwise } => {
-                let operand = match operand {
-                    Some(operand) => Some(self.eval(operand, env)?),
-                    None => None,
-                };
-                for (condition, result) in whens {
-                    let hit = match &operand {
-                        Some(operand) => operand.sql_cmp(&self.eval(condition, env)?) == Some(Ordering::Equal),
-                        None => self.eval(condition, env)?.truth() == Some(true),
-                    };
-                    if hit {
-                        return self.eval(result, env);
-                    }
-                }
-                match otherwise {
-                    Some(otherwise) => self.eval(otherwise, env)?,
-                    None => Value::Null,
-                }
-            }
-            Expr::Cast(inner, to) => to.cast(self.eval(inner, env)?)?,
-            Expr::Affinity(inner, affinity) => match (affinity, self.eval(inner, env)?) {
-                // Text meeting an enum must be one of its labels (22P02), as in PostgreSQL.
-                (Affinity::Enum(_), text @ Value::Text(_)) => affinity.store(text)?,
-                (_, value) => affinity.apply(value),
-            },
-            Expr::Like { expr, pattern, escape, negated, glob, case_sensitive } => {
-                let value = self.eval(expr, env)?;
-                let pattern = self.eval(pattern, env)?;
-                let escape = match escape {
-                    Some(escape) => match self.eval(escape, env)? {
-                        Value::Null => return Ok(Value::Null),
-                        other => {
-                            let text = other.to_text();
-                            let mut chars = text.chars();
-                            match (chars.next(), chars.next()) {
-                                (Some(c), None) => Some(c),
-                                // PostgreSQL: ESCAPE '' turns escaping off.
-                                (None, _) if self.dialect == crate::dialect::Dialect::Postgres => None,
-                                _ => return Err(Error::new("22025", "ESCAPE expression must be a single character")),
-                            }
-                        }
-                    },
-                    None => None,
-                };
-                if value.is_null() || pattern.is_null() {
-                    return Ok(Value::Null);
-                }
-                let pattern = pattern.to_text();
-                if pattern.len() > crate::limits::MAX_LIKE_PATTERN_BYTES {
-                    return Err(Error::new(
-                        "54000",
-                        format!(
-                            "LIKE or GLOB pattern of {} bytes is too complex (at most {})",
-                            pattern.len(),
-                            crate::limits::MAX_LIKE_PATTERN_BYTES
-                        ),
-                    ));
-                }
-                if self.dialect == crate::dialect::Dialect::Postgres
-                    && !*glob
-                    && let Some(escape) = escape
-                    && ends_with_escape(&pattern, escape)
-                {
-                    return Err(Error::new("22025", "LIKE pattern must not end with escape character"));
-                }
-                let matched = functions::like(&value.to_text(), &pattern, escape, *glob, *case_sensitive);
-                Value::Integer(i64::from(matched != *negated))
-            }
-            Expr::Function(function, args) => match function {
-                ScalarFunction::Coalesce | ScalarFunction::IfNull => {
-                    for arg in args {
-                        let value = self.eval(arg, env)?;
-                        if !value.is_null() {
-                            return Ok(value);
-                        }
-                    }
-                    Value::Null
-                }
-                ScalarFunction::Iif => {
-                    if self.eval(&args[0], env)?.truth() == Some(true) {
-                        self.eval(&args[1], env)?
-                    } else {
-                        self.eval(&args[2], env)?
-                    }
-                }
-                _ => {
-                    let values = args.iter().map(|arg| self.eval(arg, env)).collect::<Result<Vec<_>>>()?;
-                    if functions::is_volatile(*function, &values) {
-                        self.volatile.set(true);
-                    }
-                    self.check_value_size(functions::result_bytes(*function, &values))?;
-                    match function {
-                        ScalarFunction::CurrentSetting
-                        | ScalarFunction::SetConfig
-                        | ScalarFunction::Version
-                        | ScalarFunction::CurrentDatabase
-                        | ScalarFunction::CurrentSchema
-                        | ScalarFunction::CurrentUser
-                        | ScalarFunction::BackendPid => self.session_function(*function, &values)?,
-                        ScalarFunction::NextVal
-                        | ScalarFunction::CurrVal
-                        | ScalarFunction::SetVal
-                        | ScalarFunction::LastVal
-                        | ScalarFunction::SequenceLastValue
-                        | ScalarFunction::SequenceIsCalled => self.sequence_function(*function, &values)?,
-                        ScalarFunction::Advisory(call) => self.advisory_function(*call, &values)?,
-                        ScalarFunction::ObjectBytes => self.object_bytes(&values[0])?,
-                        ScalarFunction::SqlFunction => {
-                            crate::sql_function::call(self, &values[0].to_text(), &values[1..])?
-                        }
-                        _ => functions::call(*function, &values)?,
-                    }
-                }
-            },
-            Expr::Aggregate(_) => return Err(Error::grouping("misuse of aggregate function")),
-            Expr::Window(_) => return Err(Error::new("42P20", "misuse of window function")),
-        })
-    }
+    Ok(true)
 }
 
 /// What [`Executor::scan_with_own_writes`] charged for a merged range.
@@ -2062,7 +1839,7 @@ fn merged_bytes(merged: &BTreeMap<Vec<u8>, Vec<u8>>) -> usize {
 }
 
 /// Whether a LIKE pattern ends with an escape character that escapes nothing.
-fn ends_with_escape(pattern: &str, escape: char) -> bool {
+pub(crate) fn ends_with_escape(pattern: &str, escape: char) -> bool {
     let mut escaped = false;
     for character in pattern.chars() {
         escaped = !escaped && character == escape;
@@ -2162,135 +1939,6 @@ fn set_operation(op: SetOperator, all: bool, left: Vec<Row>, right: Vec<Row>) ->
 /// A hash map for keys the executor builds from row values (join and group keys): foldhash,
 /// much faster than SipHash on short keys, seeded per map.
 pub(crate) type KeyMap<V> = HashMap<Vec<u8>, V, foldhash::fast::RandomState>;
-
-struct Grouping {
-    groups: KeyMap<usize>,
-    keys: Vec<Row>,
-    states: Vec<Vec<Accumulator>>,
-    /// SQLite: with exactly one min() or max(), bare columns come from the row where that
-    /// extreme was found (the first such row on ties).
-    extreme: Option<usize>,
-    /// Bytes the groups took (keys, and the arguments DISTINCT, group_concat and array_agg
-    /// keep) that are not charged to the memory limit yet.
-    uncharged: usize,
-    /// The encoded key of the row being added (reused: a row of an existing group allocates
-    /// no key).
-    scratch: Vec<u8>,
-}
-
-/// Bytes of groups a [`Grouping`] gathers before charging them.
-const GROUPING_CHARGE_BYTES: usize = 64 * 1024;
-
-impl Grouping {
-    fn new(aggregates: &[AggregateCall]) -> Grouping {
-        let mut extremes = aggregates.iter().enumerate().filter(|(_, call)| {
-            matches!(call.function, AggregateFunction::Min | AggregateFunction::Max)
-                && call.args.len() == 1
-                && call.filter.is_none()
-        });
-        let extreme = match (extremes.next(), extremes.next()) {
-            (Some((index, _)), None) => Some(index),
-            _ => None,
-        };
-        Grouping {
-            groups: KeyMap::default(),
-            keys: Vec::new(),
-            states: Vec::new(),
-            extreme,
-            uncharged: 0,
-            scratch: Vec::new(),
-        }
-    }
-
-    fn add(
-        &mut self,
-        exec: &Executor,
-        row: &[Value],
-        group_by: &[Expr],
-        aggregates: &[AggregateCall],
-        outer: Option<&Env>,
-    ) -> Result<()> {
-        let env = Env::new(row, outer);
-        self.scratch.clear();
-        for expr in group_by {
-            codec::encode_key_value(exec.operand(expr, &env)?.as_ref(), &mut self.scratch);
-        }
-        let index = match self.groups.get(self.scratch.as_slice()) {
-            Some(&index) => index,
-            None => {
-                let group_values = group_by.iter().map(|expr| exec.eval(expr, &env)).collect::<Result<Vec<_>>>()?;
-                let key = self.scratch.clone();
-                // The key twice (encoded in the map, as values in the row) and the states.
-                self.uncharged += key.len() + row_bytes(&group_values) + 64 * aggregates.len();
-                self.groups.insert(key, self.keys.len());
-                self.keys.push(group_values);
-                self.states.push(aggregates.iter().map(Accumulator::new).collect());
-                self.keys.len() - 1
-            }
-        };
-        let mut extreme_moved = false;
-        if let Some(at) = self.extreme {
-            let args = aggregates[at].args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
-            extreme_moved = self.states[index][at].add(args)?;
-        }
-        // With an extreme, bare columns take this row's values when it moved the extreme or
-        // while the extreme has none (only NULLs so far: they follow the last row, as in
-        // SQLite), and keep them otherwise.
-        let take_bare = self.extreme.map(|at| {
-            extreme_moved || matches!(&self.states[index][at], Accumulator::Extreme { best: Value::Null, .. })
-        });
-        for (position, (state, call)) in self.states[index].iter_mut().zip(aggregates).enumerate() {
-            if Some(position) == self.extreme {
-                continue;
-            }
-            if let Some(filter) = &call.filter
-                && exec.eval(filter, &env)?.truth() != Some(true)
-            {
-                continue;
-            }
-            let mut args = call.args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
-            for key in &call.order_by {
-                args.push(exec.eval(&key.expr, &env)?);
-            }
-            if call.distinct
-                || !call.order_by.is_empty()
-                || matches!(call.function, AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg)
-            {
-                self.uncharged += row_bytes(&args);
-            }
-            match (state, take_bare) {
-                (Accumulator::Any(value), Some(true)) => *value = args.into_iter().next().unwrap_or(Value::Null),
-                (Accumulator::Any(_), Some(false)) => {}
-                (state, _) => {
-                    state.add(args)?;
-                }
-            }
-        }
-        if self.uncharged >= GROUPING_CHARGE_BYTES {
-            exec.charge(std::mem::take(&mut self.uncharged))?;
-        }
-        Ok(())
-    }
-
-    /// One row per group: its key values, then each aggregate's value. Without GROUP BY there
-    /// is one row even for no input.
-    fn finish(mut self, aggregates: &[AggregateCall], no_group_by: bool) -> Result<Vec<Row>> {
-        if self.keys.is_empty() && no_group_by {
-            self.keys.push(Vec::new());
-            self.states.push(aggregates.iter().map(Accumulator::new).collect());
-        }
-        self.keys
-            .into_iter()
-            .zip(self.states)
-            .map(|(mut key, states)| {
-                for state in states {
-                    key.push(state.finish()?);
-                }
-                Ok(key)
-            })
-            .collect()
-    }
-}
 
 fn no_rowid_left() -> Error {
     Error::new("13000", "database or disk is full: no row id left")

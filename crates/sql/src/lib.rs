@@ -83,5 +83,6 @@ pub use check::IntegrityReport;
 pub use describe::{Description, SqlType};
 pub use dialect::Dialect;
 pub use error::{Error, Result};
+pub use exec::parallel_scans_on_this_thread;
 pub use session::{Database, InterruptHandle, Options, Outcome, Session, Statement};
 pub use value::Value;

@@ -202,6 +202,17 @@ const PARAMETERS: &[Parameter] = &[
         range: Some(("32", "32")),
         ..parameter("max_index_keys", "32", "integer", PRESET, "Shows the maximum number of index keys.", "internal")
     },
+    Parameter {
+        range: Some(("0", "1024")),
+        ..parameter(
+            "max_parallel_workers_per_gather",
+            "16",
+            "integer",
+            "Resource Usage / Asynchronous Behavior",
+            "Sets the maximum number of threads a scan runs on (0 or 1: one); the process runs at most as many as the machine has cores.",
+            "user",
+        )
+    },
     parameter("row_security", "on", "bool", CLIENT, "Enable row security.", "user"),
     parameter(
         "search_path",
@@ -295,6 +306,17 @@ const PARAMETERS: &[Parameter] = &[
         "Sets the maximum memory to be used for query workspaces.",
         "user",
     ),
+    Parameter {
+        range: Some(("1", "1048576")),
+        ..parameter(
+            "tern.morsel_blocks",
+            "64",
+            "integer",
+            "Customized Options",
+            "Stored blocks per morsel of a parallel scan.",
+            "user",
+        )
+    },
     parameter(
         "tern.dialect",
         "postgres",

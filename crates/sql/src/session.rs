@@ -276,6 +276,7 @@ pub fn checked_setting(
         "default_table_access_method",
         "default_toast_compression",
         "maintenance_work_mem",
+        "max_parallel_workers_per_gather",
     ];
     if !(KNOWN.contains(&name) || name.contains('.') || current.contains_key(name)) {
         return Err(Error::new("42704", format!("unrecognized configuration parameter \"{name}\"")));
@@ -294,8 +295,22 @@ pub fn checked_setting(
         }
         "datestyle" => crate::temporal::session_zone::date_style(value)?,
         "intervalstyle" => crate::temporal::session_zone::interval_style(value)?,
+        "max_parallel_workers_per_gather" => integer_setting(name, value, 0, 1024)?,
+        "tern.morsel_blocks" => integer_setting(name, value, 1, 1 << 20)?,
         _ => value.to_string(),
     })
+}
+
+/// An integer setting's value, checked to be within `low..=high` (22023 otherwise).
+fn integer_setting(name: &str, value: &str, low: i64, high: i64) -> Result<String> {
+    match value.trim().parse::<i64>() {
+        Ok(number) if (low..=high).contains(&number) => Ok(number.to_string()),
+        Ok(number) => Err(Error::new(
+            "22023",
+            format!("{number} is outside the valid range for parameter \"{name}\" ({low} .. {high})"),
+        )),
+        Err(_) => Err(Error::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""))),
+    }
 }
 
 /// Session ids, unique in the process.

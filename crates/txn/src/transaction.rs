@@ -79,6 +79,24 @@ impl Transaction {
         &self.snapshot.get_or_insert_with(|| self.shared.snapshot()).lsm
     }
 
+    /// Whether the transaction wrote a key in `range`.
+    pub(crate) fn writes_in(&self, range: &KeyRange) -> bool {
+        !range.is_empty() && self.writes.range::<[u8], _>(range.as_slices()).next().is_some()
+    }
+
+    /// Adds all of `range` to the read set (under serializable isolation) and returns the
+    /// snapshot its reads see.
+    pub(crate) fn record_range_read(&mut self, range: KeyRange) -> &tern_lsm::Snapshot {
+        if self.records_reads() {
+            self.reads.add_range(range);
+        }
+        self.ensure_snapshot()
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     fn records_reads(&self) -> bool {
         self.isolation == Isolation::Serializable && !self.unrecorded
     }

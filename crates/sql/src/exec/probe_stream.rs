@@ -8,7 +8,7 @@
 //! stream so; an inner or left join's matches come out in the right input's order, a semi or
 //! anti join's rows in the left input's order.
 
-use super::{Env, Executor, KeyMap, row_bytes};
+use super::{Env, Evaluate, Executor, KeyMap, join_key_into, row_bytes};
 use crate::error::Result;
 use crate::plan::{Expr, JoinKind, Plan, Row};
 use crate::value::Value;
@@ -35,6 +35,48 @@ impl ProbeJoin<'_> {
     }
 }
 
+/// The left side's hash table: each key's left rows, by index.
+type LeftTable = KeyMap<Vec<usize>>;
+
+impl ProbeJoin<'_> {
+    /// Probes with one right row: for each left row with its key (but those `skip` says are
+    /// done) whose combined row passes the join's condition, calls `hit` with the left row's
+    /// index and the combined row. `key` is a reused buffer.
+    #[allow(clippy::too_many_arguments)]
+    fn probe_row(
+        &self,
+        cx: &impl Evaluate,
+        table: &LeftTable,
+        left_rows: &[Row],
+        right_row: &[Value],
+        outer: Option<&Env>,
+        key: &mut Vec<u8>,
+        skip: &dyn Fn(usize) -> bool,
+        hit: &mut dyn FnMut(usize, Row) -> Result<()>,
+    ) -> Result<()> {
+        if !join_key_into(cx, self.right_keys, right_row, outer, key)? {
+            return Ok(());
+        }
+        let Some(candidates) = table.get(key.as_slice()) else { return Ok(()) };
+        for &index in candidates {
+            if skip(index) {
+                continue;
+            }
+            let mut combined = Vec::with_capacity(self.left_width + self.right_width);
+            combined.extend_from_slice(&left_rows[index]);
+            combined.extend_from_slice(right_row);
+            let passes = match self.condition {
+                Some(condition) => cx.eval(condition, &Env::new(&combined, outer))?.truth() == Some(true),
+                None => true,
+            };
+            if passes {
+                hit(index, combined)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Executor<'_> {
     pub(super) fn probe_join(
         &self,
@@ -42,7 +84,7 @@ impl Executor<'_> {
         join: &ProbeJoin<'_>,
         outer: Option<&Env>,
     ) -> Result<Vec<Row>> {
-        let mut table: KeyMap<Vec<usize>> = KeyMap::default();
+        let mut table: LeftTable = KeyMap::default();
         let mut table_bytes = 0usize;
         for (index, row) in left_rows.iter().enumerate() {
             if let Some(key) = self.join_key(join.left_keys, row, outer)? {
@@ -51,39 +93,40 @@ impl Executor<'_> {
             }
         }
         self.charge(table_bytes)?;
-        let mut matched = vec![false; left_rows.len()];
-        let mut output = Vec::new();
         let left_only = join.kind.keeps_left_only();
-        let mut key = Vec::new();
-        self.stream(join.right, outer, &mut |right_row| {
-            if !self.join_key_into(join.right_keys, &right_row, outer, &mut key)? {
-                return Ok(true);
-            }
-            let Some(candidates) = table.get(key.as_slice()) else { return Ok(true) };
-            for &index in candidates {
+        let (mut output, matched) = match self.probe_parallel(&left_rows, join, &table, outer)? {
+            Some(probed) => probed,
+            None => {
+                let matched = std::cell::RefCell::new(vec![false; left_rows.len()]);
+                let mut output = Vec::new();
+                let mut key = Vec::new();
                 // A semi or anti join needs one match per left row.
-                if left_only && matched[index] {
-                    continue;
-                }
-                let mut combined = Vec::with_capacity(join.left_width + join.right_width);
-                combined.extend_from_slice(&left_rows[index]);
-                combined.extend_from_slice(&right_row);
-                let hit = match join.condition {
-                    Some(condition) => self.eval(condition, &Env::new(&combined, outer))?.truth() == Some(true),
-                    None => true,
-                };
-                if hit {
-                    matched[index] = true;
-                    if !left_only {
-                        if output.len() % 4096 == 4095 {
-                            self.charge(4096 * row_bytes(&combined))?;
-                        }
-                        output.push(combined);
-                    }
-                }
+                let skip = |index: usize| left_only && matched.borrow()[index];
+                self.stream(join.right, outer, &mut |right_row| {
+                    join.probe_row(
+                        self,
+                        &table,
+                        &left_rows,
+                        &right_row,
+                        outer,
+                        &mut key,
+                        &skip,
+                        &mut |index, combined| {
+                            matched.borrow_mut()[index] = true;
+                            if !left_only {
+                                if output.len() % 4096 == 4095 {
+                                    self.charge(4096 * row_bytes(&combined))?;
+                                }
+                                output.push(combined);
+                            }
+                            Ok(())
+                        },
+                    )?;
+                    Ok(true)
+                })?;
+                (output, matched.into_inner())
             }
-            Ok(true)
-        })?;
+        };
         let unmatched_width = join.left_width + join.right_width;
         for (row, hit) in left_rows.into_iter().zip(matched) {
             match join.kind {
@@ -98,5 +141,60 @@ impl Executor<'_> {
             }
         }
         Ok(output)
+    }
+
+    /// The probe on several threads (each worker probes the rows of its morsels; their
+    /// matches come back in morsel order, as the serial probe makes them): the joined rows and
+    /// which left rows matched; `None` when the right input does not qualify for a parallel
+    /// scan ([`Executor::stream_parallel`]) or the keys or condition need the executor.
+    fn probe_parallel(
+        &self,
+        left_rows: &[Row],
+        join: &ProbeJoin<'_>,
+        table: &LeftTable,
+        outer: Option<&Env>,
+    ) -> Result<Option<(Vec<Row>, Vec<bool>)>> {
+        if outer.is_some() {
+            return Ok(None);
+        }
+        let consumer: Vec<&Expr> = join.right_keys.iter().chain(join.condition).collect();
+        let Some(scan) = self.prepare_parallel(join.right, &consumer)? else { return Ok(None) };
+        let left_only = join.kind.keeps_left_only();
+        let produce = |morsel: &tern_txn::Morsel, context: &super::evaluate::PureContext| {
+            let (mut rows, mut hits, mut bytes, mut key) = (Vec::new(), Vec::new(), 0, Vec::new());
+            scan.run(morsel, context, &mut |right_row| {
+                join.probe_row(
+                    context,
+                    table,
+                    left_rows,
+                    &right_row,
+                    None,
+                    &mut key,
+                    &|_| false,
+                    &mut |index, combined| {
+                        hits.push(index);
+                        if !left_only {
+                            bytes += row_bytes(&combined);
+                            rows.push(combined);
+                        }
+                        Ok(())
+                    },
+                )
+            })?;
+            Ok(((rows, hits), bytes))
+        };
+        let mut output = Vec::new();
+        let mut matched = vec![false; left_rows.len()];
+        self.run_morsels(&scan, &produce, &mut |(rows, hits): (Vec<Row>, Vec<usize>)| {
+            for index in hits {
+                matched[index] = true;
+            }
+            if let Some(row) = rows.first() {
+                self.charge(rows.len() * row_bytes(row))?;
+            }
+            output.extend(rows);
+            Ok(true)
+        })?;
+        Ok(Some((output, matched)))
     }
 }

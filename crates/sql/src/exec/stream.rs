@@ -7,6 +7,7 @@
 //! are stepped over in the stored row (see `codec::decode_row_columns`).
 
 use super::{Env, Executor, SCAN_FIRST_CHUNK_ROWS};
+use crate::catalog::TableDef;
 use crate::error::Result;
 use crate::plan::{Access, Expr, Plan, Row};
 use crate::value::Value;
@@ -57,7 +58,8 @@ impl Executor<'_> {
     }
 
     /// Hands each row of a streaming plan ([`Executor::streams`]) to `visit` until it returns
-    /// false.
+    /// false: on several threads when it can ([`Executor::stream_parallel`]; only at the top,
+    /// where no outer row is in scope), in scan order either way.
     pub(super) fn stream(
         &self,
         plan: &Plan,
@@ -65,6 +67,19 @@ impl Executor<'_> {
         visit: &mut dyn FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
         self.check_interrupt()?;
+        if outer.is_none() && self.stream_parallel(plan, visit)? {
+            return Ok(());
+        }
+        self.stream_serial(plan, outer, visit)
+    }
+
+    /// [`Executor::stream`] on this thread.
+    fn stream_serial(
+        &self,
+        plan: &Plan,
+        outer: Option<&Env>,
+        visit: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
         match plan {
             Plan::Scan { .. } => self.stream_scan(plan, None, outer, visit),
             Plan::Project { input, exprs } if matches!(input.as_ref(), Plan::Scan { .. }) => {
@@ -91,7 +106,7 @@ impl Executor<'_> {
         outer: Option<&Env>,
         visit: &mut dyn FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
-        self.counted(input, visit, &mut |visit| self.stream(input, outer, visit))
+        self.counted(input, visit, &mut |visit| self.stream_serial(input, outer, visit))
     }
 
     /// Runs `body`, which streams `input`'s rows into `visit`; under EXPLAIN ANALYZE they are
@@ -134,20 +149,7 @@ impl Executor<'_> {
         let reads_whole_row = points || exprs.into_iter().flatten().chain(filter).any(crate::bind::has_subquery);
         // Rows of only the columns the projection and the filter read (in column order), and
         // those expressions renumbered to them.
-        let narrow = exprs.filter(|_| !reads_whole_row).map(|exprs| {
-            let mut wanted = vec![false; table.columns.len()];
-            for column in exprs.iter().chain(filter).flat_map(Expr::columns) {
-                if let Some(slot) = wanted.get_mut(column) {
-                    *slot = true;
-                }
-            }
-            let mut position = vec![usize::MAX; wanted.len()];
-            for (at, column) in (0..wanted.len()).filter(|&column| wanted[column]).enumerate() {
-                position[column] = at;
-            }
-            let exprs: Vec<Expr> = exprs.iter().map(|expr| expr.clone().remap_columns(&position)).collect();
-            (wanted, exprs, filter.clone().map(|filter| filter.remap_columns(&position)))
-        });
+        let narrow = exprs.filter(|_| !reads_whole_row).map(|exprs| narrow(table, exprs, filter.as_ref()));
         let (wanted, exprs, filter) = match &narrow {
             Some((wanted, exprs, filter)) => (Some(wanted.as_slice()), Some(exprs.as_slice()), filter.as_ref()),
             None => (None, exprs, filter.as_ref()),
@@ -192,4 +194,21 @@ impl Executor<'_> {
         let env = Env::new(&row, outer);
         exprs.iter().map(|expr| self.eval(expr, &env)).collect()
     }
+}
+
+/// The columns of `table` a projection `exprs` over a scan with `filter` reads (in column
+/// order), and the projection and filter renumbered to rows of only those columns.
+pub(super) fn narrow(table: &TableDef, exprs: &[Expr], filter: Option<&Expr>) -> (Vec<bool>, Vec<Expr>, Option<Expr>) {
+    let mut wanted = vec![false; table.columns.len()];
+    for column in exprs.iter().chain(filter).flat_map(Expr::columns) {
+        if let Some(slot) = wanted.get_mut(column) {
+            *slot = true;
+        }
+    }
+    let mut position = vec![usize::MAX; wanted.len()];
+    for (at, column) in (0..wanted.len()).filter(|&column| wanted[column]).enumerate() {
+        position[column] = at;
+    }
+    let exprs: Vec<Expr> = exprs.iter().map(|expr| expr.clone().remap_columns(&position)).collect();
+    (wanted, exprs, filter.cloned().map(|filter| filter.remap_columns(&position)))
 }

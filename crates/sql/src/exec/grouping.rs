@@ -1,0 +1,244 @@
+//! Hash grouping for aggregates: each group's key values and accumulators, found by the
+//! group's encoded key. Partial groupings (one per morsel of a parallel scan) merge into one
+//! in morsel order, which keeps the groups in the order a serial scan first meets them.
+
+use super::{Env, Evaluate, Executor, KeyMap, row_bytes};
+use crate::aggregate::Accumulator;
+use crate::codec;
+use crate::error::Result;
+use crate::plan::{AggregateCall, AggregateFunction, Expr, Row};
+use crate::value::Value;
+
+/// The groups of an aggregate and each one's accumulators, in the order groups first appear.
+pub(super) struct Grouping {
+    groups: KeyMap<usize>,
+    keys: Vec<Row>,
+    states: Vec<Vec<Accumulator>>,
+    /// SQLite: with exactly one min() or max(), bare columns come from the row where that
+    /// extreme was found (the first such row on ties).
+    extreme: Option<usize>,
+    /// Bytes the groups took (keys, and the arguments DISTINCT, group_concat and array_agg
+    /// keep) that are not charged to the memory limit yet.
+    uncharged: usize,
+    /// The encoded key of the row being added (reused: a row of an existing group allocates
+    /// no key).
+    scratch: Vec<u8>,
+    /// For each group, the position in the scan of the row that first had it (partial
+    /// groupings of a parallel scan: [`Grouping::set_position`]).
+    first_seen: Vec<u64>,
+    /// The position of the row being added.
+    position: u64,
+}
+
+/// Bytes of groups a [`Grouping`] gathers before charging them.
+const GROUPING_CHARGE_BYTES: usize = 64 * 1024;
+
+impl Grouping {
+    pub(super) fn new(aggregates: &[AggregateCall]) -> Grouping {
+        let mut extremes = aggregates.iter().enumerate().filter(|(_, call)| {
+            matches!(call.function, AggregateFunction::Min | AggregateFunction::Max)
+                && call.args.len() == 1
+                && call.filter.is_none()
+        });
+        let extreme = match (extremes.next(), extremes.next()) {
+            (Some((index, _)), None) => Some(index),
+            _ => None,
+        };
+        Grouping {
+            groups: KeyMap::default(),
+            keys: Vec::new(),
+            states: Vec::new(),
+            extreme,
+            uncharged: 0,
+            scratch: Vec::new(),
+            first_seen: Vec::new(),
+            position: 0,
+        }
+    }
+
+    /// Adds one row, charging the groups' bytes to the statement as they grow.
+    pub(super) fn add(
+        &mut self,
+        exec: &Executor,
+        row: &[Value],
+        group_by: &[Expr],
+        aggregates: &[AggregateCall],
+        outer: Option<&Env>,
+    ) -> Result<()> {
+        self.add_with(exec, row, group_by, aggregates, outer)?;
+        if self.uncharged >= GROUPING_CHARGE_BYTES {
+            exec.charge(std::mem::take(&mut self.uncharged))?;
+        }
+        Ok(())
+    }
+
+    /// Adds one row, evaluating with `exec`; the bytes the groups grew by are left in
+    /// `uncharged`.
+    pub(super) fn add_with(
+        &mut self,
+        exec: &impl Evaluate,
+        row: &[Value],
+        group_by: &[Expr],
+        aggregates: &[AggregateCall],
+        outer: Option<&Env>,
+    ) -> Result<()> {
+        let env = Env::new(row, outer);
+        self.scratch.clear();
+        for expr in group_by {
+            codec::encode_key_value(exec.operand(expr, &env)?.as_ref(), &mut self.scratch);
+        }
+        let index = match self.groups.get(self.scratch.as_slice()) {
+            Some(&index) => index,
+            None => {
+                let group_values = group_by.iter().map(|expr| exec.eval(expr, &env)).collect::<Result<Vec<_>>>()?;
+                let key = self.scratch.clone();
+                // The key twice (encoded in the map, as values in the row) and the states.
+                self.uncharged += key.len() + row_bytes(&group_values) + 64 * aggregates.len();
+                self.groups.insert(key, self.keys.len());
+                self.keys.push(group_values);
+                self.states.push(aggregates.iter().map(Accumulator::new).collect());
+                self.first_seen.push(self.position);
+                self.keys.len() - 1
+            }
+        };
+        let mut extreme_moved = false;
+        if let Some(at) = self.extreme {
+            let args = aggregates[at].args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
+            extreme_moved = self.states[index][at].add(args)?;
+        }
+        // With an extreme, bare columns take this row's values when it moved the extreme or
+        // while the extreme has none (only NULLs so far: they follow the last row, as in
+        // SQLite), and keep them otherwise.
+        let take_bare = self.extreme.map(|at| {
+            extreme_moved || matches!(&self.states[index][at], Accumulator::Extreme { best: Value::Null, .. })
+        });
+        for (position, (state, call)) in self.states[index].iter_mut().zip(aggregates).enumerate() {
+            if Some(position) == self.extreme {
+                continue;
+            }
+            if let Some(filter) = &call.filter
+                && exec.eval(filter, &env)?.truth() != Some(true)
+            {
+                continue;
+            }
+            let mut args = call.args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
+            for key in &call.order_by {
+                args.push(exec.eval(&key.expr, &env)?);
+            }
+            if call.distinct
+                || !call.order_by.is_empty()
+                || matches!(call.function, AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg)
+            {
+                self.uncharged += row_bytes(&args);
+            }
+            match (state, take_bare) {
+                (Accumulator::Any(value), Some(true)) => *value = args.into_iter().next().unwrap_or(Value::Null),
+                (Accumulator::Any(_), Some(false)) => {}
+                (state, _) => {
+                    state.add(args)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One row per group: its key values, then each aggregate's value. Without GROUP BY there
+    /// is one row even for no input.
+    pub(super) fn finish(mut self, aggregates: &[AggregateCall], no_group_by: bool) -> Result<Vec<Row>> {
+        if self.keys.is_empty() && no_group_by {
+            self.keys.push(Vec::new());
+            self.states.push(aggregates.iter().map(Accumulator::new).collect());
+        }
+        self.keys
+            .into_iter()
+            .zip(self.states)
+            .map(|(mut key, states)| {
+                for state in states {
+                    key.push(state.finish()?);
+                }
+                Ok(key)
+            })
+            .collect()
+    }
+}
+
+impl Grouping {
+    /// Whether partial groupings of `aggregates` merge into what one grouping of all the rows
+    /// holds: count, sum, total, avg, min and max, without DISTINCT or ORDER BY in the call
+    /// (a bare column's value follows its row, which a merge does not see). Sums of reals
+    /// merged from parts round differently in the last bits, as in any parallel database.
+    pub(super) fn mergeable(aggregates: &[AggregateCall]) -> bool {
+        aggregates.iter().all(|call| {
+            !call.distinct
+                && call.order_by.is_empty()
+                && matches!(
+                    call.function,
+                    AggregateFunction::CountStar
+                        | AggregateFunction::Count
+                        | AggregateFunction::Sum
+                        | AggregateFunction::Total
+                        | AggregateFunction::Avg
+                        | AggregateFunction::Min
+                        | AggregateFunction::Max
+                )
+        })
+    }
+
+    /// Bytes added since they were last charged (and no longer counted here).
+    pub(super) fn take_uncharged(&mut self) -> usize {
+        std::mem::take(&mut self.uncharged)
+    }
+
+    /// Notes the position in the scan of the rows about to be added (morsel, then row).
+    pub(super) fn set_position(&mut self, position: u64) {
+        self.position = position;
+    }
+
+    /// Merges `part`, a grouping of other rows of the scan, into this one
+    /// ([`Grouping::mergeable`] aggregates only). Each group keeps the earliest position it was
+    /// seen at.
+    pub(super) fn merge(&mut self, part: Grouping) -> Result<()> {
+        let mut keys: Vec<Option<Row>> = part.keys.into_iter().map(Some).collect();
+        let mut states: Vec<Option<Vec<Accumulator>>> = part.states.into_iter().map(Some).collect();
+        for (key, at) in part.groups {
+            let (Some(values), Some(group_states)) = (keys[at].take(), states[at].take()) else {
+                return Err(crate::error::Error::internal("a group listed twice"));
+            };
+            let seen = part.first_seen[at];
+            match self.groups.get(key.as_slice()) {
+                Some(&index) => {
+                    for (state, other) in self.states[index].iter_mut().zip(group_states) {
+                        state.merge(other)?;
+                    }
+                    self.first_seen[index] = self.first_seen[index].min(seen);
+                }
+                None => {
+                    self.uncharged += key.len() + row_bytes(&values) + 64 * group_states.len();
+                    self.groups.insert(key, self.keys.len());
+                    self.keys.push(values);
+                    self.states.push(group_states);
+                    self.first_seen.push(seen);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Grouping::finish`] with the groups in the order the scan first met them (after
+    /// merging partial groupings, whose order is the workers').
+    pub(super) fn finish_in_scan_order(mut self, aggregates: &[AggregateCall], no_group_by: bool) -> Result<Vec<Row>> {
+        let mut order: Vec<usize> = (0..self.keys.len()).collect();
+        order.sort_unstable_by_key(|&at| self.first_seen[at]);
+        let mut keys: Vec<Option<Row>> = std::mem::take(&mut self.keys).into_iter().map(Some).collect();
+        let mut states: Vec<Option<Vec<Accumulator>>> =
+            std::mem::take(&mut self.states).into_iter().map(Some).collect();
+        for at in order {
+            if let (Some(key), Some(state)) = (keys[at].take(), states[at].take()) {
+                self.keys.push(key);
+                self.states.push(state);
+            }
+        }
+        self.groups.clear();
+        self.finish(aggregates, no_group_by)
+    }
+}

@@ -1,0 +1,544 @@
+//! Parallel, morsel-driven scans: a table scan and the filters and projections over it, run by
+//! several worker threads, their rows handed to the consumer in key order.
+//!
+//! ```text
+//!   key range of the scan ──cut at block boundaries──▶ morsel 0 │ morsel 1 │ … │ morsel n-1
+//!                                                          │         │              │
+//!   workers (next morsel from an atomic counter)     ┌─────┴───┐ ┌───┴─────┐        …
+//!     read it at the snapshot, decode the wanted     │ worker 1│ │ worker 2│
+//!     columns, filter, project                       └────┬────┘ └────┬────┘
+//!                                                         ▼           ▼
+//!   slots (at most `window` morsels ahead)     [0: rows] [1: rows] [2: …] …
+//!                                                  │
+//!   the statement's thread takes slot 0, 1, 2, … in order and hands each row to the consumer
+//!   (an aggregate, a join's build or probe, the result)
+//! ```
+//!
+//! The consumer sees exactly the rows, in exactly the order, of a serial scan: a parallel
+//! result equals a serial one, floating-point sums included. Only scans by full table or
+//! primary-key range qualify, with expressions a [`PureContext`] evaluates
+//! ([`is_parallel_safe`]), in a statement that has not written in the range, and not under
+//! EXPLAIN ANALYZE (which counts rows per node on one thread).
+//!
+//! Threads: a statement asks for `max_parallel_workers_per_gather` workers (default 16) and
+//! gets what the process-wide budget ([`WorkerBudget`]) has left of the machine's cores, so
+//! sessions running parallel scans at once do not start more threads than there are cores.
+//! A morsel is `tern.morsel_blocks` stored blocks (default 64: about 256 KiB of rows at the
+//! default page size).
+
+use super::evaluate::{Evaluate, PureContext, is_parallel_safe};
+use super::grouping::Grouping;
+use super::{Env, Executor, row_bytes};
+use crate::catalog::TableDef;
+use crate::codec::{self, decode_row, object_prefix, prefix_end};
+use crate::error::{Error, Result};
+use crate::plan::{Access, AggregateCall, Expr, Plan, Row};
+use crate::value::Value;
+use parking_lot::{Condvar, Mutex};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use tern_txn::{Morsel, ParallelScan};
+
+/// Morsels a worker may finish ahead of the consumer, per worker.
+const WINDOW_PER_WORKER: usize = 4;
+
+/// The process's parallel workers: each parallel scan claims up to the number of cores less
+/// those other scans hold.
+struct WorkerBudget;
+
+static WORKERS_BUSY: AtomicUsize = AtomicUsize::new(0);
+
+impl WorkerBudget {
+    fn cores() -> usize {
+        std::thread::available_parallelism().map_or(1, |cores| cores.get())
+    }
+
+    /// Up to `wanted` workers (at least one: the scan always progresses).
+    fn claim(wanted: usize) -> Claim {
+        let cores = Self::cores();
+        let mut busy = WORKERS_BUSY.load(Ordering::Relaxed);
+        loop {
+            let granted = wanted.min(cores.saturating_sub(busy)).max(1);
+            match WORKERS_BUSY.compare_exchange(busy, busy + granted, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return Claim(granted),
+                Err(now) => busy = now,
+            }
+        }
+    }
+}
+
+thread_local! {
+    static PARALLEL_SCANS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Parallel scans the statements run on the calling thread have made (a statement runs on the
+/// thread that calls it): to see that a query went parallel.
+pub fn parallel_scans_on_this_thread() -> u64 {
+    PARALLEL_SCANS.with(std::cell::Cell::get)
+}
+
+/// Workers claimed from [`WorkerBudget`], given back on drop.
+struct Claim(usize);
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        WORKERS_BUSY.fetch_sub(self.0, Ordering::AcqRel);
+    }
+}
+
+/// What a worker makes of one morsel, and the bytes it holds.
+type Produce<'a, T> = dyn Fn(&Morsel, &PureContext) -> Result<(T, usize)> + Sync + 'a;
+
+/// One step over the scan's rows, in order.
+enum Step {
+    Filter(Expr),
+    Project(Vec<Expr>),
+}
+
+/// What each worker does to a stored row: decode the wanted columns, filter, then the steps.
+struct Pipeline<'p> {
+    table: &'p TableDef,
+    /// The columns decoded (all when `None`), in column order.
+    wanted: Option<Vec<bool>>,
+    /// Values of columns a row stored before ADD COLUMN lacks.
+    fills: Vec<Value>,
+    filter: Option<Expr>,
+    steps: Vec<Step>,
+}
+
+/// Where the workers leave what they made of each morsel (and its bytes) for the statement's
+/// thread.
+struct Slots<T> {
+    done: Vec<Option<Result<(T, usize)>>>,
+    /// Morsels the consumer has taken.
+    taken: usize,
+}
+
+/// The state the workers and the consumer share.
+struct Shared<T> {
+    slots: Mutex<Slots<T>>,
+    changed: Condvar,
+    next: AtomicUsize,
+    stop: AtomicBool,
+    window: usize,
+}
+
+impl Executor<'_> {
+    /// Threads a parallel scan may use: `max_parallel_workers_per_gather` (0 or 1: none).
+    fn parallel_workers(&self) -> usize {
+        self.setting_number("max_parallel_workers_per_gather")
+    }
+
+    /// A numeric setting of the session, else its default.
+    fn setting_number(&self, name: &str) -> usize {
+        let set = self.settings.and_then(|settings| settings.read().get(name).cloned());
+        let text = set.as_deref().or_else(|| crate::pg_settings::default_of(name)).unwrap_or("0");
+        text.trim().parse().unwrap_or(0)
+    }
+
+    /// Streams `plan` ([`Executor::streams`]) on several threads when it qualifies (see the
+    /// module's notes), handing each row to `visit` in scan order; `Ok(false)` when it does
+    /// not qualify and nothing was read.
+    pub(super) fn stream_parallel(&self, plan: &Plan, visit: &mut dyn FnMut(Row) -> Result<bool>) -> Result<bool> {
+        let Some(scan) = self.prepare_parallel(plan, &[])? else { return Ok(false) };
+        let produce = |morsel: &Morsel, context: &PureContext| {
+            let mut rows = Vec::new();
+            let mut bytes = 0;
+            scan.run(morsel, context, &mut |row| {
+                bytes += row_bytes(&row);
+                rows.push(row);
+                Ok(())
+            })?;
+            Ok((rows, bytes))
+        };
+        self.run_morsels(&scan, &produce, &mut |rows: Vec<Row>| {
+            for row in rows {
+                if !visit(row)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        })?;
+        Ok(true)
+    }
+
+    /// Groups and aggregates the rows of `input` on several threads when it qualifies
+    /// (partitioned by worker: each gathers its morsels' rows into a partial [`Grouping`]; the
+    /// partials merge at the end, and the groups take the order a serial scan meets them);
+    /// `None` when it does not qualify.
+    pub(super) fn aggregate_parallel(
+        &self,
+        input: &Plan,
+        group_by: &[Expr],
+        aggregates: &[AggregateCall],
+    ) -> Result<Option<Vec<Row>>> {
+        if !Grouping::mergeable(aggregates) {
+            return Ok(None);
+        }
+        let mut exprs: Vec<&Expr> = group_by.iter().collect();
+        for call in aggregates {
+            exprs.extend(&call.args);
+            exprs.extend(call.filter.as_deref());
+        }
+        let Some(scan) = self.prepare_parallel(input, &exprs)? else { return Ok(None) };
+        let step = |part: &mut Grouping, at: usize, context: &PureContext| {
+            let mut row_number = 0u64;
+            scan.run(&scan.morsels[at], context, &mut |row| {
+                part.set_position(((at as u64) << 32) | row_number);
+                row_number += 1;
+                part.add_with(context, &row, group_by, aggregates, None)?;
+                context.charge(part.take_uncharged())
+            })
+        };
+        let parts = self.run_unordered(&scan, &|| Grouping::new(aggregates), &step)?;
+        let mut grouping = Grouping::new(aggregates);
+        for part in parts {
+            grouping.merge(part)?;
+        }
+        Ok(Some(grouping.finish_in_scan_order(aggregates, group_by.is_empty())?))
+    }
+
+    /// Runs `scan`'s morsels on its workers and this thread, in no particular order, each
+    /// worker folding its morsels into its own state with `step`; returns every state. The
+    /// memory the workers charged stays charged to the statement.
+    fn run_unordered<S: Send>(
+        &self,
+        scan: &PreparedScan,
+        init: &(dyn Fn() -> S + Sync),
+        step: &(dyn Fn(&mut S, usize, &PureContext) -> Result<()> + Sync),
+    ) -> Result<Vec<S>> {
+        let next = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        let context = self.pure_context(&stop);
+        let worker = || -> Result<S> {
+            let mut state = init();
+            loop {
+                let at = next.fetch_add(1, Ordering::AcqRel);
+                if at >= scan.morsels.len() || stop.load(Ordering::Acquire) {
+                    return Ok(state);
+                }
+                if let Err(error) = step(&mut state, at, &context) {
+                    stop.store(true, Ordering::Release);
+                    return Err(error);
+                }
+            }
+        };
+        let outcome: Result<Vec<S>> = std::thread::scope(|threads| {
+            let helpers: Vec<_> = (1..scan.claim.0).map(|_| threads.spawn(worker)).collect();
+            let mine = worker();
+            let mut states = vec![mine];
+            for helper in helpers {
+                states.push(helper.join().unwrap_or_else(|_| Err(Error::internal("a parallel scan worker panicked"))));
+            }
+            states.into_iter().collect()
+        });
+        self.finish_parallel(scan, &context);
+        let states = outcome?;
+        self.charge(context.used.load(Ordering::Relaxed))?;
+        Ok(states)
+    }
+
+    /// The evaluation context of the workers of a scan that `stop` stops.
+    fn pure_context<'c>(&'c self, stop: &'c AtomicBool) -> PureContext<'c> {
+        PureContext {
+            params: self.params,
+            dialect: self.dialect,
+            memory_limit: self.memory_limit,
+            memory_used: self.memory_used.get(),
+            used: AtomicUsize::new(0),
+            volatile: AtomicBool::new(false),
+            interrupt: self.interrupt,
+            stop,
+        }
+    }
+
+    /// What a finished parallel scan leaves behind: whether it called something volatile, and
+    /// the rows it read (`pg_stat_user_tables`).
+    fn finish_parallel(&self, scan: &PreparedScan, context: &PureContext) {
+        if context.volatile.load(Ordering::Relaxed) {
+            self.volatile.set(true);
+        }
+        if let Some((_, session)) = self.activity {
+            session.scanned(scan.pipeline.table.id, true, scan.read_rows.load(Ordering::Relaxed) as u64);
+        }
+    }
+
+    /// The parallel scan of `plan` ([`Executor::streams`]), when it qualifies and its consumer's
+    /// expressions `consumer` are parallel-safe too; `None` otherwise (nothing read).
+    pub(super) fn prepare_parallel<'p>(&self, plan: &'p Plan, consumer: &[&Expr]) -> Result<Option<PreparedScan<'p>>> {
+        let workers = self.parallel_workers();
+        if workers < 2 || self.profile.is_some() || !consumer.iter().all(|expr| is_parallel_safe(expr)) {
+            return Ok(None);
+        }
+        let Some((scan, layers)) = parallel_shape(plan) else { return Ok(None) };
+        let Plan::Scan { table, access, filter, .. } = scan else { return Ok(None) };
+        let Some((start, end)) = self.parallel_range(table, access)? else { return Ok(None) };
+        if self.own_writes.get() > 0 && self.overlay_touches(&start, &end) {
+            return Ok(None);
+        }
+        let Some(pipeline) = self.pipeline(table, filter.as_ref(), &layers)? else { return Ok(None) };
+        let Some(read) = self.txn.borrow_mut().parallel_scan(start.clone(), end) else { return Ok(None) };
+        let morsels = read.morsels(self.setting_number("tern.morsel_blocks").max(1))?;
+        if morsels.len() < 2 {
+            // Too small to share out: the serial scan reads it (the range is in the read set
+            // already, which is what the serial scan records too).
+            return Ok(None);
+        }
+        match &start {
+            Bound::Included(key) | Bound::Excluded(key) => self.note_scan(key),
+            Bound::Unbounded => self.note_scan(&[]),
+        }
+        PARALLEL_SCANS.with(|count| count.set(count.get() + 1));
+        let claim = WorkerBudget::claim(workers.min(morsels.len()));
+        Ok(Some(PreparedScan { read, morsels, pipeline, claim, read_rows: AtomicUsize::new(0) }))
+    }
+
+    /// The key range of a full or primary-key range scan; `None` for other access paths.
+    fn parallel_range(&self, table: &TableDef, access: &Access) -> Result<Option<Morsel>> {
+        let prefix = object_prefix(table.id);
+        match access {
+            Access::Full => {
+                let end = prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
+                Ok(Some((Bound::Included(prefix), end)))
+            }
+            Access::PrimaryKeyRange { lower, upper } => {
+                let affinity = table.columns[table.primary_key[0]].affinity;
+                let env = Env::new(&[], None);
+                // An empty range: the serial scan returns at once.
+                self.range_bounds(&prefix, lower, upper, affinity, &env)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The workers' pipeline for a scan of `table` with `filter` under `layers` (bottom up);
+    /// `None` when an expression needs the executor.
+    fn pipeline<'p>(
+        &self,
+        table: &'p TableDef,
+        filter: Option<&Expr>,
+        layers: &[&Plan],
+    ) -> Result<Option<Pipeline<'p>>> {
+        let mut exprs: Vec<&Expr> = filter.into_iter().collect();
+        for layer in layers {
+            match layer {
+                Plan::Filter { predicate, .. } => exprs.push(predicate),
+                Plan::Project { exprs: outputs, .. } => exprs.extend(outputs),
+                _ => return Ok(None),
+            }
+        }
+        if !exprs.into_iter().all(is_parallel_safe) {
+            return Ok(None);
+        }
+        let fills = (0..table.columns.len()).map(|column| self.fill_value(table, column)).collect::<Result<_>>()?;
+        let mut steps: Vec<Step> = layers
+            .iter()
+            .map(|layer| match layer {
+                Plan::Filter { predicate, .. } => Step::Filter(predicate.clone()),
+                Plan::Project { exprs, .. } => Step::Project(exprs.clone()),
+                _ => unreachable!("checked above"),
+            })
+            .collect();
+        let mut pipeline = Pipeline { table, wanted: None, fills, filter: filter.cloned(), steps: Vec::new() };
+        // A projection right over the scan decides which columns are decoded (as the serial
+        // stream does), its expressions and the filter renumbered to the narrow row.
+        if let Some(Step::Project(outputs)) = steps.first() {
+            let (wanted, outputs, filter) = super::stream::narrow(table, outputs, filter);
+            pipeline.wanted = Some(wanted);
+            pipeline.filter = filter;
+            steps[0] = Step::Project(outputs);
+        }
+        pipeline.steps = steps;
+        Ok(Some(pipeline))
+    }
+
+    /// Runs `scan`'s morsels on its workers, each through `produce`, and hands what they
+    /// produce to `consume` in morsel order until it returns false.
+    pub(super) fn run_morsels<T: Send>(
+        &self,
+        scan: &PreparedScan,
+        produce: &Produce<'_, T>,
+        consume: &mut dyn FnMut(T) -> Result<bool>,
+    ) -> Result<()> {
+        let shared = Shared {
+            slots: Mutex::new(Slots { done: (0..scan.morsels.len()).map(|_| None).collect(), taken: 0 }),
+            changed: Condvar::new(),
+            next: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            window: scan.claim.0 * WINDOW_PER_WORKER,
+        };
+        let context = self.pure_context(&shared.stop);
+        let outcome = std::thread::scope(|threads| {
+            for _ in 0..scan.claim.0 {
+                threads.spawn(|| work(&shared, &scan.morsels, produce, &context));
+            }
+            let outcome = self.consume(&shared, scan.morsels.len(), consume);
+            shared.stop.store(true, Ordering::Release);
+            shared.changed.notify_all();
+            outcome
+        });
+        self.finish_parallel(scan, &context);
+        outcome
+    }
+
+    /// The statement's side: takes each morsel's product in order, charging its bytes while
+    /// `consume` has it, and stops at an error or when `consume` is done.
+    fn consume<T>(&self, shared: &Shared<T>, morsels: usize, consume: &mut dyn FnMut(T) -> Result<bool>) -> Result<()> {
+        for at in 0..morsels {
+            let finished = {
+                let mut slots = shared.slots.lock();
+                loop {
+                    if let Some(finished) = slots.done[at].take() {
+                        slots.taken = at + 1;
+                        break finished;
+                    }
+                    shared.changed.wait(&mut slots);
+                }
+            };
+            shared.changed.notify_all();
+            let (product, bytes) = finished?;
+            self.charge(bytes)?;
+            let go_on = consume(product);
+            self.memory_used.set(self.memory_used.get().saturating_sub(bytes));
+            if !go_on? {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A parallel scan ready to run: its reader, morsels, pipeline and claimed workers.
+pub(super) struct PreparedScan<'p> {
+    read: ParallelScan,
+    morsels: Vec<Morsel>,
+    pipeline: Pipeline<'p>,
+    claim: Claim,
+    /// Stored rows read (for `pg_stat_user_tables`).
+    read_rows: AtomicUsize,
+}
+
+impl PreparedScan<'_> {
+    /// One morsel's rows through the pipeline, each handed to `sink`.
+    pub(super) fn run(
+        &self,
+        morsel: &Morsel,
+        context: &PureContext,
+        sink: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<()> {
+        let mut read = 0;
+        for pair in self.read.read(morsel) {
+            let (_, value) = pair?;
+            read += 1;
+            if read % 1024 == 0 {
+                context.check_interrupt()?;
+                if context.stop.load(Ordering::Acquire) {
+                    break;
+                }
+            }
+            if let Some(row) = self.pipeline.row(&value, context)? {
+                sink(row)?;
+            }
+        }
+        self.read_rows.fetch_add(read, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// A scan under filters and projections only: the scan and the layers over it, bottom up.
+fn parallel_shape(plan: &Plan) -> Option<(&Plan, Vec<&Plan>)> {
+    let mut layers = Vec::new();
+    let mut node = plan;
+    loop {
+        match node {
+            Plan::Scan { reverse: false, .. } => {
+                layers.reverse();
+                return Some((node, layers));
+            }
+            Plan::Filter { input, .. } | Plan::Project { input, .. } => {
+                layers.push(node);
+                node = input;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// A worker: takes the next morsel, waits while it is too far ahead of the consumer, runs it
+/// and leaves its product in its slot; until the morsels run out or the scan stops.
+fn work<T>(shared: &Shared<T>, morsels: &[Morsel], produce: &Produce<'_, T>, context: &PureContext) {
+    loop {
+        let at = shared.next.fetch_add(1, Ordering::AcqRel);
+        if at >= morsels.len() {
+            return;
+        }
+        {
+            let mut slots = shared.slots.lock();
+            while at >= slots.taken + shared.window && !shared.stop.load(Ordering::Acquire) {
+                shared.changed.wait(&mut slots);
+            }
+        }
+        if shared.stop.load(Ordering::Acquire) {
+            return;
+        }
+        // A panic would leave the consumer waiting for this slot: it becomes an error.
+        let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| produce(&morsels[at], context)))
+            .unwrap_or_else(|_| Err(Error::internal("a parallel scan worker panicked")));
+        let failed = finished.is_err();
+        shared.slots.lock().done[at] = Some(finished);
+        shared.changed.notify_all();
+        if failed {
+            return;
+        }
+    }
+}
+
+impl Pipeline<'_> {
+    /// A stored row through the pipeline: `None` when a filter drops it.
+    fn row(&self, stored: &[u8], context: &PureContext) -> Result<Option<Row>> {
+        let mut row = self.decode(stored)?;
+        if let Some(filter) = &self.filter
+            && context.eval(filter, &Env::new(&row, None))?.truth() != Some(true)
+        {
+            return Ok(None);
+        }
+        for step in &self.steps {
+            match step {
+                Step::Filter(predicate) => {
+                    if context.eval(predicate, &Env::new(&row, None))?.truth() != Some(true) {
+                        return Ok(None);
+                    }
+                }
+                Step::Project(exprs) => {
+                    let env = Env::new(&row, None);
+                    let projected = exprs.iter().map(|expr| context.eval(expr, &env)).collect::<Result<Row>>()?;
+                    row = projected;
+                }
+            }
+        }
+        Ok(Some(row))
+    }
+
+    /// The stored row's wanted columns, with the fill values of columns added after it was
+    /// written (as the serial scan decodes it).
+    fn decode(&self, stored: &[u8]) -> Result<Row> {
+        let width = self.table.columns.len();
+        let (mut row, count) = match &self.wanted {
+            Some(wanted) => codec::decode_row_columns(stored, wanted)?,
+            None => {
+                let row = decode_row(stored)?;
+                let count = row.len();
+                (row, count)
+            }
+        };
+        if count > width {
+            return Err(Error::corrupt(format!("row of {} has {count} columns", self.table.name)));
+        }
+        for column in count..width {
+            if self.wanted.as_ref().is_none_or(|wanted| wanted[column]) {
+                row.push(self.fills[column].clone());
+            }
+        }
+        Ok(row)
+    }
+}

@@ -1,0 +1,228 @@
+//! Parallel, morsel-driven scans against the same queries run serially.
+//!
+//! A table is written out to the LSM's tables (so that its key range cuts into morsels), then
+//! every query runs with `max_parallel_workers_per_gather = 0` (one thread) and with several
+//! workers over one-block morsels: rows, their order, and errors must be the same. Values
+//! include NULLs, reals, decimals, text and (in the SQLite dialect) mixed types in one column.
+//!
+//! ```text
+//! cargo test -p tern-sql --test parallel_scan
+//! ```
+
+mod common;
+
+use common::{postgres, run};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::path::Path;
+use std::sync::Arc;
+use tern_sql::{Database, Dialect, Options, Session, Value};
+
+/// A database in memory without the result cache (which would answer the second run of a
+/// query without running it).
+fn uncached() -> Database {
+    let vfs: Arc<dyn tern_pagestore::Vfs> = Arc::new(tern_pagestore::MemoryVfs::new());
+    let mut options = Options { result_cache: 0, ..Options::default() };
+    options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
+    Database::open_with(vfs, Path::new("memory.tern"), options).unwrap()
+}
+
+/// `count` rows of mixed values in `t`, then the memtable written out to tables.
+fn filled(count: usize, seed: u64) -> Database {
+    let db = uncached();
+    let mut session = postgres(&db);
+    run(&mut session, "CREATE TABLE t(id integer PRIMARY KEY, g integer, v double precision, d numeric(12,2), s text)");
+    run(&mut session, "CREATE TABLE small(g integer PRIMARY KEY, name text)");
+    run(&mut session, "INSERT INTO small VALUES (0, 'zero'), (1, 'one'), (2, 'two'), (5, 'five')");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    run(&mut session, "BEGIN");
+    for id in 0..count {
+        let g = if rng.random_bool(0.1) { "NULL".to_string() } else { rng.random_range(0..7).to_string() };
+        let v =
+            if rng.random_bool(0.1) { "NULL".to_string() } else { format!("{:.3}", rng.random_range(-100.0..100.0)) };
+        let d = format!("{}.{:02}", rng.random_range(0..1000), rng.random_range(0..100));
+        let s = ["'alpha'", "'beta'", "'gamma'", "NULL"][rng.random_range(0..4)];
+        run(&mut session, &format!("INSERT INTO t VALUES ({id}, {g}, {v}, {d}, {s})"));
+    }
+    run(&mut session, "COMMIT");
+    db.txn_db().flush().unwrap();
+    db
+}
+
+/// A query's rows as text, or its SQLSTATE.
+type Answer = Result<Vec<String>, &'static str>;
+
+/// The rows of `sql` as text, or its SQLSTATE.
+fn answer(session: &mut Session, sql: &str) -> Answer {
+    match session.query(sql, &[]) {
+        Ok((_, rows)) => {
+            Ok(rows.into_iter().map(|row| row.iter().map(Value::to_text).collect::<Vec<_>>().join("|")).collect())
+        }
+        Err(error) => Err(error.sqlstate),
+    }
+}
+
+/// Whether two answers agree: the same rows in the same order, reals within 1e-12 relative
+/// (a parallel aggregate adds each morsel's sum of reals to the others': the rounding of the
+/// last bits differs from one running sum's).
+fn agree(serial: &Answer, parallel: &Answer) -> bool {
+    let (Ok(serial), Ok(parallel)) = (serial, parallel) else { return serial == parallel };
+    serial.len() == parallel.len()
+        && serial.iter().zip(parallel).all(|(a, b)| {
+            let (a, b): (Vec<&str>, Vec<&str>) = (a.split('|').collect(), b.split('|').collect());
+            a.len() == b.len()
+                && a.iter().zip(&b).all(|(x, y)| {
+                    x == y
+                        || match (x.parse::<f64>(), y.parse::<f64>()) {
+                            (Ok(x), Ok(y)) => (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
+                            _ => false,
+                        }
+                })
+        })
+}
+
+/// `sql`'s answer on one thread and on `workers`, over one-block morsels.
+fn serial_and_parallel(session: &mut Session, sql: &str, workers: usize) -> (Answer, Answer) {
+    let dialect = session.dialect();
+    session.set_dialect(Dialect::Postgres);
+    run(session, "SET max_parallel_workers_per_gather = 0");
+    session.set_dialect(dialect);
+    let serial = answer(session, sql);
+    session.set_dialect(Dialect::Postgres);
+    run(session, &format!("SET max_parallel_workers_per_gather = {workers}"));
+    run(session, "SET tern.morsel_blocks = 1");
+    session.set_dialect(dialect);
+    let parallel = answer(session, sql);
+    (serial, parallel)
+}
+
+const QUERIES: &[&str] = &[
+    "SELECT * FROM t",
+    "SELECT id, v * 2, s FROM t WHERE g = 3",
+    "SELECT count(*), sum(v), avg(v), sum(d), min(s), max(d) FROM t",
+    "SELECT g, count(*), sum(v), sum(d * 2), max(v) FROM t GROUP BY g",
+    "SELECT s, count(*) FROM t WHERE v > 0 AND d < 500 GROUP BY s",
+    "SELECT DISTINCT g, s FROM t WHERE g IS NOT NULL",
+    "SELECT id, d FROM t WHERE v BETWEEN -10 AND 10 ORDER BY d DESC, id LIMIT 20",
+    "SELECT t.id, small.name FROM t JOIN small ON t.g = small.g WHERE t.v < 0",
+    "SELECT small.name, count(*), sum(t.d) FROM small JOIN t ON t.g = small.g GROUP BY small.name",
+    "SELECT small.name FROM small WHERE EXISTS (SELECT 1 FROM t WHERE t.g = small.g AND t.v > 90)",
+    "SELECT id FROM t WHERE id >= 100 AND id < 900 AND s = 'beta'",
+    "SELECT id FROM t WHERE s LIKE 'g%' AND v IS NULL",
+    "SELECT count(*) FROM t WHERE v > (SELECT avg(v) FROM t)",
+    "SELECT id, 1000 / (g - 3) FROM t",
+    "SELECT id FROM t WHERE s = 'alpha' LIMIT 5",
+    // Many groups, in the order the scan first meets them (no ORDER BY: the order must still
+    // be the serial one).
+    "SELECT id % 500, count(*), sum(d), min(v) FROM t GROUP BY id % 500",
+    "SELECT s, g, count(v), avg(d) FROM t WHERE id % 3 <> 0 GROUP BY s, g",
+    "SELECT count(*) FILTER (WHERE v > 0), sum(d) FILTER (WHERE s = 'beta') FROM t",
+    "SELECT g, count(DISTINCT s) FROM t GROUP BY g",
+    // Joins whose right side is the parallel scan: inner with a residual condition, left,
+    // semi and anti.
+    "SELECT small.name, t.id FROM small JOIN t ON t.g = small.g AND t.v > small.g * 10",
+    "SELECT small.name, t.id FROM small LEFT JOIN t ON t.g = small.g AND t.v > 99",
+    "SELECT name FROM small WHERE NOT EXISTS (SELECT 1 FROM t WHERE t.g = small.g AND t.s = 'gamma' AND t.v > 95)",
+    "SELECT name FROM small WHERE g IN (SELECT g FROM t WHERE d > 998)",
+];
+
+#[test]
+fn parallel_answers_equal_serial_ones() {
+    let db = filled(3000, 7);
+    let mut session = postgres(&db);
+    let before = tern_sql::parallel_scans_on_this_thread();
+    for workers in [2, 4] {
+        for sql in QUERIES {
+            let (serial, parallel) = serial_and_parallel(&mut session, sql, workers);
+            assert!(agree(&serial, &parallel), "{sql} with {workers} workers:\n{serial:?}\n{parallel:?}");
+        }
+    }
+    // Most of the queries went parallel (not, for instance, the LIMIT over a plain scan).
+    assert!(tern_sql::parallel_scans_on_this_thread() - before >= QUERIES.len() as u64);
+}
+
+/// The parallel path really runs on a flushed table, and not with one worker.
+#[test]
+fn a_flushed_table_is_read_in_parallel() {
+    let db = filled(2000, 3);
+    let mut session = postgres(&db);
+    let before = tern_sql::parallel_scans_on_this_thread();
+    let (serial, _) = serial_and_parallel(&mut session, "SELECT 1", 4);
+    assert_eq!(serial, Ok(vec!["1".to_string()]));
+    run(&mut session, "SET max_parallel_workers_per_gather = 1");
+    assert_eq!(answer(&mut session, "SELECT sum(id), count(*) FROM t"), Ok(vec!["1999000|2000".to_string()]));
+    assert_eq!(tern_sql::parallel_scans_on_this_thread(), before);
+    run(&mut session, "SET max_parallel_workers_per_gather = 4");
+    assert_eq!(answer(&mut session, "SELECT sum(id), count(*) FROM t"), Ok(vec!["1999000|2000".to_string()]));
+    assert_eq!(tern_sql::parallel_scans_on_this_thread(), before + 1);
+}
+
+/// A statement memory limit the aggregate's groups pass fails the same way on both paths.
+#[test]
+fn the_memory_limit_holds_in_parallel() {
+    let vfs: Arc<dyn tern_pagestore::Vfs> = Arc::new(tern_pagestore::MemoryVfs::new());
+    let mut options = Options { result_cache: 0, query_memory_limit: 256 << 10, ..Options::default() };
+    options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
+    let db = Database::open_with(vfs, Path::new("memory.tern"), options).unwrap();
+    let mut session = postgres(&db);
+    run(&mut session, "CREATE TABLE w(id integer PRIMARY KEY, s text)");
+    run(&mut session, "BEGIN");
+    for id in 0..4000 {
+        run(&mut session, &format!("INSERT INTO w VALUES ({id}, repeat('x', 100) || '{id}')"));
+    }
+    run(&mut session, "COMMIT");
+    db.txn_db().flush().unwrap();
+    let (serial, parallel) = serial_and_parallel(&mut session, "SELECT s, count(*) FROM w GROUP BY s", 4);
+    assert_eq!(serial, Err("53200"));
+    assert_eq!(parallel, Err("53200"));
+}
+
+/// Mixed types in one column (SQLite's dialect): comparisons and sums across types.
+#[test]
+fn mixed_types_in_the_sqlite_dialect() {
+    let db = uncached();
+    let mut session = db.session();
+    run(&mut session, "CREATE TABLE m(id INTEGER PRIMARY KEY, x, y TEXT)");
+    let mut rng = SmallRng::seed_from_u64(11);
+    run(&mut session, "BEGIN");
+    for id in 0..2000 {
+        let x = match rng.random_range(0..5) {
+            0 => "NULL".to_string(),
+            1 => format!("'{}'", rng.random_range(0..50)),
+            2 => format!("{}.5", rng.random_range(0..50)),
+            3 => format!("x'{:02x}'", rng.random_range(0..255)),
+            _ => rng.random_range(0..50).to_string(),
+        };
+        run(&mut session, &format!("INSERT INTO m VALUES ({id}, {x}, 'y{}')", id % 13));
+    }
+    run(&mut session, "COMMIT");
+    db.txn_db().flush().unwrap();
+    for sql in [
+        "SELECT id, x FROM m WHERE x > 20",
+        "SELECT typeof(x), count(*), sum(x), total(x) FROM m GROUP BY typeof(x)",
+        "SELECT y, max(x), min(x) FROM m GROUP BY y",
+        "SELECT id, x + 1, x || y FROM m WHERE x IS NOT NULL AND id % 7 = 0",
+    ] {
+        let (serial, parallel) = serial_and_parallel(&mut session, sql, 3);
+        assert!(serial.is_ok(), "{sql}: {serial:?}");
+        assert!(agree(&serial, &parallel), "{sql}:\n{serial:?}\n{parallel:?}");
+    }
+}
+
+/// A transaction's own writes in the scanned range are seen (the scan then stays serial), and
+/// writes after the first parallel read do not change what it already read.
+#[test]
+fn own_writes_are_seen() {
+    let db = filled(1500, 5);
+    let mut session = postgres(&db);
+    run(&mut session, "SET max_parallel_workers_per_gather = 4");
+    run(&mut session, "SET tern.morsel_blocks = 1");
+    let before = answer(&mut session, "SELECT count(*) FROM t").unwrap();
+    assert_eq!(before, vec!["1500".to_string()]);
+    run(&mut session, "BEGIN");
+    run(&mut session, "INSERT INTO t VALUES (100000, 1, 1.0, 1.00, 'new')");
+    run(&mut session, "DELETE FROM t WHERE id < 10");
+    assert_eq!(answer(&mut session, "SELECT count(*) FROM t").unwrap(), vec!["1491".to_string()]);
+    run(&mut session, "ROLLBACK");
+    assert_eq!(answer(&mut session, "SELECT count(*) FROM t").unwrap(), vec!["1500".to_string()]);
+}
