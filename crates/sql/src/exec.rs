@@ -1748,6 +1748,9 @@ impl<'t> Executor<'t> {
                 let row = env.row.get(offset..).ok_or_else(|| Error::internal("group row out of range"))?;
                 Rc::new(self.run(&subquery.plan, Some(&Env::new(row, env.parent)))?)
             }
+            // An uncorrelated subquery reads no enclosing row: it runs as a statement of its
+            // own would (its scans may run in parallel).
+            None if !subquery.correlated => Rc::new(self.run(&subquery.plan, None)?),
             None => Rc::new(self.run(&subquery.plan, Some(env))?),
         };
         if !subquery.correlated {

@@ -3,7 +3,9 @@
 //! SQL text is parsed with `sqlparser`, bound against a catalog stored in the key-value store,
 //! planned (predicate pushdown, primary-key and index access, greedy join order, hash joins),
 //! and executed as GET/PUT/DELETE and range scans inside a serializable transaction of
-//! `tern-txn`. See `docs/design/sql.md` for the key encoding and the life of a query.
+//! `tern-txn`; large scans, with the join probes and aggregates over them, run on several
+//! threads (`exec/parallel.rs`). See `docs/design/sql.md` for the key encoding and the life of
+//! a query, and `docs/design/execution.md` for parallel execution.
 //!
 //! ```
 //! use tern_sql::{Database, Outcome, Value};

@@ -24,10 +24,25 @@ pub(super) struct Grouping {
     /// no key).
     scratch: Vec<u8>,
     /// For each group, the position in the scan of the row that first had it (partial
-    /// groupings of a parallel scan: [`Grouping::set_position`]).
+    /// groupings of a parallel scan: [`Partitioned::add`]).
     first_seen: Vec<u64>,
     /// The position of the row being added.
     position: u64,
+}
+
+/// Appends the memcomparable encoding of a row's group key to `encoded`.
+fn encode_group_key(
+    exec: &impl Evaluate,
+    row: &[Value],
+    group_by: &[Expr],
+    outer: Option<&Env>,
+    encoded: &mut Vec<u8>,
+) -> Result<()> {
+    let env = Env::new(row, outer);
+    for expr in group_by {
+        codec::encode_key_value(exec.operand(expr, &env)?.as_ref(), encoded);
+    }
+    Ok(())
 }
 
 /// Bytes of groups a [`Grouping`] gathers before charging them.
@@ -82,11 +97,21 @@ impl Grouping {
         aggregates: &[AggregateCall],
         outer: Option<&Env>,
     ) -> Result<()> {
-        let env = Env::new(row, outer);
         self.scratch.clear();
-        for expr in group_by {
-            codec::encode_key_value(exec.operand(expr, &env)?.as_ref(), &mut self.scratch);
-        }
+        encode_group_key(exec, row, group_by, outer, &mut self.scratch)?;
+        self.add_encoded(exec, row, group_by, aggregates, outer)
+    }
+
+    /// [`Grouping::add_with`] for a row whose group key is encoded in `scratch` already.
+    fn add_encoded(
+        &mut self,
+        exec: &impl Evaluate,
+        row: &[Value],
+        group_by: &[Expr],
+        aggregates: &[AggregateCall],
+        outer: Option<&Env>,
+    ) -> Result<()> {
+        let env = Env::new(row, outer);
         let index = match self.groups.get(self.scratch.as_slice()) {
             Some(&index) => index,
             None => {
@@ -189,11 +214,6 @@ impl Grouping {
         std::mem::take(&mut self.uncharged)
     }
 
-    /// Notes the position in the scan of the rows about to be added (morsel, then row).
-    pub(super) fn set_position(&mut self, position: u64) {
-        self.position = position;
-    }
-
     /// Merges `part`, a grouping of other rows of the scan, into this one
     /// ([`Grouping::mergeable`] aggregates only). Each group keeps the earliest position it was
     /// seen at.
@@ -224,21 +244,70 @@ impl Grouping {
         Ok(())
     }
 
-    /// [`Grouping::finish`] with the groups in the order the scan first met them (after
-    /// merging partial groupings, whose order is the workers').
-    pub(super) fn finish_in_scan_order(mut self, aggregates: &[AggregateCall], no_group_by: bool) -> Result<Vec<Row>> {
-        let mut order: Vec<usize> = (0..self.keys.len()).collect();
-        order.sort_unstable_by_key(|&at| self.first_seen[at]);
-        let mut keys: Vec<Option<Row>> = std::mem::take(&mut self.keys).into_iter().map(Some).collect();
-        let mut states: Vec<Option<Vec<Accumulator>>> =
-            std::mem::take(&mut self.states).into_iter().map(Some).collect();
-        for at in order {
-            if let (Some(key), Some(state)) = (keys[at].take(), states[at].take()) {
-                self.keys.push(key);
-                self.states.push(state);
-            }
+    /// One row per group of `parts` (groupings of disjoint keys), the groups in the order the
+    /// scan first met them ([`Grouping::finish`]).
+    pub(super) fn finish_parts(
+        parts: Vec<Grouping>,
+        aggregates: &[AggregateCall],
+        no_group_by: bool,
+    ) -> Result<Vec<Row>> {
+        let mut groups: Vec<(u64, Row, Vec<Accumulator>)> = Vec::new();
+        for part in parts {
+            groups.extend(
+                part.first_seen
+                    .into_iter()
+                    .zip(part.keys)
+                    .zip(part.states)
+                    .map(|((seen, key), states)| (seen, key, states)),
+            );
         }
-        self.groups.clear();
-        self.finish(aggregates, no_group_by)
+        groups.sort_unstable_by_key(|(seen, _, _)| *seen);
+        let mut all = Grouping::new(aggregates);
+        for (_, key, states) in groups {
+            all.keys.push(key);
+            all.states.push(states);
+        }
+        all.finish(aggregates, no_group_by)
     }
+}
+
+/// A worker's partial groupings of a parallel aggregate, split by a hash of the group key into
+/// `partitions` parts: part `p` of every worker then merges on its own thread.
+pub(super) struct Partitioned {
+    pub parts: Vec<Grouping>,
+    scratch: Vec<u8>,
+}
+
+impl Partitioned {
+    pub(super) fn new(aggregates: &[AggregateCall], partitions: usize) -> Partitioned {
+        Partitioned { parts: (0..partitions.max(1)).map(|_| Grouping::new(aggregates)).collect(), scratch: Vec::new() }
+    }
+
+    /// Adds one row at `position` in the scan to the part its group key hashes to; returns
+    /// the bytes the groups grew by.
+    pub(super) fn add(
+        &mut self,
+        exec: &impl Evaluate,
+        position: u64,
+        row: &[Value],
+        group_by: &[Expr],
+        aggregates: &[AggregateCall],
+    ) -> Result<usize> {
+        self.scratch.clear();
+        encode_group_key(exec, row, group_by, None, &mut self.scratch)?;
+        let at = partition_of(&self.scratch, self.parts.len());
+        let part = &mut self.parts[at];
+        part.scratch.clear();
+        part.scratch.extend_from_slice(&self.scratch);
+        part.position = position;
+        part.add_encoded(exec, row, group_by, aggregates, None)?;
+        Ok(part.take_uncharged())
+    }
+}
+
+/// The partition of an encoded group key: the same on every thread.
+fn partition_of(key: &[u8], partitions: usize) -> usize {
+    use std::hash::BuildHasher;
+    static SEED: foldhash::fast::FixedState = foldhash::fast::FixedState::with_seed(0x7465726e);
+    (SEED.hash_one(key) % partitions as u64) as usize
 }

@@ -27,7 +27,7 @@
 //! default page size).
 
 use super::evaluate::{Evaluate, PureContext, is_parallel_safe};
-use super::grouping::Grouping;
+use super::grouping::{Grouping, Partitioned};
 use super::{Env, Executor, row_bytes};
 use crate::catalog::TableDef;
 use crate::codec::{self, decode_row, object_prefix, prefix_end};
@@ -162,10 +162,11 @@ impl Executor<'_> {
         Ok(true)
     }
 
-    /// Groups and aggregates the rows of `input` on several threads when it qualifies
-    /// (partitioned by worker: each gathers its morsels' rows into a partial [`Grouping`]; the
-    /// partials merge at the end, and the groups take the order a serial scan meets them);
-    /// `None` when it does not qualify.
+    /// Groups and aggregates the rows of `input` on several threads when it qualifies; `None`
+    /// when it does not. A partitioned hash aggregate: each worker folds its morsels' rows into
+    /// partial groupings, one per partition of the group keys' hashes; then each partition's
+    /// partials merge on a thread of their own; the groups come out in the order a serial scan
+    /// meets them (each remembers the position of its first row).
     pub(super) fn aggregate_parallel(
         &self,
         input: &Plan,
@@ -181,21 +182,49 @@ impl Executor<'_> {
             exprs.extend(call.filter.as_deref());
         }
         let Some(scan) = self.prepare_parallel(input, &exprs)? else { return Ok(None) };
-        let step = |part: &mut Grouping, at: usize, context: &PureContext| {
+        // Without GROUP BY there is one group: nothing to share out.
+        let partitions = if group_by.is_empty() { 1 } else { scan.claim.0 };
+        let step = |partial: &mut Partitioned, at: usize, context: &PureContext| {
             let mut row_number = 0u64;
             scan.run(&scan.morsels[at], context, &mut |row| {
-                part.set_position(((at as u64) << 32) | row_number);
+                let position = ((at as u64) << 32) | row_number;
                 row_number += 1;
-                part.add_with(context, &row, group_by, aggregates, None)?;
-                context.charge(part.take_uncharged())
+                context.charge(partial.add(context, position, &row, group_by, aggregates)?)
             })
         };
-        let parts = self.run_unordered(&scan, &|| Grouping::new(aggregates), &step)?;
-        let mut grouping = Grouping::new(aggregates);
-        for part in parts {
-            grouping.merge(part)?;
+        let partials = self.run_unordered(&scan, &|| Partitioned::new(aggregates, partitions), &step)?;
+        let mut by_partition: Vec<Vec<Grouping>> = (0..partitions).map(|_| Vec::new()).collect();
+        for partial in partials {
+            for (partition, part) in by_partition.iter_mut().zip(partial.parts) {
+                partition.push(part);
+            }
         }
-        Ok(Some(grouping.finish_in_scan_order(aggregates, group_by.is_empty())?))
+        let merged: Vec<Result<Grouping>> = std::thread::scope(|threads| {
+            let merges: Vec<_> = by_partition
+                .into_iter()
+                .map(|parts| {
+                    threads.spawn(move || {
+                        let mut parts = parts.into_iter();
+                        let mut merged = parts.next().unwrap_or_else(|| Grouping::new(aggregates));
+                        for part in parts {
+                            merged.merge(part)?;
+                        }
+                        Ok(merged)
+                    })
+                })
+                .collect();
+            merges
+                .into_iter()
+                .map(|merge| merge.join().unwrap_or_else(|_| Err(Error::internal("a parallel merge panicked"))))
+                .collect()
+        });
+        let mut parts = Vec::with_capacity(merged.len());
+        for part in merged {
+            let mut part = part?;
+            self.charge(part.take_uncharged())?;
+            parts.push(part);
+        }
+        Ok(Some(Grouping::finish_parts(parts, aggregates, group_by.is_empty())?))
     }
 
     /// Runs `scan`'s morsels on its workers and this thread, in no particular order, each
@@ -266,12 +295,16 @@ impl Executor<'_> {
     /// The parallel scan of `plan` ([`Executor::streams`]), when it qualifies and its consumer's
     /// expressions `consumer` are parallel-safe too; `None` otherwise (nothing read).
     pub(super) fn prepare_parallel<'p>(&self, plan: &'p Plan, consumer: &[&Expr]) -> Result<Option<PreparedScan<'p>>> {
-        let workers = self.parallel_workers();
-        if workers < 2 || self.profile.is_some() || !consumer.iter().all(|expr| is_parallel_safe(expr)) {
-            return Ok(None);
-        }
+        // The cheap refusals first: point lookups and short scans come this way too.
         let Some((scan, layers)) = parallel_shape(plan) else { return Ok(None) };
         let Plan::Scan { table, access, filter, .. } = scan else { return Ok(None) };
+        if !matches!(access, Access::Full | Access::PrimaryKeyRange { .. }) || self.profile.is_some() {
+            return Ok(None);
+        }
+        let workers = self.parallel_workers();
+        if workers < 2 || !consumer.iter().all(|expr| is_parallel_safe(expr)) {
+            return Ok(None);
+        }
         let Some((start, end)) = self.parallel_range(table, access)? else { return Ok(None) };
         if self.own_writes.get() > 0 && self.overlay_touches(&start, &end) {
             return Ok(None);
