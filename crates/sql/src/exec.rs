@@ -1687,11 +1687,16 @@ impl<'t> Executor<'t> {
         aggregates: &[AggregateCall],
         outer: Option<&Env>,
     ) -> Result<Vec<Row>> {
-        if outer.is_none()
-            && Self::streams(input)
-            && let Some(rows) = self.aggregate_parallel(input, group_by, aggregates)?
-        {
-            return Ok(rows);
+        if outer.is_none() && Self::streams(input) {
+            // Partial groups take more memory than one grouping (a group in every worker's
+            // part): past the limit, the serial aggregate gets its turn.
+            let used = self.memory_used.get();
+            match self.aggregate_parallel(input, group_by, aggregates) {
+                Ok(Some(rows)) => return Ok(rows),
+                Ok(None) => {}
+                Err(error) if error.sqlstate == "53200" => self.memory_used.set(used),
+                Err(error) => return Err(error),
+            }
         }
         let mut grouping = Grouping::new(aggregates);
         if Self::streams(input) {

@@ -157,6 +157,46 @@ fn a_flushed_table_is_read_in_parallel() {
     assert_eq!(tern_sql::parallel_scans_on_this_thread(), before + 1);
 }
 
+/// Workers evaluate in the session's time zone and at the statement's "now" (which the session
+/// keeps per thread), and fill the columns added after a row was written as the serial scan does.
+#[test]
+fn workers_use_the_session_zone_clock_and_fills() {
+    let db = uncached();
+    let mut session = postgres(&db);
+    run(&mut session, "CREATE TABLE e(id integer PRIMARY KEY, ts timestamptz, note text)");
+    run(&mut session, "BEGIN");
+    for id in 0..3000 {
+        let hour = id % 48;
+        run(
+            &mut session,
+            &format!(
+                "INSERT INTO e VALUES ({id}, '2026-03-01 00:00:00+00'::timestamptz + interval '{hour} hours', 'n{id}')"
+            ),
+        );
+    }
+    run(&mut session, "COMMIT");
+    db.txn_db().flush().unwrap();
+    run(&mut session, "ALTER TABLE e ADD COLUMN w integer DEFAULT 7");
+    run(&mut session, "SET TIME ZONE 'Asia/Tokyo'");
+    for sql in [
+        "SELECT date_trunc('day', ts), count(*) FROM e GROUP BY 1",
+        "SELECT id, ts::text, extract(hour FROM ts) FROM e WHERE id % 97 = 0",
+        "SELECT count(*) FROM e WHERE ts::date = date '2026-03-02'",
+        "SELECT sum(w), count(*) FROM e WHERE w = 7",
+    ] {
+        let (serial, parallel) = serial_and_parallel(&mut session, sql, 3);
+        assert!(serial.is_ok(), "{sql}: {serial:?}");
+        assert_eq!(serial, parallel, "{sql}");
+    }
+    // Inside a transaction, now() is its start on every thread.
+    run(&mut session, "BEGIN");
+    let (serial, parallel) =
+        serial_and_parallel(&mut session, "SELECT count(*) FROM e WHERE now() - ts > interval '1 day'", 3);
+    run(&mut session, "COMMIT");
+    assert!(serial.is_ok(), "{serial:?}");
+    assert_eq!(serial, parallel);
+}
+
 /// A statement memory limit the aggregate's groups pass fails the same way on both paths.
 #[test]
 fn the_memory_limit_holds_in_parallel() {

@@ -353,9 +353,29 @@ pub(crate) struct PureContext<'a> {
     pub interrupt: Option<&'a std::sync::atomic::AtomicBool>,
     /// Raised when the parallel scan ends early (an error, or the consumer is done).
     pub stop: &'a std::sync::atomic::AtomicBool,
+    /// The statement's time zone and "now", which the session keeps per thread: every worker
+    /// enters them ([`PureContext::enter_statement`]).
+    pub zone: crate::temporal::zone::Zone,
+    pub now: Option<i64>,
+}
+
+/// What [`PureContext::enter_statement`] entered, left when dropped.
+pub(crate) struct StatementGuard {
+    _zone: crate::temporal::session_zone::ZoneGuard,
+    _now: Option<crate::temporal::clock::ClockGuard>,
 }
 
 impl PureContext<'_> {
+    /// Makes the statement's time zone and "now" this thread's, until the guard is dropped:
+    /// casts, `date_trunc`, `now()` and the like then give what they give on the statement's
+    /// own thread.
+    pub fn enter_statement(&self) -> StatementGuard {
+        StatementGuard {
+            _zone: crate::temporal::session_zone::enter(self.zone.clone()),
+            _now: self.now.map(crate::temporal::clock::enter),
+        }
+    }
+
     /// Charges `bytes` the workers hold (53200 past the statement's limit).
     pub fn charge(&self, bytes: usize) -> Result<()> {
         let used = self.used.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;

@@ -216,7 +216,8 @@ impl Grouping {
 
     /// Merges `part`, a grouping of other rows of the scan, into this one
     /// ([`Grouping::mergeable`] aggregates only). Each group keeps the earliest position it was
-    /// seen at.
+    /// seen at, and the key values of that row. The groups `part` brings are not charged
+    /// again: their worker charged them.
     pub(super) fn merge(&mut self, part: Grouping) -> Result<()> {
         let mut keys: Vec<Option<Row>> = part.keys.into_iter().map(Some).collect();
         let mut states: Vec<Option<Vec<Accumulator>>> = part.states.into_iter().map(Some).collect();
@@ -230,10 +231,15 @@ impl Grouping {
                     for (state, other) in self.states[index].iter_mut().zip(group_states) {
                         state.merge(other)?;
                     }
-                    self.first_seen[index] = self.first_seen[index].min(seen);
+                    // The group's key values are those of its first row in the scan (values
+                    // that group together may differ: 1 and 1.0).
+                    if seen < self.first_seen[index] {
+                        self.first_seen[index] = seen;
+                        self.keys[index] = values;
+                    }
                 }
                 None => {
-                    self.uncharged += key.len() + row_bytes(&values) + 64 * group_states.len();
+                    // Charged already, by the worker that made the group.
                     self.groups.insert(key, self.keys.len());
                     self.keys.push(values);
                     self.states.push(group_states);

@@ -14,8 +14,10 @@
 //!   (an aggregate, a join's build or probe, the result)
 //! ```
 //!
-//! The consumer sees exactly the rows, in exactly the order, of a serial scan: a parallel
-//! result equals a serial one, floating-point sums included. Only scans by full table or
+//! A stream's consumer sees exactly the rows, in exactly the order, of a serial scan. A
+//! parallel aggregate gives the serial groups in the serial order; only sums of reals (last
+//! bits), integer-sum overflow and which of equal-comparing values min/max return may differ
+//! (`docs/design/execution.md`, "Invariants"). Only scans by full table or
 //! primary-key range qualify, with expressions a [`PureContext`] evaluates
 //! ([`is_parallel_safe`]), in a statement that has not written in the range, and not under
 //! EXPLAIN ANALYZE (which counts rows per node on one thread).
@@ -100,8 +102,8 @@ struct Pipeline<'p> {
     table: &'p TableDef,
     /// The columns decoded (all when `None`), in column order.
     wanted: Option<Vec<bool>>,
-    /// Values of columns a row stored before ADD COLUMN lacks.
-    fills: Vec<Value>,
+    /// Values of columns a row stored before ADD COLUMN lacks (or the error computing one).
+    fills: Vec<Result<Value>>,
     filter: Option<Expr>,
     steps: Vec<Step>,
 }
@@ -253,7 +255,14 @@ impl Executor<'_> {
             }
         };
         let outcome: Result<Vec<S>> = std::thread::scope(|threads| {
-            let helpers: Vec<_> = (1..scan.claim.0).map(|_| threads.spawn(worker)).collect();
+            let helpers: Vec<_> = (1..scan.claim.0)
+                .map(|_| {
+                    threads.spawn(|| {
+                        let _statement = context.enter_statement();
+                        worker()
+                    })
+                })
+                .collect();
             let mine = worker();
             let mut states = vec![mine];
             for helper in helpers {
@@ -278,6 +287,8 @@ impl Executor<'_> {
             volatile: AtomicBool::new(false),
             interrupt: self.interrupt,
             stop,
+            zone: crate::temporal::session_zone::current(),
+            now: crate::temporal::clock::entered(),
         }
     }
 
@@ -363,7 +374,9 @@ impl Executor<'_> {
         if !exprs.into_iter().all(is_parallel_safe) {
             return Ok(None);
         }
-        let fills = (0..table.columns.len()).map(|column| self.fill_value(table, column)).collect::<Result<_>>()?;
+        // A column's fill value is an error only for the rows that need it (as in the serial
+        // scan): kept as the result, raised when a row lacks the column.
+        let fills = (0..table.columns.len()).map(|column| self.fill_value(table, column)).collect();
         let mut steps: Vec<Step> = layers
             .iter()
             .map(|layer| match layer {
@@ -402,13 +415,15 @@ impl Executor<'_> {
         };
         let context = self.pure_context(&shared.stop);
         let outcome = std::thread::scope(|threads| {
+            // Raises `stop` however the consumer ends (a panic too), so no worker waits on.
+            let _stop = StopOnDrop(&shared);
             for _ in 0..scan.claim.0 {
-                threads.spawn(|| work(&shared, &scan.morsels, produce, &context));
+                threads.spawn(|| {
+                    let _statement = context.enter_statement();
+                    work(&shared, &scan.morsels, produce, &context)
+                });
             }
-            let outcome = self.consume(&shared, scan.morsels.len(), consume);
-            shared.stop.store(true, Ordering::Release);
-            shared.changed.notify_all();
-            outcome
+            self.consume(&shared, scan.morsels.len(), consume)
         });
         self.finish_parallel(scan, &context);
         outcome
@@ -459,6 +474,7 @@ impl PreparedScan<'_> {
         context: &PureContext,
         sink: &mut dyn FnMut(Row) -> Result<()>,
     ) -> Result<()> {
+        context.check_interrupt()?;
         let mut read = 0;
         for pair in self.read.read(morsel) {
             let (_, value) = pair?;
@@ -475,6 +491,18 @@ impl PreparedScan<'_> {
         }
         self.read_rows.fetch_add(read, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+/// Raises a scan's `stop` flag when dropped, under the slots' lock (so that a worker between
+/// looking at the flag and waiting cannot miss the wake-up), and wakes every waiting worker.
+struct StopOnDrop<'a, T>(&'a Shared<T>);
+
+impl<T> Drop for StopOnDrop<'_, T> {
+    fn drop(&mut self) {
+        let _slots = self.0.slots.lock();
+        self.0.stop.store(true, Ordering::Release);
+        self.0.changed.notify_all();
     }
 }
 
@@ -569,7 +597,7 @@ impl Pipeline<'_> {
         }
         for column in count..width {
             if self.wanted.as_ref().is_none_or(|wanted| wanted[column]) {
-                row.push(self.fills[column].clone());
+                row.push(self.fills[column].clone()?);
             }
         }
         Ok(row)

@@ -12,6 +12,7 @@ use super::{Env, Evaluate, Executor, KeyMap, join_key_into, row_bytes};
 use crate::error::Result;
 use crate::plan::{Expr, JoinKind, Plan, Row};
 use crate::value::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What the streaming join needs to know of its plan node.
 pub(super) struct ProbeJoin<'p> {
@@ -143,8 +144,8 @@ impl Executor<'_> {
         Ok(output)
     }
 
-    /// The probe on several threads (each worker probes the rows of its morsels; their
-    /// matches come back in morsel order, as the serial probe makes them): the joined rows and
+    /// The probe on several threads (each worker probes the rows of its morsels; the joined
+    /// rows come back in morsel order, as the serial probe makes them): the joined rows and
     /// which left rows matched; `None` when the right input does not qualify for a parallel
     /// scan ([`Executor::stream_parallel`]) or the keys or condition need the executor.
     fn probe_parallel(
@@ -160,41 +161,33 @@ impl Executor<'_> {
         let consumer: Vec<&Expr> = join.right_keys.iter().chain(join.condition).collect();
         let Some(scan) = self.prepare_parallel(join.right, &consumer)? else { return Ok(None) };
         let left_only = join.kind.keeps_left_only();
+        // Which left rows matched, shared by the workers: a semi or anti join's worker skips
+        // a left row another has matched already (as the serial probe skips it).
+        let matched: Vec<AtomicBool> = left_rows.iter().map(|_| AtomicBool::new(false)).collect();
         let produce = |morsel: &tern_txn::Morsel, context: &super::evaluate::PureContext| {
-            let (mut rows, mut hits, mut bytes, mut key) = (Vec::new(), Vec::new(), 0, Vec::new());
+            let (mut rows, mut bytes, mut key) = (Vec::new(), 0, Vec::new());
+            let skip = |index: usize| left_only && matched[index].load(Ordering::Relaxed);
             scan.run(morsel, context, &mut |right_row| {
-                join.probe_row(
-                    context,
-                    table,
-                    left_rows,
-                    &right_row,
-                    None,
-                    &mut key,
-                    &|_| false,
-                    &mut |index, combined| {
-                        hits.push(index);
-                        if !left_only {
-                            bytes += row_bytes(&combined);
-                            rows.push(combined);
-                        }
-                        Ok(())
-                    },
-                )
+                join.probe_row(context, table, left_rows, &right_row, None, &mut key, &skip, &mut |index, combined| {
+                    matched[index].store(true, Ordering::Relaxed);
+                    if !left_only {
+                        bytes += row_bytes(&combined);
+                        rows.push(combined);
+                    }
+                    Ok(())
+                })
             })?;
-            Ok(((rows, hits), bytes))
+            Ok((rows, bytes))
         };
         let mut output = Vec::new();
-        let mut matched = vec![false; left_rows.len()];
-        self.run_morsels(&scan, &produce, &mut |(rows, hits): (Vec<Row>, Vec<usize>)| {
-            for index in hits {
-                matched[index] = true;
-            }
+        self.run_morsels(&scan, &produce, &mut |rows: Vec<Row>| {
             if let Some(row) = rows.first() {
                 self.charge(rows.len() * row_bytes(row))?;
             }
             output.extend(rows);
             Ok(true)
         })?;
+        let matched = matched.into_iter().map(AtomicBool::into_inner).collect();
         Ok(Some((output, matched)))
     }
 }

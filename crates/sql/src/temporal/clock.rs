@@ -21,6 +21,11 @@ pub fn now_micros() -> i64 {
     STATEMENT_NOW.with(Cell::get).unwrap_or_else(system_micros)
 }
 
+/// The "now" a statement entered on this thread, if any (for threads that work for it).
+pub fn entered() -> Option<i64> {
+    STATEMENT_NOW.with(Cell::get)
+}
+
 /// Restores the previous "now" when dropped.
 pub struct ClockGuard {
     previous: Option<i64>,
