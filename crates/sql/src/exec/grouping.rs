@@ -1,6 +1,7 @@
 //! Hash grouping for aggregates: each group's key values and accumulators, found by the
-//! group's encoded key. Partial groupings (one per morsel of a parallel scan) merge into one
-//! in morsel order, which keeps the groups in the order a serial scan first meets them.
+//! group's encoded key. A parallel aggregate keeps partial groupings (per worker, split by a
+//! hash of the key: [`Partitioned`]) that merge partition by partition; each group remembers
+//! the scan position of its first row, which gives back the order a serial scan meets them.
 
 use super::{Env, Evaluate, Executor, KeyMap, row_bytes};
 use crate::aggregate::Accumulator;
