@@ -16,7 +16,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::atomic::AtomicBool;
 use tern_txn::Transaction;
 
 mod evaluate;
@@ -521,10 +521,7 @@ impl<'t> Executor<'t> {
     }
 
     pub(crate) fn check_interrupt(&self) -> Result<()> {
-        match self.interrupt {
-            Some(flag) if flag.load(AtomicOrdering::Relaxed) => Err(Error::query_canceled()),
-            _ => Ok(()),
-        }
+        evaluate::check_interrupt(self.interrupt)
     }
 
     /// Records rows, loops and time of every plan node run from now on (EXPLAIN ANALYZE).
@@ -558,15 +555,6 @@ impl<'t> Executor<'t> {
         txn.write_all(overlay)?;
         for (key, operand) in deltas {
             txn.add_delta(&key, &operand)?;
-        }
-        Ok(())
-    }
-
-    /// Refuses to build a value larger than [`crate::limits::MAX_VALUE_BYTES`] or the query's
-    /// memory limit (54000), before its bytes are allocated.
-    fn check_value_size(&self, bytes: usize) -> Result<()> {
-        if bytes > crate::limits::MAX_VALUE_BYTES.min(self.memory_limit) {
-            return Err(Error::value_too_large(bytes));
         }
         Ok(())
     }
@@ -759,27 +747,7 @@ impl<'t> Executor<'t> {
         mut visit: impl FnMut(&[u8], Row) -> Result<bool>,
     ) -> Result<()> {
         let prefix = object_prefix(table.id);
-        let width = table.columns.len();
-        let decode = |bytes: &[u8]| -> Result<Row> {
-            let (mut row, stored) = match wanted {
-                Some(wanted) => codec::decode_row_columns(bytes, wanted)?,
-                None => {
-                    let row = decode_row(bytes)?;
-                    let stored = row.len();
-                    (row, stored)
-                }
-            };
-            if stored > width {
-                return Err(Error::corrupt(format!("row of {} has {stored} columns", table.name)));
-            }
-            // Rows written before ADD COLUMN: the added columns' defaults are NULL or constant.
-            for column in stored..width {
-                if wanted.is_none_or(|wanted| wanted[column]) {
-                    row.push(self.fill_value(table, column)?);
-                }
-            }
-            Ok(row)
-        };
+        let decode = |bytes: &[u8]| decode_stored_row(table, bytes, wanted, |column| self.fill_value(table, column));
         match access {
             Access::Full => {
                 let end = prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
@@ -1669,12 +1637,7 @@ impl<'t> Executor<'t> {
     /// The hash key of a join side; `None` when a key is NULL (it matches nothing).
     fn join_key(&self, keys: &[Expr], row: &[Value], outer: Option<&Env>) -> Result<Option<Vec<u8>>> {
         let mut encoded = Vec::new();
-        Ok(self.join_key_into(keys, row, outer, &mut encoded)?.then_some(encoded))
-    }
-
-    /// [`Executor::join_key`] into a buffer ([`join_key_into`]).
-    fn join_key_into(&self, keys: &[Expr], row: &[Value], outer: Option<&Env>, encoded: &mut Vec<u8>) -> Result<bool> {
-        join_key_into(self, keys, row, outer, encoded)
+        Ok(join_key_into(self, keys, row, outer, &mut encoded)?.then_some(encoded))
     }
 
     /// Groups rows and computes aggregates. Over a scan (with its filter) the rows stream from
@@ -1785,8 +1748,8 @@ impl Evaluate for Executor<'_> {
         self.dialect
     }
 
-    fn check_value_size(&self, bytes: usize) -> Result<()> {
-        Executor::check_value_size(self, bytes)
+    fn memory_limit(&self) -> usize {
+        self.memory_limit
     }
 
     fn subquery_rows(&self, subquery: &Subquery, env: &Env) -> Result<Rc<Vec<Row>>> {
@@ -1839,6 +1802,35 @@ pub(crate) fn join_key_into(
         codec::encode_key_value(&value, encoded);
     }
     Ok(true)
+}
+
+/// A stored row of `table` (only the `wanted` columns, in column order, when given). A row
+/// written before ADD COLUMN lacks the added columns: `fill` gives their values (NULL or the
+/// constant default), asked only for such rows.
+pub(crate) fn decode_stored_row(
+    table: &TableDef,
+    bytes: &[u8],
+    wanted: Option<&[bool]>,
+    fill: impl Fn(usize) -> Result<Value>,
+) -> Result<Row> {
+    let (mut row, stored) = match wanted {
+        Some(wanted) => codec::decode_row_columns(bytes, wanted)?,
+        None => {
+            let row = decode_row(bytes)?;
+            let stored = row.len();
+            (row, stored)
+        }
+    };
+    let width = table.columns.len();
+    if stored > width {
+        return Err(Error::corrupt(format!("row of {} has {stored} columns", table.name)));
+    }
+    for column in stored..width {
+        if wanted.is_none_or(|wanted| wanted[column]) {
+            row.push(fill(column)?);
+        }
+    }
+    Ok(row)
 }
 
 /// What [`Executor::scan_with_own_writes`] charged for a merged range.

@@ -21,10 +21,26 @@ use tern_sql::{Database, Dialect, Options, Session, Value};
 /// A database in memory without the result cache (which would answer the second run of a
 /// query without running it).
 fn uncached() -> Database {
+    uncached_with_limit(Options::default().query_memory_limit)
+}
+
+/// [`uncached`], with a statement memory limit of `limit` bytes.
+fn uncached_with_limit(limit: usize) -> Database {
     let vfs: Arc<dyn tern_pagestore::Vfs> = Arc::new(tern_pagestore::MemoryVfs::new());
-    let mut options = Options { result_cache: 0, ..Options::default() };
+    let mut options = Options { result_cache: 0, query_memory_limit: limit, ..Options::default() };
     options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
     Database::open_with(vfs, Path::new("memory.tern"), options).unwrap()
+}
+
+/// Runs the statements `count` calls of `statement` make in one transaction, then writes the
+/// memtable out to tables (so the table's key range cuts into morsels).
+fn insert_flushed(db: &Database, session: &mut Session, count: usize, mut statement: impl FnMut(usize) -> String) {
+    run(session, "BEGIN");
+    for at in 0..count {
+        run(session, &statement(at));
+    }
+    run(session, "COMMIT");
+    db.txn_db().flush().unwrap();
 }
 
 /// `count` rows of mixed values in `t`, then the memtable written out to tables.
@@ -35,17 +51,14 @@ fn filled(count: usize, seed: u64) -> Database {
     run(&mut session, "CREATE TABLE small(g integer PRIMARY KEY, name text)");
     run(&mut session, "INSERT INTO small VALUES (0, 'zero'), (1, 'one'), (2, 'two'), (5, 'five')");
     let mut rng = SmallRng::seed_from_u64(seed);
-    run(&mut session, "BEGIN");
-    for id in 0..count {
+    insert_flushed(&db, &mut session, count, |id| {
         let g = if rng.random_bool(0.1) { "NULL".to_string() } else { rng.random_range(0..7).to_string() };
         let v =
             if rng.random_bool(0.1) { "NULL".to_string() } else { format!("{:.3}", rng.random_range(-100.0..100.0)) };
         let d = format!("{}.{:02}", rng.random_range(0..1000), rng.random_range(0..100));
         let s = ["'alpha'", "'beta'", "'gamma'", "NULL"][rng.random_range(0..4)];
-        run(&mut session, &format!("INSERT INTO t VALUES ({id}, {g}, {v}, {d}, {s})"));
-    }
-    run(&mut session, "COMMIT");
-    db.txn_db().flush().unwrap();
+        format!("INSERT INTO t VALUES ({id}, {g}, {v}, {d}, {s})")
+    });
     db
 }
 
@@ -164,18 +177,10 @@ fn workers_use_the_session_zone_clock_and_fills() {
     let db = uncached();
     let mut session = postgres(&db);
     run(&mut session, "CREATE TABLE e(id integer PRIMARY KEY, ts timestamptz, note text)");
-    run(&mut session, "BEGIN");
-    for id in 0..3000 {
+    insert_flushed(&db, &mut session, 3000, |id| {
         let hour = id % 48;
-        run(
-            &mut session,
-            &format!(
-                "INSERT INTO e VALUES ({id}, '2026-03-01 00:00:00+00'::timestamptz + interval '{hour} hours', 'n{id}')"
-            ),
-        );
-    }
-    run(&mut session, "COMMIT");
-    db.txn_db().flush().unwrap();
+        format!("INSERT INTO e VALUES ({id}, '2026-03-01 00:00:00+00'::timestamptz + interval '{hour} hours', 'n{id}')")
+    });
     run(&mut session, "ALTER TABLE e ADD COLUMN w integer DEFAULT 7");
     run(&mut session, "SET TIME ZONE 'Asia/Tokyo'");
     for sql in [
@@ -200,18 +205,10 @@ fn workers_use_the_session_zone_clock_and_fills() {
 /// A statement memory limit the aggregate's groups pass fails the same way on both paths.
 #[test]
 fn the_memory_limit_holds_in_parallel() {
-    let vfs: Arc<dyn tern_pagestore::Vfs> = Arc::new(tern_pagestore::MemoryVfs::new());
-    let mut options = Options { result_cache: 0, query_memory_limit: 256 << 10, ..Options::default() };
-    options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
-    let db = Database::open_with(vfs, Path::new("memory.tern"), options).unwrap();
+    let db = uncached_with_limit(256 << 10);
     let mut session = postgres(&db);
     run(&mut session, "CREATE TABLE w(id integer PRIMARY KEY, s text)");
-    run(&mut session, "BEGIN");
-    for id in 0..4000 {
-        run(&mut session, &format!("INSERT INTO w VALUES ({id}, repeat('x', 100) || '{id}')"));
-    }
-    run(&mut session, "COMMIT");
-    db.txn_db().flush().unwrap();
+    insert_flushed(&db, &mut session, 4000, |id| format!("INSERT INTO w VALUES ({id}, repeat('x', 100) || '{id}')"));
     let (serial, parallel) = serial_and_parallel(&mut session, "SELECT s, count(*) FROM w GROUP BY s", 4);
     assert_eq!(serial, Err("53200"));
     assert_eq!(parallel, Err("53200"));
@@ -224,8 +221,7 @@ fn mixed_types_in_the_sqlite_dialect() {
     let mut session = db.session();
     run(&mut session, "CREATE TABLE m(id INTEGER PRIMARY KEY, x, y TEXT)");
     let mut rng = SmallRng::seed_from_u64(11);
-    run(&mut session, "BEGIN");
-    for id in 0..2000 {
+    insert_flushed(&db, &mut session, 2000, |id| {
         let x = match rng.random_range(0..5) {
             0 => "NULL".to_string(),
             1 => format!("'{}'", rng.random_range(0..50)),
@@ -233,10 +229,8 @@ fn mixed_types_in_the_sqlite_dialect() {
             3 => format!("x'{:02x}'", rng.random_range(0..255)),
             _ => rng.random_range(0..50).to_string(),
         };
-        run(&mut session, &format!("INSERT INTO m VALUES ({id}, {x}, 'y{}')", id % 13));
-    }
-    run(&mut session, "COMMIT");
-    db.txn_db().flush().unwrap();
+        format!("INSERT INTO m VALUES ({id}, {x}, 'y{}')", id % 13)
+    });
     for sql in [
         "SELECT id, x FROM m WHERE x > 20",
         "SELECT typeof(x), count(*), sum(x), total(x) FROM m GROUP BY typeof(x)",

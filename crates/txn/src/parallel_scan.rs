@@ -1,10 +1,11 @@
 //! A read of one key range by several threads at once, at a transaction's snapshot.
 //!
-//! [`Transaction::parallel_scan`] records the whole range in the read set, then hands out a
-//! [`ParallelScan`]: `Send + Sync`, holding its own copy of the snapshot, so worker threads
-//! read disjoint parts of the range (morsels, from [`ParallelScan::morsels`]) while the
-//! transaction itself stays with its thread. It is offered only when the transaction has no
-//! own writes in the range: the stored pairs are then exactly what a serial scan returns.
+//! [`Transaction::parallel_scan`] cuts the range into morsels at block boundaries, records the
+//! whole range in the read set, then hands out a [`ParallelScan`]: `Send + Sync`, holding its
+//! own copy of the snapshot, so worker threads read the morsels while the transaction itself
+//! stays with its thread. It is offered only when the range cuts into several morsels (else a
+//! serial scan reads it, and records it, alone) and the transaction has no own writes in the
+//! range: the stored pairs are then exactly what a serial scan returns.
 
 use crate::db::Shared;
 use crate::error::Result;
@@ -17,26 +18,17 @@ use std::sync::Arc;
 pub struct ParallelScan {
     shared: Arc<Shared>,
     snapshot: tern_lsm::Snapshot,
-    range: KeyRange,
+    morsels: Vec<Morsel>,
 }
 
 /// A part of a [`ParallelScan`]'s range.
 pub type Morsel = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 impl ParallelScan {
-    /// The range cut into consecutive morsels of about `blocks` stored blocks each (the last
-    /// one also takes what the memtables hold past the last cut), in key order; one morsel
-    /// (the whole range) when it is too small to cut.
-    pub fn morsels(&self, blocks: usize) -> Result<Vec<Morsel>> {
-        let cuts = self.shared.db.split_keys(self.range.as_slices(), blocks)?;
-        let mut morsels = Vec::with_capacity(cuts.len() + 1);
-        let mut start = self.range.start.clone();
-        for cut in cuts {
-            morsels.push((start, Bound::Excluded(cut.clone())));
-            start = Bound::Included(cut);
-        }
-        morsels.push((start, self.range.end.clone()));
-        Ok(morsels)
+    /// The range's consecutive morsels, in key order: about `blocks` stored blocks each (the
+    /// last one also takes what the memtables hold past the last cut).
+    pub fn morsels(&self) -> &[Morsel] {
+        &self.morsels
     }
 
     /// The stored pairs of `morsel` in key order, at the transaction's snapshot.
@@ -54,16 +46,38 @@ fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     }
 }
 
+/// `range` cut at `cuts` (ascending, inside it) into consecutive morsels.
+fn cut(range: KeyRange, cuts: Vec<Vec<u8>>) -> Vec<Morsel> {
+    let mut morsels = Vec::with_capacity(cuts.len() + 1);
+    let mut start = range.start;
+    for cut in cuts {
+        morsels.push((start, Bound::Excluded(cut.clone())));
+        start = Bound::Included(cut);
+    }
+    morsels.push((start, range.end));
+    morsels
+}
+
 impl Transaction {
-    /// A parallel read of `start..end` ([`ParallelScan`]), the whole range entering the read
-    /// set now; `None` when the transaction wrote in the range (read it with
+    /// A parallel read of `start..end` ([`ParallelScan`]) in morsels of about `blocks` stored
+    /// blocks, the whole range entering the read set now. `None`, with nothing recorded, when
+    /// the range is too small to cut or the transaction wrote in it (read it with
     /// [`Transaction::range`], which merges those writes).
-    pub fn parallel_scan(&mut self, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Option<ParallelScan> {
+    pub fn parallel_scan(
+        &mut self,
+        start: Bound<Vec<u8>>,
+        end: Bound<Vec<u8>>,
+        blocks: usize,
+    ) -> Result<Option<ParallelScan>> {
         let range = KeyRange::new(start, end);
         if self.writes_in(&range) {
-            return None;
+            return Ok(None);
+        }
+        let cuts = self.shared().db.split_keys(range.as_slices(), blocks)?;
+        if cuts.is_empty() {
+            return Ok(None);
         }
         let snapshot = self.record_range_read(range.clone()).clone();
-        Some(ParallelScan { shared: self.shared().clone(), snapshot, range })
+        Ok(Some(ParallelScan { shared: self.shared().clone(), snapshot, morsels: cut(range, cuts) }))
     }
 }

@@ -44,14 +44,23 @@ pub(crate) trait Evaluate {
     /// The statement's parameter values (`$1`, ...).
     fn params(&self) -> &[Value];
     fn dialect(&self) -> crate::dialect::Dialect;
-    /// Refuses to build a value of `bytes` bytes past the limits (54000).
-    fn check_value_size(&self, bytes: usize) -> Result<()>;
+    /// The statement's memory limit, which also bounds one value.
+    fn memory_limit(&self) -> usize;
     /// The rows of a subquery, for the row `env` (cached when uncorrelated).
     fn subquery_rows(&self, subquery: &Subquery, env: &Env) -> Result<Rc<Vec<Row>>>;
     /// Notes that the statement called something volatile (random(), the current time).
     fn note_volatile(&self);
     /// A function of [`is_context_function`] on its argument values.
     fn context_function(&self, function: ScalarFunction, values: &[Value]) -> Result<Value>;
+
+    /// Refuses to build a value larger than [`crate::limits::MAX_VALUE_BYTES`] or the
+    /// statement's memory limit (54000), before its bytes are allocated.
+    fn check_value_size(&self, bytes: usize) -> Result<()> {
+        if bytes > crate::limits::MAX_VALUE_BYTES.min(self.memory_limit()) {
+            return Err(Error::value_too_large(bytes));
+        }
+        Ok(())
+    }
 
     fn eval(&self, expr: &Expr, env: &Env) -> Result<Value> {
         match expr {
@@ -91,87 +100,8 @@ pub(crate) trait Evaluate {
                 .get(*index)
                 .cloned()
                 .ok_or_else(|| Error::invalid_parameter(format!("parameter ${} has no value", index + 1)))?,
-            Expr::Unary(op, inner) => {
-                let value = self.eval(inner, env)?;
-                match op {
-                    UnaryOp::Plus => value,
-                    UnaryOp::Neg if matches!(value, Value::Temporal(_)) => match value {
-                        Value::Temporal(crate::temporal::Temporal::Interval(interval)) => Value::Temporal(
-                            crate::temporal::Temporal::Interval(crate::temporal::arith::negate(interval)?),
-                        ),
-                        other => {
-                            return Err(Error::new(
-                                "42883",
-                                format!("operator does not exist: - {}", other.type_name()),
-                            ));
-                        }
-                    },
-                    UnaryOp::Neg => match value.to_numeric() {
-                        Value::Integer(integer) => match integer.checked_neg() {
-                            Some(negated) => Value::Integer(negated),
-                            None if self.dialect().strict_arithmetic() => {
-                                return Err(Error::numeric_out_of_range("bigint out of range"));
-                            }
-                            None => Value::Real(-(integer as f64)),
-                        },
-                        Value::Real(real) => Value::Real(-real),
-                        Value::Decimal(exact) => Value::Decimal(crate::decimal::normalize_zero(-exact)),
-                        other => other,
-                    },
-                    UnaryOp::Not => match value.truth() {
-                        None => Value::Null,
-                        Some(truth) => Value::Integer(i64::from(!truth)),
-                    },
-                    UnaryOp::BitNot => match value.cast_integer() {
-                        Value::Integer(integer) => Value::Integer(!integer),
-                        other => other,
-                    },
-                }
-            }
-            Expr::Binary(op, left, right) => match op {
-                BinaryOp::And => {
-                    let left = self.eval(left, env)?.truth();
-                    if left == Some(false) {
-                        return Ok(Value::Integer(0));
-                    }
-                    let right = self.eval(right, env)?.truth();
-                    match (left, right) {
-                        (_, Some(false)) => Value::Integer(0),
-                        (Some(true), Some(true)) => Value::Integer(1),
-                        _ => Value::Null,
-                    }
-                }
-                BinaryOp::Or => {
-                    let left = self.eval(left, env)?.truth();
-                    if left == Some(true) {
-                        return Ok(Value::Integer(1));
-                    }
-                    let right = self.eval(right, env)?.truth();
-                    match (left, right) {
-                        (_, Some(true)) => Value::Integer(1),
-                        (Some(false), Some(false)) => Value::Integer(0),
-                        _ => Value::Null,
-                    }
-                }
-                op if op.is_comparison() => {
-                    let left = self.operand(left, env)?;
-                    let right = self.operand(right, env)?;
-                    compare(*op, &left, &right)
-                }
-                BinaryOp::Concat => {
-                    let (left, right) = (self.eval(left, env)?, self.eval(right, env)?);
-                    self.check_value_size(text_bytes(&left) + text_bytes(&right))?;
-                    functions::arithmetic(BinaryOp::Concat, &left, &right)?
-                }
-                op => {
-                    let (left, right) = (self.operand(left, env)?, self.operand(right, env)?);
-                    let value = functions::arithmetic(*op, &left, &right)?;
-                    if self.dialect().strict_arithmetic() {
-                        functions::strict_arithmetic(*op, &left, &right, &value)?;
-                    }
-                    value
-                }
-            },
+            Expr::Unary(op, inner) => self.eval_unary(op, inner, env)?,
+            Expr::Binary(op, left, right) => self.eval_binary(op, left, right, env)?,
             Expr::Is { left, right, negated } => {
                 let left = self.eval(left, env)?;
                 let right = self.eval(right, env)?;
@@ -301,38 +231,128 @@ pub(crate) trait Evaluate {
                 let matched = functions::like(&value.to_text(), &pattern, escape, *glob, *case_sensitive);
                 Value::Integer(i64::from(matched != *negated))
             }
-            Expr::Function(function, args) => match function {
-                ScalarFunction::Coalesce | ScalarFunction::IfNull => {
-                    for arg in args {
-                        let value = self.eval(arg, env)?;
-                        if !value.is_null() {
-                            return Ok(value);
-                        }
-                    }
-                    Value::Null
-                }
-                ScalarFunction::Iif => {
-                    if self.eval(&args[0], env)?.truth() == Some(true) {
-                        self.eval(&args[1], env)?
-                    } else {
-                        self.eval(&args[2], env)?
-                    }
-                }
-                _ => {
-                    let values = args.iter().map(|arg| self.eval(arg, env)).collect::<Result<Vec<_>>>()?;
-                    if functions::is_volatile(*function, &values) {
-                        self.note_volatile();
-                    }
-                    self.check_value_size(functions::result_bytes(*function, &values))?;
-                    if is_context_function(*function) {
-                        self.context_function(*function, &values)?
-                    } else {
-                        functions::call(*function, &values)?
-                    }
-                }
-            },
+            Expr::Function(function, args) => self.eval_function(*function, args, env)?,
             Expr::Aggregate(_) => return Err(Error::grouping("misuse of aggregate function")),
             Expr::Window(_) => return Err(Error::new("42P20", "misuse of window function")),
+        })
+    }
+
+    /// A unary operator on `inner`'s value.
+    fn eval_unary(&self, op: &UnaryOp, inner: &Expr, env: &Env) -> Result<Value> {
+        let value = self.eval(inner, env)?;
+        Ok(match op {
+            UnaryOp::Plus => value,
+            UnaryOp::Neg if matches!(value, Value::Temporal(_)) => match value {
+                Value::Temporal(crate::temporal::Temporal::Interval(interval)) => {
+                    Value::Temporal(crate::temporal::Temporal::Interval(crate::temporal::arith::negate(interval)?))
+                }
+                other => {
+                    return Err(Error::new("42883", format!("operator does not exist: - {}", other.type_name())));
+                }
+            },
+            UnaryOp::Neg => match value.to_numeric() {
+                Value::Integer(integer) => match integer.checked_neg() {
+                    Some(negated) => Value::Integer(negated),
+                    None if self.dialect().strict_arithmetic() => {
+                        return Err(Error::numeric_out_of_range("bigint out of range"));
+                    }
+                    None => Value::Real(-(integer as f64)),
+                },
+                Value::Real(real) => Value::Real(-real),
+                Value::Decimal(exact) => Value::Decimal(crate::decimal::normalize_zero(-exact)),
+                other => other,
+            },
+            UnaryOp::Not => match value.truth() {
+                None => Value::Null,
+                Some(truth) => Value::Integer(i64::from(!truth)),
+            },
+            UnaryOp::BitNot => match value.cast_integer() {
+                Value::Integer(integer) => Value::Integer(!integer),
+                other => other,
+            },
+        })
+    }
+
+    /// A binary operator: AND and OR short-circuit, comparisons borrow their operands.
+    fn eval_binary(&self, op: &BinaryOp, left: &Expr, right: &Expr, env: &Env) -> Result<Value> {
+        Ok(match op {
+            BinaryOp::And => {
+                let left = self.eval(left, env)?.truth();
+                if left == Some(false) {
+                    return Ok(Value::Integer(0));
+                }
+                let right = self.eval(right, env)?.truth();
+                match (left, right) {
+                    (_, Some(false)) => Value::Integer(0),
+                    (Some(true), Some(true)) => Value::Integer(1),
+                    _ => Value::Null,
+                }
+            }
+            BinaryOp::Or => {
+                let left = self.eval(left, env)?.truth();
+                if left == Some(true) {
+                    return Ok(Value::Integer(1));
+                }
+                let right = self.eval(right, env)?.truth();
+                match (left, right) {
+                    (_, Some(true)) => Value::Integer(1),
+                    (Some(false), Some(false)) => Value::Integer(0),
+                    _ => Value::Null,
+                }
+            }
+            op if op.is_comparison() => {
+                let left = self.operand(left, env)?;
+                let right = self.operand(right, env)?;
+                compare(*op, &left, &right)
+            }
+            BinaryOp::Concat => {
+                let (left, right) = (self.eval(left, env)?, self.eval(right, env)?);
+                self.check_value_size(text_bytes(&left) + text_bytes(&right))?;
+                functions::arithmetic(BinaryOp::Concat, &left, &right)?
+            }
+            op => {
+                let (left, right) = (self.operand(left, env)?, self.operand(right, env)?);
+                let value = functions::arithmetic(*op, &left, &right)?;
+                if self.dialect().strict_arithmetic() {
+                    functions::strict_arithmetic(*op, &left, &right, &value)?;
+                }
+                value
+            }
+        })
+    }
+
+    /// A scalar function call: COALESCE and IIF evaluate their arguments lazily, the others
+    /// on all their values.
+    fn eval_function(&self, function: ScalarFunction, args: &[Expr], env: &Env) -> Result<Value> {
+        Ok(match function {
+            ScalarFunction::Coalesce | ScalarFunction::IfNull => {
+                for arg in args {
+                    let value = self.eval(arg, env)?;
+                    if !value.is_null() {
+                        return Ok(value);
+                    }
+                }
+                Value::Null
+            }
+            ScalarFunction::Iif => {
+                if self.eval(&args[0], env)?.truth() == Some(true) {
+                    self.eval(&args[1], env)?
+                } else {
+                    self.eval(&args[2], env)?
+                }
+            }
+            _ => {
+                let values = args.iter().map(|arg| self.eval(arg, env)).collect::<Result<Vec<_>>>()?;
+                if functions::is_volatile(function, &values) {
+                    self.note_volatile();
+                }
+                self.check_value_size(functions::result_bytes(function, &values))?;
+                if is_context_function(function) {
+                    self.context_function(function, &values)?
+                } else {
+                    functions::call(function, &values)?
+                }
+            }
         })
     }
 }
@@ -387,10 +407,7 @@ impl PureContext<'_> {
 
     /// 57014 once the statement is interrupted.
     pub fn check_interrupt(&self) -> Result<()> {
-        match self.interrupt {
-            Some(flag) if flag.load(std::sync::atomic::Ordering::Relaxed) => Err(Error::query_canceled()),
-            _ => Ok(()),
-        }
+        check_interrupt(self.interrupt)
     }
 }
 
@@ -403,11 +420,8 @@ impl Evaluate for PureContext<'_> {
         self.dialect
     }
 
-    fn check_value_size(&self, bytes: usize) -> Result<()> {
-        if bytes > crate::limits::MAX_VALUE_BYTES.min(self.memory_limit) {
-            return Err(Error::value_too_large(bytes));
-        }
-        Ok(())
+    fn memory_limit(&self) -> usize {
+        self.memory_limit
     }
 
     fn subquery_rows(&self, _: &Subquery, _: &Env) -> Result<Rc<Vec<Row>>> {
@@ -420,6 +434,14 @@ impl Evaluate for PureContext<'_> {
 
     fn context_function(&self, _: ScalarFunction, _: &[Value]) -> Result<Value> {
         Err(Error::internal("a parallel worker met a session function"))
+    }
+}
+
+/// 57014 when the statement's interrupt flag is raised (from another thread).
+pub(crate) fn check_interrupt(flag: Option<&std::sync::atomic::AtomicBool>) -> Result<()> {
+    match flag {
+        Some(flag) if flag.load(std::sync::atomic::Ordering::Relaxed) => Err(Error::query_canceled()),
+        _ => Ok(()),
     }
 }
 

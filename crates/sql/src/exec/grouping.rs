@@ -21,8 +21,8 @@ pub(super) struct Grouping {
     /// Bytes the groups took (keys, and the arguments DISTINCT, group_concat and array_agg
     /// keep) that are not charged to the memory limit yet.
     uncharged: usize,
-    /// The encoded key of the row being added (reused: a row of an existing group allocates
-    /// no key).
+    /// The buffer the row being added encodes its key into (reused: a row of an existing
+    /// group allocates no key).
     scratch: Vec<u8>,
     /// For each group, the position in the scan of the row that first had it (partial
     /// groupings of a parallel scan: [`Partitioned::add`]).
@@ -98,14 +98,18 @@ impl Grouping {
         aggregates: &[AggregateCall],
         outer: Option<&Env>,
     ) -> Result<()> {
-        self.scratch.clear();
-        encode_group_key(exec, row, group_by, outer, &mut self.scratch)?;
-        self.add_encoded(exec, row, group_by, aggregates, outer)
+        let mut key = std::mem::take(&mut self.scratch);
+        key.clear();
+        encode_group_key(exec, row, group_by, outer, &mut key)?;
+        let added = self.add_encoded(&key, exec, row, group_by, aggregates, outer);
+        self.scratch = key;
+        added
     }
 
-    /// [`Grouping::add_with`] for a row whose group key is encoded in `scratch` already.
+    /// [`Grouping::add_with`] for a row whose group key `key` is encoded already.
     fn add_encoded(
         &mut self,
+        key: &[u8],
         exec: &impl Evaluate,
         row: &[Value],
         group_by: &[Expr],
@@ -113,11 +117,11 @@ impl Grouping {
         outer: Option<&Env>,
     ) -> Result<()> {
         let env = Env::new(row, outer);
-        let index = match self.groups.get(self.scratch.as_slice()) {
+        let index = match self.groups.get(key) {
             Some(&index) => index,
             None => {
                 let group_values = group_by.iter().map(|expr| exec.eval(expr, &env)).collect::<Result<Vec<_>>>()?;
-                let key = self.scratch.clone();
+                let key = key.to_vec();
                 // The key twice (encoded in the map, as values in the row) and the states.
                 self.uncharged += key.len() + row_bytes(&group_values) + 64 * aggregates.len();
                 self.groups.insert(key, self.keys.len());
@@ -304,10 +308,8 @@ impl Partitioned {
         encode_group_key(exec, row, group_by, None, &mut self.scratch)?;
         let at = partition_of(&self.scratch, self.parts.len());
         let part = &mut self.parts[at];
-        part.scratch.clear();
-        part.scratch.extend_from_slice(&self.scratch);
         part.position = position;
-        part.add_encoded(exec, row, group_by, aggregates, None)?;
+        part.add_encoded(&self.scratch, exec, row, group_by, aggregates, None)?;
         Ok(part.take_uncharged())
     }
 }

@@ -30,9 +30,9 @@
 
 use super::evaluate::{Evaluate, PureContext, is_parallel_safe};
 use super::grouping::{Grouping, Partitioned};
-use super::{Env, Executor, row_bytes};
+use super::{Env, Executor, decode_stored_row, row_bytes};
 use crate::catalog::TableDef;
-use crate::codec::{self, decode_row, object_prefix, prefix_end};
+use crate::codec::{object_prefix, prefix_end};
 use crate::error::{Error, Result};
 use crate::plan::{Access, AggregateCall, Expr, Plan, Row};
 use crate::value::Value;
@@ -51,8 +51,10 @@ struct WorkerBudget;
 static WORKERS_BUSY: AtomicUsize = AtomicUsize::new(0);
 
 impl WorkerBudget {
+    /// The machine's cores, read once (on Linux the call reads cgroup files).
     fn cores() -> usize {
-        std::thread::available_parallelism().map_or(1, |cores| cores.get())
+        static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |cores| cores.get()))
     }
 
     /// Up to `wanted` workers (at least one: the scan always progresses).
@@ -188,7 +190,7 @@ impl Executor<'_> {
         let partitions = if group_by.is_empty() { 1 } else { scan.claim.0 };
         let step = |partial: &mut Partitioned, at: usize, context: &PureContext| {
             let mut row_number = 0u64;
-            scan.run(&scan.morsels[at], context, &mut |row| {
+            scan.run(&scan.read.morsels()[at], context, &mut |row| {
                 let position = ((at as u64) << 32) | row_number;
                 row_number += 1;
                 context.charge(partial.add(context, position, &row, group_by, aggregates)?)
@@ -245,7 +247,7 @@ impl Executor<'_> {
             let mut state = init();
             loop {
                 let at = next.fetch_add(1, Ordering::AcqRel);
-                if at >= scan.morsels.len() || stop.load(Ordering::Acquire) {
+                if at >= scan.read.morsels().len() || stop.load(Ordering::Acquire) {
                     return Ok(state);
                 }
                 if let Err(error) = step(&mut state, at, &context) {
@@ -321,20 +323,16 @@ impl Executor<'_> {
             return Ok(None);
         }
         let Some(pipeline) = self.pipeline(table, filter.as_ref(), &layers)? else { return Ok(None) };
-        let Some(read) = self.txn.borrow_mut().parallel_scan(start.clone(), end) else { return Ok(None) };
-        let morsels = read.morsels(self.setting_number("tern.morsel_blocks").max(1))?;
-        if morsels.len() < 2 {
-            // Too small to share out: the serial scan reads it (the range is in the read set
-            // already, which is what the serial scan records too).
-            return Ok(None);
-        }
+        let blocks = self.setting_number("tern.morsel_blocks").max(1);
+        // None when too small to share out: the serial scan reads it.
+        let Some(read) = self.txn.borrow_mut().parallel_scan(start.clone(), end, blocks)? else { return Ok(None) };
         match &start {
             Bound::Included(key) | Bound::Excluded(key) => self.note_scan(key),
             Bound::Unbounded => self.note_scan(&[]),
         }
         PARALLEL_SCANS.with(|count| count.set(count.get() + 1));
-        let claim = WorkerBudget::claim(workers.min(morsels.len()));
-        Ok(Some(PreparedScan { read, morsels, pipeline, claim, read_rows: AtomicUsize::new(0) }))
+        let claim = WorkerBudget::claim(workers.min(read.morsels().len()));
+        Ok(Some(PreparedScan { read, pipeline, claim, read_rows: AtomicUsize::new(0) }))
     }
 
     /// The key range of a full or primary-key range scan; `None` for other access paths.
@@ -407,7 +405,7 @@ impl Executor<'_> {
         consume: &mut dyn FnMut(T) -> Result<bool>,
     ) -> Result<()> {
         let shared = Shared {
-            slots: Mutex::new(Slots { done: (0..scan.morsels.len()).map(|_| None).collect(), taken: 0 }),
+            slots: Mutex::new(Slots { done: (0..scan.read.morsels().len()).map(|_| None).collect(), taken: 0 }),
             changed: Condvar::new(),
             next: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
@@ -420,10 +418,10 @@ impl Executor<'_> {
             for _ in 0..scan.claim.0 {
                 threads.spawn(|| {
                     let _statement = context.enter_statement();
-                    work(&shared, &scan.morsels, produce, &context)
+                    work(&shared, scan.read.morsels(), produce, &context)
                 });
             }
-            self.consume(&shared, scan.morsels.len(), consume)
+            self.consume(&shared, scan.read.morsels().len(), consume)
         });
         self.finish_parallel(scan, &context);
         outcome
@@ -459,7 +457,6 @@ impl Executor<'_> {
 /// A parallel scan ready to run: its reader, morsels, pipeline and claimed workers.
 pub(super) struct PreparedScan<'p> {
     read: ParallelScan,
-    morsels: Vec<Morsel>,
     pipeline: Pipeline<'p>,
     claim: Claim,
     /// Stored rows read (for `pg_stat_user_tables`).
@@ -583,23 +580,6 @@ impl Pipeline<'_> {
     /// The stored row's wanted columns, with the fill values of columns added after it was
     /// written (as the serial scan decodes it).
     fn decode(&self, stored: &[u8]) -> Result<Row> {
-        let width = self.table.columns.len();
-        let (mut row, count) = match &self.wanted {
-            Some(wanted) => codec::decode_row_columns(stored, wanted)?,
-            None => {
-                let row = decode_row(stored)?;
-                let count = row.len();
-                (row, count)
-            }
-        };
-        if count > width {
-            return Err(Error::corrupt(format!("row of {} has {count} columns", self.table.name)));
-        }
-        for column in count..width {
-            if self.wanted.as_ref().is_none_or(|wanted| wanted[column]) {
-                row.push(self.fills[column].clone()?);
-            }
-        }
-        Ok(row)
+        decode_stored_row(self.table, stored, self.wanted.as_deref(), |column| self.fills[column].clone())
     }
 }
