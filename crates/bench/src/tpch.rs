@@ -74,6 +74,10 @@ pub struct TpchArgs {
     /// for a machine without Python's packages. The data must be in `--data` already.
     #[arg(long)]
     pub peer_report: Option<PathBuf>,
+    /// Keep Tern's loaded database in this file: loaded when the file does not exist, opened
+    /// as it is (no load) when it does. The data must be the same scale as `--scale`.
+    #[arg(long)]
+    pub database: Option<PathBuf>,
 }
 
 /// What peer.py writes.
@@ -211,11 +215,20 @@ pub fn run(args: &TpchArgs) -> Result<TpchReport> {
         ..tern_sql::Options::default()
     };
     options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
-    let db = tern_sql::Database::open(work.file("tpch.tern"), options)?;
-    let load = load_tern(&db, &data)?;
-    println!("tern: loaded in {load:.1} s");
+    let kept = args.database.as_ref().is_some_and(|path| path.exists());
+    let path = args.database.clone().unwrap_or_else(|| work.file("tpch.tern"));
+    let db = tern_sql::Database::open(path, options)?;
     let mut load_seconds = peer.load_seconds.clone();
-    load_seconds.insert("tern".into(), load);
+    if kept {
+        println!(
+            "tern: opened the loaded database {}",
+            args.database.as_ref().map_or(String::new(), |p| p.display().to_string())
+        );
+    } else {
+        let load = load_tern(&db, &data)?;
+        println!("tern: loaded in {load:.1} s");
+        load_seconds.insert("tern".into(), load);
+    }
     let mut session = db.session();
     let mut lines = Vec::new();
     for &number in &wanted {

@@ -17,7 +17,7 @@ use crate::archive::{self, LogReader};
 use crate::batch::WriteBatch;
 use crate::compaction::{self, Compaction};
 use crate::error::{Error, Result};
-use crate::iter::{Cursor, DbIter, LevelCursor, MergingCursor};
+use crate::iter::{Cursor, DbIter, LevelCursor, MergingCursor, above_lower, below_upper};
 use crate::keys::{self, KIND_FOR_SEEK, Kind};
 use crate::limits::{MAX_SEQUENCE, MAX_WRITE_GROUP_BYTES, NUM_LEVELS};
 use crate::memtable::{MemCursor, Memtable};
@@ -83,20 +83,43 @@ impl ReadView {
         Ok(None)
     }
 
-    /// A merged cursor over every source, positioned as [`TableCursor::new`] describes.
-    pub(crate) fn merged(&self, target: Option<&[u8]>, forward: bool) -> Result<MergingCursor> {
+    /// A merged cursor over the sources that hold keys of the user-key range `[lower, upper]`,
+    /// positioned as [`TableCursor::new`] describes (`target` is the seek key of the end it
+    /// starts from). Tables outside the range are not opened, and sources with nothing in it
+    /// are left out, so a scan of a range that one sorted run holds merges nothing.
+    pub(crate) fn merged(
+        &self,
+        target: Option<&[u8]>,
+        forward: bool,
+        lower: &Bound<Vec<u8>>,
+        upper: &Bound<Vec<u8>>,
+    ) -> Result<MergingCursor> {
+        let overlaps = |table: &Arc<Table>| {
+            let smallest = keys::user_key(&table.meta.smallest);
+            let largest = keys::user_key(&table.meta.largest);
+            below_upper(upper, smallest) && above_lower(lower, largest)
+        };
         let mut cursors: Vec<Box<dyn Cursor>> = Vec::new();
         for memtable in std::iter::once(&self.mem).chain(self.imm.as_ref()) {
             cursors.push(Box::new(MemCursor::new(memtable.clone(), target, forward)));
         }
-        for table in &self.version.levels[0] {
+        for table in self.version.levels[0].iter().filter(|table| overlaps(table)) {
             cursors.push(Box::new(TableCursor::new(table.clone(), target, forward)?));
         }
         for tables in &self.version.levels[1..] {
+            let tables: Vec<Arc<Table>> = tables.iter().filter(|table| overlaps(table)).cloned().collect();
             if !tables.is_empty() {
-                cursors.push(Box::new(LevelCursor::new(tables.clone(), target, forward)?));
+                cursors.push(Box::new(LevelCursor::new(tables, target, forward)?));
             }
         }
+        // A source whose first entry in the scan's direction is already past the range's far
+        // end has nothing for the scan.
+        cursors.retain(|cursor| {
+            cursor.valid() && {
+                let user = keys::user_key(cursor.key());
+                if forward { below_upper(upper, user) } else { above_lower(lower, user) }
+            }
+        });
         Ok(MergingCursor::new(cursors, forward))
     }
 }
@@ -687,6 +710,37 @@ impl Db {
     /// about `blocks` blocks of each). For splitting a scan into morsels.
     pub fn split_keys<'k>(&self, range: impl RangeBounds<&'k [u8]>, blocks: usize) -> Result<Vec<Vec<u8>>> {
         let blocks = blocks.max(1);
+        let mut boundaries = Vec::new();
+        self.visit_range_blocks(range, |counted, user_key| {
+            if counted.is_multiple_of(blocks) {
+                boundaries.push(user_key.to_vec());
+            }
+            true
+        })?;
+        boundaries.sort_unstable();
+        boundaries.dedup();
+        Ok(boundaries)
+    }
+
+    /// Whether the tables hold at least `blocks` data blocks of `range` (the memtables are not
+    /// counted); reads no more block index entries than it needs to tell. For choosing between
+    /// scanning a range and looking keys up in it.
+    pub fn holds_blocks<'k>(&self, range: impl RangeBounds<&'k [u8]>, blocks: usize) -> Result<bool> {
+        let mut total = 0usize;
+        self.visit_range_blocks(range, |_, _| {
+            total += 1;
+            total < blocks
+        })?;
+        Ok(total >= blocks)
+    }
+
+    /// Calls `visit` with the first user key of each data block inside `range`, table by table
+    /// (with the count of the table's blocks so far), until it returns false.
+    fn visit_range_blocks<'k>(
+        &self,
+        range: impl RangeBounds<&'k [u8]>,
+        mut visit: impl FnMut(usize, &[u8]) -> bool,
+    ) -> Result<()> {
         let view = self.inner.view();
         let before_start = |key: &[u8]| match range.start_bound() {
             Bound::Included(start) | Bound::Excluded(start) => key <= *start,
@@ -704,7 +758,7 @@ impl Db {
             }
             Bound::Unbounded => None,
         };
-        let mut boundaries = Vec::new();
+        let mut go_on = true;
         for table in view.version.levels.iter().flatten() {
             if before_start(table.meta.largest_user_key()) || after_end(table.meta.smallest_user_key()) {
                 continue;
@@ -717,16 +771,15 @@ impl Db {
                 }
                 if !before_start(user_key) {
                     counted += 1;
-                    if counted.is_multiple_of(blocks) {
-                        boundaries.push(user_key.to_vec());
-                    }
+                    go_on = visit(counted, user_key);
                 }
-                true
+                go_on
             })?;
+            if !go_on {
+                break;
+            }
         }
-        boundaries.sort_unstable();
-        boundaries.dedup();
-        Ok(boundaries)
+        Ok(())
     }
 
     /// Every key-value pair, in key order.

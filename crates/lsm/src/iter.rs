@@ -93,6 +93,19 @@ impl Cursor for LevelCursor {
         self.current.as_mut().expect("valid cursor").advance()?;
         self.skip_exhausted()
     }
+
+    fn skip_user_key(&mut self) -> Result<()> {
+        let cursor = self.current.as_mut().expect("valid cursor");
+        if cursor.skip_user_key_in_block()? {
+            return self.skip_exhausted();
+        }
+        // The key's versions run on past its block (perhaps into the next table).
+        let user = keys::user_key(self.key()).to_vec();
+        while self.valid() && keys::user_key(self.key()) == user.as_slice() {
+            self.advance()?;
+        }
+        Ok(())
+    }
 }
 
 /// Merges cursors that all move the same way; internal keys are unique across sources.
@@ -100,11 +113,13 @@ pub struct MergingCursor {
     cursors: Vec<Box<dyn Cursor>>,
     forward: bool,
     current: Option<usize>,
+    /// The user key being skipped (kept to reuse its buffer).
+    skipping: Vec<u8>,
 }
 
 impl MergingCursor {
     pub fn new(cursors: Vec<Box<dyn Cursor>>, forward: bool) -> MergingCursor {
-        let mut merging = MergingCursor { cursors, forward, current: None };
+        let mut merging = MergingCursor { cursors, forward, current: None, skipping: Vec::new() };
         merging.pick();
         merging
     }
@@ -141,14 +156,25 @@ impl Cursor for MergingCursor {
     fn advance(&mut self) -> Result<()> {
         let current = self.current.expect("valid cursor");
         self.cursors[current].advance()?;
-        self.pick();
+        if let [only] = self.cursors.as_slice() {
+            self.current = only.valid().then_some(0);
+        } else {
+            self.pick();
+        }
         Ok(())
     }
 
     fn skip_user_key(&mut self) -> Result<()> {
-        let user = keys::user_key(self.key()).to_vec();
+        let current = self.current.expect("valid cursor");
+        if let [only] = self.cursors.as_mut_slice() {
+            only.skip_user_key()?;
+            self.current = only.valid().then_some(0);
+            return Ok(());
+        }
+        self.skipping.clear();
+        self.skipping.extend_from_slice(keys::user_key(self.cursors[current].key()));
         for cursor in &mut self.cursors {
-            if cursor.valid() && keys::user_key(cursor.key()) == user.as_slice() {
+            if cursor.valid() && keys::user_key(cursor.key()) == self.skipping.as_slice() {
                 cursor.skip_user_key()?;
             }
         }
@@ -176,7 +202,8 @@ fn backward_target(upper: &Bound<Vec<u8>>) -> Option<Vec<u8>> {
     }
 }
 
-fn below_upper(upper: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+/// Whether `key` is inside the upper bound.
+pub(crate) fn below_upper(upper: &Bound<Vec<u8>>, key: &[u8]) -> bool {
     match upper {
         Bound::Included(bound) => key <= bound.as_slice(),
         Bound::Excluded(bound) => key < bound.as_slice(),
@@ -184,7 +211,8 @@ fn below_upper(upper: &Bound<Vec<u8>>, key: &[u8]) -> bool {
     }
 }
 
-fn above_lower(lower: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+/// Whether `key` is inside the lower bound.
+pub(crate) fn above_lower(lower: &Bound<Vec<u8>>, key: &[u8]) -> bool {
     match lower {
         Bound::Included(bound) => key >= bound.as_slice(),
         Bound::Excluded(bound) => key > bound.as_slice(),
@@ -230,7 +258,7 @@ impl DbIter {
     fn next_entry(&mut self) -> EntryResult {
         if self.front.is_none() {
             let target = forward_target(&self.lower);
-            self.front = Some(self.view.merged(target.as_deref(), true)?);
+            self.front = Some(self.view.merged(target.as_deref(), true, &self.lower, &self.upper)?);
         }
         let cursor = self.front.as_mut().expect("front cursor");
         while cursor.valid() {
@@ -248,7 +276,9 @@ impl DbIter {
             if !below_upper(&self.upper, user) || self.back_key.as_deref().is_some_and(|back| user >= back) {
                 return Ok(None);
             }
-            self.front_key = Some(user.to_vec());
+            let front_key = self.front_key.get_or_insert_with(Vec::new);
+            front_key.clear();
+            front_key.extend_from_slice(user);
             if keys::kind_of(key)? == Kind::Put {
                 return Ok(Some((user.to_vec(), cursor.value().to_vec())));
             }
@@ -260,7 +290,7 @@ impl DbIter {
     fn next_back_entry(&mut self) -> EntryResult {
         if self.back.is_none() {
             let target = backward_target(&self.upper);
-            self.back = Some(self.view.merged(target.as_deref(), false)?);
+            self.back = Some(self.view.merged(target.as_deref(), false, &self.lower, &self.upper)?);
         }
         let cursor = self.back.as_mut().expect("back cursor");
         // Versions of one user key arrive oldest first; the last visible one wins.

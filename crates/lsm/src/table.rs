@@ -758,6 +758,27 @@ impl TableCursor {
     }
 }
 
+impl TableCursor {
+    /// Moves forward past the current user key's versions while they are in the current
+    /// block; true when that was all of them (the cursor then stands at the next key, in the
+    /// next block or past the end), false when they may go on in the next block (the cursor
+    /// then stands at the block's last version).
+    pub(crate) fn skip_user_key_in_block(&mut self) -> Result<bool> {
+        if !self.forward {
+            return Ok(false);
+        }
+        while self.position + 1 < self.block.len() {
+            let same =
+                keys::user_key(self.block.key(self.position + 1)) == keys::user_key(self.block.key(self.position));
+            self.position += 1;
+            if !same {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
 impl crate::iter::Cursor for TableCursor {
     fn valid(&self) -> bool {
         self.valid
@@ -769,6 +790,17 @@ impl crate::iter::Cursor for TableCursor {
 
     fn value(&self) -> &[u8] {
         self.block.value(self.position)
+    }
+
+    fn skip_user_key(&mut self) -> Result<()> {
+        if self.skip_user_key_in_block()? {
+            return Ok(());
+        }
+        let user = keys::user_key(self.key()).to_vec();
+        while self.valid() && keys::user_key(self.key()) == user.as_slice() {
+            self.advance()?;
+        }
+        Ok(())
     }
 
     fn advance(&mut self) -> Result<()> {

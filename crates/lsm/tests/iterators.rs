@@ -81,3 +81,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn holds_blocks_counts_the_blocks_of_a_range() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemoryVfs::new());
+    let db = common::open(&vfs, &small_options());
+    for k in 0..3000 {
+        db.put(&key(k), &common::value(k, 0, 100)).unwrap();
+    }
+    db.flush().unwrap();
+    // Cut at every block: one cut per block of the range.
+    let blocks = db.split_keys(.., 1).unwrap().len();
+    assert!(blocks > 20, "{blocks} blocks");
+    assert!(db.holds_blocks(.., blocks).unwrap());
+    assert!(!db.holds_blocks(.., blocks + 1).unwrap());
+    let (low, middle) = (key(0), key(1500));
+    let half = db.split_keys(low.as_slice()..middle.as_slice(), 1).unwrap().len();
+    assert!(half < blocks && half > blocks / 3, "{half} of {blocks}");
+    assert!(db.holds_blocks(low.as_slice()..middle.as_slice(), half).unwrap());
+    assert!(!db.holds_blocks(low.as_slice()..middle.as_slice(), half + 1).unwrap());
+    // Nothing past the last key.
+    let (past, end) = (key(5000), key(6000));
+    assert!(!db.holds_blocks(past.as_slice()..end.as_slice(), 1).unwrap());
+}

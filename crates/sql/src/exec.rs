@@ -22,6 +22,7 @@ use tern_txn::Transaction;
 mod evaluate;
 mod grouping;
 mod parallel;
+mod probe_lookup;
 mod probe_stream;
 mod stream;
 

@@ -11,37 +11,10 @@
 
 mod common;
 
-use common::{postgres, run};
+use common::{insert_flushed, postgres, run, uncached, uncached_with_limit};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use std::path::Path;
-use std::sync::Arc;
-use tern_sql::{Database, Dialect, Options, Session, Value};
-
-/// A database in memory without the result cache (which would answer the second run of a
-/// query without running it).
-fn uncached() -> Database {
-    uncached_with_limit(Options::default().query_memory_limit)
-}
-
-/// [`uncached`], with a statement memory limit of `limit` bytes.
-fn uncached_with_limit(limit: usize) -> Database {
-    let vfs: Arc<dyn tern_pagestore::Vfs> = Arc::new(tern_pagestore::MemoryVfs::new());
-    let mut options = Options { result_cache: 0, query_memory_limit: limit, ..Options::default() };
-    options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
-    Database::open_with(vfs, Path::new("memory.tern"), options).unwrap()
-}
-
-/// Runs the statements `count` calls of `statement` make in one transaction, then writes the
-/// memtable out to tables (so the table's key range cuts into morsels).
-fn insert_flushed(db: &Database, session: &mut Session, count: usize, mut statement: impl FnMut(usize) -> String) {
-    run(session, "BEGIN");
-    for at in 0..count {
-        run(session, &statement(at));
-    }
-    run(session, "COMMIT");
-    db.txn_db().flush().unwrap();
-}
+use tern_sql::{Database, Dialect, Session, Value};
 
 /// `count` rows of mixed values in `t`, then the memtable written out to tables.
 fn filled(count: usize, seed: u64) -> Database {

@@ -96,12 +96,17 @@ impl Options {
                     "memory budget of {budget} bytes is below the minimum of {MIN_MEMORY_BUDGET}"
                 )));
             }
-            Some(budget) => Sizes {
-                buffer_pool_size: budget / 10 * 4,
-                memtable_size: budget / 40 * 3,
-                result_cache_size: budget / 10,
-                query_memory_limit: budget / 5,
-            },
+            Some(budget) => {
+                // Memtables are capped (`MAX_MEMTABLE_SIZE`); what a large budget would give them
+                // past the cap goes to the buffer pool.
+                let memtable_size = (budget / 40 * 3).min(tern_lsm::MAX_MEMTABLE_SIZE);
+                Sizes {
+                    buffer_pool_size: budget / 10 * 4 + 2 * (budget / 40 * 3 - memtable_size),
+                    memtable_size,
+                    result_cache_size: budget / 10,
+                    query_memory_limit: budget / 5,
+                }
+            }
             None => Sizes {
                 buffer_pool_size: self.buffer_pool_size,
                 memtable_size: self.memtable_size,

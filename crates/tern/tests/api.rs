@@ -408,6 +408,18 @@ fn memory_budget_divides_memory_and_rejects_what_cannot_run() {
     assert!(
         sizes.buffer_pool_size + 2 * sizes.memtable_size + sizes.result_cache_size + sizes.query_memory_limit <= budget
     );
+    // A large budget: memtables stop at their cap, the pool takes the rest of their share,
+    // and a database opens with it.
+    let large = 1usize << 30;
+    let sizes = Options { memory_budget: Some(large), ..Options::default() }.resolved().unwrap();
+    assert_eq!(sizes.memtable_size, tern_lsm::MAX_MEMTABLE_SIZE);
+    assert!(sizes.buffer_pool_size > large / 10 * 4);
+    assert!(
+        sizes.buffer_pool_size + 2 * sizes.memtable_size + sizes.result_cache_size + sizes.query_memory_limit <= large
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options { memory_budget: Some(large), ..Options::default() };
+    Database::open(dir.path().join("large.tern"), options).unwrap();
     // Without a budget the fields are used as they are (the pool rounded to whole pages).
     let plain = Options { buffer_pool_size: (1 << 20) + 100, ..Options::default() }.resolved().unwrap();
     assert_eq!(plain.buffer_pool_size, 1 << 20);

@@ -59,6 +59,14 @@ fn cut(range: KeyRange, cuts: Vec<Vec<u8>>) -> Vec<Morsel> {
 }
 
 impl Transaction {
+    /// Whether the stored range `start..end` holds at least `blocks` data blocks (what the
+    /// memtables hold is not counted). A size estimate for choosing between a scan and key
+    /// lookups: nothing enters the read set, and the answer may be stale.
+    pub fn range_holds_blocks(&self, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>, blocks: usize) -> Result<bool> {
+        let range = KeyRange::new(start, end);
+        Ok(self.shared().db.holds_blocks(range.as_slices(), blocks)?)
+    }
+
     /// A parallel read of `start..end` ([`ParallelScan`]) in morsels of about `blocks` stored
     /// blocks, the whole range entering the read set now. `None`, with nothing recorded, when
     /// the range is too small to cut or the transaction wrote in it (read it with

@@ -133,6 +133,12 @@ impl Executor<'_> {
         self.setting_number("max_parallel_workers_per_gather")
     }
 
+    /// The threads a scan would read with now: the setting, within the machine's cores (at
+    /// least one).
+    pub(super) fn scan_threads(&self) -> usize {
+        self.parallel_workers().min(WorkerBudget::cores()).max(1)
+    }
+
     /// A numeric setting of the session, else its default.
     fn setting_number(&self, name: &str) -> usize {
         let set = self.settings.and_then(|settings| settings.read().get(name).cloned());
@@ -309,7 +315,7 @@ impl Executor<'_> {
     /// expressions `consumer` are parallel-safe too; `None` otherwise (nothing read).
     pub(super) fn prepare_parallel<'p>(&self, plan: &'p Plan, consumer: &[&Expr]) -> Result<Option<PreparedScan<'p>>> {
         // The cheap refusals first: point lookups and short scans come this way too.
-        let Some((scan, layers)) = parallel_shape(plan) else { return Ok(None) };
+        let Some((scan, layers)) = scan_shape(plan) else { return Ok(None) };
         let Plan::Scan { table, access, filter, .. } = scan else { return Ok(None) };
         if !matches!(access, Access::Full | Access::PrimaryKeyRange { .. }) || self.profile.is_some() {
             return Ok(None);
@@ -504,7 +510,7 @@ impl<T> Drop for StopOnDrop<'_, T> {
 }
 
 /// A scan under filters and projections only: the scan and the layers over it, bottom up.
-fn parallel_shape(plan: &Plan) -> Option<(&Plan, Vec<&Plan>)> {
+pub(super) fn scan_shape(plan: &Plan) -> Option<(&Plan, Vec<&Plan>)> {
     let mut layers = Vec::new();
     let mut node = plan;
     loop {

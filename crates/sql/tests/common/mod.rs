@@ -1,8 +1,11 @@
-//! What the postgres-dialect test files share: a session in that dialect, and statements run
-//! for their rows as text, for their SQLSTATE, or to succeed.
+//! What the postgres-dialect test files share: a session in that dialect, statements run for
+//! their rows as text, for their SQLSTATE, or to succeed, and databases whose rows are written
+//! out to the LSM's tables.
 #![allow(dead_code)] // each test file uses some of these
 
-use tern_sql::{Database, Dialect, Session, Value};
+use std::path::Path;
+use std::sync::Arc;
+use tern_sql::{Database, Dialect, Options, Session, Value};
 
 pub fn postgres(db: &Database) -> Session {
     let mut session = db.session();
@@ -37,4 +40,29 @@ pub fn run(session: &mut Session, sql: &str) {
 pub fn check(db: &Database) {
     let report = db.integrity_check().unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
+}
+
+/// A database in memory without the result cache (which would answer the second run of a
+/// query without running it).
+pub fn uncached() -> Database {
+    uncached_with_limit(Options::default().query_memory_limit)
+}
+
+/// [`uncached`], with a statement memory limit of `limit` bytes.
+pub fn uncached_with_limit(limit: usize) -> Database {
+    let vfs: Arc<dyn tern_pagestore::Vfs> = Arc::new(tern_pagestore::MemoryVfs::new());
+    let mut options = Options { result_cache: 0, query_memory_limit: limit, ..Options::default() };
+    options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
+    Database::open_with(vfs, Path::new("memory.tern"), options).unwrap()
+}
+
+/// Runs the statements `count` calls of `statement` make in one transaction, then writes the
+/// memtable out to tables (so the table's key range cuts into morsels).
+pub fn insert_flushed(db: &Database, session: &mut Session, count: usize, mut statement: impl FnMut(usize) -> String) {
+    run(session, "BEGIN");
+    for at in 0..count {
+        run(session, &statement(at));
+    }
+    run(session, "COMMIT");
+    db.txn_db().flush().unwrap();
 }
