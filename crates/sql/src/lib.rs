@@ -4,7 +4,9 @@
 //! planned (predicate pushdown, primary-key and index access, greedy join order, hash joins),
 //! and executed as GET/PUT/DELETE and range scans inside a serializable transaction of
 //! `tern-txn`; large scans, with the join probes and aggregates over them, run on several
-//! threads (`exec/parallel.rs`). See `docs/design/sql.md` for the key encoding and the life of
+//! threads (`exec/parallel.rs`), and a hash join whose left side turns out small looks its keys
+//! up in the right table instead of scanning it (`exec/probe_lookup.rs`). See
+//! `docs/design/sql.md` for the key encoding and the life of
 //! a query, and `docs/design/execution.md` for parallel execution.
 //!
 //! ```
