@@ -398,7 +398,7 @@ impl Inference {
                 }
                 SqlType::Boolean
             }
-            Expr::IsNull(inner, _) => {
+            Expr::IsNull(inner, _) | Expr::InKeys { expr: inner, .. } => {
                 self.expr(inner, input);
                 SqlType::Boolean
             }

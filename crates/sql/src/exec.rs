@@ -21,6 +21,8 @@ use tern_txn::Transaction;
 
 mod evaluate;
 mod grouping;
+mod in_set;
+mod join_filter;
 mod parallel;
 mod probe_lookup;
 mod probe_stream;
@@ -70,6 +72,9 @@ pub struct Executor<'t> {
     deltas: RefCell<Vec<(Vec<u8>, Vec<u8>)>>,
     params: &'t [Value],
     subquery_cache: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
+    /// The cached subqueries' first columns hashed for `IN`, built on the first test (`None`:
+    /// not hashable).
+    subquery_in_sets: RefCell<HashMap<usize, Option<Rc<in_set::InSet>>>>,
     /// The rows the current round of each running recursive CTE reads as its own name.
     working_tables: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
     memory_used: Cell<usize>,
@@ -149,6 +154,7 @@ impl<'t> Executor<'t> {
             deltas: RefCell::new(Vec::new()),
             params,
             subquery_cache: RefCell::new(HashMap::new()),
+            subquery_in_sets: RefCell::new(HashMap::new()),
             working_tables: RefCell::new(HashMap::new()),
             memory_used: Cell::new(0),
             memory_retained: Cell::new(0),
@@ -1168,7 +1174,11 @@ impl<'t> Executor<'t> {
             }
             Plan::Join { left, right, kind, left_keys, right_keys, condition } => {
                 let left_rows = self.run(left, outer)?;
-                let right_rows = self.run(right, outer)?;
+                let filtered = self.right_with_key_filters(right, *kind, left_keys, right_keys, &left_rows, outer)?;
+                let right_rows = match &filtered {
+                    Some(filtered) => self.run_in_place_of(filtered, right, outer)?,
+                    None => self.run(right, outer)?,
+                };
                 self.join(
                     left_rows,
                     right_rows,
@@ -1755,6 +1765,23 @@ impl Evaluate for Executor<'_> {
 
     fn subquery_rows(&self, subquery: &Subquery, env: &Env) -> Result<Rc<Vec<Row>>> {
         Executor::subquery_rows(self, subquery, env)
+    }
+
+    fn subquery_in_set(&self, subquery: &Subquery, env: &Env) -> Result<Option<Rc<in_set::InSet>>> {
+        if subquery.correlated {
+            return Ok(None);
+        }
+        if let Some(set) = self.subquery_in_sets.borrow().get(&subquery.id) {
+            return Ok(set.clone());
+        }
+        let rows = self.subquery_rows(subquery, env)?;
+        let set = in_set::InSet::build(&rows, subquery.row_affinity).map(Rc::new);
+        if let Some(set) = &set {
+            self.memory_retained.set(self.memory_retained.get() + set.bytes());
+            self.charge(set.bytes())?;
+        }
+        self.subquery_in_sets.borrow_mut().insert(subquery.id, set.clone());
+        Ok(set)
     }
 
     fn note_volatile(&self) {

@@ -5,7 +5,8 @@
 //! and executed as GET/PUT/DELETE and range scans inside a serializable transaction of
 //! `tern-txn`; large scans, with the join probes and aggregates over them, run on several
 //! threads (`exec/parallel.rs`), and a hash join whose left side turns out small looks its keys
-//! up in the right table instead of scanning it (`exec/probe_lookup.rs`). See
+//! up in the right table instead of scanning it (`exec/probe_lookup.rs`) or pushes them into a
+//! grouped right side (`exec/join_filter.rs`). See
 //! `docs/design/sql.md` for the key encoding and the life of
 //! a query, and `docs/design/execution.md` for parallel execution.
 //!

@@ -417,6 +417,9 @@ impl PartialEq for Subquery {
     }
 }
 
+/// Encoded keys ([`Expr::InKeys`]).
+pub type KeySet = std::collections::HashSet<Vec<u8>, foldhash::fast::RandomState>;
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
     Literal(Value),
@@ -470,6 +473,14 @@ pub enum Expr {
         case_sensitive: bool,
     },
     Function(crate::functions::ScalarFunction, Vec<Expr>),
+    /// Only while executing, never bound from SQL: whether the operand's key encoding
+    /// ([`crate::codec::encode_key_value`], what hash joins match by) is one of `keys`; a NULL
+    /// operand is in no set. A join pushes its left rows' keys into its right input as this
+    /// (`exec/join_filter.rs`).
+    InKeys {
+        expr: Box<Expr>,
+        keys: Arc<KeySet>,
+    },
     /// Only while binding: replaced by a column of the aggregate's output.
     Aggregate(Box<AggregateCall>),
     /// Only while binding: replaced by a column of the window operator's output.
@@ -496,7 +507,7 @@ impl Expr {
                 expr.walk(visit);
                 list.iter().for_each(|item| item.walk(visit));
             }
-            Expr::InSubquery { expr, .. } => expr.walk(visit),
+            Expr::InSubquery { expr, .. } | Expr::InKeys { expr, .. } => expr.walk(visit),
             Expr::Case { operand, whens, otherwise } => {
                 if let Some(operand) = operand {
                     operand.walk(visit);
@@ -557,6 +568,7 @@ impl Expr {
                 Expr::InList { expr, list: list.into_iter().map(&mut *f).collect(), negated }
             }
             Expr::InSubquery { expr, subquery, negated } => Expr::InSubquery { expr: boxed(expr), subquery, negated },
+            Expr::InKeys { expr, keys } => Expr::InKeys { expr: boxed(expr), keys },
             Expr::Case { operand, whens, otherwise } => {
                 let operand = operand.map(&mut boxed);
                 let whens = whens.into_iter().map(|(condition, result)| (f(condition), f(result))).collect();
@@ -1116,6 +1128,7 @@ impl fmt::Display for Expr {
             Expr::InList { expr, list, negated } => {
                 write!(f, "({expr} {}IN ({} items))", if *negated { "NOT " } else { "" }, list.len())
             }
+            Expr::InKeys { expr, keys } => write!(f, "({expr} IN ({} join keys))", keys.len()),
             Expr::InSubquery { expr, negated, .. } => {
                 write!(f, "({expr} {}IN (subquery))", if *negated { "NOT " } else { "" })
             }

@@ -10,7 +10,9 @@
 //! - ORs whose arms share a join key (factored out), and ORs that imply per-table filters;
 //! - equalities and ranges on the leading columns of a composite primary key (key-prefix
 //!   scans and lookup joins);
-//! - IN and NOT IN over uncorrelated subqueries with NULLs;
+//! - IN and NOT IN over uncorrelated subqueries with NULLs (tested by hash);
+//! - joins with derived tables that group, join or limit, inner, left and right (a join's
+//!   left keys pushed into its right input);
 //! - narrow projections over joins and derived tables (columns pruned below them), and
 //!   correlated subqueries in the select list (which need the whole row kept).
 //!
@@ -184,13 +186,34 @@ impl Gen {
         }
     }
 
+    /// Joins with a derived table that groups, joins or limits (the join's left keys pushed
+    /// into it, or not where a limit or a right join forbids it).
+    fn derived_join(&mut self) -> String {
+        let join = ["JOIN", "LEFT JOIN", "RIGHT JOIN"].choose(&mut self.rng).unwrap();
+        match self.rng.random_range(0..4) {
+            0 => format!(
+                "SELECT t.id, d.k, d.n FROM t {join} (SELECT k, count(*) AS n, sum(w) AS s FROM u GROUP BY k) AS d \
+                 ON d.k = t.k ORDER BY 1, 2, 3"
+            ),
+            1 => format!(
+                "SELECT t.id, d.b FROM t {join} (SELECT u.k, u.b FROM u JOIN t AS t2 ON t2.id = u.a) AS d \
+                 ON d.k = t.g ORDER BY 1, 2"
+            ),
+            2 => format!(
+                "SELECT t.id, d.k FROM t {join} (SELECT k FROM u ORDER BY a, b LIMIT 3) AS d ON d.k = t.k ORDER BY 1, 2"
+            ),
+            _ => "SELECT id FROM t WHERE k IN (SELECT k FROM u GROUP BY k HAVING count(*) > 1) ORDER BY 1".into(),
+        }
+    }
+
     fn query(&mut self) -> String {
-        match self.rng.random_range(0..7) {
+        match self.rng.random_range(0..8) {
             0 | 1 => self.exists(),
             2 => self.scalar(),
             3 => self.or_join(),
             4 => self.key_prefix(),
             5 => self.select_list(),
+            6 => self.derived_join(),
             _ => self.in_subquery(),
         }
     }

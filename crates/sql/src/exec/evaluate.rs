@@ -7,6 +7,7 @@
 //! the first ones, and is `Sync`: the workers of a parallel scan evaluate with it the
 //! expressions [`is_parallel_safe`] admits.
 
+use super::in_set::InSet;
 use super::{Env, compare, ends_with_escape, text_bytes};
 use crate::error::{Error, Result};
 use crate::functions::{self, ScalarFunction};
@@ -48,6 +49,11 @@ pub(crate) trait Evaluate {
     fn memory_limit(&self) -> usize;
     /// The rows of a subquery, for the row `env` (cached when uncorrelated).
     fn subquery_rows(&self, subquery: &Subquery, env: &Env) -> Result<Rc<Vec<Row>>>;
+    /// An uncorrelated subquery's first column hashed for `IN` (cached with its rows); `None`
+    /// where there is no cache or the values cannot be hashed.
+    fn subquery_in_set(&self, _subquery: &Subquery, _env: &Env) -> Result<Option<Rc<InSet>>> {
+        Ok(None)
+    }
     /// Notes that the statement called something volatile (random(), the current time).
     fn note_volatile(&self);
     /// A function of [`is_context_function`] on its argument values.
@@ -132,6 +138,14 @@ pub(crate) trait Evaluate {
                 }
                 if saw_null { Value::Null } else { Value::Integer(i64::from(*negated)) }
             }
+            Expr::InKeys { expr, keys } => {
+                let value = self.operand(expr, env)?;
+                let mut encoded = Vec::new();
+                if !value.is_null() {
+                    crate::codec::encode_key_value(&value, &mut encoded);
+                }
+                Value::Integer(i64::from(!value.is_null() && keys.contains(&encoded)))
+            }
             Expr::InSubquery { expr, subquery, negated } => {
                 let rows = self.subquery_rows(subquery, env)?;
                 if rows.is_empty() {
@@ -140,6 +154,11 @@ pub(crate) trait Evaluate {
                 let value = self.eval(expr, env)?;
                 if value.is_null() {
                     return Ok(Value::Null);
+                }
+                if let Some(set) = self.subquery_in_set(subquery, env)?
+                    && let Some(found) = set.contains(&value)
+                {
+                    return Ok(found.map_or(Value::Null, |found| Value::Integer(i64::from(found != *negated))));
                 }
                 let mut saw_null = false;
                 for row in rows.iter() {

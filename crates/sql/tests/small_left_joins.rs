@@ -1,17 +1,19 @@
-//! Probe joins that read their right table by key lookups when the left side is small.
+//! Joins that read less of their right side when the left side is small: probe joins that
+//! look their right table's keys up, and joins that push their left keys into a grouped right
+//! input.
 //!
-//! Each query runs twice: as written, where the right key is the table's first primary-key
+//! Each lookup query runs twice: as written, where the right key is the table's first primary-key
 //! column (the join may look the left keys up), and with that key hidden behind `+ 0` or
 //! `|| ''` (the join must scan). Rows and their order must be the same, and the table's
 //! `pg_stat_user_tables` counters tell which way it was read.
 //!
 //! ```text
-//! cargo test -p tern-sql --test lookup_join
+//! cargo test -p tern-sql --test small_left_joins
 //! ```
 
 mod common;
 
-use common::{insert_flushed, one, postgres, run, texts, uncached};
+use common::{insert_flushed, one, postgres, run, sqlstate, texts, uncached, uncached_with_limit};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tern_sql::{Database, Session};
@@ -127,4 +129,52 @@ fn mixed_left_key_types_scan() {
     let sql = "SELECT o.id, count(*) FROM loose o JOIN line l ON l.ok = o.ref WHERE o.id + 0 >= 0 GROUP BY o.id";
     assert_eq!(texts(&mut session, sql), ["1|4", "2|4", "3|4"]);
     assert!(scans(&mut session, "line").0 > before.0);
+}
+
+#[test]
+fn left_keys_pushed_into_a_grouped_right_side() {
+    // 40,000 groups do not fit in 1 MiB; the three the join needs do.
+    let db = uncached_with_limit(1 << 20);
+    let mut session = postgres(&db);
+    run(&mut session, "CREATE TABLE big(id integer PRIMARY KEY, k integer, v integer)");
+    run(&mut session, "CREATE TABLE few(k integer PRIMARY KEY, name text)");
+    run(&mut session, "INSERT INTO few VALUES (7, 'seven'), (11, 'eleven'), (40001, 'none'), (-1, NULL)");
+    insert_flushed(&db, &mut session, 40, |batch| {
+        let rows: Vec<String> = (0..2_000)
+            .map(|i| {
+                let id = batch * 2_000 + i;
+                format!("({id}, {}, {})", id % 40_000, id % 7)
+            })
+            .collect();
+        format!("INSERT INTO big VALUES {}", rows.join(", "))
+    });
+    let grouped = "(SELECT k, sum(v) AS total, count(*) AS n FROM big GROUP BY k)";
+    let cases = [
+        (
+            format!("SELECT f.name, g.total, g.n FROM few f JOIN {grouped} g ON g.k = f.k ORDER BY 1"),
+            vec!["eleven|10|2", "seven|2|2"],
+        ),
+        (
+            format!("SELECT f.name, g.n FROM few f LEFT JOIN {grouped} g ON g.k = f.k ORDER BY 1"),
+            vec!["eleven|2", "none|", "seven|2", "|"],
+        ),
+        (
+            format!(
+                "SELECT f.name FROM few f WHERE EXISTS (SELECT 1 FROM {grouped} g WHERE g.k = f.k AND g.n = 2) ORDER BY 1"
+            ),
+            vec!["eleven", "seven"],
+        ),
+    ];
+    for (sql, expected) in cases {
+        assert_eq!(texts(&mut session, &sql), expected, "{sql}");
+        // Without a plain column as the right key nothing is pushed, and the groups do not fit.
+        assert_eq!(sqlstate(&mut session, &sql.replace("g.k = f.k", "g.k + 0 = f.k")), "53200", "{sql}");
+    }
+    // A right join keeps the right rows that match nothing: nothing may be pushed.
+    let right = format!("SELECT count(*) FROM few f RIGHT JOIN {grouped} g ON g.k = f.k");
+    assert_eq!(sqlstate(&mut session, &right), "53200");
+    // Below a LIMIT the filter would change which rows the limit keeps.
+    let limited =
+        "SELECT f.name, l.k FROM few f JOIN (SELECT k FROM big ORDER BY id LIMIT 12) l ON l.k = f.k ORDER BY 1";
+    assert_eq!(texts(&mut session, limited), ["eleven|11", "seven|7"]);
 }

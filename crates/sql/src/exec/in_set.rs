@@ -1,0 +1,70 @@
+//! `x IN (subquery)` by hash instead of a comparison with every row.
+//!
+//! An uncorrelated subquery's rows are the same for every row that tests them, so its values
+//! are hashed once, by the key encoding that agrees with [`Value::total_cmp`] equality (1 and
+//! 1.0 alike). For the values where `sql_cmp` is `total_cmp` (numbers, text, blobs: no dates or
+//! times, which compare with text by casting it, no row values, no enum labels) a probe then
+//! gives exactly what the comparisons would: true on a match, else NULL when the subquery gave
+//! a NULL, else false. Any other value is compared row by row, as before. TPC-H Q18 tests each
+//! of 1.5 million orders against 57 order keys, Q20 each of 800,000 partsupp rows against
+//! 2,000 part keys.
+
+use crate::plan::{KeySet, Row};
+use crate::value::{Affinity, Value};
+
+/// The hashed values of a subquery's first column.
+pub(crate) struct InSet {
+    keys: KeySet,
+    has_null: bool,
+}
+
+impl InSet {
+    /// The set of the rows' first values (after `affinity`, as the comparisons apply it);
+    /// `None` when one of them is not of a type the set can answer for.
+    pub(crate) fn build(rows: &[Row], affinity: Option<Affinity>) -> Option<InSet> {
+        let mut set = InSet { keys: KeySet::default(), has_null: false };
+        for row in rows {
+            let value = match affinity {
+                Some(affinity) => affinity.apply(row[0].clone()),
+                None => row[0].clone(),
+            };
+            if value.is_null() {
+                set.has_null = true;
+            } else if hashable(&value) {
+                let mut encoded = Vec::new();
+                value.hash_key(&mut encoded);
+                set.keys.insert(encoded);
+            } else {
+                return None;
+            }
+        }
+        Some(set)
+    }
+
+    /// Whether a non-NULL `value` is in the set (`Some(None)`: unknown, the subquery gave a
+    /// NULL); `None` when the set cannot answer for the value's type.
+    pub(crate) fn contains(&self, value: &Value) -> Option<Option<bool>> {
+        if !hashable(value) {
+            return None;
+        }
+        let mut encoded = Vec::new();
+        value.hash_key(&mut encoded);
+        Some(if self.keys.contains(&encoded) {
+            Some(true)
+        } else if self.has_null {
+            None
+        } else {
+            Some(false)
+        })
+    }
+
+    /// Bytes the set holds, about.
+    pub(crate) fn bytes(&self) -> usize {
+        self.keys.iter().map(|key| key.len() + 48).sum()
+    }
+}
+
+/// The types whose `sql_cmp` equality is their key encoding's.
+fn hashable(value: &Value) -> bool {
+    matches!(value, Value::Integer(_) | Value::Real(_) | Value::Decimal(_) | Value::Text(_) | Value::Blob(_))
+}
