@@ -26,13 +26,13 @@ use std::collections::BTreeSet;
 use std::ops::Bound;
 
 /// About how many blocks' worth of scanning one key lookup costs (a seek in each level that
-/// holds the key, a block decoded in each). Measured on TPC-H at SF 0.1 (Q4's 5,552 and Q3's
-/// 15,224 order keys looked up in lineitem): one lookup took 8–36 µs, scanning one block about
-/// 25 µs. Lookups run on the statement's thread, while the scan is shared out among threads
-/// (measured speed-ups: 1.5–1.9x on 2 threads, 4–6x on 16): lookups are chosen when the
-/// distinct keys, times this, times half the scan's threads, are fewer than the table's
-/// blocks.
-const LOOKUP_BLOCKS: usize = 1;
+/// holds the key, a block decoded in each). Measured on TPC-H lineitem: at SF 0.1 a lookup
+/// took 8–36 µs against ~25 µs to scan a block on one thread; at SF 1, with more levels to
+/// seek in, ~35 µs against ~22 µs (Q3's 150,000 order keys took 5 s to look up, against 2.5 s
+/// to scan on 2 threads). Lookups run on the statement's thread while the scan is shared out:
+/// they are chosen when the distinct keys, times this, times the scan's threads, are fewer than
+/// the table's blocks.
+const LOOKUP_BLOCKS: usize = 2;
 
 /// The distinct key values to look up, of one exactly encoded type.
 enum LookupKeys {
@@ -81,8 +81,7 @@ impl Executor<'_> {
         };
         let prefix = object_prefix(table.id);
         let end = prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
-        let scan_speed_up = self.scan_threads().div_ceil(2);
-        let enough = keys.len().saturating_mul(LOOKUP_BLOCKS * scan_speed_up).saturating_add(1);
+        let enough = keys.len().saturating_mul(LOOKUP_BLOCKS * self.scan_threads()).saturating_add(1);
         if !self.txn.borrow().range_holds_blocks(Bound::Included(prefix), end, enough)? {
             return Ok(None);
         }
