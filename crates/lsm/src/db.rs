@@ -734,8 +734,8 @@ impl Db {
         Ok(total >= blocks)
     }
 
-    /// Calls `visit` with the first user key of each data block inside `range`, table by table
-    /// (with the count of the table's blocks so far), until it returns false.
+    /// Calls `visit` with the index key (the last user key) of each data block of `range`,
+    /// table by table (with the count of the table's blocks so far), until it returns false.
     fn visit_range_blocks<'k>(
         &self,
         range: impl RangeBounds<&'k [u8]>,

@@ -19,12 +19,17 @@
 //! (either side of an inner join, the left side of the others). What it cannot pass gets the
 //! filter on top. TPC-H Q17 and Q20 aggregate lineitem by part (and supplier) only to join the
 //! groups with a few parts; with their keys pushed into the scan, only those parts' rows are
-//! grouped. The filter is pushed only when it gets below the right input's root.
+//! grouped. The filter is pushed only when it gets below the right input's root, and only
+//! from left sides of up to a million rows.
 
 use super::{Env, Executor};
 use crate::error::Result;
 use crate::plan::{BinaryOp, Expr, JoinKind, KeySet, Plan, Row};
 use std::sync::Arc;
+
+/// Left sides past this many rows push nothing: their key sets would cost memory the join's
+/// own hash table needs, and seldom leave much of the right side out.
+const MAX_PUSHED_ROWS: usize = 1 << 20;
 
 impl Executor<'_> {
     /// The right input with the left rows' keys pushed into it, for each key pair whose right
@@ -39,7 +44,9 @@ impl Executor<'_> {
         left_rows: &[Row],
         outer: Option<&Env>,
     ) -> Result<Option<Plan>> {
-        if !matches!(kind, JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti) {
+        if !matches!(kind, JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti)
+            || left_rows.len() > MAX_PUSHED_ROWS
+        {
             return Ok(None);
         }
         let mut plan = right.clone();
