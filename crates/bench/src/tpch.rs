@@ -215,15 +215,13 @@ pub fn run(args: &TpchArgs) -> Result<TpchReport> {
         ..tern_sql::Options::default()
     };
     options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
-    let kept = args.database.as_ref().is_some_and(|path| path.exists());
+    // The run's own file is new; a kept one (`--database`) is loaded already if it exists.
     let path = args.database.clone().unwrap_or_else(|| work.file("tpch.tern"));
-    let db = tern_sql::Database::open(path, options)?;
+    let loaded = path.exists();
+    let db = tern_sql::Database::open(&path, options)?;
     let mut load_seconds = peer.load_seconds.clone();
-    if kept {
-        println!(
-            "tern: opened the loaded database {}",
-            args.database.as_ref().map_or(String::new(), |p| p.display().to_string())
-        );
+    if loaded {
+        println!("tern: opened the loaded database {}", path.display());
     } else {
         let load = load_tern(&db, &data)?;
         println!("tern: loaded in {load:.1} s");

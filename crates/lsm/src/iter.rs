@@ -25,12 +25,18 @@ pub trait Cursor: Send {
     /// going forward). Sources that group versions override it to jump in one step: a row
     /// updated many times is then skipped at the cost of one entry, not of its versions.
     fn skip_user_key(&mut self) -> Result<()> {
-        let user = keys::user_key(self.key()).to_vec();
-        while self.valid() && keys::user_key(self.key()) == user.as_slice() {
-            self.advance()?;
-        }
-        Ok(())
+        skip_by_advancing(self)
     }
+}
+
+/// Moves `cursor` past the current user key's remaining entries one at a time (what
+/// [`Cursor::skip_user_key`] does where no shortcut applies).
+pub(crate) fn skip_by_advancing<C: Cursor + ?Sized>(cursor: &mut C) -> Result<()> {
+    let user = keys::user_key(cursor.key()).to_vec();
+    while cursor.valid() && keys::user_key(cursor.key()) == user.as_slice() {
+        cursor.advance()?;
+    }
+    Ok(())
 }
 
 /// The tables of one level L1+ (sorted, not overlapping), opened one at a time.
@@ -100,11 +106,7 @@ impl Cursor for LevelCursor {
             return self.skip_exhausted();
         }
         // The key's versions run on past its block (perhaps into the next table).
-        let user = keys::user_key(self.key()).to_vec();
-        while self.valid() && keys::user_key(self.key()) == user.as_slice() {
-            self.advance()?;
-        }
-        Ok(())
+        skip_by_advancing(self)
     }
 }
 

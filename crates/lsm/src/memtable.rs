@@ -893,11 +893,7 @@ impl Cursor for MemCursor {
     fn skip_user_key(&mut self) -> Result<()> {
         if !self.forward {
             // Backward, versions come oldest first and each step searches again: no shortcut.
-            let user = keys::user_key(self.key()).to_vec();
-            while self.valid() && keys::user_key(self.key()) == user.as_slice() {
-                self.advance()?;
-            }
-            return Ok(());
+            return crate::iter::skip_by_advancing(self);
         }
         // All versions of a key hang off one node: the next node is the next user key.
         let node = NodeRef(self.node, PhantomData);

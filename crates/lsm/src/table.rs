@@ -796,11 +796,7 @@ impl crate::iter::Cursor for TableCursor {
         if self.skip_user_key_in_block()? {
             return Ok(());
         }
-        let user = keys::user_key(self.key()).to_vec();
-        while self.valid() && keys::user_key(self.key()) == user.as_slice() {
-            self.advance()?;
-        }
-        Ok(())
+        crate::iter::skip_by_advancing(self)
     }
 
     fn advance(&mut self) -> Result<()> {

@@ -1114,6 +1114,58 @@ impl<'t> Executor<'t> {
 
     // ---- plans ---------------------------------------------------------------------------
 
+    /// An index nested-loop join: each left row's key looked up in the table's primary key or
+    /// an index.
+    fn lookup_join(&self, plan: &Plan, outer: Option<&Env>) -> Result<Vec<Row>> {
+        let Plan::LookupJoin { left, table, index, left_key, right_filter, condition, kind } = plan else {
+            return Err(Error::internal("lookup_join needs a lookup join"));
+        };
+        let left_rows = self.run(left, outer)?;
+        let left_width = left.width();
+        let mut output = Vec::new();
+        let empty = Env::new(&[], outer);
+        for left_row in &left_rows {
+            let key = self.eval(left_key, &Env::new(left_row, outer))?;
+            let mut matched = false;
+            if !key.is_null() {
+                let keys = vec![vec![Expr::Literal(key)]];
+                let access = match index {
+                    Some(index) => Access::IndexPoints { index: index.clone(), keys },
+                    None if table.primary_key.len() > 1 => Access::PrimaryKeyPrefix(keys),
+                    None => Access::PrimaryKeyPoints(keys),
+                };
+                self.scan_table(table, &access, false, &empty, SCAN_FIRST_CHUNK_ROWS, |_, right_row| {
+                    if let Some(filter) = right_filter
+                        && self.eval(filter, &Env::new(&right_row, outer))?.truth() != Some(true)
+                    {
+                        return Ok(true);
+                    }
+                    let mut combined = Vec::with_capacity(left_width + right_row.len());
+                    combined.extend_from_slice(left_row);
+                    combined.extend(right_row);
+                    let keep = match condition {
+                        Some(condition) => self.eval(condition, &Env::new(&combined, outer))?.truth() == Some(true),
+                        None => true,
+                    };
+                    if keep {
+                        matched = true;
+                        if output.len() % 4096 == 4095 {
+                            self.charge(4096 * row_bytes(&combined))?;
+                        }
+                        output.push(combined);
+                    }
+                    Ok(true)
+                })?;
+            }
+            if !matched && *kind == JoinKind::Left {
+                let mut padded = left_row.clone();
+                padded.resize(left_width + table.columns.len(), Value::Null);
+                output.push(padded);
+            }
+        }
+        Ok(output)
+    }
+
     pub fn run(&self, plan: &Plan, outer: Option<&Env>) -> Result<Vec<Row>> {
         self.check_interrupt()?;
         let started = self.profile.as_ref().map(|_| std::time::Instant::now());
@@ -1191,54 +1243,7 @@ impl<'t> Executor<'t> {
                     outer,
                 )
             }
-            Plan::LookupJoin { left, table, index, left_key, right_filter, condition, kind } => {
-                let left_rows = self.run(left, outer)?;
-                let left_width = left.width();
-                let mut output = Vec::new();
-                let empty = Env::new(&[], outer);
-                for left_row in &left_rows {
-                    let key = self.eval(left_key, &Env::new(left_row, outer))?;
-                    let mut matched = false;
-                    if !key.is_null() {
-                        let keys = vec![vec![Expr::Literal(key)]];
-                        let access = match index {
-                            Some(index) => Access::IndexPoints { index: index.clone(), keys },
-                            None if table.primary_key.len() > 1 => Access::PrimaryKeyPrefix(keys),
-                            None => Access::PrimaryKeyPoints(keys),
-                        };
-                        self.scan_table(table, &access, false, &empty, SCAN_FIRST_CHUNK_ROWS, |_, right_row| {
-                            if let Some(filter) = right_filter
-                                && self.eval(filter, &Env::new(&right_row, outer))?.truth() != Some(true)
-                            {
-                                return Ok(true);
-                            }
-                            let mut combined = Vec::with_capacity(left_width + right_row.len());
-                            combined.extend_from_slice(left_row);
-                            combined.extend(right_row);
-                            let keep = match condition {
-                                Some(condition) => {
-                                    self.eval(condition, &Env::new(&combined, outer))?.truth() == Some(true)
-                                }
-                                None => true,
-                            };
-                            if keep {
-                                matched = true;
-                                if output.len() % 4096 == 4095 {
-                                    self.charge(4096 * row_bytes(&combined))?;
-                                }
-                                output.push(combined);
-                            }
-                            Ok(true)
-                        })?;
-                    }
-                    if !matched && *kind == JoinKind::Left {
-                        let mut padded = left_row.clone();
-                        padded.resize(left_width + table.columns.len(), Value::Null);
-                        output.push(padded);
-                    }
-                }
-                Ok(output)
-            }
+            Plan::LookupJoin { .. } => self.lookup_join(plan, outer),
             Plan::Aggregate { input, group_by, aggregates } => self.run_aggregate(input, group_by, aggregates, outer),
             Plan::Window { input, calls } => {
                 let rows = self.run(input, outer)?;

@@ -7,7 +7,7 @@
 //! the first ones, and is `Sync`: the workers of a parallel scan evaluate with it the
 //! expressions [`is_parallel_safe`] admits.
 
-use super::in_set::InSet;
+use super::in_set::{InSet, key_in};
 use super::{Env, compare, ends_with_escape, text_bytes};
 use crate::error::{Error, Result};
 use crate::functions::{self, ScalarFunction};
@@ -119,61 +119,7 @@ pub(crate) trait Evaluate {
                 Value::Integer(i64::from(equal != *negated))
             }
             Expr::IsNull(inner, negated) => Value::Integer(i64::from(self.eval(inner, env)?.is_null() != *negated)),
-            Expr::InList { expr, list, negated } => {
-                if list.is_empty() {
-                    return Ok(Value::Integer(i64::from(*negated)));
-                }
-                let value = self.eval(expr, env)?;
-                if value.is_null() {
-                    return Ok(Value::Null);
-                }
-                let mut saw_null = false;
-                for item in list {
-                    let item = self.eval(item, env)?;
-                    match value.sql_cmp(&item) {
-                        Some(Ordering::Equal) => return Ok(Value::Integer(i64::from(!*negated))),
-                        None => saw_null = true,
-                        _ => {}
-                    }
-                }
-                if saw_null { Value::Null } else { Value::Integer(i64::from(*negated)) }
-            }
-            Expr::InKeys { expr, keys } => {
-                let value = self.operand(expr, env)?;
-                let mut encoded = Vec::new();
-                if !value.is_null() {
-                    crate::codec::encode_key_value(&value, &mut encoded);
-                }
-                Value::Integer(i64::from(!value.is_null() && keys.contains(&encoded)))
-            }
-            Expr::InSubquery { expr, subquery, negated } => {
-                let rows = self.subquery_rows(subquery, env)?;
-                if rows.is_empty() {
-                    return Ok(Value::Integer(i64::from(*negated)));
-                }
-                let value = self.eval(expr, env)?;
-                if value.is_null() {
-                    return Ok(Value::Null);
-                }
-                if let Some(set) = self.subquery_in_set(subquery, env)?
-                    && let Some(found) = set.contains(&value)
-                {
-                    return Ok(found.map_or(Value::Null, |found| Value::Integer(i64::from(found != *negated))));
-                }
-                let mut saw_null = false;
-                for row in rows.iter() {
-                    let candidate = match subquery.row_affinity {
-                        Some(affinity) => std::borrow::Cow::Owned(affinity.apply(row[0].clone())),
-                        None => std::borrow::Cow::Borrowed(&row[0]),
-                    };
-                    match value.sql_cmp(&candidate) {
-                        Some(Ordering::Equal) => return Ok(Value::Integer(i64::from(!*negated))),
-                        None => saw_null = true,
-                        _ => {}
-                    }
-                }
-                if saw_null { Value::Null } else { Value::Integer(i64::from(*negated)) }
-            }
+            Expr::InList { .. } | Expr::InKeys { .. } | Expr::InSubquery { .. } => self.eval_in(expr, env)?,
             Expr::Exists { subquery, negated } => {
                 let rows = self.subquery_rows(subquery, env)?;
                 Value::Integer(i64::from(rows.is_empty() == *negated))
@@ -292,30 +238,58 @@ pub(crate) trait Evaluate {
         })
     }
 
+    /// `IN` of a list, of a join's key set, or of a subquery.
+    fn eval_in(&self, expr: &Expr, env: &Env) -> Result<Value> {
+        match expr {
+            Expr::InList { expr, list, negated } => {
+                if list.is_empty() {
+                    return Ok(Value::Integer(i64::from(*negated)));
+                }
+                let value = self.eval(expr, env)?;
+                let candidates = list.iter().map(|item| self.eval(item, env).map(std::borrow::Cow::Owned));
+                membership(&value, candidates, *negated)
+            }
+            Expr::InKeys { expr, keys } => {
+                let value = self.operand(expr, env)?;
+                Ok(Value::Integer(i64::from(!value.is_null() && key_in(keys, &value))))
+            }
+            Expr::InSubquery { expr, subquery, negated } => {
+                let rows = self.subquery_rows(subquery, env)?;
+                if rows.is_empty() {
+                    return Ok(Value::Integer(i64::from(*negated)));
+                }
+                let value = self.eval(expr, env)?;
+                if !value.is_null()
+                    && let Some(set) = self.subquery_in_set(subquery, env)?
+                    && let Some(found) = set.contains(&value)
+                {
+                    return Ok(found.map_or(Value::Null, |found| Value::Integer(i64::from(found != *negated))));
+                }
+                let candidates = rows.iter().map(|row| {
+                    Ok(match subquery.row_affinity {
+                        Some(affinity) => std::borrow::Cow::Owned(affinity.apply(row[0].clone())),
+                        None => std::borrow::Cow::Borrowed(&row[0]),
+                    })
+                });
+                membership(&value, candidates, *negated)
+            }
+            _ => Err(Error::internal("eval_in needs an IN expression")),
+        }
+    }
+
     /// A binary operator: AND and OR short-circuit, comparisons borrow their operands.
     fn eval_binary(&self, op: &BinaryOp, left: &Expr, right: &Expr, env: &Env) -> Result<Value> {
         Ok(match op {
-            BinaryOp::And => {
+            BinaryOp::And | BinaryOp::Or => {
+                // The truth value that decides alone: false for AND, true for OR.
+                let deciding = *op == BinaryOp::Or;
                 let left = self.eval(left, env)?.truth();
-                if left == Some(false) {
-                    return Ok(Value::Integer(0));
+                if left == Some(deciding) {
+                    return Ok(Value::Integer(i64::from(deciding)));
                 }
-                let right = self.eval(right, env)?.truth();
-                match (left, right) {
-                    (_, Some(false)) => Value::Integer(0),
-                    (Some(true), Some(true)) => Value::Integer(1),
-                    _ => Value::Null,
-                }
-            }
-            BinaryOp::Or => {
-                let left = self.eval(left, env)?.truth();
-                if left == Some(true) {
-                    return Ok(Value::Integer(1));
-                }
-                let right = self.eval(right, env)?.truth();
-                match (left, right) {
-                    (_, Some(true)) => Value::Integer(1),
-                    (Some(false), Some(false)) => Value::Integer(0),
+                match (left, self.eval(right, env)?.truth()) {
+                    (_, Some(right)) if right == deciding => Value::Integer(i64::from(deciding)),
+                    (Some(_), Some(_)) => Value::Integer(i64::from(!deciding)),
                     _ => Value::Null,
                 }
             }
@@ -454,6 +428,27 @@ impl Evaluate for PureContext<'_> {
     fn context_function(&self, _: ScalarFunction, _: &[Value]) -> Result<Value> {
         Err(Error::internal("a parallel worker met a session function"))
     }
+}
+
+/// `value IN (candidates)` by SQL comparison: true at the first equal one, else NULL when
+/// `value` or a candidate is NULL, else false (`negated`: NOT IN).
+fn membership<'a>(
+    value: &Value,
+    candidates: impl Iterator<Item = Result<std::borrow::Cow<'a, Value>>>,
+    negated: bool,
+) -> Result<Value> {
+    if value.is_null() {
+        return Ok(Value::Null);
+    }
+    let mut saw_null = false;
+    for candidate in candidates {
+        match value.sql_cmp(candidate?.as_ref()) {
+            Some(Ordering::Equal) => return Ok(Value::Integer(i64::from(!negated))),
+            None => saw_null = true,
+            _ => {}
+        }
+    }
+    Ok(if saw_null { Value::Null } else { Value::Integer(i64::from(negated)) })
 }
 
 /// 57014 when the statement's interrupt flag is raised (from another thread).

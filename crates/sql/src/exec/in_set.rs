@@ -47,9 +47,7 @@ impl InSet {
         if !hashable(value) {
             return None;
         }
-        let mut encoded = Vec::new();
-        value.hash_key(&mut encoded);
-        Some(if self.keys.contains(&encoded) {
+        Some(if key_in(&self.keys, value) {
             Some(true)
         } else if self.has_null {
             None
@@ -62,6 +60,19 @@ impl InSet {
     pub(crate) fn bytes(&self) -> usize {
         self.keys.iter().map(|key| key.len() + 48).sum()
     }
+}
+
+/// Whether `value`'s key encoding is in `keys` (encoded into a buffer kept per thread: this
+/// runs once per row of the scans that test join keys).
+pub(crate) fn key_in(keys: &KeySet, value: &Value) -> bool {
+    thread_local! {
+        static ENCODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    ENCODED.with_borrow_mut(|encoded| {
+        encoded.clear();
+        value.hash_key(encoded);
+        keys.contains(encoded.as_slice())
+    })
 }
 
 /// The types whose `sql_cmp` equality is their key encoding's.

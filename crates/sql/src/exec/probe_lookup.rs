@@ -8,8 +8,9 @@
 //! each one up beats reading the whole table: the decision is made here, at run time, from the
 //! left rows counted and the table's stored blocks (no statistics needed).
 //!
-//! The rows looked up go through the scan's filter and the layers above it exactly as the
-//! streamed ones would, and come out in key order, the order the scan gives them. The probe
+//! The join then streams the same right plan with the scan's access path replaced by the
+//! lookups: the rows go through the scan's filter and the layers above it exactly as the
+//! scanned ones would, and come out in key order, the order the scan gives them. The probe
 //! then checks every key and condition as before: the lookups only choose which rows it sees.
 //! Only keys whose encoding is exact are looked up: integers into an integer column, text
 //! into a text column; left keys of other types leave the scan as it was. The read set then
@@ -17,7 +18,7 @@
 
 use super::parallel::scan_shape;
 use super::probe_stream::ProbeJoin;
-use super::{Env, Executor, SCAN_FIRST_CHUNK_ROWS, row_bytes};
+use super::{Env, Executor};
 use crate::codec::{object_prefix, prefix_end};
 use crate::error::Result;
 use crate::plan::{Access, Expr, Plan, Row};
@@ -60,17 +61,17 @@ impl LookupKeys {
 }
 
 impl Executor<'_> {
-    /// The join's right rows, read by looking up the left rows' keys, when the right input is
-    /// a full scan keyed on its table's first primary-key column and the lookups cost less than
-    /// the scan; `None` otherwise (nothing read).
-    pub(super) fn right_rows_by_lookup(
+    /// The join's right input reading the left rows' keys by primary-key lookups (the same
+    /// plan with the scan's access path replaced), when it is a full scan keyed on its table's
+    /// first primary-key column and the lookups cost less than the scan; `None` otherwise.
+    pub(super) fn right_by_lookup(
         &self,
         join: &ProbeJoin<'_>,
         left_rows: &[Row],
         outer: Option<&Env>,
-    ) -> Result<Option<Vec<Row>>> {
+    ) -> Result<Option<Plan>> {
         let Some((scan, layers)) = scan_shape(join.right) else { return Ok(None) };
-        let Plan::Scan { table, access: Access::Full, filter, reverse: false } = scan else { return Ok(None) };
+        let Plan::Scan { table, access: Access::Full, reverse: false, .. } = scan else { return Ok(None) };
         let Some(&first) = table.primary_key.first() else { return Ok(None) };
         let Some(position) = join.right_keys.iter().position(|key| table_column(key, &layers) == Some(first)) else {
             return Ok(None);
@@ -89,23 +90,7 @@ impl Executor<'_> {
             1 => Access::PrimaryKeyPoints(keys.tuples()),
             _ => Access::PrimaryKeyPrefix(keys.tuples()),
         };
-        let mut rows = Vec::new();
-        let empty = Env::new(&[], outer);
-        self.scan_table(table, &access, false, &empty, SCAN_FIRST_CHUNK_ROWS, |_, row| {
-            if let Some(filter) = filter
-                && self.eval(filter, &Env::new(&row, outer))?.truth() != Some(true)
-            {
-                return Ok(true);
-            }
-            if let Some(row) = self.through_layers(row, &layers, outer)? {
-                if rows.len() % 4096 == 4095 {
-                    self.charge(4096 * row_bytes(&row))?;
-                }
-                rows.push(row);
-            }
-            Ok(true)
-        })?;
-        Ok(Some(rows))
+        Ok(Some(with_access(join.right.clone(), access)))
     }
 
     /// The distinct non-NULL values of `key` over the left rows, when all are of the type the
@@ -138,25 +123,15 @@ impl Executor<'_> {
         }
         Ok(Some(keys))
     }
+}
 
-    /// A table row through the filters and projections above the scan (bottom up); `None`
-    /// when a filter drops it.
-    fn through_layers(&self, mut row: Row, layers: &[&Plan], outer: Option<&Env>) -> Result<Option<Row>> {
-        for layer in layers {
-            match layer {
-                Plan::Filter { predicate, .. } => {
-                    if self.eval(predicate, &Env::new(&row, outer))?.truth() != Some(true) {
-                        return Ok(None);
-                    }
-                }
-                Plan::Project { exprs, .. } => {
-                    let env = Env::new(&row, outer);
-                    row = exprs.iter().map(|expr| self.eval(expr, &env)).collect::<Result<Row>>()?;
-                }
-                _ => unreachable!("scan_shape gives filters and projections only"),
-            }
-        }
-        Ok(Some(row))
+/// `plan` (filters and projections over a scan) with the scan reading by `access`.
+fn with_access(plan: Plan, access: Access) -> Plan {
+    match plan {
+        Plan::Scan { table, filter, reverse, .. } => Plan::Scan { table, access, filter, reverse },
+        Plan::Filter { input, predicate } => Plan::Filter { input: Box::new(with_access(*input, access)), predicate },
+        Plan::Project { input, exprs } => Plan::Project { input: Box::new(with_access(*input, access)), exprs },
+        other => other,
     }
 }
 

@@ -95,11 +95,8 @@ impl Executor<'_> {
         }
         self.charge(table_bytes)?;
         let left_only = join.kind.keeps_left_only();
-        let looked_up = self.right_rows_by_lookup(join, &left_rows, outer)?;
-        let probed = match looked_up {
-            Some(_) => None,
-            None => self.probe_parallel(&left_rows, join, &table, outer)?,
-        };
+        let looked_up = self.right_by_lookup(join, &left_rows, outer)?;
+        let probed = if looked_up.is_some() { None } else { self.probe_parallel(&left_rows, join, &table, outer)? };
         let (mut output, matched) = match probed {
             Some(probed) => probed,
             None => {
@@ -108,7 +105,8 @@ impl Executor<'_> {
                 let mut key = Vec::new();
                 // A semi or anti join needs one match per left row.
                 let skip = |index: usize| left_only && matched.borrow()[index];
-                let mut probe = |right_row: Row| {
+                let right = looked_up.as_ref().unwrap_or(join.right);
+                self.stream(right, outer, &mut |right_row| {
                     join.probe_row(
                         self,
                         &table,
@@ -129,15 +127,7 @@ impl Executor<'_> {
                         },
                     )?;
                     Ok(true)
-                };
-                match looked_up {
-                    Some(right_rows) => {
-                        for right_row in right_rows {
-                            probe(right_row)?;
-                        }
-                    }
-                    None => self.stream(join.right, outer, &mut probe)?,
-                }
+                })?;
                 (output, matched.into_inner())
             }
         };
