@@ -1,6 +1,6 @@
 //! The PostgreSQL surface around the SQL engine: splitting a simple query into statements,
 //! and recognizing the statements the server itself carries out (SET / SHOW / RESET,
-//! transaction control with PostgreSQL's options, COPY, VACUUM / ANALYZE / CHECKPOINT,
+//! transaction control with PostgreSQL's options, COPY, VACUUM / CHECKPOINT,
 //! DISCARD, DEALLOCATE, CREATE / ALTER / DROP USER). Everything else goes to the engine.
 
 /// One statement of a query string: where it starts (byte offset) and its text.
@@ -228,7 +228,7 @@ pub enum Command {
     /// RESET name / RESET ALL (`None`).
     Reset(Option<String>),
     Show(String),
-    /// Accepted and done without effect: VACUUM, ANALYZE, CHECKPOINT, SET TRANSACTION, ...
+    /// Accepted and done without effect: VACUUM, CHECKPOINT, SET TRANSACTION, ...
     NoOp(&'static str),
     /// DISCARD ALL: settings reset, prepared statements and portals closed.
     Discard,
@@ -319,7 +319,8 @@ pub fn classify(text: &str) -> Option<Command> {
             (None, _) => Command::Invalid("SHOW needs a parameter name".into()),
         },
         "vacuum" => Command::NoOp("VACUUM"),
-        "analyze" | "analyse" => Command::NoOp("ANALYZE"),
+        // ANALYZE gathers the planner's statistics in the engine.
+        "analyze" | "analyse" => return None,
         "checkpoint" => Command::NoOp("CHECKPOINT"),
         "discard" => Command::Discard,
         "deallocate" => {
@@ -587,6 +588,7 @@ mod tests {
         assert!(is_rollback_to("rollback to savepoint a") && is_rollback_to("ROLLBACK TO a"));
         assert!(!is_rollback_to("ROLLBACK") && !is_rollback_to("SAVEPOINT a"));
         assert_eq!(classify("vacuum analyze pgbench_branches"), Some(Command::NoOp("VACUUM")));
+        assert_eq!(classify("ANALYZE pgbench_branches"), None);
         assert_eq!(classify("select 1"), None);
         assert_eq!(
             classify("CREATE USER alice WITH PASSWORD 's''cret'"),

@@ -9,8 +9,9 @@
 //! when read, an ended session's kept in a retired total), and count from when the database was
 //! opened, as PostgreSQL's do from its last statistics reset. `n_live_tup` is an estimate,
 //! rows inserted minus rows deleted since then, rolled-back ones included (PostgreSQL leaves
-//! those out); the other columns of PostgreSQL's (vacuum and analyze times and counts, dead
-//! and HOT rows) are 0 or NULL: Tern's LSM store has no vacuum. Both relations are computed
+//! those out); `last_analyze` is when ANALYZE gathered the statistics the catalog holds; the
+//! other columns of PostgreSQL's (vacuum times, vacuum and analyze counts, dead and HOT rows)
+//! are 0 or NULL: Tern's LSM store has no vacuum. Both relations are computed
 //! when a query reads them, never cached.
 
 use crate::catalog::Catalog;
@@ -240,7 +241,8 @@ impl Activity {
                     ]
                     .map(Value::Integer),
                 );
-                row.extend([Value::Null, Value::Null, Value::Null, Value::Null]);
+                let analyzed = catalog.table_stats(table.id).map(|stats| stats.analyzed_at);
+                row.extend([Value::Null, Value::Null, timestamp(analyzed), Value::Null]);
                 row.extend([0, 0, 0, 0].map(Value::Integer));
                 row
             })

@@ -7,7 +7,7 @@ use crate::catalog::{Catalog, IndexDef, TableDef};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::functions::ScalarFunction;
-use crate::optimizer::{decorrelate, or_factor, prune};
+use crate::optimizer::{self, decorrelate, or_factor, prune};
 use crate::plan::*;
 use crate::value::{Affinity, Value};
 use crate::window::bind::extract_windows;
@@ -2927,7 +2927,8 @@ pub(crate) fn make_join(left: Plan, right: Plan, left_width: usize, kind: JoinKi
 }
 
 impl Expr {
-    fn shift_columns_down(self, by: usize) -> Expr {
+    /// The expression with every column `by` places lower (read from a relation of its own).
+    pub(crate) fn shift_columns_down(self, by: usize) -> Expr {
         self.rewrite(&mut |expr| match expr {
             Expr::Column(index) => Expr::Column(index - by),
             other => other,
@@ -2979,7 +2980,7 @@ pub(crate) fn has_subquery(expr: &Expr) -> bool {
     found
 }
 
-/// Orders inner joins greedily and pushes conjuncts down. The output columns are in FROM order.
+/// Orders inner joins and pushes conjuncts down. The output columns are in FROM order.
 fn plan_joins(catalog: &Catalog, relations: Vec<Relation>, conjuncts: Vec<Conjunct>, total_width: usize) -> Plan {
     let count = relations.len();
     let mut pending: Vec<Option<Conjunct>> = conjuncts.into_iter().map(Some).collect();
@@ -2996,43 +2997,39 @@ fn plan_joins(catalog: &Catalog, relations: Vec<Relation>, conjuncts: Vec<Conjun
         let (plan, score) = push_filters(catalog, relation.plan, own);
         plans.push(Some((plan, relation.offset, relation.width, score)));
     }
-    // Greedy order: start with the most selective relation, then follow equalities.
-    let mut order: Vec<usize> = Vec::new();
-    let start = (0..count)
-        .max_by_key(|&index| (plans[index].as_ref().map_or(0, |p| p.3), std::cmp::Reverse(index)))
-        .unwrap_or(0);
-    let (mut plan, offset, width, start_score) = plans[start].take().expect("relation");
+    let order = if count == 1 {
+        vec![0]
+    } else {
+        let placed: Vec<(&Plan, usize, u32)> =
+            plans.iter().flatten().map(|(plan, offset, _, score)| (plan, *offset, *score)).collect();
+        let joining: Vec<(&[usize], &Expr)> =
+            pending.iter().flatten().map(|conjunct| (conjunct.relations.as_slice(), &conjunct.expr)).collect();
+        let estimated: Vec<optimizer::join_order::Relation> =
+            placed.iter().map(|(plan, offset, _)| optimizer::join_order::Relation { plan, offset: *offset }).collect();
+        optimizer::join_order::estimated_order(catalog, &estimated, &joining)
+            .unwrap_or_else(|| rule_order(&placed, &joining))
+    };
+    let (mut plan, offset, width, start_score) = plans[order[0]].take().expect("relation");
     // Whether the joined rows so far come from a selective access (a key or index lookup or
     // range) and lookups: then the next table is joined by looking up each row in its primary
     // key or an index instead of scanning it whole for a hash join.
     let mut small = start_score >= 4;
-    order.push(start);
     // position[from_column] = position in the current joined row
     let mut position = vec![usize::MAX; total_width];
     for column in 0..width {
         position[offset + column] = column;
     }
     let mut current_width = width;
-    while order.len() < count {
-        let connected = |index: usize| {
-            pending.iter().flatten().any(|conjunct| {
-                conjunct.relations.contains(&index)
-                    && conjunct.relations.iter().all(|r| *r == index || order.contains(r))
-            })
-        };
-        let next = (0..count)
-            .filter(|&index| plans[index].is_some())
-            .max_by_key(|&index| (connected(index), plans[index].as_ref().map_or(0, |p| p.3), std::cmp::Reverse(index)))
-            .expect("a relation is left");
+    for (joined_count, &next) in order.iter().enumerate().skip(1) {
         let (right, right_offset, right_width, _) = plans[next].take().expect("relation");
         for column in 0..right_width {
             position[right_offset + column] = current_width + column;
         }
-        order.push(next);
+        let joined_so_far = &order[..=joined_count];
         // Conjuncts now fully covered become the join's keys or condition.
         let mut conditions = Vec::new();
         for slot in pending.iter_mut() {
-            let ready = matches!(slot, Some(conjunct) if conjunct.relations.iter().all(|r| order.contains(r)));
+            let ready = matches!(slot, Some(conjunct) if conjunct.relations.iter().all(|r| joined_so_far.contains(r)));
             if ready && let Some(conjunct) = slot.take() {
                 conditions.push(conjunct.expr.remap_columns(&position));
             }
@@ -3055,6 +3052,28 @@ fn plan_joins(catalog: &Catalog, relations: Vec<Relation>, conjuncts: Vec<Conjun
     } else {
         Plan::Project { input: Box::new(plan), exprs: position.into_iter().map(Expr::Column).collect() }
     }
+}
+
+/// The join order without statistics: start with the relation of the most selective access
+/// path, then follow equalities (each step the connected relation with the best access).
+fn rule_order(relations: &[(&Plan, usize, u32)], conditions: &[(&[usize], &Expr)]) -> Vec<usize> {
+    let count = relations.len();
+    let score = |index: usize| relations[index].2;
+    let start = (0..count).max_by_key(|&index| (score(index), std::cmp::Reverse(index))).unwrap_or(0);
+    let mut order = vec![start];
+    while order.len() < count {
+        let connected = |index: usize| {
+            conditions
+                .iter()
+                .any(|(joined, _)| joined.contains(&index) && joined.iter().all(|r| *r == index || order.contains(r)))
+        };
+        let next = (0..count)
+            .filter(|index| !order.contains(index))
+            .max_by_key(|&index| (connected(index), score(index), std::cmp::Reverse(index)))
+            .expect("a relation is left");
+        order.push(next);
+    }
+    order
 }
 
 /// Adds filters to a relation's plan, choosing an access path for a table scan. Returns the

@@ -215,11 +215,19 @@ pub struct Catalog {
     /// `COMMENT ON` descriptions ([`crate::comment`]).
     #[serde(default)]
     pub comments: Vec<crate::comment::Comment>,
+    /// What ANALYZE last found in each table, by table id ([`crate::analyze`]).
+    #[serde(default)]
+    pub statistics: BTreeMap<u32, Arc<crate::optimizer::statistics::TableStats>>,
 }
 
 impl Catalog {
     pub fn new() -> Catalog {
         Catalog { version: 0, next_id: 1, ..Default::default() }
+    }
+
+    /// The statistics ANALYZE gathered for a table, if it ran since the table was created.
+    pub fn table_stats(&self, id: u32) -> Option<&crate::optimizer::statistics::TableStats> {
+        self.statistics.get(&id).map(Arc::as_ref)
     }
 
     pub fn table(&self, name: &str) -> Option<&Arc<TableDef>> {

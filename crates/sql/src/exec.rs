@@ -1511,6 +1511,21 @@ impl<'t> Executor<'t> {
         Ok(rows)
     }
 
+    /// Hands every row of `table` to `visit` (until it returns false) at the statement's
+    /// snapshot, recording no read: for ANALYZE, whose statistics are estimates that a writer
+    /// committing meanwhile must not make fail.
+    pub(crate) fn for_each_row_unrecorded(
+        &self,
+        table: &std::sync::Arc<TableDef>,
+        visit: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        let scan = Plan::Scan { table: table.clone(), access: Access::Full, filter: None, reverse: false };
+        self.txn.borrow_mut().set_record_reads(false);
+        let result = self.stream(&scan, None, visit);
+        self.txn.borrow_mut().set_record_reads(true);
+        result
+    }
+
     /// The rows of a streaming plan, collected (memory charged as they come).
     fn collect_stream(&self, plan: &Plan, outer: Option<&Env>) -> Result<Vec<Row>> {
         let mut rows = Vec::new();

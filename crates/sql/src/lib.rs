@@ -25,6 +25,7 @@ pub mod advisory;
 pub mod aggregate;
 pub mod alter_column;
 pub mod alter_table;
+pub mod analyze;
 pub mod array;
 pub mod array_functions;
 pub mod bind;

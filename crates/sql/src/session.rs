@@ -516,10 +516,11 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
         return Err(Error::syntax("JSON operators parse with PostgreSQL's precedence"));
     }
     let tokens = crate::window::syntax::encode_exclusions(quote_pragma_words(rewrite_sqlite_forms(tokens)));
-    let tokens =
-        crate::sequence::syntax::order_sequence_options(crate::sequence::syntax::encode_identity_sequence_names(
-            crate::sequence::syntax::encode_alter_sequence(crate::ownership::encode_owner_statements(tokens)),
-        ));
+    let tokens = crate::sequence::syntax::order_sequence_options(
+        crate::sequence::syntax::encode_identity_sequence_names(crate::sequence::syntax::encode_alter_sequence(
+            crate::ownership::encode_owner_statements(crate::analyze::encode_analyze_statements(tokens)),
+        )),
+    );
     let tokens = crate::trigger::syntax::encode_triggers(tokens);
     let tokens = crate::overriding::encode(crate::comment::relation_kinds_as_table(tokens));
     let tokens = crate::upsert::syntax::drop_conflict_predicates(tokens);
@@ -1684,6 +1685,7 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
     if let Some(mut changed) = new_catalog {
         changed.version = catalog.version + 1;
         crate::comment::prune(&mut changed);
+        crate::analyze::prune(&mut changed);
         exec.put(CATALOG_VERSION_KEY.to_vec(), changed.version.to_be_bytes().to_vec());
         let previous = exec.get(CATALOG_KEY)?;
         for (key, value) in crate::catalog_store::writes(changed.to_bytes(), previous.as_deref())? {
@@ -1948,6 +1950,12 @@ fn run_statement(
                 *new_catalog = Some(changed);
             }
             Ok(Outcome::Done("DROP"))
+        }
+        ast::Statement::Pragma { name, value: Some(ast::Value::SingleQuotedString(tables)), .. }
+            if object_name(name)? == crate::analyze::PRAGMA =>
+        {
+            *new_catalog = Some(crate::analyze::execute(catalog, exec, tables)?);
+            Ok(Outcome::Done("ANALYZE"))
         }
         ast::Statement::Pragma { name, value, .. } if object_name(name)? == "tern_reindex" => {
             let target = match value {

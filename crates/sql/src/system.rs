@@ -149,6 +149,7 @@ fn list_system_relations() -> Vec<Relation> {
                 has_index: false,
                 has_triggers: false,
                 view_query: None,
+                tuples: None,
             })
         })
         .collect()
@@ -796,6 +797,8 @@ struct Relation {
     /// foreign keys are triggers; psql's `\d` lists them only then).
     has_triggers: bool,
     view_query: Option<String>,
+    /// `reltuples`: the rows ANALYZE counted (-1 until it ran, as in PostgreSQL).
+    tuples: Option<u64>,
 }
 
 struct Index {
@@ -906,12 +909,19 @@ impl Listing {
         for table in catalog.tables.values() {
             let name = table.name.to_ascii_lowercase();
             let table_indexes = indexes_of.get(name.as_str()).map_or(&[][..], Vec::as_slice);
-            self.add_table(table, table_indexes, with_triggers.contains(&name));
+            let tuples = catalog.table_stats(table.id).map(|stats| stats.rows);
+            self.add_table(table, table_indexes, with_triggers.contains(&name), tuples);
         }
     }
 
     /// One table: its primary key and indexes, CHECKs, and the table itself.
-    fn add_table(&mut self, table: &TableDef, table_indexes: &[&Arc<crate::catalog::IndexDef>], has_triggers: bool) {
+    fn add_table(
+        &mut self,
+        table: &TableDef,
+        table_indexes: &[&Arc<crate::catalog::IndexDef>],
+        has_triggers: bool,
+        tuples: Option<u64>,
+    ) {
         let oid = table_oid(table);
         let name = table.name.to_ascii_lowercase();
         let attnum = |column: usize| column as i64 + 1;
@@ -977,6 +987,7 @@ impl Listing {
             has_index: !table.primary_key.is_empty() || !table_indexes.is_empty(),
             has_triggers,
             view_query: None,
+            tuples,
         });
     }
 
@@ -1016,6 +1027,7 @@ impl Listing {
                 has_index: false,
                 has_triggers: false,
                 view_query: None,
+                tuples: None,
             });
         }
     }
@@ -1063,6 +1075,7 @@ impl Listing {
                 has_index: false,
                 has_triggers: false,
                 view_query: Some(view_definition(&view.query)),
+                tuples: None,
             });
         }
     }
@@ -1092,6 +1105,7 @@ impl Listing {
                 has_index: false,
                 has_triggers: false,
                 view_query: None,
+                tuples: None,
             });
         }
     }
@@ -1116,6 +1130,7 @@ impl Listing {
                 has_index: false,
                 has_triggers: false,
                 view_query: None,
+                tuples: None,
             });
         }
     }
@@ -1142,7 +1157,7 @@ impl Listing {
                     int(relation.oid),
                     int(0),
                     int(0),
-                    Expr::Literal(Value::Real(-1.0)),
+                    Expr::Literal(Value::Real(relation.tuples.map_or(-1.0, |rows| rows as f64))),
                     int(0),
                     int(0),
                     boolean(relation.has_index),

@@ -7,10 +7,15 @@
 //!
 //! - [`prune`]: only the columns a query reads travel through its plan, and scans decode
 //!   only those.
+//! - [`join_order`]: a FROM clause's inner joins run in the order of least estimated cost,
+//!   from the [`cardinality`] estimates over the [`statistics`] ANALYZE keeps.
 //!
-//! The binder calls the first two while it plans a FROM clause's joins
+//! The binder calls the first two and the join order while it plans a FROM clause's joins
 //! (`bind::bind_from_where`), and prunes each whole query it has bound.
 
+pub mod cardinality;
 pub mod decorrelate;
+pub mod join_order;
 pub mod or_factor;
 pub mod prune;
+pub mod statistics;

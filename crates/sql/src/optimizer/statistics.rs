@@ -1,0 +1,195 @@
+//! Table statistics: what ANALYZE learns of a table and the catalog keeps, so that the planner
+//! can estimate how many rows a filter keeps and a join makes ([`super::cardinality`]).
+//!
+//! One pass over the table at the transaction's snapshot gathers, for the table, its row count,
+//! and for each column:
+//! - the NULLs;
+//! - the distinct non-NULL values, counted by a HyperLogLog sketch ([`DistinctSketch`]) of
+//!   2^12 one-byte registers (about 1.6% standard error, 4 KiB per column during the pass);
+//!   SQL-equal values (1 and 1.0) count once, as their key encodings are equal;
+//! - the least and greatest values as numbers, for columns whose values order as numbers do
+//!   (numbers, dates, times, timestamps): range filters are estimated by interpolation;
+//! - the average width of a value in bytes (PostgreSQL's `avg_width`).
+//!
+//! Columns are named, not numbered: statistics outlive added and dropped columns (a renamed
+//! column loses its own until the next ANALYZE).
+
+use crate::value::Value;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::hash::BuildHasher;
+
+/// What ANALYZE found in one table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableStats {
+    pub rows: u64,
+    /// By column name (lower case as the catalog keeps it).
+    pub columns: BTreeMap<String, ColumnStats>,
+    /// When ANALYZE ran: microseconds since the Unix epoch.
+    pub analyzed_at: i64,
+}
+
+/// What ANALYZE found in one column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnStats {
+    pub nulls: u64,
+    /// Distinct non-NULL values (an estimate, at most the non-NULL count).
+    pub distinct: u64,
+    /// The least and greatest non-NULL values as numbers ([`numeric_position`]), when every
+    /// value has one.
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    /// Average bytes of a non-NULL value.
+    pub width: u32,
+}
+
+impl TableStats {
+    /// The statistics of a column, by name.
+    pub fn column(&self, name: &str) -> Option<&ColumnStats> {
+        self.columns.get(name)
+    }
+}
+
+/// A value's place on a number line that orders like SQL's comparison for its type: numbers as
+/// themselves, dates as days, times and timestamps as microseconds. `None` for text, blobs and
+/// other values, whose ranges are not interpolated.
+pub fn numeric_position(value: &Value) -> Option<f64> {
+    use crate::temporal::Temporal;
+    match value {
+        Value::Temporal(Temporal::Date(days)) => Some(*days as f64),
+        Value::Temporal(Temporal::Time(micros) | Temporal::Timestamp(micros) | Temporal::TimestampTz(micros)) => {
+            Some(*micros as f64)
+        }
+        Value::Temporal(_) => None,
+        other => other.as_f64().filter(|number| number.is_finite()),
+    }
+}
+
+/// HyperLogLog (Flajolet et al., 2007) with the small-range correction: counts distinct
+/// items in fixed memory.
+#[derive(Clone)]
+pub struct DistinctSketch {
+    registers: Vec<u8>,
+}
+
+/// log2 of the register count.
+const SKETCH_BITS: u32 = 12;
+
+impl Default for DistinctSketch {
+    fn default() -> Self {
+        DistinctSketch { registers: vec![0; 1 << SKETCH_BITS] }
+    }
+}
+
+impl DistinctSketch {
+    /// Notes one item, given as bytes (equal items have equal bytes).
+    pub fn add(&mut self, item: &[u8]) {
+        let hash = foldhash::quality::FixedState::with_seed(0x7e57_a7a1).hash_one(item);
+        let register = (hash >> (64 - SKETCH_BITS)) as usize;
+        // The rank of the first set bit of the remaining bits (a guard bit bounds it).
+        let rank = ((hash << SKETCH_BITS) | (1 << (SKETCH_BITS - 1))).leading_zeros() as u8 + 1;
+        if rank > self.registers[register] {
+            self.registers[register] = rank;
+        }
+    }
+
+    /// The estimated count of distinct items added.
+    pub fn estimate(&self) -> f64 {
+        let m = self.registers.len() as f64;
+        let alpha = 0.7213 / (1.0 + 1.079 / m);
+        let sum: f64 = self.registers.iter().map(|&rank| 2f64.powi(-(rank as i32))).sum();
+        let raw = alpha * m * m / sum;
+        let empty = self.registers.iter().filter(|&&rank| rank == 0).count();
+        if raw <= 2.5 * m && empty > 0 {
+            // Linear counting is the better estimate while registers are still empty.
+            m * (m / empty as f64).ln()
+        } else {
+            raw
+        }
+    }
+}
+
+/// Gathers one column's statistics from its values, one at a time.
+#[derive(Default)]
+pub struct ColumnAccumulator {
+    nulls: u64,
+    values: u64,
+    bytes: u64,
+    sketch: DistinctSketch,
+    /// The least and greatest positions so far; `None` once a value has none.
+    range: Option<(f64, f64)>,
+    unordered: bool,
+    /// A reused buffer for a value's key encoding.
+    encoded: Vec<u8>,
+}
+
+impl ColumnAccumulator {
+    pub fn add(&mut self, value: &Value) {
+        if matches!(value, Value::Null) {
+            self.nulls += 1;
+            return;
+        }
+        self.values += 1;
+        self.encoded.clear();
+        crate::codec::encode_key_value(value, &mut self.encoded);
+        self.bytes += self.encoded.len() as u64;
+        self.sketch.add(&self.encoded);
+        match (numeric_position(value), self.unordered) {
+            (_, true) => {}
+            (None, false) => {
+                self.unordered = true;
+                self.range = None;
+            }
+            (Some(position), false) => {
+                let (low, high) = self.range.get_or_insert((position, position));
+                *low = low.min(position);
+                *high = high.max(position);
+            }
+        }
+    }
+
+    pub fn finish(&self) -> ColumnStats {
+        let distinct = if self.values == 0 { 0 } else { (self.sketch.estimate().round() as u64).clamp(1, self.values) };
+        ColumnStats {
+            nulls: self.nulls,
+            distinct,
+            min: self.range.map(|(low, _)| low),
+            max: self.range.map(|(_, high)| high),
+            width: self.bytes.checked_div(self.values).unwrap_or(0) as u32,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sketch_counts_within_a_few_percent() {
+        for count in [0u64, 1, 10, 1000, 50_000, 400_000] {
+            let mut sketch = DistinctSketch::default();
+            // Every item twice: repeats do not count.
+            for _ in 0..2 {
+                for item in 0..count {
+                    sketch.add(&item.to_le_bytes());
+                }
+            }
+            let estimate = sketch.estimate();
+            let error = (estimate - count as f64).abs() / (count.max(1) as f64);
+            assert!(error < 0.05, "{count} items estimated as {estimate}");
+        }
+    }
+
+    #[test]
+    fn a_column_notes_nulls_range_and_width() {
+        let mut column = ColumnAccumulator::default();
+        for value in [Value::Integer(3), Value::Null, Value::Real(3.0), Value::Integer(-7), Value::Integer(10)] {
+            column.add(&value);
+        }
+        let stats = column.finish();
+        assert_eq!((stats.nulls, stats.distinct, stats.min, stats.max), (1, 3, Some(-7.0), Some(10.0)));
+        column.add(&Value::Text("x".into()));
+        let stats = column.finish();
+        assert_eq!((stats.distinct, stats.min, stats.max), (4, None, None));
+    }
+}

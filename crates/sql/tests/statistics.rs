@@ -1,0 +1,252 @@
+//! ANALYZE and the join order it informs: both dialects' forms, statistics that commit, roll
+//! back, persist and go with their table, a read that conflicts with no writer, and plans that
+//! change with the statistics while answers do not.
+//!
+//! ```text
+//! cargo test -p tern-sql --test statistics
+//! ```
+
+mod common;
+
+use common::{one, postgres, run, sqlstate, texts, uncached};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::path::Path;
+use std::sync::Arc;
+use tern_sql::{Database, Options, Session};
+
+fn reltuples(session: &mut Session, table: &str) -> String {
+    one(session, &format!("SELECT CAST(reltuples AS bigint) FROM pg_class WHERE relname = '{table}'"))
+}
+
+fn explain(session: &mut Session, sql: &str) -> String {
+    texts(session, &format!("EXPLAIN {sql}")).join("\n")
+}
+
+/// The tables a plan reads, in the order EXPLAIN lists them (the first one is held first): by
+/// a scan, or by lookups (which EXPLAIN lists above their outer input).
+fn scan_order(plan: &str) -> Vec<String> {
+    let mut scans = Vec::new();
+    let mut lookups = Vec::new();
+    for line in plan.lines().map(str::trim) {
+        let table = |rest: &str| rest.split(' ').next().unwrap_or_default().to_string();
+        if let Some(rest) = line.strip_prefix("Scan ") {
+            scans.push(table(rest));
+        } else if let Some(rest) = line.strip_prefix("LookupJoin Inner ") {
+            lookups.push(table(rest));
+        }
+    }
+    scans.extend(lookups.into_iter().rev());
+    scans
+}
+
+#[test]
+fn both_dialects_forms_gather_statistics() {
+    let db = uncached();
+    let mut session = postgres(&db);
+    run(&mut session, "CREATE TABLE t(a integer PRIMARY KEY, b text)");
+    run(&mut session, "CREATE TABLE u(a integer)");
+    run(&mut session, "CREATE INDEX tb ON t(b)");
+    run(&mut session, "CREATE VIEW v AS SELECT a FROM t");
+    run(&mut session, "INSERT INTO t SELECT g, 'b' || (g % 7) FROM generate_series(1, 300) AS s(g)");
+    run(&mut session, "INSERT INTO u VALUES (1), (2)");
+    assert_eq!(reltuples(&mut session, "t"), "-1");
+    let analyzed = "SELECT CASE WHEN last_analyze IS NULL THEN 'never' ELSE 'analyzed' END \
+                    FROM pg_stat_user_tables WHERE relname = 't'";
+    assert_eq!(one(&mut session, analyzed), "never");
+    run(&mut session, "ANALYZE t (b)");
+    assert_eq!(one(&mut session, analyzed), "analyzed");
+    assert_eq!((reltuples(&mut session, "t"), reltuples(&mut session, "u")), ("300".into(), "-1".into()));
+    run(&mut session, "ANALYZE");
+    assert_eq!(reltuples(&mut session, "u"), "2");
+    for form in [
+        "ANALYZE VERBOSE",
+        "ANALYZE (VERBOSE, SKIP_LOCKED) t, u",
+        "analyse public.t",
+        "ANALYZE main",
+        "ANALYZE tb",
+        "ANALYZE v",
+    ] {
+        run(&mut session, form);
+    }
+    run(&mut session, "INSERT INTO u VALUES (3)");
+    let mut sqlite = db.session();
+    run(&mut sqlite, "ANALYZE u");
+    assert_eq!(reltuples(&mut session, "u"), "3");
+    assert_eq!(sqlstate(&mut session, "ANALYZE nosuch"), "42P01");
+    assert_eq!(sqlstate(&mut session, "ANALYZE other.t"), "3F000");
+    assert_eq!(sqlstate(&mut session, "ANALYZE t,"), "42601");
+}
+
+#[test]
+fn statistics_commit_roll_back_persist_and_go_with_their_table() {
+    let vfs: Arc<dyn tern_pagestore::Vfs> = Arc::new(tern_pagestore::MemoryVfs::new());
+    let open = || Database::open_with(vfs.clone(), Path::new("stats.tern"), Options::default()).unwrap();
+    {
+        let db = open();
+        let mut session = postgres(&db);
+        run(&mut session, "CREATE TABLE t(a integer)");
+        run(&mut session, "INSERT INTO t SELECT g FROM generate_series(1, 50) AS s(g)");
+        run(&mut session, "BEGIN");
+        run(&mut session, "ANALYZE t");
+        assert_eq!(reltuples(&mut session, "t"), "50");
+        run(&mut session, "ROLLBACK");
+        assert_eq!(reltuples(&mut session, "t"), "-1");
+        run(&mut session, "ANALYZE t");
+        // Dropped with its table: a new table of the same name starts without.
+        run(&mut session, "CREATE TABLE gone(a integer)");
+        run(&mut session, "ANALYZE gone");
+        run(&mut session, "DROP TABLE gone");
+        run(&mut session, "CREATE TABLE gone(a integer)");
+        assert_eq!(reltuples(&mut session, "gone"), "-1");
+    }
+    let db = open();
+    let mut session = postgres(&db);
+    assert_eq!(reltuples(&mut session, "t"), "50");
+}
+
+#[test]
+fn analyze_conflicts_with_no_writer() {
+    let db = uncached();
+    let mut analyzing = postgres(&db);
+    let mut writer = postgres(&db);
+    run(&mut analyzing, "CREATE TABLE t(a integer PRIMARY KEY)");
+    run(&mut analyzing, "INSERT INTO t SELECT g FROM generate_series(1, 100) AS s(g)");
+    run(&mut analyzing, "BEGIN");
+    run(&mut analyzing, "ANALYZE t");
+    run(&mut writer, "INSERT INTO t VALUES (1000)");
+    run(&mut analyzing, "COMMIT");
+    assert_eq!(reltuples(&mut writer, "t"), "100");
+}
+
+/// `big` (20,000 rows), `mid` (1,000) and `small` (10), written largest first.
+fn star() -> Database {
+    let db = uncached();
+    let mut session = postgres(&db);
+    run(&mut session, "CREATE TABLE big(id integer PRIMARY KEY, m integer, v integer)");
+    run(&mut session, "CREATE TABLE mid(id integer PRIMARY KEY, s integer, name text)");
+    run(&mut session, "CREATE TABLE small(id integer PRIMARY KEY, tag text)");
+    run(&mut session, "INSERT INTO big SELECT g, g % 1000, g % 13 FROM generate_series(1, 20000) AS x(g)");
+    run(&mut session, "INSERT INTO mid SELECT g, g % 10, 'n' || g FROM generate_series(1, 1000) AS x(g)");
+    run(&mut session, "INSERT INTO small SELECT g, 't' || g FROM generate_series(1, 10) AS x(g)");
+    db
+}
+
+#[test]
+fn statistics_order_joins_from_the_selective_end() {
+    let db = star();
+    let mut session = postgres(&db);
+    let query = "SELECT count(*), sum(big.v) FROM big, mid, small \
+                 WHERE big.m = mid.id AND mid.s = small.id AND small.tag = 't3' AND big.v < 5";
+    let before = (scan_order(&explain(&mut session, query)), texts(&mut session, query));
+    run(&mut session, "ANALYZE");
+    let after = (scan_order(&explain(&mut session, query)), texts(&mut session, query));
+    assert_eq!(before.0, ["big", "mid", "small"], "without statistics, FROM order breaks the tie");
+    assert_eq!(after.0, ["small", "mid", "big"]);
+    assert_eq!(before.1, after.1);
+    assert_eq!(after.1, ["770|1540"]);
+    // A range that keeps almost nothing of the big table puts it first.
+    let narrow = "SELECT count(*) FROM big, mid WHERE big.m = mid.id AND big.id < 20";
+    assert_eq!(scan_order(&explain(&mut session, narrow)), ["big", "mid"]);
+    let wide = "SELECT count(*) FROM big, mid WHERE big.m = mid.id AND big.id > 20";
+    assert_eq!(scan_order(&explain(&mut session, wide)), ["mid", "big"]);
+}
+
+/// Random tables and random joins of three to five of them: the rows are the same with and
+/// without statistics (whatever order the planner picks), and the same as SQLite's.
+#[test]
+fn answers_do_not_depend_on_statistics() {
+    let mut rng = SmallRng::seed_from_u64(11);
+    let mut plans_changed = 0;
+    for round in 0..4 {
+        let db = uncached();
+        let mut session = db.session();
+        let sqlite = rusqlite::Connection::open_in_memory().unwrap();
+        let count = 5;
+        for table in 0..count {
+            let rows = [3, 40, 400, 2000][rng.random_range(0..4)];
+            let domain = rng.random_range(2..60);
+            let create = format!("CREATE TABLE r{table}(id INTEGER PRIMARY KEY, k INTEGER, f INTEGER, g TEXT)");
+            run(&mut session, &create);
+            sqlite.execute(&create, []).unwrap();
+            let mut values = Vec::new();
+            for id in 0..rows {
+                let k =
+                    if rng.random_bool(0.05) { "NULL".to_string() } else { rng.random_range(0..domain).to_string() };
+                values.push(format!("({id}, {k}, {}, 'g{}')", rng.random_range(0..100), rng.random_range(0..5)));
+            }
+            for chunk in values.chunks(500) {
+                let insert = format!("INSERT INTO r{table} VALUES {}", chunk.join(", "));
+                run(&mut session, &insert);
+                sqlite.execute(&insert, []).unwrap();
+            }
+        }
+        let queries: Vec<String> = (0..12).map(|_| random_join(&mut rng, count)).collect();
+        let answers = |session: &mut Session| -> Vec<Vec<String>> {
+            queries
+                .iter()
+                .map(|query| {
+                    let mut rows = texts(session, query);
+                    rows.sort();
+                    rows
+                })
+                .collect()
+        };
+        let plans =
+            |session: &mut Session| -> Vec<String> { queries.iter().map(|query| explain(session, query)).collect() };
+        let (before, plans_before) = (answers(&mut session), plans(&mut session));
+        run(&mut session, "ANALYZE");
+        let (after, plans_after) = (answers(&mut session), plans(&mut session));
+        plans_changed += plans_before.iter().zip(&plans_after).filter(|(before, after)| before != after).count();
+        for (at, query) in queries.iter().enumerate() {
+            assert_eq!(before[at], after[at], "round {round}: {query}");
+            let mut statement = sqlite.prepare(query).unwrap();
+            let mut expected: Vec<String> = statement
+                .query_map([], |row| {
+                    let values: Vec<String> = (0..2)
+                        .map(|column| {
+                            row.get::<_, Option<i64>>(column).map(|v| v.map_or(String::new(), |v| v.to_string()))
+                        })
+                        .collect::<rusqlite::Result<_>>()?;
+                    Ok(values.join("|"))
+                })
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            expected.sort();
+            assert_eq!(after[at], expected, "round {round}: {query}");
+        }
+    }
+    assert!(plans_changed >= 10, "statistics changed only {plans_changed} of 48 plans");
+}
+
+/// A join of several of the tables `r0..r{count}` along `k` and `f`, with filters.
+fn random_join(rng: &mut SmallRng, count: usize) -> String {
+    let width = rng.random_range(3..=count);
+    let mut tables: Vec<usize> = (0..count).collect();
+    for at in 0..count {
+        tables.swap(at, rng.random_range(at..count));
+    }
+    tables.truncate(width);
+    let mut conditions = Vec::new();
+    for at in 1..width {
+        let other = tables[rng.random_range(0..at)];
+        let column = if rng.random_bool(0.7) { "k" } else { "f" };
+        conditions.push(format!("r{}.{column} = r{other}.k", tables[at]));
+    }
+    for &table in &tables {
+        match rng.random_range(0..4) {
+            0 => conditions.push(format!("r{table}.f < {}", rng.random_range(0..100))),
+            1 => conditions.push(format!("r{table}.g = 'g{}'", rng.random_range(0..5))),
+            2 => conditions.push(format!("r{table}.id > {}", rng.random_range(0..50))),
+            _ => {}
+        }
+    }
+    let from: Vec<String> = tables.iter().map(|table| format!("r{table}")).collect();
+    format!(
+        "SELECT count(*), sum(r{}.f) FROM {} WHERE {}",
+        tables[width - 1],
+        from.join(", "),
+        conditions.join(" AND ")
+    )
+}
