@@ -20,7 +20,7 @@ use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::exec::Executor;
 use crate::optimizer::statistics::{ColumnAccumulator, TableStats};
-use crate::token_rewrite::{PragmaSpan, replace_with_pragmas, word_is};
+use crate::token_rewrite::{statements_as_pragmas, word_is};
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 use std::sync::Arc;
 
@@ -33,20 +33,7 @@ pub fn encode_analyze_statements(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpa
     if !tokens.iter().any(|token| word_is(token, "ANALYZE") || word_is(token, "ANALYSE")) {
         return tokens;
     }
-    let significant = crate::token_rewrite::significant(&tokens);
-    let mut spans = Vec::new();
-    let mut start = 0;
-    while start < significant.len() {
-        let end = (start..significant.len())
-            .find(|&at| tokens[significant[at]].token == Token::SemiColon)
-            .unwrap_or(significant.len());
-        let statement: Vec<&TokenWithSpan> = significant[start..end].iter().map(|&at| &tokens[at]).collect();
-        if let Some(argument) = analyze_argument(&statement) {
-            spans.push(PragmaSpan { first: significant[start], last: significant[end - 1], pragma: PRAGMA, argument });
-        }
-        start = end + 1;
-    }
-    replace_with_pragmas(tokens, spans)
+    statements_as_pragmas(tokens, PRAGMA, analyze_argument)
 }
 
 /// The pragma's argument for one statement's significant tokens, if it is an ANALYZE: the

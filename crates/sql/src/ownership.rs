@@ -9,7 +9,7 @@
 
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
-use crate::token_rewrite::{PragmaSpan, replace_with_pragmas, word_is};
+use crate::token_rewrite::{statements_as_pragmas, word_is};
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 pub const PRAGMA: &str = "tern_owner";
@@ -38,20 +38,7 @@ pub fn encode_owner_statements(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan>
     if !tokens.iter().any(|token| word_is(token, "OWNER")) {
         return tokens;
     }
-    let significant = crate::token_rewrite::significant(&tokens);
-    let mut spans = Vec::new();
-    let mut start = 0;
-    while start < significant.len() {
-        let end = (start..significant.len())
-            .find(|&at| tokens[significant[at]].token == Token::SemiColon)
-            .unwrap_or(significant.len());
-        let statement: Vec<&TokenWithSpan> = significant[start..end].iter().map(|&at| &tokens[at]).collect();
-        if let Some(argument) = owner_argument(&statement) {
-            spans.push(PragmaSpan { first: significant[start], last: significant[end - 1], pragma: PRAGMA, argument });
-        }
-        start = end + 1;
-    }
-    replace_with_pragmas(tokens, spans)
+    statements_as_pragmas(tokens, PRAGMA, owner_argument)
 }
 
 /// The pragma's argument for one statement's significant tokens, if it is an `OWNER TO`.

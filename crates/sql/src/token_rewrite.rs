@@ -42,6 +42,29 @@ pub struct PragmaSpan {
     pub argument: String,
 }
 
+/// `tokens` with every statement that `argument_of` (given the statement's significant tokens)
+/// finds an argument for replaced by `PRAGMA <pragma>('<argument>')`.
+pub fn statements_as_pragmas(
+    tokens: Vec<TokenWithSpan>,
+    pragma: &'static str,
+    argument_of: impl Fn(&[&TokenWithSpan]) -> Option<String>,
+) -> Vec<TokenWithSpan> {
+    let significant = significant(&tokens);
+    let mut spans = Vec::new();
+    let mut start = 0;
+    while start < significant.len() {
+        let end = (start..significant.len())
+            .find(|&at| tokens[significant[at]].token == Token::SemiColon)
+            .unwrap_or(significant.len());
+        let statement: Vec<&TokenWithSpan> = significant[start..end].iter().map(|&at| &tokens[at]).collect();
+        if let Some(argument) = argument_of(&statement) {
+            spans.push(PragmaSpan { first: significant[start], last: significant[end - 1], pragma, argument });
+        }
+        start = end + 1;
+    }
+    replace_with_pragmas(tokens, spans)
+}
+
 /// `tokens` with each span (in order, not overlapping) replaced by its pragma.
 pub fn replace_with_pragmas(tokens: Vec<TokenWithSpan>, spans: Vec<PragmaSpan>) -> Vec<TokenWithSpan> {
     if spans.is_empty() {
