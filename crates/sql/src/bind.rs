@@ -3006,8 +3006,15 @@ fn plan_joins(catalog: &Catalog, relations: Vec<Relation>, conjuncts: Vec<Conjun
             pending.iter().flatten().map(|conjunct| (conjunct.relations.as_slice(), &conjunct.expr)).collect();
         let estimated: Vec<optimizer::join_order::Relation> =
             placed.iter().map(|(plan, offset, _)| optimizer::join_order::Relation { plan, offset: *offset }).collect();
-        optimizer::join_order::estimated_order(catalog, &estimated, &joining)
-            .unwrap_or_else(|| rule_order(&placed, &joining))
+        match optimizer::join_order::estimated_order(catalog, &estimated, &joining) {
+            Some(order) => {
+                // Implied equalities join where the order needs them (and filter nothing more
+                // where the stated ones already joined).
+                pending.extend(order.implied.into_iter().map(|(relations, expr)| Some(Conjunct { expr, relations })));
+                order.relations
+            }
+            None => rule_order(&placed, &joining),
+        }
     };
     let (mut plan, offset, width, start_score) = plans[order[0]].take().expect("relation");
     // Whether the joined rows so far come from a selective access (a key or index lookup or
