@@ -1099,14 +1099,16 @@ fn glob_match(text: &[char], pattern: &[char]) -> bool {
 
 /// Matches the GLOB element at `pattern[p]` (not `*`) against one character: the position of
 /// the next element when it matches. `[...]` is a class (`^` negates, `a-z` ranges; a `]`
-/// right after the opening bracket is part of the class); a `[` without a closing bracket
-/// matches nothing, as in SQLite.
+/// right after the opening bracket, or after `[^`, is part of the class); a `[` without a
+/// closing bracket matches nothing, as in SQLite.
 fn glob_element(pattern: &[char], p: usize, c: char) -> Option<usize> {
     match pattern[p] {
         '?' => Some(p + 1),
         '[' => {
             let rest = &pattern[p + 1..];
-            let Some(close) = rest.iter().skip(1).position(|&c| c == ']').map(|at| at + 1) else {
+            // The class's first member (after a `^`) may be `]` itself.
+            let first = if rest.first() == Some(&'^') { 2 } else { 1 };
+            let Some(close) = rest.iter().skip(first).position(|&c| c == ']').map(|at| at + first) else {
                 return None; // SQLite: a class without its closing bracket matches nothing
             };
             let mut class = &rest[..close];
@@ -1211,6 +1213,15 @@ mod tests {
                 .unwrap();
             proptest::prop_assert_eq!(like(&text, &pattern, None, true, false), glob, "{} GLOB {}", text, pattern);
             proptest::prop_assert_eq!(like(&text, &pattern, None, false, false), like_sqlite, "{} LIKE {}", text, pattern);
+        }
+    }
+
+    #[test]
+    fn a_bracket_right_after_a_negation_is_a_member() {
+        for (text, pattern, matches) in
+            [("[", "[^]", false), ("a", "[^]]", true), ("]", "[^]]", false), ("]", "[]]", true)]
+        {
+            assert_eq!(like(text, pattern, None, true, false), matches, "{text} GLOB {pattern}");
         }
     }
 
