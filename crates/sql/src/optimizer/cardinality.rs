@@ -160,6 +160,11 @@ impl<'c> Estimator<'c> {
 
     /// The fraction of `plan`'s rows for which `predicate` (over its output) is true.
     pub fn selectivity(&self, plan: &Plan, predicate: &Expr) -> f64 {
+        // AND and OR chains may be as deep as the expression limit allows.
+        crate::limits::with_stack(|| self.fraction(plan, predicate))
+    }
+
+    fn fraction(&self, plan: &Plan, predicate: &Expr) -> f64 {
         let fraction = match predicate {
             Expr::Literal(value) => match value.truth() {
                 Some(true) => 1.0,

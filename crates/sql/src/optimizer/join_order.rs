@@ -57,17 +57,15 @@ pub fn estimated_order(catalog: &Catalog, relations: &[Relation], conditions: &[
     let mut pairs = KeyPairs::new();
     let mut edges = Vec::new();
     for &(joined, expr) in conditions {
-        let (Expr::Binary(BinaryOp::Eq, a, b), &[first, second]) = (expr, joined) else {
+        let Some((first, second, first_side, second_side)) = equi_sides(relations, joined, expr) else {
             edges.push(Edge::stated(joined.to_vec(), DEFAULT_RANGE, Vec::new()));
             continue;
         };
-        let a_first = a.columns().iter().all(|&column| relations[first].holds(column));
-        let (first_side, second_side) = if a_first { (a, b) } else { (b, a) };
         let keys = pairs.entry((first, second)).or_default();
-        keys.0.push(first_side.as_ref().clone().shift_columns_down(relations[first].offset));
-        keys.1.push(second_side.as_ref().clone().shift_columns_down(relations[second].offset));
-        if let Expr::Column(column) = first_side.as_ref()
-            && let Some(class) = classes.class_of(*column)
+        keys.0.push(first_side.clone().shift_columns_down(relations[first].offset));
+        keys.1.push(second_side.clone().shift_columns_down(relations[second].offset));
+        if let (Expr::Column(x), Expr::Column(y)) = (first_side, second_side)
+            && let Some(class) = classes.class_of(*x).filter(|&class| classes.class_of(*y) == Some(class))
         {
             keys.2.push(class);
         }
@@ -97,6 +95,27 @@ pub fn estimated_order(catalog: &Catalog, relations: &[Relation], conditions: &[
         })
         .collect();
     Some(Order { relations: order, implied })
+}
+
+/// An equality between two relations, each side reading one of them: (first relation, second
+/// relation, the first's side, the second's side). `None` for anything else (`5 = a.x + b.y`).
+fn equi_sides<'e>(
+    relations: &[Relation],
+    joined: &[usize],
+    expr: &'e Expr,
+) -> Option<(usize, usize, &'e Expr, &'e Expr)> {
+    let (Expr::Binary(BinaryOp::Eq, a, b), &[first, second]) = (expr, joined) else { return None };
+    let reads_only = |side: &Expr, relation: usize| {
+        let columns = side.columns();
+        !columns.is_empty() && columns.iter().all(|&column| relations[relation].holds(column))
+    };
+    if reads_only(a, first) && reads_only(b, second) {
+        Some((first, second, a, b))
+    } else if reads_only(b, first) && reads_only(a, second) {
+        Some((first, second, b, a))
+    } else {
+        None
+    }
 }
 
 /// Columns that stated equalities make equal: classes of FROM-order columns, each joined to
