@@ -107,7 +107,9 @@ fn tables_named(catalog: &Catalog, argument: &str) -> Result<Vec<Arc<crate::cata
             return Err(Error::undefined_table(relation));
         }
     }
-    tables.dedup_by_key(|table| table.id);
+    // A table named twice (or by two of its indexes) is read once.
+    let mut seen = std::collections::HashSet::new();
+    tables.retain(|table| seen.insert(table.id));
     Ok(tables)
 }
 

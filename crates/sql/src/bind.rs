@@ -2939,7 +2939,7 @@ impl Expr {
 /// If `expr` is `a = b` with `a` reading only left columns and `b` only right columns (or the
 /// reverse), returns (left side, right side). Both sides must read at least one column and
 /// no correlated subquery.
-fn equi_sides(expr: &Expr, is_left: impl Fn(usize) -> bool) -> Option<(Expr, Expr)> {
+pub(crate) fn equi_sides(expr: &Expr, is_left: impl Fn(usize) -> bool) -> Option<(Expr, Expr)> {
     let Expr::Binary(BinaryOp::Eq, a, b) = expr else { return None };
     let side = |expr: &Expr| -> Option<bool> {
         let columns = expr.columns();
@@ -3000,20 +3000,24 @@ fn plan_joins(catalog: &Catalog, relations: Vec<Relation>, conjuncts: Vec<Conjun
     let order = if count == 1 {
         vec![0]
     } else {
-        let placed: Vec<(&Plan, usize, u32)> =
-            plans.iter().flatten().map(|(plan, offset, _, score)| (plan, *offset, *score)).collect();
+        let placed: Vec<optimizer::join_order::Relation> = plans
+            .iter()
+            .flatten()
+            .map(|(plan, offset, _, _)| optimizer::join_order::Relation { plan, offset: *offset })
+            .collect();
         let joining: Vec<(&[usize], &Expr)> =
             pending.iter().flatten().map(|conjunct| (conjunct.relations.as_slice(), &conjunct.expr)).collect();
-        let estimated: Vec<optimizer::join_order::Relation> =
-            placed.iter().map(|(plan, offset, _)| optimizer::join_order::Relation { plan, offset: *offset }).collect();
-        match optimizer::join_order::estimated_order(catalog, &estimated, &joining) {
+        match optimizer::join_order::estimated_order(catalog, &placed, &joining) {
             Some(order) => {
                 // Implied equalities join where the order needs them (and filter nothing more
                 // where the stated ones already joined).
                 pending.extend(order.implied.into_iter().map(|(relations, expr)| Some(Conjunct { expr, relations })));
                 order.relations
             }
-            None => rule_order(&placed, &joining),
+            None => {
+                let scores: Vec<u32> = plans.iter().flatten().map(|(_, _, _, score)| *score).collect();
+                rule_order(&scores, &joining)
+            }
         }
     };
     let (mut plan, offset, width, start_score) = plans[order[0]].take().expect("relation");
@@ -3062,10 +3066,11 @@ fn plan_joins(catalog: &Catalog, relations: Vec<Relation>, conjuncts: Vec<Conjun
 }
 
 /// The join order without statistics: start with the relation of the most selective access
-/// path, then follow equalities (each step the connected relation with the best access).
-fn rule_order(relations: &[(&Plan, usize, u32)], conditions: &[(&[usize], &Expr)]) -> Vec<usize> {
-    let count = relations.len();
-    let score = |index: usize| relations[index].2;
+/// path (`scores`, by relation), then follow equalities (each step the connected relation with
+/// the best access).
+fn rule_order(scores: &[u32], conditions: &[(&[usize], &Expr)]) -> Vec<usize> {
+    let count = scores.len();
+    let score = |index: usize| scores[index];
     let start = (0..count).max_by_key(|&index| (score(index), std::cmp::Reverse(index))).unwrap_or(0);
     let mut order = vec![start];
     while order.len() < count {

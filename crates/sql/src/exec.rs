@@ -278,12 +278,10 @@ impl<'t> Executor<'t> {
             // Every id handed out since the database opened came from here, so the largest
             // stored one is in any snapshot taken since.
             // The read joins no read set: ids are unique by the counter, not by this read.
-            None => {
-                self.txn.borrow_mut().set_record_reads(false);
-                let last = self.last_rowid(table);
-                self.txn.borrow_mut().set_record_reads(true);
-                last?.map_or(Some(1), |last| last.checked_add(1)).ok_or_else(no_rowid_left)?
-            }
+            None => self
+                .unrecorded(|| self.last_rowid(table))?
+                .map_or(Some(1), |last| last.checked_add(1))
+                .ok_or_else(no_rowid_left)?,
         };
         rowids.insert(table.id, next.checked_add(1).ok_or_else(no_rowid_left)?);
         Ok(Some(next))
@@ -1520,8 +1518,13 @@ impl<'t> Executor<'t> {
         visit: &mut dyn FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
         let scan = Plan::Scan { table: table.clone(), access: Access::Full, filter: None, reverse: false };
+        self.unrecorded(|| self.stream(&scan, None, visit))
+    }
+
+    /// Runs `reads` without adding what it reads to the transaction's read set.
+    fn unrecorded<T>(&self, reads: impl FnOnce() -> T) -> T {
         self.txn.borrow_mut().set_record_reads(false);
-        let result = self.stream(&scan, None, visit);
+        let result = reads();
         self.txn.borrow_mut().set_record_reads(true);
         result
     }

@@ -57,18 +57,24 @@ pub fn estimated_order(catalog: &Catalog, relations: &[Relation], conditions: &[
     let mut pairs = KeyPairs::new();
     let mut edges = Vec::new();
     for &(joined, expr) in conditions {
-        let Some((first, second, first_side, second_side)) = equi_sides(relations, joined, expr) else {
+        // An equality whose sides each read one of its two relations (not `5 = a.x + b.y`).
+        let sides = match *joined {
+            [first, second] => crate::bind::equi_sides(expr, |column| relations[first].holds(column))
+                .map(|sides| (first, second, sides)),
+            _ => None,
+        };
+        let Some((first, second, (first_side, second_side))) = sides else {
             edges.push(Edge::stated(joined.to_vec(), DEFAULT_RANGE, Vec::new()));
             continue;
         };
         let keys = pairs.entry((first, second)).or_default();
-        keys.0.push(first_side.clone().shift_columns_down(relations[first].offset));
-        keys.1.push(second_side.clone().shift_columns_down(relations[second].offset));
-        if let (Expr::Column(x), Expr::Column(y)) = (first_side, second_side)
+        if let (Expr::Column(x), Expr::Column(y)) = (&first_side, &second_side)
             && let Some(class) = classes.class_of(*x).filter(|&class| classes.class_of(*y) == Some(class))
         {
             keys.2.push(class);
         }
+        keys.0.push(first_side.shift_columns_down(relations[first].offset));
+        keys.1.push(second_side.shift_columns_down(relations[second].offset));
     }
     for ((first, second), (first_keys, second_keys, pair_classes)) in &pairs {
         let selectivity = estimator.equality(relations[*first].plan, first_keys, relations[*second].plan, second_keys);
@@ -95,27 +101,6 @@ pub fn estimated_order(catalog: &Catalog, relations: &[Relation], conditions: &[
         })
         .collect();
     Some(Order { relations: order, implied })
-}
-
-/// An equality between two relations, each side reading one of them: (first relation, second
-/// relation, the first's side, the second's side). `None` for anything else (`5 = a.x + b.y`).
-fn equi_sides<'e>(
-    relations: &[Relation],
-    joined: &[usize],
-    expr: &'e Expr,
-) -> Option<(usize, usize, &'e Expr, &'e Expr)> {
-    let (Expr::Binary(BinaryOp::Eq, a, b), &[first, second]) = (expr, joined) else { return None };
-    let reads_only = |side: &Expr, relation: usize| {
-        let columns = side.columns();
-        !columns.is_empty() && columns.iter().all(|&column| relations[relation].holds(column))
-    };
-    if reads_only(a, first) && reads_only(b, second) {
-        Some((first, second, a, b))
-    } else if reads_only(b, first) && reads_only(a, second) {
-        Some((first, second, b, a))
-    } else {
-        None
-    }
 }
 
 /// Columns that stated equalities make equal: classes of FROM-order columns, each joined to

@@ -116,11 +116,19 @@ pub struct ColumnAccumulator {
     values: u64,
     bytes: u64,
     sketch: DistinctSketch,
-    /// The least and greatest positions so far; `None` once a value has none.
-    range: Option<(f64, f64)>,
-    unordered: bool,
+    range: Range,
     /// A reused buffer for a value's key encoding.
     encoded: Vec<u8>,
+}
+
+/// The least and greatest [`numeric_position`] of the values so far.
+#[derive(Default, Clone, Copy)]
+enum Range {
+    #[default]
+    Empty,
+    Between(f64, f64),
+    /// A value had no position: the column's range is not interpolated.
+    Unordered,
 }
 
 impl ColumnAccumulator {
@@ -134,27 +142,24 @@ impl ColumnAccumulator {
         crate::codec::encode_key_value(value, &mut self.encoded);
         self.bytes += self.encoded.len() as u64;
         self.sketch.add(&self.encoded);
-        match (numeric_position(value), self.unordered) {
-            (_, true) => {}
-            (None, false) => {
-                self.unordered = true;
-                self.range = None;
-            }
-            (Some(position), false) => {
-                let (low, high) = self.range.get_or_insert((position, position));
-                *low = low.min(position);
-                *high = high.max(position);
-            }
-        }
+        self.range = match (self.range, numeric_position(value)) {
+            (Range::Unordered, _) | (_, None) => Range::Unordered,
+            (Range::Empty, Some(position)) => Range::Between(position, position),
+            (Range::Between(low, high), Some(position)) => Range::Between(low.min(position), high.max(position)),
+        };
     }
 
     pub fn finish(&self) -> ColumnStats {
         let distinct = if self.values == 0 { 0 } else { (self.sketch.estimate().round() as u64).clamp(1, self.values) };
+        let (min, max) = match self.range {
+            Range::Between(low, high) => (Some(low), Some(high)),
+            Range::Empty | Range::Unordered => (None, None),
+        };
         ColumnStats {
             nulls: self.nulls,
             distinct,
-            min: self.range.map(|(low, _)| low),
-            max: self.range.map(|(_, high)| high),
+            min,
+            max,
             width: self.bytes.checked_div(self.values).unwrap_or(0) as u32,
         }
     }
