@@ -1795,19 +1795,26 @@ fn run_statement(
             };
             let mut binder = Binder::new(catalog).with_dialect(exec.dialect());
             let (plan, _) = binder.bind_query(query, None)?;
+            let estimate = |node: &crate::plan::Plan| {
+                crate::optimizer::cardinality::Estimator::new(catalog)
+                    .rows(node)
+                    .map(|rows| format!("estimated rows={}", rows.round() as u64))
+            };
             let text = if *analyze {
                 let started = Instant::now();
                 exec.enable_profile();
                 let rows = exec.run(&plan, None)?;
                 let mut text = plan.explain_with(&|node| {
-                    exec.node_profile(node).map(|profile| {
+                    let profile = exec.node_profile(node).map(|profile| {
                         format!(
                             "rows={} loops={} time={:.3} ms",
                             profile.rows,
                             profile.loops,
                             profile.time.as_secs_f64() * 1e3
                         )
-                    })
+                    });
+                    let notes: Vec<String> = estimate(node).into_iter().chain(profile).collect();
+                    (!notes.is_empty()).then(|| notes.join("; "))
                 });
                 text.push_str(&format!(
                     "total: rows={} time={:.3} ms\n",
@@ -1816,7 +1823,7 @@ fn run_statement(
                 ));
                 text
             } else {
-                plan.explain()
+                plan.explain_with(&estimate)
             };
             let rows = text.lines().map(|line| vec![Value::Text(line.to_string())]).collect();
             Ok(Outcome::Rows { columns: vec![EXPLAIN_COLUMN.into()], rows })

@@ -120,20 +120,24 @@ impl<'c> Estimator<'c> {
             }
         };
         match plan {
-            Plan::Scan { table, .. } => {
+            Plan::Scan { table, filter, .. } => {
                 let Some(table_stats) = self.catalog.table_stats(table.id) else { return unknown };
                 let stats =
                     table.columns.get(column).and_then(|def| table_stats.column(&def.name.to_ascii_lowercase()));
+                let distinct = stats.map(|stats| stats.distinct as f64);
                 capped(ColumnView {
                     stats,
-                    distinct: stats.map(|stats| stats.distinct as f64),
+                    distinct: at_most(distinct, filter.as_ref().and_then(|filter| values_kept(filter, column))),
                     nulls: stats.map(|stats| stats.nulls as f64 / (table_stats.rows.max(1) as f64)),
                 })
             }
-            Plan::Filter { input, .. }
-            | Plan::Sort { input, .. }
-            | Plan::Limit { input, .. }
-            | Plan::Distinct { input } => capped(self.column(input, column)),
+            Plan::Filter { input, predicate } => {
+                let view = self.column(input, column);
+                capped(ColumnView { distinct: at_most(view.distinct, values_kept(predicate, column)), ..view })
+            }
+            Plan::Sort { input, .. } | Plan::Limit { input, .. } | Plan::Distinct { input } => {
+                capped(self.column(input, column))
+            }
             Plan::Project { input, exprs } => match exprs.get(column).and_then(column_of) {
                 Some(inner) => capped(self.column(input, inner)),
                 None => unknown,
@@ -245,19 +249,20 @@ impl<'c> Estimator<'c> {
         if outside { MIN_RANGE } else { 1.0 / distinct.max(1.0) }
     }
 
-    /// `column op value` for a range operator, by interpolation between the column's least and
-    /// greatest values.
+    /// `column op value` for a range operator: the share of the column's values on that side
+    /// of the value ([`ColumnStats::fraction_below`]: its histogram, or interpolation between
+    /// its least and greatest values), of the rows where it is not NULL.
     fn range(&self, plan: &Plan, column: &Expr, op: BinaryOp, value: &Expr) -> Option<f64> {
-        let stats = self.column(plan, column_of(column)?).stats?;
-        let (min, max) = (stats.min?, stats.max?);
+        let view = self.column(plan, column_of(column)?);
         let position = numeric_position(constant(value)?)?;
-        let below = if max > min { ((position - min) / (max - min)).clamp(0.0, 1.0) } else { 0.5 };
+        let below = view.stats?.fraction_below(position)?;
         let fraction = match op {
             BinaryOp::Lt | BinaryOp::LtEq => below,
             BinaryOp::Gt | BinaryOp::GtEq => 1.0 - below,
             _ => return None,
         };
-        Some(fraction.max(MIN_RANGE))
+        let present = 1.0 - view.nulls.unwrap_or(0.0);
+        Some((fraction * present).max(MIN_RANGE))
     }
 
     /// The selectivity of a join on `left_keys = right_keys` (one pair or several): one over
@@ -299,6 +304,33 @@ fn constant(expr: &Expr) -> Option<&Value> {
         Expr::Literal(value) => Some(value),
         Expr::Cast(inner, _) | Expr::Affinity(inner, _) => constant(inner),
         _ => None,
+    }
+}
+
+/// How many values of `column` a filter lets through at most, where one of its conjuncts
+/// compares the column with a value (1) or a list of values (their count).
+fn values_kept(predicate: &Expr, column: usize) -> Option<f64> {
+    match predicate {
+        Expr::Binary(BinaryOp::And, left, right) => {
+            let (left, right) = (values_kept(left, column), values_kept(right, column));
+            at_most(left, right).or(right)
+        }
+        Expr::Binary(BinaryOp::Eq, left, right) => {
+            let pinned = |side: &Expr, other: &Expr| column_of(side) == Some(column) && constant(other).is_some();
+            (pinned(left, right) || pinned(right, left)).then_some(1.0)
+        }
+        Expr::InList { expr, list, negated: false } if column_of(expr) == Some(column) => {
+            list.iter().all(|item| constant(item).is_some()).then_some(list.len() as f64)
+        }
+        _ => None,
+    }
+}
+
+/// An estimate capped by a limit when there is one.
+fn at_most(estimate: Option<f64>, limit: Option<f64>) -> Option<f64> {
+    match (estimate, limit) {
+        (Some(estimate), Some(limit)) => Some(estimate.min(limit)),
+        (estimate, _) => estimate,
     }
 }
 
