@@ -212,6 +212,9 @@ pub fn run(args: &TpchArgs) -> Result<TpchReport> {
         dialect: tern_sql::Dialect::Postgres,
         result_cache: 0,
         query_memory_limit: args.memory_limit_mib << 20,
+        // The load ends with ANALYZE, as the SQLite side's does: one in the background would
+        // compete with the timed queries.
+        auto_analyze: None,
         ..tern_sql::Options::default()
     };
     options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;

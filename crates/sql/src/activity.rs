@@ -28,6 +28,9 @@ pub struct Activity {
     sessions: Mutex<BTreeMap<u64, Arc<SessionEntry>>>,
     /// The table counts of sessions that have ended.
     retired: Mutex<HashMap<u32, TableCounts>>,
+    /// Committed changes since each table's last ANALYZE, where automatic ANALYZE counts them
+    /// (`n_mod_since_analyze`; otherwise the changes since the database opened).
+    analyze_tracker: Option<Arc<crate::auto_analyze::Tracker>>,
 }
 
 /// One session as `pg_stat_activity` shows it, and what its statements did to tables.
@@ -218,7 +221,10 @@ impl Activity {
                 let counters = tables.get(&table.id).copied().unwrap_or_default();
                 let (inserted, updated, deleted) = (counters.inserted, counters.updated, counters.deleted);
                 let live = (inserted - deleted).max(0);
-                let modified = inserted + updated + deleted;
+                let modified = match &self.analyze_tracker {
+                    Some(tracker) => tracker.changed(table.id) as i64,
+                    None => inserted + updated + deleted,
+                };
                 let mut row = vec![
                     Value::Integer(crate::system::table_oid(table)),
                     Value::Text("public".into()),
@@ -247,6 +253,13 @@ impl Activity {
                 row
             })
             .collect()
+    }
+}
+
+impl Activity {
+    /// Activity whose `n_mod_since_analyze` comes from `tracker`.
+    pub fn with_analyze_tracker(tracker: Option<Arc<crate::auto_analyze::Tracker>>) -> Activity {
+        Activity { analyze_tracker: tracker, ..Activity::default() }
     }
 }
 

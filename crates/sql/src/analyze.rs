@@ -113,15 +113,17 @@ fn tables_named(catalog: &Catalog, argument: &str) -> Result<Vec<Arc<crate::cata
     Ok(tables)
 }
 
-/// Runs `ANALYZE`: a copy of the catalog holding the named tables' new statistics.
-pub fn execute(catalog: &Catalog, exec: &Executor, argument: &str) -> Result<Catalog> {
+/// Runs `ANALYZE`: writes the named tables' new statistics ([`crate::statistics_store`]) and
+/// returns them by table id.
+pub fn execute(catalog: &Catalog, exec: &Executor, argument: &str) -> Result<Vec<(u32, Arc<TableStats>)>> {
     let tables = tables_named(catalog, argument)?;
-    let mut changed = catalog.clone();
+    let mut analyzed = Vec::with_capacity(tables.len());
     for table in tables {
         let stats = gather(exec, &table)?;
-        changed.statistics.insert(table.id, Arc::new(stats));
+        exec.put(crate::statistics_store::key(table.id), crate::statistics_store::encode(&stats));
+        analyzed.push((table.id, Arc::new(stats)));
     }
-    Ok(changed)
+    Ok(analyzed)
 }
 
 /// One table's statistics, from one pass over its rows.
@@ -144,10 +146,14 @@ fn gather(exec: &Executor, table: &Arc<crate::catalog::TableDef>) -> Result<Tabl
     Ok(TableStats { rows, columns, analyzed_at: crate::temporal::clock::now_micros() })
 }
 
-/// Drops the statistics of tables that no longer exist (when a catalog change commits).
-pub fn prune(catalog: &mut Catalog) {
-    let live: std::collections::HashSet<u32> = catalog.tables.values().map(|table| table.id).collect();
-    catalog.statistics.retain(|id, _| live.contains(id));
+/// Deletes the statistics of the tables `before` had and `after` has not (when a catalog
+/// change commits): a blind delete, whether ANALYZE ever ran on them or not.
+pub fn drop_removed(before: &Catalog, after: &mut Catalog, exec: &Executor) {
+    let live: std::collections::HashSet<u32> = after.tables.values().map(|table| table.id).collect();
+    for table in before.tables.values().filter(|table| !live.contains(&table.id)) {
+        exec.delete(crate::statistics_store::key(table.id));
+    }
+    after.statistics.retain(|id, _| live.contains(id));
 }
 
 #[cfg(test)]

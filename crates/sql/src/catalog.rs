@@ -215,9 +215,13 @@ pub struct Catalog {
     /// `COMMENT ON` descriptions ([`crate::comment`]).
     #[serde(default)]
     pub comments: Vec<crate::comment::Comment>,
-    /// What ANALYZE last found in each table, by table id ([`crate::analyze`]).
-    #[serde(default)]
+    /// What ANALYZE last found in each table, by table id ([`crate::analyze`]). Kept under keys
+    /// of their own, not in the catalog document ([`crate::statistics_store`]).
+    #[serde(skip)]
     pub statistics: BTreeMap<u32, Arc<crate::optimizer::statistics::TableStats>>,
+    /// The generation of the database's statistics that `statistics` holds.
+    #[serde(skip)]
+    pub statistics_generation: u64,
 }
 
 impl Catalog {
@@ -228,6 +232,11 @@ impl Catalog {
     /// The statistics ANALYZE gathered for a table, if it ran since the table was created.
     pub fn table_stats(&self, id: u32) -> Option<&crate::optimizer::statistics::TableStats> {
         self.statistics.get(&id).map(Arc::as_ref)
+    }
+
+    /// The table with id `id` (a linear search).
+    pub fn table_by_id(&self, id: u32) -> Option<&Arc<TableDef>> {
+        self.tables.values().find(|table| table.id == id)
     }
 
     pub fn table(&self, name: &str) -> Option<&Arc<TableDef>> {

@@ -35,6 +35,10 @@ pub const CATALOG_CHUNK_PREFIX: &[u8] = &[0x00, b'C'];
 /// password verifier. Not visible to SQL.
 pub const ROLE_PREFIX: &[u8] = &[0x00, b'r'];
 
+/// Prefix of the tables' statistics ([`crate::statistics_store`]): the table id (big-endian)
+/// follows.
+pub const STATISTICS_PREFIX: &[u8] = &[0x00, b'a'];
+
 /// Prefix of the sequences' current values: the sequence id (big-endian) follows.
 pub const SEQUENCE_PREFIX: &[u8] = &[0x00, b's'];
 

@@ -116,6 +116,8 @@ pub struct Executor<'t> {
     /// Above zero while a trigger's or SQL function's statements run: their scans see what
     /// the statement wrote so far ([`Executor::seeing_own_writes`]).
     own_writes: Cell<u32>,
+    /// Statistics ANALYZE gathered in this statement, for the transaction's catalog.
+    analyzed: RefCell<Vec<(u32, std::sync::Arc<crate::optimizer::statistics::TableStats>)>>,
 }
 
 /// What one plan node did during EXPLAIN ANALYZE.
@@ -175,6 +177,7 @@ impl<'t> Executor<'t> {
             foreign_keys: false,
             inserted_rowid: Cell::new(None),
             own_writes: Cell::new(0),
+            analyzed: RefCell::new(Vec::new()),
         }
     }
 
@@ -185,6 +188,16 @@ impl<'t> Executor<'t> {
         let result = body();
         self.own_writes.set(self.own_writes.get() - 1);
         result
+    }
+
+    /// Notes statistics ANALYZE gathered (and wrote) in this statement.
+    pub fn note_analyzed(&self, analyzed: Vec<(u32, std::sync::Arc<crate::optimizer::statistics::TableStats>)>) {
+        self.analyzed.borrow_mut().extend(analyzed);
+    }
+
+    /// The statistics this statement's ANALYZE gathered.
+    pub fn take_analyzed(&self) -> Vec<(u32, std::sync::Arc<crate::optimizer::statistics::TableStats>)> {
+        self.analyzed.take()
     }
 
     /// Notes the row id of a row an INSERT stored.

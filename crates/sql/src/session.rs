@@ -33,6 +33,9 @@ pub struct Options {
     pub result_cache: usize,
     /// The dialect new sessions speak ([`Session::set_dialect`] changes one session's).
     pub dialect: Dialect,
+    /// ANALYZE in the background after large changes ([`crate::auto_analyze`]); `None` turns
+    /// it off.
+    pub auto_analyze: Option<crate::auto_analyze::AutoAnalyzeOptions>,
 }
 
 impl Default for Options {
@@ -43,6 +46,7 @@ impl Default for Options {
             autocommit_attempts: 100,
             result_cache: 16 << 20,
             dialect: Dialect::Sqlite,
+            auto_analyze: Some(crate::auto_analyze::AutoAnalyzeOptions::default()),
         }
     }
 }
@@ -67,7 +71,29 @@ struct Shared {
     advisory: crate::advisory::AdvisoryLocks,
     /// The sessions and table counters `pg_stat_activity` and `pg_stat_user_tables` show.
     activity: crate::activity::Activity,
+    /// The newest committed statistics of every table ([`crate::statistics_store`]).
+    statistics: RwLock<crate::statistics_store::SharedStatistics>,
+    /// The rows commits changed per table, for automatic ANALYZE (when it is on).
+    analyze_tracker: Option<Arc<crate::auto_analyze::Tracker>>,
     options: Options,
+}
+
+impl Shared {
+    /// `catalog`, or a copy of it with the statistics committed since it was taken (kept in
+    /// the catalog cache when it is the cached catalog, so later transactions share it).
+    fn with_current_statistics(&self, catalog: Arc<Catalog>) -> Arc<Catalog> {
+        let statistics = self.statistics.read();
+        if catalog.statistics_generation == statistics.generation() {
+            return catalog;
+        }
+        let attached = Arc::new(statistics.attach(&catalog));
+        drop(statistics);
+        let mut cache = self.catalog.write();
+        if Arc::ptr_eq(&cache.catalog, &catalog) {
+            cache.catalog = attached.clone();
+        }
+        attached
+    }
 }
 
 /// The newest catalog, and the DDL epoch at which it was read when that is known: a
@@ -83,6 +109,9 @@ struct CatalogCache {
 #[derive(Clone)]
 pub struct Database {
     shared: Arc<Shared>,
+    /// The automatic ANALYZE worker, stopped when the last handle that holds it is dropped
+    /// (the worker's own handle does not).
+    analyze_worker: Option<Arc<crate::auto_analyze::Worker>>,
 }
 
 /// What one statement produced.
@@ -130,8 +159,11 @@ impl Database {
             None => Catalog::new(),
         };
         drop(txn);
+        let statistics = RwLock::new(crate::statistics_store::SharedStatistics::load(&db)?);
+        let analyze_tracker: Option<Arc<crate::auto_analyze::Tracker>> =
+            options.auto_analyze.as_ref().map(|_| Arc::default());
         let catalog = RwLock::new(CatalogCache { catalog: Arc::new(catalog), epoch: None });
-        Ok(Database {
+        Database {
             shared: Arc::new(Shared {
                 db,
                 catalog,
@@ -142,10 +174,26 @@ impl Database {
                 rowids: Rowids::default(),
                 sequences: crate::sequence::Sequences::default(),
                 advisory: crate::advisory::AdvisoryLocks::default(),
-                activity: crate::activity::Activity::default(),
+                activity: crate::activity::Activity::with_analyze_tracker(analyze_tracker.clone()),
+                statistics,
+                analyze_tracker,
                 options,
             }),
-        })
+            analyze_worker: None,
+        }
+        .with_analyze_worker()
+    }
+
+    /// Starts the automatic ANALYZE worker when the options ask for one.
+    fn with_analyze_worker(mut self) -> Result<Database> {
+        let (Some(options), Some(tracker)) = (&self.shared.options.auto_analyze, &self.shared.analyze_tracker) else {
+            return Ok(self);
+        };
+        let handle = Database { shared: self.shared.clone(), analyze_worker: None };
+        let worker = crate::auto_analyze::Worker::start(handle, tracker.clone(), options.clone())
+            .map_err(|error| Error::new("58000", format!("starting the ANALYZE worker: {error}")))?;
+        self.analyze_worker = Some(Arc::new(worker));
+        Ok(self)
     }
 
     pub fn session(&self) -> Session {
@@ -179,7 +227,8 @@ impl Database {
 
     /// The newest committed catalog.
     pub fn catalog(&self) -> Arc<Catalog> {
-        self.shared.catalog.read().catalog.clone()
+        let cached = self.shared.catalog.read().catalog.clone();
+        self.shared.with_current_statistics(cached)
     }
 
     /// The result cache's counters (`None` when it is off).
@@ -947,7 +996,10 @@ impl Session {
     pub fn catalog(&self) -> Arc<Catalog> {
         match &self.transaction {
             Some(open) => open.catalog.clone(),
-            None => self.shared.catalog.read().catalog.clone(),
+            None => {
+                let cached = self.shared.catalog.read().catalog.clone();
+                self.shared.with_current_statistics(cached)
+            }
         }
     }
 
@@ -1408,7 +1460,9 @@ impl Session {
                 let cache = self.shared.catalog.read();
                 if cache.epoch == Some(before) {
                     txn.assume_read(CATALOG_VERSION_KEY);
-                    return Ok(cache.catalog.clone());
+                    let cached = cache.catalog.clone();
+                    drop(cache);
+                    return Ok(self.shared.with_current_statistics(cached));
                 }
                 quiet_epoch = Some(before);
             }
@@ -1424,7 +1478,7 @@ impl Session {
                 *cache = CatalogCache { catalog: catalog.clone(), epoch: Some(epoch) };
             }
         }
-        Ok(catalog)
+        Ok(self.shared.with_current_statistics(catalog))
     }
 
     fn read_catalog(&self, txn: &mut Transaction) -> Result<Arc<Catalog>> {
@@ -1498,8 +1552,25 @@ impl Session {
         result.map(drop)
     }
 
-    /// Commits to the transactional store; returns the commit's sequence number.
+    /// Commits to the transactional store, then publishes the statistics it wrote; returns the
+    /// commit's sequence number.
     fn commit_to_store(&self, open: OpenTransaction) -> Result<u64> {
+        let statistics = statistics_written(&open);
+        let changed =
+            self.shared.analyze_tracker.as_ref().map(|_| crate::auto_analyze::Tracker::count(open.txn.written_keys()));
+        let sequence = self.commit_writes(open)?;
+        if let (Some(tracker), Some(changed)) = (&self.shared.analyze_tracker, changed) {
+            tracker.note_commit(changed);
+            tracker.analyzed(statistics.iter().map(|(table, _)| *table));
+        }
+        if !statistics.is_empty() {
+            self.shared.statistics.write().publish(sequence, statistics);
+        }
+        Ok(sequence)
+    }
+
+    /// Commits to the transactional store; returns the commit's sequence number.
+    fn commit_writes(&self, open: OpenTransaction) -> Result<u64> {
         // Whatever wrote the catalog goes through the epoch.
         if !open.txn.has_written(CATALOG_VERSION_KEY) {
             return Ok(open.txn.commit()?.sequence);
@@ -1682,10 +1753,11 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
     if let Some(rowid) = exec.inserted_rowid() {
         inserted.set(Some(rowid));
     }
+    let analyzed = exec.take_analyzed();
     if let Some(mut changed) = new_catalog {
         changed.version = catalog.version + 1;
         crate::comment::prune(&mut changed);
-        crate::analyze::prune(&mut changed);
+        crate::analyze::drop_removed(&catalog, &mut changed, &exec);
         exec.put(CATALOG_VERSION_KEY.to_vec(), changed.version.to_be_bytes().to_vec());
         let previous = exec.get(CATALOG_KEY)?;
         for (key, value) in crate::catalog_store::writes(changed.to_bytes(), previous.as_deref())? {
@@ -1699,7 +1771,23 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
     } else {
         exec.finish()?;
     }
+    if !analyzed.is_empty() {
+        // The transaction's later statements plan with them; others see them once it commits.
+        let mut with = (*open.catalog).clone();
+        with.statistics.extend(analyzed);
+        open.catalog = Arc::new(with);
+    }
     Ok(outcome)
+}
+
+/// The statistics a transaction wrote or deleted ([`crate::statistics_store`]), as its catalog
+/// holds them.
+fn statistics_written(open: &OpenTransaction) -> Vec<crate::statistics_store::Change> {
+    open.txn
+        .written_keys_with_prefix(crate::codec::STATISTICS_PREFIX)
+        .filter_map(crate::statistics_store::table_of_key)
+        .map(|table| (table, open.catalog.statistics.get(&table).cloned()))
+        .collect()
 }
 
 /// REINDEX: deletes and rebuilds every entry of the named index, of every index of the named
@@ -1961,7 +2049,7 @@ fn run_statement(
         ast::Statement::Pragma { name, value: Some(ast::Value::SingleQuotedString(tables)), .. }
             if object_name(name)? == crate::analyze::PRAGMA =>
         {
-            *new_catalog = Some(crate::analyze::execute(catalog, exec, tables)?);
+            exec.note_analyzed(crate::analyze::execute(catalog, exec, tables)?);
             Ok(Outcome::Done("ANALYZE"))
         }
         ast::Statement::Pragma { name, value, .. } if object_name(name)? == "tern_reindex" => {

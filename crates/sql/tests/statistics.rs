@@ -8,12 +8,27 @@
 
 mod common;
 
-use common::{one, postgres, run, sqlstate, texts, uncached};
+use common::{one, postgres, run, sqlstate, texts};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tern_sql::auto_analyze::AutoAnalyzeOptions;
 use tern_sql::{Database, Options, Session};
+
+/// A database in memory without the result cache or automatic ANALYZE: statistics are what
+/// the test's ANALYZEs made.
+fn manual() -> Database {
+    with_auto_analyze(None)
+}
+
+fn with_auto_analyze(auto_analyze: Option<AutoAnalyzeOptions>) -> Database {
+    let vfs: Arc<dyn tern_pagestore::Vfs> = Arc::new(tern_pagestore::MemoryVfs::new());
+    let mut options = Options { result_cache: 0, auto_analyze, ..Options::default() };
+    options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
+    Database::open_with(vfs, Path::new("memory.tern"), options).unwrap()
+}
 
 fn reltuples(session: &mut Session, table: &str) -> String {
     one(session, &format!("SELECT CAST(reltuples AS bigint) FROM pg_class WHERE relname = '{table}'"))
@@ -42,7 +57,7 @@ fn scan_order(plan: &str) -> Vec<String> {
 
 #[test]
 fn both_dialects_forms_gather_statistics() {
-    let db = uncached();
+    let db = manual();
     let mut session = postgres(&db);
     run(&mut session, "CREATE TABLE t(a integer PRIMARY KEY, b text)");
     run(&mut session, "CREATE TABLE u(a integer)");
@@ -107,7 +122,7 @@ fn statistics_commit_roll_back_persist_and_go_with_their_table() {
 
 #[test]
 fn analyze_conflicts_with_no_writer() {
-    let db = uncached();
+    let db = manual();
     let mut analyzing = postgres(&db);
     let mut writer = postgres(&db);
     run(&mut analyzing, "CREATE TABLE t(a integer PRIMARY KEY)");
@@ -121,7 +136,7 @@ fn analyze_conflicts_with_no_writer() {
 
 /// `big` (20,000 rows), `mid` (1,000) and `small` (10), written largest first.
 fn star() -> Database {
-    let db = uncached();
+    let db = manual();
     let mut session = postgres(&db);
     run(&mut session, "CREATE TABLE big(id integer PRIMARY KEY, m integer, v integer)");
     run(&mut session, "CREATE TABLE mid(id integer PRIMARY KEY, s integer, name text)");
@@ -159,7 +174,7 @@ fn answers_do_not_depend_on_statistics() {
     let mut rng = SmallRng::seed_from_u64(11);
     let mut plans_changed = 0;
     for round in 0..4 {
-        let db = uncached();
+        let db = manual();
         let mut session = db.session();
         let sqlite = rusqlite::Connection::open_in_memory().unwrap();
         let count = 5;
@@ -282,7 +297,7 @@ fn estimated_rows(line: &str) -> Option<f64> {
 /// reaches 100,000 (interpolation between least and greatest would say 0.01%).
 #[test]
 fn explain_shows_estimates_from_the_histogram() {
-    let db = uncached();
+    let db = manual();
     let mut session = postgres(&db);
     run(&mut session, "CREATE TABLE s(id integer PRIMARY KEY, v integer)");
     run(
@@ -303,4 +318,104 @@ fn explain_shows_estimates_from_the_histogram() {
     let aggregate = plan.iter().find(|line| line.starts_with("HashAggregate")).unwrap();
     assert_eq!(estimated_rows(aggregate), Some(1.0), "{plan:?}");
     assert!(aggregate.contains("; rows=1 loops=1"), "actual rows beside the estimate: {plan:?}");
+}
+
+/// ANALYZE writes statistics under keys no other transaction reads: a writer whose
+/// transaction spans an ANALYZE's commit commits too (statistics kept in the catalog
+/// document made it fail with 40001), and sees the new statistics once it ends.
+#[test]
+fn a_writer_spanning_analyze_commits() {
+    let db = manual();
+    let mut analyzing = postgres(&db);
+    let mut writer = postgres(&db);
+    run(&mut analyzing, "CREATE TABLE t(a integer PRIMARY KEY)");
+    run(&mut analyzing, "INSERT INTO t SELECT g FROM generate_series(1, 100) AS s(g)");
+    run(&mut writer, "BEGIN");
+    run(&mut writer, "INSERT INTO t VALUES (1000)");
+    run(&mut analyzing, "ANALYZE t");
+    assert_eq!(reltuples(&mut writer, "t"), "-1", "a transaction keeps the statistics it began with");
+    run(&mut writer, "COMMIT");
+    assert_eq!(reltuples(&mut writer, "t"), "100");
+    // Two ANALYZEs at once both commit; the later commit's statistics stay.
+    run(&mut writer, "BEGIN");
+    run(&mut writer, "ANALYZE t");
+    run(&mut analyzing, "INSERT INTO t VALUES (1001)");
+    run(&mut analyzing, "ANALYZE t");
+    run(&mut writer, "COMMIT");
+    assert_eq!(reltuples(&mut analyzing, "t"), "101");
+}
+
+/// Polls `reltuples` of `table` until it reads `expected` (the worker runs in the background).
+fn await_reltuples(session: &mut Session, table: &str, expected: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while reltuples(session, table) != expected {
+        assert!(
+            Instant::now() < deadline,
+            "reltuples of {table} stayed {} (waiting for {expected})",
+            reltuples(session, table)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Large changes are analyzed in the background: a table is due once the rows changed since
+/// its last ANALYZE reach the threshold plus a tenth of its rows, and only then.
+#[test]
+fn large_changes_are_analyzed_automatically() {
+    let options = AutoAnalyzeOptions { threshold: 100, scale: 0.1, interval: Duration::ZERO };
+    let db = with_auto_analyze(Some(options));
+    let mut session = postgres(&db);
+    run(&mut session, "CREATE TABLE t(a integer PRIMARY KEY, b text)");
+    run(&mut session, "INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 99) AS s(g)");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(reltuples(&mut session, "t"), "-1", "99 rows changed: below the threshold");
+    run(&mut session, "INSERT INTO t VALUES (100, 'v100')");
+    await_reltuples(&mut session, "t", "100");
+    // 100 + 10% of 100 = 110 changes are needed now: 109 are not enough.
+    run(&mut session, "UPDATE t SET b = 'w' WHERE a <= 59");
+    run(&mut session, "DELETE FROM t WHERE a > 50");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(reltuples(&mut session, "t"), "100");
+    run(&mut session, "INSERT INTO t VALUES (1000, 'x')");
+    await_reltuples(&mut session, "t", "51");
+    // Committed changes since the last ANALYZE show as n_mod_since_analyze; rolled-back ones
+    // count for nothing, and a manual ANALYZE starts the count again.
+    let modified = "SELECT n_mod_since_analyze FROM pg_stat_user_tables WHERE relname = 't'";
+    run(&mut session, "INSERT INTO t VALUES (1001, 'y'), (1002, 'z')");
+    run(&mut session, "BEGIN");
+    run(&mut session, "INSERT INTO t SELECT g, 'r' FROM generate_series(2000, 2999) AS s(g)");
+    run(&mut session, "ROLLBACK");
+    assert_eq!(one(&mut session, modified), "2");
+    run(&mut session, "ANALYZE t");
+    assert_eq!(one(&mut session, modified), "0");
+    assert_eq!(reltuples(&mut session, "t"), "53");
+}
+
+/// Dropping the last handle stops the worker, cancelling an ANALYZE under way: the file can be
+/// opened again at once, with its statistics.
+#[test]
+fn dropping_the_database_stops_the_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("auto.tern");
+    let open = |threshold: u64| {
+        let options = AutoAnalyzeOptions { threshold, scale: 0.0, interval: Duration::ZERO };
+        let mut options = Options { auto_analyze: Some(options), ..Options::default() };
+        options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
+        Database::open(&path, options).unwrap()
+    };
+    for round in 0..3 {
+        let db = open(1);
+        let mut session = postgres(&db);
+        if round == 0 {
+            run(&mut session, "CREATE TABLE t(a integer PRIMARY KEY)");
+        }
+        let first = round * 30_000 + 1;
+        run(&mut session, &format!("INSERT INTO t SELECT g FROM generate_series({first}, {}) AS s(g)", first + 29_999));
+        // The worker is analyzing t (or about to) while the database closes.
+        drop(session);
+        drop(db);
+    }
+    let db = open(u64::MAX);
+    let mut session = postgres(&db);
+    assert_eq!(one(&mut session, "SELECT count(*) FROM t"), "90000");
 }

@@ -49,6 +49,10 @@ pub struct Options {
     /// The SQL dialect connections start in: SQLite's (the default) or PostgreSQL's answers
     /// where the two differ (`SET tern.dialect = ...` changes one connection's).
     pub dialect: tern_sql::Dialect,
+    /// Gather a table's statistics in the background once 1,000 rows plus a tenth of the
+    /// table changed since its last ANALYZE (at most every 30 s per table). Off, statistics
+    /// are what ANALYZE statements gather.
+    pub auto_analyze: bool,
 }
 
 /// The sizes an [`Options`] comes to once its memory budget is divided.
@@ -76,6 +80,7 @@ impl Default for Options {
             tune_allocator: true,
             retry_attempts: 100,
             dialect: tern_sql::Dialect::Sqlite,
+            auto_analyze: true,
         }
     }
 }
@@ -155,6 +160,9 @@ impl Options {
         options.result_cache = sizes.result_cache_size;
         options.autocommit_attempts = self.retry_attempts;
         options.dialect = self.dialect;
+        if !self.auto_analyze {
+            options.auto_analyze = None;
+        }
         Ok((options, sizes))
     }
 }

@@ -351,6 +351,14 @@ impl Transaction {
         self.writes.contains_key(key)
     }
 
+    /// The keys written so far that start with `prefix`, in key order.
+    pub fn written_keys_with_prefix<'a>(&'a self, prefix: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.writes
+            .range::<[u8], _>((std::ops::Bound::Included(prefix), std::ops::Bound::Unbounded))
+            .map(|(key, _)| key.as_slice())
+            .take_while(move |key| key.starts_with(prefix))
+    }
+
     /// The keys written so far, in key order.
     pub fn written_keys(&self) -> impl Iterator<Item = &[u8]> {
         self.writes.keys().map(Vec::as_slice)

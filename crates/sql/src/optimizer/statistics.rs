@@ -172,7 +172,7 @@ struct Sample {
 
 impl Default for Sample {
     fn default() -> Self {
-        Sample { kept: Vec::new(), seen: 0, random: 0x5eed_0f_a7a1_5e5 }
+        Sample { kept: Vec::new(), seen: 0, random: 0x0005_eed0_fa7a_15e5 }
     }
 }
 
