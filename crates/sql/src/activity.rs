@@ -9,7 +9,9 @@
 //! when read, an ended session's kept in a retired total), and count from when the database was
 //! opened, as PostgreSQL's do from its last statistics reset. `n_live_tup` is an estimate,
 //! rows inserted minus rows deleted since then, rolled-back ones included (PostgreSQL leaves
-//! those out); `last_analyze` is when ANALYZE gathered the statistics the catalog holds; the
+//! those out); `n_mod_since_analyze` counts committed changes since the table's last ANALYZE
+//! where automatic ANALYZE tracks them (`crate::auto_analyze`), else the rows changed since the
+//! database opened; `last_analyze` is when ANALYZE gathered the table's statistics; the
 //! other columns of PostgreSQL's (vacuum times, vacuum and analyze counts, dead and HOT rows)
 //! are 0 or NULL: Tern's LSM store has no vacuum. Both relations are computed
 //! when a query reads them, never cached.

@@ -10,7 +10,8 @@
 //!   not analyzed it in the last `interval`, so that a load made of many commits does not
 //!   re-analyze the table at every tenth of growth. The threshold is 1,000 rows where PostgreSQL
 //!   has 50: a table below that plans as well by rules as by costs.
-//! - One worker thread per database runs ANALYZE on the due tables, one at a time, in a session
+//! - One worker thread per database looks at the counts every `nap` (1 s; commits do not wake
+//!   it) and runs ANALYZE on the due tables, one at a time, in a session
 //!   of its own. Statistics are keys no other transaction reads
 //!   ([`crate::statistics_store`]), so the worker conflicts with no writer; what it gathers
 //!   is the table at its transaction's snapshot.
@@ -35,11 +36,18 @@ pub struct AutoAnalyzeOptions {
     pub scale: f64,
     /// The least time between two automatic ANALYZEs of one table.
     pub interval: Duration,
+    /// How often the worker looks at the counts (PostgreSQL's `autovacuum_naptime`).
+    pub nap: Duration,
 }
 
 impl Default for AutoAnalyzeOptions {
     fn default() -> Self {
-        AutoAnalyzeOptions { threshold: 1000, scale: 0.1, interval: Duration::from_secs(30) }
+        AutoAnalyzeOptions {
+            threshold: 1000,
+            scale: 0.1,
+            interval: Duration::from_secs(30),
+            nap: Duration::from_secs(1),
+        }
     }
 }
 
@@ -78,12 +86,11 @@ impl Tracker {
         if counts.is_empty() {
             return;
         }
+        // No wake-up: the worker looks at the counts every nap, not at every commit.
         let mut state = self.state.lock();
         for (object, count) in counts {
             *state.changed.entry(object).or_default() += count;
         }
-        drop(state);
-        self.wake.notify_one();
     }
 
     /// Rows a table changed since its last automatic ANALYZE (or since the database opened).
@@ -91,21 +98,13 @@ impl Tracker {
         self.state.lock().changed.get(&table).copied().unwrap_or(0)
     }
 
-    /// The counts to look at, once there are any; `None` once the worker is to stop.
-    fn wait_for_changes(&self) -> Option<HashMap<u32, u64>> {
-        let mut state = self.state.lock();
-        while !state.stop && state.changed.is_empty() {
-            self.wake.wait(&mut state);
-        }
-        (!state.stop).then(|| state.changed.clone())
-    }
-
-    /// Waits for the next commit, or `timeout`.
-    fn nap(&self, timeout: Duration) {
+    /// The counts to look at after a nap of `nap`; `None` once the worker is to stop.
+    fn after_nap(&self, nap: Duration) -> Option<HashMap<u32, u64>> {
         let mut state = self.state.lock();
         if !state.stop {
-            self.wake.wait_for(&mut state, timeout);
+            self.wake.wait_for(&mut state, nap);
         }
+        (!state.stop).then(|| state.changed.clone())
     }
 
     fn stopping(&self) -> bool {
@@ -168,13 +167,14 @@ impl Drop for Worker {
 
 fn run(db: Database, tracker: &Tracker, options: &AutoAnalyzeOptions, interrupt: &Mutex<Option<InterruptHandle>>) {
     let mut last_run: HashMap<u32, Instant> = HashMap::new();
-    while let Some(changed) = tracker.wait_for_changes() {
+    while let Some(changed) = tracker.after_nap(options.nap) {
+        if changed.is_empty() {
+            continue;
+        }
         let catalog = db.catalog();
         let due = due_tables(&catalog, &changed, &last_run, options);
         if due.is_empty() {
             tracker.keep_tables_of(&catalog);
-            // The next commit, or a second (an interval may end meanwhile).
-            tracker.nap(Duration::from_secs(1));
             continue;
         }
         // A session while there is work (`pg_stat_activity` lists it only then).

@@ -362,7 +362,8 @@ fn await_reltuples(session: &mut Session, table: &str, expected: &str) {
 /// its last ANALYZE reach the threshold plus a tenth of its rows, and only then.
 #[test]
 fn large_changes_are_analyzed_automatically() {
-    let options = AutoAnalyzeOptions { threshold: 100, scale: 0.1, interval: Duration::ZERO };
+    let options =
+        AutoAnalyzeOptions { threshold: 100, scale: 0.1, interval: Duration::ZERO, nap: Duration::from_millis(10) };
     let db = with_auto_analyze(Some(options));
     let mut session = postgres(&db);
     run(&mut session, "CREATE TABLE t(a integer PRIMARY KEY, b text)");
@@ -398,7 +399,8 @@ fn dropping_the_database_stops_the_worker() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("auto.tern");
     let open = |threshold: u64| {
-        let options = AutoAnalyzeOptions { threshold, scale: 0.0, interval: Duration::ZERO };
+        let options =
+            AutoAnalyzeOptions { threshold, scale: 0.0, interval: Duration::ZERO, nap: Duration::from_millis(10) };
         let mut options = Options { auto_analyze: Some(options), ..Options::default() };
         options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
         Database::open(&path, options).unwrap()
