@@ -172,7 +172,21 @@ impl Accumulator {
     /// Adds one row's arguments. Returns whether a min/max took a new best value.
     /// A call with ORDER BY gets its sort key values after its arguments.
     pub(crate) fn add(&mut self, mut args: Vec<Value>) -> Result<bool> {
-        let value = args.first().cloned().unwrap_or(Value::Null);
+        if let Accumulator::Sorted { keys, rows, .. } = self {
+            let sort_values = args.split_off(args.len().saturating_sub(keys.len()));
+            rows.push((sort_values, args));
+            return Ok(false);
+        }
+        let mut args = args.into_iter();
+        let value = args.next().unwrap_or(Value::Null);
+        let second = args.next();
+        self.add_value(value, second.as_ref())
+    }
+
+    /// Adds one row's first argument, and its second where the aggregate takes one
+    /// (`group_concat`'s separator, a regression's X, a percentile's fraction): the way in
+    /// without a vector of arguments. Not for calls with ORDER BY ([`Accumulator::add`]).
+    pub(crate) fn add_value(&mut self, value: Value, second: Option<&Value>) -> Result<bool> {
         match self {
             Accumulator::Count { count, star: true, .. } => *count += 1,
             Accumulator::Count { count, distinct, .. } => {
@@ -245,7 +259,7 @@ impl Accumulator {
                     return Ok(false);
                 }
                 if *any {
-                    match args.get(1) {
+                    match second {
                         Some(separator) => text.push_str(&separator.to_text()),
                         None => text.push(','),
                     }
@@ -270,7 +284,7 @@ impl Accumulator {
             Accumulator::Moments(moments, distinct) => {
                 // One argument: it is both; two: (Y, X). Rows with a NULL (or a non-number) are
                 // left out.
-                let x = args.get(1).unwrap_or(&value).to_numeric().as_f64();
+                let x = second.unwrap_or(&value).to_numeric().as_f64();
                 if let (Some(y), Some(x)) = (value.to_numeric().as_f64(), x)
                     && !value.is_null()
                     && Self::first_time(distinct, &value)
@@ -285,15 +299,14 @@ impl Accumulator {
             }
             Accumulator::Ordered { values, fraction, .. } => {
                 if fraction.is_none() {
-                    *fraction = Some(args.get(1).cloned().unwrap_or(Value::Null));
+                    *fraction = Some(second.cloned().unwrap_or(Value::Null));
                 }
                 if !value.is_null() {
                     values.push(value);
                 }
             }
-            Accumulator::Sorted { keys, rows, .. } => {
-                let sort_values = args.split_off(args.len().saturating_sub(keys.len()));
-                rows.push((sort_values, args));
+            Accumulator::Sorted { .. } => {
+                return Err(Error::internal("an ordered aggregate's arguments without their sort keys"));
             }
         }
         Ok(false)

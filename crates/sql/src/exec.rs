@@ -23,6 +23,7 @@ mod evaluate;
 mod grouping;
 mod in_set;
 mod join_filter;
+mod ordered_grouping;
 mod parallel;
 mod probe_lookup;
 mod probe_stream;
@@ -1697,6 +1698,9 @@ impl<'t> Executor<'t> {
         aggregates: &[AggregateCall],
         outer: Option<&Env>,
     ) -> Result<Vec<Row>> {
+        if Self::streams(input) && input.groups_arrive_together(group_by) {
+            return self.aggregate_in_scan_order(input, group_by, aggregates, outer);
+        }
         if outer.is_none() && Self::streams(input) {
             // Partial groups take more memory than one grouping (a group in every worker's
             // part): past the limit, the serial aggregate gets its turn.

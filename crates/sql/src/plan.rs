@@ -961,6 +961,44 @@ impl Plan {
         }
     }
 
+    /// Whether the rows of each group of `group_by` over this plan's rows arrive one after
+    /// another: the rows come from a table scan in primary-key order (through filters and
+    /// projections) and the GROUP BY columns are a prefix of that key, in any order. Rows whose
+    /// key prefixes are equal are adjacent in a scan, and a row's group key is the same
+    /// encoding of the same values (`exec/ordered_grouping.rs`).
+    pub fn groups_arrive_together(&self, group_by: &[Expr]) -> bool {
+        let Some(order) = self.key_columns_in_output() else { return false };
+        if group_by.is_empty() || group_by.len() > order.len() {
+            return false;
+        }
+        let prefix = &order[..group_by.len()];
+        group_by.iter().all(|expr| matches!(expr, Expr::Column(column) if prefix.contains(column)))
+            && prefix.iter().all(|column| group_by.contains(&Expr::Column(*column)))
+    }
+
+    /// The output positions of the primary-key columns of the scan under this plan, in key
+    /// order, as far as the plan passes them through unchanged; `None` where its rows do not
+    /// come in key order (no scan, a scan by index, or by a list of keys).
+    fn key_columns_in_output(&self) -> Option<Vec<usize>> {
+        match self {
+            Plan::Scan { table, access, .. } => {
+                let in_key_order = matches!(access, Access::Full | Access::PrimaryKeyRange { .. });
+                (in_key_order && !table.primary_key.is_empty()).then(|| table.primary_key.clone())
+            }
+            Plan::Filter { input, .. } => input.key_columns_in_output(),
+            Plan::Project { input, exprs } => {
+                let inner = input.key_columns_in_output()?;
+                Some(
+                    inner
+                        .iter()
+                        .map_while(|column| exprs.iter().position(|expr| *expr == Expr::Column(*column)))
+                        .collect(),
+                )
+            }
+            _ => None,
+        }
+    }
+
     /// The plan as indented text (EXPLAIN).
     pub fn explain(&self) -> String {
         self.explain_with(&|_| None)
@@ -1049,7 +1087,9 @@ impl Plan {
                 left.explain_into(depth + 1, out, annotate);
             }
             Plan::Aggregate { input, group_by, aggregates } => {
-                let _ = writeln!(out, "{pad}HashAggregate groups={} aggregates={}", group_by.len(), aggregates.len());
+                // Groups that arrive one after another are folded one at a time.
+                let method = if input.groups_arrive_together(group_by) { "GroupAggregate" } else { "HashAggregate" };
+                let _ = writeln!(out, "{pad}{method} groups={} aggregates={}", group_by.len(), aggregates.len());
                 input.explain_into(depth + 1, out, annotate);
             }
             Plan::Window { input, calls } => {

@@ -32,7 +32,7 @@ pub(super) struct Grouping {
 }
 
 /// Appends the memcomparable encoding of a row's group key to `encoded`.
-fn encode_group_key(
+pub(super) fn encode_group_key(
     exec: &impl Evaluate,
     row: &[Value],
     group_by: &[Expr],
@@ -51,20 +51,11 @@ const GROUPING_CHARGE_BYTES: usize = 64 * 1024;
 
 impl Grouping {
     pub(super) fn new(aggregates: &[AggregateCall]) -> Grouping {
-        let mut extremes = aggregates.iter().enumerate().filter(|(_, call)| {
-            matches!(call.function, AggregateFunction::Min | AggregateFunction::Max)
-                && call.args.len() == 1
-                && call.filter.is_none()
-        });
-        let extreme = match (extremes.next(), extremes.next()) {
-            (Some((index, _)), None) => Some(index),
-            _ => None,
-        };
         Grouping {
             groups: KeyMap::default(),
             keys: Vec::new(),
             states: Vec::new(),
-            extreme,
+            extreme: extreme_of(aggregates),
             uncharged: 0,
             scratch: Vec::new(),
             first_seen: Vec::new(),
@@ -131,44 +122,7 @@ impl Grouping {
                 self.keys.len() - 1
             }
         };
-        let mut extreme_moved = false;
-        if let Some(at) = self.extreme {
-            let args = aggregates[at].args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
-            extreme_moved = self.states[index][at].add(args)?;
-        }
-        // With an extreme, bare columns take this row's values when it moved the extreme or
-        // while the extreme has none (only NULLs so far: they follow the last row, as in
-        // SQLite), and keep them otherwise.
-        let take_bare = self.extreme.map(|at| {
-            extreme_moved || matches!(&self.states[index][at], Accumulator::Extreme { best: Value::Null, .. })
-        });
-        for (position, (state, call)) in self.states[index].iter_mut().zip(aggregates).enumerate() {
-            if Some(position) == self.extreme {
-                continue;
-            }
-            if let Some(filter) = &call.filter
-                && exec.eval(filter, &env)?.truth() != Some(true)
-            {
-                continue;
-            }
-            let mut args = call.args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
-            for key in &call.order_by {
-                args.push(exec.eval(&key.expr, &env)?);
-            }
-            if call.distinct
-                || !call.order_by.is_empty()
-                || matches!(call.function, AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg)
-            {
-                self.uncharged += row_bytes(&args);
-            }
-            match (state, take_bare) {
-                (Accumulator::Any(value), Some(true)) => *value = args.into_iter().next().unwrap_or(Value::Null),
-                (Accumulator::Any(_), Some(false)) => {}
-                (state, _) => {
-                    state.add(args)?;
-                }
-            }
-        }
+        self.uncharged += fold_row(&mut self.states[index], self.extreme, exec, &env, aggregates)?;
         Ok(())
     }
 
@@ -319,4 +273,89 @@ fn partition_of(key: &[u8], partitions: usize) -> usize {
     use std::hash::BuildHasher;
     static SEED: foldhash::fast::FixedState = foldhash::fast::FixedState::with_seed(0x7465726e);
     (SEED.hash_one(key) % partitions as u64) as usize
+}
+
+/// The aggregate whose row gives SQLite's bare columns: the only min() or max() of one
+/// argument without FILTER, if there is exactly one.
+pub(super) fn extreme_of(aggregates: &[AggregateCall]) -> Option<usize> {
+    let mut extremes = aggregates.iter().enumerate().filter(|(_, call)| {
+        matches!(call.function, AggregateFunction::Min | AggregateFunction::Max)
+            && call.args.len() == 1
+            && call.filter.is_none()
+    });
+    match (extremes.next(), extremes.next()) {
+        (Some((index, _)), None) => Some(index),
+        _ => None,
+    }
+}
+
+/// Folds one row (`env`) into a group's accumulators; returns the bytes they grew by (the
+/// arguments DISTINCT, ordered aggregates, group_concat and array_agg keep). `extreme` is
+/// the aggregate whose row gives SQLite's bare columns ([`extreme_of`]).
+pub(super) fn fold_row(
+    states: &mut [Accumulator],
+    extreme: Option<usize>,
+    exec: &impl Evaluate,
+    env: &Env,
+    aggregates: &[AggregateCall],
+) -> Result<usize> {
+    let env = *env;
+    let mut uncharged = 0;
+    let mut extreme_moved = false;
+    if let Some(at) = extreme {
+        let args = aggregates[at].args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
+        extreme_moved = states[at].add(args)?;
+    }
+    // With an extreme, bare columns take this row's values when it moved the extreme or
+    // while the extreme has none (only NULLs so far: they follow the last row, as in
+    // SQLite), and keep them otherwise.
+    let take_bare =
+        extreme.map(|at| extreme_moved || matches!(&states[at], Accumulator::Extreme { best: Value::Null, .. }));
+    for (position, (state, call)) in states.iter_mut().zip(aggregates).enumerate() {
+        if Some(position) == extreme {
+            continue;
+        }
+        if let Some(filter) = &call.filter
+            && exec.eval(filter, &env)?.truth() != Some(true)
+        {
+            continue;
+        }
+        if call.args.len() <= 1
+            && !call.distinct
+            && call.order_by.is_empty()
+            && !matches!(call.function, AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg)
+        {
+            // One argument or none, kept nowhere: no vector of arguments for the row.
+            let value = match call.args.first() {
+                Some(arg) => exec.eval(arg, &env)?,
+                None => Value::Null,
+            };
+            match (state, take_bare) {
+                (Accumulator::Any(bare), Some(true)) => *bare = value,
+                (Accumulator::Any(_), Some(false)) => {}
+                (state, _) => {
+                    state.add_value(value, None)?;
+                }
+            }
+            continue;
+        }
+        let mut args = call.args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
+        for key in &call.order_by {
+            args.push(exec.eval(&key.expr, &env)?);
+        }
+        if call.distinct
+            || !call.order_by.is_empty()
+            || matches!(call.function, AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg)
+        {
+            uncharged += row_bytes(&args);
+        }
+        match (state, take_bare) {
+            (Accumulator::Any(value), Some(true)) => *value = args.into_iter().next().unwrap_or(Value::Null),
+            (Accumulator::Any(_), Some(false)) => {}
+            (state, _) => {
+                state.add(args)?;
+            }
+        }
+    }
+    Ok(uncharged)
 }

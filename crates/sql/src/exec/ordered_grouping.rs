@@ -1,0 +1,130 @@
+//! Grouping in scan order: when the rows of an aggregate's input come from a table scan in
+//! primary-key order and the GROUP BY columns are a prefix of that key (in any order), each
+//! group's rows arrive together. The aggregate then keeps one group at a time and emits it when
+//! the next one starts, as SQLite groups over an index: no hash table, and memory for the
+//! output only. TPC-H Q18's `GROUP BY l_orderkey` over lineitem (1.5 million groups at scale
+//! 1) is one.
+//!
+//! Why the rows of a group are adjacent: a stored row's key is the key encoding of its
+//! primary-key values ([`crate::codec::encode_key_value`], no collation applied), and a scan
+//! returns rows in the order of those keys (forward or in reverse); rows whose key prefixes are
+//! equal are therefore adjacent, and the group key of a row is the same encoding of the same
+//! values. The scan may run on several threads ([`Executor::stream`] hands the rows over in
+//! scan order either way); the groups are folded on the calling thread.
+
+use super::grouping::{encode_group_key, extreme_of, fold_row};
+use super::{Env, Executor, row_bytes};
+use crate::aggregate::Accumulator;
+use crate::error::Result;
+use crate::plan::{AggregateCall, Expr, Plan, Row};
+use crate::value::Value;
+
+/// Rows of output between two charges to the statement's memory.
+const CHARGE_EVERY: usize = 4096;
+/// Bytes one group's states may grow by before they are charged.
+const GROUP_CHARGE_BYTES: usize = 64 * 1024;
+
+impl Executor<'_> {
+    /// Groups and aggregates the rows of a streaming `input` whose groups arrive one after
+    /// another ([`Plan::groups_arrive_together`]), holding one group at a time.
+    pub(super) fn aggregate_in_scan_order(
+        &self,
+        input: &Plan,
+        group_by: &[Expr],
+        aggregates: &[AggregateCall],
+        outer: Option<&Env>,
+    ) -> Result<Vec<Row>> {
+        let started = self.profile.as_ref().map(|_| std::time::Instant::now());
+        let mut group = Group::new(aggregates);
+        let mut output = Vec::new();
+        let mut key = Vec::new();
+        let mut scanned = 0u64;
+        self.stream(input, outer, &mut |row| {
+            scanned += 1;
+            key.clear();
+            encode_group_key(self, &row, group_by, outer, &mut key)?;
+            if key != group.key || !group.started {
+                if group.started {
+                    output.push(group.finish()?);
+                    if output.len().is_multiple_of(CHARGE_EVERY) {
+                        self.charge(CHARGE_EVERY * row_bytes(&output[output.len() - 1]))?;
+                    }
+                }
+                group.start(&mut key, group_by.iter().map(|expr| self.eval(expr, &Env::new(&row, outer))))?;
+            }
+            let grew = fold_row(&mut group.states, group.extreme, self, &Env::new(&row, outer), aggregates)?;
+            group.charge(self, grew)?;
+            Ok(true)
+        })?;
+        if let Some(started) = started {
+            self.record_profile(input, scanned, started.elapsed());
+        }
+        if group.started {
+            output.push(group.finish()?);
+        }
+        Ok(output)
+    }
+}
+
+/// The group being folded, its buffers reused from group to group.
+struct Group<'a> {
+    aggregates: &'a [AggregateCall],
+    started: bool,
+    /// The encoded group key.
+    key: Vec<u8>,
+    values: Row,
+    states: Vec<Accumulator>,
+    extreme: Option<usize>,
+    /// Bytes the group's states grew by and not charged yet.
+    uncharged: usize,
+}
+
+impl<'a> Group<'a> {
+    fn new(aggregates: &'a [AggregateCall]) -> Group<'a> {
+        Group {
+            aggregates,
+            started: false,
+            key: Vec::new(),
+            values: Vec::new(),
+            states: aggregates.iter().map(Accumulator::new).collect(),
+            extreme: extreme_of(aggregates),
+            uncharged: 0,
+        }
+    }
+
+    /// Starts the group of `key` (taken, leaving the previous key's buffer in its place),
+    /// whose GROUP BY values are `values`.
+    fn start(&mut self, key: &mut Vec<u8>, values: impl Iterator<Item = Result<Value>>) -> Result<()> {
+        std::mem::swap(&mut self.key, key);
+        self.values.clear();
+        for value in values {
+            self.values.push(value?);
+        }
+        for (state, call) in self.states.iter_mut().zip(self.aggregates) {
+            *state = Accumulator::new(call);
+        }
+        self.started = true;
+        self.uncharged = 0;
+        Ok(())
+    }
+
+    /// The group's row: its GROUP BY values, then each aggregate's value.
+    fn finish(&mut self) -> Result<Row> {
+        let mut row = Vec::with_capacity(self.values.len() + self.states.len());
+        row.extend(self.values.drain(..));
+        for state in &mut self.states {
+            row.push(std::mem::replace(state, Accumulator::Any(Value::Null)).finish()?);
+        }
+        Ok(row)
+    }
+
+    /// Charges what one group holds (the arguments DISTINCT, ordered aggregates, group_concat
+    /// and array_agg keep) once it is large.
+    fn charge(&mut self, exec: &Executor, grew: usize) -> Result<()> {
+        self.uncharged += grew;
+        if self.uncharged >= GROUP_CHARGE_BYTES {
+            exec.charge(std::mem::take(&mut self.uncharged))?;
+        }
+        Ok(())
+    }
+}
