@@ -111,7 +111,7 @@ impl<'a> Group<'a> {
     /// The group's row: its GROUP BY values, then each aggregate's value.
     fn finish(&mut self) -> Result<Row> {
         let mut row = Vec::with_capacity(self.values.len() + self.states.len());
-        row.extend(self.values.drain(..));
+        row.append(&mut self.values);
         for state in &mut self.states {
             row.push(std::mem::replace(state, Accumulator::Any(Value::Null)).finish()?);
         }
