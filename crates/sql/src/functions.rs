@@ -869,6 +869,19 @@ fn random_i64() -> i64 {
 
 /// Arithmetic with SQLite's rules: integers stay integers unless they overflow (then real),
 /// division by zero is NULL, text is read by its numeric prefix.
+/// `a op b` on exact decimals (NULL for a zero divisor).
+fn decimal_arithmetic(op: BinaryOp, a: Decimal, b: Decimal) -> Result<Value> {
+    let result = match op {
+        BinaryOp::Add => decimal::checked('+', a, b)?,
+        BinaryOp::Sub => decimal::checked('-', a, b)?,
+        BinaryOp::Mul => decimal::checked('*', a, b)?,
+        BinaryOp::Div => decimal::divide(a, b)?,
+        BinaryOp::Mod => decimal::checked('%', a, b)?,
+        _ => return Err(Error::internal(format!("{op:?} is not arithmetic"))),
+    };
+    Ok(result.map_or(Value::Null, Value::Decimal))
+}
+
 pub fn arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value> {
     if left.is_null() || right.is_null() {
         return Ok(Value::Null);
@@ -878,6 +891,19 @@ pub fn arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value> {
     }
     if matches!(left, Value::Temporal(_)) || matches!(right, Value::Temporal(_)) {
         return crate::temporal::arith::arithmetic(op, left, right);
+    }
+    // Decimals with decimals or integers (prices times rates): exact, the common case of
+    // analytic queries, without the conversions below.
+    let decimal_pair = match (left, right) {
+        (Value::Decimal(a), Value::Decimal(b)) => Some((*a, *b)),
+        (Value::Decimal(a), Value::Integer(b)) => Some((*a, Decimal::from(*b))),
+        (Value::Integer(a), Value::Decimal(b)) => Some((Decimal::from(*a), *b)),
+        _ => None,
+    };
+    if let Some((a, b)) = decimal_pair
+        && matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod)
+    {
+        return decimal_arithmetic(op, a, b);
     }
     let left = left.to_numeric();
     let right = right.to_numeric();
@@ -927,15 +953,7 @@ pub fn arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value> {
     if (matches!(left, Value::Decimal(_)) || matches!(right, Value::Decimal(_)))
         && let (Some(a), Some(b)) = (exact(&left), exact(&right))
     {
-        let result = match op {
-            BinaryOp::Add => decimal::checked('+', a, b)?,
-            BinaryOp::Sub => decimal::checked('-', a, b)?,
-            BinaryOp::Mul => decimal::checked('*', a, b)?,
-            BinaryOp::Div => decimal::divide(a, b)?,
-            BinaryOp::Mod => decimal::checked('%', a, b)?,
-            _ => return Err(Error::internal(format!("{op:?} is not arithmetic"))),
-        };
-        return Ok(result.map_or(Value::Null, Value::Decimal));
+        return decimal_arithmetic(op, a, b);
     }
     let a = numeric_arg(&left).unwrap_or(0.0);
     let b = numeric_arg(&right).unwrap_or(0.0);
