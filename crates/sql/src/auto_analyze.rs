@@ -10,8 +10,9 @@
 //!   not analyzed it in the last `interval`, so that a load made of many commits does not
 //!   re-analyze the table at every tenth of growth. The threshold is 1,000 rows where PostgreSQL
 //!   has 50: a table below that plans as well by rules as by costs.
-//! - One worker thread per database looks at the counts every `nap` (1 s; commits do not wake
-//!   it) and runs ANALYZE on the due tables, one at a time, in a session
+//! - One worker thread per database, at the lowest CPU priority (nice 19 on Linux), looks at
+//!   the counts every `nap` (1 s; commits do not wake it) and runs ANALYZE on the due tables,
+//!   one at a time, in a session
 //!   of its own. Statistics are keys no other transaction reads
 //!   ([`crate::statistics_store`]), so the worker conflicts with no writer; what it gathers
 //!   is the table at its transaction's snapshot.
@@ -166,6 +167,7 @@ impl Drop for Worker {
 }
 
 fn run(db: Database, tracker: &Tracker, options: &AutoAnalyzeOptions, interrupt: &Mutex<Option<InterruptHandle>>) {
+    lower_priority();
     let mut last_run: HashMap<u32, Instant> = HashMap::new();
     while let Some(changed) = tracker.after_nap(options.nap) {
         if changed.is_empty() {
@@ -194,6 +196,18 @@ fn run(db: Database, tracker: &Tracker, options: &AutoAnalyzeOptions, interrupt:
             }
         }
         *interrupt.lock() = None;
+    }
+}
+
+/// Sets the calling thread's nice value to 19 (Linux: per thread), so that statistics are
+/// gathered with the CPU statements leave: the server's best-effort class runs the same way.
+/// Raising one's own nice value needs no privilege.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid and setpriority have no memory-safety preconditions.
+    unsafe {
+        let thread = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, thread, 19);
     }
 }
 
