@@ -171,6 +171,11 @@ impl LiveRelation {
 }
 
 impl Activity {
+    /// Activity whose `n_mod_since_analyze` comes from `tracker`.
+    pub fn with_analyze_tracker(tracker: Option<Arc<crate::auto_analyze::Tracker>>) -> Activity {
+        Activity { analyze_tracker: tracker, ..Activity::default() }
+    }
+
     /// Registers a session; it stays listed until [`Activity::deregister`].
     pub fn register(&self, id: u64, settings: Arc<Settings>) -> Arc<SessionEntry> {
         let entry = Arc::new(SessionEntry {
@@ -255,13 +260,6 @@ impl Activity {
                 row
             })
             .collect()
-    }
-}
-
-impl Activity {
-    /// Activity whose `n_mod_since_analyze` comes from `tracker`.
-    pub fn with_analyze_tracker(tracker: Option<Arc<crate::auto_analyze::Tracker>>) -> Activity {
-        Activity { analyze_tracker: tracker, ..Activity::default() }
     }
 }
 

@@ -1,5 +1,5 @@
-//! `ANALYZE`: gathers each table's statistics ([`crate::optimizer::statistics`]) into the
-//! catalog, where the planner reads them to order joins.
+//! `ANALYZE`: gathers each table's statistics ([`crate::optimizer::statistics`]), which the
+//! planner reads (through the catalog it binds against) to order joins.
 //!
 //! Both dialects' forms are read:
 //! - SQLite's `ANALYZE`, `ANALYZE schema`, `ANALYZE table`, `ANALYZE index` (its table);
@@ -11,10 +11,11 @@
 //! `PRAGMA tern_analyze('<table names>')` ([`encode_analyze_statements`]), and the session runs
 //! it with [`execute`].
 //!
-//! The statistics are a catalog change: they commit and roll back with the transaction, and
-//! plans made before them are made again. Each table is read once at the transaction's
-//! snapshot (in parallel, as any full scan), without entering the read set: statistics are
-//! estimates, and a writer committing meanwhile must not make ANALYZE fail (40001).
+//! The statistics are written under keys of their own ([`crate::statistics_store`]): they
+//! commit and roll back with the transaction, and plans made before them are made again. Each
+//! table is read once at the transaction's snapshot (in parallel, as any full scan), without
+//! entering the read set: statistics are estimates, and a writer committing meanwhile must not
+//! make ANALYZE fail (40001).
 
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};

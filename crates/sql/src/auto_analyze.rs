@@ -20,7 +20,7 @@
 //! - The worker stops, and a running ANALYZE is cancelled, when the last [`Database`] handle is
 //!   dropped (sessions may outlive it; their commits are then counted for nobody).
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, TableDef};
 use crate::session::{Database, InterruptHandle};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
@@ -82,15 +82,22 @@ impl Tracker {
         counts
     }
 
-    /// Adds what a commit wrote ([`Tracker::count`]).
-    pub fn note_commit(&self, counts: Vec<(u32, u64)>) {
-        if counts.is_empty() {
+    /// Adds what a commit wrote ([`Tracker::count`]), and starts the counts of the tables it
+    /// `analyzed` again from zero: a committed ANALYZE (automatic or not) gathered their
+    /// statistics, or they were dropped. Changes committed between that ANALYZE's snapshot and
+    /// its commit are forgotten with the rest, as PostgreSQL forgets them.
+    pub fn note_commit(&self, counts: Vec<(u32, u64)>, analyzed: impl IntoIterator<Item = u32>) {
+        let mut analyzed = analyzed.into_iter().peekable();
+        if counts.is_empty() && analyzed.peek().is_none() {
             return;
         }
         // No wake-up: the worker looks at the counts every nap, not at every commit.
         let mut state = self.state.lock();
         for (object, count) in counts {
             *state.changed.entry(object).or_default() += count;
+        }
+        for table in analyzed {
+            state.changed.remove(&table);
         }
     }
 
@@ -112,20 +119,9 @@ impl Tracker {
         self.state.lock().stop
     }
 
-    /// Starts the counts of tables again from zero: a committed ANALYZE (automatic or not)
-    /// gathered their statistics, or they were dropped. Changes committed between its
-    /// snapshot and its commit are forgotten with the rest, as PostgreSQL forgets them.
-    pub fn analyzed(&self, tables: impl Iterator<Item = u32>) {
-        let mut state = self.state.lock();
-        for table in tables {
-            state.changed.remove(&table);
-        }
-    }
-
-    /// Forgets the counts of objects that are not tables of `catalog` (indexes, dropped
-    /// tables).
-    fn keep_tables_of(&self, catalog: &Catalog) {
-        self.state.lock().changed.retain(|id, _| catalog.table_by_id(*id).is_some());
+    /// Forgets the counts of objects that are not `tables` (indexes, dropped tables).
+    fn keep_tables(&self, tables: &HashMap<u32, &Arc<TableDef>>) {
+        self.state.lock().changed.retain(|id, _| tables.contains_key(id));
     }
 }
 
@@ -174,9 +170,10 @@ fn run(db: Database, tracker: &Tracker, options: &AutoAnalyzeOptions, interrupt:
             continue;
         }
         let catalog = db.catalog();
-        let due = due_tables(&catalog, &changed, &last_run, options);
+        let tables: HashMap<u32, &Arc<TableDef>> = catalog.tables.values().map(|table| (table.id, table)).collect();
+        let due = due_tables(&catalog, &tables, &changed, &last_run, options);
         if due.is_empty() {
-            tracker.keep_tables_of(&catalog);
+            tracker.keep_tables(&tables);
             continue;
         }
         // A session while there is work (`pg_stat_activity` lists it only then).
@@ -211,9 +208,10 @@ fn lower_priority() {
     }
 }
 
-/// The tables due for ANALYZE: id and name.
+/// The tables due for ANALYZE (of `tables`, the catalog's by id): id and name.
 fn due_tables(
     catalog: &Catalog,
+    tables: &HashMap<u32, &Arc<TableDef>>,
     changed: &HashMap<u32, u64>,
     last_run: &HashMap<u32, Instant>,
     options: &AutoAnalyzeOptions,
@@ -221,7 +219,7 @@ fn due_tables(
     let mut due: Vec<(u32, String)> = changed
         .iter()
         .filter_map(|(&id, &count)| {
-            let table = catalog.table_by_id(id)?;
+            let table = tables.get(&id)?;
             let rows = catalog.table_stats(id).map_or(0, |stats| stats.rows);
             let needed = options.threshold as f64 + options.scale * rows as f64;
             let rested = last_run.get(&id).is_none_or(|at| at.elapsed() >= options.interval);
@@ -244,7 +242,7 @@ mod tests {
             .map(|(object, row)| [crate::codec::object_prefix(*object), vec![*row]].concat())
             .chain([crate::codec::CATALOG_KEY.to_vec()])
             .collect();
-        tracker.note_commit(Tracker::count(keys.iter().map(Vec::as_slice)));
+        tracker.note_commit(Tracker::count(keys.iter().map(Vec::as_slice)), []);
         assert_eq!((tracker.changed(5), tracker.changed(7), tracker.changed(9)), (3, 1, 0));
     }
 }

@@ -234,11 +234,6 @@ impl Catalog {
         self.statistics.get(&id).map(Arc::as_ref)
     }
 
-    /// The table with id `id` (a linear search).
-    pub fn table_by_id(&self, id: u32) -> Option<&Arc<TableDef>> {
-        self.tables.values().find(|table| table.id == id)
-    }
-
     pub fn table(&self, name: &str) -> Option<&Arc<TableDef>> {
         self.tables.get(&name.to_ascii_lowercase())
     }

@@ -867,8 +867,6 @@ fn random_i64() -> i64 {
     })
 }
 
-/// Arithmetic with SQLite's rules: integers stay integers unless they overflow (then real),
-/// division by zero is NULL, text is read by its numeric prefix.
 /// `a op b` on exact decimals (NULL for a zero divisor).
 fn decimal_arithmetic(op: BinaryOp, a: Decimal, b: Decimal) -> Result<Value> {
     let result = match op {
@@ -882,6 +880,22 @@ fn decimal_arithmetic(op: BinaryOp, a: Decimal, b: Decimal) -> Result<Value> {
     Ok(result.map_or(Value::Null, Value::Decimal))
 }
 
+/// Both operands as exact decimals, when one is a decimal and the other a decimal or an
+/// integer: decimals stay exact with those (with a real they become reals).
+fn exact_pair(left: &Value, right: &Value) -> Option<(Decimal, Decimal)> {
+    let exact = |value: &Value| match value {
+        Value::Decimal(exact) => Some(*exact),
+        Value::Integer(integer) => Some(Decimal::from(*integer)),
+        _ => None,
+    };
+    if !matches!(left, Value::Decimal(_)) && !matches!(right, Value::Decimal(_)) {
+        return None;
+    }
+    Some((exact(left)?, exact(right)?))
+}
+
+/// Arithmetic with SQLite's rules: integers stay integers unless they overflow (then real),
+/// division by zero is NULL, text is read by its numeric prefix.
 pub fn arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value> {
     if left.is_null() || right.is_null() {
         return Ok(Value::Null);
@@ -892,16 +906,10 @@ pub fn arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value> {
     if matches!(left, Value::Temporal(_)) || matches!(right, Value::Temporal(_)) {
         return crate::temporal::arith::arithmetic(op, left, right);
     }
-    // Decimals with decimals or integers (prices times rates): exact, the common case of
-    // analytic queries, without the conversions below.
-    let decimal_pair = match (left, right) {
-        (Value::Decimal(a), Value::Decimal(b)) => Some((*a, *b)),
-        (Value::Decimal(a), Value::Integer(b)) => Some((*a, Decimal::from(*b))),
-        (Value::Integer(a), Value::Decimal(b)) => Some((Decimal::from(*a), *b)),
-        _ => None,
-    };
-    if let Some((a, b)) = decimal_pair
-        && matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod)
+    // Decimals with decimals or integers (prices times rates), the common case of analytic
+    // queries, before the conversions below (which only text operands need).
+    if matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod)
+        && let Some((a, b)) = exact_pair(left, right)
     {
         return decimal_arithmetic(op, a, b);
     }
@@ -944,15 +952,8 @@ pub fn arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value> {
             return Ok(Value::Integer(result));
         }
     }
-    // Decimals stay exact with integers and decimals; with a real they become reals.
-    let exact = |value: &Value| match value {
-        Value::Decimal(exact) => Some(*exact),
-        Value::Integer(integer) => Some(Decimal::from(*integer)),
-        _ => None,
-    };
-    if (matches!(left, Value::Decimal(_)) || matches!(right, Value::Decimal(_)))
-        && let (Some(a), Some(b)) = (exact(&left), exact(&right))
-    {
+    // A decimal with text read as an integer.
+    if let Some((a, b)) = exact_pair(&left, &right) {
         return decimal_arithmetic(op, a, b);
     }
     let a = numeric_arg(&left).unwrap_or(0.0);

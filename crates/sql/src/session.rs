@@ -1560,8 +1560,7 @@ impl Session {
             self.shared.analyze_tracker.as_ref().map(|_| crate::auto_analyze::Tracker::count(open.txn.written_keys()));
         let sequence = self.commit_writes(open)?;
         if let (Some(tracker), Some(changed)) = (&self.shared.analyze_tracker, changed) {
-            tracker.note_commit(changed);
-            tracker.analyzed(statistics.iter().map(|(table, _)| *table));
+            tracker.note_commit(changed, statistics.iter().map(|(table, _)| *table));
         }
         if !statistics.is_empty() {
             self.shared.statistics.write().publish(sequence, statistics);
@@ -1790,6 +1789,36 @@ fn statistics_written(open: &OpenTransaction) -> Vec<crate::statistics_store::Ch
         .collect()
 }
 
+/// EXPLAIN of a query: its plan, each node with its estimated rows where the tables under it
+/// are analyzed; with ANALYZE, run, each node also with its rows, loops and time.
+fn explain(catalog: &Catalog, exec: &mut Executor, query: &ast::Query, analyze: bool) -> Result<Outcome> {
+    let mut binder = Binder::new(catalog).with_dialect(exec.dialect());
+    let (plan, _) = binder.bind_query(query, None)?;
+    let estimate = |node: &crate::plan::Plan| {
+        crate::optimizer::cardinality::Estimator::new(catalog)
+            .rows(node)
+            .map(|rows| format!("estimated rows={}", rows.round() as u64))
+    };
+    let text = if analyze {
+        let started = Instant::now();
+        exec.enable_profile();
+        let rows = exec.run(&plan, None)?;
+        let mut text = plan.explain_with(&|node| {
+            let profile = exec.node_profile(node).map(|profile| {
+                format!("rows={} loops={} time={:.3} ms", profile.rows, profile.loops, profile.time.as_secs_f64() * 1e3)
+            });
+            let notes: Vec<String> = estimate(node).into_iter().chain(profile).collect();
+            (!notes.is_empty()).then(|| notes.join("; "))
+        });
+        text.push_str(&format!("total: rows={} time={:.3} ms\n", rows.len(), started.elapsed().as_secs_f64() * 1e3));
+        text
+    } else {
+        plan.explain_with(&estimate)
+    };
+    let rows = text.lines().map(|line| vec![Value::Text(line.to_string())]).collect();
+    Ok(Outcome::Rows { columns: vec![EXPLAIN_COLUMN.into()], rows })
+}
+
 /// REINDEX: deletes and rebuilds every entry of the named index, of every index of the named
 /// table, or of all indexes (no name, or a collation name: Tern's indexes all use BINARY).
 fn reindex(catalog: &Catalog, exec: &mut Executor, target: Option<&str>) -> Result<()> {
@@ -1881,40 +1910,7 @@ fn run_statement(
             let ast::Statement::Query(query) = statement.as_ref() else {
                 return Err(Error::unsupported("EXPLAIN of statements other than queries"));
             };
-            let mut binder = Binder::new(catalog).with_dialect(exec.dialect());
-            let (plan, _) = binder.bind_query(query, None)?;
-            let estimate = |node: &crate::plan::Plan| {
-                crate::optimizer::cardinality::Estimator::new(catalog)
-                    .rows(node)
-                    .map(|rows| format!("estimated rows={}", rows.round() as u64))
-            };
-            let text = if *analyze {
-                let started = Instant::now();
-                exec.enable_profile();
-                let rows = exec.run(&plan, None)?;
-                let mut text = plan.explain_with(&|node| {
-                    let profile = exec.node_profile(node).map(|profile| {
-                        format!(
-                            "rows={} loops={} time={:.3} ms",
-                            profile.rows,
-                            profile.loops,
-                            profile.time.as_secs_f64() * 1e3
-                        )
-                    });
-                    let notes: Vec<String> = estimate(node).into_iter().chain(profile).collect();
-                    (!notes.is_empty()).then(|| notes.join("; "))
-                });
-                text.push_str(&format!(
-                    "total: rows={} time={:.3} ms\n",
-                    rows.len(),
-                    started.elapsed().as_secs_f64() * 1e3
-                ));
-                text
-            } else {
-                plan.explain_with(&estimate)
-            };
-            let rows = text.lines().map(|line| vec![Value::Text(line.to_string())]).collect();
-            Ok(Outcome::Rows { columns: vec![EXPLAIN_COLUMN.into()], rows })
+            explain(catalog, exec, query, *analyze)
         }
         ast::Statement::CreateSequence { temporary, if_not_exists, name, data_type, sequence_options, owned_by } => {
             if *temporary {

@@ -108,11 +108,6 @@ impl SharedStatistics {
         }
         self.generation += 1;
     }
-
-    /// The committed statistics of a table.
-    pub fn table(&self, id: u32) -> Option<&Arc<TableStats>> {
-        self.tables.get(&id).map(|(_, stats)| stats)
-    }
 }
 
 #[cfg(test)]
@@ -136,9 +131,9 @@ mod tests {
         shared.publish(10, vec![(1, stats(100))]);
         // An ANALYZE that committed earlier publishes late: the newer statistics stay.
         shared.publish(5, vec![(1, stats(50))]);
-        assert_eq!(shared.table(1).map(|stats| stats.rows), Some(100));
+        assert_eq!(shared.tables.get(&1).map(|(_, stats)| stats.rows), Some(100));
         shared.publish(11, vec![(1, None)]);
-        assert!(shared.table(1).is_none());
+        assert!(!shared.tables.contains_key(&1));
         assert_eq!(shared.generation(), 4);
     }
 }

@@ -120,13 +120,18 @@ fn statistics_commit_roll_back_persist_and_go_with_their_table() {
     assert_eq!(reltuples(&mut session, "t"), "50");
 }
 
+/// Table `t` of 100 rows, and two sessions: one to analyze, one to write.
+fn two_sessions_over_100_rows(db: &Database) -> (Session, Session) {
+    let (mut analyzing, writer) = (postgres(db), postgres(db));
+    run(&mut analyzing, "CREATE TABLE t(a integer PRIMARY KEY)");
+    run(&mut analyzing, "INSERT INTO t SELECT g FROM generate_series(1, 100) AS s(g)");
+    (analyzing, writer)
+}
+
 #[test]
 fn analyze_conflicts_with_no_writer() {
     let db = manual();
-    let mut analyzing = postgres(&db);
-    let mut writer = postgres(&db);
-    run(&mut analyzing, "CREATE TABLE t(a integer PRIMARY KEY)");
-    run(&mut analyzing, "INSERT INTO t SELECT g FROM generate_series(1, 100) AS s(g)");
+    let (mut analyzing, mut writer) = two_sessions_over_100_rows(&db);
     run(&mut analyzing, "BEGIN");
     run(&mut analyzing, "ANALYZE t");
     run(&mut writer, "INSERT INTO t VALUES (1000)");
@@ -326,10 +331,7 @@ fn explain_shows_estimates_from_the_histogram() {
 #[test]
 fn a_writer_spanning_analyze_commits() {
     let db = manual();
-    let mut analyzing = postgres(&db);
-    let mut writer = postgres(&db);
-    run(&mut analyzing, "CREATE TABLE t(a integer PRIMARY KEY)");
-    run(&mut analyzing, "INSERT INTO t SELECT g FROM generate_series(1, 100) AS s(g)");
+    let (mut analyzing, mut writer) = two_sessions_over_100_rows(&db);
     run(&mut writer, "BEGIN");
     run(&mut writer, "INSERT INTO t VALUES (1000)");
     run(&mut analyzing, "ANALYZE t");

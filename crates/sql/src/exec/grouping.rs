@@ -47,7 +47,7 @@ pub(super) fn encode_group_key(
 }
 
 /// Bytes of groups a [`Grouping`] gathers before charging them.
-const GROUPING_CHARGE_BYTES: usize = 64 * 1024;
+pub(super) const GROUPING_CHARGE_BYTES: usize = 64 * 1024;
 
 impl Grouping {
     pub(super) fn new(aggregates: &[AggregateCall]) -> Grouping {
@@ -299,11 +299,10 @@ pub(super) fn fold_row(
     env: &Env,
     aggregates: &[AggregateCall],
 ) -> Result<usize> {
-    let env = *env;
     let mut uncharged = 0;
     let mut extreme_moved = false;
     if let Some(at) = extreme {
-        let args = aggregates[at].args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
+        let args = aggregates[at].args.iter().map(|arg| exec.eval(arg, env)).collect::<Result<Vec<_>>>()?;
         extreme_moved = states[at].add(args)?;
     }
     // With an extreme, bare columns take this row's values when it moved the extreme or
@@ -316,46 +315,60 @@ pub(super) fn fold_row(
             continue;
         }
         if let Some(filter) = &call.filter
-            && exec.eval(filter, &env)?.truth() != Some(true)
+            && exec.eval(filter, env)?.truth() != Some(true)
         {
             continue;
         }
-        if call.args.len() <= 1
-            && !call.distinct
-            && call.order_by.is_empty()
-            && !matches!(call.function, AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg)
-        {
-            // One argument or none, kept nowhere: no vector of arguments for the row.
-            let value = match call.args.first() {
-                Some(arg) => exec.eval(arg, &env)?,
-                None => Value::Null,
-            };
-            match (state, take_bare) {
-                (Accumulator::Any(bare), Some(true)) => *bare = value,
-                (Accumulator::Any(_), Some(false)) => {}
-                (state, _) => {
-                    state.add_value(value, None)?;
-                }
-            }
-            continue;
-        }
-        let mut args = call.args.iter().map(|arg| exec.eval(arg, &env)).collect::<Result<Vec<_>>>()?;
-        for key in &call.order_by {
-            args.push(exec.eval(&key.expr, &env)?);
-        }
-        if call.distinct
+        let keeps_arguments = call.distinct
             || !call.order_by.is_empty()
-            || matches!(call.function, AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg)
-        {
-            uncharged += row_bytes(&args);
-        }
+            || matches!(call.function, AggregateFunction::GroupConcat | AggregateFunction::ArrayAgg);
+        let arguments = if !keeps_arguments && call.args.len() <= 1 {
+            // One argument or none, kept nowhere: no vector of arguments for the row.
+            Arguments::One(match call.args.first() {
+                Some(arg) => exec.eval(arg, env)?,
+                None => Value::Null,
+            })
+        } else {
+            let mut args = call.args.iter().map(|arg| exec.eval(arg, env)).collect::<Result<Vec<_>>>()?;
+            for key in &call.order_by {
+                args.push(exec.eval(&key.expr, env)?);
+            }
+            if keeps_arguments {
+                uncharged += row_bytes(&args);
+            }
+            Arguments::Many(args)
+        };
         match (state, take_bare) {
-            (Accumulator::Any(value), Some(true)) => *value = args.into_iter().next().unwrap_or(Value::Null),
+            (Accumulator::Any(value), Some(true)) => *value = arguments.first(),
             (Accumulator::Any(_), Some(false)) => {}
             (state, _) => {
-                state.add(args)?;
+                arguments.feed(state)?;
             }
         }
     }
     Ok(uncharged)
+}
+
+/// One row's arguments of an aggregate call.
+enum Arguments {
+    /// The only one (NULL for none).
+    One(Value),
+    /// All of them, then the ORDER BY keys.
+    Many(Vec<Value>),
+}
+
+impl Arguments {
+    fn first(self) -> Value {
+        match self {
+            Arguments::One(value) => value,
+            Arguments::Many(args) => args.into_iter().next().unwrap_or(Value::Null),
+        }
+    }
+
+    fn feed(self, state: &mut Accumulator) -> Result<bool> {
+        match self {
+            Arguments::One(value) => state.add_value(value, None),
+            Arguments::Many(args) => state.add(args),
+        }
+    }
 }

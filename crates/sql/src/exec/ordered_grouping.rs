@@ -12,7 +12,7 @@
 //! values. The scan may run on several threads ([`Executor::stream`] hands the rows over in
 //! scan order either way); the groups are folded on the calling thread.
 
-use super::grouping::{encode_group_key, extreme_of, fold_row};
+use super::grouping::{GROUPING_CHARGE_BYTES, encode_group_key, extreme_of, fold_row};
 use super::{Env, Executor, row_bytes};
 use crate::aggregate::Accumulator;
 use crate::error::Result;
@@ -21,8 +21,6 @@ use crate::value::Value;
 
 /// Rows of output between two charges to the statement's memory.
 const CHARGE_EVERY: usize = 4096;
-/// Bytes one group's states may grow by before they are charged.
-const GROUP_CHARGE_BYTES: usize = 64 * 1024;
 
 impl Executor<'_> {
     /// Groups and aggregates the rows of a streaming `input` whose groups arrive one after
@@ -122,7 +120,7 @@ impl<'a> Group<'a> {
     /// and array_agg keep) once it is large.
     fn charge(&mut self, exec: &Executor, grew: usize) -> Result<()> {
         self.uncharged += grew;
-        if self.uncharged >= GROUP_CHARGE_BYTES {
+        if self.uncharged >= GROUPING_CHARGE_BYTES {
             exec.charge(std::mem::take(&mut self.uncharged))?;
         }
         Ok(())

@@ -311,10 +311,7 @@ fn constant(expr: &Expr) -> Option<&Value> {
 /// compares the column with a value (1) or a list of values (their count).
 fn values_kept(predicate: &Expr, column: usize) -> Option<f64> {
     match predicate {
-        Expr::Binary(BinaryOp::And, left, right) => {
-            let (left, right) = (values_kept(left, column), values_kept(right, column));
-            at_most(left, right).or(right)
-        }
+        Expr::Binary(BinaryOp::And, left, right) => smaller(values_kept(left, column), values_kept(right, column)),
         Expr::Binary(BinaryOp::Eq, left, right) => {
             let pinned = |side: &Expr, other: &Expr| column_of(side) == Some(column) && constant(other).is_some();
             (pinned(left, right) || pinned(right, left)).then_some(1.0)
@@ -331,6 +328,14 @@ fn at_most(estimate: Option<f64>, limit: Option<f64>) -> Option<f64> {
     match (estimate, limit) {
         (Some(estimate), Some(limit)) => Some(estimate.min(limit)),
         (estimate, _) => estimate,
+    }
+}
+
+/// The smaller of two estimates, or the one there is.
+fn smaller(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (one, None) | (None, one) => one,
     }
 }
 

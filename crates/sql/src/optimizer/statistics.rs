@@ -237,10 +237,10 @@ impl ColumnAccumulator {
             (Range::Empty, Some(position)) => Range::Between(position, position),
             (Range::Between(low, high), Some(position)) => Range::Between(low.min(position), high.max(position)),
         };
-        match (self.range, position) {
-            (Range::Between(..), Some(position)) => self.sample.add(position),
-            // A value without a position: no histogram either.
-            _ => self.sample = Sample::default(),
+        // Once a value has no position the range is gone for good, and the sample with it
+        // (`finish` reads it only for a range).
+        if let (Range::Between(..), Some(position)) = (self.range, position) {
+            self.sample.add(position);
         }
     }
 
