@@ -31,6 +31,9 @@ pub const NAME: &str = "tpch";
 
 const QUERIES: &str = include_str!("../tpch/queries.sql");
 const SCHEMA: &str = include_str!("../tpch/schema.sql");
+/// The peers' script, written into the run's work directory, so that the binary alone runs
+/// the benchmark (on a machine without this repository).
+const PEER_SCRIPT: &str = include_str!("../tpch/peer.py");
 const TABLES: [&str; 8] = ["nation", "region", "part", "supplier", "partsupp", "customer", "orders", "lineitem"];
 /// The peer packages, pinned to a DuckDB whose tpch extension the registry serves.
 const PEER_PACKAGES: [&str; 2] = ["duckdb==1.4.4", "duckdb-ext-tpch==1.4.4.20260205"];
@@ -291,7 +294,12 @@ fn run_peers(
     work: &Path,
 ) -> Result<PeerReport> {
     let python = peer_python(args)?;
-    let script = repository().join("crates/bench/tpch/peer.py");
+    let script = work.join("peer.py");
+    let schema = work.join("schema.sql");
+    let queries = work.join("queries.sql");
+    for (path, text) in [(&script, PEER_SCRIPT), (&schema, SCHEMA), (&queries, QUERIES)] {
+        std::fs::write(path, text).map_err(|error| BenchError::io("write", path, error))?;
+    }
     let scale_text = scale.to_string();
     let common = |command: &str| {
         let mut process = Command::new(&python);
@@ -306,9 +314,9 @@ fn run_peers(
         .arg("--work")
         .arg(work)
         .arg("--schema")
-        .arg(repository().join("crates/bench/tpch/schema.sql"))
+        .arg(&schema)
         .arg("--queries")
-        .arg(repository().join("crates/bench/tpch/queries.sql"))
+        .arg(&queries)
         .arg("--out")
         .arg(&peer_json)
         .args(["--repeats", &repeats.to_string(), "--only", &only.join(",")])
@@ -353,6 +361,7 @@ fn time_by_threads(
         for line in lines.iter_mut() {
             let duck = &peer.duckdb[&line.query.to_string()];
             let (seconds, _, _) = time_and_check(session, line.query, &all[&line.query], repeats, duck)?;
+            println!("  Q{:<2} tern {:>9.1} ms on {count} thread{}", line.query, seconds * 1e3, if count == 1 { "" } else { "s" });
             line.tern_seconds_by_threads.insert(count, seconds);
         }
     }

@@ -16,6 +16,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use tern_txn::Transaction;
 
@@ -25,6 +26,7 @@ mod in_set;
 mod join_filter;
 mod ordered_grouping;
 mod parallel;
+mod probe_aggregate;
 mod probe_lookup;
 mod probe_stream;
 mod stream;
@@ -72,10 +74,10 @@ pub struct Executor<'t> {
     /// Deltas of the running statement (`crate::delta`), applied with the overlay.
     deltas: RefCell<Vec<(Vec<u8>, Vec<u8>)>>,
     params: &'t [Value],
-    subquery_cache: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
+    subquery_cache: RefCell<HashMap<usize, Arc<Vec<Row>>>>,
     /// The cached subqueries' first columns hashed for `IN`, built on the first test (`None`:
     /// not hashable).
-    subquery_in_sets: RefCell<HashMap<usize, Option<Rc<in_set::InSet>>>>,
+    subquery_in_sets: RefCell<HashMap<usize, Option<Arc<in_set::InSet>>>>,
     /// The rows the current round of each running recursive CTE reads as its own name.
     working_tables: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
     memory_used: Cell<usize>,
@@ -1701,11 +1703,15 @@ impl<'t> Executor<'t> {
         if Self::streams(input) && input.groups_arrive_together(group_by) {
             return self.aggregate_in_scan_order(input, group_by, aggregates, outer);
         }
-        if outer.is_none() && Self::streams(input) {
+        if outer.is_none() {
             // Partial groups take more memory than one grouping (a group in every worker's
             // part): past the limit, the serial aggregate gets its turn.
             let used = self.memory_used.get();
-            match self.aggregate_parallel(input, group_by, aggregates) {
+            let parallel = match Self::streams(input) {
+                true => self.aggregate_parallel(input, group_by, aggregates),
+                false => self.aggregate_over_probe(input, group_by, aggregates),
+            };
+            match parallel {
                 Ok(Some(rows)) => return Ok(rows),
                 Ok(None) => {}
                 Err(error) if error.sqlstate == "53200" => self.memory_used.set(used),
@@ -1756,7 +1762,7 @@ impl<'t> Executor<'t> {
 
     // ---- expressions -----------------------------------------------------------------------
 
-    fn subquery_rows(&self, subquery: &Subquery, env: &Env) -> Result<Rc<Vec<Row>>> {
+    fn subquery_rows(&self, subquery: &Subquery, env: &Env) -> Result<Arc<Vec<Row>>> {
         if !subquery.correlated
             && let Some(rows) = self.subquery_cache.borrow().get(&subquery.id)
         {
@@ -1765,12 +1771,12 @@ impl<'t> Executor<'t> {
         let rows = match subquery.group_row {
             Some(offset) => {
                 let row = env.row.get(offset..).ok_or_else(|| Error::internal("group row out of range"))?;
-                Rc::new(self.run(&subquery.plan, Some(&Env::new(row, env.parent)))?)
+                Arc::new(self.run(&subquery.plan, Some(&Env::new(row, env.parent)))?)
             }
             // An uncorrelated subquery reads no enclosing row: it runs as a statement of its
             // own would (its scans may run in parallel).
-            None if !subquery.correlated => Rc::new(self.run(&subquery.plan, None)?),
-            None => Rc::new(self.run(&subquery.plan, Some(env))?),
+            None if !subquery.correlated => Arc::new(self.run(&subquery.plan, None)?),
+            None => Arc::new(self.run(&subquery.plan, Some(env))?),
         };
         if !subquery.correlated {
             let bytes =
@@ -1803,11 +1809,11 @@ impl Evaluate for Executor<'_> {
         self.memory_limit
     }
 
-    fn subquery_rows(&self, subquery: &Subquery, env: &Env) -> Result<Rc<Vec<Row>>> {
+    fn subquery_rows(&self, subquery: &Subquery, env: &Env) -> Result<Arc<Vec<Row>>> {
         Executor::subquery_rows(self, subquery, env)
     }
 
-    fn subquery_in_set(&self, subquery: &Subquery, env: &Env) -> Result<Option<Rc<in_set::InSet>>> {
+    fn subquery_in_set(&self, subquery: &Subquery, env: &Env) -> Result<Option<Arc<in_set::InSet>>> {
         if subquery.correlated {
             return Ok(None);
         }
@@ -1815,7 +1821,7 @@ impl Evaluate for Executor<'_> {
             return Ok(set.clone());
         }
         let rows = self.subquery_rows(subquery, env)?;
-        let set = in_set::InSet::build(&rows, subquery.row_affinity).map(Rc::new);
+        let set = in_set::InSet::build(&rows, subquery.row_affinity).map(Arc::new);
         if let Some(set) = &set {
             self.memory_retained.set(self.memory_retained.get() + set.bytes());
             self.charge(set.bytes())?;

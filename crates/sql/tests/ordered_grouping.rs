@@ -112,8 +112,10 @@ fn groups_in_scan_order_agree_with_sqlite() {
     }
 }
 
-/// A table large enough to scan on several threads: the groups come out in key order, each
-/// whole, equal to the hash aggregate's (the same GROUP BY through an expression).
+/// A table large enough to scan on several threads, cut into one-block morsels so that groups
+/// span morsels: the groups come out in key order, each whole (the workers' pieces of a group
+/// merged), equal to the hash aggregate's (the same GROUP BY through an expression) and to the
+/// serial fold's.
 #[test]
 fn groups_over_a_parallel_scan_stay_whole() {
     let db = uncached();
@@ -124,11 +126,23 @@ fn groups_over_a_parallel_scan_stay_whole() {
             (0..200).map(|line| format!("({}, {line}, {})", at * 7 % 200, (at * 31 + line) % 50)).collect();
         format!("INSERT OR IGNORE INTO big VALUES {}", rows.join(", "))
     });
-    let ordered = "SELECT o, count(*), sum(q), min(line), max(line) FROM big GROUP BY o";
-    let hashed = "SELECT o + 0, count(*), sum(q), min(line), max(line) FROM big GROUP BY o + 0 ORDER BY 1";
+    let ordered = "SELECT o, count(*), sum(q), min(line), max(line), avg(q) FROM big GROUP BY o";
+    let hashed = "SELECT o + 0, count(*), sum(q), min(line), max(line), avg(q) FROM big GROUP BY o + 0 ORDER BY 1";
     assert!(texts(&mut session, &format!("EXPLAIN {ordered}")).join("\n").contains("GroupAggregate"));
+    let set = |session: &mut tern_sql::Session, setting: &str| {
+        session.set_dialect(tern_sql::Dialect::Postgres);
+        run(session, &format!("SET {setting}"));
+        session.set_dialect(tern_sql::Dialect::Sqlite);
+    };
+    set(&mut session, "max_parallel_workers_per_gather = 0");
+    let serial = texts(&mut session, ordered);
+    set(&mut session, "max_parallel_workers_per_gather = 4");
+    set(&mut session, "tern.morsel_blocks = 1");
+    let before = tern_sql::parallel_scans_on_this_thread();
     let rows = texts(&mut session, ordered);
+    assert!(tern_sql::parallel_scans_on_this_thread() > before, "the scan went parallel");
     assert_eq!(rows.len(), 200);
+    assert_eq!(rows, serial, "the parallel fold gives the serial groups");
     assert_eq!(rows, texts(&mut session, hashed), "scan order is key order, and groups are whole");
     let (_, limited) = session.query(&format!("{ordered} LIMIT 3"), &[]).unwrap();
     assert_eq!(limited.len(), 3);

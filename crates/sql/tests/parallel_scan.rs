@@ -110,6 +110,27 @@ const QUERIES: &[&str] = &[
     "SELECT small.name, t.id FROM small LEFT JOIN t ON t.g = small.g AND t.v > 99",
     "SELECT name FROM small WHERE NOT EXISTS (SELECT 1 FROM t WHERE t.g = small.g AND t.s = 'gamma' AND t.v > 95)",
     "SELECT name FROM small WHERE g IN (SELECT g FROM t WHERE d > 998)",
+    // Uncorrelated subqueries in the scan's filter or projection: run once before the workers
+    // start, their rows handed to them (IN with and without a NULL, NOT IN, scalar, EXISTS;
+    // one whose own scan is parallel).
+    "SELECT id FROM t WHERE g NOT IN (SELECT g FROM small WHERE g > 1)",
+    "SELECT count(*) FROM t WHERE g NOT IN (SELECT g FROM small UNION ALL SELECT NULL)",
+    "SELECT count(*), sum(d) FROM t WHERE g IN (SELECT NULL UNION ALL SELECT 2)",
+    "SELECT id, d - (SELECT max(d) FROM t) FROM t WHERE d > (SELECT avg(d) + 400 FROM t)",
+    "SELECT count(*) FROM t WHERE EXISTS (SELECT 1 FROM small WHERE g = 5) AND v > 0",
+    "SELECT g, count(*) FROM t WHERE NOT EXISTS (SELECT 1 FROM small WHERE g = 6) GROUP BY g",
+    "SELECT count(*) FROM t WHERE g IN (SELECT g FROM t WHERE v > 95 AND s = 'beta')",
+    // A subquery's error is raised where an evaluation reaches it, and only there.
+    "SELECT count(*) FROM t WHERE v > 1000 AND g IN (SELECT 10 / (g - 5) FROM small)",
+    "SELECT count(*) FROM t WHERE v > 90 AND g IN (SELECT 10 / (g - 5) FROM small)",
+    // Aggregates straight over a join that streams t: the workers probe and group. Inner and
+    // left joins, filters and projections between, no GROUP BY, groups in first-seen order.
+    "SELECT small.name, count(t.id), sum(t.v), min(t.s) FROM small LEFT JOIN t ON t.g = small.g AND t.v > 99 GROUP BY small.name",
+    "SELECT t.g, count(*), count(small.name) FROM t LEFT JOIN small ON small.g = t.g GROUP BY t.g",
+    "SELECT small.g % 2, count(*), sum(t.d * 2) FROM small JOIN t ON t.g = small.g WHERE t.v + small.g > 0 GROUP BY small.g % 2",
+    "SELECT count(*), sum(t.v), max(t.d) FROM small JOIN t ON t.g = small.g",
+    "SELECT t.id % 50, count(*), sum(t.d) FROM small JOIN t ON t.g = small.g GROUP BY t.id % 50",
+    "SELECT small.name, count(*) FROM small JOIN t ON t.g = small.g WHERE t.g NOT IN (SELECT 1) GROUP BY small.name",
 ];
 
 #[test]

@@ -14,7 +14,8 @@ use crate::functions::{self, ScalarFunction};
 use crate::plan::*;
 use crate::value::{Affinity, Value};
 use std::cmp::Ordering;
-use std::rc::Rc;
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The functions evaluated by [`Evaluate::context_function`]: they read or change the session,
 /// sequences, advisory locks or the catalog, or run SQL.
@@ -48,10 +49,10 @@ pub(crate) trait Evaluate {
     /// The statement's memory limit, which also bounds one value.
     fn memory_limit(&self) -> usize;
     /// The rows of a subquery, for the row `env` (cached when uncorrelated).
-    fn subquery_rows(&self, subquery: &Subquery, env: &Env) -> Result<Rc<Vec<Row>>>;
+    fn subquery_rows(&self, subquery: &Subquery, env: &Env) -> Result<Arc<Vec<Row>>>;
     /// An uncorrelated subquery's first column hashed for `IN` (cached with its rows); `None`
     /// where there is no cache or the values cannot be hashed.
-    fn subquery_in_set(&self, _subquery: &Subquery, _env: &Env) -> Result<Option<Rc<InSet>>> {
+    fn subquery_in_set(&self, _subquery: &Subquery, _env: &Env) -> Result<Option<Arc<InSet>>> {
         Ok(None)
     }
     /// Notes that the statement called something volatile (random(), the current time).
@@ -350,10 +351,23 @@ pub(crate) trait Evaluate {
     }
 }
 
-/// The evaluation context of a parallel worker: parameters, dialect and the value-size limit;
-/// no subqueries, no session. [`is_parallel_safe`] keeps the rest away from it.
+/// An uncorrelated subquery run before a parallel scan starts, for its workers: its rows (or
+/// the error running it gave, raised only where an evaluation reaches the subquery, as the
+/// serial scan would raise it) and its first column hashed for `IN`.
+pub(crate) struct ResolvedSubquery {
+    pub rows: Result<Arc<Vec<Row>>>,
+    pub in_set: Option<Arc<InSet>>,
+}
+
+/// Uncorrelated subqueries resolved for a parallel scan's workers, by [`Subquery::id`].
+pub(crate) type ResolvedSubqueries = HashMap<usize, ResolvedSubquery>;
+
+/// The evaluation context of a parallel worker: parameters, dialect, the value-size limit and
+/// the uncorrelated subqueries resolved before the workers started; no session.
+/// [`is_parallel_safe`] keeps the rest away from it.
 pub(crate) struct PureContext<'a> {
     pub params: &'a [Value],
+    pub subqueries: &'a ResolvedSubqueries,
     pub dialect: crate::dialect::Dialect,
     pub memory_limit: usize,
     /// What the statement had charged when the workers started, and what they charged since:
@@ -417,8 +431,15 @@ impl Evaluate for PureContext<'_> {
         self.memory_limit
     }
 
-    fn subquery_rows(&self, _: &Subquery, _: &Env) -> Result<Rc<Vec<Row>>> {
-        Err(Error::internal("a parallel worker met a subquery"))
+    fn subquery_rows(&self, subquery: &Subquery, _: &Env) -> Result<Arc<Vec<Row>>> {
+        match self.subqueries.get(&subquery.id) {
+            Some(resolved) => resolved.rows.clone(),
+            None => Err(Error::internal("a parallel worker met a subquery not resolved for it")),
+        }
+    }
+
+    fn subquery_in_set(&self, subquery: &Subquery, _: &Env) -> Result<Option<Arc<InSet>>> {
+        Ok(self.subqueries.get(&subquery.id).and_then(|resolved| resolved.in_set.clone()))
     }
 
     fn note_volatile(&self) {
@@ -459,15 +480,39 @@ pub(crate) fn check_interrupt(flag: Option<&std::sync::atomic::AtomicBool>) -> R
     }
 }
 
-/// Whether a [`PureContext`] evaluates `expr` exactly as the executor would: no subquery, no
-/// outer column, no function of [`is_context_function`].
+/// Whether a [`PureContext`] evaluates `expr` exactly as the executor would: no correlated
+/// subquery (an uncorrelated one is resolved before the workers start:
+/// [`resolvable_subqueries`]), no outer column, no function of [`is_context_function`].
 pub(crate) fn is_parallel_safe(expr: &Expr) -> bool {
     let mut safe = true;
     expr.walk(&mut |node| match node {
-        Expr::ScalarSubquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } | Expr::Outer { .. } => safe = false,
+        Expr::ScalarSubquery(subquery) | Expr::Exists { subquery, .. } | Expr::InSubquery { subquery, .. }
+            if !resolvable(subquery) =>
+        {
+            safe = false
+        }
+        Expr::Outer { .. } => safe = false,
         Expr::Aggregate(_) | Expr::Window(_) => safe = false,
         Expr::Function(function, _) if is_context_function(*function) => safe = false,
         _ => {}
     });
     safe
+}
+
+/// Whether a subquery can be run once before a parallel scan and its result handed to the
+/// workers: it reads no enclosing row.
+fn resolvable(subquery: &Subquery) -> bool {
+    !subquery.correlated && subquery.group_row.is_none()
+}
+
+/// The subqueries in `expr` (not inside other subqueries) that [`is_parallel_safe`] admits,
+/// appended to `found`.
+pub(crate) fn resolvable_subqueries(expr: &Expr, found: &mut Vec<Arc<Subquery>>) {
+    expr.walk(&mut |node| {
+        if let Expr::ScalarSubquery(subquery) | Expr::Exists { subquery, .. } | Expr::InSubquery { subquery, .. } = node
+            && resolvable(subquery)
+        {
+            found.push(subquery.clone());
+        }
+    });
 }

@@ -9,15 +9,28 @@
 //! primary-key values ([`crate::codec::encode_key_value`], no collation applied), and a scan
 //! returns rows in the order of those keys (forward or in reverse); rows whose key prefixes are
 //! equal are therefore adjacent, and the group key of a row is the same encoding of the same
-//! values. The scan may run on several threads ([`Executor::stream`] hands the rows over in
-//! scan order either way); the groups are folded on the calling thread.
+//! values.
+//!
+//! On several threads (a parallel scan, aggregates whose partial states merge), each worker
+//! folds its morsel's rows into the morsel's groups, in order; only a morsel's first and last
+//! groups can continue in the neighbouring morsels. The statement's thread takes the morsels'
+//! groups in morsel order and merges a group into the one before it when their keys are equal,
+//! so a group that spans morsels comes out once, in its place, with its first row's key values:
+//!
+//! ```text
+//!   morsel 0: [k1 k1 k2 k2 k3]   → groups k1 k2 k3 ─┐
+//!   morsel 1: [k3 k3 k4]         → groups k3 k4 ────┤  k3 of morsel 1 merges into k3 of 0
+//!   output:   k1 k2 k3 k4 (in scan order)           ┘
+//! ```
 
-use super::grouping::{GROUPING_CHARGE_BYTES, encode_group_key, extreme_of, fold_row};
+use super::evaluate::{Evaluate, PureContext};
+use super::grouping::{GROUPING_CHARGE_BYTES, Grouping, encode_group_key, extreme_of, fold_row};
 use super::{Env, Executor, row_bytes};
 use crate::aggregate::Accumulator;
 use crate::error::Result;
 use crate::plan::{AggregateCall, Expr, Plan, Row};
 use crate::value::Value;
+use tern_txn::Morsel;
 
 /// Rows of output between two charges to the statement's memory.
 const CHARGE_EVERY: usize = 4096;
@@ -32,6 +45,12 @@ impl Executor<'_> {
         aggregates: &[AggregateCall],
         outer: Option<&Env>,
     ) -> Result<Vec<Row>> {
+        if outer.is_none()
+            && Grouping::mergeable(aggregates)
+            && let Some(rows) = self.aggregate_in_scan_order_parallel(input, group_by, aggregates)?
+        {
+            return Ok(rows);
+        }
         let started = self.profile.as_ref().map(|_| std::time::Instant::now());
         let mut group = Group::new(aggregates);
         let mut output = Vec::new();
@@ -61,6 +80,87 @@ impl Executor<'_> {
             output.push(group.finish()?);
         }
         Ok(output)
+    }
+}
+
+/// A group a worker folded from the rows of one morsel.
+struct MorselGroup {
+    key: Vec<u8>,
+    values: Row,
+    states: Vec<Accumulator>,
+}
+
+impl MorselGroup {
+    fn finish(self) -> Result<Row> {
+        let mut row = self.values;
+        for state in self.states {
+            row.push(state.finish()?);
+        }
+        Ok(row)
+    }
+}
+
+impl Executor<'_> {
+    /// [`Executor::aggregate_in_scan_order`] on several threads (see the module's notes), when
+    /// the scan qualifies for a parallel one; `None` when it does not (nothing read).
+    fn aggregate_in_scan_order_parallel(
+        &self,
+        input: &Plan,
+        group_by: &[Expr],
+        aggregates: &[AggregateCall],
+    ) -> Result<Option<Vec<Row>>> {
+        let mut exprs: Vec<&Expr> = group_by.iter().collect();
+        for call in aggregates {
+            exprs.extend(&call.args);
+            exprs.extend(call.filter.as_deref());
+        }
+        let Some(scan) = self.prepare_parallel(input, &exprs)? else { return Ok(None) };
+        let extreme = extreme_of(aggregates);
+        let produce = |morsel: &Morsel, context: &PureContext| {
+            let (mut groups, mut bytes, mut key) = (Vec::<MorselGroup>::new(), 0, Vec::new());
+            scan.run(morsel, context, &mut |row| {
+                key.clear();
+                encode_group_key(context, &row, group_by, None, &mut key)?;
+                let env = Env::new(&row, None);
+                if groups.last().is_none_or(|group| group.key != key) {
+                    let values = group_by.iter().map(|expr| context.eval(expr, &env)).collect::<Result<Row>>()?;
+                    bytes += key.len() + row_bytes(&values) + 64 * aggregates.len();
+                    let states = aggregates.iter().map(Accumulator::new).collect();
+                    groups.push(MorselGroup { key: key.clone(), values, states });
+                }
+                let Some(group) = groups.last_mut() else { unreachable!("a group was pushed") };
+                bytes += fold_row(&mut group.states, extreme, context, &env, aggregates)?;
+                Ok(())
+            })?;
+            Ok((groups, bytes))
+        };
+        let mut output = Vec::new();
+        let mut open: Option<MorselGroup> = None;
+        self.run_morsels(&scan, &produce, &mut |groups: Vec<MorselGroup>| {
+            for group in groups {
+                match &mut open {
+                    // The group goes on from the morsel before: one group, its first row's values.
+                    Some(earlier) if earlier.key == group.key => {
+                        for (state, part) in earlier.states.iter_mut().zip(group.states) {
+                            state.merge(part)?;
+                        }
+                    }
+                    _ => {
+                        if let Some(done) = open.replace(group) {
+                            output.push(done.finish()?);
+                            if output.len().is_multiple_of(CHARGE_EVERY) {
+                                self.charge(CHARGE_EVERY * row_bytes(&output[output.len() - 1]))?;
+                            }
+                        }
+                    }
+                }
+            }
+            Ok(true)
+        })?;
+        if let Some(done) = open {
+            output.push(done.finish()?);
+        }
+        Ok(Some(output))
     }
 }
 

@@ -28,7 +28,7 @@
 //! A morsel is `tern.morsel_blocks` stored blocks (default 64: about 256 KiB of rows at the
 //! default page size).
 
-use super::evaluate::{Evaluate, PureContext, is_parallel_safe};
+use super::evaluate::{Evaluate, PureContext, ResolvedSubqueries, ResolvedSubquery, is_parallel_safe, resolvable_subqueries};
 use super::grouping::{Grouping, Partitioned};
 use super::{Env, Executor, decode_stored_row, row_bytes};
 use crate::catalog::TableDef;
@@ -129,7 +129,7 @@ struct Shared<T> {
 
 impl Executor<'_> {
     /// Threads a parallel scan may use: `max_parallel_workers_per_gather` (0 or 1: none).
-    fn parallel_workers(&self) -> usize {
+    pub(super) fn parallel_workers(&self) -> usize {
         self.setting_number("max_parallel_workers_per_gather")
     }
 
@@ -203,6 +203,18 @@ impl Executor<'_> {
             })
         };
         let partials = self.run_unordered(&scan, &|| Partitioned::new(aggregates, partitions), &step)?;
+        Ok(Some(self.merge_partials(partials, partitions, aggregates, group_by.is_empty())?))
+    }
+
+    /// The groups of the workers' partial groupings: each partition's parts merged on a thread
+    /// of their own, the groups in the order of their first rows' positions.
+    pub(super) fn merge_partials(
+        &self,
+        partials: Vec<Partitioned>,
+        partitions: usize,
+        aggregates: &[AggregateCall],
+        no_group_by: bool,
+    ) -> Result<Vec<Row>> {
         let mut by_partition: Vec<Vec<Grouping>> = (0..partitions).map(|_| Vec::new()).collect();
         for partial in partials {
             for (partition, part) in by_partition.iter_mut().zip(partial.parts) {
@@ -234,13 +246,13 @@ impl Executor<'_> {
             self.charge(part.take_uncharged())?;
             parts.push(part);
         }
-        Ok(Some(Grouping::finish_parts(parts, aggregates, group_by.is_empty())?))
+        Grouping::finish_parts(parts, aggregates, no_group_by)
     }
 
     /// Runs `scan`'s morsels on its workers and this thread, in no particular order, each
     /// worker folding its morsels into its own state with `step`; returns every state. The
     /// memory the workers charged stays charged to the statement.
-    fn run_unordered<S: Send>(
+    pub(super) fn run_unordered<S: Send>(
         &self,
         scan: &PreparedScan,
         init: &(dyn Fn() -> S + Sync),
@@ -248,7 +260,7 @@ impl Executor<'_> {
     ) -> Result<Vec<S>> {
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
-        let context = self.pure_context(&stop);
+        let context = self.pure_context(&stop, &scan.subqueries);
         let worker = || -> Result<S> {
             let mut state = init();
             loop {
@@ -285,9 +297,10 @@ impl Executor<'_> {
     }
 
     /// The evaluation context of the workers of a scan that `stop` stops.
-    fn pure_context<'c>(&'c self, stop: &'c AtomicBool) -> PureContext<'c> {
+    fn pure_context<'c>(&'c self, stop: &'c AtomicBool, subqueries: &'c ResolvedSubqueries) -> PureContext<'c> {
         PureContext {
             params: self.params,
+            subqueries,
             dialect: self.dialect,
             memory_limit: self.memory_limit,
             memory_used: self.memory_used.get(),
@@ -329,6 +342,8 @@ impl Executor<'_> {
             return Ok(None);
         }
         let Some(pipeline) = self.pipeline(table, filter.as_ref(), &layers)? else { return Ok(None) };
+        // Before the morsels are cut and the workers claimed: a subquery may scan in parallel.
+        let subqueries = self.resolve_subqueries(pipeline.exprs().chain(consumer.iter().copied()));
         let blocks = self.setting_number("tern.morsel_blocks").max(1);
         // None when too small to share out: the serial scan reads it.
         let Some(read) = self.txn.borrow_mut().parallel_scan(start.clone(), end, blocks)? else { return Ok(None) };
@@ -338,7 +353,31 @@ impl Executor<'_> {
         }
         PARALLEL_SCANS.with(|count| count.set(count.get() + 1));
         let claim = WorkerBudget::claim(workers.min(read.morsels().len()));
-        Ok(Some(PreparedScan { read, pipeline, claim, read_rows: AtomicUsize::new(0) }))
+        Ok(Some(PreparedScan { read, pipeline, claim, subqueries, read_rows: AtomicUsize::new(0) }))
+    }
+
+    /// Runs the uncorrelated subqueries of `exprs` (once each; the executor caches their rows)
+    /// for the workers. A subquery's error is kept, not raised: the workers raise it where an
+    /// evaluation reaches the subquery, as the serial scan would.
+    fn resolve_subqueries<'e>(&self, exprs: impl Iterator<Item = &'e Expr>) -> ResolvedSubqueries {
+        let mut found = Vec::new();
+        for expr in exprs {
+            resolvable_subqueries(expr, &mut found);
+        }
+        let env = Env::new(&[], None);
+        let mut resolved = ResolvedSubqueries::new();
+        for subquery in found {
+            if resolved.contains_key(&subquery.id) {
+                continue;
+            }
+            let rows = self.subquery_rows(&subquery, &env);
+            let in_set = match &rows {
+                Ok(_) => self.subquery_in_set(&subquery, &env).ok().flatten(),
+                Err(_) => None,
+            };
+            resolved.insert(subquery.id, ResolvedSubquery { rows, in_set });
+        }
+        resolved
     }
 
     /// The key range of a full or primary-key range scan; `None` for other access paths.
@@ -417,7 +456,7 @@ impl Executor<'_> {
             stop: AtomicBool::new(false),
             window: scan.claim.0 * WINDOW_PER_WORKER,
         };
-        let context = self.pure_context(&shared.stop);
+        let context = self.pure_context(&shared.stop, &scan.subqueries);
         let outcome = std::thread::scope(|threads| {
             // Raises `stop` however the consumer ends (a panic too), so no worker waits on.
             let _stop = StopOnDrop(&shared);
@@ -465,11 +504,28 @@ pub(super) struct PreparedScan<'p> {
     read: ParallelScan,
     pipeline: Pipeline<'p>,
     claim: Claim,
+    /// The uncorrelated subqueries of the pipeline and its consumer, run before it started.
+    subqueries: ResolvedSubqueries,
     /// Stored rows read (for `pg_stat_user_tables`).
     read_rows: AtomicUsize,
 }
 
 impl PreparedScan<'_> {
+    /// The workers it runs on (the statement's thread among them).
+    pub(super) fn workers(&self) -> usize {
+        self.claim.0
+    }
+
+    /// How many morsels it reads.
+    pub(super) fn morsels(&self) -> usize {
+        self.read.morsels().len()
+    }
+
+    /// Runs morsel number `at` ([`PreparedScan::run`]).
+    pub(super) fn run_at(&self, at: usize, context: &PureContext, sink: &mut dyn FnMut(Row) -> Result<()>) -> Result<()> {
+        self.run(&self.read.morsels()[at], context, sink)
+    }
+
     /// One morsel's rows through the pipeline, each handed to `sink`.
     pub(super) fn run(
         &self,
@@ -558,6 +614,14 @@ fn work<T>(shared: &Shared<T>, morsels: &[Morsel], produce: &Produce<'_, T>, con
 }
 
 impl Pipeline<'_> {
+    /// Every expression the pipeline evaluates.
+    fn exprs(&self) -> impl Iterator<Item = &Expr> {
+        self.filter.iter().chain(self.steps.iter().flat_map(|step| match step {
+            Step::Filter(predicate) => std::slice::from_ref(predicate),
+            Step::Project(exprs) => exprs.as_slice(),
+        }))
+    }
+
     /// A stored row through the pipeline: `None` when a filter drops it.
     fn row(&self, stored: &[u8], context: &PureContext) -> Result<Option<Row>> {
         let mut row = self.decode(stored)?;

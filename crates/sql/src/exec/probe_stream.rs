@@ -37,14 +37,14 @@ impl ProbeJoin<'_> {
 }
 
 /// The left side's hash table: each key's left rows, by index.
-type LeftTable = KeyMap<Vec<usize>>;
+pub(super) type LeftTable = KeyMap<Vec<usize>>;
 
 impl ProbeJoin<'_> {
     /// Probes with one right row: for each left row with its key (but those `skip` says are
     /// done) whose combined row passes the join's condition, calls `hit` with the left row's
     /// index and the combined row. `key` is a reused buffer.
     #[allow(clippy::too_many_arguments)]
-    fn probe_row(
+    pub(super) fn probe_row(
         &self,
         cx: &impl Evaluate,
         table: &LeftTable,
@@ -85,6 +85,14 @@ impl Executor<'_> {
         join: &ProbeJoin<'_>,
         outer: Option<&Env>,
     ) -> Result<Vec<Row>> {
+        let table = self.left_table(join, &left_rows, outer)?;
+        let looked_up = self.right_by_lookup(join, &left_rows, outer)?;
+        let probed = if looked_up.is_some() { None } else { self.probe_parallel(&left_rows, join, &table, outer)? };
+        self.finish_probe_join(left_rows, join, &table, looked_up, probed, outer)
+    }
+
+    /// The hash table of the left rows' join keys (charged to the statement).
+    pub(super) fn left_table(&self, join: &ProbeJoin<'_>, left_rows: &[Row], outer: Option<&Env>) -> Result<LeftTable> {
         let mut table: LeftTable = KeyMap::default();
         let mut table_bytes = 0usize;
         for (index, row) in left_rows.iter().enumerate() {
@@ -94,9 +102,22 @@ impl Executor<'_> {
             }
         }
         self.charge(table_bytes)?;
+        Ok(table)
+    }
+
+    /// The join's rows: those `probed` found on several threads, else the right input (or the
+    /// rows `looked_up` instead of it) streamed past the table here; then the left rows a
+    /// semi, anti or left join keeps.
+    pub(super) fn finish_probe_join(
+        &self,
+        left_rows: Vec<Row>,
+        join: &ProbeJoin<'_>,
+        table: &LeftTable,
+        looked_up: Option<Plan>,
+        probed: Option<(Vec<Row>, Vec<bool>)>,
+        outer: Option<&Env>,
+    ) -> Result<Vec<Row>> {
         let left_only = join.kind.keeps_left_only();
-        let looked_up = self.right_by_lookup(join, &left_rows, outer)?;
-        let probed = if looked_up.is_some() { None } else { self.probe_parallel(&left_rows, join, &table, outer)? };
         let (mut output, matched) = match probed {
             Some(probed) => probed,
             None => {
@@ -109,7 +130,7 @@ impl Executor<'_> {
                 self.stream(right, outer, &mut |right_row| {
                     join.probe_row(
                         self,
-                        &table,
+                        table,
                         &left_rows,
                         &right_row,
                         outer,
