@@ -1204,8 +1204,9 @@ impl<'t> Executor<'t> {
             Plan::Values { rows, .. } => {
                 rows.iter().map(|row| row.iter().map(|expr| self.eval(expr, &Env::new(&[], outer))).collect()).collect()
             }
-            Plan::Scan { .. } => self.run_scan(plan, outer, usize::MAX),
             // A point lookup's few rows are read whole, the plain way (no stream to set up).
+            Plan::Scan { .. } if Self::is_point_lookup(plan) => self.run_scan(plan, outer, usize::MAX),
+            Plan::Scan { .. } => self.collect_stream(plan, outer),
             Plan::Filter { .. } | Plan::Project { .. } if Self::streams(plan) && !Self::is_point_lookup(plan) => {
                 self.collect_stream(plan, outer)
             }

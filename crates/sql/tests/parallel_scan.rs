@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{insert_flushed, postgres, run, uncached, uncached_with_limit};
+use common::{insert_flushed, postgres, run, texts, uncached, uncached_with_limit};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tern_sql::{Database, Dialect, Session, Value};
@@ -146,6 +146,35 @@ fn parallel_answers_equal_serial_ones() {
     }
     // Most of the queries went parallel (not, for instance, the LIMIT over a plain scan).
     assert!(tern_sql::parallel_scans_on_this_thread() - before >= QUERIES.len() as u64);
+}
+
+/// A primary-key lookup of many keys (points, and prefixes of a two-column key) runs on
+/// several workers, one morsel per key: the rows, in key order, are the serial lookups'.
+#[test]
+fn many_key_lookups_run_in_parallel() {
+    let db = filled(3000, 11);
+    let mut session = postgres(&db);
+    run(&mut session, "CREATE TABLE pair(a integer, b integer, x text, PRIMARY KEY (a, b))");
+    insert_flushed(&db, &mut session, 1500, |a| format!("INSERT INTO pair VALUES ({a}, 1, 'p{a}'), ({a}, 2, NULL)"));
+    let keys: Vec<String> = (0..1800).step_by(3).map(|key| key.to_string()).collect();
+    let list = keys.join(", ");
+    let plan = texts(&mut session, &format!("EXPLAIN SELECT a, b, x FROM pair WHERE a IN ({list})")).join("\n");
+    assert!(plan.contains("primary key prefix lookup (1 of 2 columns, 600 keys)"), "{plan}");
+    let queries = [
+        format!("SELECT id, v, s FROM t WHERE id IN ({list})"),
+        format!("SELECT id, d * 2 FROM t WHERE id IN ({list}) AND v > 0"),
+        format!("SELECT g, count(*), sum(d), min(s) FROM t WHERE id IN ({list}) GROUP BY g"),
+        format!("SELECT small.name, t.id FROM small JOIN t ON t.g = small.g WHERE t.id IN ({list})"),
+        format!("SELECT a, b, x FROM pair WHERE a IN ({list})"),
+        format!("SELECT count(*), count(x) FROM pair WHERE a IN ({list}) AND b > 1"),
+    ];
+    for sql in &queries {
+        let before = tern_sql::parallel_scans_on_this_thread();
+        let (serial, parallel) = serial_and_parallel(&mut session, sql, 4);
+        assert!(tern_sql::parallel_scans_on_this_thread() > before, "{sql} did not go parallel");
+        assert!(matches!(&serial, Ok(rows) if !rows.is_empty()), "{sql}: {serial:?}");
+        assert!(agree(&serial, &parallel), "{sql}:\n{serial:?}\n{parallel:?}");
+    }
 }
 
 /// The parallel path really runs on a flushed table, and not with one worker.

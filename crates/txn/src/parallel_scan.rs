@@ -59,6 +59,26 @@ fn cut(range: KeyRange, cuts: Vec<Vec<u8>>) -> Vec<Morsel> {
 }
 
 impl Transaction {
+    /// A parallel read of many small ranges (the rows under each of a join's keys), each range
+    /// one morsel, in the order given; a range `[k, k]` is a point read of `k`. Every range
+    /// enters the read set now (a point as a key read, as [`Transaction::get`] records it).
+    /// `None`, with nothing recorded, when there are none or the transaction wrote in one.
+    pub fn parallel_lookups(&mut self, ranges: Vec<Morsel>) -> Result<Option<ParallelScan>> {
+        let ranges: Vec<KeyRange> = ranges.into_iter().map(|(start, end)| KeyRange::new(start, end)).collect();
+        if ranges.is_empty() || ranges.iter().any(|range| self.writes_in(range)) {
+            return Ok(None);
+        }
+        for range in &ranges {
+            match (&range.start, &range.end) {
+                (Bound::Included(first), Bound::Included(last)) if first == last => self.record_key_read(first),
+                _ => self.record_range_read(range.clone()),
+            };
+        }
+        let snapshot = self.ensure_snapshot().clone();
+        let morsels = ranges.into_iter().map(|range| (range.start, range.end)).collect();
+        Ok(Some(ParallelScan { shared: self.shared().clone(), snapshot, morsels }))
+    }
+
     /// Whether the stored range `start..end` holds at least `blocks` data blocks (what the
     /// memtables hold is not counted). A size estimate for choosing between a scan and key
     /// lookups: nothing enters the read set, and the answer may be stale.

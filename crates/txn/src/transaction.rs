@@ -75,7 +75,7 @@ impl Transaction {
     }
 
     /// The transaction's snapshot, taken at its first read (dsmDB).
-    fn ensure_snapshot(&mut self) -> &tern_lsm::Snapshot {
+    pub(crate) fn ensure_snapshot(&mut self) -> &tern_lsm::Snapshot {
         &self.snapshot.get_or_insert_with(|| self.shared.snapshot()).lsm
     }
 
@@ -89,6 +89,15 @@ impl Transaction {
     pub(crate) fn record_range_read(&mut self, range: KeyRange) -> &tern_lsm::Snapshot {
         if self.records_reads() {
             self.reads.add_range(range);
+        }
+        self.ensure_snapshot()
+    }
+
+    /// Adds one key to the read set (under serializable isolation) and returns the snapshot
+    /// its read sees.
+    pub(crate) fn record_key_read(&mut self, key: &[u8]) -> &tern_lsm::Snapshot {
+        if self.records_reads() {
+            self.reads.add_key(key);
         }
         self.ensure_snapshot()
     }

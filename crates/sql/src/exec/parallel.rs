@@ -44,6 +44,23 @@ use tern_txn::{Morsel, ParallelScan};
 /// Morsels a worker may finish ahead of the consumer, per worker.
 const WINDOW_PER_WORKER: usize = 4;
 
+/// Lookups (of a join's keys, each one morsel of a few rows) a worker may finish ahead of the
+/// consumer: more, as each holds little and a short window would keep the workers waiting.
+const LOOKUP_WINDOW_PER_WORKER: usize = 256;
+
+/// Keys a lookup shares out per worker at least: a lookup costs tens of microseconds, a worker
+/// about as much to start.
+const LOOKUPS_PER_WORKER: usize = 256;
+
+/// Keys below which lookups stay on the statement's thread.
+pub(super) const MIN_PARALLEL_LOOKUPS: usize = 2 * LOOKUPS_PER_WORKER;
+
+/// What a parallel scan reads: one key range cut at block boundaries, or one morsel per key.
+enum Morsels {
+    Range(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    Lookups(Vec<Morsel>),
+}
+
 /// The process's parallel workers: each parallel scan claims up to the number of cores less
 /// those other scans hold.
 struct WorkerBudget;
@@ -320,7 +337,7 @@ impl Executor<'_> {
             self.volatile.set(true);
         }
         if let Some((_, session)) = self.activity {
-            session.scanned(scan.pipeline.table.id, true, scan.read_rows.load(Ordering::Relaxed) as u64);
+            session.scanned(scan.pipeline.table.id, scan.sequential, scan.read_rows.load(Ordering::Relaxed) as u64);
         }
     }
 
@@ -330,30 +347,75 @@ impl Executor<'_> {
         // The cheap refusals first: point lookups and short scans come this way too.
         let Some((scan, layers)) = scan_shape(plan) else { return Ok(None) };
         let Plan::Scan { table, access, filter, .. } = scan else { return Ok(None) };
-        if !matches!(access, Access::Full | Access::PrimaryKeyRange { .. }) || self.profile.is_some() {
+        let lookups = matches!(access, Access::PrimaryKeyPoints(_) | Access::PrimaryKeyPrefix(_));
+        if !(lookups || matches!(access, Access::Full | Access::PrimaryKeyRange { .. })) || self.profile.is_some() {
             return Ok(None);
         }
         let workers = self.parallel_workers();
         if workers < 2 || !consumer.iter().all(|expr| is_parallel_safe(expr)) {
             return Ok(None);
         }
-        let Some((start, end)) = self.parallel_range(table, access)? else { return Ok(None) };
-        if self.own_writes.get() > 0 && self.overlay_touches(&start, &end) {
-            return Ok(None);
-        }
+        let morsels = match lookups {
+            // The statement's own writes are merged by the serial lookups.
+            true if self.own_writes.get() > 0 => return Ok(None),
+            true => match self.lookup_ranges(table, access)? {
+                Some(ranges) => Morsels::Lookups(ranges),
+                None => return Ok(None),
+            },
+            false => match self.parallel_range(table, access)? {
+                Some((start, end)) if !(self.own_writes.get() > 0 && self.overlay_touches(&start, &end)) => {
+                    Morsels::Range(start, end)
+                }
+                _ => return Ok(None),
+            },
+        };
         let Some(pipeline) = self.pipeline(table, filter.as_ref(), &layers)? else { return Ok(None) };
         // Before the morsels are cut and the workers claimed: a subquery may scan in parallel.
         let subqueries = self.resolve_subqueries(pipeline.exprs().chain(consumer.iter().copied()));
-        let blocks = self.setting_number("tern.morsel_blocks").max(1);
-        // None when too small to share out: the serial scan reads it.
-        let Some(read) = self.txn.borrow_mut().parallel_scan(start.clone(), end, blocks)? else { return Ok(None) };
-        match &start {
-            Bound::Included(key) | Bound::Excluded(key) => self.note_scan(key),
-            Bound::Unbounded => self.note_scan(&[]),
-        }
+        let (read, wanted, window) = match morsels {
+            Morsels::Lookups(ranges) => {
+                let wanted = workers.min(ranges.len() / LOOKUPS_PER_WORKER);
+                (self.txn.borrow_mut().parallel_lookups(ranges)?, wanted, LOOKUP_WINDOW_PER_WORKER)
+            }
+            Morsels::Range(start, end) => {
+                let blocks = self.setting_number("tern.morsel_blocks").max(1);
+                // None when too small to share out: the serial scan reads it.
+                let read = self.txn.borrow_mut().parallel_scan(start, end, blocks)?;
+                (read, workers, WINDOW_PER_WORKER)
+            }
+        };
+        let Some(read) = read else { return Ok(None) };
+        self.note_scan(&object_prefix(table.id));
         PARALLEL_SCANS.with(|count| count.set(count.get() + 1));
-        let claim = WorkerBudget::claim(workers.min(read.morsels().len()));
-        Ok(Some(PreparedScan { read, pipeline, claim, subqueries, read_rows: AtomicUsize::new(0) }))
+        let claim = WorkerBudget::claim(wanted.min(read.morsels().len()));
+        let sequential = !lookups;
+        Ok(Some(PreparedScan { read, pipeline, claim, window, sequential, subqueries, read_rows: AtomicUsize::new(0) }))
+    }
+
+    /// The key ranges of a primary-key point or prefix lookup (one per distinct key, in key
+    /// order: a point as `[key, key]`), when there are enough keys to share among workers.
+    fn lookup_ranges(&self, table: &TableDef, access: &Access) -> Result<Option<Vec<Morsel>>> {
+        let (Access::PrimaryKeyPoints(tuples) | Access::PrimaryKeyPrefix(tuples)) = access else { return Ok(None) };
+        if tuples.len() < MIN_PARALLEL_LOOKUPS {
+            return Ok(None);
+        }
+        let prefix = object_prefix(table.id);
+        let keys = self.point_keys(table, &prefix, &table.primary_key, tuples, false, &Env::new(&[], None))?;
+        if keys.len() < MIN_PARALLEL_LOOKUPS {
+            return Ok(None);
+        }
+        let points = matches!(access, Access::PrimaryKeyPoints(_));
+        Ok(Some(
+            keys.into_iter()
+                .map(|key| match points {
+                    true => (Bound::Included(key.clone()), Bound::Included(key)),
+                    false => {
+                        let end = prefix_end(&key).map_or(Bound::Unbounded, Bound::Excluded);
+                        (Bound::Included(key), end)
+                    }
+                })
+                .collect(),
+        ))
     }
 
     /// Runs the uncorrelated subqueries of `exprs` (once each; the executor caches their rows)
@@ -454,7 +516,7 @@ impl Executor<'_> {
             changed: Condvar::new(),
             next: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
-            window: scan.claim.0 * WINDOW_PER_WORKER,
+            window: scan.claim.0 * scan.window,
         };
         let context = self.pure_context(&shared.stop, &scan.subqueries);
         let outcome = std::thread::scope(|threads| {
@@ -504,6 +566,10 @@ pub(super) struct PreparedScan<'p> {
     read: ParallelScan,
     pipeline: Pipeline<'p>,
     claim: Claim,
+    /// Morsels a worker may finish ahead of the consumer of an ordered stream, per worker.
+    window: usize,
+    /// A scan of a key range (not key lookups), for `pg_stat_user_tables`.
+    sequential: bool,
     /// The uncorrelated subqueries of the pipeline and its consumer, run before it started.
     subqueries: ResolvedSubqueries,
     /// Stored rows read (for `pg_stat_user_tables`).

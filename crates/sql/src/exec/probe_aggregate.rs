@@ -124,10 +124,7 @@ impl Executor<'_> {
         let left_rows = self.run(left, None)?;
         let table = self.left_table(&join, &left_rows, None)?;
         let looked_up = self.right_by_lookup(&join, &left_rows, None)?;
-        let scan = match looked_up {
-            Some(_) => None,
-            None => self.prepare_parallel(right, &consumer)?,
-        };
+        let scan = self.prepare_parallel(looked_up.as_ref().unwrap_or(right), &consumer)?;
         let Some(scan) = scan else {
             let joined = self.finish_probe_join(left_rows, &join, &table, looked_up, None, None)?;
             let mut grouping = Grouping::new(aggregates);

@@ -16,7 +16,7 @@
 //! into a text column; left keys of other types leave the scan as it was. The read set then
 //! holds the key ranges looked up, not the whole table: the rows the join can see.
 
-use super::parallel::scan_shape;
+use super::parallel::{MIN_PARALLEL_LOOKUPS, scan_shape};
 use super::probe_stream::ProbeJoin;
 use super::{Env, Executor};
 use crate::codec::{object_prefix, prefix_end};
@@ -30,9 +30,10 @@ use std::ops::Bound;
 /// holds the key, a block decoded in each). Measured on TPC-H lineitem: at SF 0.1 a lookup
 /// took 8–36 µs against ~25 µs to scan a block on one thread; at SF 1, with more levels to
 /// seek in, ~35 µs against ~22 µs (Q3's 150,000 order keys took 5 s to look up, against 2.5 s
-/// to scan on 2 threads). Lookups run on the statement's thread while the scan is shared out:
-/// they are chosen when the distinct keys, times this, times the scan's threads, are fewer than
-/// the table's blocks.
+/// to scan on 2 threads). Lookups are chosen when the distinct keys, times this, are fewer than
+/// the table's blocks: both run on the scan's threads (one morsel per key,
+/// `exec/parallel.rs`). Too few keys to share out are looked up on the statement's thread,
+/// while the scan would be shared out: then the keys count once per scan thread.
 const LOOKUP_BLOCKS: usize = 2;
 
 /// The distinct key values to look up, of one exactly encoded type.
@@ -82,7 +83,8 @@ impl Executor<'_> {
         };
         let prefix = object_prefix(table.id);
         let end = prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
-        let enough = keys.len().saturating_mul(LOOKUP_BLOCKS * self.scan_threads()).saturating_add(1);
+        let threads = if keys.len() >= MIN_PARALLEL_LOOKUPS { 1 } else { self.scan_threads() };
+        let enough = keys.len().saturating_mul(LOOKUP_BLOCKS * threads).saturating_add(1);
         if !self.txn.borrow().range_holds_blocks(Bound::Included(prefix), end, enough)? {
             return Ok(None);
         }

@@ -87,7 +87,8 @@ impl Executor<'_> {
     ) -> Result<Vec<Row>> {
         let table = self.left_table(join, &left_rows, outer)?;
         let looked_up = self.right_by_lookup(join, &left_rows, outer)?;
-        let probed = if looked_up.is_some() { None } else { self.probe_parallel(&left_rows, join, &table, outer)? };
+        let right = looked_up.as_ref().unwrap_or(join.right);
+        let probed = self.probe_parallel(&left_rows, join, right, &table, outer)?;
         self.finish_probe_join(left_rows, join, &table, looked_up, probed, outer)
     }
 
@@ -170,12 +171,14 @@ impl Executor<'_> {
 
     /// The probe on several threads (each worker probes the rows of its morsels; the joined
     /// rows come back in morsel order, as the serial probe makes them): the joined rows and
-    /// which left rows matched; `None` when the right input does not qualify for a parallel
-    /// scan ([`Executor::stream_parallel`]) or the keys or condition need the executor.
+    /// which left rows matched; `None` when the right input (`right`: the join's, or its rows
+    /// looked up by key) does not qualify for a parallel scan ([`Executor::stream_parallel`])
+    /// or the keys or condition need the executor.
     fn probe_parallel(
         &self,
         left_rows: &[Row],
         join: &ProbeJoin<'_>,
+        right: &Plan,
         table: &LeftTable,
         outer: Option<&Env>,
     ) -> Result<Option<(Vec<Row>, Vec<bool>)>> {
@@ -183,7 +186,7 @@ impl Executor<'_> {
             return Ok(None);
         }
         let consumer: Vec<&Expr> = join.right_keys.iter().chain(join.condition).collect();
-        let Some(scan) = self.prepare_parallel(join.right, &consumer)? else { return Ok(None) };
+        let Some(scan) = self.prepare_parallel(right, &consumer)? else { return Ok(None) };
         let left_only = join.kind.keeps_left_only();
         // Which left rows matched, shared by the workers: a semi or anti join's worker skips
         // a left row another has matched already (as the serial probe skips it).

@@ -48,10 +48,15 @@ impl Executor<'_> {
         }
     }
 
-    /// Whether `plan` is a projection or filter over a scan by key or index points.
+    /// Whether `plan` is a projection or filter over a scan by key or index points (but primary
+    /// keys too many to read on one thread: [`super::parallel::MIN_PARALLEL_LOOKUPS`]).
     pub(super) fn is_point_lookup(plan: &Plan) -> bool {
         match plan {
-            Plan::Scan { access, .. } => matches!(access, Access::PrimaryKeyPoints(_) | Access::IndexPoints { .. }),
+            Plan::Scan { access, .. } => match access {
+                Access::PrimaryKeyPoints(keys) => keys.len() < super::parallel::MIN_PARALLEL_LOOKUPS,
+                Access::IndexPoints { .. } => true,
+                _ => false,
+            },
             Plan::Filter { input, .. } | Plan::Project { input, .. } => Self::is_point_lookup(input),
             _ => false,
         }

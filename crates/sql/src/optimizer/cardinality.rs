@@ -11,6 +11,7 @@
 use super::statistics::{ColumnStats, numeric_position};
 use crate::catalog::Catalog;
 use crate::plan::{Access, BinaryOp, Expr, JoinKind, Plan, UnaryOp};
+use crate::temporal::{Temporal, TemporalKind};
 use crate::value::Value;
 
 /// An equality on a column without statistics (PostgreSQL's DEFAULT_EQ_SEL).
@@ -42,6 +43,9 @@ struct ColumnView<'s> {
     distinct: Option<f64>,
     /// The fraction of the stored rows where the column is NULL.
     nulls: Option<f64>,
+    /// The column's declared date or time type: its positions are days (dates) or
+    /// microseconds (the others), and a constant of the other unit is converted.
+    temporal: Option<TemporalKind>,
 }
 
 impl<'c> Estimator<'c> {
@@ -111,7 +115,7 @@ impl<'c> Estimator<'c> {
 
     /// What is known of column `column` of `plan`'s output.
     fn column(&self, plan: &Plan, column: usize) -> ColumnView<'c> {
-        let unknown = ColumnView { stats: None, distinct: None, nulls: None };
+        let unknown = ColumnView { stats: None, distinct: None, nulls: None, temporal: None };
         let capped = |view: ColumnView<'c>| {
             let rows = self.rows(plan);
             ColumnView {
@@ -129,6 +133,7 @@ impl<'c> Estimator<'c> {
                     stats,
                     distinct: at_most(distinct, filter.as_ref().and_then(|filter| values_kept(filter, column))),
                     nulls: stats.map(|stats| stats.nulls as f64 / (table_stats.rows.max(1) as f64)),
+                    temporal: table.columns.get(column).and_then(|def| TemporalKind::of_type_name(&def.declared_type)),
                 })
             }
             Plan::Filter { input, predicate } => {
@@ -174,7 +179,7 @@ impl<'c> Estimator<'c> {
                 Some(true) => 1.0,
                 _ => 0.0,
             },
-            Expr::Binary(BinaryOp::And, left, right) => self.selectivity(plan, left) * self.selectivity(plan, right),
+            Expr::Binary(BinaryOp::And, _, _) => self.conjunction(plan, predicate),
             Expr::Binary(BinaryOp::Or, left, right) => {
                 let (left, right) = (self.selectivity(plan, left), self.selectivity(plan, right));
                 left + right - left * right
@@ -202,6 +207,67 @@ impl<'c> Estimator<'c> {
             _ => DEFAULT_RANGE,
         };
         fraction.clamp(0.0, 1.0)
+    }
+
+    /// An AND chain: the product of its conjuncts' selectivities (taken as independent), except
+    /// that a column's lower and upper bounds together keep the values between them (the
+    /// histogram's share between the two), not the product of the shares above one and below
+    /// the other. TPC-H's `o_orderdate >= date '1993-07-01' AND o_orderdate < ... + 3 months`
+    /// keeps 4% of the orders, where the product says 20%.
+    fn conjunction(&self, plan: &Plan, predicate: &Expr) -> f64 {
+        let mut conjuncts = Vec::new();
+        let mut pending = vec![predicate];
+        while let Some(expr) = pending.pop() {
+            match expr {
+                Expr::Binary(BinaryOp::And, left, right) => pending.extend([right.as_ref(), left.as_ref()]),
+                other => conjuncts.push(other),
+            }
+        }
+        // Per column with a bound: the share below the highest lower bound and below the
+        // lowest upper bound, and the share of non-NULL rows.
+        let mut ranges: Vec<(usize, Option<f64>, Option<f64>, f64)> = Vec::new();
+        let mut fraction = 1.0;
+        for conjunct in conjuncts {
+            let Some((column, bound)) = self.range_bound(plan, conjunct) else {
+                fraction *= self.selectivity(plan, conjunct);
+                continue;
+            };
+            let at = match ranges.iter().position(|(seen, ..)| *seen == column) {
+                Some(at) => at,
+                None => {
+                    ranges.push((column, None, None, bound.present));
+                    ranges.len() - 1
+                }
+            };
+            let (_, lower, upper, _) = &mut ranges[at];
+            match bound.side {
+                Side::Lower => *lower = Some(lower.map_or(bound.below, |seen: f64| seen.max(bound.below))),
+                Side::Upper => *upper = Some(upper.map_or(bound.below, |seen: f64| seen.min(bound.below))),
+            }
+        }
+        for (_, lower, upper, present) in ranges {
+            let between = upper.unwrap_or(1.0) - lower.unwrap_or(0.0);
+            fraction *= (between * present).max(MIN_RANGE);
+        }
+        fraction
+    }
+
+    /// A conjunct `column op constant` (either way round) with a range operator, over a column
+    /// whose statistics place the constant: the column and the bound.
+    fn range_bound(&self, plan: &Plan, conjunct: &Expr) -> Option<(usize, Bound)> {
+        let Expr::Binary(op, left, right) = conjunct else { return None };
+        let (column, value, op) = match (column_of(left), column_of(right)) {
+            (Some(column), None) => (column, right, *op),
+            (None, Some(column)) => (column, left, op.flipped()),
+            _ => return None,
+        };
+        let side = match op {
+            BinaryOp::Lt | BinaryOp::LtEq => Side::Upper,
+            BinaryOp::Gt | BinaryOp::GtEq => Side::Lower,
+            _ => return None,
+        };
+        let (below, present) = self.share_below(plan, column, value)?;
+        Some((column, Bound { side, below, present }))
     }
 
     /// `left op right` over `plan`'s rows.
@@ -253,16 +319,23 @@ impl<'c> Estimator<'c> {
     /// of the value ([`ColumnStats::fraction_below`]: its histogram, or interpolation between
     /// its least and greatest values), of the rows where it is not NULL.
     fn range(&self, plan: &Plan, column: &Expr, op: BinaryOp, value: &Expr) -> Option<f64> {
-        let view = self.column(plan, column_of(column)?);
-        let position = numeric_position(constant(value)?)?;
-        let below = view.stats?.fraction_below(position)?;
+        let (below, present) = self.share_below(plan, column_of(column)?, value)?;
         let fraction = match op {
             BinaryOp::Lt | BinaryOp::LtEq => below,
             BinaryOp::Gt | BinaryOp::GtEq => 1.0 - below,
             _ => return None,
         };
-        let present = 1.0 - view.nulls.unwrap_or(0.0);
         Some((fraction * present).max(MIN_RANGE))
+    }
+
+    /// The share of a column's non-NULL values at or below a constant `value`, and the share
+    /// of rows where the column is not NULL; `None` without statistics that place the value.
+    fn share_below(&self, plan: &Plan, column: usize, value: &Expr) -> Option<(f64, f64)> {
+        let view = self.column(plan, column);
+        let constant = constant(value)?;
+        let position = in_column_units(view.temporal, constant, numeric_position(constant)?);
+        let below = view.stats?.fraction_below(position)?;
+        Some((below, 1.0 - view.nulls.unwrap_or(0.0)))
     }
 
     /// The selectivity of a join on `left_keys = right_keys` (one pair or several): one over
@@ -286,6 +359,37 @@ impl<'c> Estimator<'c> {
             Some(distinct) => 1.0 / distinct.max(1.0),
             None => DEFAULT_EQUALITY.powi(left_keys.len() as i32),
         }
+    }
+}
+
+/// Which end of a range a conjunct bounds.
+enum Side {
+    Lower,
+    Upper,
+}
+
+/// One bound of a column's range ([`Estimator::range_bound`]).
+struct Bound {
+    side: Side,
+    /// The share of the column's non-NULL values at or below the bound.
+    below: f64,
+    /// The share of rows where the column is not NULL.
+    present: f64,
+}
+
+/// A constant's position ([`numeric_position`]) in the units of the column it is compared
+/// with: a date column's positions are days, a timestamp column's microseconds. TPC-H's
+/// `o_orderdate < date '1993-07-01' + interval '3' month` compares dates with a timestamp.
+fn in_column_units(column: Option<TemporalKind>, constant: &Value, position: f64) -> f64 {
+    let micros_per_day = crate::temporal::MICROS_PER_DAY as f64;
+    match (column, constant) {
+        (Some(TemporalKind::Date), Value::Temporal(Temporal::Timestamp(_) | Temporal::TimestampTz(_))) => {
+            position / micros_per_day
+        }
+        (Some(TemporalKind::Timestamp | TemporalKind::TimestampTz), Value::Temporal(Temporal::Date(_))) => {
+            position * micros_per_day
+        }
+        _ => position,
     }
 }
 
