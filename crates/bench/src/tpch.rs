@@ -361,7 +361,12 @@ fn time_by_threads(
         for line in lines.iter_mut() {
             let duck = &peer.duckdb[&line.query.to_string()];
             let (seconds, _, _) = time_and_check(session, line.query, &all[&line.query], repeats, duck)?;
-            println!("  Q{:<2} tern {:>9.1} ms on {count} thread{}", line.query, seconds * 1e3, if count == 1 { "" } else { "s" });
+            println!(
+                "  Q{:<2} tern {:>9.1} ms on {count} thread{}",
+                line.query,
+                seconds * 1e3,
+                if count == 1 { "" } else { "s" }
+            );
             line.tern_seconds_by_threads.insert(count, seconds);
         }
     }

@@ -325,6 +325,36 @@ fn explain_shows_estimates_from_the_histogram() {
     assert!(aggregate.contains("; rows=1 loops=1"), "actual rows beside the estimate: {plan:?}");
 }
 
+/// A column's lower and upper bounds in one filter keep the share of values between them, not
+/// the product of the shares above one and below the other; a date column compared with a
+/// timestamp (a date plus an interval) is placed in days. Dates over 1,000 days, one row each:
+/// a 30-day window keeps about 30 (the product of the two shares would say ~250, and the
+/// timestamp read as microseconds would make the upper bound keep everything).
+#[test]
+fn a_range_between_two_bounds_is_estimated_as_one() {
+    let db = manual();
+    let mut session = postgres(&db);
+    run(&mut session, "CREATE TABLE o(id integer PRIMARY KEY, day date, n integer)");
+    run(&mut session, "INSERT INTO o SELECT g, date '2020-01-01' + g, g % 100 FROM generate_series(0, 999) AS t(g)");
+    run(&mut session, "ANALYZE o");
+    let estimate = |session: &mut Session, filter: &str| {
+        let plan = explain(session, &format!("SELECT id FROM o WHERE {filter}"));
+        let scan = plan.lines().find(|line| line.trim_start().starts_with("Scan o")).unwrap().to_string();
+        estimated_rows(&scan).unwrap_or_else(|| panic!("no estimate in {plan}"))
+    };
+    for filter in [
+        "day >= date '2021-01-01' AND day < date '2021-01-01' + interval '30' day",
+        "day < date '2021-01-31' AND n >= 0 AND day >= date '2021-01-01'",
+        "day BETWEEN date '2021-01-01' AND date '2021-01-30'",
+    ] {
+        let rows = estimate(&mut session, filter);
+        assert!((20.0..=45.0).contains(&rows), "{filter}: {rows}");
+    }
+    // One bound alone: the share on its side.
+    let rows = estimate(&mut session, "day < date '2020-01-01' + interval '100' day");
+    assert!((80.0..=120.0).contains(&rows), "{rows}");
+}
+
 /// ANALYZE writes statistics under keys no other transaction reads: a writer whose
 /// transaction spans an ANALYZE's commit commits too (statistics kept in the catalog
 /// document made it fail with 40001), and sees the new statistics once it ends.

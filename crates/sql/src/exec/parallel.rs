@@ -28,7 +28,9 @@
 //! A morsel is `tern.morsel_blocks` stored blocks (default 64: about 256 KiB of rows at the
 //! default page size).
 
-use super::evaluate::{Evaluate, PureContext, ResolvedSubqueries, ResolvedSubquery, is_parallel_safe, resolvable_subqueries};
+use super::evaluate::{
+    Evaluate, PureContext, ResolvedSubqueries, ResolvedSubquery, is_parallel_safe, resolvable_subqueries,
+};
 use super::grouping::{Grouping, Partitioned};
 use super::{Env, Executor, decode_stored_row, row_bytes};
 use crate::catalog::TableDef;
@@ -588,7 +590,12 @@ impl PreparedScan<'_> {
     }
 
     /// Runs morsel number `at` ([`PreparedScan::run`]).
-    pub(super) fn run_at(&self, at: usize, context: &PureContext, sink: &mut dyn FnMut(Row) -> Result<()>) -> Result<()> {
+    pub(super) fn run_at(
+        &self,
+        at: usize,
+        context: &PureContext,
+        sink: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<()> {
         self.run(&self.read.morsels()[at], context, sink)
     }
 

@@ -65,10 +65,8 @@ fn layer_exprs<'p>(layers: &[&'p Plan]) -> Vec<&'p Expr> {
 fn through_layers(cx: &impl Evaluate, mut row: Row, layers: &[&Plan]) -> Result<Option<Row>> {
     for layer in layers {
         match layer {
-            Plan::Filter { predicate, .. } => {
-                if cx.eval(predicate, &Env::new(&row, None))?.truth() != Some(true) {
-                    return Ok(None);
-                }
+            Plan::Filter { predicate, .. } if cx.eval(predicate, &Env::new(&row, None))?.truth() != Some(true) => {
+                return Ok(None);
             }
             Plan::Project { exprs, .. } => {
                 let env = Env::new(&row, None);
@@ -135,7 +133,8 @@ impl Executor<'_> {
             }
             return Ok(Some(grouping.finish(aggregates, group_by.is_empty())?));
         };
-        let fold = FoldJoined { join: &join, table: &table, left_rows: &left_rows, layers: &layers, group_by, aggregates };
+        let fold =
+            FoldJoined { join: &join, table: &table, left_rows: &left_rows, layers: &layers, group_by, aggregates };
         // Without GROUP BY there is one group: nothing to share out.
         let partitions = if group_by.is_empty() { 1 } else { scan.workers() };
         let matched: Vec<AtomicBool> = left_rows.iter().map(|_| AtomicBool::new(false)).collect();
