@@ -313,10 +313,22 @@ impl Accumulator {
     }
 
     /// Takes in `other`, the state of the same aggregate over later rows: what one
-    /// accumulator fed both parts' rows holds (sums of reals up to rounding). For count
-    /// (without DISTINCT), sum, total, avg, min and max; other states are an internal error.
+    /// accumulator fed both parts' rows holds (sums of reals up to rounding). For count (with
+    /// or without DISTINCT), sum, total, avg, min and max; other states are an internal error.
     pub(crate) fn merge(&mut self, other: Accumulator) -> Result<()> {
         match (self, other) {
+            // The distinct values seen by either part: a count of DISTINCT is the size of the
+            // set (each value is counted when it first enters it).
+            (
+                Accumulator::Count { count, distinct: Some(seen), .. },
+                Accumulator::Count { distinct: Some(mut more), .. },
+            ) => {
+                if more.len() > seen.len() {
+                    std::mem::swap(seen, &mut more);
+                }
+                seen.extend(more);
+                *count = seen.len() as i64;
+            }
             (
                 Accumulator::Count { count, distinct: None, .. },
                 Accumulator::Count { count: more, distinct: None, .. },

@@ -126,8 +126,9 @@ fn groups_over_a_parallel_scan_stay_whole() {
             (0..200).map(|line| format!("({}, {line}, {})", at * 7 % 200, (at * 31 + line) % 50)).collect();
         format!("INSERT OR IGNORE INTO big VALUES {}", rows.join(", "))
     });
-    let ordered = "SELECT o, count(*), sum(q), min(line), max(line), avg(q) FROM big GROUP BY o";
-    let hashed = "SELECT o + 0, count(*), sum(q), min(line), max(line), avg(q) FROM big GROUP BY o + 0 ORDER BY 1";
+    let ordered = "SELECT o, count(*), sum(q), min(line), max(line), avg(q), count(DISTINCT q) FROM big GROUP BY o";
+    let hashed =
+        "SELECT o + 0, count(*), sum(q), min(line), max(line), avg(q), count(DISTINCT q) FROM big GROUP BY o + 0 ORDER BY 1";
     assert!(texts(&mut session, &format!("EXPLAIN {ordered}")).join("\n").contains("GroupAggregate"));
     let set = |session: &mut tern_sql::Session, setting: &str| {
         session.set_dialect(tern_sql::Dialect::Postgres);

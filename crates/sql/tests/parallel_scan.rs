@@ -104,6 +104,10 @@ const QUERIES: &[&str] = &[
     "SELECT s, g, count(v), avg(d) FROM t WHERE id % 3 <> 0 GROUP BY s, g",
     "SELECT count(*) FILTER (WHERE v > 0), sum(d) FILTER (WHERE s = 'beta') FROM t",
     "SELECT g, count(DISTINCT s) FROM t GROUP BY g",
+    // count(DISTINCT ..) merges its parts' sets of values: alone, beside other aggregates,
+    // without GROUP BY, over values that repeat across morsels.
+    "SELECT count(DISTINCT g), count(DISTINCT s), count(DISTINCT d), count(*) FROM t",
+    "SELECT s, count(DISTINCT g), sum(d), count(DISTINCT v) FILTER (WHERE v > 0) FROM t GROUP BY s",
     // Joins whose right side is the parallel scan: inner with a residual condition, left,
     // semi and anti.
     "SELECT small.name, t.id FROM small JOIN t ON t.g = small.g AND t.v > small.g * 10",
@@ -130,6 +134,7 @@ const QUERIES: &[&str] = &[
     "SELECT small.g % 2, count(*), sum(t.d * 2) FROM small JOIN t ON t.g = small.g WHERE t.v + small.g > 0 GROUP BY small.g % 2",
     "SELECT count(*), sum(t.v), max(t.d) FROM small JOIN t ON t.g = small.g",
     "SELECT t.id % 50, count(*), sum(t.d) FROM small JOIN t ON t.g = small.g GROUP BY t.id % 50",
+    "SELECT small.name, count(DISTINCT t.s), count(DISTINCT t.id % 7) FROM small LEFT JOIN t ON t.g = small.g AND t.v > 50 GROUP BY small.name",
     "SELECT small.name, count(*) FROM small JOIN t ON t.g = small.g WHERE t.g NOT IN (SELECT 1) GROUP BY small.name",
 ];
 

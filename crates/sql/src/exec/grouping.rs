@@ -148,12 +148,13 @@ impl Grouping {
 
 impl Grouping {
     /// Whether partial groupings of `aggregates` merge into what one grouping of all the rows
-    /// holds: count, sum, total, avg, min and max, without DISTINCT or ORDER BY in the call
-    /// (a bare column's value follows its row, which a merge does not see). Sums of reals
-    /// merged from parts round differently in the last bits, as in any parallel database.
+    /// holds: count, sum, total, avg, min and max, without DISTINCT (but `count(DISTINCT ..)`,
+    /// whose parts' sets of values unite) or ORDER BY in the call (a bare column's value
+    /// follows its row, which a merge does not see). Sums of reals merged from parts round
+    /// differently in the last bits, as in any parallel database.
     pub(super) fn mergeable(aggregates: &[AggregateCall]) -> bool {
         aggregates.iter().all(|call| {
-            !call.distinct
+            (!call.distinct || call.function == AggregateFunction::Count)
                 && call.order_by.is_empty()
                 && matches!(
                     call.function,
