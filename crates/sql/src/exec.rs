@@ -129,6 +129,9 @@ pub struct NodeProfile {
     pub rows: u64,
     pub loops: u64,
     pub time: std::time::Duration,
+    /// The most workers a run of the node had as part of a parallel scan (0: it ran on the
+    /// statement's thread only).
+    pub threads: usize,
 }
 
 /// Bytes of a value's text form, at least (numbers: an upper bound).
@@ -548,6 +551,17 @@ impl<'t> Executor<'t> {
     /// Records rows, loops and time of every plan node run from now on (EXPLAIN ANALYZE).
     pub fn enable_profile(&mut self) {
         self.profile = Some(RefCell::new(HashMap::new()));
+    }
+
+    /// Adds one run of `plan` on `threads` workers (a parallel scan or a layer over it) to its
+    /// EXPLAIN ANALYZE figures.
+    fn record_parallel_profile(&self, plan: &Plan, rows: u64, time: std::time::Duration, threads: usize) {
+        self.record_profile(plan, rows, time);
+        if let Some(profile) = &self.profile
+            && let Some(node) = profile.borrow_mut().get_mut(&(plan as *const Plan as usize))
+        {
+            node.threads = node.threads.max(threads);
+        }
     }
 
     /// The figures recorded for a node, if it ran.

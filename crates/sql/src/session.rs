@@ -1805,7 +1805,9 @@ fn explain(catalog: &Catalog, exec: &mut Executor, query: &ast::Query, analyze: 
         let rows = exec.run(&plan, None)?;
         let mut text = plan.explain_with(&|node| {
             let profile = exec.node_profile(node).map(|profile| {
-                format!("rows={} loops={} time={:.3} ms", profile.rows, profile.loops, profile.time.as_secs_f64() * 1e3)
+                let threads = if profile.threads > 0 { format!(" threads={}", profile.threads) } else { String::new() };
+                let time = profile.time.as_secs_f64() * 1e3;
+                format!("rows={} loops={} time={time:.3} ms{threads}", profile.rows, profile.loops)
             });
             let notes: Vec<String> = estimate(node).into_iter().chain(profile).collect();
             (!notes.is_empty()).then(|| notes.join("; "))

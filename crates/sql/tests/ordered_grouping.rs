@@ -127,8 +127,7 @@ fn groups_over_a_parallel_scan_stay_whole() {
         format!("INSERT OR IGNORE INTO big VALUES {}", rows.join(", "))
     });
     let ordered = "SELECT o, count(*), sum(q), min(line), max(line), avg(q), count(DISTINCT q) FROM big GROUP BY o";
-    let hashed =
-        "SELECT o + 0, count(*), sum(q), min(line), max(line), avg(q), count(DISTINCT q) FROM big GROUP BY o + 0 ORDER BY 1";
+    let hashed = "SELECT o + 0, count(*), sum(q), min(line), max(line), avg(q), count(DISTINCT q) FROM big GROUP BY o + 0 ORDER BY 1";
     assert!(texts(&mut session, &format!("EXPLAIN {ordered}")).join("\n").contains("GroupAggregate"));
     let set = |session: &mut tern_sql::Session, setting: &str| {
         session.set_dialect(tern_sql::Dialect::Postgres);

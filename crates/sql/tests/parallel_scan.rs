@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{insert_flushed, postgres, run, texts, uncached, uncached_with_limit};
+use common::{insert_flushed, one, postgres, run, texts, uncached, uncached_with_limit};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tern_sql::{Database, Dialect, Session, Value};
@@ -180,6 +180,32 @@ fn many_key_lookups_run_in_parallel() {
         assert!(matches!(&serial, Ok(rows) if !rows.is_empty()), "{sql}: {serial:?}");
         assert!(agree(&serial, &parallel), "{sql}:\n{serial:?}\n{parallel:?}");
     }
+}
+
+/// EXPLAIN ANALYZE runs a parallel scan in parallel: the scan's line shows the workers it had
+/// and the rows its filter kept, as many as the serial scan's line shows.
+#[test]
+fn explain_analyze_shows_a_parallel_scans_workers() {
+    let db = filled(3000, 5);
+    let mut session = postgres(&db);
+    let expected = one(&mut session, "SELECT count(*) FROM t WHERE v > 0");
+    let sql = "EXPLAIN ANALYZE SELECT g, count(*), sum(d) FROM t WHERE v > 0 GROUP BY g";
+    let scan_line = |session: &mut Session| {
+        let plan = texts(session, sql);
+        plan.iter().find(|line| line.trim_start().starts_with("Scan t")).cloned().unwrap()
+    };
+    run(&mut session, "SET max_parallel_workers_per_gather = 0");
+    let serial = scan_line(&mut session);
+    assert!(serial.contains(&format!("rows={expected} loops=1")) && !serial.contains("threads="), "{serial}");
+    run(&mut session, "SET max_parallel_workers_per_gather = 4");
+    run(&mut session, "SET tern.morsel_blocks = 1");
+    let before = tern_sql::parallel_scans_on_this_thread();
+    let parallel = scan_line(&mut session);
+    assert_eq!(tern_sql::parallel_scans_on_this_thread(), before + 1);
+    assert!(parallel.contains(&format!("rows={expected} loops=1")), "{parallel}");
+    let threads: usize =
+        parallel.split("threads=").nth(1).and_then(|rest| rest.trim_end_matches(')').parse().ok()).unwrap();
+    assert!((1..=4).contains(&threads), "{parallel}");
 }
 
 /// The parallel path really runs on a flushed table, and not with one worker.

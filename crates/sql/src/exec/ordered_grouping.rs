@@ -160,6 +160,7 @@ impl Executor<'_> {
         if let Some(done) = open {
             output.push(done.finish()?);
         }
+        self.record_pipeline_output(input, &scan);
         Ok(Some(output))
     }
 }

@@ -17,10 +17,10 @@
 //! A stream's consumer sees exactly the rows, in exactly the order, of a serial scan. A
 //! parallel aggregate gives the serial groups in the serial order; only sums of reals (last
 //! bits), integer-sum overflow and which of equal-comparing values min/max return may differ
-//! (`docs/design/execution.md`, "Invariants"). Only scans by full table or
-//! primary-key range qualify, with expressions a [`PureContext`] evaluates
-//! ([`is_parallel_safe`]), in a statement that has not written in the range, and not under
-//! EXPLAIN ANALYZE (which counts rows per node on one thread).
+//! (`docs/design/execution.md`, "Invariants"). Only scans by full table, primary-key range or
+//! many primary keys qualify, with expressions a [`PureContext`] evaluates
+//! ([`is_parallel_safe`]), in a statement that has not written in the range. Under EXPLAIN
+//! ANALYZE the workers count each pipeline node's rows ([`ScanProfile`]).
 //!
 //! Threads: a statement asks for `max_parallel_workers_per_gather` workers (default 16) and
 //! gets what the process-wide budget ([`WorkerBudget`]) has left of the machine's cores, so
@@ -222,6 +222,7 @@ impl Executor<'_> {
             })
         };
         let partials = self.run_unordered(&scan, &|| Partitioned::new(aggregates, partitions), &step)?;
+        self.record_pipeline_output(input, &scan);
         Ok(Some(self.merge_partials(partials, partitions, aggregates, group_by.is_empty())?))
     }
 
@@ -341,6 +342,24 @@ impl Executor<'_> {
         if let Some((_, session)) = self.activity {
             session.scanned(scan.pipeline.table.id, scan.sequential, scan.read_rows.load(Ordering::Relaxed) as u64);
         }
+        // The top node's rows are its consumer's to record, as on the serial path.
+        if let Some(profile) = &scan.profile {
+            let time = profile.started.elapsed();
+            let below_top = profile.nodes.len() - 1;
+            for (node, rows) in profile.nodes.iter().zip(&profile.passed).take(below_top) {
+                self.record_parallel_profile(node, rows.load(Ordering::Relaxed), time, scan.claim.0);
+            }
+        }
+    }
+
+    /// Under EXPLAIN ANALYZE, records the rows the top node of a finished parallel scan handed
+    /// its consumer, for a consumer that records its input (an aggregate).
+    pub(super) fn record_pipeline_output(&self, plan: &Plan, scan: &PreparedScan) {
+        if let Some(profile) = &scan.profile
+            && let Some(rows) = profile.passed.last()
+        {
+            self.record_parallel_profile(plan, rows.load(Ordering::Relaxed), profile.started.elapsed(), scan.claim.0);
+        }
     }
 
     /// The parallel scan of `plan` ([`Executor::streams`]), when it qualifies and its consumer's
@@ -350,7 +369,7 @@ impl Executor<'_> {
         let Some((scan, layers)) = scan_shape(plan) else { return Ok(None) };
         let Plan::Scan { table, access, filter, .. } = scan else { return Ok(None) };
         let lookups = matches!(access, Access::PrimaryKeyPoints(_) | Access::PrimaryKeyPrefix(_));
-        if !(lookups || matches!(access, Access::Full | Access::PrimaryKeyRange { .. })) || self.profile.is_some() {
+        if !(lookups || matches!(access, Access::Full | Access::PrimaryKeyRange { .. })) {
             return Ok(None);
         }
         let workers = self.parallel_workers();
@@ -391,7 +410,13 @@ impl Executor<'_> {
         PARALLEL_SCANS.with(|count| count.set(count.get() + 1));
         let claim = WorkerBudget::claim(wanted.min(read.morsels().len()));
         let sequential = !lookups;
-        Ok(Some(PreparedScan { read, pipeline, claim, window, sequential, subqueries, read_rows: AtomicUsize::new(0) }))
+        let profile = self.profile.as_ref().map(|_| {
+            let nodes: Vec<&Plan> = std::iter::once(scan).chain(layers.iter().copied()).collect();
+            let passed = nodes.iter().map(|_| std::sync::atomic::AtomicU64::new(0)).collect();
+            ScanProfile { nodes, passed, started: std::time::Instant::now() }
+        });
+        let read_rows = AtomicUsize::new(0);
+        Ok(Some(PreparedScan { read, pipeline, claim, window, sequential, profile, subqueries, read_rows }))
     }
 
     /// The key ranges of a primary-key point or prefix lookup (one per distinct key, in key
@@ -563,6 +588,14 @@ impl Executor<'_> {
     }
 }
 
+/// EXPLAIN ANALYZE's figures of a parallel scan: its plan nodes (the scan, then the layers over
+/// it, bottom up), the rows out of each, counted by the workers, and when it started.
+struct ScanProfile<'p> {
+    nodes: Vec<&'p Plan>,
+    passed: Vec<std::sync::atomic::AtomicU64>,
+    started: std::time::Instant,
+}
+
 /// A parallel scan ready to run: its reader, morsels, pipeline and claimed workers.
 pub(super) struct PreparedScan<'p> {
     read: ParallelScan,
@@ -572,6 +605,8 @@ pub(super) struct PreparedScan<'p> {
     window: usize,
     /// A scan of a key range (not key lookups), for `pg_stat_user_tables`.
     sequential: bool,
+    /// Under EXPLAIN ANALYZE: what the scan and its layers did.
+    profile: Option<ScanProfile<'p>>,
     /// The uncorrelated subqueries of the pipeline and its consumer, run before it started.
     subqueries: ResolvedSubqueries,
     /// Stored rows read (for `pg_stat_user_tables`).
@@ -608,6 +643,8 @@ impl PreparedScan<'_> {
     ) -> Result<()> {
         context.check_interrupt()?;
         let mut read = 0;
+        // Under EXPLAIN ANALYZE: the rows out of each stage (the scan, then each layer).
+        let mut passed = self.profile.as_ref().map(|profile| vec![0u64; profile.nodes.len()]);
         for pair in self.read.read(morsel) {
             let (_, value) = pair?;
             read += 1;
@@ -617,11 +654,24 @@ impl PreparedScan<'_> {
                     break;
                 }
             }
-            if let Some(row) = self.pipeline.row(&value, context)? {
+            let row = self.pipeline.row(&value, context)?;
+            if let Some(passed) = &mut passed {
+                let stages = match &row {
+                    Ok(_) => passed.len(),
+                    Err(stages) => *stages,
+                };
+                passed[..stages].iter_mut().for_each(|count| *count += 1);
+            }
+            if let Ok(row) = row {
                 sink(row)?;
             }
         }
         self.read_rows.fetch_add(read, Ordering::Relaxed);
+        if let (Some(profile), Some(passed)) = (&self.profile, passed) {
+            for (total, count) in profile.passed.iter().zip(passed) {
+                total.fetch_add(count, Ordering::Relaxed);
+            }
+        }
         Ok(())
     }
 }
@@ -695,19 +745,20 @@ impl Pipeline<'_> {
         }))
     }
 
-    /// A stored row through the pipeline: `None` when a filter drops it.
-    fn row(&self, stored: &[u8], context: &PureContext) -> Result<Option<Row>> {
+    /// A stored row through the pipeline: `Err(stages)` when a filter drops it, with the
+    /// number of stages it came out of (0: the scan's own filter dropped it; `1 + i`: step `i`).
+    fn row(&self, stored: &[u8], context: &PureContext) -> Result<std::result::Result<Row, usize>> {
         let mut row = self.decode(stored)?;
         if let Some(filter) = &self.filter
             && context.eval(filter, &Env::new(&row, None))?.truth() != Some(true)
         {
-            return Ok(None);
+            return Ok(Err(0));
         }
-        for step in &self.steps {
+        for (at, step) in self.steps.iter().enumerate() {
             match step {
                 Step::Filter(predicate) => {
                     if context.eval(predicate, &Env::new(&row, None))?.truth() != Some(true) {
-                        return Ok(None);
+                        return Ok(Err(1 + at));
                     }
                 }
                 Step::Project(exprs) => {
@@ -717,7 +768,7 @@ impl Pipeline<'_> {
                 }
             }
         }
-        Ok(Some(row))
+        Ok(Ok(row))
     }
 
     /// The stored row's wanted columns, with the fill values of columns added after it was
