@@ -1238,19 +1238,8 @@ impl<'t> Executor<'t> {
                 let rows = self.run(input, outer)?;
                 self.project(rows, exprs, outer)
             }
-            Plan::Join { left, right, kind, left_keys, right_keys, condition }
-                if probe_stream::ProbeJoin::applies(plan) =>
-            {
+            Plan::Join { .. } if let Some((join, left)) = probe_stream::ProbeJoin::of(plan) => {
                 let left_rows = self.run(left, outer)?;
-                let join = probe_stream::ProbeJoin {
-                    right,
-                    left_width: left.width(),
-                    right_width: right.width(),
-                    kind: *kind,
-                    left_keys,
-                    right_keys,
-                    condition: condition.as_ref(),
-                };
                 self.probe_join(left_rows, &join, outer)
             }
             Plan::Join { left, right, kind, left_keys, right_keys, condition } => {

@@ -46,6 +46,17 @@ pub(super) fn encode_group_key(
     Ok(())
 }
 
+/// Every expression an aggregate evaluates per row: the GROUP BY keys, then each call's
+/// arguments and FILTER.
+pub(super) fn aggregate_exprs<'a>(group_by: &'a [Expr], aggregates: &'a [AggregateCall]) -> Vec<&'a Expr> {
+    let mut exprs: Vec<&Expr> = group_by.iter().collect();
+    for call in aggregates {
+        exprs.extend(&call.args);
+        exprs.extend(call.filter.as_deref());
+    }
+    exprs
+}
+
 /// Bytes of groups a [`Grouping`] gathers before charging them.
 pub(super) const GROUPING_CHARGE_BYTES: usize = 64 * 1024;
 

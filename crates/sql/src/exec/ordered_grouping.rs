@@ -24,7 +24,7 @@
 //! ```
 
 use super::evaluate::{Evaluate, PureContext};
-use super::grouping::{GROUPING_CHARGE_BYTES, Grouping, encode_group_key, extreme_of, fold_row};
+use super::grouping::{GROUPING_CHARGE_BYTES, Grouping, aggregate_exprs, encode_group_key, extreme_of, fold_row};
 use super::{Env, Executor, row_bytes};
 use crate::aggregate::Accumulator;
 use crate::error::Result;
@@ -109,11 +109,7 @@ impl Executor<'_> {
         group_by: &[Expr],
         aggregates: &[AggregateCall],
     ) -> Result<Option<Vec<Row>>> {
-        let mut exprs: Vec<&Expr> = group_by.iter().collect();
-        for call in aggregates {
-            exprs.extend(&call.args);
-            exprs.extend(call.filter.as_deref());
-        }
+        let exprs = aggregate_exprs(group_by, aggregates);
         let Some(scan) = self.prepare_parallel(input, &exprs)? else { return Ok(None) };
         let extreme = extreme_of(aggregates);
         let produce = |morsel: &Morsel, context: &PureContext| {

@@ -31,7 +31,7 @@
 use super::evaluate::{
     Evaluate, PureContext, ResolvedSubqueries, ResolvedSubquery, is_parallel_safe, resolvable_subqueries,
 };
-use super::grouping::{Grouping, Partitioned};
+use super::grouping::{Grouping, Partitioned, aggregate_exprs};
 use super::{Env, Executor, decode_stored_row, row_bytes};
 use crate::catalog::TableDef;
 use crate::codec::{object_prefix, prefix_end};
@@ -205,11 +205,7 @@ impl Executor<'_> {
         if !Grouping::mergeable(aggregates) {
             return Ok(None);
         }
-        let mut exprs: Vec<&Expr> = group_by.iter().collect();
-        for call in aggregates {
-            exprs.extend(&call.args);
-            exprs.extend(call.filter.as_deref());
-        }
+        let exprs = aggregate_exprs(group_by, aggregates);
         let Some(scan) = self.prepare_parallel(input, &exprs)? else { return Ok(None) };
         // Without GROUP BY there is one group: nothing to share out.
         let partitions = if group_by.is_empty() { 1 } else { scan.claim.0 };
@@ -495,15 +491,7 @@ impl Executor<'_> {
         filter: Option<&Expr>,
         layers: &[&Plan],
     ) -> Result<Option<Pipeline<'p>>> {
-        let mut exprs: Vec<&Expr> = filter.into_iter().collect();
-        for layer in layers {
-            match layer {
-                Plan::Filter { predicate, .. } => exprs.push(predicate),
-                Plan::Project { exprs: outputs, .. } => exprs.extend(outputs),
-                _ => return Ok(None),
-            }
-        }
-        if !exprs.into_iter().all(is_parallel_safe) {
+        if !filter.into_iter().chain(layer_exprs(layers)).all(is_parallel_safe) {
             return Ok(None);
         }
         // A column's fill value is an error only for the rows that need it (as in the serial
@@ -688,23 +676,35 @@ impl<T> Drop for StopOnDrop<'_, T> {
     }
 }
 
-/// A scan under filters and projections only: the scan and the layers over it, bottom up.
-pub(super) fn scan_shape(plan: &Plan) -> Option<(&Plan, Vec<&Plan>)> {
+/// The first node under `plan`'s filters and projections, and those layers, bottom up.
+pub(super) fn under_layers(plan: &Plan) -> (&Plan, Vec<&Plan>) {
     let mut layers = Vec::new();
     let mut node = plan;
-    loop {
-        match node {
-            Plan::Scan { reverse: false, .. } => {
-                layers.reverse();
-                return Some((node, layers));
-            }
-            Plan::Filter { input, .. } | Plan::Project { input, .. } => {
-                layers.push(node);
-                node = input;
-            }
-            _ => return None,
+    while let Plan::Filter { input, .. } | Plan::Project { input, .. } = node {
+        layers.push(node);
+        node = input;
+    }
+    layers.reverse();
+    (node, layers)
+}
+
+/// A scan under filters and projections only: the scan and the layers over it, bottom up.
+pub(super) fn scan_shape(plan: &Plan) -> Option<(&Plan, Vec<&Plan>)> {
+    let (node, layers) = under_layers(plan);
+    matches!(node, Plan::Scan { reverse: false, .. }).then_some((node, layers))
+}
+
+/// The expressions of layers of filters and projections (predicates, outputs).
+pub(super) fn layer_exprs<'p>(layers: &[&'p Plan]) -> Vec<&'p Expr> {
+    let mut exprs = Vec::new();
+    for layer in layers {
+        match layer {
+            Plan::Filter { predicate, .. } => exprs.push(predicate),
+            Plan::Project { exprs: outputs, .. } => exprs.extend(outputs),
+            _ => {}
         }
     }
+    exprs
 }
 
 /// A worker: takes the next morsel, waits while it is too far ahead of the consumer, runs it

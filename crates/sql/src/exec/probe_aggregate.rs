@@ -21,45 +21,14 @@
 //! filtered, projected and grouped on the statement's thread.
 
 use super::evaluate::{Evaluate, PureContext, is_parallel_safe};
-use super::grouping::{Grouping, Partitioned};
+use super::grouping::{Grouping, Partitioned, aggregate_exprs};
+use super::parallel::{layer_exprs, under_layers};
 use super::probe_stream::{LeftTable, ProbeJoin};
 use super::{Env, Executor};
 use crate::error::Result;
 use crate::plan::{AggregateCall, Expr, JoinKind, Plan, Row};
 use crate::value::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-/// The join under an aggregate and the filters and projections between them, bottom up.
-fn join_shape(plan: &Plan) -> Option<(&Plan, Vec<&Plan>)> {
-    let mut layers = Vec::new();
-    let mut node = plan;
-    loop {
-        match node {
-            Plan::Join { .. } => {
-                layers.reverse();
-                return Some((node, layers));
-            }
-            Plan::Filter { input, .. } | Plan::Project { input, .. } => {
-                layers.push(node);
-                node = input;
-            }
-            _ => return None,
-        }
-    }
-}
-
-/// The expressions of the layers (filters' predicates, projections' outputs).
-fn layer_exprs<'p>(layers: &[&'p Plan]) -> Vec<&'p Expr> {
-    let mut exprs = Vec::new();
-    for layer in layers {
-        match layer {
-            Plan::Filter { predicate, .. } => exprs.push(predicate),
-            Plan::Project { exprs: outputs, .. } => exprs.extend(outputs),
-            _ => {}
-        }
-    }
-    exprs
-}
 
 /// A joined row through the layers, bottom up: `None` when a filter drops it.
 fn through_layers(cx: &impl Evaluate, mut row: Row, layers: &[&Plan]) -> Result<Option<Row>> {
@@ -88,41 +57,25 @@ impl Executor<'_> {
         group_by: &[Expr],
         aggregates: &[AggregateCall],
     ) -> Result<Option<Vec<Row>>> {
-        let Some((join_plan, layers)) = join_shape(input) else { return Ok(None) };
-        let Plan::Join { left, right, kind, left_keys, right_keys, condition } = join_plan else {
-            return Ok(None);
-        };
-        if !ProbeJoin::applies(join_plan)
-            || !matches!(kind, JoinKind::Inner | JoinKind::Left)
+        let (join_plan, layers) = under_layers(input);
+        let Some((join, left)) = ProbeJoin::of(join_plan) else { return Ok(None) };
+        if !matches!(join.kind, JoinKind::Inner | JoinKind::Left)
             || self.profile.is_some()
             || self.parallel_workers() < 2
             || !Grouping::mergeable(aggregates)
         {
             return Ok(None);
         }
-        let mut consumer: Vec<&Expr> = right_keys.iter().chain(condition).collect();
+        let mut consumer: Vec<&Expr> = join.right_keys.iter().chain(join.condition).collect();
         consumer.extend(layer_exprs(&layers));
-        consumer.extend(group_by);
-        for call in aggregates {
-            consumer.extend(&call.args);
-            consumer.extend(call.filter.as_deref());
-        }
+        consumer.extend(aggregate_exprs(group_by, aggregates));
         if !consumer.iter().all(|expr| is_parallel_safe(expr)) {
             return Ok(None);
         }
-        let join = ProbeJoin {
-            right,
-            left_width: left.width(),
-            right_width: right.width(),
-            kind: *kind,
-            left_keys,
-            right_keys,
-            condition: condition.as_ref(),
-        };
         let left_rows = self.run(left, None)?;
         let table = self.left_table(&join, &left_rows, None)?;
         let looked_up = self.right_by_lookup(&join, &left_rows, None)?;
-        let scan = self.prepare_parallel(looked_up.as_ref().unwrap_or(right), &consumer)?;
+        let scan = self.prepare_parallel(looked_up.as_ref().unwrap_or(join.right), &consumer)?;
         let Some(scan) = scan else {
             let joined = self.finish_probe_join(left_rows, &join, &table, looked_up, None, None)?;
             let mut grouping = Grouping::new(aggregates);
@@ -145,7 +98,7 @@ impl Executor<'_> {
             })
         };
         let mut partials = self.run_unordered(&scan, &|| Partitioned::new(aggregates, partitions), &step)?;
-        if *kind == JoinKind::Left {
+        if join.kind == JoinKind::Left {
             let after_all = (scan.morsels() as u64) << 32;
             partials.push(fold.unmatched(self, partitions, &matched, after_all)?);
         }

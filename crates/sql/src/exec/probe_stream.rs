@@ -25,14 +25,25 @@ pub(super) struct ProbeJoin<'p> {
     pub condition: Option<&'p Expr>,
 }
 
-impl ProbeJoin<'_> {
-    /// Whether a join node can run so: keyed, of a kind this join serves, over a streaming
-    /// right input.
-    pub(super) fn applies(plan: &Plan) -> bool {
-        matches!(plan, Plan::Join { right, kind, left_keys, .. }
-            if !left_keys.is_empty()
-                && matches!(kind, JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti)
-                && Executor::streams(right))
+impl<'p> ProbeJoin<'p> {
+    /// A join node that can run so (keyed, of a kind this join serves, over a streaming right
+    /// input), and its left input; `None` for any other node.
+    pub(super) fn of(plan: &'p Plan) -> Option<(ProbeJoin<'p>, &'p Plan)> {
+        let Plan::Join { left, right, kind, left_keys, right_keys, condition } = plan else { return None };
+        let serves = matches!(kind, JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti);
+        if left_keys.is_empty() || !serves || !Executor::streams(right) {
+            return None;
+        }
+        let join = ProbeJoin {
+            right,
+            left_width: left.width(),
+            right_width: right.width(),
+            kind: *kind,
+            left_keys,
+            right_keys,
+            condition: condition.as_ref(),
+        };
+        Some((join, left))
     }
 }
 
