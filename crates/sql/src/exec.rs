@@ -27,6 +27,7 @@ mod join_filter;
 mod ordered_grouping;
 mod parallel;
 mod probe_aggregate;
+mod probe_chain;
 mod probe_lookup;
 mod probe_stream;
 mod stream;
@@ -132,6 +133,9 @@ pub struct NodeProfile {
     /// The most workers a run of the node had as part of a parallel scan (0: it ran on the
     /// statement's thread only).
     pub threads: usize,
+    /// A join whose right input was hashed and the rows of the join below it streamed
+    /// through (a step of a probe chain, `exec/probe_chain.rs`).
+    pub pipelined: bool,
 }
 
 /// Bytes of a value's text form, at least (numbers: an upper bound).
@@ -564,7 +568,6 @@ impl<'t> Executor<'t> {
         }
     }
 
-    /// The figures recorded for a node, if it ran.
     /// Adds one run of `plan` (its rows and time) to its EXPLAIN ANALYZE figures.
     fn record_profile(&self, plan: &Plan, rows: u64, time: std::time::Duration) {
         if let Some(profile) = &self.profile {
@@ -576,6 +579,14 @@ impl<'t> Executor<'t> {
         }
     }
 
+    /// Notes under EXPLAIN ANALYZE that `plan` (a join) ran as a step of a probe chain.
+    fn mark_pipelined(&self, plan: &Plan) {
+        if let Some(profile) = &self.profile {
+            profile.borrow_mut().entry(plan as *const Plan as usize).or_default().pipelined = true;
+        }
+    }
+
+    /// The figures recorded for a node, if it ran.
     pub fn node_profile(&self, plan: &Plan) -> Option<NodeProfile> {
         self.profile.as_ref()?.borrow().get(&(plan as *const Plan as usize)).copied()
     }
@@ -1224,6 +1235,15 @@ impl<'t> Executor<'t> {
             Plan::Filter { .. } | Plan::Project { .. } if Self::streams(plan) && !Self::is_point_lookup(plan) => {
                 self.collect_stream(plan, outer)
             }
+            // A HAVING clause over groups that arrive one after another: checked as each is done.
+            Plan::Filter { input, predicate }
+                if let Plan::Aggregate { input: source, group_by, aggregates } = input.as_ref()
+                    && self.profile.is_none()
+                    && Self::streams(source)
+                    && source.groups_arrive_together(group_by) =>
+            {
+                self.aggregate_in_scan_order(source, group_by, aggregates, Some(predicate), outer)
+            }
             Plan::Filter { input, predicate } => {
                 let rows = self.run(input, outer)?;
                 let mut kept = Vec::with_capacity(rows.len());
@@ -1238,10 +1258,7 @@ impl<'t> Executor<'t> {
                 let rows = self.run(input, outer)?;
                 self.project(rows, exprs, outer)
             }
-            Plan::Join { .. } if let Some((join, left)) = probe_stream::ProbeJoin::of(plan) => {
-                let left_rows = self.run(left, outer)?;
-                self.probe_join(left_rows, &join, outer)
-            }
+            Plan::Join { .. } if let Some(chain) = self.probe_chain(plan) => self.run_chain(&chain, outer),
             Plan::Join { left, right, kind, left_keys, right_keys, condition } => {
                 let left_rows = self.run(left, outer)?;
                 let filtered = self.right_with_key_filters(right, *kind, left_keys, right_keys, &left_rows, outer)?;
@@ -1705,7 +1722,7 @@ impl<'t> Executor<'t> {
         outer: Option<&Env>,
     ) -> Result<Vec<Row>> {
         if Self::streams(input) && input.groups_arrive_together(group_by) {
-            return self.aggregate_in_scan_order(input, group_by, aggregates, outer);
+            return self.aggregate_in_scan_order(input, group_by, aggregates, None, outer);
         }
         if outer.is_none() {
             // Partial groups take more memory than one grouping (a group in every worker's

@@ -1806,8 +1806,9 @@ fn explain(catalog: &Catalog, exec: &mut Executor, query: &ast::Query, analyze: 
         let mut text = plan.explain_with(&|node| {
             let profile = exec.node_profile(node).map(|profile| {
                 let threads = if profile.threads > 0 { format!(" threads={}", profile.threads) } else { String::new() };
+                let pipelined = if profile.pipelined { " pipelined" } else { "" };
                 let time = profile.time.as_secs_f64() * 1e3;
-                format!("rows={} loops={} time={time:.3} ms{threads}", profile.rows, profile.loops)
+                format!("rows={} loops={} time={time:.3} ms{threads}{pipelined}", profile.rows, profile.loops)
             });
             let notes: Vec<String> = estimate(node).into_iter().chain(profile).collect();
             (!notes.is_empty()).then(|| notes.join("; "))

@@ -23,6 +23,7 @@
 use super::evaluate::{Evaluate, PureContext, is_parallel_safe};
 use super::grouping::{Grouping, Partitioned, aggregate_exprs};
 use super::parallel::{layer_exprs, under_layers};
+use super::probe_chain::Stages;
 use super::probe_stream::{LeftTable, ProbeJoin};
 use super::{Env, Executor};
 use crate::error::Result;
@@ -58,7 +59,8 @@ impl Executor<'_> {
         aggregates: &[AggregateCall],
     ) -> Result<Option<Vec<Row>>> {
         let (join_plan, layers) = under_layers(input);
-        let Some((join, left)) = ProbeJoin::of(join_plan) else { return Ok(None) };
+        let Some(chain) = self.probe_chain(join_plan) else { return Ok(None) };
+        let join = &chain.driver;
         if !matches!(join.kind, JoinKind::Inner | JoinKind::Left)
             || self.profile.is_some()
             || self.parallel_workers() < 2
@@ -67,17 +69,19 @@ impl Executor<'_> {
             return Ok(None);
         }
         let mut consumer: Vec<&Expr> = join.right_keys.iter().chain(join.condition).collect();
+        consumer.extend(chain.step_exprs());
         consumer.extend(layer_exprs(&layers));
         consumer.extend(aggregate_exprs(group_by, aggregates));
         if !consumer.iter().all(|expr| is_parallel_safe(expr)) {
             return Ok(None);
         }
-        let left_rows = self.run(left, None)?;
-        let table = self.left_table(&join, &left_rows, None)?;
-        let looked_up = self.right_by_lookup(&join, &left_rows, None)?;
+        let left_rows = self.run(chain.left, None)?;
+        let table = self.left_table(join, &left_rows, None)?;
+        let stages = self.ready_stages(&chain, None)?;
+        let looked_up = self.right_by_lookup(join, &left_rows, None)?;
         let scan = self.prepare_parallel(looked_up.as_ref().unwrap_or(join.right), &consumer)?;
         let Some(scan) = scan else {
-            let joined = self.finish_probe_join(left_rows, &join, &table, looked_up, None, None)?;
+            let joined = self.finish_probe_join(left_rows, join, &table, &stages, looked_up, None, None)?;
             let mut grouping = Grouping::new(aggregates);
             for row in joined {
                 if let Some(row) = through_layers(self, row, &layers)? {
@@ -86,8 +90,15 @@ impl Executor<'_> {
             }
             return Ok(Some(grouping.finish(aggregates, group_by.is_empty())?));
         };
-        let fold =
-            FoldJoined { join: &join, table: &table, left_rows: &left_rows, layers: &layers, group_by, aggregates };
+        let fold = FoldJoined {
+            join,
+            table: &table,
+            stages: &stages,
+            left_rows: &left_rows,
+            layers: &layers,
+            group_by,
+            aggregates,
+        };
         // Without GROUP BY there is one group: nothing to share out.
         let partitions = if group_by.is_empty() { 1 } else { scan.workers() };
         let matched: Vec<AtomicBool> = left_rows.iter().map(|_| AtomicBool::new(false)).collect();
@@ -110,6 +121,8 @@ impl Executor<'_> {
 struct FoldJoined<'a> {
     join: &'a ProbeJoin<'a>,
     table: &'a LeftTable,
+    /// The steps of the chain above the join (`probe_chain.rs`).
+    stages: &'a Stages<'a>,
     left_rows: &'a [Row],
     layers: &'a [&'a Plan],
     group_by: &'a [Expr],
@@ -134,12 +147,14 @@ impl FoldJoined<'_> {
         let never = |_: usize| false;
         self.join.probe_row(context, self.table, self.left_rows, right_row, None, key, &never, &mut |index, row| {
             matched[index].store(true, Ordering::Relaxed);
-            let at = morsel | *joined;
-            *joined += 1;
-            if let Some(row) = through_layers(context, row, self.layers)? {
-                context.charge(partial.add(context, at, &row, self.group_by, self.aggregates)?)?;
-            }
-            Ok(())
+            self.stages.push(context, row, None, &mut |row| {
+                let at = morsel | *joined;
+                *joined += 1;
+                if let Some(row) = through_layers(context, row, self.layers)? {
+                    context.charge(partial.add(context, at, &row, self.group_by, self.aggregates)?)?;
+                }
+                Ok(())
+            })
         })
     }
 
@@ -154,15 +169,22 @@ impl FoldJoined<'_> {
     ) -> Result<Partitioned> {
         let mut partial = Partitioned::new(self.aggregates, partitions);
         let width = self.join.left_width + self.join.right_width;
-        for (index, (row, hit)) in self.left_rows.iter().zip(matched).enumerate() {
+        let mut folded = 0u64;
+        for (row, hit) in self.left_rows.iter().zip(matched) {
             if hit.load(Ordering::Relaxed) {
                 continue;
             }
             let mut padded = row.clone();
             padded.resize(width, Value::Null);
-            if let Some(row) = through_layers(exec, padded, self.layers)? {
-                exec.charge(partial.add(exec, after_all | index as u64, &row, self.group_by, self.aggregates)?)?;
-            }
+            self.stages.push(exec, padded, None, &mut |row| {
+                // Each left row's rows after the previous one's (a step may make several).
+                let at = after_all + folded;
+                folded += 1;
+                if let Some(row) = through_layers(exec, row, self.layers)? {
+                    exec.charge(partial.add(exec, at, &row, self.group_by, self.aggregates)?)?;
+                }
+                Ok(())
+            })?;
         }
         Ok(partial)
     }

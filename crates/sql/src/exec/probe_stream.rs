@@ -8,6 +8,7 @@
 //! stream so; an inner or left join's matches come out in the right input's order, a semi or
 //! anti join's rows in the left input's order.
 
+use super::probe_chain::{ProbeChain, Stages};
 use super::{Env, Evaluate, Executor, KeyMap, join_key_into, row_bytes};
 use crate::error::Result;
 use crate::plan::{Expr, JoinKind, Plan, Row};
@@ -90,41 +91,37 @@ impl ProbeJoin<'_> {
 }
 
 impl Executor<'_> {
-    pub(super) fn probe_join(
-        &self,
-        left_rows: Vec<Row>,
-        join: &ProbeJoin<'_>,
-        outer: Option<&Env>,
-    ) -> Result<Vec<Row>> {
+    /// Runs a probe chain: the driver's left rows hashed, the steps' right inputs hashed, then
+    /// the driver's right input streamed past them all (see `probe_chain.rs`).
+    pub(super) fn run_chain(&self, chain: &ProbeChain<'_>, outer: Option<&Env>) -> Result<Vec<Row>> {
+        let join = &chain.driver;
+        let left_rows = self.run(chain.left, outer)?;
+        let started = std::time::Instant::now();
         let table = self.left_table(join, &left_rows, outer)?;
+        let stages = self.ready_stages(chain, outer)?;
         let looked_up = self.right_by_lookup(join, &left_rows, outer)?;
         let right = looked_up.as_ref().unwrap_or(join.right);
-        let probed = self.probe_parallel(&left_rows, join, right, &table, outer)?;
-        self.finish_probe_join(left_rows, join, &table, looked_up, probed, outer)
+        let probed = self.probe_parallel(&left_rows, join, right, &table, &stages, &chain.step_exprs(), outer)?;
+        let rows = self.finish_probe_join(left_rows, join, &table, &stages, looked_up, probed, outer)?;
+        self.record_chain(chain, &stages, started);
+        Ok(rows)
     }
 
     /// The hash table of the left rows' join keys (charged to the statement).
     pub(super) fn left_table(&self, join: &ProbeJoin<'_>, left_rows: &[Row], outer: Option<&Env>) -> Result<LeftTable> {
-        let mut table: LeftTable = KeyMap::default();
-        let mut table_bytes = 0usize;
-        for (index, row) in left_rows.iter().enumerate() {
-            if let Some(key) = self.join_key(join.left_keys, row, outer)? {
-                table_bytes += key.len() + 48;
-                table.entry(key).or_default().push(index);
-            }
-        }
-        self.charge(table_bytes)?;
-        Ok(table)
+        self.hash_rows(join.left_keys, left_rows, outer)
     }
 
-    /// The join's rows: those `probed` found on several threads, else the right input (or the
-    /// rows `looked_up` instead of it) streamed past the table here; then the left rows a
-    /// semi, anti or left join keeps.
+    /// The join's rows, pushed up through `stages`: those `probed` found on several threads,
+    /// else the right input (or the rows `looked_up` instead of it) streamed past the table
+    /// here; then the left rows a semi, anti or left join keeps.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn finish_probe_join(
         &self,
         left_rows: Vec<Row>,
         join: &ProbeJoin<'_>,
         table: &LeftTable,
+        stages: &Stages<'_>,
         looked_up: Option<Plan>,
         probed: Option<(Vec<Row>, Vec<bool>)>,
         outer: Option<&Env>,
@@ -150,13 +147,16 @@ impl Executor<'_> {
                         &skip,
                         &mut |index, combined| {
                             matched.borrow_mut()[index] = true;
-                            if !left_only {
-                                if output.len() % 4096 == 4095 {
-                                    self.charge(4096 * row_bytes(&combined))?;
-                                }
-                                output.push(combined);
+                            if left_only {
+                                return Ok(());
                             }
-                            Ok(())
+                            stages.push(self, combined, outer, &mut |row| {
+                                if output.len() % 4096 == 4095 {
+                                    self.charge(4096 * row_bytes(&row))?;
+                                }
+                                output.push(row);
+                                Ok(())
+                            })
                         },
                     )?;
                     Ok(true)
@@ -165,14 +165,20 @@ impl Executor<'_> {
             }
         };
         let unmatched_width = join.left_width + join.right_width;
+        let mut keep = |row: Row| {
+            stages.push(self, row, outer, &mut |row| {
+                output.push(row);
+                Ok(())
+            })
+        };
         for (row, hit) in left_rows.into_iter().zip(matched) {
             match join.kind {
-                JoinKind::Semi if hit => output.push(row),
-                JoinKind::Anti if !hit => output.push(row),
+                JoinKind::Semi if hit => keep(row)?,
+                JoinKind::Anti if !hit => keep(row)?,
                 JoinKind::Left if !hit => {
                     let mut padded = row;
                     padded.resize(unmatched_width, Value::Null);
-                    output.push(padded);
+                    keep(padded)?;
                 }
                 _ => {}
             }
@@ -185,18 +191,22 @@ impl Executor<'_> {
     /// which left rows matched; `None` when the right input (`right`: the join's, or its rows
     /// looked up by key) does not qualify for a parallel scan ([`Executor::stream_parallel`])
     /// or the keys or condition need the executor.
+    #[allow(clippy::too_many_arguments)]
     fn probe_parallel(
         &self,
         left_rows: &[Row],
         join: &ProbeJoin<'_>,
         right: &Plan,
         table: &LeftTable,
+        stages: &Stages<'_>,
+        step_exprs: &[&Expr],
         outer: Option<&Env>,
     ) -> Result<Option<(Vec<Row>, Vec<bool>)>> {
         if outer.is_some() {
             return Ok(None);
         }
-        let consumer: Vec<&Expr> = join.right_keys.iter().chain(join.condition).collect();
+        let mut consumer: Vec<&Expr> = join.right_keys.iter().chain(join.condition).collect();
+        consumer.extend(step_exprs);
         let Some(scan) = self.prepare_parallel(right, &consumer)? else { return Ok(None) };
         let left_only = join.kind.keeps_left_only();
         // Which left rows matched, shared by the workers: a semi or anti join's worker skips
@@ -208,11 +218,14 @@ impl Executor<'_> {
             scan.run(morsel, context, &mut |right_row| {
                 join.probe_row(context, table, left_rows, &right_row, None, &mut key, &skip, &mut |index, combined| {
                     matched[index].store(true, Ordering::Relaxed);
-                    if !left_only {
-                        bytes += row_bytes(&combined);
-                        rows.push(combined);
+                    if left_only {
+                        return Ok(());
                     }
-                    Ok(())
+                    stages.push(context, combined, None, &mut |row| {
+                        bytes += row_bytes(&row);
+                        rows.push(row);
+                        Ok(())
+                    })
                 })
             })?;
             Ok((rows, bytes))
