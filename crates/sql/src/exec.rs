@@ -21,6 +21,7 @@ use std::sync::atomic::AtomicBool;
 use tern_txn::Transaction;
 
 mod evaluate;
+mod grace;
 mod grouping;
 mod in_set;
 mod join_filter;
@@ -30,6 +31,7 @@ mod probe_aggregate;
 mod probe_chain;
 mod probe_lookup;
 mod probe_stream;
+mod spill;
 mod stream;
 
 pub(crate) use evaluate::Evaluate;
@@ -136,6 +138,8 @@ pub struct NodeProfile {
     /// A join whose right input was hashed and the rows of the join below it streamed
     /// through (a step of a probe chain, `exec/probe_chain.rs`).
     pub pipelined: bool,
+    /// Bytes a join wrote to spill files past its memory budget (`exec/grace.rs`).
+    pub spilled: u64,
 }
 
 /// Bytes of a value's text form, at least (numbers: an upper bound).
@@ -576,6 +580,13 @@ impl<'t> Executor<'t> {
             node.rows += rows;
             node.loops += 1;
             node.time += time;
+        }
+    }
+
+    /// Adds the bytes `plan` (a join) spilled to its EXPLAIN ANALYZE figures.
+    fn record_spill(&self, plan: &Plan, bytes: u64) {
+        if let Some(profile) = &self.profile {
+            profile.borrow_mut().entry(plan as *const Plan as usize).or_default().spilled += bytes;
         }
     }
 
@@ -1752,9 +1763,8 @@ impl<'t> Executor<'t> {
                 self.record_profile(input, scanned, started.elapsed());
             }
         } else {
-            for row in &self.run(input, outer)? {
-                grouping.add(self, row, group_by, aggregates, outer)?;
-            }
+            // A join's rows (a probe chain's) stream into the groups; others run whole.
+            self.stream_rows(input, outer, &mut |row| grouping.add(self, &row, group_by, aggregates, outer))?;
         }
         grouping.finish(aggregates, group_by.is_empty())
     }

@@ -1807,8 +1807,12 @@ fn explain(catalog: &Catalog, exec: &mut Executor, query: &ast::Query, analyze: 
             let profile = exec.node_profile(node).map(|profile| {
                 let threads = if profile.threads > 0 { format!(" threads={}", profile.threads) } else { String::new() };
                 let pipelined = if profile.pipelined { " pipelined" } else { "" };
+                let spilled = match profile.spilled {
+                    0 => String::new(),
+                    bytes => format!(" spilled={}kB", bytes.div_ceil(1024)),
+                };
                 let time = profile.time.as_secs_f64() * 1e3;
-                format!("rows={} loops={} time={time:.3} ms{threads}{pipelined}", profile.rows, profile.loops)
+                format!("rows={} loops={} time={time:.3} ms{threads}{pipelined}{spilled}", profile.rows, profile.loops)
             });
             let notes: Vec<String> = estimate(node).into_iter().chain(profile).collect();
             (!notes.is_empty()).then(|| notes.join("; "))

@@ -20,33 +20,15 @@
 //! left keys are looked up instead of scanning the right table), the same rows are joined,
 //! filtered, projected and grouped on the statement's thread.
 
-use super::evaluate::{Evaluate, PureContext, is_parallel_safe};
+use super::Executor;
+use super::evaluate::{PureContext, is_parallel_safe};
 use super::grouping::{Grouping, Partitioned, aggregate_exprs};
 use super::parallel::{layer_exprs, under_layers};
-use super::probe_chain::Stages;
-use super::probe_stream::{LeftTable, ProbeJoin};
-use super::{Env, Executor};
+use super::probe_chain::through_layers;
+use super::probe_stream::Probe;
 use crate::error::Result;
 use crate::plan::{AggregateCall, Expr, JoinKind, Plan, Row};
-use crate::value::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-/// A joined row through the layers, bottom up: `None` when a filter drops it.
-fn through_layers(cx: &impl Evaluate, mut row: Row, layers: &[&Plan]) -> Result<Option<Row>> {
-    for layer in layers {
-        match layer {
-            Plan::Filter { predicate, .. } if cx.eval(predicate, &Env::new(&row, None))?.truth() != Some(true) => {
-                return Ok(None);
-            }
-            Plan::Project { exprs, .. } => {
-                let env = Env::new(&row, None);
-                row = exprs.iter().map(|expr| cx.eval(expr, &env)).collect::<Result<Row>>()?;
-            }
-            _ => {}
-        }
-    }
-    Ok(Some(row))
-}
 
 impl Executor<'_> {
     /// Groups and aggregates the rows of `input` when it is an inner or left join that streams
@@ -75,117 +57,111 @@ impl Executor<'_> {
         if !consumer.iter().all(|expr| is_parallel_safe(expr)) {
             return Ok(None);
         }
-        let left_rows = self.run(chain.left, None)?;
-        let table = self.left_table(join, &left_rows, None)?;
+        let build = self.build_side(chain.left, join.left_keys, None)?;
+        let table = self.left_table(join, &build.rows, None)?;
         let stages = self.ready_stages(&chain, None)?;
-        let looked_up = self.right_by_lookup(join, &left_rows, None)?;
-        let scan = self.prepare_parallel(looked_up.as_ref().unwrap_or(join.right), &consumer)?;
-        let Some(scan) = scan else {
-            let joined = self.finish_probe_join(left_rows, join, &table, &stages, looked_up, None, None)?;
+        let looked_up = match build.spill {
+            None => self.right_by_lookup(join, &build.rows, None)?,
+            Some(_) => None,
+        };
+        let right = looked_up.as_ref().unwrap_or(join.right);
+        let probe = Probe { join, left_rows: &build.rows, table: &table, stages: &stages, spill: build.spill.as_ref() };
+        let Some(scan) = self.prepare_parallel(right, &consumer)? else {
             let mut grouping = Grouping::new(aggregates);
-            for row in joined {
-                if let Some(row) = through_layers(self, row, &layers)? {
+            let mut fold = |row: Row| -> Result<()> {
+                if let Some(row) = through_layers(self, row, &layers, None)? {
                     grouping.add(self, &row, group_by, aggregates, None)?;
                 }
+                Ok(())
+            };
+            let matched = self.probe_serial(&probe, right, None, &mut fold)?;
+            self.emit_left_only(join, build.rows, &matched, &stages, None, &mut fold)?;
+            if let Some(spill) = build.spill {
+                self.join_spilled(join, spill, &stages, None, &mut fold)?;
             }
             return Ok(Some(grouping.finish(aggregates, group_by.is_empty())?));
         };
-        let fold = FoldJoined {
-            join,
-            table: &table,
-            stages: &stages,
-            left_rows: &left_rows,
-            layers: &layers,
-            group_by,
-            aggregates,
-        };
+        let fold = FoldJoined { probe: &probe, layers: &layers, group_by, aggregates };
         // Without GROUP BY there is one group: nothing to share out.
         let partitions = if group_by.is_empty() { 1 } else { scan.workers() };
-        let matched: Vec<AtomicBool> = left_rows.iter().map(|_| AtomicBool::new(false)).collect();
+        let matched: Vec<AtomicBool> = build.rows.iter().map(|_| AtomicBool::new(false)).collect();
         let step = |partial: &mut Partitioned, at: usize, context: &PureContext| {
-            let (mut joined, mut key) = (0u64, Vec::new());
-            scan.run_at(at, context, &mut |right_row| {
-                fold.probe(context, partial, &matched, &right_row, (at as u64) << 32, &mut joined, &mut key)
-            })
+            let mut morsel =
+                Morsel { partial, at: (at as u64) << 32, joined: 0, key: Vec::new(), deferred: Vec::new() };
+            scan.run_at(at, context, &mut |right_row| fold.probe(context, &mut morsel, &matched, right_row))?;
+            match probe.spill {
+                Some(spill) => spill.defer(morsel.deferred),
+                None => Ok(()),
+            }
         };
         let mut partials = self.run_unordered(&scan, &|| Partitioned::new(aggregates, partitions), &step)?;
-        if join.kind == JoinKind::Left {
-            let after_all = (scan.morsels() as u64) << 32;
-            partials.push(fold.unmatched(self, partitions, &matched, after_all)?);
+        // A left join's unmatched left rows, then the spilled partitions' rows, at positions
+        // after every joined row, in order (as the serial join appends them).
+        let mut last = Partitioned::new(aggregates, partitions);
+        let mut position = (scan.morsels() as u64) << 32;
+        let mut fold_last = |row: Row| -> Result<()> {
+            position += 1;
+            if let Some(row) = through_layers(self, row, &layers, None)? {
+                self.charge(last.add(self, position, &row, group_by, aggregates)?)?;
+            }
+            Ok(())
+        };
+        let matched: Vec<bool> = matched.into_iter().map(AtomicBool::into_inner).collect();
+        self.emit_left_only(join, build.rows, &matched, &stages, None, &mut fold_last)?;
+        if let Some(spill) = build.spill {
+            self.join_spilled(join, spill, &stages, None, &mut fold_last)?;
         }
+        partials.push(last);
         Ok(Some(self.merge_partials(partials, partitions, aggregates, group_by.is_empty())?))
     }
 }
 
 /// What a worker folds the joined rows with.
 struct FoldJoined<'a> {
-    join: &'a ProbeJoin<'a>,
-    table: &'a LeftTable,
-    /// The steps of the chain above the join (`probe_chain.rs`).
-    stages: &'a Stages<'a>,
-    left_rows: &'a [Row],
+    probe: &'a Probe<'a>,
     layers: &'a [&'a Plan],
     group_by: &'a [Expr],
     aggregates: &'a [AggregateCall],
 }
 
+/// A worker's state over one morsel.
+struct Morsel<'p> {
+    partial: &'p mut Partitioned,
+    /// The morsel's position, in the high bits.
+    at: u64,
+    /// Joined rows folded so far.
+    joined: u64,
+    /// A reused key buffer.
+    key: Vec<u8>,
+    /// Right rows of spilled partitions, written out when the morsel ends.
+    deferred: Vec<(usize, Row)>,
+}
+
 impl FoldJoined<'_> {
-    /// Probes with one right row and folds each joined row that passes the layers into
-    /// `partial`, at position `morsel | n` for the morsel's `n`th joined row (`joined` counts
-    /// them). `key` is a reused buffer.
-    #[allow(clippy::too_many_arguments)]
-    fn probe(
-        &self,
-        context: &PureContext,
-        partial: &mut Partitioned,
-        matched: &[AtomicBool],
-        right_row: &[Value],
-        morsel: u64,
-        joined: &mut u64,
-        key: &mut Vec<u8>,
-    ) -> Result<()> {
+    /// Probes with one right row and folds each joined row that passes the steps and the
+    /// layers into the morsel's partial groupings, at position `morsel | n` for the morsel's
+    /// `n`th joined row; a right row of a spilled partition is put aside instead.
+    fn probe(&self, context: &PureContext, morsel: &mut Morsel, matched: &[AtomicBool], right_row: Row) -> Result<()> {
+        let probe = self.probe;
+        if let Some(spill) = probe.spill
+            && let Some(partition) =
+                spill.deferred(context, probe.join.right_keys, &right_row, None, &mut morsel.key)?
+        {
+            morsel.deferred.push((partition, right_row));
+            return Ok(());
+        }
         let never = |_: usize| false;
-        self.join.probe_row(context, self.table, self.left_rows, right_row, None, key, &never, &mut |index, row| {
+        let Morsel { partial, at, joined, key, .. } = morsel;
+        probe.join.probe_row(context, probe.table, probe.left_rows, &right_row, None, key, &never, &mut |index, row| {
             matched[index].store(true, Ordering::Relaxed);
-            self.stages.push(context, row, None, &mut |row| {
-                let at = morsel | *joined;
+            probe.stages.push(context, row, None, &mut |row| {
+                let position = *at | *joined;
                 *joined += 1;
-                if let Some(row) = through_layers(context, row, self.layers)? {
-                    context.charge(partial.add(context, at, &row, self.group_by, self.aggregates)?)?;
+                if let Some(row) = through_layers(context, row, self.layers, None)? {
+                    context.charge(partial.add(context, position, &row, self.group_by, self.aggregates)?)?;
                 }
                 Ok(())
             })
         })
-    }
-
-    /// A left join's left rows that matched nothing, padded with NULLs and folded at
-    /// positions after every joined row, in left order (as the serial join appends them).
-    fn unmatched(
-        &self,
-        exec: &Executor,
-        partitions: usize,
-        matched: &[AtomicBool],
-        after_all: u64,
-    ) -> Result<Partitioned> {
-        let mut partial = Partitioned::new(self.aggregates, partitions);
-        let width = self.join.left_width + self.join.right_width;
-        let mut folded = 0u64;
-        for (row, hit) in self.left_rows.iter().zip(matched) {
-            if hit.load(Ordering::Relaxed) {
-                continue;
-            }
-            let mut padded = row.clone();
-            padded.resize(width, Value::Null);
-            self.stages.push(exec, padded, None, &mut |row| {
-                // Each left row's rows after the previous one's (a step may make several).
-                let at = after_all + folded;
-                folded += 1;
-                if let Some(row) = through_layers(exec, row, self.layers)? {
-                    exec.charge(partial.add(exec, at, &row, self.group_by, self.aggregates)?)?;
-                }
-                Ok(())
-            })?;
-        }
-        Ok(partial)
     }
 }

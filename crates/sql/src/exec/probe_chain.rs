@@ -17,20 +17,26 @@
 //!
 //! A join above the driver becomes a step of the chain when its right input is a scan whose
 //! estimated rows are no more than its left input's (the statistics say which side is the
-//! smaller one to hash); without statistics no join does, and the plan runs join by join. The
+//! smaller one to hash) and take at most an eighth of the statement's memory limit (a step's
+//! rows are held whole; a driver's left rows can spill, `grace.rs`); without statistics no
+//! join does, and the plan runs join by join. The
 //! steps serve inner, left, semi and anti joins: the streamed row is the left one, so a left
 //! join pads it when nothing matches, a semi join keeps it on its first match and an anti join
 //! when nothing matches. Rows leave the chain in the order the driver makes them, each
 //! followed by its matches in the right input's order: the same order on one thread and on
 //! many, since the steps run inside each morsel.
 
-use super::probe_stream::{LeftTable, ProbeJoin};
-use super::{Env, Evaluate, Executor, KeyMap, join_key_into};
+use super::probe_stream::{LeftTable, Probe, ProbeJoin};
+use super::{Env, Evaluate, Executor, KeyMap, join_key_into, row_bytes};
 use crate::error::Result;
 use crate::optimizer::cardinality::Estimator;
 use crate::plan::{Expr, JoinKind, Plan, Row};
 use crate::value::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A step's right rows may take, by the estimates, at most this share of the statement's
+/// memory limit (1/8): they are held whole, while the driver's left rows can spill.
+const MAX_STEP_SHARE: usize = 8;
 
 /// A join above the driver whose right input is hashed.
 pub(super) struct HashedRight<'p> {
@@ -65,9 +71,9 @@ pub(super) struct ProbeChain<'p> {
 impl<'p> ProbeChain<'p> {
     /// The chain `plan` tops: a [`ProbeJoin`] with the joins above it that hash their right
     /// inputs (see the module's notes); `None` when `plan` is no probe join at all.
-    pub(super) fn of(plan: &'p Plan, estimator: Option<&Estimator>) -> Option<ProbeChain<'p>> {
+    pub(super) fn of(plan: &'p Plan, estimator: Option<&Estimator>, memory_limit: usize) -> Option<ProbeChain<'p>> {
         if let Some(estimator) = estimator
-            && let Some(chain) = Self::stacked(plan, estimator)
+            && let Some(chain) = Self::stacked(plan, estimator, memory_limit)
         {
             return Some(chain);
         }
@@ -76,17 +82,23 @@ impl<'p> ProbeChain<'p> {
     }
 
     /// `plan` as a step over the chain of its left input, when it qualifies.
-    fn stacked(plan: &'p Plan, estimator: &Estimator) -> Option<ProbeChain<'p>> {
+    fn stacked(plan: &'p Plan, estimator: &Estimator, memory_limit: usize) -> Option<ProbeChain<'p>> {
         let Plan::Join { left, right, kind, left_keys, right_keys, condition } = plan else { return None };
         let serves = matches!(kind, JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti);
         if left_keys.is_empty() || !serves || !Executor::streams(right) {
             return None;
         }
         let (below, layers) = super::parallel::under_layers(left);
-        if !matches!(below, Plan::Join { .. }) || estimator.rows(right)? > estimator.rows(left)? {
+        let right_rows = estimator.rows(right)?;
+        // A step's right rows are held whole (they do not spill): only small ones qualify.
+        let right_bytes = right_rows * (32.0 * right.width() as f64 + 24.0);
+        if !matches!(below, Plan::Join { .. })
+            || right_rows > estimator.rows(left)?
+            || right_bytes > (memory_limit / MAX_STEP_SHARE) as f64
+        {
             return None;
         }
-        let mut chain = Self::of(below, Some(estimator))?;
+        let mut chain = Self::of(below, Some(estimator), memory_limit)?;
         chain.steps.extend(layers.into_iter().map(Step::Layer));
         chain.steps.push(Step::Join(HashedRight {
             plan,
@@ -227,11 +239,135 @@ impl Stages<'_> {
     }
 }
 
+/// A row through layers of filters and projections, bottom up: `None` when a filter drops it.
+pub(super) fn through_layers(
+    cx: &impl Evaluate,
+    mut row: Row,
+    layers: &[&Plan],
+    outer: Option<&Env>,
+) -> Result<Option<Row>> {
+    for layer in layers {
+        match layer {
+            Plan::Filter { predicate, .. } if cx.eval(predicate, &Env::new(&row, outer))?.truth() != Some(true) => {
+                return Ok(None);
+            }
+            Plan::Project { exprs, .. } => {
+                let env = Env::new(&row, outer);
+                row = exprs.iter().map(|expr| cx.eval(expr, &env)).collect::<Result<Row>>()?;
+            }
+            _ => {}
+        }
+    }
+    Ok(Some(row))
+}
+
 impl Executor<'_> {
+    /// Runs a probe chain, gathering its rows.
+    pub(super) fn run_chain(&self, chain: &ProbeChain<'_>, outer: Option<&Env>) -> Result<Vec<Row>> {
+        let mut rows = Vec::new();
+        self.stream_chain(chain, outer, &mut |row| {
+            if rows.len() % 4096 == 4095 {
+                self.charge(4096 * row_bytes(&row))?;
+            }
+            rows.push(row);
+            Ok(())
+        })?;
+        Ok(rows)
+    }
+
+    /// Runs a probe chain: the driver's left rows gathered and hashed (partitions written out
+    /// past the memory budget, `grace.rs`), the steps' right inputs hashed, then the driver's
+    /// right input streamed past them all, on several threads when it can; each row out of
+    /// the top goes to `emit`.
+    pub(super) fn stream_chain(
+        &self,
+        chain: &ProbeChain<'_>,
+        outer: Option<&Env>,
+        emit: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<()> {
+        let join = &chain.driver;
+        let before = self.memory_used.get();
+        let build = self.build_side(chain.left, join.left_keys, outer)?;
+        let started = std::time::Instant::now();
+        let table = self.left_table(join, &build.rows, outer)?;
+        let stages = self.ready_stages(chain, outer)?;
+        // What the chain holds (the left rows, their table, the steps' tables) until it ends.
+        let held = self.memory_used.get().saturating_sub(before);
+        let looked_up = match build.spill {
+            None => self.right_by_lookup(join, &build.rows, outer)?,
+            Some(_) => None,
+        };
+        let right = looked_up.as_ref().unwrap_or(join.right);
+        let probe = Probe { join, left_rows: &build.rows, table: &table, stages: &stages, spill: build.spill.as_ref() };
+        let matched = match self.probe_parallel(&probe, right, &chain.step_exprs(), outer, emit)? {
+            Some(matched) => matched,
+            None => self.probe_serial(&probe, right, outer, emit)?,
+        };
+        drop(table);
+        self.emit_left_only(join, build.rows, &matched, &stages, outer, emit)?;
+        if let Some(spill) = build.spill {
+            let written = self.join_spilled(join, spill, &stages, outer, emit)?;
+            self.record_spill(chain.driver_plan, written);
+        }
+        self.record_chain(chain, &stages, started);
+        self.memory_used.set(self.memory_used.get().saturating_sub(held));
+        Ok(())
+    }
+
+    /// Hands each row of `plan` to `visit`: streamed when it is a scan (under filters and
+    /// projections) or a probe chain (under them), else run whole and handed over. The rows
+    /// out of each node streamed are recorded for EXPLAIN ANALYZE, as `run` records them.
+    pub(super) fn stream_rows(
+        &self,
+        plan: &Plan,
+        outer: Option<&Env>,
+        visit: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<()> {
+        crate::limits::with_stack(|| {
+            self.check_interrupt()?;
+            if Self::streams(plan) && !Self::is_point_lookup(plan) {
+                let started = std::time::Instant::now();
+                let mut rows = 0u64;
+                self.stream(plan, outer, &mut |row| {
+                    rows += 1;
+                    visit(row).map(|()| true)
+                })?;
+                self.record_profile(plan, rows, started.elapsed());
+                return Ok(());
+            }
+            let (below, layers) = super::parallel::under_layers(plan);
+            if let Some(chain) = self.probe_chain(below) {
+                let started = std::time::Instant::now();
+                // Under EXPLAIN ANALYZE: the rows out of the chain and out of each layer.
+                let mut passed = vec![0u64; layers.len() + 1];
+                self.stream_chain(&chain, outer, &mut |row| {
+                    passed[0] += 1;
+                    let mut row = Some(row);
+                    for (at, layer) in layers.iter().enumerate() {
+                        row = match row {
+                            Some(row) => through_layers(self, row, std::slice::from_ref(layer), outer)?,
+                            None => break,
+                        };
+                        passed[at + 1] += u64::from(row.is_some());
+                    }
+                    row.map_or(Ok(()), &mut *visit)
+                })?;
+                for (node, rows) in std::iter::once(below).chain(layers.iter().copied()).zip(passed) {
+                    self.record_profile(node, rows, started.elapsed());
+                }
+                return Ok(());
+            }
+            for row in self.run(plan, outer)? {
+                visit(row)?;
+            }
+            Ok(())
+        })
+    }
+
     /// The probe chain `plan` tops, with the steps the catalog's statistics allow.
     pub(super) fn probe_chain<'p>(&self, plan: &'p Plan) -> Option<ProbeChain<'p>> {
         let estimator = self.catalog().map(Estimator::new);
-        ProbeChain::of(plan, estimator.as_ref())
+        ProbeChain::of(plan, estimator.as_ref(), self.memory_limit)
     }
 
     /// Reads and hashes the right input of each join step (charged to the statement).

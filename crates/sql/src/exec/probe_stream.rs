@@ -3,12 +3,14 @@
 //! The plain hash join (`Executor::join`) materialises both inputs and builds on the right.
 //! When the right input is a table scan (with filters and projections), which in a left-deep
 //! plan is often the largest relation (TPC-H's lineitem), holding all of it costs more than
-//! the join: this join hashes the left rows instead, which the plan has materialised anyway,
-//! and probes with each right row as the scan reads it. Inner, left, semi and anti joins
-//! stream so; an inner or left join's matches come out in the right input's order, a semi or
-//! anti join's rows in the left input's order.
+//! the join: this join gathers and hashes the left rows instead (`grace.rs`: streamed from a
+//! scan or a probe chain, partitions written out past the memory budget), and probes with
+//! each right row as the scan reads it. Inner, left, semi and anti joins stream so; an inner
+//! or left join's matches come out in the right input's order, a semi or anti join's rows in
+//! the left input's order (rows of spilled partitions last).
 
-use super::probe_chain::{ProbeChain, Stages};
+use super::grace::Spilled;
+use super::probe_chain::Stages;
 use super::{Env, Evaluate, Executor, KeyMap, join_key_into, row_bytes};
 use crate::error::Result;
 use crate::plan::{Expr, JoinKind, Plan, Row};
@@ -90,155 +92,138 @@ impl ProbeJoin<'_> {
     }
 }
 
-impl Executor<'_> {
-    /// Runs a probe chain: the driver's left rows hashed, the steps' right inputs hashed, then
-    /// the driver's right input streamed past them all (see `probe_chain.rs`).
-    pub(super) fn run_chain(&self, chain: &ProbeChain<'_>, outer: Option<&Env>) -> Result<Vec<Row>> {
-        let join = &chain.driver;
-        let left_rows = self.run(chain.left, outer)?;
-        let started = std::time::Instant::now();
-        let table = self.left_table(join, &left_rows, outer)?;
-        let stages = self.ready_stages(chain, outer)?;
-        let looked_up = self.right_by_lookup(join, &left_rows, outer)?;
-        let right = looked_up.as_ref().unwrap_or(join.right);
-        let probed = self.probe_parallel(&left_rows, join, right, &table, &stages, &chain.step_exprs(), outer)?;
-        let rows = self.finish_probe_join(left_rows, join, &table, &stages, looked_up, probed, outer)?;
-        self.record_chain(chain, &stages, started);
-        Ok(rows)
-    }
+/// A streaming join ready to probe: its left rows and their hash table, the steps above it,
+/// and the partitions of a spilling build side written out (`grace.rs`).
+pub(super) struct Probe<'a> {
+    pub join: &'a ProbeJoin<'a>,
+    pub left_rows: &'a [Row],
+    pub table: &'a LeftTable,
+    pub stages: &'a Stages<'a>,
+    pub spill: Option<&'a Spilled>,
+}
 
+impl Executor<'_> {
     /// The hash table of the left rows' join keys (charged to the statement).
     pub(super) fn left_table(&self, join: &ProbeJoin<'_>, left_rows: &[Row], outer: Option<&Env>) -> Result<LeftTable> {
         self.hash_rows(join.left_keys, left_rows, outer)
     }
 
-    /// The join's rows, pushed up through `stages`: those `probed` found on several threads,
-    /// else the right input (or the rows `looked_up` instead of it) streamed past the table
-    /// here; then the left rows a semi, anti or left join keeps.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn finish_probe_join(
+    /// Streams `right` (the join's right input, or its rows looked up by key) past the left
+    /// rows on this thread, emitting the joined rows through the steps; which left rows
+    /// matched.
+    pub(super) fn probe_serial(
         &self,
-        left_rows: Vec<Row>,
-        join: &ProbeJoin<'_>,
-        table: &LeftTable,
-        stages: &Stages<'_>,
-        looked_up: Option<Plan>,
-        probed: Option<(Vec<Row>, Vec<bool>)>,
+        probe: &Probe<'_>,
+        right: &Plan,
         outer: Option<&Env>,
-    ) -> Result<Vec<Row>> {
+        emit: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<Vec<bool>> {
+        let join = probe.join;
         let left_only = join.kind.keeps_left_only();
-        let (mut output, matched) = match probed {
-            Some(probed) => probed,
-            None => {
-                let matched = std::cell::RefCell::new(vec![false; left_rows.len()]);
-                let mut output = Vec::new();
-                let mut key = Vec::new();
-                // A semi or anti join needs one match per left row.
-                let skip = |index: usize| left_only && matched.borrow()[index];
-                let right = looked_up.as_ref().unwrap_or(join.right);
-                self.stream(right, outer, &mut |right_row| {
-                    join.probe_row(
-                        self,
-                        table,
-                        &left_rows,
-                        &right_row,
-                        outer,
-                        &mut key,
-                        &skip,
-                        &mut |index, combined| {
-                            matched.borrow_mut()[index] = true;
-                            if left_only {
-                                return Ok(());
-                            }
-                            stages.push(self, combined, outer, &mut |row| {
-                                if output.len() % 4096 == 4095 {
-                                    self.charge(4096 * row_bytes(&row))?;
-                                }
-                                output.push(row);
-                                Ok(())
-                            })
-                        },
-                    )?;
-                    Ok(true)
-                })?;
-                (output, matched.into_inner())
-            }
-        };
-        let unmatched_width = join.left_width + join.right_width;
-        let mut keep = |row: Row| {
-            stages.push(self, row, outer, &mut |row| {
-                output.push(row);
-                Ok(())
-            })
-        };
-        for (row, hit) in left_rows.into_iter().zip(matched) {
-            match join.kind {
-                JoinKind::Semi if hit => keep(row)?,
-                JoinKind::Anti if !hit => keep(row)?,
-                JoinKind::Left if !hit => {
-                    let mut padded = row;
-                    padded.resize(unmatched_width, Value::Null);
-                    keep(padded)?;
+        let matched = std::cell::RefCell::new(vec![false; probe.left_rows.len()]);
+        let (mut key, mut deferred) = (Vec::new(), Vec::new());
+        // A semi or anti join needs one match per left row.
+        let skip = |index: usize| left_only && matched.borrow()[index];
+        self.stream(right, outer, &mut |right_row| {
+            if let Some(spill) = probe.spill
+                && let Some(partition) = spill.deferred(self, join.right_keys, &right_row, outer, &mut key)?
+            {
+                deferred.push((partition, right_row));
+                if deferred.len() >= DEFER_BATCH {
+                    spill.defer(std::mem::take(&mut deferred))?;
                 }
-                _ => {}
+                return Ok(true);
             }
+            join.probe_row(
+                self,
+                probe.table,
+                probe.left_rows,
+                &right_row,
+                outer,
+                &mut key,
+                &skip,
+                &mut |index, combined| {
+                    matched.borrow_mut()[index] = true;
+                    if left_only { Ok(()) } else { probe.stages.push(self, combined, outer, emit) }
+                },
+            )?;
+            Ok(true)
+        })?;
+        if let Some(spill) = probe.spill {
+            spill.defer(deferred)?;
         }
-        Ok(output)
+        Ok(matched.into_inner())
     }
 
-    /// The probe on several threads (each worker probes the rows of its morsels; the joined
-    /// rows come back in morsel order, as the serial probe makes them): the joined rows and
-    /// which left rows matched; `None` when the right input (`right`: the join's, or its rows
-    /// looked up by key) does not qualify for a parallel scan ([`Executor::stream_parallel`])
-    /// or the keys or condition need the executor.
-    #[allow(clippy::too_many_arguments)]
-    fn probe_parallel(
+    /// The probe on several threads (each worker probes the rows of its morsels and pushes
+    /// the joined rows through the steps; they come back in morsel order, as the serial probe
+    /// makes them, and go to `emit`): which left rows matched; `None` when the right input
+    /// (`right`: the join's, or its rows looked up by key) does not qualify for a parallel
+    /// scan ([`Executor::stream_parallel`]) or the keys, condition or steps need the executor.
+    pub(super) fn probe_parallel(
         &self,
-        left_rows: &[Row],
-        join: &ProbeJoin<'_>,
+        probe: &Probe<'_>,
         right: &Plan,
-        table: &LeftTable,
-        stages: &Stages<'_>,
         step_exprs: &[&Expr],
         outer: Option<&Env>,
-    ) -> Result<Option<(Vec<Row>, Vec<bool>)>> {
+        emit: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<Option<Vec<bool>>> {
         if outer.is_some() {
             return Ok(None);
         }
+        let join = probe.join;
         let mut consumer: Vec<&Expr> = join.right_keys.iter().chain(join.condition).collect();
         consumer.extend(step_exprs);
         let Some(scan) = self.prepare_parallel(right, &consumer)? else { return Ok(None) };
         let left_only = join.kind.keeps_left_only();
         // Which left rows matched, shared by the workers: a semi or anti join's worker skips
         // a left row another has matched already (as the serial probe skips it).
-        let matched: Vec<AtomicBool> = left_rows.iter().map(|_| AtomicBool::new(false)).collect();
+        let matched: Vec<AtomicBool> = probe.left_rows.iter().map(|_| AtomicBool::new(false)).collect();
         let produce = |morsel: &tern_txn::Morsel, context: &super::evaluate::PureContext| {
-            let (mut rows, mut bytes, mut key) = (Vec::new(), 0, Vec::new());
+            let (mut rows, mut bytes, mut key, mut deferred) = (Vec::new(), 0, Vec::new(), Vec::new());
             let skip = |index: usize| left_only && matched[index].load(Ordering::Relaxed);
             scan.run(morsel, context, &mut |right_row| {
-                join.probe_row(context, table, left_rows, &right_row, None, &mut key, &skip, &mut |index, combined| {
-                    matched[index].store(true, Ordering::Relaxed);
-                    if left_only {
-                        return Ok(());
-                    }
-                    stages.push(context, combined, None, &mut |row| {
-                        bytes += row_bytes(&row);
-                        rows.push(row);
-                        Ok(())
-                    })
-                })
+                if let Some(spill) = probe.spill
+                    && let Some(partition) = spill.deferred(context, join.right_keys, &right_row, None, &mut key)?
+                {
+                    deferred.push((partition, right_row));
+                    return Ok(());
+                }
+                join.probe_row(
+                    context,
+                    probe.table,
+                    probe.left_rows,
+                    &right_row,
+                    None,
+                    &mut key,
+                    &skip,
+                    &mut |index, combined| {
+                        matched[index].store(true, Ordering::Relaxed);
+                        if left_only {
+                            return Ok(());
+                        }
+                        probe.stages.push(context, combined, None, &mut |row| {
+                            bytes += row_bytes(&row);
+                            rows.push(row);
+                            Ok(())
+                        })
+                    },
+                )
             })?;
+            if let Some(spill) = probe.spill {
+                spill.defer(deferred)?;
+            }
             Ok((rows, bytes))
         };
-        let mut output = Vec::new();
         self.run_morsels(&scan, &produce, &mut |rows: Vec<Row>| {
-            if let Some(row) = rows.first() {
-                self.charge(rows.len() * row_bytes(row))?;
+            for row in rows {
+                emit(row)?;
             }
-            output.extend(rows);
             Ok(true)
         })?;
-        let matched = matched.into_iter().map(AtomicBool::into_inner).collect();
-        Ok(Some((output, matched)))
+        Ok(Some(matched.into_iter().map(AtomicBool::into_inner).collect()))
     }
 }
+
+/// Probe rows of spilled partitions a serial probe gathers before writing them out.
+const DEFER_BATCH: usize = 1024;

@@ -1,0 +1,80 @@
+//! Spill files: rows an operator past its memory budget writes out, to read back later.
+//!
+//! A spill file is an unnamed temporary file (`tempfile::tempfile`, in the system's temporary
+//! directory: `$TMPDIR`, else `/tmp`), so it is gone when closed, and when the process ends
+//! however it ends. Rows are appended as they come, each as its length (4 bytes, little
+//! endian) and its [`codec::encode_row`] bytes, and read back once, in the order written.
+//! A failed write or read is an error of the statement (53100 when the disk is full, 58030
+//! otherwise); nothing of the database is touched.
+
+use crate::codec;
+use crate::error::{Error, Result};
+use crate::plan::Row;
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+
+/// Bytes buffered before a write to the file.
+const WRITE_BUFFER: usize = 256 << 10;
+
+/// Rows written out to a temporary file.
+pub(super) struct SpillFile {
+    writer: BufWriter<std::fs::File>,
+    rows: u64,
+    bytes: u64,
+}
+
+impl SpillFile {
+    pub(super) fn new() -> Result<SpillFile> {
+        let file = tempfile::tempfile().map_err(spill_error)?;
+        Ok(SpillFile { writer: BufWriter::with_capacity(WRITE_BUFFER, file), rows: 0, bytes: 0 })
+    }
+
+    /// Appends rows after those written so far.
+    pub(super) fn append(&mut self, rows: &[Row]) -> Result<()> {
+        for row in rows {
+            let encoded = codec::encode_row(row);
+            let length = u32::try_from(encoded.len()).map_err(|_| Error::internal("a spilled row over 4 GiB"))?;
+            self.writer.write_all(&length.to_le_bytes()).map_err(spill_error)?;
+            self.writer.write_all(&encoded).map_err(spill_error)?;
+            self.bytes += 4 + encoded.len() as u64;
+        }
+        self.rows += rows.len() as u64;
+        Ok(())
+    }
+
+    /// Bytes written so far.
+    pub(super) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Hands each row back, in the order written, to `visit` (the file is gone after).
+    pub(super) fn read(self, visit: &mut dyn FnMut(Row) -> Result<()>) -> Result<()> {
+        let mut file = self.writer.into_inner().map_err(|error| spill_error(error.into_error()))?;
+        file.seek(SeekFrom::Start(0)).map_err(spill_error)?;
+        let mut reader = BufReader::with_capacity(WRITE_BUFFER, file);
+        let mut encoded = Vec::new();
+        for _ in 0..self.rows {
+            let mut length = [0u8; 4];
+            reader.read_exact(&mut length).map_err(spill_error)?;
+            encoded.resize(u32::from_le_bytes(length) as usize, 0);
+            reader.read_exact(&mut encoded).map_err(spill_error)?;
+            visit(codec::decode_row(&encoded)?)?;
+        }
+        Ok(())
+    }
+
+    /// Every row, in the order written.
+    pub(super) fn read_all(self) -> Result<Vec<Row>> {
+        let mut rows = Vec::with_capacity(self.rows as usize);
+        self.read(&mut |row| {
+            rows.push(row);
+            Ok(())
+        })?;
+        Ok(rows)
+    }
+}
+
+/// A spill file's I/O error, as the statement's.
+fn spill_error(error: std::io::Error) -> Error {
+    let state = if error.kind() == std::io::ErrorKind::StorageFull { "53100" } else { "58030" };
+    Error::new(state, format!("could not spill to a temporary file: {error}"))
+}
