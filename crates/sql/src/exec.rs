@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use tern_txn::Transaction;
 
+mod aggregate_spill;
 mod evaluate;
 mod grace;
 mod grouping;
@@ -35,7 +36,6 @@ mod spill;
 mod stream;
 
 pub(crate) use evaluate::Evaluate;
-use grouping::Grouping;
 pub use parallel::parallel_scans_on_this_thread;
 
 /// Rows read from the store by the first chunk of a scan (short scans, LIMIT) and by later
@@ -585,7 +585,9 @@ impl<'t> Executor<'t> {
 
     /// Adds the bytes `plan` (a join) spilled to its EXPLAIN ANALYZE figures.
     fn record_spill(&self, plan: &Plan, bytes: u64) {
-        if let Some(profile) = &self.profile {
+        if let Some(profile) = &self.profile
+            && bytes > 0
+        {
             profile.borrow_mut().entry(plan as *const Plan as usize).or_default().spilled += bytes;
         }
     }
@@ -1246,14 +1248,14 @@ impl<'t> Executor<'t> {
             Plan::Filter { .. } | Plan::Project { .. } if Self::streams(plan) && !Self::is_point_lookup(plan) => {
                 self.collect_stream(plan, outer)
             }
-            // A HAVING clause over groups that arrive one after another: checked as each is done.
+            // A HAVING clause: checked as each group is done, so only the kept ones are held.
+            // (Under EXPLAIN ANALYZE a fold in scan order keeps its own line: it runs apart.)
             Plan::Filter { input, predicate }
                 if let Plan::Aggregate { input: source, group_by, aggregates } = input.as_ref()
-                    && self.profile.is_none()
-                    && Self::streams(source)
-                    && source.groups_arrive_together(group_by) =>
+                    && (self.profile.is_none()
+                        || !(Self::streams(source) && source.groups_arrive_together(group_by))) =>
             {
-                self.aggregate_in_scan_order(source, group_by, aggregates, Some(predicate), outer)
+                self.run_aggregate(input, source, group_by, aggregates, Some(predicate), outer)
             }
             Plan::Filter { input, predicate } => {
                 let rows = self.run(input, outer)?;
@@ -1290,7 +1292,9 @@ impl<'t> Executor<'t> {
                 )
             }
             Plan::LookupJoin { .. } => self.lookup_join(plan, outer),
-            Plan::Aggregate { input, group_by, aggregates } => self.run_aggregate(input, group_by, aggregates, outer),
+            Plan::Aggregate { input, group_by, aggregates } => {
+                self.run_aggregate(plan, input, group_by, aggregates, None, outer)
+            }
             Plan::Window { input, calls } => {
                 let rows = self.run(input, outer)?;
                 crate::window::run(self, rows, input.width(), calls, outer)
@@ -1727,13 +1731,15 @@ impl<'t> Executor<'t> {
     /// table needs no memory for its rows.
     fn run_aggregate(
         &self,
+        node: &Plan,
         input: &Plan,
         group_by: &[Expr],
         aggregates: &[AggregateCall],
+        having: Option<&Expr>,
         outer: Option<&Env>,
     ) -> Result<Vec<Row>> {
         if Self::streams(input) && input.groups_arrive_together(group_by) {
-            return self.aggregate_in_scan_order(input, group_by, aggregates, None, outer);
+            return self.aggregate_in_scan_order(input, group_by, aggregates, having, outer);
         }
         if outer.is_none() {
             // Partial groups take more memory than one grouping (a group in every worker's
@@ -1744,29 +1750,35 @@ impl<'t> Executor<'t> {
                 false => self.aggregate_over_probe(input, group_by, aggregates),
             };
             match parallel {
-                Ok(Some(rows)) => return Ok(rows),
+                Ok(Some(mut rows)) => {
+                    if let Some(having) = having {
+                        let mut kept = Vec::new();
+                        for row in rows {
+                            if self.eval(having, &Env::new(&row, outer))?.truth() == Some(true) {
+                                kept.push(row);
+                            }
+                        }
+                        rows = kept;
+                    }
+                    return Ok(rows);
+                }
                 Ok(None) => {}
                 Err(error) if error.sqlstate == "53200" => self.memory_used.set(used),
                 Err(error) => return Err(error),
             }
         }
-        let mut grouping = Grouping::new(aggregates);
-        if Self::streams(input) {
-            let started = self.profile.as_ref().map(|_| std::time::Instant::now());
-            let mut scanned = 0u64;
-            self.stream(input, outer, &mut |row| {
-                scanned += 1;
-                grouping.add(self, &row, group_by, aggregates, outer)?;
-                Ok(true)
-            })?;
-            if let Some(started) = started {
-                self.record_profile(input, scanned, started.elapsed());
-            }
-        } else {
-            // A join's rows (a probe chain's) stream into the groups; others run whole.
-            self.stream_rows(input, outer, &mut |row| grouping.add(self, &row, group_by, aggregates, outer))?;
+        // A scan's or a join's (a probe chain's) rows stream into the groups; others run
+        // whole. Groups past the memory budget are written out (`exec/aggregate_spill.rs`).
+        let started = std::time::Instant::now();
+        let mut grouping = aggregate_spill::SpillingGrouping::new(group_by, aggregates);
+        self.stream_rows(input, outer, &mut |row| grouping.add(self, row, outer))?;
+        let (rows, groups, spilled) = grouping.finish(self, having, outer)?;
+        // With HAVING folded in, the node's run is this one, not a `run` of its own.
+        if having.is_some() {
+            self.record_profile(node, groups, started.elapsed());
         }
-        grouping.finish(aggregates, group_by.is_empty())
+        self.record_spill(node, spilled);
+        Ok(rows)
     }
 
     fn sort(&self, rows: Vec<Row>, keys: &[SortKey], limit: Option<usize>, outer: Option<&Env>) -> Result<Vec<Row>> {

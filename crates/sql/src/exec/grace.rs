@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(super) const SPILL_PARTITIONS: usize = 64;
 
 /// The partition of an encoded join key (a fixed hash: the build and probe sides agree).
-fn partition_of(key: &[u8]) -> usize {
+pub(super) fn partition_of(key: &[u8]) -> usize {
     (foldhash::fast::FixedState::with_seed(0x5eed_9ace).hash_one(key) % SPILL_PARTITIONS as u64) as usize
 }
 

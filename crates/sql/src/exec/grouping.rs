@@ -137,23 +137,40 @@ impl Grouping {
         Ok(())
     }
 
+    /// Whether a group of the encoded key `key` is held.
+    pub(super) fn holds(&self, key: &[u8]) -> bool {
+        self.groups.contains_key(key)
+    }
+
     /// One row per group: its key values, then each aggregate's value. Without GROUP BY there
     /// is one row even for no input.
-    pub(super) fn finish(mut self, aggregates: &[AggregateCall], no_group_by: bool) -> Result<Vec<Row>> {
+    pub(super) fn finish(self, aggregates: &[AggregateCall], no_group_by: bool) -> Result<Vec<Row>> {
+        let mut rows = Vec::with_capacity(self.keys.len());
+        self.finish_each(aggregates, no_group_by, &mut |row| {
+            rows.push(row);
+            Ok(())
+        })?;
+        Ok(rows)
+    }
+
+    /// [`Grouping::finish`], handing each group's row to `visit` as it is made.
+    pub(super) fn finish_each(
+        mut self,
+        aggregates: &[AggregateCall],
+        no_group_by: bool,
+        visit: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<()> {
         if self.keys.is_empty() && no_group_by {
             self.keys.push(Vec::new());
             self.states.push(aggregates.iter().map(Accumulator::new).collect());
         }
-        self.keys
-            .into_iter()
-            .zip(self.states)
-            .map(|(mut key, states)| {
-                for state in states {
-                    key.push(state.finish()?);
-                }
-                Ok(key)
-            })
-            .collect()
+        for (mut key, states) in self.keys.into_iter().zip(self.states) {
+            for state in states {
+                key.push(state.finish()?);
+            }
+            visit(key)?;
+        }
+        Ok(())
     }
 }
 

@@ -1,14 +1,15 @@
-//! Hash joins whose build side passes the statement's memory limit write partitions out to
-//! spill files and finish (`exec/grace.rs`) instead of failing with 53200.
+//! Hash joins whose build side, and hash aggregates whose groups, pass the statement's memory
+//! limit write partitions out to spill files and finish (`exec/grace.rs`,
+//! `exec/aggregate_spill.rs`) instead of failing with 53200.
 //!
 //! The same rows go into Tern, under a small statement memory limit, and into SQLite (the
 //! oracle). Each query's build side (the left rows, with a 200-byte text column the query
-//! reads) is several times the limit; its answer must be SQLite's (as a multiset: a spilled
-//! partition's rows come out last), on one thread and on several, and EXPLAIN ANALYZE must
-//! show the bytes spilled.
+//! reads) or groups are several times the limit; its answer must be SQLite's (as a multiset:
+//! a spilled partition's rows come out last), on one thread and on several, and EXPLAIN
+//! ANALYZE must show the bytes spilled.
 //!
 //! ```text
-//! cargo test -p tern-sql --test spilling_joins
+//! cargo test -p tern-sql --test spilling
 //! ```
 
 mod common;
@@ -56,6 +57,11 @@ const QUERIES: &[&str] = &[
     "SELECT l.id, substr(l.pad, 198) FROM l WHERE EXISTS (SELECT 1 FROM r WHERE r.k = l.k AND r.v = 7)",
     "SELECT l.id, substr(l.pad, 198) FROM l WHERE l.id % 10 = 0 AND NOT EXISTS (SELECT 1 FROM r WHERE r.k = l.k)",
     "SELECT tag.name, count(*), max(l.pad) FROM l JOIN r ON r.k = l.k JOIN tag ON tag.v = r.v GROUP BY tag.name",
+    // Groups past the limit (one per l row, each with a 200-byte text key), few kept by
+    // HAVING; over a join, and over a scan (with an aggregate that does not merge in parallel).
+    "SELECT l.id, l.pad, count(*), sum(r.v) FROM l JOIN r ON r.k = l.k GROUP BY l.id, l.pad HAVING count(*) > 8",
+    "SELECT l.pad, count(*), max(l.id) FROM l GROUP BY l.pad HAVING max(l.id) % 500 = 7",
+    "SELECT l.pad, string_agg(CAST(l.id AS text), ',') FROM l GROUP BY l.pad HAVING min(l.k) = 33",
 ];
 
 /// The rows of `sql` in SQLite, as Tern's text forms would show them.
@@ -132,6 +138,19 @@ fn explain_analyze_shows_the_bytes_spilled() {
     // The build side alone is about 700 KB; most of it is written out.
     assert!(spilled > 200, "{}", plan.join("\n"));
     assert!(join.contains(&format!("; rows={} ", sqlite_rows(&sqlite, sql).len())), "{join}");
+}
+
+/// EXPLAIN ANALYZE shows the bytes an aggregate spilled, and its groups (HAVING keeps few).
+#[test]
+fn explain_analyze_shows_an_aggregates_spilled_bytes() {
+    let (db, sqlite) = loaded();
+    let mut session = postgres(&db);
+    set_workers(&mut session, 0);
+    let plan =
+        texts(&mut session, "EXPLAIN ANALYZE SELECT l.pad, min(l.id) FROM l GROUP BY l.pad HAVING min(l.k) = 33");
+    let aggregate = plan.iter().find(|line| line.contains("HashAggregate groups=1")).unwrap();
+    let groups = sqlite_rows(&sqlite, "SELECT count(DISTINCT pad) FROM l").remove(0);
+    assert!(aggregate.contains(" spilled=") && aggregate.contains(&format!("; rows={groups} ")), "{}", plan.join("\n"));
 }
 
 /// A partition read back must fit: under a limit far below even one partition, the join
