@@ -6,7 +6,10 @@
 //! `tern-txn`; large scans, with the join probes and aggregates over them, run on several
 //! threads (`exec/parallel.rs`), and a hash join whose left side turns out small looks its keys
 //! up in the right table instead of scanning it (`exec/probe_lookup.rs`) or pushes them into a
-//! grouped right side (`exec/join_filter.rs`). See
+//! grouped right side (`exec/join_filter.rs`); joins above a streaming join that hash their
+//! small right inputs let its rows stream up through them (`exec/probe_chain.rs`), and a
+//! join's build side or an aggregate's groups past the statement's memory limit spill to
+//! temporary files (`exec/grace.rs`, `exec/aggregate_spill.rs`). See
 //! `docs/design/sql.md` for the key encoding and the life of
 //! a query, and `docs/design/execution.md` for parallel execution.
 //!

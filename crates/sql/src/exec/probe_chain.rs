@@ -239,28 +239,6 @@ impl Stages<'_> {
     }
 }
 
-/// A row through layers of filters and projections, bottom up: `None` when a filter drops it.
-pub(super) fn through_layers(
-    cx: &impl Evaluate,
-    mut row: Row,
-    layers: &[&Plan],
-    outer: Option<&Env>,
-) -> Result<Option<Row>> {
-    for layer in layers {
-        match layer {
-            Plan::Filter { predicate, .. } if cx.eval(predicate, &Env::new(&row, outer))?.truth() != Some(true) => {
-                return Ok(None);
-            }
-            Plan::Project { exprs, .. } => {
-                let env = Env::new(&row, outer);
-                row = exprs.iter().map(|expr| cx.eval(expr, &env)).collect::<Result<Row>>()?;
-            }
-            _ => {}
-        }
-    }
-    Ok(Some(row))
-}
-
 impl Executor<'_> {
     /// Runs a probe chain, gathering its rows.
     pub(super) fn run_chain(&self, chain: &ProbeChain<'_>, outer: Option<&Env>) -> Result<Vec<Row>> {
@@ -312,56 +290,6 @@ impl Executor<'_> {
         self.record_chain(chain, &stages, started);
         self.memory_used.set(self.memory_used.get().saturating_sub(held));
         Ok(())
-    }
-
-    /// Hands each row of `plan` to `visit`: streamed when it is a scan (under filters and
-    /// projections) or a probe chain (under them), else run whole and handed over. The rows
-    /// out of each node streamed are recorded for EXPLAIN ANALYZE, as `run` records them.
-    pub(super) fn stream_rows(
-        &self,
-        plan: &Plan,
-        outer: Option<&Env>,
-        visit: &mut dyn FnMut(Row) -> Result<()>,
-    ) -> Result<()> {
-        crate::limits::with_stack(|| {
-            self.check_interrupt()?;
-            if Self::streams(plan) && !Self::is_point_lookup(plan) {
-                let started = std::time::Instant::now();
-                let mut rows = 0u64;
-                self.stream(plan, outer, &mut |row| {
-                    rows += 1;
-                    visit(row).map(|()| true)
-                })?;
-                self.record_profile(plan, rows, started.elapsed());
-                return Ok(());
-            }
-            let (below, layers) = super::parallel::under_layers(plan);
-            if let Some(chain) = self.probe_chain(below) {
-                let started = std::time::Instant::now();
-                // Under EXPLAIN ANALYZE: the rows out of the chain and out of each layer.
-                let mut passed = vec![0u64; layers.len() + 1];
-                self.stream_chain(&chain, outer, &mut |row| {
-                    passed[0] += 1;
-                    let mut row = Some(row);
-                    for (at, layer) in layers.iter().enumerate() {
-                        row = match row {
-                            Some(row) => through_layers(self, row, std::slice::from_ref(layer), outer)?,
-                            None => break,
-                        };
-                        passed[at + 1] += u64::from(row.is_some());
-                    }
-                    row.map_or(Ok(()), &mut *visit)
-                })?;
-                for (node, rows) in std::iter::once(below).chain(layers.iter().copied()).zip(passed) {
-                    self.record_profile(node, rows, started.elapsed());
-                }
-                return Ok(());
-            }
-            for row in self.run(plan, outer)? {
-                visit(row)?;
-            }
-            Ok(())
-        })
     }
 
     /// The probe chain `plan` tops, with the steps the catalog's statistics allow.
