@@ -1741,6 +1741,7 @@ impl<'t> Executor<'t> {
         if Self::streams(input) && input.groups_arrive_together(group_by) {
             return self.aggregate_in_scan_order(input, group_by, aggregates, having, outer);
         }
+        let started = std::time::Instant::now();
         if outer.is_none() {
             // Partial groups take more memory than one grouping (a group in every worker's
             // part): past the limit, the serial aggregate gets its turn.
@@ -1750,17 +1751,17 @@ impl<'t> Executor<'t> {
                 false => self.aggregate_over_probe(input, group_by, aggregates),
             };
             match parallel {
-                Ok(Some(mut rows)) => {
-                    if let Some(having) = having {
-                        let mut kept = Vec::new();
-                        for row in rows {
-                            if self.eval(having, &Env::new(&row, outer))?.truth() == Some(true) {
-                                kept.push(row);
-                            }
+                Ok(Some(rows)) => {
+                    let Some(having) = having else { return Ok(rows) };
+                    // With HAVING folded in, the node's run is this one, not a `run` of its own.
+                    self.record_profile(node, rows.len() as u64, started.elapsed());
+                    let mut kept = Vec::new();
+                    for row in rows {
+                        if self.eval(having, &Env::new(&row, outer))?.truth() == Some(true) {
+                            kept.push(row);
                         }
-                        rows = kept;
                     }
-                    return Ok(rows);
+                    return Ok(kept);
                 }
                 Ok(None) => {}
                 Err(error) if error.sqlstate == "53200" => self.memory_used.set(used),
@@ -1769,11 +1770,9 @@ impl<'t> Executor<'t> {
         }
         // A scan's or a join's (a probe chain's) rows stream into the groups; others run
         // whole. Groups past the memory budget are written out (`exec/aggregate_spill.rs`).
-        let started = std::time::Instant::now();
         let mut grouping = aggregate_spill::SpillingGrouping::new(group_by, aggregates);
         self.stream_rows(input, outer, &mut |row| grouping.add(self, row, outer))?;
         let (rows, groups, spilled) = grouping.finish(self, having, outer)?;
-        // With HAVING folded in, the node's run is this one, not a `run` of its own.
         if having.is_some() {
             self.record_profile(node, groups, started.elapsed());
         }

@@ -206,6 +206,22 @@ fn explain_analyze_shows_a_parallel_scans_workers() {
     let threads: usize =
         parallel.split("threads=").nth(1).and_then(|rest| rest.trim_end_matches(')').parse().ok()).unwrap();
     assert!((1..=4).contains(&threads), "{parallel}");
+    // With HAVING (folded into the aggregate) the aggregate's line still shows its groups,
+    // serial and parallel: the filter's shows the groups it kept.
+    let having = "EXPLAIN ANALYZE SELECT g, count(*) FROM t WHERE v > 0 GROUP BY g HAVING count(*) > 200";
+    let groups = one(&mut session, "SELECT count(DISTINCT coalesce(g, -1)) FROM t WHERE v > 0");
+    let kept =
+        one(&mut session, "SELECT count(*) FROM (SELECT g FROM t WHERE v > 0 GROUP BY g HAVING count(*) > 200) k");
+    for workers in [0, 4] {
+        run(&mut session, &format!("SET max_parallel_workers_per_gather = {workers}"));
+        let plan = texts(&mut session, having);
+        let rows_of = |node: &str| {
+            let line = plan.iter().find(|line| line.trim_start().starts_with(node)).unwrap();
+            line.split("rows=").last().and_then(|rest| rest.split(' ').next()).unwrap().to_string()
+        };
+        assert_eq!(rows_of("HashAggregate"), groups, "{}", plan.join("\n"));
+        assert_eq!(rows_of("Filter"), kept, "{}", plan.join("\n"));
+    }
 }
 
 /// The parallel path really runs on a flushed table, and not with one worker.
