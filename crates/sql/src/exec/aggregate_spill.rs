@@ -107,11 +107,13 @@ impl<'a> SpillingGrouping<'a> {
         for file in self.files.into_iter().flatten().flatten() {
             exec.check_interrupt()?;
             written += file.bytes();
-            let used = exec.memory_used.get();
+            let before = exec.memory_used.get();
             let mut part = Grouping::new(self.aggregates);
             file.read(&mut |row| part.add(exec, &row, self.group_by, self.aggregates, outer))?;
+            // The file's groups, given back once finished (the kept rows stay charged).
+            let held = exec.memory_used.get().saturating_sub(before);
             part.finish_each(self.aggregates, false, &mut keep)?;
-            exec.memory_used.set(used);
+            exec.memory_used.set(exec.memory_used.get().saturating_sub(held));
         }
         Ok((rows, groups, written))
     }

@@ -224,10 +224,13 @@ impl Executor<'_> {
             // A partition written out with no build rows matches nothing and keeps nothing.
             let Some(build) = build else { continue };
             self.check_interrupt()?;
-            let used = self.memory_used.get();
+            let before = self.memory_used.get();
             let rows = build.read_all()?;
             self.charge(rows.iter().map(|row| row_bytes(row)).sum())?;
             let table = self.hash_rows(join.left_keys, &rows, outer)?;
+            // The partition's rows and table, given back when it is done (what `emit`
+            // charges for the rows it keeps stays charged).
+            let held = self.memory_used.get().saturating_sub(before);
             let matched = RefCell::new(vec![false; rows.len()]);
             if let Some(probe) = probe.into_inner() {
                 let left_only = join.kind.keeps_left_only();
@@ -241,7 +244,7 @@ impl Executor<'_> {
                 })?;
             }
             self.emit_left_only(join, rows, &matched.into_inner(), stages, outer, emit)?;
-            self.memory_used.set(used);
+            self.memory_used.set(self.memory_used.get().saturating_sub(held));
         }
         Ok(written)
     }
