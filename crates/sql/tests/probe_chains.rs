@@ -13,10 +13,10 @@
 
 mod common;
 
-use common::{insert_flushed, postgres, run, texts, uncached, uncached_with_limit};
+use common::{insert_flushed, postgres, run, set_workers, sorted, sqlite_rows, texts, uncached, uncached_with_limit};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use tern_sql::{Database, Session, Value};
+use tern_sql::{Database, Session};
 
 /// A value or NULL, as SQL text.
 fn maybe(rng: &mut SmallRng, null_share: f64, value: impl FnOnce(&mut SmallRng) -> String) -> String {
@@ -81,31 +81,6 @@ const QUERIES: &[&str] = &[
      WHERE tiny.name IS NOT NULL",
 ];
 
-/// The rows of `sql` in SQLite, as Tern's text forms would show them.
-fn sqlite_rows(sqlite: &rusqlite::Connection, sql: &str) -> Vec<String> {
-    let mut statement = sqlite.prepare(sql).unwrap_or_else(|error| panic!("{sql}: {error}"));
-    let width = statement.column_count();
-    let rows = statement
-        .query_map([], |row| {
-            let values: Vec<String> = (0..width)
-                .map(|at| match row.get_ref(at).unwrap() {
-                    rusqlite::types::ValueRef::Null => Value::Null.to_text(),
-                    rusqlite::types::ValueRef::Integer(value) => value.to_string(),
-                    rusqlite::types::ValueRef::Text(text) => String::from_utf8_lossy(text).into_owned(),
-                    other => format!("{other:?}"),
-                })
-                .collect();
-            Ok(values.join("|"))
-        })
-        .unwrap();
-    rows.map(Result::unwrap).collect()
-}
-
-fn sorted(mut rows: Vec<String>) -> Vec<String> {
-    rows.sort();
-    rows
-}
-
 /// Tern and SQLite with the same rows; Tern's written out to the LSM's tables and analyzed.
 fn loaded(db: &Database, seed: u64) -> (Session, rusqlite::Connection) {
     let (schema, rows) = statements(seed);
@@ -121,11 +96,6 @@ fn loaded(db: &Database, seed: u64) -> (Session, rusqlite::Connection) {
     }
     run(&mut session, "ANALYZE");
     (session, sqlite)
-}
-
-fn set_workers(session: &mut Session, workers: usize) {
-    run(session, &format!("SET max_parallel_workers_per_gather = {workers}"));
-    run(session, "SET tern.morsel_blocks = 1");
 }
 
 #[test]

@@ -14,10 +14,9 @@
 
 mod common;
 
-use common::{insert_flushed, postgres, run, texts, uncached_with_limit};
+use common::{insert_flushed, postgres, run, set_workers, sorted, sqlite_rows, texts, uncached_with_limit};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use tern_sql::{Session, Value};
 
 /// The statement memory limit the queries run under.
 const LIMIT: usize = 512 << 10;
@@ -64,31 +63,6 @@ const QUERIES: &[&str] = &[
     "SELECT l.pad, string_agg(CAST(l.id AS text), ',') FROM l GROUP BY l.pad HAVING min(l.k) = 33",
 ];
 
-/// The rows of `sql` in SQLite, as Tern's text forms would show them.
-fn sqlite_rows(sqlite: &rusqlite::Connection, sql: &str) -> Vec<String> {
-    let mut statement = sqlite.prepare(sql).unwrap_or_else(|error| panic!("{sql}: {error}"));
-    let width = statement.column_count();
-    let rows = statement
-        .query_map([], |row| {
-            let values: Vec<String> = (0..width)
-                .map(|at| match row.get_ref(at).unwrap() {
-                    rusqlite::types::ValueRef::Null => Value::Null.to_text(),
-                    rusqlite::types::ValueRef::Integer(value) => value.to_string(),
-                    rusqlite::types::ValueRef::Text(text) => String::from_utf8_lossy(text).into_owned(),
-                    other => format!("{other:?}"),
-                })
-                .collect();
-            Ok(values.join("|"))
-        })
-        .unwrap();
-    rows.map(Result::unwrap).collect()
-}
-
-fn sorted(mut rows: Vec<String>) -> Vec<String> {
-    rows.sort();
-    rows
-}
-
 fn loaded() -> (tern_sql::Database, rusqlite::Connection) {
     let (schema, rows) = statements();
     let db = uncached_with_limit(LIMIT);
@@ -104,11 +78,6 @@ fn loaded() -> (tern_sql::Database, rusqlite::Connection) {
     }
     run(&mut session, "ANALYZE");
     (db, sqlite)
-}
-
-fn set_workers(session: &mut Session, workers: usize) {
-    run(session, &format!("SET max_parallel_workers_per_gather = {workers}"));
-    run(session, "SET tern.morsel_blocks = 1");
 }
 
 #[test]

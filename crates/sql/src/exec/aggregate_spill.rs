@@ -21,7 +21,7 @@
 
 use super::grace::partition_of;
 use super::grouping::{Grouping, encode_group_key};
-use super::spill::SpillFile;
+use super::spill::{SpillFile, append_to};
 use super::{Env, Executor};
 use crate::error::Result;
 use crate::plan::{AggregateCall, Expr, Row};
@@ -57,11 +57,7 @@ impl<'a> SpillingGrouping<'a> {
             self.key.clear();
             encode_group_key(exec, &row, group_by, outer, &mut self.key)?;
             if !self.grouping.holds(&self.key) {
-                let file = match &mut files[partition_of(&self.key)] {
-                    Some(file) => file,
-                    empty => empty.insert(SpillFile::new()?),
-                };
-                return file.append(std::slice::from_ref(&row));
+                return append_to(&mut files[partition_of(&self.key)], &row).map(|_| ());
             }
         }
         self.grouping.add_with(exec, &row, group_by, aggregates, outer)?;

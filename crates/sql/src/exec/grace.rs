@@ -25,7 +25,7 @@
 
 use super::probe_chain::Stages;
 use super::probe_stream::ProbeJoin;
-use super::spill::SpillFile;
+use super::spill::{SpillFile, append_to};
 use super::{Env, Evaluate, Executor, join_key_into, row_bytes};
 use crate::error::Result;
 use crate::plan::{Expr, JoinKind, Plan, Row};
@@ -89,27 +89,16 @@ impl Spilled {
     /// Writes probe rows out to their partitions' files (from any thread).
     pub(super) fn defer(&self, rows: Vec<(usize, Row)>) -> Result<()> {
         for (partition, row) in rows {
-            let mut file = self.probe[partition].lock();
-            let file = match &mut *file {
-                Some(file) => file,
-                empty => empty.insert(SpillFile::new()?),
-            };
-            let before = file.bytes();
-            file.append(std::slice::from_ref(&row))?;
-            self.written.fetch_add(file.bytes() - before, Ordering::Relaxed);
+            let bytes = append_to(&mut self.probe[partition].lock(), &row)?;
+            self.written.fetch_add(bytes, Ordering::Relaxed);
         }
         Ok(())
     }
 
     /// Writes a build row out to its partition's file.
     fn write_build(&mut self, partition: usize, row: Row) -> Result<()> {
-        let file = match &mut self.build[partition] {
-            Some(file) => file,
-            empty => empty.insert(SpillFile::new()?),
-        };
-        let before = file.bytes();
-        file.append(std::slice::from_ref(&row))?;
-        self.written.fetch_add(file.bytes() - before, Ordering::Relaxed);
+        let bytes = append_to(&mut self.build[partition], &row)?;
+        self.written.fetch_add(bytes, Ordering::Relaxed);
         Ok(())
     }
 

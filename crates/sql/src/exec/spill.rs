@@ -73,6 +73,17 @@ impl SpillFile {
     }
 }
 
+/// Appends `row` to the file in `slot`, made when the first row comes; the bytes written.
+pub(super) fn append_to(slot: &mut Option<SpillFile>, row: &Row) -> Result<u64> {
+    let file = match slot {
+        Some(file) => file,
+        empty => empty.insert(SpillFile::new()?),
+    };
+    let before = file.bytes();
+    file.append(std::slice::from_ref(row))?;
+    Ok(file.bytes() - before)
+}
+
 /// A spill file's I/O error, as the statement's.
 fn spill_error(error: std::io::Error) -> Error {
     let state = if error.kind() == std::io::ErrorKind::StorageFull { "53100" } else { "58030" };

@@ -66,3 +66,35 @@ pub fn insert_flushed(db: &Database, session: &mut Session, count: usize, mut st
     run(session, "COMMIT");
     db.txn_db().flush().unwrap();
 }
+
+/// The rows of `sql` in SQLite (integers, text and NULLs), as Tern's text forms show them.
+pub fn sqlite_rows(sqlite: &rusqlite::Connection, sql: &str) -> Vec<String> {
+    let mut statement = sqlite.prepare(sql).unwrap_or_else(|error| panic!("{sql}: {error}"));
+    let width = statement.column_count();
+    let rows = statement
+        .query_map([], |row| {
+            let values: Vec<String> = (0..width)
+                .map(|at| match row.get_ref(at).unwrap() {
+                    rusqlite::types::ValueRef::Null => Value::Null.to_text(),
+                    rusqlite::types::ValueRef::Integer(value) => value.to_string(),
+                    rusqlite::types::ValueRef::Text(text) => String::from_utf8_lossy(text).into_owned(),
+                    other => format!("{other:?}"),
+                })
+                .collect();
+            Ok(values.join("|"))
+        })
+        .unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+/// `rows` in order: for answers compared as multisets.
+pub fn sorted(mut rows: Vec<String>) -> Vec<String> {
+    rows.sort();
+    rows
+}
+
+/// Scans on `workers` threads (0: one), over one-block morsels.
+pub fn set_workers(session: &mut Session, workers: usize) {
+    run(session, &format!("SET max_parallel_workers_per_gather = {workers}"));
+    run(session, "SET tern.morsel_blocks = 1");
+}
