@@ -147,6 +147,12 @@ fn escape_into(bytes: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&[0, 0]);
 }
 
+/// Appends the memcomparable encoding of a text value ([`encode_key_value`]).
+pub(crate) fn encode_key_text(text: &str, out: &mut Vec<u8>) {
+    out.push(0x03);
+    escape_into(text.as_bytes(), out);
+}
+
 /// Appends the memcomparable encoding of one value.
 pub fn encode_key_value(value: &Value, out: &mut Vec<u8>) {
     // Numbers: the same pair `Value::total_cmp` orders them by.
@@ -157,10 +163,7 @@ pub fn encode_key_value(value: &Value, out: &mut Vec<u8>) {
         return;
     }
     match value {
-        Value::Text(text) => {
-            out.push(0x03);
-            escape_into(text.as_bytes(), out);
-        }
+        Value::Text(text) => encode_key_text(text, out),
         Value::Blob(bytes) => {
             out.push(0x04);
             escape_into(bytes, out);
@@ -248,6 +251,13 @@ fn get_varint_bits(bytes: &[u8], position: &mut usize, bits: u32) -> Result<u128
 }
 
 pub(crate) fn get_varint(bytes: &[u8], position: &mut usize) -> Result<u64> {
+    // Most varints of a row (tags' lengths, small numbers) are one byte.
+    if let Some(&byte) = bytes.get(*position)
+        && byte < 0x80
+    {
+        *position += 1;
+        return Ok(u64::from(byte));
+    }
     Ok(get_varint_bits(bytes, position, 64)? as u64)
 }
 
@@ -339,7 +349,7 @@ fn encode_value(value: &Value, out: &mut Vec<u8>) {
 }
 
 /// A date/time value of a row (tag 6), after its tag.
-fn decode_temporal(bytes: &[u8], position: &mut usize) -> Result<Value> {
+fn decode_temporal(bytes: &[u8], position: &mut usize) -> Result<Temporal> {
     let kind = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends inside a date/time value"))?;
     *position += 1;
     let mut signed = || -> Result<i64> {
@@ -347,7 +357,7 @@ fn decode_temporal(bytes: &[u8], position: &mut usize) -> Result<Value> {
         Ok(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
     };
     let narrow = |value: i64| i32::try_from(value).map_err(|_| Error::corrupt("date/time field out of range"));
-    Ok(Value::Temporal(match kind {
+    Ok(match kind {
         0 => Temporal::Date(narrow(signed()?)?),
         1 => Temporal::Time(signed()?),
         2 => Temporal::Timestamp(signed()?),
@@ -358,7 +368,7 @@ fn decode_temporal(bytes: &[u8], position: &mut usize) -> Result<Value> {
             Temporal::Interval(Interval::new(months, days, signed()?))
         }
         other => return Err(Error::corrupt(format!("unknown date/time kind {other}"))),
-    }))
+    })
 }
 
 /// An enum value of a row (tag 7), after its tag.
@@ -408,6 +418,79 @@ pub fn decode_row_columns(bytes: &[u8], wanted: &[bool]) -> Result<(Vec<Value>, 
     Ok((values, count))
 }
 
+/// One stored value, read without copying its bytes: what a column batch
+/// (`exec/batch.rs`) appends to its typed vectors.
+pub(crate) enum Stored<'a> {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(&'a str),
+    Decimal(Decimal),
+    Temporal(Temporal),
+    /// Any other value (blob, enum, row value), built.
+    Other(Value),
+}
+
+/// Calls `visit` with the index and value of each `wanted` column a row stores (every column
+/// when `wanted` is `None`), in column order, stepping over the others as
+/// [`decode_row_columns`] does. Returns how many columns the row stores.
+pub(crate) fn visit_row_columns<'a>(
+    bytes: &'a [u8],
+    wanted: Option<&[bool]>,
+    mut visit: impl FnMut(usize, Stored<'a>) -> Result<()>,
+) -> Result<usize> {
+    let mut position = 0;
+    let count = get_varint(bytes, &mut position)? as usize;
+    if count > bytes.len() {
+        return Err(Error::corrupt("row claims more columns than it has bytes"));
+    }
+    let end = match wanted {
+        Some(wanted) => wanted.iter().rposition(|&wanted| wanted).map_or(0, |last| (last + 1).min(count)),
+        None => count,
+    };
+    for column in 0..end {
+        if wanted.is_none_or(|wanted| wanted[column]) {
+            visit(column, stored_value(bytes, &mut position)?)?;
+        } else {
+            skip_value(bytes, &mut position)?;
+        }
+    }
+    Ok(count)
+}
+
+/// One value as [`decode_value`] reads it, borrowing text instead of copying it.
+fn stored_value<'a>(bytes: &'a [u8], position: &mut usize) -> Result<Stored<'a>> {
+    let tag = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends before its columns"))?;
+    Ok(match tag {
+        0 => {
+            *position += 1;
+            Stored::Null
+        }
+        1 => {
+            *position += 1;
+            let zigzag = get_varint(bytes, position)?;
+            Stored::Integer(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
+        }
+        3 => {
+            *position += 1;
+            let length = get_varint(bytes, position)? as usize;
+            let end = position.checked_add(length).ok_or_else(|| Error::corrupt("row length overflows"))?;
+            let raw = bytes.get(*position..end).ok_or_else(|| Error::corrupt("row ends inside a string"))?;
+            *position = end;
+            Stored::Text(std::str::from_utf8(raw).map_err(|_| Error::corrupt("text is not UTF-8"))?)
+        }
+        6 => {
+            *position += 1;
+            Stored::Temporal(decode_temporal(bytes, position)?)
+        }
+        _ => match decode_value(bytes, position, 0)? {
+            Value::Real(real) => Stored::Real(real),
+            Value::Decimal(exact) => Stored::Decimal(exact),
+            other => Stored::Other(other),
+        },
+    })
+}
+
 /// Steps over one value (as [`decode_value`] reads it) without building it.
 fn skip_value(bytes: &[u8], position: &mut usize) -> Result<()> {
     let tag = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends before its columns"))?;
@@ -427,6 +510,18 @@ fn skip_value(bytes: &[u8], position: &mut usize) -> Result<()> {
                 return Err(Error::corrupt("row ends inside a string"));
             }
             *position = end;
+            return Ok(());
+        }
+        // A decimal: its scale, then its mantissa.
+        5 if *position + 1 < bytes.len() => {
+            *position += 2;
+            get_varint_bits(bytes, position, 128)?;
+            return Ok(());
+        }
+        // A date/time value: its kind, then one varint (an interval: three).
+        6 if matches!(bytes.get(*position + 1), Some(0..=3)) => {
+            *position += 2;
+            get_varint(bytes, position)?;
             return Ok(());
         }
         _ => {
@@ -497,7 +592,7 @@ fn decode_value(bytes: &[u8], position: &mut usize, depth: usize) -> Result<Valu
                     .map_err(|_| Error::corrupt("decimal out of range"))?,
             )
         }
-        6 => decode_temporal(bytes, position)?,
+        6 => Value::Temporal(decode_temporal(bytes, position)?),
         7 => decode_enum(bytes, position)?,
         8 => {
             let type_oid =

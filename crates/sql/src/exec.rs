@@ -20,7 +20,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use tern_txn::Transaction;
 
+mod aggregate_batch;
 mod aggregate_spill;
+mod batch;
 mod evaluate;
 mod grace;
 mod grouping;
@@ -29,11 +31,13 @@ mod join_filter;
 mod ordered_grouping;
 mod parallel;
 mod probe_aggregate;
+mod probe_batch;
 mod probe_chain;
 mod probe_lookup;
 mod probe_stream;
 mod spill;
 mod stream;
+mod vector;
 
 pub(crate) use evaluate::Evaluate;
 pub use parallel::parallel_scans_on_this_thread;

@@ -136,6 +136,19 @@ const QUERIES: &[&str] = &[
     "SELECT t.id % 50, count(*), sum(t.d) FROM small JOIN t ON t.g = small.g GROUP BY t.id % 50",
     "SELECT small.name, count(DISTINCT t.s), count(DISTINCT t.id % 7) FROM small LEFT JOIN t ON t.g = small.g AND t.v > 50 GROUP BY small.name",
     "SELECT small.name, count(*) FROM small JOIN t ON t.g = small.g WHERE t.g NOT IN (SELECT 1) GROUP BY small.name",
+    // The batch kernels (`exec/vector.rs`): IN lists with and without NULL, LIKE patterns of
+    // runs and with `_`, three-valued AND/OR, CASE and COALESCE as shells, decimal and real
+    // arithmetic, an error only a row the filter keeps can raise, and one in a lazy arm.
+    "SELECT id, s FROM t WHERE s IN ('alpha', 'gamma') AND g NOT IN (1, 2)",
+    "SELECT count(*) FROM t WHERE g NOT IN (1, NULL) OR s IN ('beta', NULL)",
+    "SELECT id FROM t WHERE s LIKE '%a%a%' OR s LIKE 'b_t%' OR s NOT LIKE '%mm%'",
+    "SELECT id, (v > 0) AND (g < 3), (v > 0) OR (g < 3) FROM t WHERE id % 11 = 0",
+    "SELECT id, CASE WHEN g = 0 THEN 0 ELSE 1000 / g END, coalesce(v, d, -1) FROM t",
+    "SELECT id, d * (1 - d / 1000) * (1 + 0.05), v * d, d + 0.005 FROM t WHERE d * 2 > 300",
+    "SELECT id FROM t WHERE g = 3 AND 1000 / (g - 3) > 0",
+    "SELECT id FROM t WHERE g <> 3 AND 1000 / (g - 3) > 0",
+    "SELECT g, sum(d * (1 - v / 100)), avg(d + g), count(s) FROM t WHERE s LIKE '%a' GROUP BY g",
+    "SELECT small.name, t.d * 2 FROM small JOIN t ON t.g + 0 = small.g WHERE t.s IN ('beta')",
 ];
 
 #[test]

@@ -119,22 +119,31 @@ impl Grouping {
         outer: Option<&Env>,
     ) -> Result<()> {
         let env = Env::new(row, outer);
-        let index = match self.groups.get(key) {
-            Some(&index) => index,
-            None => {
-                let group_values = group_by.iter().map(|expr| exec.eval(expr, &env)).collect::<Result<Vec<_>>>()?;
-                let key = key.to_vec();
-                // The key twice (encoded in the map, as values in the row) and the states.
-                self.uncharged += key.len() + row_bytes(&group_values) + 64 * aggregates.len();
-                self.groups.insert(key, self.keys.len());
-                self.keys.push(group_values);
-                self.states.push(aggregates.iter().map(Accumulator::new).collect());
-                self.first_seen.push(self.position);
-                self.keys.len() - 1
-            }
-        };
+        let index = self.group(key, aggregates, || group_by.iter().map(|expr| exec.eval(expr, &env)).collect())?;
         self.uncharged += fold_row(&mut self.states[index], self.extreme, exec, &env, aggregates)?;
         Ok(())
+    }
+
+    /// The index of the group of the encoded key `key`, made (with the key values `values`
+    /// give) when it is new.
+    fn group(
+        &mut self,
+        key: &[u8],
+        aggregates: &[AggregateCall],
+        values: impl FnOnce() -> Result<Row>,
+    ) -> Result<usize> {
+        if let Some(&index) = self.groups.get(key) {
+            return Ok(index);
+        }
+        let group_values = values()?;
+        let key = key.to_vec();
+        // The key twice (encoded in the map, as values in the row) and the states.
+        self.uncharged += key.len() + row_bytes(&group_values) + 64 * aggregates.len();
+        self.groups.insert(key, self.keys.len());
+        self.keys.push(group_values);
+        self.states.push(aggregates.iter().map(Accumulator::new).collect());
+        self.first_seen.push(self.position);
+        Ok(self.keys.len() - 1)
     }
 
     /// Whether a group of the encoded key `key` is held.
@@ -293,6 +302,30 @@ impl Partitioned {
         let part = &mut self.parts[at];
         part.position = position;
         part.add_encoded(&self.scratch, exec, row, group_by, aggregates, None)?;
+        Ok(part.take_uncharged())
+    }
+}
+
+impl Partitioned {
+    /// Adds one row at `position`, given as its encoded group key, its key values (made only
+    /// for a new group) and each aggregate's one argument (NULL for none): for aggregates
+    /// that keep nothing else of a row (`exec/aggregate_batch.rs`). Returns the bytes the
+    /// groups grew by.
+    pub(super) fn add_values(
+        &mut self,
+        key: &[u8],
+        position: u64,
+        aggregates: &[AggregateCall],
+        group_values: impl FnOnce() -> Row,
+        arguments: impl Iterator<Item = Value>,
+    ) -> Result<usize> {
+        let at = partition_of(key, self.parts.len());
+        let part = &mut self.parts[at];
+        part.position = position;
+        let index = part.group(key, aggregates, || Ok(group_values()))?;
+        for (state, argument) in part.states[index].iter_mut().zip(arguments) {
+            state.add_value(argument, None)?;
+        }
         Ok(part.take_uncharged())
     }
 }

@@ -169,7 +169,7 @@ impl Executor<'_> {
         let produce = |morsel: &Morsel, context: &PureContext| {
             let (mut groups, mut bytes, mut key) = (Vec::<MorselGroup>::new(), 0usize, Vec::new());
             let mut done = Vec::new();
-            scan.run(morsel, context, &mut |row| {
+            scan.run(morsel, context, &mut |row: Row| {
                 key.clear();
                 encode_group_key(context, &row, group_by, None, &mut key)?;
                 let env = Env::new(&row, None);

@@ -28,10 +28,13 @@
 //! A morsel is `tern.morsel_blocks` stored blocks (default 64: about 256 KiB of rows at the
 //! default page size).
 
+use super::aggregate_batch::{BatchFold, FoldSink};
+use super::batch::{BATCH_ROWS, Batch, BatchDecoder};
 use super::evaluate::{
     Evaluate, PureContext, ResolvedSubqueries, ResolvedSubquery, is_parallel_safe, resolvable_subqueries,
 };
 use super::grouping::{Grouping, Partitioned, aggregate_exprs};
+use super::vector::{self, Kernel};
 use super::{Env, Executor, decode_stored_row, row_bytes};
 use crate::catalog::TableDef;
 use crate::codec::{object_prefix, prefix_end};
@@ -109,6 +112,25 @@ impl Drop for Claim {
     }
 }
 
+/// Where a scan's pipeline hands the rows that come out of it: one by one, or a batch and
+/// its selected rows at a time (by default, the batch's rows one by one).
+pub(super) trait ScanSink {
+    fn row(&mut self, row: Row) -> Result<()>;
+
+    fn batch(&mut self, batch: &Batch, rows: &[u32]) -> Result<()> {
+        for &row in rows {
+            self.row(batch.row(row as usize))?;
+        }
+        Ok(())
+    }
+}
+
+impl<F: FnMut(Row) -> Result<()>> ScanSink for F {
+    fn row(&mut self, row: Row) -> Result<()> {
+        self(row)
+    }
+}
+
 /// What a worker makes of one morsel, and the bytes it holds.
 type Produce<'a, T> = dyn Fn(&Morsel, &PureContext) -> Result<(T, usize)> + Sync + 'a;
 
@@ -127,6 +149,20 @@ struct Pipeline<'p> {
     fills: Vec<Result<Value>>,
     filter: Option<Expr>,
     steps: Vec<Step>,
+    /// The filter and the steps compiled for batches (`exec/vector.rs`).
+    kernels: Kernels,
+}
+
+/// A pipeline's filter and steps as kernels over batches.
+#[derive(Default)]
+struct Kernels {
+    filter: Option<Kernel>,
+    steps: Vec<StepKernel>,
+}
+
+enum StepKernel {
+    Filter(Kernel),
+    Project(Vec<Kernel>),
 }
 
 /// Where the workers leave what they made of each morsel (and its bytes) for the statement's
@@ -173,7 +209,7 @@ impl Executor<'_> {
         let produce = |morsel: &Morsel, context: &PureContext| {
             let mut rows = Vec::new();
             let mut bytes = 0;
-            scan.run(morsel, context, &mut |row| {
+            scan.run(morsel, context, &mut |row: Row| {
                 bytes += row_bytes(&row);
                 rows.push(row);
                 Ok(())
@@ -209,13 +245,18 @@ impl Executor<'_> {
         let Some(scan) = self.prepare_parallel(input, &exprs)? else { return Ok(None) };
         // Without GROUP BY there is one group: nothing to share out.
         let partitions = if group_by.is_empty() { 1 } else { scan.claim.0 };
+        let fold = BatchFold::new(group_by, aggregates);
         let step = |partial: &mut Partitioned, at: usize, context: &PureContext| {
-            let mut row_number = 0u64;
-            scan.run(&scan.read.morsels()[at], context, &mut |row| {
-                let position = ((at as u64) << 32) | row_number;
-                row_number += 1;
-                context.charge(partial.add(context, position, &row, group_by, aggregates)?)
-            })
+            let mut sink = FoldSink {
+                fold: fold.as_ref(),
+                partial,
+                context,
+                group_by,
+                aggregates,
+                position: (at as u64) << 32,
+                key: Vec::new(),
+            };
+            scan.run(&scan.read.morsels()[at], context, &mut sink)
         };
         let partials = self.run_unordered(&scan, &|| Partitioned::new(aggregates, partitions), &step)?;
         self.record_pipeline_output(input, &scan);
@@ -505,7 +546,14 @@ impl Executor<'_> {
                 _ => unreachable!("checked above"),
             })
             .collect();
-        let mut pipeline = Pipeline { table, wanted: None, fills, filter: filter.cloned(), steps: Vec::new() };
+        let mut pipeline = Pipeline {
+            table,
+            wanted: None,
+            fills,
+            filter: filter.cloned(),
+            steps: Vec::new(),
+            kernels: Kernels::default(),
+        };
         // A projection right over the scan decides which columns are decoded (as the serial
         // stream does), its expressions and the filter renumbered to the narrow row.
         if let Some(Step::Project(outputs)) = steps.first() {
@@ -514,6 +562,16 @@ impl Executor<'_> {
             pipeline.filter = filter;
             steps[0] = Step::Project(outputs);
         }
+        pipeline.kernels = Kernels {
+            filter: pipeline.filter.as_ref().map(Kernel::compile),
+            steps: steps
+                .iter()
+                .map(|step| match step {
+                    Step::Filter(predicate) => StepKernel::Filter(Kernel::compile(predicate)),
+                    Step::Project(exprs) => StepKernel::Project(exprs.iter().map(Kernel::compile).collect()),
+                })
+                .collect(),
+        };
         pipeline.steps = steps;
         Ok(Some(pipeline))
     }
@@ -613,47 +671,20 @@ impl PreparedScan<'_> {
     }
 
     /// Runs morsel number `at` ([`PreparedScan::run`]).
-    pub(super) fn run_at(
-        &self,
-        at: usize,
-        context: &PureContext,
-        sink: &mut dyn FnMut(Row) -> Result<()>,
-    ) -> Result<()> {
+    pub(super) fn run_at(&self, at: usize, context: &PureContext, sink: &mut dyn ScanSink) -> Result<()> {
         self.run(&self.read.morsels()[at], context, sink)
     }
 
-    /// One morsel's rows through the pipeline, each handed to `sink`.
-    pub(super) fn run(
-        &self,
-        morsel: &Morsel,
-        context: &PureContext,
-        sink: &mut dyn FnMut(Row) -> Result<()>,
-    ) -> Result<()> {
+    /// One morsel's rows through the pipeline, each handed to `sink`: a range's rows in
+    /// batches ([`Pipeline::batch`]), a lookup's (a few rows) one by one.
+    pub(super) fn run(&self, morsel: &Morsel, context: &PureContext, sink: &mut dyn ScanSink) -> Result<()> {
         context.check_interrupt()?;
-        let mut read = 0;
         // Under EXPLAIN ANALYZE: the rows out of each stage (the scan, then each layer).
         let mut passed = self.profile.as_ref().map(|profile| vec![0u64; profile.nodes.len()]);
-        for pair in self.read.read(morsel) {
-            let (_, value) = pair?;
-            read += 1;
-            if read % 1024 == 0 {
-                context.check_interrupt()?;
-                if context.stop.load(Ordering::Acquire) {
-                    break;
-                }
-            }
-            let row = self.pipeline.row(&value, context)?;
-            if let Some(passed) = &mut passed {
-                let stages = match &row {
-                    Ok(_) => passed.len(),
-                    Err(stages) => *stages,
-                };
-                passed[..stages].iter_mut().for_each(|count| *count += 1);
-            }
-            if let Ok(row) = row {
-                sink(row)?;
-            }
-        }
+        let read = match self.sequential {
+            true => self.run_batches(morsel, context, &mut passed, sink)?,
+            false => self.run_rows(morsel, context, &mut passed, sink)?,
+        };
         self.read_rows.fetch_add(read, Ordering::Relaxed);
         if let (Some(profile), Some(passed)) = (&self.profile, passed) {
             for (total, count) in profile.passed.iter().zip(passed) {
@@ -661,6 +692,63 @@ impl PreparedScan<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The morsel's rows one by one; returns how many were read.
+    fn run_rows(
+        &self,
+        morsel: &Morsel,
+        context: &PureContext,
+        passed: &mut Option<Vec<u64>>,
+        sink: &mut dyn ScanSink,
+    ) -> Result<usize> {
+        let mut read = 0;
+        for pair in self.read.read(morsel) {
+            let (_, value) = pair?;
+            read += 1;
+            if read % BATCH_ROWS == 0 {
+                context.check_interrupt()?;
+                if context.stop.load(Ordering::Acquire) {
+                    break;
+                }
+            }
+            let row = self.pipeline.row(self.pipeline.decode(&value)?, context)?;
+            self.pipeline.pass_row(row, passed, sink)?;
+        }
+        Ok(read)
+    }
+
+    /// The morsel's rows decoded into batches of [`BATCH_ROWS`], each through the pipeline;
+    /// returns how many were read.
+    fn run_batches(
+        &self,
+        morsel: &Morsel,
+        context: &PureContext,
+        passed: &mut Option<Vec<u64>>,
+        sink: &mut dyn ScanSink,
+    ) -> Result<usize> {
+        let pipeline = &self.pipeline;
+        let decoder = BatchDecoder::new(pipeline.table.columns.len(), pipeline.wanted.as_deref());
+        let mut batch = decoder.batch();
+        let mut read = 0;
+        for pair in self.read.read(morsel) {
+            let (_, value) = pair?;
+            read += 1;
+            decoder.decode(&value, &mut batch, |column| pipeline.fills[column].clone())?;
+            if batch.len == BATCH_ROWS {
+                pipeline.batch(&batch, context, passed, sink)?;
+                batch = decoder.batch();
+                context.check_interrupt()?;
+                if context.stop.load(Ordering::Acquire) {
+                    return Ok(read);
+                }
+            }
+        }
+        if batch.len > 0 {
+            decoder.finish(&mut batch);
+            pipeline.batch(&batch, context, passed, sink)?;
+        }
+        Ok(read)
     }
 }
 
@@ -736,6 +824,29 @@ fn work<T>(shared: &Shared<T>, morsels: &[Morsel], produce: &Produce<'_, T>, con
     }
 }
 
+impl Kernels {
+    /// A batch through the filter and the steps: the batch the last projection made (`None`:
+    /// the decoded one) and the rows that came out, with the rows out of each stage pushed
+    /// on `counts`.
+    fn run(&self, batch: &Batch, context: &PureContext, counts: &mut Vec<u64>) -> Result<(Option<Batch>, Vec<u32>)> {
+        let mut rows: Vec<u32> = (0..batch.len as u32).collect();
+        if let Some(filter) = &self.filter {
+            rows = vector::select(context, filter, batch, &rows)?;
+        }
+        counts.push(rows.len() as u64);
+        let mut projected: Option<Batch> = None;
+        for step in &self.steps {
+            let current = projected.as_ref().unwrap_or(batch);
+            match step {
+                StepKernel::Filter(predicate) => rows = vector::select(context, predicate, current, &rows)?,
+                StepKernel::Project(kernels) => projected = Some(vector::project(context, kernels, current, &rows)?),
+            }
+            counts.push(rows.len() as u64);
+        }
+        Ok((projected, rows))
+    }
+}
+
 impl Pipeline<'_> {
     /// Every expression the pipeline evaluates.
     fn exprs(&self) -> impl Iterator<Item = &Expr> {
@@ -745,10 +856,9 @@ impl Pipeline<'_> {
         }))
     }
 
-    /// A stored row through the pipeline: `Err(stages)` when a filter drops it, with the
+    /// A decoded row through the pipeline: `Err(stages)` when a filter drops it, with the
     /// number of stages it came out of (0: the scan's own filter dropped it; `1 + i`: step `i`).
-    fn row(&self, stored: &[u8], context: &PureContext) -> Result<std::result::Result<Row, usize>> {
-        let mut row = self.decode(stored)?;
+    fn row(&self, mut row: Row, context: &PureContext) -> Result<std::result::Result<Row, usize>> {
         if let Some(filter) = &self.filter
             && context.eval(filter, &Env::new(&row, None))?.truth() != Some(true)
         {
@@ -769,6 +879,50 @@ impl Pipeline<'_> {
             }
         }
         Ok(Ok(row))
+    }
+
+    /// Counts the stages a row came out of, and hands it to `sink` when it came out of all.
+    fn pass_row(
+        &self,
+        row: std::result::Result<Row, usize>,
+        passed: &mut Option<Vec<u64>>,
+        sink: &mut dyn ScanSink,
+    ) -> Result<()> {
+        if let Some(passed) = passed {
+            let stages = match &row {
+                Ok(_) => passed.len(),
+                Err(stages) => *stages,
+            };
+            passed[..stages].iter_mut().for_each(|count| *count += 1);
+        }
+        match row {
+            Ok(row) => sink.row(row),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// A batch through the pipeline's kernels, the rows that come out handed to `sink`. When
+    /// a kernel fails, the batch goes through row by row instead ([`Pipeline::row`]), which
+    /// raises the error the row path raises, at the row it raises it, or none.
+    fn batch(
+        &self,
+        batch: &Batch,
+        context: &PureContext,
+        passed: &mut Option<Vec<u64>>,
+        sink: &mut dyn ScanSink,
+    ) -> Result<()> {
+        let mut counts = Vec::new();
+        let Ok((out, rows)) = self.kernels.run(batch, context, &mut counts) else {
+            for at in 0..batch.len {
+                let row = self.row(batch.row(at), context)?;
+                self.pass_row(row, passed, sink)?;
+            }
+            return Ok(());
+        };
+        if let Some(passed) = passed {
+            passed.iter_mut().zip(counts).for_each(|(total, count)| *total += count);
+        }
+        sink.batch(out.as_ref().unwrap_or(batch), &rows)
     }
 
     /// The stored row's wanted columns, with the fill values of columns added after it was

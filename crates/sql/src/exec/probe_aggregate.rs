@@ -24,6 +24,7 @@ use super::Executor;
 use super::evaluate::{PureContext, is_parallel_safe};
 use super::grouping::{Grouping, Partitioned, aggregate_exprs};
 use super::parallel::{layer_exprs, under_layers};
+use super::probe_batch::{KeyFilter, key_kernels};
 use super::probe_stream::Probe;
 use super::stream::through_layers;
 use crate::error::Result;
@@ -85,10 +86,13 @@ impl Executor<'_> {
         // Without GROUP BY there is one group: nothing to share out.
         let partitions = if group_by.is_empty() { 1 } else { scan.workers() };
         let matched: Vec<AtomicBool> = build.rows.iter().map(|_| AtomicBool::new(false)).collect();
+        let key_kernels = key_kernels(&probe);
         let step = |partial: &mut Partitioned, at: usize, context: &PureContext| {
             let mut morsel =
                 Morsel { partial, at: (at as u64) << 32, joined: 0, key: Vec::new(), deferred: Vec::new() };
-            scan.run_at(at, context, &mut |right_row| fold.probe(context, &mut morsel, &matched, right_row))?;
+            let inner = |right_row: Row| fold.probe(context, &mut morsel, &matched, right_row);
+            let keys = key_kernels.as_deref();
+            scan.run_at(at, context, &mut KeyFilter { keys, table: &table, context, key: Vec::new(), inner })?;
             match probe.spill {
                 Some(spill) => spill.defer(morsel.deferred),
                 None => Ok(()),

@@ -10,6 +10,7 @@
 //! the left input's order (rows of spilled partitions last).
 
 use super::grace::Spilled;
+use super::probe_batch::{KeyFilter, key_kernels};
 use super::probe_chain::Stages;
 use super::{Env, Evaluate, Executor, KeyMap, join_key_into, row_bytes};
 use crate::error::Result;
@@ -179,10 +180,11 @@ impl Executor<'_> {
         // Which left rows matched, shared by the workers: a semi or anti join's worker skips
         // a left row another has matched already (as the serial probe skips it).
         let matched: Vec<AtomicBool> = probe.left_rows.iter().map(|_| AtomicBool::new(false)).collect();
+        let key_kernels = key_kernels(probe);
         let produce = |morsel: &tern_txn::Morsel, context: &super::evaluate::PureContext| {
             let (mut rows, mut bytes, mut key, mut deferred) = (Vec::new(), 0, Vec::new(), Vec::new());
             let skip = |index: usize| left_only && matched[index].load(Ordering::Relaxed);
-            scan.run(morsel, context, &mut |right_row| {
+            let inner = |right_row: Row| {
                 if let Some(spill) = probe.spill
                     && let Some(partition) = spill.deferred(context, join.right_keys, &right_row, None, &mut key)?
                 {
@@ -209,7 +211,10 @@ impl Executor<'_> {
                         })
                     },
                 )
-            })?;
+            };
+            let table = probe.table;
+            let keys = key_kernels.as_deref();
+            scan.run(morsel, context, &mut KeyFilter { keys, table, context, key: Vec::new(), inner })?;
             if let Some(spill) = probe.spill {
                 spill.defer(deferred)?;
             }
