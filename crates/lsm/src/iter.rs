@@ -258,6 +258,34 @@ impl DbIter {
     }
 
     fn next_entry(&mut self) -> EntryResult {
+        if !self.seek_front()? {
+            return Ok(None);
+        }
+        let cursor = self.front.as_ref().expect("front cursor");
+        Ok(Some((keys::user_key(cursor.key()).to_vec(), cursor.value().to_vec())))
+    }
+
+    /// The next entry from the front, borrowed from the cursor until the next call: a scan
+    /// that decodes values in place copies neither key nor value. `None` at the end; the
+    /// iteration ends at the first `None` or error, as the iterator's does.
+    pub fn next_ref(&mut self) -> Result<Option<(&[u8], &[u8])>> {
+        if self.done {
+            return Ok(None);
+        }
+        match self.seek_front() {
+            Ok(true) => {
+                let cursor = self.front.as_ref().expect("front cursor");
+                Ok(Some((keys::user_key(cursor.key()), cursor.value())))
+            }
+            other => {
+                self.done = true;
+                other.map(|_| None)
+            }
+        }
+    }
+
+    /// Moves the front cursor to the next visible put in range (false: there is none).
+    fn seek_front(&mut self) -> Result<bool> {
         if self.front.is_none() {
             let target = forward_target(&self.lower);
             self.front = Some(self.view.merged(target.as_deref(), true, &self.lower, &self.upper)?);
@@ -276,17 +304,17 @@ impl DbIter {
                 continue;
             }
             if !below_upper(&self.upper, user) || self.back_key.as_deref().is_some_and(|back| user >= back) {
-                return Ok(None);
+                return Ok(false);
             }
             let front_key = self.front_key.get_or_insert_with(Vec::new);
             front_key.clear();
             front_key.extend_from_slice(user);
             if keys::kind_of(key)? == Kind::Put {
-                return Ok(Some((user.to_vec(), cursor.value().to_vec())));
+                return Ok(true);
             }
             cursor.advance()?;
         }
-        Ok(None)
+        Ok(false)
     }
 
     fn next_back_entry(&mut self) -> EntryResult {

@@ -2923,7 +2923,46 @@ pub(crate) fn make_join(left: Plan, right: Plan, left_width: usize, kind: JoinKi
             None => rest.push(conjunct),
         }
     }
+    // A conjunct of the right side alone decides which right rows can match at all: in an
+    // inner, left, semi or anti join it filters the right input before the join (as
+    // PostgreSQL pushes an outer join's ON restrictions of the nullable side to its scan).
+    // Not in a right or full join, whose right rows all come out.
+    let (pushed, rest): (Vec<Expr>, Vec<Expr>) = rest.into_iter().partition(|conjunct| {
+        matches!(kind, JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti)
+            && reads_only_from(conjunct, left_width)
+    });
+    let right = match conjoin(pushed.into_iter().map(|conjunct| conjunct.shift_columns_down(left_width)).collect()) {
+        None => right,
+        Some(predicate) => match right {
+            Plan::Scan { table, access, filter, reverse } => {
+                let filter = Some(match filter {
+                    Some(filter) => Expr::Binary(BinaryOp::And, Box::new(filter), Box::new(predicate)),
+                    None => predicate,
+                });
+                Plan::Scan { table, access, filter, reverse }
+            }
+            other => Plan::Filter { input: Box::new(other), predicate },
+        },
+    };
     Plan::Join { left: Box::new(left), right: Box::new(right), kind, left_keys, right_keys, condition: conjoin(rest) }
+}
+
+/// Whether `expr` reads columns, all at or past `first`, and nothing a filter below the join
+/// would evaluate differently: no subquery, no volatile or session function.
+fn reads_only_from(expr: &Expr, first: usize) -> bool {
+    let columns = expr.columns();
+    let mut plain = true;
+    expr.walk(&mut |node| {
+        if let Expr::Function(function, _) = node
+            && (crate::functions::is_volatile(*function, &[]) || crate::exec::is_context_function(*function))
+        {
+            plain = false;
+        }
+        if matches!(node, Expr::Outer { .. } | Expr::Aggregate(_) | Expr::Window(_)) {
+            plain = false;
+        }
+    });
+    plain && !columns.is_empty() && columns.iter().all(|&column| column >= first) && !has_subquery(expr)
 }
 
 impl Expr {

@@ -24,6 +24,7 @@ mod aggregate_batch;
 mod aggregate_spill;
 mod batch;
 mod evaluate;
+pub(crate) use evaluate::is_context_function;
 mod grace;
 mod grouping;
 mod in_set;

@@ -4,7 +4,8 @@
 //! planned (predicate pushdown, primary-key and index access, greedy join order, hash joins),
 //! and executed as GET/PUT/DELETE and range scans inside a serializable transaction of
 //! `tern-txn`; large scans, with the join probes and aggregates over them, run on several
-//! threads (`exec/parallel.rs`), and a hash join whose left side turns out small looks its keys
+//! threads (`exec/parallel.rs`), a batch of column vectors at a time (`exec/batch.rs`,
+//! `exec/vector.rs`), and a hash join whose left side turns out small looks its keys
 //! up in the right table instead of scanning it (`exec/probe_lookup.rs`) or pushes them into a
 //! grouped right side (`exec/join_filter.rs`); joins above a streaming join that hash their
 //! small right inputs let its rows stream up through them (`exec/probe_chain.rs`), and a

@@ -36,6 +36,23 @@ impl ParallelScan {
         let bounds = (as_slice(&morsel.0), as_slice(&morsel.1));
         self.shared.db.range(bounds, Some(&self.snapshot)).map(|pair| pair.map_err(Into::into))
     }
+
+    /// [`ParallelScan::read`] handing each pair to `visit` borrowed (nothing copied), until it
+    /// returns false or fails.
+    pub fn read_each<E: From<crate::Error>>(
+        &self,
+        morsel: &Morsel,
+        mut visit: impl FnMut(&[u8], &[u8]) -> std::result::Result<bool, E>,
+    ) -> std::result::Result<(), E> {
+        let bounds = (as_slice(&morsel.0), as_slice(&morsel.1));
+        let mut pairs = self.shared.db.range(bounds, Some(&self.snapshot));
+        while let Some((key, value)) = pairs.next_ref().map_err(|error| E::from(crate::Error::from(error)))? {
+            if !visit(key, value)? {
+                break;
+            }
+        }
+        Ok(())
+    }
 }
 
 fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {

@@ -279,11 +279,20 @@ impl Grouping {
 pub(super) struct Partitioned {
     pub parts: Vec<Grouping>,
     scratch: Vec<u8>,
+    /// The encoded key [`Partitioned::add_values`] last added to, and its part and group:
+    /// a run of rows of one group (every row, without GROUP BY) hashes nothing.
+    last_key: Vec<u8>,
+    last_group: Option<(usize, usize)>,
 }
 
 impl Partitioned {
     pub(super) fn new(aggregates: &[AggregateCall], partitions: usize) -> Partitioned {
-        Partitioned { parts: (0..partitions.max(1)).map(|_| Grouping::new(aggregates)).collect(), scratch: Vec::new() }
+        Partitioned {
+            parts: (0..partitions.max(1)).map(|_| Grouping::new(aggregates)).collect(),
+            scratch: Vec::new(),
+            last_key: Vec::new(),
+            last_group: None,
+        }
     }
 
     /// Adds one row at `position` in the scan to the part its group key hashes to; returns
@@ -319,10 +328,20 @@ impl Partitioned {
         group_values: impl FnOnce() -> Row,
         arguments: impl Iterator<Item = Value>,
     ) -> Result<usize> {
-        let at = partition_of(key, self.parts.len());
+        let (at, index) = match self.last_group {
+            Some(last) if self.last_key == key => last,
+            _ => {
+                let at = partition_of(key, self.parts.len());
+                let part = &mut self.parts[at];
+                part.position = position;
+                let index = part.group(key, aggregates, || Ok(group_values()))?;
+                self.last_key.clear();
+                self.last_key.extend_from_slice(key);
+                self.last_group = Some((at, index));
+                (at, index)
+            }
+        };
         let part = &mut self.parts[at];
-        part.position = position;
-        let index = part.group(key, aggregates, || Ok(group_values()))?;
         for (state, argument) in part.states[index].iter_mut().zip(arguments) {
             state.add_value(argument, None)?;
         }

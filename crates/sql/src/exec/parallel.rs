@@ -731,20 +731,19 @@ impl PreparedScan<'_> {
         let decoder = BatchDecoder::new(pipeline.table.columns.len(), pipeline.wanted.as_deref());
         let mut batch = decoder.batch();
         let mut read = 0;
-        for pair in self.read.read(morsel) {
-            let (_, value) = pair?;
+        let mut stopped = false;
+        self.read.read_each(morsel, |_, value| {
             read += 1;
-            decoder.decode(&value, &mut batch, |column| pipeline.fills[column].clone())?;
+            decoder.decode(value, &mut batch, |column| pipeline.fills[column].clone())?;
             if batch.len == BATCH_ROWS {
                 pipeline.batch(&batch, context, passed, sink)?;
                 batch = decoder.batch();
                 context.check_interrupt()?;
-                if context.stop.load(Ordering::Acquire) {
-                    return Ok(read);
-                }
+                stopped = context.stop.load(Ordering::Acquire);
             }
-        }
-        if batch.len > 0 {
+            Ok::<_, Error>(!stopped)
+        })?;
+        if batch.len > 0 && !stopped {
             decoder.finish(&mut batch);
             pipeline.batch(&batch, context, passed, sink)?;
         }

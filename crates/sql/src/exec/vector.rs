@@ -46,7 +46,7 @@ pub(crate) enum Kernel {
         list: Vec<Value>,
         negated: bool,
     },
-    /// `expr [NOT] LIKE 'pattern'` without ESCAPE.
+    /// `expr [NOT] LIKE 'pattern'` with no ESCAPE, or one the pattern does not use.
     Like {
         expr: Box<Kernel>,
         pattern: LikePattern,
@@ -89,9 +89,10 @@ impl Kernel {
                     .collect();
                 Kernel::InList { expr: Box::new(Kernel::compile(expr)), list, negated: *negated }
             }
-            Expr::Like { expr, pattern, escape: None, negated, glob: false, case_sensitive }
+            Expr::Like { expr, pattern, escape, negated, glob: false, case_sensitive }
                 if let Expr::Literal(Value::Text(pattern)) = &**pattern
-                    && pattern.len() <= crate::limits::MAX_LIKE_PATTERN_BYTES =>
+                    && pattern.len() <= crate::limits::MAX_LIKE_PATTERN_BYTES
+                    && escape_unused(escape.as_deref(), pattern) =>
             {
                 Kernel::Like {
                     expr: Box::new(Kernel::compile(expr)),
@@ -111,6 +112,19 @@ impl Kernel {
                 Kernel::Shell { shell, children }
             }
         })
+    }
+}
+
+/// Whether a LIKE's ESCAPE changes nothing: there is none, or it is one character (a literal)
+/// that the pattern does not contain (PostgreSQL's LIKE escapes with a backslash by default).
+fn escape_unused(escape: Option<&Expr>, pattern: &str) -> bool {
+    match escape {
+        None => true,
+        Some(Expr::Literal(Value::Text(escape))) => {
+            let mut chars = escape.chars();
+            matches!((chars.next(), chars.next()), (Some(escape), None) if !pattern.contains(escape))
+        }
+        Some(_) => false,
     }
 }
 
@@ -626,16 +640,23 @@ mod tests {
                         Expr::InList { expr: Box::new(a), list: list.into_iter().map(Expr::Literal).collect(), negated }
                     }
                 ),
-                (inner.clone(), patterns, any::<bool>(), any::<bool>()).prop_map(|(a, pattern, negated, case)| {
-                    Expr::Like {
-                        expr: Box::new(a),
-                        pattern: Box::new(Expr::Literal(Value::Text(pattern.to_string()))),
-                        escape: None,
-                        negated,
-                        glob: false,
-                        case_sensitive: case,
-                    }
-                }),
+                (
+                    inner.clone(),
+                    patterns,
+                    any::<bool>(),
+                    any::<bool>(),
+                    prop::sample::select(vec![None, Some("\\"), Some("%"), Some("b")])
+                )
+                    .prop_map(|(a, pattern, negated, case, escape)| {
+                        Expr::Like {
+                            expr: Box::new(a),
+                            pattern: Box::new(Expr::Literal(Value::Text(pattern.to_string()))),
+                            escape: escape.map(|escape| Box::new(Expr::Literal(Value::Text(escape.to_string())))),
+                            negated,
+                            glob: false,
+                            case_sensitive: case,
+                        }
+                    }),
                 (inner.clone(), any::<bool>()).prop_map(|(a, negated)| Expr::IsNull(Box::new(a), negated)),
                 inner.clone().prop_map(|a| Expr::Unary(UnaryOp::Not, Box::new(a))),
                 (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::Function(ScalarFunction::Coalesce, vec![a, b])),
