@@ -53,6 +53,9 @@ pub enum BenchError {
     /// The pool and its peer computed different answers over the same bytes.
     #[error("results differ: {0}")]
     Mismatch(String),
+    /// Benchmark queries failed (each one's error is in the report).
+    #[error("{0}")]
+    QueriesFailed(String),
     /// A database broke an invariant of its workload: TPC-B's balances do not add up, or a
     /// record is missing.
     #[error("inconsistent database: {0}")]

@@ -8,7 +8,9 @@
 //!    with its date arithmetic folded), and writes the best times and DuckDB's answers.
 //! 3. Tern loads the same files (postgres dialect, no fsync, result cache off) and runs the
 //!    same text. Every answer must equal DuckDB's: numbers to the cent, rows in order (rows
-//!    that tie on every ORDER BY key may come in either order).
+//!    that tie on every ORDER BY key may come in either order). A query that fails or differs
+//!    is recorded with its reason and left out of the means (of every engine); the others
+//!    still run, and the run ends with an error once the report is written.
 //!
 //! The RESULT lines are geometric means of the best of `--repeats` times: `tpch sf<S>
 //! tern/duckdb` (DuckDB's mean over Tern's: higher is better for Tern) and, last,
@@ -120,6 +122,9 @@ pub struct QueryTimes {
     pub answer: String,
     /// With `--threads`: Tern's best time at each thread count.
     pub tern_seconds_by_threads: BTreeMap<usize, f64>,
+    /// Why Tern gave no answer, or a wrong one (then `tern_seconds` is 0 and the query is left
+    /// out of the geometric means).
+    pub failure: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -246,10 +251,18 @@ pub fn run(args: &TpchArgs) -> Result<TpchReport> {
             .duckdb
             .get(&number.to_string())
             .ok_or_else(|| BenchError::Config(format!("no DuckDB answer for Q{number}")))?;
-        let (seconds, answer, rows) = time_and_check(&mut session, number, &all[&number], repeats, duck)?;
+        let (seconds, answer, rows, failure) = match time_and_check(&mut session, number, &all[&number], repeats, duck)
+        {
+            Ok((seconds, answer, rows)) => (seconds, answer, rows, None),
+            // One query's failure is recorded, and the run goes on.
+            Err(error) => (0.0, "failed".to_string(), 0, Some(error.to_string())),
+        };
         let sqlite = peer.sqlite.get(&number.to_string());
         let sqlite_seconds = sqlite.map(|time| time.seconds);
         let sqlite_timed_out = sqlite.is_some_and(|time| time.timed_out);
+        if let Some(failure) = &failure {
+            println!("  Q{number:<2} tern FAILED: {failure}");
+        }
         println!(
             "  Q{number:<2} tern {:>9.1} ms  duckdb {:>8.1} ms  sqlite {:>10}  {rows} rows, {answer}",
             seconds * 1e3,
@@ -269,6 +282,7 @@ pub fn run(args: &TpchArgs) -> Result<TpchReport> {
             rows,
             answer,
             tern_seconds_by_threads: BTreeMap::new(),
+            failure,
         });
     }
     if !args.threads.is_empty() {
@@ -338,7 +352,7 @@ fn time_and_check(
     duck: &DuckAnswer,
 ) -> Result<(f64, String, usize)> {
     let (seconds, rows) = time_query(session, statements, repeats)
-        .map_err(|error| BenchError::Config(format!("Q{number} failed on Tern: {error}")))?;
+        .map_err(|error| BenchError::QueriesFailed(format!("Q{number} failed on Tern: {error}")))?;
     let ours: Vec<Vec<Option<String>>> = rows.iter().map(|row| row.iter().map(normalise).collect()).collect();
     let answer = compare(&ours, &duck.rows, statements)
         .map_err(|message| BenchError::Mismatch(format!("Q{number}: {message}")))?;
@@ -358,7 +372,7 @@ fn time_by_threads(
 ) -> Result<()> {
     for &count in threads {
         session.execute(&format!("SET max_parallel_workers_per_gather = {count}"), &[])?;
-        for line in lines.iter_mut() {
+        for line in lines.iter_mut().filter(|line| line.failure.is_none()) {
             let duck = &peer.duckdb[&line.query.to_string()];
             let (seconds, _, _) = time_and_check(session, line.query, &all[&line.query], repeats, duck)?;
             println!(
@@ -374,13 +388,14 @@ fn time_by_threads(
     println!("tern by threads (ms; speed-up over {} thread{}):", threads[0], if threads[0] == 1 { "" } else { "s" });
     println!("  query {}", header.join(""));
     let mut geomeans = vec![0.0f64; threads.len()];
-    for line in lines.iter() {
+    let answered: Vec<&QueryTimes> = lines.iter().filter(|line| line.failure.is_none()).collect();
+    for line in &answered {
         let times: Vec<f64> = threads.iter().map(|count| line.tern_seconds_by_threads[count]).collect();
         let cells: Vec<String> =
             times.iter().map(|time| format!("{:>8.1} {:>4.1}x", time * 1e3, times[0] / time)).collect();
         println!("  Q{:<4} {}", line.query, cells.join(""));
         for (sum, time) in geomeans.iter_mut().zip(&times) {
-            *sum += time.max(1e-6).ln() / lines.len() as f64;
+            *sum += time.max(1e-6).ln() / answered.len() as f64;
         }
     }
     let cells: Vec<String> =
@@ -402,20 +417,31 @@ fn finish(
     work: crate::common::WorkDir,
 ) -> Result<TpchReport> {
     let geomean = |times: Vec<f64>| (times.iter().map(|t| t.max(1e-6).ln()).sum::<f64>() / times.len() as f64).exp();
+    // Every engine's mean over the queries Tern answered, so that the ratios compare the same
+    // queries.
+    let failed: Vec<String> = lines.iter().filter(|l| l.failure.is_some()).map(|l| format!("Q{}", l.query)).collect();
+    let answered: Vec<&QueryTimes> = lines.iter().filter(|l| l.failure.is_none()).collect();
+    if answered.is_empty() {
+        return Err(BenchError::QueriesFailed(format!("Tern answered none of the queries ({})", failed.join(", "))));
+    }
     let mut geomean_seconds = BTreeMap::new();
-    geomean_seconds.insert("tern".to_string(), geomean(lines.iter().map(|l| l.tern_seconds).collect()));
-    geomean_seconds.insert("duckdb".to_string(), geomean(lines.iter().map(|l| l.duckdb_seconds).collect()));
-    let sqlite_times: Option<Vec<f64>> = lines.iter().map(|l| l.sqlite_seconds).collect();
+    geomean_seconds.insert("tern".to_string(), geomean(answered.iter().map(|l| l.tern_seconds).collect()));
+    geomean_seconds.insert("duckdb".to_string(), geomean(answered.iter().map(|l| l.duckdb_seconds).collect()));
+    let sqlite_times: Option<Vec<f64>> = answered.iter().map(|l| l.sqlite_seconds).collect();
     if let Some(times) = sqlite_times.filter(|_| !args.no_sqlite) {
         geomean_seconds.insert("sqlite".to_string(), geomean(times));
     }
     let tern = geomean_seconds["tern"];
     let tern_vs_duckdb = geomean_seconds["duckdb"] / tern;
     let tern_vs_sqlite = geomean_seconds.get("sqlite").map(|sqlite| sqlite / tern);
-    let stopped: Vec<String> = lines.iter().filter(|l| l.sqlite_timed_out).map(|l| format!("Q{}", l.query)).collect();
+    if !failed.is_empty() {
+        println!("tern failed on {}: the geometric means leave those queries out", failed.join(", "));
+    }
+    let stopped: Vec<String> =
+        answered.iter().filter(|l| l.sqlite_timed_out).map(|l| format!("Q{}", l.query)).collect();
     if !stopped.is_empty() && tern_vs_sqlite.is_some() {
         // The limit the SQLite run had (a reused peer report may have run with another one).
-        let limit = lines.iter().filter(|l| l.sqlite_timed_out).filter_map(|l| l.sqlite_seconds).fold(0.0, f64::max);
+        let limit = answered.iter().filter(|l| l.sqlite_timed_out).filter_map(|l| l.sqlite_seconds).fold(0.0, f64::max);
         println!(
             "SQLite was stopped after {limit:.0} s on {}: those times count as {limit:.0} s, so tern/sqlite is a lower bound",
             stopped.join(", "),
@@ -450,8 +476,10 @@ fn finish(
         .queries
         .iter()
         .map(|line| {
-            let mut bars =
-                vec![("tern".to_string(), line.tern_seconds * 1e3), ("duckdb".to_string(), line.duckdb_seconds * 1e3)];
+            let mut bars = vec![("duckdb".to_string(), line.duckdb_seconds * 1e3)];
+            if line.failure.is_none() {
+                bars.insert(0, ("tern".to_string(), line.tern_seconds * 1e3));
+            }
             if let Some(sqlite) = line.sqlite_seconds {
                 bars.push(("sqlite".to_string(), sqlite * 1e3));
             }
@@ -460,6 +488,10 @@ fn finish(
         .collect();
     publish_lines(outputs, &report, |path| crate::chart::draw(path, &title, &panels, 6), &results)?;
     drop(work);
+    if !failed.is_empty() {
+        // The report is written; the run still fails, so that a script sees it.
+        return Err(BenchError::QueriesFailed(format!("tern failed on {}", failed.join(", "))));
+    }
     Ok(report)
 }
 
