@@ -297,6 +297,32 @@ fn the_memory_limit_holds_in_parallel() {
     assert_eq!(parallel, Err("53200"));
 }
 
+/// Rows of large values end a batch early (by its stored bytes, not its 1,024 rows): morsels
+/// of megabytes of text read as several batches each, and the answers are the serial ones.
+#[test]
+fn large_values_cut_batches_short() {
+    let db = uncached();
+    let mut session = postgres(&db);
+    run(&mut session, "CREATE TABLE w(id integer PRIMARY KEY, s text)");
+    insert_flushed(&db, &mut session, 60, |id| {
+        format!("INSERT INTO w VALUES ({id}, '{}' || repeat('v', 100000) || '{id}')", ["y", "z"][id % 2])
+    });
+    for sql in [
+        "SELECT id, length(s), substr(s, 1, 3) FROM w WHERE id % 3 = 0",
+        "SELECT count(*), sum(length(s)), min(id) FROM w WHERE s LIKE 'y%'",
+    ] {
+        run(&mut session, "SET max_parallel_workers_per_gather = 0");
+        let serial = answer(&mut session, sql);
+        run(&mut session, "SET max_parallel_workers_per_gather = 2");
+        run(&mut session, "SET tern.morsel_blocks = 20");
+        let before = tern_sql::parallel_scans_on_this_thread();
+        let batched = answer(&mut session, sql);
+        assert_eq!(tern_sql::parallel_scans_on_this_thread(), before + 1, "{sql} ran in parallel");
+        assert!(serial.is_ok(), "{sql}: {serial:?}");
+        assert_eq!(serial, batched, "{sql}");
+    }
+}
+
 /// Mixed types in one column (SQLite's dialect): comparisons and sums across types.
 #[test]
 fn mixed_types_in_the_sqlite_dialect() {

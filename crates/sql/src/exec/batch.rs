@@ -25,6 +25,11 @@ use crate::value::Value;
 /// Rows in a full batch.
 pub(crate) const BATCH_ROWS: usize = 1024;
 
+/// Stored bytes after which a batch ends before its [`BATCH_ROWS`]: a batch's memory is not
+/// charged to the statement, so rows of large values (up to a value's limit each) must not
+/// gather a thousand at a time.
+pub(crate) const BATCH_BYTES: usize = 1 << 20;
+
 /// Which rows of a column hold a value (a set bit) rather than NULL.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Validity {

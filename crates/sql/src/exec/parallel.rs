@@ -29,7 +29,7 @@
 //! default page size).
 
 use super::aggregate_batch::{BatchFold, FoldSink};
-use super::batch::{BATCH_ROWS, Batch, BatchDecoder};
+use super::batch::{BATCH_BYTES, BATCH_ROWS, Batch, BatchDecoder};
 use super::evaluate::{
     Evaluate, PureContext, ResolvedSubqueries, ResolvedSubquery, is_parallel_safe, resolvable_subqueries,
 };
@@ -718,8 +718,8 @@ impl PreparedScan<'_> {
         Ok(read)
     }
 
-    /// The morsel's rows decoded into batches of [`BATCH_ROWS`], each through the pipeline;
-    /// returns how many were read.
+    /// The morsel's rows decoded into batches of [`BATCH_ROWS`] (fewer where their stored
+    /// bytes reach [`BATCH_BYTES`]), each through the pipeline; returns how many were read.
     fn run_batches(
         &self,
         morsel: &Morsel,
@@ -730,14 +730,16 @@ impl PreparedScan<'_> {
         let pipeline = &self.pipeline;
         let decoder = BatchDecoder::new(pipeline.table.columns.len(), pipeline.wanted.as_deref());
         let mut batch = decoder.batch();
-        let mut read = 0;
+        let (mut read, mut bytes) = (0, 0);
         let mut stopped = false;
         self.read.read_each(morsel, |_, value| {
             read += 1;
+            bytes += value.len();
             decoder.decode(value, &mut batch, |column| pipeline.fills[column].clone())?;
-            if batch.len == BATCH_ROWS {
+            if batch.len == BATCH_ROWS || bytes >= BATCH_BYTES {
+                decoder.finish(&mut batch);
                 pipeline.batch(&batch, context, passed, sink)?;
-                batch = decoder.batch();
+                (batch, bytes) = (decoder.batch(), 0);
                 context.check_interrupt()?;
                 stopped = context.stop.load(Ordering::Acquire);
             }
