@@ -2000,15 +2000,19 @@ fn bound_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 /// A comparison's value: NULL if either side is NULL.
 pub fn compare(op: BinaryOp, left: &Value, right: &Value) -> Value {
     let Some(order) = left.sql_cmp(right) else { return Value::Null };
-    let truth = match op {
+    Value::Integer(i64::from(comparison_holds(op, order)))
+}
+
+/// Whether the comparison `op` holds of two values in the order `order`.
+pub(crate) fn comparison_holds(op: BinaryOp, order: Ordering) -> bool {
+    match op {
         BinaryOp::Eq => order == Ordering::Equal,
         BinaryOp::NotEq => order != Ordering::Equal,
         BinaryOp::Lt => order == Ordering::Less,
         BinaryOp::LtEq => order != Ordering::Greater,
         BinaryOp::Gt => order == Ordering::Greater,
         _ => order != Ordering::Less,
-    };
-    Value::Integer(i64::from(truth))
+    }
 }
 
 /// A byte key for a row that is equal exactly when the rows are equal under SQL grouping (NULLs

@@ -399,14 +399,7 @@ impl LikePattern {
 /// A comparison's 1, 0 or NULL at each of `rows`: a loop of its own for two sides of one
 /// fixed-width type, a look at each row's cells otherwise.
 fn compare(op: BinaryOp, left: &Vector, right: &Vector, len: usize, rows: &[u32]) -> Column {
-    let holds = move |order: Ordering| match op {
-        BinaryOp::Eq => order == Ordering::Equal,
-        BinaryOp::NotEq => order != Ordering::Equal,
-        BinaryOp::Lt => order == Ordering::Less,
-        BinaryOp::LtEq => order != Ordering::Greater,
-        BinaryOp::Gt => order == Ordering::Greater,
-        _ => order != Ordering::Less,
-    };
+    let holds = move |order: Ordering| super::comparison_holds(op, order);
     let mut out = Column::nulls(len);
     if let (Some(a), Some(b)) = (Typed::integers(left), Typed::integers(right)) {
         compare_typed(a, b, |a, b| holds(a.cmp(b)), &mut out, rows);
