@@ -425,10 +425,27 @@ pub(crate) enum Stored<'a> {
     Integer(i64),
     Real(f64),
     Text(&'a str),
+    Blob(&'a [u8]),
     Decimal(Decimal),
     Temporal(Temporal),
-    /// Any other value (blob, enum, row value), built.
+    /// An enum label or a row value, built.
     Other(Value),
+}
+
+impl Stored<'_> {
+    /// The value, its string or bytes copied out.
+    pub(crate) fn into_value(self) -> Value {
+        match self {
+            Stored::Null => Value::Null,
+            Stored::Integer(integer) => Value::Integer(integer),
+            Stored::Real(real) => Value::Real(real),
+            Stored::Text(text) => Value::Text(text.to_string()),
+            Stored::Blob(bytes) => Value::Blob(bytes.to_vec()),
+            Stored::Decimal(exact) => Value::Decimal(exact),
+            Stored::Temporal(temporal) => Value::Temporal(temporal),
+            Stored::Other(value) => value,
+        }
+    }
 }
 
 /// Calls `visit` with the index and value of each `wanted` column a row stores (every column
@@ -450,45 +467,12 @@ pub(crate) fn visit_row_columns<'a>(
     };
     for column in 0..end {
         if wanted.is_none_or(|wanted| wanted[column]) {
-            visit(column, stored_value(bytes, &mut position)?)?;
+            visit(column, stored_value(bytes, &mut position, 0)?)?;
         } else {
             skip_value(bytes, &mut position)?;
         }
     }
     Ok(count)
-}
-
-/// One value as [`decode_value`] reads it, borrowing text instead of copying it.
-fn stored_value<'a>(bytes: &'a [u8], position: &mut usize) -> Result<Stored<'a>> {
-    let tag = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends before its columns"))?;
-    Ok(match tag {
-        0 => {
-            *position += 1;
-            Stored::Null
-        }
-        1 => {
-            *position += 1;
-            let zigzag = get_varint(bytes, position)?;
-            Stored::Integer(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
-        }
-        3 => {
-            *position += 1;
-            let length = get_varint(bytes, position)? as usize;
-            let end = position.checked_add(length).ok_or_else(|| Error::corrupt("row length overflows"))?;
-            let raw = bytes.get(*position..end).ok_or_else(|| Error::corrupt("row ends inside a string"))?;
-            *position = end;
-            Stored::Text(std::str::from_utf8(raw).map_err(|_| Error::corrupt("text is not UTF-8"))?)
-        }
-        6 => {
-            *position += 1;
-            Stored::Temporal(decode_temporal(bytes, position)?)
-        }
-        _ => match decode_value(bytes, position, 0)? {
-            Value::Real(real) => Stored::Real(real),
-            Value::Decimal(exact) => Stored::Decimal(exact),
-            other => Stored::Other(other),
-        },
-    })
 }
 
 /// Steps over one value (as [`decode_value`] reads it) without building it.
@@ -557,19 +541,24 @@ fn decode_values(bytes: &[u8], position: &mut usize, depth: usize) -> Result<Vec
 
 /// One value: its tag, then its bytes.
 fn decode_value(bytes: &[u8], position: &mut usize, depth: usize) -> Result<Value> {
+    Ok(stored_value(bytes, position, depth)?.into_value())
+}
+
+/// One value, its string or bytes borrowed from `bytes`.
+fn stored_value<'a>(bytes: &'a [u8], position: &mut usize, depth: usize) -> Result<Stored<'a>> {
     let tag = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends before its columns"))?;
     *position += 1;
     Ok(match tag {
-        0 => Value::Null,
+        0 => Stored::Null,
         1 => {
             let zigzag = get_varint(bytes, position)?;
-            Value::Integer(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
+            Stored::Integer(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
         }
         2 => {
             let end = *position + 8;
             let raw = bytes.get(*position..end).ok_or_else(|| Error::corrupt("row ends inside a real"))?;
             *position = end;
-            Value::Real(f64::from_le_bytes(raw.try_into().expect("8 bytes")))
+            Stored::Real(f64::from_le_bytes(raw.try_into().expect("8 bytes")))
         }
         3 | 4 => {
             let length = get_varint(bytes, position)? as usize;
@@ -577,9 +566,9 @@ fn decode_value(bytes: &[u8], position: &mut usize, depth: usize) -> Result<Valu
             let raw = bytes.get(*position..end).ok_or_else(|| Error::corrupt("row ends inside a string"))?;
             *position = end;
             if tag == 3 {
-                Value::Text(String::from_utf8(raw.to_vec()).map_err(|_| Error::corrupt("text is not UTF-8"))?)
+                Stored::Text(std::str::from_utf8(raw).map_err(|_| Error::corrupt("text is not UTF-8"))?)
             } else {
-                Value::Blob(raw.to_vec())
+                Stored::Blob(raw)
             }
         }
         5 => {
@@ -587,18 +576,18 @@ fn decode_value(bytes: &[u8], position: &mut usize, depth: usize) -> Result<Valu
             *position += 1;
             let zigzag = get_varint_bits(bytes, position, 128)?;
             let mantissa = ((zigzag >> 1) as i128) ^ -((zigzag & 1) as i128);
-            Value::Decimal(
+            Stored::Decimal(
                 Decimal::try_from_i128_with_scale(mantissa, u32::from(scale))
                     .map_err(|_| Error::corrupt("decimal out of range"))?,
             )
         }
-        6 => Value::Temporal(decode_temporal(bytes, position)?),
-        7 => decode_enum(bytes, position)?,
+        6 => Stored::Temporal(decode_temporal(bytes, position)?),
+        7 => Stored::Other(decode_enum(bytes, position)?),
         8 => {
             let type_oid =
                 u32::try_from(get_varint(bytes, position)?).map_err(|_| Error::corrupt("row type out of range"))?;
             let fields = decode_values(bytes, position, depth + 1)?;
-            Value::Record(std::sync::Arc::new(crate::composite::Record { type_oid, fields }))
+            Stored::Other(Value::Record(std::sync::Arc::new(crate::composite::Record { type_oid, fields })))
         }
         other => return Err(Error::corrupt(format!("unknown value tag {other}"))),
     })

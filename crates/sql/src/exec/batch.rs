@@ -166,7 +166,7 @@ impl Column {
     /// [`Column::set_stored`] for all but a value of the column's fixed-width type.
     #[inline(never)]
     fn set_other(&mut self, row: usize, value: Stored) {
-        if matches!(value, Stored::Null | Stored::Other(Value::Null)) {
+        if matches!(value, Stored::Null) {
             return self.set_null(row);
         }
         if matches!(self.data, Data::Nulls) {
@@ -190,15 +190,7 @@ impl Column {
             (_, value) => value,
         };
         let Data::Mixed(values) = self.mixed() else { unreachable!("just made mixed") };
-        values[row] = match value {
-            Stored::Null => Value::Null,
-            Stored::Integer(integer) => Value::Integer(integer),
-            Stored::Real(real) => Value::Real(real),
-            Stored::Text(text) => Value::Text(text.to_string()),
-            Stored::Decimal(exact) => Value::Decimal(exact),
-            Stored::Temporal(temporal) => Value::Temporal(temporal),
-            Stored::Other(other) => other,
-        };
+        values[row] = value.into_value();
     }
 
     /// The typed vector (of this column's length) that holds `value`'s type.
@@ -210,7 +202,7 @@ impl Column {
             Stored::Decimal(_) => Data::Decimal(vec![Decimal::ZERO; len]),
             Stored::Text(_) => Data::Text { bytes: String::new(), spans: vec![(0, 0); len] },
             Stored::Temporal(_) => Data::Temporal(vec![Temporal::Date(0); len]),
-            Stored::Null | Stored::Other(_) => Data::Mixed(vec![Value::Null; len]),
+            Stored::Null | Stored::Blob(_) | Stored::Other(_) => Data::Mixed(vec![Value::Null; len]),
         }
     }
 

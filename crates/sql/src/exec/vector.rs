@@ -191,6 +191,7 @@ impl Vector<'_> {
 
     /// Row `row`'s truth value, as a WHERE clause reads it.
     pub(crate) fn truth(&self, row: usize) -> Option<bool> {
+        // What comparisons and AND/OR make: integers, read without a look at the row's cell.
         if let Vector::Owned(column) = self
             && let Data::Integer(values) = column.data()
         {
@@ -521,16 +522,6 @@ fn logic<'b, E: Evaluate>(
 /// The rows of `rows` for which `kernel` is true.
 pub(crate) fn select<E: Evaluate>(context: &E, kernel: &Kernel, batch: &Batch, rows: &[u32]) -> Result<Vec<u32>> {
     let truth = evaluate(context, kernel, batch, rows)?;
-    // What comparisons and AND/OR make: integers, read without a look at each row's type.
-    if let Vector::Owned(column) = &truth
-        && let Data::Integer(values) = column.data()
-    {
-        return Ok(rows
-            .iter()
-            .copied()
-            .filter(|&row| column.is_valid(row as usize) && values[row as usize] != 0)
-            .collect());
-    }
     Ok(rows.iter().copied().filter(|&row| truth.truth(row as usize) == Some(true)).collect())
 }
 
