@@ -90,7 +90,8 @@ impl Executor<'_> {
         let step = |partial: &mut Partitioned, at: usize, context: &PureContext| {
             let mut morsel =
                 Morsel { partial, at: (at as u64) << 32, joined: 0, key: Vec::new(), deferred: Vec::new() };
-            let inner = |right_row: Row| fold.probe(context, &mut morsel, &matched, right_row);
+            let inner =
+                |right_row: Row, found: Option<&[usize]>| fold.probe(context, &mut morsel, &matched, right_row, found);
             let keys = key_kernels.as_deref();
             scan.run_at(at, context, &mut KeyFilter { keys, table: &table, context, key: Vec::new(), inner })?;
             match probe.spill {
@@ -145,7 +146,15 @@ impl FoldJoined<'_> {
     /// Probes with one right row and folds each joined row that passes the steps and the
     /// layers into the morsel's partial groupings, at position `morsel | n` for the morsel's
     /// `n`th joined row; a right row of a spilled partition is put aside instead.
-    fn probe(&self, context: &PureContext, morsel: &mut Morsel, matched: &[AtomicBool], right_row: Row) -> Result<()> {
+    /// `found`: the left rows with the right row's key, where the caller looked them up.
+    fn probe(
+        &self,
+        context: &PureContext,
+        morsel: &mut Morsel,
+        matched: &[AtomicBool],
+        right_row: Row,
+        found: Option<&[usize]>,
+    ) -> Result<()> {
         let probe = self.probe;
         if let Some(spill) = probe.spill
             && let Some(partition) =
@@ -156,7 +165,7 @@ impl FoldJoined<'_> {
         }
         let never = |_: usize| false;
         let Morsel { partial, at, joined, key, .. } = morsel;
-        probe.join.probe_row(context, probe.table, probe.left_rows, &right_row, None, key, &never, &mut |index, row| {
+        let hit = &mut |index: usize, row: Row| {
             matched[index].store(true, Ordering::Relaxed);
             probe.stages.push(context, row, None, &mut |row| {
                 let position = *at | *joined;
@@ -166,6 +175,10 @@ impl FoldJoined<'_> {
                 }
                 Ok(())
             })
-        })
+        };
+        match found {
+            Some(found) => probe.join.probe_candidates(context, found, probe.left_rows, &right_row, None, &never, hit),
+            None => probe.join.probe_row(context, probe.table, probe.left_rows, &right_row, None, key, &never, hit),
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! The probe side of a streaming hash join fed a batch at a time: the right rows' join keys
 //! are computed as columns over the batch ([`super::vector`]) and looked up in the left
-//! rows' hash table, and only the rows whose key is there are built as rows and probed
-//! ([`super::probe_stream::ProbeJoin::probe_row`]). A right row without a match is dropped
+//! rows' hash table, and only the rows whose key is there are built as rows and probed with
+//! the left rows found ([`super::probe_stream::ProbeJoin::probe_candidates`]: the key is not
+//! computed again). A right row without a match is dropped
 //! by the probe anyway (the left rows that never matched are found from the matched flags),
 //! so this changes nothing but the rows built: in TPC-H most of lineitem's rows find no
 //! partner.
@@ -20,8 +21,9 @@ pub(super) fn key_kernels(probe: &Probe) -> Option<Vec<Kernel>> {
     probe.spill.is_none().then(|| probe.join.right_keys.iter().map(Kernel::compile).collect())
 }
 
-/// A scan sink that keeps the right rows whose join key is in `table`, handing them to
-/// `inner`.
+/// A scan sink that keeps the right rows whose join key is in `table`, handing each to
+/// `inner` with the left rows of its key (`None` for a row it did not look up: the probe
+/// looks it up).
 pub(super) struct KeyFilter<'s, 'c, F> {
     pub keys: Option<&'s [Kernel]>,
     pub table: &'s LeftTable,
@@ -30,9 +32,9 @@ pub(super) struct KeyFilter<'s, 'c, F> {
     pub inner: F,
 }
 
-impl<F: FnMut(Row) -> Result<()>> ScanSink for KeyFilter<'_, '_, F> {
+impl<F: FnMut(Row, Option<&[usize]>) -> Result<()>> ScanSink for KeyFilter<'_, '_, F> {
     fn row(&mut self, row: Row) -> Result<()> {
-        (self.inner)(row)
+        (self.inner)(row, None)
     }
 
     fn batch(&mut self, batch: &Batch, rows: &[u32]) -> Result<()> {
@@ -43,7 +45,7 @@ impl<F: FnMut(Row) -> Result<()>> ScanSink for KeyFilter<'_, '_, F> {
         // (and raises) as the row path does.
         let Some(Ok(keys)) = computed else {
             for &row in rows {
-                (self.inner)(batch.row(row as usize))?;
+                (self.inner)(batch.row(row as usize), None)?;
             }
             return Ok(());
         };
@@ -57,8 +59,8 @@ impl<F: FnMut(Row) -> Result<()>> ScanSink for KeyFilter<'_, '_, F> {
                 }
                 key.encode_key(row, &mut self.key);
             }
-            if self.table.contains_key(self.key.as_slice()) {
-                (self.inner)(batch.row(row))?;
+            if let Some(found) = self.table.get(self.key.as_slice()) {
+                (self.inner)(batch.row(row), Some(found))?;
             }
         }
         Ok(())

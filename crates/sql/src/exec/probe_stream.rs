@@ -74,6 +74,21 @@ impl ProbeJoin<'_> {
             return Ok(());
         }
         let Some(candidates) = table.get(key.as_slice()) else { return Ok(()) };
+        self.probe_candidates(cx, candidates, left_rows, right_row, outer, skip, hit)
+    }
+
+    /// [`ProbeJoin::probe_row`] once the left rows with the right row's key are found.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn probe_candidates(
+        &self,
+        cx: &impl Evaluate,
+        candidates: &[usize],
+        left_rows: &[Row],
+        right_row: &[Value],
+        outer: Option<&Env>,
+        skip: &dyn Fn(usize) -> bool,
+        hit: &mut dyn FnMut(usize, Row) -> Result<()>,
+    ) -> Result<()> {
         for &index in candidates {
             if skip(index) {
                 continue;
@@ -184,33 +199,30 @@ impl Executor<'_> {
         let produce = |morsel: &tern_txn::Morsel, context: &super::evaluate::PureContext| {
             let (mut rows, mut bytes, mut key, mut deferred) = (Vec::new(), 0, Vec::new(), Vec::new());
             let skip = |index: usize| left_only && matched[index].load(Ordering::Relaxed);
-            let inner = |right_row: Row| {
+            let inner = |right_row: Row, found: Option<&[usize]>| {
                 if let Some(spill) = probe.spill
                     && let Some(partition) = spill.deferred(context, join.right_keys, &right_row, None, &mut key)?
                 {
                     deferred.push((partition, right_row));
                     return Ok(());
                 }
-                join.probe_row(
-                    context,
-                    probe.table,
-                    probe.left_rows,
-                    &right_row,
-                    None,
-                    &mut key,
-                    &skip,
-                    &mut |index, combined| {
-                        matched[index].store(true, Ordering::Relaxed);
-                        if left_only {
-                            return Ok(());
-                        }
-                        probe.stages.push(context, combined, None, &mut |row| {
-                            bytes += row_bytes(&row);
-                            rows.push(row);
-                            Ok(())
-                        })
-                    },
-                )
+                let hit = &mut |index: usize, combined: Row| {
+                    matched[index].store(true, Ordering::Relaxed);
+                    if left_only {
+                        return Ok(());
+                    }
+                    probe.stages.push(context, combined, None, &mut |row| {
+                        bytes += row_bytes(&row);
+                        rows.push(row);
+                        Ok(())
+                    })
+                };
+                match found {
+                    Some(found) => join.probe_candidates(context, found, probe.left_rows, &right_row, None, &skip, hit),
+                    None => {
+                        join.probe_row(context, probe.table, probe.left_rows, &right_row, None, &mut key, &skip, hit)
+                    }
+                }
             };
             let table = probe.table;
             let keys = key_kernels.as_deref();
