@@ -23,7 +23,9 @@ use tern_txn::Transaction;
 mod aggregate_batch;
 mod aggregate_spill;
 mod batch;
+mod emit;
 mod evaluate;
+mod external_sort;
 pub(crate) use evaluate::is_context_function;
 mod grace;
 mod grouping;
@@ -165,6 +167,11 @@ pub(crate) fn row_bytes(row: &[Value]) -> usize {
         })
         .sum::<usize>()
         + 24
+}
+
+/// Bytes a node's output rows are charged as: [`row_bytes`] of the first 64, scaled up.
+pub(crate) fn rows_bytes(rows: &[Row]) -> usize {
+    rows.iter().take(64).map(|row| row_bytes(row)).sum::<usize>() * rows.len() / rows.len().clamp(1, 64)
 }
 
 impl<'t> Executor<'t> {
@@ -1236,9 +1243,7 @@ impl<'t> Executor<'t> {
         if let Some(started) = started {
             self.record_profile(plan, rows.len() as u64, started.elapsed());
         }
-        self.charge(
-            rows.iter().take(64).map(|row| row_bytes(row)).sum::<usize>() * rows.len() / rows.len().clamp(1, 64),
-        )?;
+        self.charge(rows_bytes(&rows))?;
         Ok(rows)
     }
 
@@ -1304,13 +1309,16 @@ impl<'t> Executor<'t> {
                 let rows = self.run(input, outer)?;
                 crate::window::run(self, rows, input.width(), calls, outer)
             }
-            Plan::Sort { input, keys, limit } => {
-                let rows = self.run(input, outer)?;
-                let limit = match limit {
-                    Some(limit) => Some(self.eval_count(limit, outer)?),
-                    None => None,
-                };
-                self.sort(rows, keys, limit, outer)
+            Plan::Sort { .. } => {
+                let mut rows = Vec::new();
+                self.sorted(plan, outer, &mut |row| {
+                    if rows.len() % 1024 == 1023 {
+                        self.charge(1024 * row_bytes(&row))?;
+                    }
+                    rows.push(row);
+                    Ok(())
+                })?;
+                Ok(rows)
             }
             Plan::Limit { input, limit, offset } => {
                 // A negative OFFSET counts as 0 (SQLite).
@@ -1785,28 +1793,6 @@ impl<'t> Executor<'t> {
         Ok(rows)
     }
 
-    fn sort(&self, rows: Vec<Row>, keys: &[SortKey], limit: Option<usize>, outer: Option<&Env>) -> Result<Vec<Row>> {
-        let mut keyed = Vec::with_capacity(rows.len());
-        for row in rows {
-            let env = Env::new(&row, outer);
-            let sort_values = keys.iter().map(|key| self.eval(&key.expr, &env)).collect::<Result<Vec<_>>>()?;
-            keyed.push((sort_values, row));
-        }
-        let compare = |a: &(Vec<Value>, Row), b: &(Vec<Value>, Row)| compare_sort_values(keys, &a.0, &b.0);
-        // Top-k: partition around the k-th row, then sort only the first k.
-        if let Some(limit) = limit
-            && limit < keyed.len()
-        {
-            if limit == 0 {
-                return Ok(Vec::new());
-            }
-            keyed.select_nth_unstable_by(limit - 1, compare);
-            keyed.truncate(limit);
-        }
-        keyed.sort_by(compare);
-        Ok(keyed.into_iter().map(|(_, row)| row).collect())
-    }
-
     // ---- expressions -----------------------------------------------------------------------
 
     fn subquery_rows(&self, subquery: &Subquery, env: &Env) -> Result<Arc<Vec<Row>>> {
@@ -1826,8 +1812,7 @@ impl<'t> Executor<'t> {
             None => Arc::new(self.run(&subquery.plan, Some(env))?),
         };
         if !subquery.correlated {
-            let bytes =
-                rows.iter().take(64).map(|row| row_bytes(row)).sum::<usize>() * rows.len() / rows.len().clamp(1, 64);
+            let bytes = rows_bytes(&rows);
             self.memory_retained.set(self.memory_retained.get() + bytes);
             self.subquery_cache.borrow_mut().insert(subquery.id, rows.clone());
         }

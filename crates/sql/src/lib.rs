@@ -9,8 +9,10 @@
 //! up in the right table instead of scanning it (`exec/probe_lookup.rs`) or pushes them into a
 //! grouped right side (`exec/join_filter.rs`); joins above a streaming join that hash their
 //! small right inputs let its rows stream up through them (`exec/probe_chain.rs`), and a
-//! join's build side or an aggregate's groups past the statement's memory limit spill to
-//! temporary files (`exec/grace.rs`, `exec/aggregate_spill.rs`). See
+//! join's build side, an aggregate's groups or a sort's rows past the statement's memory limit
+//! spill to temporary files (`exec/grace.rs`, `exec/aggregate_spill.rs`,
+//! `exec/external_sort.rs`). A statement's rows can go to a [`RowSink`] as they are produced
+//! instead of being gathered (`Session::stream_prepared`, `exec/emit.rs`). See
 //! `docs/design/sql.md` for the key encoding and the life of
 //! a query, and `docs/design/execution.md` for parallel execution.
 //!
@@ -74,6 +76,7 @@ pub mod pg_settings;
 pub mod pgtype;
 pub mod plan;
 pub mod regex_functions;
+pub mod row_sink;
 pub mod sequence;
 pub mod session;
 pub mod setting_scope;
@@ -96,5 +99,6 @@ pub use describe::{Description, SqlType};
 pub use dialect::Dialect;
 pub use error::{Error, Result};
 pub use exec::parallel_scans_on_this_thread;
+pub use row_sink::RowSink;
 pub use session::{Database, InterruptHandle, Options, Outcome, Session, Statement};
 pub use value::Value;

@@ -12,6 +12,7 @@ use crate::dml;
 use crate::error::{Error, Result};
 use crate::exec::Executor;
 use crate::plan::Row;
+use crate::row_sink::{RowSink, Streamed};
 use crate::value::{Affinity, Value};
 use parking_lot::RwLock;
 use sqlparser::ast;
@@ -119,6 +120,9 @@ pub struct Database {
 pub enum Outcome {
     /// A query's rows (also DML with RETURNING, and EXPLAIN).
     Rows { columns: Vec<String>, rows: Vec<Row> },
+    /// A result's rows, handed to a [`RowSink`] as they came ([`Session::stream_prepared`]):
+    /// how many.
+    Sent { columns: Vec<String>, rows: u64 },
     /// Rows inserted, updated or deleted.
     Changed(u64),
     /// Anything else (DDL, BEGIN, ...), with the statement's tag.
@@ -436,6 +440,17 @@ impl Statement {
     /// Whether the statement holds a plan bound when it last ran (kept while the schema stays).
     pub fn is_bound(&self) -> bool {
         self.plan.is_some()
+    }
+
+    /// Whether the statement is a query (SELECT, VALUES, a set operation; not SELECT INTO):
+    /// what [`Session::stream_prepared`] streams straight from the executor.
+    pub fn is_query(&self) -> bool {
+        match &self.statement {
+            ast::Statement::Query(query) => {
+                !matches!(query.body.as_ref(), ast::SetExpr::Select(select) if select.into.is_some())
+            }
+            _ => false,
+        }
     }
 }
 
@@ -1010,7 +1025,7 @@ impl Session {
         let statements = parse(sql)?;
         let mut outcomes = Vec::with_capacity(statements.len());
         for statement in &statements {
-            outcomes.push(self.run(statement, params, &mut None, Cacheable::Unknown)?);
+            outcomes.push(self.run(statement, params, &mut None, Cacheable::Unknown, None)?);
         }
         Ok(outcomes)
     }
@@ -1199,13 +1214,45 @@ impl Session {
             statement.normalized = Some(cache_text(&statement.statement));
         }
         let text = statement.normalized.as_ref().and_then(Option::as_deref).map_or(Cacheable::No, Cacheable::Text);
-        self.run(&statement.statement, params, &mut statement.plan, text)
+        self.run(&statement.statement, params, &mut statement.plan, text, None)
+    }
+
+    /// Runs a prepared statement with `params`, handing the rows it returns to `sink` as they
+    /// are produced (see [`crate::row_sink`]): a query's rows are not gathered first, so no
+    /// result is too large for the statement's memory limit. A statement that returns rows
+    /// gives [`Outcome::Sent`]; others give what [`Session::execute_prepared`] gives.
+    pub fn stream_prepared(
+        &mut self,
+        statement: &mut Statement,
+        params: &[Value],
+        sink: &mut dyn RowSink,
+    ) -> Result<Outcome> {
+        self.interrupt.store(false, Ordering::Relaxed);
+        if self.shared.cache.is_some() && statement.normalized.is_none() {
+            statement.normalized = Some(cache_text(&statement.statement));
+        }
+        let text = statement.normalized.as_ref().and_then(Option::as_deref).map_or(Cacheable::No, Cacheable::Text);
+        let mut streamed = Streamed::new(sink);
+        match self.run(&statement.statement, params, &mut statement.plan, text, Some(&mut streamed))? {
+            Outcome::Rows { columns, rows } => {
+                for row in rows {
+                    streamed.row(&columns, row)?;
+                }
+                streamed.describe(&columns)?;
+                Ok(Outcome::Sent { columns, rows: streamed.sent })
+            }
+            Outcome::Sent { columns, rows } => {
+                streamed.describe(&columns)?;
+                Ok(Outcome::Sent { columns, rows })
+            }
+            other => Ok(other),
+        }
     }
 
     /// Runs one parsed statement. A pending interrupt is not cleared: it cancels this statement
     /// (a script run statement by statement calls [`Session::clear_interrupt`] once, first).
     pub fn execute_statement(&mut self, statement: &ast::Statement, params: &[Value]) -> Result<Outcome> {
-        self.run(statement, params, &mut None, Cacheable::Unknown)
+        self.run(statement, params, &mut None, Cacheable::Unknown, None)
     }
 
     fn run(
@@ -1214,6 +1261,7 @@ impl Session {
         params: &[Value],
         plan: &mut Option<CachedPlan>,
         text: Cacheable<'_>,
+        stream: Option<&mut Streamed<'_>>,
     ) -> Result<Outcome> {
         // The statement runs in the session's time zone, at its transaction's time in the
         // postgres dialect (its own in the sqlite dialect and outside a transaction).
@@ -1227,7 +1275,7 @@ impl Session {
         let transaction_start = |session: &Session| session.transaction.as_ref().map(|open| open.started);
         self.activity.statement_started(crate::temporal::clock::system_micros(), transaction_start(self));
         self.settle_setting_changes();
-        let outcome = self.run_noting(statement, params, plan, text, &inserted);
+        let outcome = self.run_noting(statement, params, plan, text, &inserted, stream);
         self.settle_setting_changes();
         self.activity.statement_ended(transaction_start(self));
         // Transaction-level advisory locks end with the transaction (in autocommit, the
@@ -1250,6 +1298,7 @@ impl Session {
         plan: &mut Option<CachedPlan>,
         text: Cacheable<'_>,
         inserted: &std::cell::Cell<Option<i64>>,
+        mut stream: Option<&mut Streamed<'_>>,
     ) -> Result<Outcome> {
         if self.interrupt.load(Ordering::Relaxed) {
             return Err(Error::query_canceled());
@@ -1397,6 +1446,7 @@ impl Session {
                         session_id: self.id,
                         dialect: self.dialect,
                         foreign_keys: self.dialect == Dialect::Postgres || self.foreign_keys,
+                        stream,
                     };
                     return run_in_transaction(&self.shared, open, run);
                 }
@@ -1429,14 +1479,17 @@ impl Session {
                         session_id: self.id,
                         dialect: self.dialect,
                         foreign_keys: self.enforces_foreign_keys(),
+                        stream: stream.as_deref_mut(),
                     };
                     let result = run_in_transaction(&self.shared, &mut open, run)
                         .and_then(|outcome| self.commit(open).map(|_| outcome));
                     match result {
+                        // Rows a sink has had cannot be taken back: no retry after one.
                         Err(error)
                             if error.is_retryable()
                                 && attempt < self.shared.options.autocommit_attempts
-                                && !self.interrupt.load(Ordering::Relaxed) =>
+                                && !self.interrupt.load(Ordering::Relaxed)
+                                && stream.as_ref().is_none_or(|stream| stream.sent == 0) =>
                         {
                             backoff(attempt)
                         }
@@ -1613,7 +1666,7 @@ enum Cacheable<'s> {
 }
 
 /// A statement to run and how.
-struct Run<'r> {
+struct Run<'r, 's> {
     statement: &'r ast::Statement,
     params: &'r [Value],
     plan: &'r mut Option<CachedPlan>,
@@ -1632,6 +1685,8 @@ struct Run<'r> {
     setting_changes: &'r crate::setting_scope::SettingChanges,
     /// The session's `pg_stat_activity` entry, which counts what statements do to tables.
     activity: &'r crate::activity::SessionEntry,
+    /// Where a query's rows go as they are produced, if not into its outcome.
+    stream: Option<&'r mut Streamed<'s>>,
 }
 
 /// The text a query's result is cached under: its normalized form, if it is a query whose
@@ -1662,7 +1717,7 @@ fn cache_text(statement: &ast::Statement) -> Option<String> {
     (!VOLATILE.iter().any(|word| lower.contains(word))).then_some(text)
 }
 
-fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>) -> Result<Outcome> {
+fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_, '_>) -> Result<Outcome> {
     let Run {
         statement,
         params,
@@ -1678,6 +1733,7 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
         session_id,
         setting_changes,
         activity,
+        mut stream,
     } = run;
     // The result cache serves queries of transactions that have written nothing (their own
     // writes would not be in a cached result).
@@ -1742,8 +1798,13 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_>)
         exec.record_reads();
     }
     let mut new_catalog: Option<Catalog> = None;
-    let outcome = run_statement(&catalog, &mut exec, statement, &mut new_catalog, plan)?;
-    if let (Some((cache, key, statement, snapshot)), Outcome::Rows { columns, rows }) = (&cache, &outcome) {
+    let outcome = run_statement(&catalog, &mut exec, statement, &mut new_catalog, plan, stream.as_deref_mut())?;
+    let result = match (&outcome, &stream) {
+        (Outcome::Rows { columns, rows }, _) => Some((columns, rows.as_slice())),
+        (Outcome::Sent { columns, .. }, Some(stream)) => stream.copy().map(|rows| (columns, rows)),
+        _ => None,
+    };
+    if let (Some((cache, key, statement, snapshot)), Some((columns, rows))) = (&cache, result) {
         let reads = exec.reads();
         if !exec.was_volatile() && !reads.left_objects() {
             cache.store(key, *statement, *snapshot, &reads, columns, rows);
@@ -1862,6 +1923,7 @@ fn run_statement(
     statement: &ast::Statement,
     new_catalog: &mut Option<Catalog>,
     cached: &mut Option<CachedPlan>,
+    stream: Option<&mut Streamed<'_>>,
 ) -> Result<Outcome> {
     match statement {
         ast::Statement::Query(query) if matches!(query.body.as_ref(), ast::SetExpr::Select(select) if select.into.is_some()) =>
@@ -1906,10 +1968,16 @@ fn run_statement(
                 *cached = Some(CachedPlan { catalog: catalog.clone(), plan, parameters, dialect, zone });
             }
             match &cached.as_ref().expect("a plan was just bound").plan {
-                BoundPlan::Query { plan, columns } => {
-                    let rows = exec.run(plan, None)?;
-                    Ok(Outcome::Rows { columns: columns.clone(), rows })
-                }
+                BoundPlan::Query { plan, columns } => match stream {
+                    Some(stream) => {
+                        exec.emit(plan, &mut |row| stream.row(columns, row))?;
+                        Ok(Outcome::Sent { columns: columns.clone(), rows: stream.sent })
+                    }
+                    None => {
+                        let rows = exec.run(plan, None)?;
+                        Ok(Outcome::Rows { columns: columns.clone(), rows })
+                    }
+                },
                 BoundPlan::Dml(plan) => Ok(dml_outcome(dml::execute(plan, exec)?)),
             }
         }

@@ -159,7 +159,8 @@ fn groups_over_a_parallel_scan_stay_whole() {
 }
 
 /// The groups a HAVING clause drops are not held: under a memory limit that all 4,000 groups
-/// would pass, the few kept ones come back (the hash aggregate, which holds every group, fails).
+/// would pass, the few kept ones come back (the hash aggregate, which holds every group,
+/// writes groups out to spill files and gives the same rows).
 #[test]
 fn having_keeps_only_its_groups_in_memory() {
     let db = uncached_with_limit(128 << 10);
@@ -172,6 +173,7 @@ fn having_keeps_only_its_groups_in_memory() {
     });
     let having = "SELECT o, sum(q) FROM big GROUP BY o HAVING sum(q) >= 18";
     // 14 of each 100 keys have o % 7 = 6, the only sums of three rows that reach 18.
-    assert_eq!(texts(&mut session, having).len(), 40 * 14);
-    assert_eq!(common::sqlstate(&mut session, &having.replace("GROUP BY o", "GROUP BY o + 0")), "53200");
+    let kept = common::sorted(texts(&mut session, having));
+    assert_eq!(kept.len(), 40 * 14);
+    assert_eq!(common::sorted(texts(&mut session, &having.replace("GROUP BY o", "GROUP BY o + 0"))), kept);
 }

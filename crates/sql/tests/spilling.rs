@@ -14,7 +14,9 @@
 
 mod common;
 
-use common::{insert_flushed, postgres, run, set_workers, sorted, sqlite_rows, texts, uncached_with_limit};
+use common::{
+    insert_flushed, load_with_oracle, postgres, run, set_workers, sorted, sqlite_rows, texts, uncached_with_limit,
+};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -66,17 +68,8 @@ const QUERIES: &[&str] = &[
 fn loaded() -> (tern_sql::Database, rusqlite::Connection) {
     let (schema, rows) = statements();
     let db = uncached_with_limit(LIMIT);
-    let sqlite = rusqlite::Connection::open_in_memory().unwrap();
-    let mut session = postgres(&db);
-    for statement in &schema {
-        run(&mut session, statement);
-        sqlite.execute(statement, []).unwrap();
-    }
-    insert_flushed(&db, &mut session, rows.len(), |at| rows[at].clone());
-    for row in &rows {
-        sqlite.execute(row, []).unwrap();
-    }
-    run(&mut session, "ANALYZE");
+    let sqlite = load_with_oracle(&db, &schema, &rows);
+    run(&mut postgres(&db), "ANALYZE");
     (db, sqlite)
 }
 

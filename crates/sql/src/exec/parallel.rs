@@ -26,7 +26,8 @@
 //! gets what the process-wide budget ([`WorkerBudget`]) has left of the machine's cores, so
 //! sessions running parallel scans at once do not start more threads than there are cores.
 //! A morsel is `tern.morsel_blocks` stored blocks (default 64: about 256 KiB of rows at the
-//! default page size).
+//! default page size), and at most one block per 256 KiB of the statement's memory limit (the
+//! consumer holds a morsel's rows while it takes them).
 
 use super::aggregate_batch::{BatchFold, FoldSink};
 use super::batch::{BATCH_BYTES, BATCH_ROWS, Batch, BatchDecoder};
@@ -436,7 +437,9 @@ impl Executor<'_> {
                 (self.txn.borrow_mut().parallel_lookups(ranges)?, wanted, LOOKUP_WINDOW_PER_WORKER)
             }
             Morsels::Range(start, end) => {
-                let blocks = self.setting_number("tern.morsel_blocks").max(1);
+                // A morsel's rows are held while they are consumed: under a small memory
+                // limit, morsels are cut smaller (one block per 256 KiB of the limit).
+                let blocks = self.setting_number("tern.morsel_blocks").min(self.memory_limit >> 18).max(1);
                 // None when too small to share out: the serial scan reads it.
                 let read = self.txn.borrow_mut().parallel_scan(start, end, blocks)?;
                 (read, workers, WINDOW_PER_WORKER)

@@ -48,18 +48,19 @@ impl SpillFile {
 
     /// Hands each row back, in the order written, to `visit` (the file is gone after).
     pub(super) fn read(self, visit: &mut dyn FnMut(Row) -> Result<()>) -> Result<()> {
-        let mut file = self.writer.into_inner().map_err(|error| spill_error(error.into_error()))?;
-        file.seek(SeekFrom::Start(0)).map_err(spill_error)?;
-        let mut reader = BufReader::with_capacity(WRITE_BUFFER, file);
-        let mut encoded = Vec::new();
-        for _ in 0..self.rows {
-            let mut length = [0u8; 4];
-            reader.read_exact(&mut length).map_err(spill_error)?;
-            encoded.resize(u32::from_le_bytes(length) as usize, 0);
-            reader.read_exact(&mut encoded).map_err(spill_error)?;
-            visit(codec::decode_row(&encoded)?)?;
+        let mut reader = self.reader(WRITE_BUFFER)?;
+        while let Some(row) = reader.next_row()? {
+            visit(row)?;
         }
         Ok(())
+    }
+
+    /// A reader of the rows, in the order written, through a buffer of `buffer` bytes (the
+    /// file is gone once the reader is dropped).
+    pub(super) fn reader(self, buffer: usize) -> Result<SpillReader> {
+        let mut file = self.writer.into_inner().map_err(|error| spill_error(error.into_error()))?;
+        file.seek(SeekFrom::Start(0)).map_err(spill_error)?;
+        Ok(SpillReader { reader: BufReader::with_capacity(buffer, file), left: self.rows, encoded: Vec::new() })
     }
 
     /// Every row, in the order written.
@@ -70,6 +71,29 @@ impl SpillFile {
             Ok(())
         })?;
         Ok(rows)
+    }
+}
+
+/// The rows of a spill file read back one at a time.
+pub(super) struct SpillReader {
+    reader: BufReader<std::fs::File>,
+    /// Rows not read yet.
+    left: u64,
+    encoded: Vec<u8>,
+}
+
+impl SpillReader {
+    /// The next row, or `None` after the last.
+    pub(super) fn next_row(&mut self) -> Result<Option<Row>> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        let mut length = [0u8; 4];
+        self.reader.read_exact(&mut length).map_err(spill_error)?;
+        self.encoded.resize(u32::from_le_bytes(length) as usize, 0);
+        self.reader.read_exact(&mut self.encoded).map_err(spill_error)?;
+        codec::decode_row(&self.encoded).map(Some)
     }
 }
 

@@ -246,7 +246,7 @@ pub(super) fn through_layers(
 
 impl Executor<'_> {
     /// Hands each row of `plan` to `visit`: streamed when it is a scan (under filters and
-    /// projections) or a probe chain (under them), else run whole and handed over. The rows
+    /// projections), or a probe chain or a sort (under them), else run whole and handed over. The rows
     /// out of each node streamed are recorded for EXPLAIN ANALYZE, as `run` records them.
     pub(super) fn stream_rows(
         &self,
@@ -267,11 +267,12 @@ impl Executor<'_> {
                 return Ok(());
             }
             let (below, layers) = super::parallel::under_layers(plan);
-            if let Some(chain) = self.probe_chain(below) {
+            let chain = self.probe_chain(below);
+            if chain.is_some() || matches!(below, Plan::Sort { .. }) {
                 let started = std::time::Instant::now();
-                // Under EXPLAIN ANALYZE: the rows out of the chain and out of each layer.
+                // Under EXPLAIN ANALYZE: the rows out of the chain or sort and out of each layer.
                 let mut passed = vec![0u64; layers.len() + 1];
-                self.stream_chain(&chain, outer, &mut |row| {
+                let mut through = |row: Row| {
                     passed[0] += 1;
                     let mut row = Some(row);
                     for (at, layer) in layers.iter().enumerate() {
@@ -282,13 +283,21 @@ impl Executor<'_> {
                         passed[at + 1] += u64::from(row.is_some());
                     }
                     row.map_or(Ok(()), &mut *visit)
-                })?;
+                };
+                match &chain {
+                    Some(chain) => self.stream_chain(chain, outer, &mut through)?,
+                    None => self.sorted(below, outer, &mut through)?,
+                }
                 for (node, rows) in std::iter::once(below).chain(layers.iter().copied()).zip(passed) {
                     self.record_profile(node, rows, started.elapsed());
                 }
                 return Ok(());
             }
-            for row in self.run(plan, outer)? {
+            // The rows move into `visit`, which accounts for those it keeps: the charge of
+            // the run's output is given back.
+            let rows = self.run(plan, outer)?;
+            self.memory_used.set(self.memory_used.get().saturating_sub(super::rows_bytes(&rows)));
+            for row in rows {
                 visit(row)?;
             }
             Ok(())

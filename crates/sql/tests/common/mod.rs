@@ -67,6 +67,22 @@ pub fn insert_flushed(db: &Database, session: &mut Session, count: usize, mut st
     db.txn_db().flush().unwrap();
 }
 
+/// Runs `schema` and then `rows` (inserts) in `db` (postgres dialect; the rows written out to
+/// tables) and in a new SQLite database in memory, which is returned: the oracle.
+pub fn load_with_oracle(db: &Database, schema: &[&str], rows: &[String]) -> rusqlite::Connection {
+    let sqlite = rusqlite::Connection::open_in_memory().unwrap();
+    let mut session = postgres(db);
+    for statement in schema {
+        run(&mut session, statement);
+        sqlite.execute(statement, []).unwrap();
+    }
+    insert_flushed(db, &mut session, rows.len(), |at| rows[at].clone());
+    for row in rows {
+        sqlite.execute(row, []).unwrap();
+    }
+    sqlite
+}
+
 /// The rows of `sql` in SQLite (integers, text and NULLs), as Tern's text forms show them.
 pub fn sqlite_rows(sqlite: &rusqlite::Connection, sql: &str) -> Vec<String> {
     let mut statement = sqlite.prepare(sql).unwrap_or_else(|error| panic!("{sql}: {error}"));
