@@ -158,16 +158,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 anyhow::bail!("no database at {}", database.display());
             }
             let db = shell::open_database(&database)?;
-            let rows = db
-                .connect()
-                .query(&query, ())
-                .map_err(|error| anyhow::anyhow!("{}", shell::describe_error(&error, &query).trim_end()))?;
             let mode = match format {
                 ExportFormat::Csv => shell::format::Mode::Csv,
                 ExportFormat::Json => shell::format::Mode::Json,
             };
-            let mut out = std::io::stdout().lock();
-            shell::format::write_rows(&mut out, &rows, mode, true)?;
+            shell::export::run(&db.connect(), &query, mode)
+                .map_err(|error| anyhow::anyhow!("{}", shell::describe_error(&error, &query).trim_end()))?;
         }
     }
     Ok(0)

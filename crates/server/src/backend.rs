@@ -6,6 +6,7 @@
 use crate::compat::{self, Command};
 use crate::copy::{self, CopySpec, Format, RowReader, Source};
 use crate::protocol::{Out, ProtocolError, Reader};
+use crate::result_stream::ResultStream;
 use crate::server::{Priority, Shared};
 use crate::types;
 use parking_lot::Mutex;
@@ -340,7 +341,7 @@ impl Backend {
         let recovering = self.admit(text)?;
         // Statements that differ only in their literals share one parse and plan.
         let (mut statement, params) = self.session.prepare_text(text)?;
-        let outcome = self.run_statement(&mut statement, &params).map_err(|mut error| {
+        let outcome = self.run_simple_statement(&mut statement, &params, out).map_err(|mut error| {
             if !params.is_empty() {
                 // Positions are in the text with the literals lifted, not in what was sent.
                 error.position = None;
@@ -360,11 +361,40 @@ impl Backend {
         Ok(Flow::Continue)
     }
 
-    /// Runs a statement through the scheduler, with metrics, and notes a failed transaction.
-    fn run_statement(&mut self, statement: &mut tern_sql::Statement, params: &[Value]) -> Result<Outcome, Error> {
+    /// Runs a simple query's statement: a query's rows go to the client as they come
+    /// (`result_stream.rs`), with the types its description declares.
+    fn run_simple_statement(
+        &mut self,
+        statement: &mut tern_sql::Statement,
+        params: &[Value],
+        out: &mut Out,
+    ) -> Result<Outcome, Error> {
+        if !statement.is_query() {
+            return self.run_statement(statement, params, None);
+        }
+        let declared = declared_types(self.session.describe(statement).ok().flatten());
+        let mut rows = ResultStream::simple(out, declared, self.session.catalog());
+        let outcome = self.run_statement(statement, params, Some(&mut rows))?;
+        // Rows held to learn their types go out in the session's time zone, as the others did.
+        let _zone = self.session.enter_time_zone();
+        rows.finish()?;
+        Ok(outcome)
+    }
+
+    /// Runs a statement through the scheduler, with metrics, and notes a failed transaction;
+    /// with a sink, the rows it returns go there as they come.
+    fn run_statement(
+        &mut self,
+        statement: &mut tern_sql::Statement,
+        params: &[Value],
+        sink: Option<&mut dyn tern_sql::RowSink>,
+    ) -> Result<Outcome, Error> {
         let was_in_transaction = self.session.in_transaction();
         let started = Instant::now();
-        let result = self.session.execute_prepared(statement, params);
+        let result = match sink {
+            Some(sink) => self.session.stream_prepared(statement, params, sink),
+            None => self.session.execute_prepared(statement, params),
+        };
         let in_transaction = self.session.in_transaction();
         self.shared.metrics.statement(started.elapsed(), result.as_ref().err(), !was_in_transaction && !in_transaction);
         result.map_err(|error| {
@@ -724,7 +754,7 @@ impl Backend {
             };
             let mut statement = self.session.prepare(&query)?;
             let description = self.session.describe(&statement).ok().flatten();
-            let outcome = self.run_statement(&mut statement, &[])?;
+            let outcome = self.run_statement(&mut statement, &[], None)?;
             let Outcome::Rows { columns, rows } = outcome else {
                 return Err(Error::new("42601", "COPY (query) TO needs a query that returns rows"));
             };
@@ -1030,7 +1060,7 @@ impl Backend {
             Vec::new()
         } else {
             let (mut select, params) = self.session.prepare_text(&format!("SELECT {arguments}"))?;
-            match self.run_statement(&mut select, &params)? {
+            match self.run_statement(&mut select, &params, None)? {
                 Outcome::Rows { mut rows, .. } => rows.pop().unwrap_or_default(),
                 _ => Vec::new(),
             }
@@ -1057,7 +1087,7 @@ impl Backend {
         let recovering = self.admit(&text)?;
         let outcome = {
             let mut statement = statement.lock();
-            self.run_statement(&mut statement, &params)?
+            self.run_statement(&mut statement, &params, None)?
         };
         self.failed &= !recovering;
         let description = match outcome {
@@ -1187,9 +1217,28 @@ impl Backend {
                 Kind::Sql(statement) => {
                     self.session.note_query(statement.lock().sql());
                     let recovering = self.admit(statement.lock().sql())?;
+                    if max_rows <= 0 && statement.lock().is_query() {
+                        // All its rows at once: they go to the client as they come.
+                        let mut statement = statement.lock();
+                        let mut rows = ResultStream::portal(
+                            out,
+                            prepared.columns.clone(),
+                            &portal.result_formats,
+                            self.session.catalog(),
+                        );
+                        let outcome = self.run_statement(&mut statement, &portal.params, Some(&mut rows))?;
+                        let _zone = self.session.enter_time_zone();
+                        rows.finish()?;
+                        self.failed &= !recovering;
+                        out.command_complete(&command_tag(statement.sql(), &outcome));
+                        // Run to completion: the next Execute of this portal returns nothing.
+                        let tag = "SELECT 0".to_string();
+                        portal.result = Some(PortalResult { columns: Vec::new(), rows: VecDeque::new(), tag });
+                        return Ok(Flow::Continue);
+                    }
                     let outcome = {
                         let mut statement = statement.lock();
-                        self.run_statement(&mut statement, &portal.params)?
+                        self.run_statement(&mut statement, &portal.params, None)?
                     };
                     self.failed &= !recovering;
                     let text = match &prepared.kind {
@@ -1305,6 +1354,7 @@ fn command_tag(text: &str, outcome: &Outcome) -> String {
         .to_ascii_uppercase();
     let count = match outcome {
         Outcome::Rows { rows, .. } => rows.len() as u64,
+        Outcome::Sent { rows, .. } => *rows,
         Outcome::Changed(count) => *count,
         Outcome::Done(tag) => return tag.to_string(),
     };
@@ -1320,7 +1370,7 @@ fn command_tag(text: &str, outcome: &Outcome) -> String {
 /// A result column as RowDescription describes it: its name, type, and the table column it
 /// reads unchanged (table OID and column number, 0 when none).
 #[derive(Debug, Clone)]
-struct ResultColumn {
+pub(crate) struct ResultColumn {
     name: String,
     oid: u32,
     table: u32,
@@ -1341,11 +1391,11 @@ impl ResultColumn {
 }
 
 /// What a description says of each result column: its type OID where known, and its origin.
-type Declared = Vec<(Option<u32>, Option<(u32, i16)>)>;
+pub(crate) type Declared = Vec<(Option<u32>, Option<(u32, i16)>)>;
 
 /// Result columns with type OIDs: the declared ones where known (`Some`), else the type the
 /// rows' values all have, else text.
-fn column_types(names: Vec<String>, declared: Option<Declared>, rows: &[Vec<Value>]) -> Vec<ResultColumn> {
+pub(crate) fn column_types(names: Vec<String>, declared: Option<Declared>, rows: &[Vec<Value>]) -> Vec<ResultColumn> {
     let declared = declared.filter(|declared| declared.len() == names.len());
     names
         .into_iter()
@@ -1380,7 +1430,7 @@ fn declared_types(description: Option<tern_sql::Description>) -> Option<Declared
     })
 }
 
-fn describe_columns(columns: &[ResultColumn], formats: &[i16]) -> Vec<crate::protocol::Field> {
+pub(crate) fn describe_columns(columns: &[ResultColumn], formats: &[i16]) -> Vec<crate::protocol::Field> {
     columns
         .iter()
         .enumerate()
@@ -1437,7 +1487,7 @@ fn format_of(formats: &[i16], index: usize) -> i16 {
     }
 }
 
-fn send_row(
+pub(crate) fn send_row(
     out: &mut Out,
     row: &[Value],
     columns: &[ResultColumn],

@@ -61,7 +61,7 @@ pub fn session(bytes: &[u8], statement_timeout: Duration) {
     };
     let shared = Arc::new(Shared::new(db, config, watchdog()));
     let Ok(backend) = Backend::new(shared.clone(), &user, &database, &params) else { return };
-    let _ = message_loop(&mut input, &mut std::io::sink(), backend, &shared);
+    let _ = message_loop(&mut input, &mut std::io::sink(), None, backend, &shared);
 }
 
 /// A message of type `tag` with `body`.

@@ -14,6 +14,7 @@ mod metrics;
 mod pool;
 pub mod protocol;
 mod record_binary;
+mod result_stream;
 mod server;
 pub mod types;
 mod watchdog;

@@ -2,7 +2,7 @@
 //! and building backend messages. Every length is checked against the message and against
 //! the configured maximum; malformed input is a [`ProtocolError`], never a panic.
 
-use std::io::Read;
+use std::io::{Read, Write};
 
 /// One column of a RowDescription.
 pub struct Field {
@@ -203,13 +203,39 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Backend messages being built, to be written in one go.
+/// Bytes of rows a long result gathers before they are sent on ([`Out::drain_if_full`]).
+const DRAIN_BYTES: usize = 256 << 10;
+
+/// Backend messages being built, to be written in one go; or, with a drain, a long result's
+/// rows sent to the client as they are produced.
 #[derive(Default)]
 pub struct Out {
     pub buf: Vec<u8>,
+    /// The client's socket, when the connection has one: what a long result writes to while
+    /// its statement runs. Nothing else may hold unsent bytes when it is used (the message
+    /// loop sends what it buffers before a statement runs).
+    drain: Option<Box<dyn Write + Send>>,
 }
 
 impl Out {
+    /// Messages to be written, with `drain` for long results.
+    pub fn with_drain(drain: Option<Box<dyn Write + Send>>) -> Out {
+        Out { buf: Vec::new(), drain }
+    }
+
+    /// Sends the messages built so far to the client, if there is a drain and they have
+    /// reached [`DRAIN_BYTES`]; an I/O error means the client is gone.
+    pub fn drain_if_full(&mut self) -> std::io::Result<()> {
+        if self.buf.len() >= DRAIN_BYTES
+            && let Some(drain) = &mut self.drain
+        {
+            drain.write_all(&self.buf)?;
+            drain.flush()?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
     /// Appends a message: its tag, a length filled in afterwards, and what `body` writes.
     pub fn message(&mut self, tag: u8, body: impl FnOnce(&mut Vec<u8>)) {
         self.buf.push(tag);

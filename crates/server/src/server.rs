@@ -303,14 +303,15 @@ enum Stream {
     Upgrading,
 }
 
-/// The connection's stream, shared by its buffered reader and writer (one thread uses both,
-/// never at once).
+/// The connection's stream, shared by its buffered reader and writer and by the statement
+/// that sends a long result as it runs (one thread uses it at a time: the connection's, or
+/// the statement's while the connection's waits for it).
 #[derive(Clone)]
-struct SharedStream(std::rc::Rc<std::cell::RefCell<Stream>>);
+struct SharedStream(Arc<parking_lot::Mutex<Stream>>);
 
 impl Read for SharedStream {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match &mut *self.0.borrow_mut() {
+        match &mut *self.0.lock() {
             Stream::Plain(tcp) => tcp.read(buf),
             Stream::Tls(tls) => tls.read(buf),
             Stream::Upgrading => Err(std::io::ErrorKind::NotConnected.into()),
@@ -320,7 +321,7 @@ impl Read for SharedStream {
 
 impl Write for SharedStream {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match &mut *self.0.borrow_mut() {
+        match &mut *self.0.lock() {
             Stream::Plain(tcp) => tcp.write(buf),
             Stream::Tls(tls) => tls.write(buf),
             Stream::Upgrading => Err(std::io::ErrorKind::NotConnected.into()),
@@ -328,7 +329,7 @@ impl Write for SharedStream {
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        match &mut *self.0.borrow_mut() {
+        match &mut *self.0.lock() {
             Stream::Plain(tcp) => tcp.flush(),
             Stream::Tls(tls) => tls.flush(),
             Stream::Upgrading => Ok(()),
@@ -338,12 +339,12 @@ impl Write for SharedStream {
 
 impl SharedStream {
     fn is_tls(&self) -> bool {
-        matches!(&*self.0.borrow(), Stream::Tls(_))
+        matches!(&*self.0.lock(), Stream::Tls(_))
     }
 
     /// Starts TLS on the plain socket (the handshake runs on the first read).
     fn upgrade(&self, config: Arc<rustls::ServerConfig>) -> Result<(), Ended> {
-        let mut stream = self.0.borrow_mut();
+        let mut stream = self.0.lock();
         let Stream::Plain(tcp) = std::mem::replace(&mut *stream, Stream::Upgrading) else {
             return Err(ProtocolError::invalid("SSLRequest after TLS started").into());
         };
@@ -354,7 +355,7 @@ impl SharedStream {
     }
 
     fn close(&self) {
-        match &mut *self.0.borrow_mut() {
+        match &mut *self.0.lock() {
             Stream::Plain(tcp) => {
                 let _ = tcp.shutdown(std::net::Shutdown::Both);
             }
@@ -371,7 +372,7 @@ impl SharedStream {
 /// A connection's life: startup, authentication, then messages until Terminate.
 fn connection(stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>) {
     let _ = stream.set_read_timeout(Some(POLL));
-    let stream = SharedStream(std::rc::Rc::new(std::cell::RefCell::new(Stream::Plain(stream))));
+    let stream = SharedStream(Arc::new(parking_lot::Mutex::new(Stream::Plain(stream))));
     let mut read = BufReader::with_capacity(64 << 10, stream.clone());
     let mut write = BufWriter::with_capacity(64 << 10, stream.clone());
     if let Err(error) = session(&mut read, &mut write, peer, shared) {
@@ -532,7 +533,9 @@ fn session(
     out.ready(backend.status());
     write.write_all(&out.take())?;
     write.flush()?;
-    message_loop(read, write, backend, shared)
+    // A long result goes to the socket as its statement runs, past the buffered writer.
+    let drain: Box<dyn Write + Send> = Box::new(write.get_ref().clone());
+    message_loop(read, write, Some(drain), backend, shared)
 }
 
 /// Reads and answers messages until Terminate or the end of the stream (the fuzz target
@@ -540,10 +543,27 @@ fn session(
 pub(crate) fn message_loop(
     read: &mut impl Read,
     write: &mut impl Write,
+    drain: Option<Box<dyn Write + Send>>,
+    backend: Backend,
+    shared: &Arc<Shared>,
+) -> Result<(), Ended> {
+    let mut out = Out::with_drain(drain);
+    let result = answer_messages(read, write, &mut out, backend, shared);
+    // Answers not yet sent when the loop ends (Terminate, or an error) still go out.
+    if !out.is_empty() {
+        let _ = write.write_all(&out.take());
+    }
+    result
+}
+
+/// The message loop's body: answers wait in `out` (see [`message_loop`]).
+fn answer_messages(
+    read: &mut impl Read,
+    write: &mut impl Write,
+    out: &mut Out,
     mut backend: Backend,
     shared: &Arc<Shared>,
 ) -> Result<(), Ended> {
-    let mut out = Out::default();
     let limit = shared.config.max_message_size;
     let mut copy_buffer = Vec::new();
     loop {
@@ -557,27 +577,28 @@ pub(crate) fn message_loop(
             // During COPY FROM STDIN, Flush and Sync are ignored (an extended-protocol client
             // sends its Sync right after Execute); any other message aborts the copy.
             if matches!(message.tag, b'S' | b'H') {
+                write.write_all(&out.take())?;
                 write.flush()?;
                 continue;
             }
             let reason = format!("unexpected message type {:?} during COPY", message.tag as char);
-            backend = run(backend, shared, move |backend, out| backend.copy_end(Some(reason), out), &mut out)?.0;
+            backend = run(backend, shared, move |backend, out| backend.copy_end(Some(reason), out), out)?.0;
         }
         match message.tag {
             b'Q' => {
                 let sql = Reader::new(&message.body).cstr()?;
-                backend = run(backend, shared, move |backend, out| backend.simple_query(&sql, out), &mut out)?.0;
+                backend = run(backend, shared, move |backend, out| backend.simple_query(&sql, out), out)?.0;
                 flush = true;
             }
             b'E' => {
                 let body = message.body;
                 let (returned, result) =
-                    run(backend, shared, move |backend, out| backend.extended(b'E', &body, out), &mut out)?;
+                    run(backend, shared, move |backend, out| backend.extended(b'E', &body, out), out)?;
                 backend = returned;
                 result?;
             }
             b'P' | b'B' | b'D' | b'C' | b'S' => {
-                backend.extended(message.tag, &message.body, &mut out)?;
+                backend.extended(message.tag, &message.body, out)?;
                 flush = message.tag == b'S';
             }
             b'H' => flush = true,
@@ -587,7 +608,7 @@ pub(crate) fn message_loop(
                     copy_buffer.extend_from_slice(&message.body);
                     if copy_buffer.len() >= COPY_CHUNK {
                         let data = std::mem::take(&mut copy_buffer);
-                        backend = run(backend, shared, move |backend, _| backend.copy_data(&data), &mut out)?.0;
+                        backend = run(backend, shared, move |backend, _| backend.copy_data(&data), out)?.0;
                     }
                 }
             }
@@ -600,7 +621,7 @@ pub(crate) fn message_loop(
                         backend.copy_data(&data);
                         backend.copy_end(failure, out)
                     };
-                    backend = run(backend, shared, work, &mut out)?.0;
+                    backend = run(backend, shared, work, out)?.0;
                     flush = true;
                 }
             }
@@ -608,14 +629,17 @@ pub(crate) fn message_loop(
             b'p' => return Err(ProtocolError::invalid("unexpected password message").into()),
             other => return Err(ProtocolError::invalid(format!("invalid frontend message type {other}")).into()),
         }
-        if !out.is_empty() {
+        // Answers wait in `out` until a flush, so that `write` holds nothing unsent when a
+        // statement writes a long result past it, straight to the socket.
+        if flush || out.buf.len() >= OUT_HELD_BYTES {
             write.write_all(&out.take())?;
-        }
-        if flush {
             write.flush()?;
         }
     }
 }
+
+/// Bytes of answers the message loop holds before it sends them without waiting for a flush.
+const OUT_HELD_BYTES: usize = 1 << 20;
 
 /// Runs `work` on the backend with the statement timeout armed: on this thread for
 /// latency-sensitive work, on a low-priority thread for best-effort work.

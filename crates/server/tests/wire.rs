@@ -967,3 +967,51 @@ async fn show_all_lists_every_setting() {
     assert!(settings.contains(&("application_name".to_string(), "listing".to_string())), "{settings:?}");
     assert!(settings.iter().any(|(name, _)| name == "timezone"));
 }
+
+/// Results larger than the statement's memory limit reach the client: the rows go out as the
+/// engine produces them (a scan streams, a sort spills), by both protocols, in order and typed
+/// as a gathered result's are. Gathered whole (a portal read in pieces), the same result
+/// still fails with 53200.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_past_the_memory_limit_stream_to_the_client() {
+    let running = start_with(|config| config.options.query_memory_limit = 1 << 20).await;
+    let mut client = connect(&running).await;
+    client.batch_execute("CREATE TABLE big(id INT PRIMARY KEY, k INT, pad TEXT)").await.unwrap();
+    // 20,000 rows of 200 bytes: several times the limit (inserted a part at a time: an INSERT
+    // holds its rows).
+    for part in 0..10 {
+        let (first, last) = (part * 2000 + 1, part * 2000 + 2000);
+        client
+            .batch_execute(&format!(
+                "INSERT INTO big SELECT v, (v * 7919) % 1000, lpad(CAST(v AS TEXT), 200, 'x')
+                 FROM generate_series({first}, {last}) AS g(v)"
+            ))
+            .await
+            .unwrap();
+    }
+    let messages = client.simple_query("SELECT id, k, pad FROM big ORDER BY k DESC, id").await.unwrap();
+    let rows: Vec<_> = messages
+        .iter()
+        .filter_map(|message| match message {
+            SimpleQueryMessage::Row(row) => Some((row.get(0).unwrap().to_string(), row.get(1).unwrap().to_string())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rows.len(), 20000);
+    assert_eq!(rows[0], ("321".to_string(), "999".to_string()));
+    assert!(messages.iter().any(|message| matches!(message, SimpleQueryMessage::CommandComplete(20000))));
+    // The extended protocol (binary results), a plain scan and a sort.
+    let scanned = client.query("SELECT id, pad FROM big", &[]).await.unwrap();
+    assert_eq!(scanned.len(), 20000);
+    assert_eq!((scanned[19999].get::<_, i32>(0), scanned[19999].get::<_, String>(1).len()), (20000, 200));
+    let sorted = client.query("SELECT k, id FROM big ORDER BY pad DESC", &[]).await.unwrap();
+    let ids: Vec<i32> = sorted.iter().map(|row| row.get(1)).collect();
+    let mut expected: Vec<i32> = (1..=20000).collect();
+    expected.sort_by_key(|id| std::cmp::Reverse(format!("{id:x>200}")));
+    assert!(ids == expected, "the sorted ids differ");
+    // A portal read a few rows at a time holds its whole result: past the limit, 53200.
+    let transaction = client.build_transaction().start().await.unwrap();
+    let portal = transaction.bind("SELECT id, pad FROM big", &[]).await.unwrap();
+    let error = transaction.query_portal(&portal, 100).await.unwrap_err();
+    assert_eq!(code(&error), "53200");
+}

@@ -116,10 +116,13 @@ impl Database {
 
     /// A new connection: its own transaction state, to be used from one thread at a time.
     pub fn connect(&self) -> Connection {
+        let session = self.engine.session();
         Connection {
             db: self.clone(),
-            session: RefCell::new(self.engine.session()),
+            interrupt: session.interrupt_handle(),
+            session: RefCell::new(session),
             statements: RefCell::new(std::collections::VecDeque::new()),
+            streaming: RefCell::new(None),
         }
     }
 
@@ -247,6 +250,9 @@ impl From<tern_sql::Outcome> for Outcome {
             tern_sql::Outcome::Rows { columns, rows } => Outcome::Rows(Rows::new(columns, rows)),
             tern_sql::Outcome::Changed(count) => Outcome::Changed(count),
             tern_sql::Outcome::Done(tag) => Outcome::Done(tag),
+            // Only a streamed statement gives this, and this crate streams only through
+            // `Statement::for_each`, which counts the rows itself.
+            tern_sql::Outcome::Sent { columns, .. } => Outcome::Rows(Rows::new(columns, Vec::new())),
         }
     }
 }
@@ -287,6 +293,18 @@ pub struct Connection {
     session: RefCell<tern_sql::Session>,
     /// [`Connection::run_cached`]'s statements, most recently used first.
     statements: RefCell<std::collections::VecDeque<CachedStatement>>,
+    /// What the connection's accessors answer while a [`Statement::for_each`] runs (its
+    /// callback may ask; the session is busy with the statement then).
+    streaming: RefCell<Option<StreamingView>>,
+    /// The session's interrupt handle (asked for while the session may be busy).
+    interrupt: InterruptHandle,
+}
+
+/// The connection's state as a streamed statement started.
+struct StreamingView {
+    catalog: std::sync::Arc<tern_sql::catalog::Catalog>,
+    last_insert_rowid: Option<i64>,
+    autocommit: bool,
 }
 
 /// Statements [`Connection::run_cached`] keeps parsed and planned.
@@ -311,7 +329,7 @@ impl Connection {
     /// # Ok::<(), tern::Error>(())
     /// ```
     pub fn execute(&self, sql: &str, params: impl Params) -> Result<u64> {
-        let mut statement = self.session.borrow().prepare(sql)?;
+        let mut statement = self.session()?.prepare(sql)?;
         self.run_prepared(&mut statement, &params.to_values()?).map(|outcome| outcome.count())
     }
 
@@ -325,8 +343,26 @@ impl Connection {
     /// # Ok::<(), tern::Error>(())
     /// ```
     pub fn query(&self, sql: &str, params: impl Params) -> Result<Rows> {
-        let mut statement = self.session.borrow().prepare(sql)?;
+        let mut statement = self.session()?.prepare(sql)?;
         rows_of(self.run_prepared(&mut statement, &params.to_values()?)?)
+    }
+
+    /// Runs one statement and hands each row it returns to `each` as the engine produces it
+    /// ([`Statement::for_each`]); the number of rows (or of rows changed).
+    ///
+    /// ```
+    /// let db = tern::Database::open_in_memory()?;
+    /// let conn = db.connect();
+    /// let mut total = 0;
+    /// let rows = conn.query_each("SELECT v FROM generate_series(1, 100) AS g(v)", (), |row| {
+    ///     total += row.get::<i64>(0)?;
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!((rows, total), (100, 5050));
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn query_each(&self, sql: &str, params: impl Params, each: impl FnMut(Row<'_>) -> Result<()>) -> Result<u64> {
+        self.prepare(sql)?.for_each(params, each)
     }
 
     /// Runs a query and maps its first row with `map`; no row is SQLSTATE 02000.
@@ -370,13 +406,15 @@ impl Connection {
         };
         let mut entry = match found {
             Some(entry) => entry,
-            None => CachedStatement { sql: sql.to_string(), statement: self.session.borrow().prepare(sql)? },
+            None => CachedStatement { sql: sql.to_string(), statement: self.session()?.prepare(sql)? },
         };
         let result = self.run_prepared(&mut entry.statement, &values);
         // A query that ran is described from the plan it kept (no second binding). The
         // statement has run: a description that fails is unknown types, not an error.
         let types = match &result {
-            Ok(Outcome::Rows(_)) => declared_types(&self.session.borrow(), &entry.statement).unwrap_or_default(),
+            Ok(Outcome::Rows(_)) => {
+                self.session().and_then(|session| declared_types(&session, &entry.statement)).unwrap_or_default()
+            }
             _ => Vec::new(),
         };
         let mut cache = self.statements.borrow_mut();
@@ -401,7 +439,7 @@ impl Connection {
     /// # Ok::<(), tern::Error>(())
     /// ```
     pub fn prepare(&self, sql: &str) -> Result<Statement<'_>> {
-        let inner = self.session.borrow().prepare(sql)?;
+        let inner = self.session()?.prepare(sql)?;
         Ok(Statement { connection: self, inner })
     }
 
@@ -416,12 +454,12 @@ impl Connection {
     /// first: a syntax error anywhere runs nothing.
     pub fn run_script(&self, script: &str, mut each: impl FnMut(Outcome) -> Result<()>) -> Result<()> {
         // One interrupt cancels the rest of the script, even between statements.
-        self.session.borrow().clear_interrupt();
+        self.session()?.clear_interrupt();
         let statements = tern_sql::session::parse(script)?;
         for statement in &statements {
-            let outcome = self.session.borrow_mut().execute_statement(statement, &[])?;
+            let outcome = self.session_mut()?.execute_statement(statement, &[])?;
             // What `each` prints of a TIMESTAMPTZ is in the session's time zone.
-            let _zone = self.session.borrow_mut().enter_time_zone();
+            let _zone = self.session_mut()?.enter_time_zone();
             each(outcome.into())?;
         }
         Ok(())
@@ -507,7 +545,10 @@ impl Connection {
 
     /// The catalog this connection sees (with its open transaction's schema changes).
     pub(crate) fn catalog(&self) -> std::sync::Arc<tern_sql::catalog::Catalog> {
-        self.session.borrow().catalog()
+        match self.session.try_borrow() {
+            Ok(session) => session.catalog(),
+            Err(_) => self.streaming_view(|view| view.catalog.clone(), self.db.engine().catalog()),
+        }
     }
 
     /// The row id of the last row a successful INSERT on this connection stored in a table
@@ -524,12 +565,18 @@ impl Connection {
     /// # Ok::<(), tern::Error>(())
     /// ```
     pub fn last_insert_rowid(&self) -> Option<i64> {
-        self.session.borrow().last_insert_rowid()
+        match self.session.try_borrow() {
+            Ok(session) => session.last_insert_rowid(),
+            Err(_) => self.streaming_view(|view| view.last_insert_rowid, None),
+        }
     }
 
     /// Whether statements commit on their own (no transaction is open).
     pub fn is_autocommit(&self) -> bool {
-        !self.session.borrow().in_transaction()
+        match self.session.try_borrow() {
+            Ok(session) => !session.in_transaction(),
+            Err(_) => self.streaming_view(|view| view.autocommit, true),
+        }
     }
 
     /// A handle that cancels this connection's running statement from another thread (the
@@ -557,14 +604,17 @@ impl Connection {
     /// # Ok::<(), tern::Error>(())
     /// ```
     pub fn interrupt_handle(&self) -> InterruptHandle {
-        self.session.borrow().interrupt_handle()
+        self.interrupt.clone()
     }
 
     /// Forgets a pending interrupt. Every call that runs SQL does this as it starts; a caller
     /// that polls [`InterruptHandle::is_interrupted`] between its own steps clears it when it
-    /// begins a new unit of work.
+    /// begins a new unit of work. (Inside a [`Statement::for_each`] callback it does nothing:
+    /// the statement running is the unit of work.)
     pub fn clear_interrupt(&self) {
-        self.session.borrow().clear_interrupt();
+        if let Ok(session) = self.session.try_borrow() {
+            session.clear_interrupt();
+        }
     }
 
     /// The database this connection belongs to.
@@ -592,8 +642,69 @@ impl Connection {
     }
 
     fn run_prepared(&self, statement: &mut tern_sql::Statement, params: &[Value]) -> Result<Outcome> {
-        Ok(self.session.borrow_mut().execute_prepared(statement, params)?.into())
+        Ok(self.session_mut()?.execute_prepared(statement, params)?.into())
     }
+
+    /// Runs a statement, its rows handed to `each` as they come (see [`Statement::for_each`]).
+    fn stream_prepared(
+        &self,
+        statement: &mut tern_sql::Statement,
+        params: &[Value],
+        each: &mut dyn FnMut(Row<'_>) -> Result<()>,
+    ) -> Result<u64> {
+        let mut session = self.session_mut()?;
+        *self.streaming.borrow_mut() = Some(StreamingView {
+            catalog: session.catalog(),
+            last_insert_rowid: session.last_insert_rowid(),
+            autocommit: !session.in_transaction(),
+        });
+        let mut sink = EachRow { columns: Vec::new(), each };
+        let outcome = session.stream_prepared(statement, params, &mut sink);
+        *self.streaming.borrow_mut() = None;
+        Ok(match outcome? {
+            tern_sql::Outcome::Sent { rows, .. } | tern_sql::Outcome::Changed(rows) => rows,
+            tern_sql::Outcome::Rows { rows, .. } => rows.len() as u64,
+            tern_sql::Outcome::Done(_) => 0,
+        })
+    }
+
+    /// The session, for a call that may fail: SQLSTATE 55006 inside a [`Statement::for_each`]
+    /// callback, which the connection's statement is running.
+    fn session(&self) -> Result<std::cell::Ref<'_, tern_sql::Session>> {
+        self.session.try_borrow().map_err(|_| busy())
+    }
+
+    fn session_mut(&self) -> Result<std::cell::RefMut<'_, tern_sql::Session>> {
+        self.session.try_borrow_mut().map_err(|_| busy())
+    }
+
+    /// What the view of a statement being streamed says (the session is busy only then), or
+    /// `otherwise`.
+    fn streaming_view<T>(&self, read: impl FnOnce(&StreamingView) -> T, otherwise: T) -> T {
+        self.streaming.borrow().as_ref().map_or(otherwise, read)
+    }
+}
+
+/// A statement's rows going to a [`Statement::for_each`] callback.
+struct EachRow<'f> {
+    columns: Vec<String>,
+    each: &'f mut dyn FnMut(Row<'_>) -> Result<()>,
+}
+
+impl tern_sql::RowSink for EachRow<'_> {
+    fn columns(&mut self, columns: &[String]) -> Result<()> {
+        self.columns = columns.to_vec();
+        Ok(())
+    }
+
+    fn row(&mut self, row: Vec<Value>) -> Result<()> {
+        (self.each)(Row::new(&self.columns, &row))
+    }
+}
+
+/// The error of a call on a connection whose statement is running (from its own callback).
+fn busy() -> Error {
+    Error::new("55006", "the connection is running a statement: a for_each callback cannot use its connection")
 }
 
 pub use dump::quote_identifier;
@@ -652,6 +763,37 @@ impl Statement<'_> {
         rows_of(self.connection.run_prepared(&mut self.inner, &params.to_values()?)?)
     }
 
+    /// Runs the statement with `params` and hands each row it returns to `each` as the engine
+    /// produces it, instead of gathering them: a scan streams, and a sort spills past the
+    /// statement's memory limit, so a result larger than that limit can be read. An error of
+    /// `each` stops the statement and is its error. The callback must not run statements on
+    /// this connection (they fail with SQLSTATE 55006); the number of rows is returned (for
+    /// a statement that returns none, the rows it changed).
+    ///
+    /// ```
+    /// let db = tern::Database::open_in_memory()?;
+    /// let conn = db.connect();
+    /// conn.execute_batch("CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (3), (1), (2)")?;
+    /// let mut seen = Vec::new();
+    /// let rows = conn.prepare("SELECT x FROM t ORDER BY x")?.for_each((), |row| {
+    ///     seen.push(row.get::<i64>("x")?);
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!((rows, seen), (3, vec![1, 2, 3]));
+    /// # Ok::<(), tern::Error>(())
+    /// ```
+    pub fn for_each(&mut self, params: impl Params, mut each: impl FnMut(Row<'_>) -> Result<()>) -> Result<u64> {
+        self.connection.stream_prepared(&mut self.inner, &params.to_values()?, &mut each)
+    }
+
+    /// The names of the result's columns (empty for a statement that returns no rows).
+    pub fn column_names(&self) -> Result<Vec<String>> {
+        let description = self.connection.session()?.describe(&self.inner)?;
+        Ok(description
+            .map(|description| description.columns.into_iter().map(|(name, _)| name).collect())
+            .unwrap_or_default())
+    }
+
     /// Runs the query and maps its first row; no row is SQLSTATE 02000.
     pub fn query_row<T>(&mut self, params: impl Params, map: impl FnOnce(&Row<'_>) -> Result<T>) -> Result<T> {
         first_row(&self.query(params)?, map)
@@ -687,7 +829,7 @@ impl Statement<'_> {
     /// # Ok::<(), tern::Error>(())
     /// ```
     pub fn column_types(&self) -> Result<Vec<Option<String>>> {
-        declared_types(&self.connection.session.borrow(), &self.inner)
+        declared_types(&*self.connection.session()?, &self.inner)
     }
 
     /// The SQL text the statement was prepared from.

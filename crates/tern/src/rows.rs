@@ -81,6 +81,10 @@ pub struct Row<'r> {
 }
 
 impl<'r> Row<'r> {
+    pub(crate) fn new(columns: &'r [String], values: &'r [Value]) -> Row<'r> {
+        Row { columns, values }
+    }
+
     /// The value of a column (by 0-based index or by name, case-insensitively) as `T`.
     /// An unknown column is SQLSTATE 42703; a value of another type 42804; NULL read as
     /// anything but `Option` or [`Value`] 22004; a number out of `T`'s range 22003.

@@ -715,3 +715,43 @@ fn dump_recreates_types_sequences_functions_and_triggers() {
     use tern::ObjectKind::*;
     assert_eq!(kinds, [Type, Type, Type, Sequence, Table, Table, Function, Trigger]);
 }
+
+/// `for_each` hands rows over as the engine produces them: a result several times the
+/// statement's memory limit, gathered by `query` a 53200, is read whole, sorted; an error of
+/// the callback is the statement's; the connection asked from inside the callback answers
+/// (and refuses to run statements: 55006).
+#[test]
+fn for_each_reads_results_past_the_memory_limit() {
+    let options = tern::Options { query_memory_limit: 512 << 10, ..tern::Options::default() };
+    let db = tern::Database::open_in_memory_with(options).unwrap();
+    let conn = db.connect();
+    conn.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, pad TEXT)", ()).unwrap();
+    // A part at a time: an INSERT holds its rows.
+    for part in 0..10 {
+        let insert = "INSERT INTO t SELECT v, substr(? || (v * 7), -200) FROM generate_series(?, ?) AS g(v)";
+        conn.execute(insert, ("0".repeat(200), part * 1000 + 1, part * 1000 + 1000)).unwrap();
+    }
+    let sql = "SELECT id, pad FROM t ORDER BY pad DESC";
+    assert_eq!(conn.query(sql, ()).unwrap_err().sqlstate, "53200");
+    let mut ids = Vec::new();
+    let count = conn
+        .query_each(sql, (), |row| {
+            ids.push(row.get::<i64>("id")?);
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(count, 10000);
+    assert!(ids.iter().copied().eq((1..=10000).rev()), "not in the sorted order");
+    let mut inside = None;
+    let error = conn
+        .query_each(sql, (), |row| {
+            if row.get::<i64>(0)? == 9990 {
+                inside = Some((conn.is_autocommit(), conn.execute("SELECT 1", ()).unwrap_err().sqlstate));
+                return Err(tern::Error::new("P0001", "enough"));
+            }
+            Ok(())
+        })
+        .unwrap_err();
+    assert_eq!((error.sqlstate, inside), ("P0001", Some((true, "55006"))));
+    assert_eq!(conn.query_row("SELECT count(*) FROM t", (), |row| row.get::<i64>(0)).unwrap(), 10000);
+}

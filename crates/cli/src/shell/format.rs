@@ -114,19 +114,77 @@ fn write_grid(out: &mut dyn Write, rows: &Rows, headers: bool, borders: &Borders
 }
 
 fn write_csv(out: &mut dyn Write, rows: &Rows, headers: bool) -> io::Result<()> {
-    let mut writer = csv::WriterBuilder::new().flexible(true).from_writer(out);
-    let csv_error = |error: csv::Error| io::Error::other(error.to_string());
-    if headers && rows.column_count() > 0 {
-        writer.write_record(rows.column_names()).map_err(csv_error)?;
+    write_streamed(RowStream::csv(out, rows.column_names(), headers)?, rows)
+}
+
+/// Rows written one at a time as they come, in a mode that needs no look at later rows (csv
+/// and json): what `tern export` writes a result of any size with.
+pub enum RowStream<'w> {
+    Csv(Box<csv::Writer<&'w mut dyn Write>>),
+    Json { out: &'w mut dyn Write, keys: Vec<String>, written: usize },
+}
+
+impl<'w> RowStream<'w> {
+    /// A stream in `mode`, or `None` for a mode that lays out the whole result (table, box,
+    /// line).
+    pub fn start(out: &'w mut dyn Write, mode: Mode, names: &[String], headers: bool) -> io::Result<Option<Self>> {
+        match mode {
+            Mode::Csv => Self::csv(out, names, headers).map(Some),
+            Mode::Json => Self::json(out, names).map(Some),
+            Mode::Table | Mode::Box | Mode::Line => Ok(None),
+        }
     }
+
+    fn csv(out: &'w mut dyn Write, names: &[String], headers: bool) -> io::Result<Self> {
+        let mut writer = csv::WriterBuilder::new().flexible(true).from_writer(out);
+        if headers && !names.is_empty() {
+            writer.write_record(names).map_err(csv_error)?;
+        }
+        Ok(RowStream::Csv(Box::new(writer)))
+    }
+
+    fn json(out: &'w mut dyn Write, names: &[String]) -> io::Result<Self> {
+        write!(out, "[")?;
+        let keys = names.iter().map(|name| serde_json::Value::String(name.clone()).to_string()).collect();
+        Ok(RowStream::Json { out, keys, written: 0 })
+    }
+
+    pub fn row(&mut self, values: &[Value]) -> io::Result<()> {
+        match self {
+            RowStream::Csv(writer) => {
+                let fields = values.iter().map(|value| match value {
+                    Value::Null => String::new(),
+                    value => value.to_string(),
+                });
+                writer.write_record(fields).map_err(csv_error)
+            }
+            RowStream::Json { out, keys, written } => {
+                let fields: Vec<String> =
+                    keys.iter().zip(values).map(|(key, value)| format!("{key}:{}", json_value(value))).collect();
+                let separator = if *written == 0 { "" } else { "," };
+                *written += 1;
+                write!(out, "{separator}\n{{{}}}", fields.join(","))
+            }
+        }
+    }
+
+    pub fn finish(self) -> io::Result<()> {
+        match self {
+            RowStream::Csv(mut writer) => writer.flush(),
+            RowStream::Json { out, written, .. } => writeln!(out, "{}]", if written == 0 { "" } else { "\n" }),
+        }
+    }
+}
+
+fn csv_error(error: csv::Error) -> io::Error {
+    io::Error::other(error.to_string())
+}
+
+fn write_streamed(mut stream: RowStream<'_>, rows: &Rows) -> io::Result<()> {
     for row in rows {
-        let fields = row.values().iter().map(|value| match value {
-            Value::Null => String::new(),
-            value => value.to_string(),
-        });
-        writer.write_record(fields).map_err(csv_error)?;
+        stream.row(row.values())?;
     }
-    writer.flush()
+    stream.finish()
 }
 
 /// A value as JSON: numbers as numbers (a decimal's exact digits; an infinite real, which
@@ -149,16 +207,7 @@ fn json_value(value: &Value) -> String {
 }
 
 fn write_json(out: &mut dyn Write, rows: &Rows) -> io::Result<()> {
-    let keys: Vec<String> =
-        rows.column_names().iter().map(|name| serde_json::Value::String(name.clone()).to_string()).collect();
-    write!(out, "[")?;
-    for (index, row) in rows.iter().enumerate() {
-        let fields: Vec<String> =
-            keys.iter().zip(row.values()).map(|(key, value)| format!("{key}:{}", json_value(value))).collect();
-        let separator = if index == 0 { "" } else { "," };
-        write!(out, "{separator}\n{{{}}}", fields.join(","))?;
-    }
-    writeln!(out, "{}]", if rows.is_empty() { "" } else { "\n" })
+    write_streamed(RowStream::json(out, rows.column_names())?, rows)
 }
 
 fn write_lines(out: &mut dyn Write, rows: &Rows) -> io::Result<()> {

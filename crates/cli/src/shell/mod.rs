@@ -7,6 +7,7 @@
 //! non-zero (`sqlite3 -bail`). Ctrl-C cancels the running statement (SQLSTATE 57014); at the
 //! prompt it discards the statement being typed.
 
+pub mod export;
 pub mod format;
 pub mod import;
 
