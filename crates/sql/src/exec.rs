@@ -23,6 +23,7 @@ use tern_txn::Transaction;
 mod aggregate_batch;
 mod aggregate_spill;
 mod batch;
+mod distinct;
 mod emit;
 mod evaluate;
 mod external_sort;
@@ -1309,17 +1310,7 @@ impl<'t> Executor<'t> {
                 let rows = self.run(input, outer)?;
                 crate::window::run(self, rows, input.width(), calls, outer)
             }
-            Plan::Sort { .. } => {
-                let mut rows = Vec::new();
-                self.sorted(plan, outer, &mut |row| {
-                    if rows.len() % 1024 == 1023 {
-                        self.charge(1024 * row_bytes(&row))?;
-                    }
-                    rows.push(row);
-                    Ok(())
-                })?;
-                Ok(rows)
-            }
+            Plan::Sort { .. } => self.gathered(|visit| self.sorted(plan, outer, visit)),
             Plan::Limit { input, limit, offset } => {
                 // A negative OFFSET counts as 0 (SQLite).
                 let offset = match offset {
@@ -1335,10 +1326,8 @@ impl<'t> Executor<'t> {
                 let rows = self.run_capped(input, outer, offset.saturating_add(limit))?;
                 Ok(rows.into_iter().skip(offset).take(limit).collect())
             }
-            Plan::Distinct { input } => {
-                let rows = self.run(input, outer)?;
-                let mut seen = HashSet::new();
-                Ok(rows.into_iter().filter(|row| seen.insert(row_key(row))).collect())
+            Plan::Distinct { .. } | Plan::SetOperation { op: SetOperator::Union, .. } => {
+                self.gathered(|visit| self.distinct(plan, outer, visit))
             }
             Plan::SetOperation { op, all, left, right } => {
                 let left_rows = self.run(left, outer)?;
@@ -1596,13 +1585,18 @@ impl<'t> Executor<'t> {
 
     /// The rows of a streaming plan, collected (memory charged as they come).
     fn collect_stream(&self, plan: &Plan, outer: Option<&Env>) -> Result<Vec<Row>> {
+        self.gathered(|visit| self.stream(plan, outer, &mut |row| visit(row).map(|()| true)))
+    }
+
+    /// The rows `produce` hands over, gathered, their memory charged as they come.
+    fn gathered(&self, produce: impl FnOnce(&mut dyn FnMut(Row) -> Result<()>) -> Result<()>) -> Result<Vec<Row>> {
         let mut rows = Vec::new();
-        self.stream(plan, outer, &mut |row| {
+        produce(&mut |row| {
             if rows.len() % 1024 == 1023 {
                 self.charge(1024 * row_bytes(&row))?;
             }
             rows.push(row);
-            Ok(true)
+            Ok(())
         })?;
         Ok(rows)
     }
@@ -2010,39 +2004,31 @@ fn row_key(row: &[Value]) -> Vec<u8> {
     key
 }
 
+/// INTERSECT or EXCEPT (a UNION runs as a DISTINCT does, `exec/distinct.rs`): INTERSECT keeps
+/// left rows found on the right, EXCEPT those not found; with ALL each right row matches one
+/// left row, without it each distinct row appears once.
 fn set_operation(op: SetOperator, all: bool, left: Vec<Row>, right: Vec<Row>) -> Vec<Row> {
-    match (op, all) {
-        (SetOperator::Union, true) => left.into_iter().chain(right).collect(),
-        (SetOperator::Union, false) => {
-            let mut seen = HashSet::new();
-            left.into_iter().chain(right).filter(|row| seen.insert(row_key(row))).collect()
-        }
-        // INTERSECT keeps left rows found on the right, EXCEPT those not found; with ALL each
-        // right row matches one left row, without it each distinct row appears once.
-        (op, _) => {
-            let intersect = op == SetOperator::Intersect;
-            let mut right_keys: HashMap<Vec<u8>, usize> = HashMap::new();
-            for row in &right {
-                *right_keys.entry(row_key(row)).or_default() += 1;
-            }
-            let mut seen = HashSet::new();
-            left.into_iter()
-                .filter(|row| {
-                    let key = row_key(row);
-                    let matched = match right_keys.get_mut(&key) {
-                        Some(count) if *count > 0 => {
-                            if all {
-                                *count -= 1;
-                            }
-                            true
-                        }
-                        _ => false,
-                    };
-                    matched == intersect && (all || seen.insert(key))
-                })
-                .collect()
-        }
+    let intersect = op == SetOperator::Intersect;
+    let mut right_keys: HashMap<Vec<u8>, usize> = HashMap::new();
+    for row in &right {
+        *right_keys.entry(row_key(row)).or_default() += 1;
     }
+    let mut seen = HashSet::new();
+    left.into_iter()
+        .filter(|row| {
+            let key = row_key(row);
+            let matched = match right_keys.get_mut(&key) {
+                Some(count) if *count > 0 => {
+                    if all {
+                        *count -= 1;
+                    }
+                    true
+                }
+                _ => false,
+            };
+            matched == intersect && (all || seen.insert(key))
+        })
+        .collect()
 }
 
 /// The groups of an aggregation being computed, fed one row at a time.

@@ -1,6 +1,7 @@
 //! Results larger than the statement's memory limit: streamed to a `RowSink`
-//! (`Session::stream_prepared`, `exec/emit.rs`), and ORDER BY sorted by an external merge sort
-//! that spills (`exec/external_sort.rs`).
+//! (`Session::stream_prepared`, `exec/emit.rs`), ORDER BY sorted by an external merge sort
+//! that spills (`exec/external_sort.rs`), and DISTINCT spilling its keys by partition
+//! (`exec/distinct.rs`).
 //!
 //! The same rows go into Tern, under a small statement memory limit, and into SQLite (the
 //! oracle). Every ORDER BY here orders by a unique column last, so the order is fixed and the
@@ -12,7 +13,7 @@
 
 mod common;
 
-use common::{load_with_oracle, postgres, set_workers, sqlite_rows, texts, uncached_with_limit};
+use common::{load_with_oracle, postgres, set_workers, sorted, sqlite_rows, texts, uncached_with_limit};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tern_sql::{Outcome, RowSink, Session, Value};
@@ -159,6 +160,46 @@ fn many_runs_merge_in_passes() {
     let sql = "SELECT id, k FROM t ORDER BY r DESC NULLS FIRST, id";
     let (sink, _) = streamed(&mut session, sql);
     assert!(sink.rows == sqlite_rows(&sqlite, sql), "{sql}");
+}
+
+/// DISTINCT and UNION past the limit: their keys spill by partition and each distinct row
+/// comes once (SQLite's rows, as a multiset: neither fixes an order), streamed on one thread
+/// and on several, and under an aggregate; UNION ALL streams both inputs.
+#[test]
+fn distinct_past_the_limit_spills_its_keys() {
+    let (db, sqlite) = loaded(LIMIT);
+    let mut session = postgres(&db);
+    let queries = [
+        "SELECT DISTINCT pad, k FROM t",
+        "SELECT DISTINCT k % 7, substr(pad, 96) FROM t",
+        "SELECT DISTINCT k FROM t",
+        "SELECT k, substr(pad, 50) FROM t UNION SELECT id % 300, substr(pad, 50) FROM t WHERE id % 2 = 0",
+        "SELECT id, pad FROM t WHERE k < 100 UNION ALL SELECT id, pad FROM t",
+    ];
+    for sql in queries {
+        let expected = sorted(sqlite_rows(&sqlite, sql));
+        for workers in [0, 2] {
+            set_workers(&mut session, workers);
+            let (sink, _) = streamed(&mut session, sql);
+            assert!(sorted(sink.rows) == expected, "{workers} workers: {sql}");
+        }
+    }
+    let sql = "SELECT count(*), max(pad) FROM (SELECT DISTINCT pad, k FROM t) AS d";
+    assert_eq!(texts(&mut session, sql), sqlite_rows(&sqlite, sql));
+    let plan = texts(&mut session, &format!("EXPLAIN ANALYZE {sql}"));
+    let distinct = plan.iter().find(|line| line.contains("Distinct")).unwrap_or_else(|| panic!("{}", plan.join("\n")));
+    assert!(distinct.contains(" spilled="), "{}", plan.join("\n"));
+}
+
+/// Under a limit so small that a partition's keys do not fit either, the files are split
+/// again with another hash.
+#[test]
+fn distinct_partitions_split_again() {
+    let (db, sqlite) = loaded(24 << 10);
+    let mut session = postgres(&db);
+    let sql = "SELECT DISTINCT pad FROM t";
+    let (sink, _) = streamed(&mut session, sql);
+    assert!(sorted(sink.rows) == sorted(sqlite_rows(&sqlite, sql)), "{sql}");
 }
 
 /// A sink's error stops the statement and is its error; the session goes on.

@@ -246,7 +246,8 @@ pub(super) fn through_layers(
 
 impl Executor<'_> {
     /// Hands each row of `plan` to `visit`: streamed when it is a scan (under filters and
-    /// projections), or a probe chain or a sort (under them), else run whole and handed over. The rows
+    /// projections), or a probe chain, a sort, a DISTINCT or a UNION (under them), else run
+    /// whole and handed over. The rows
     /// out of each node streamed are recorded for EXPLAIN ANALYZE, as `run` records them.
     pub(super) fn stream_rows(
         &self,
@@ -268,9 +269,10 @@ impl Executor<'_> {
             }
             let (below, layers) = super::parallel::under_layers(plan);
             let chain = self.probe_chain(below);
-            if chain.is_some() || matches!(below, Plan::Sort { .. }) {
+            if chain.is_some() || matches!(below, Plan::Sort { .. }) || super::distinct::is_distinct(below) {
                 let started = std::time::Instant::now();
-                // Under EXPLAIN ANALYZE: the rows out of the chain or sort and out of each layer.
+                // Under EXPLAIN ANALYZE: the rows out of the chain, sort, DISTINCT or UNION and
+                // out of each layer.
                 let mut passed = vec![0u64; layers.len() + 1];
                 let mut through = |row: Row| {
                     passed[0] += 1;
@@ -286,7 +288,9 @@ impl Executor<'_> {
                 };
                 match &chain {
                     Some(chain) => self.stream_chain(chain, outer, &mut through)?,
-                    None => self.sorted(below, outer, &mut through)?,
+                    None if matches!(below, Plan::Sort { .. }) => self.sorted(below, outer, &mut through)?,
+                    // A DISTINCT or a UNION.
+                    None => self.distinct(below, outer, &mut through)?,
                 }
                 for (node, rows) in std::iter::once(below).chain(layers.iter().copied()).zip(passed) {
                     self.record_profile(node, rows, started.elapsed());
