@@ -1235,6 +1235,9 @@ impl Session {
         let mut streamed = Streamed::new(sink);
         match self.run(&statement.statement, params, &mut statement.plan, text, Some(&mut streamed))? {
             Outcome::Rows { columns, rows } => {
+                // Rows handed over after the statement (a cached result, RETURNING's) reach
+                // the sink in the session's time zone, as those streamed during it do.
+                let _zone = self.enter_time_zone();
                 for row in rows {
                     streamed.row(&columns, row)?;
                 }

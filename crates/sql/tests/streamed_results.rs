@@ -238,3 +238,20 @@ fn other_statements_through_a_sink() {
     assert_eq!((sink.columns, sink.rows.len()), (Some(vec!["a".to_string()]), 0));
     assert!(matches!(outcome, Outcome::Sent { rows: 0, .. }));
 }
+
+/// Rows reach a sink in the session's time zone, whether they stream from the executor or are
+/// handed over after the statement (a result from the result cache, RETURNING's rows).
+#[test]
+fn rows_reach_the_sink_in_the_session_time_zone() {
+    let db = tern_sql::Database::open_in_memory().unwrap();
+    let mut session = postgres(&db);
+    common::run(&mut session, "CREATE TABLE z(id int PRIMARY KEY, at timestamptz)");
+    common::run(&mut session, "SET TIME ZONE 'UTC+3'");
+    let (sink, _) = streamed(&mut session, "INSERT INTO z VALUES (1, '2024-01-15 12:00+00') RETURNING at");
+    assert_eq!(sink.rows, ["2024-01-15 09:00:00-03"]);
+    for _ in 0..2 {
+        // The second run is answered by the result cache.
+        let (sink, _) = streamed(&mut session, "SELECT id, at FROM z ORDER BY id");
+        assert_eq!(sink.rows, ["1|2024-01-15 09:00:00-03"]);
+    }
+}
