@@ -101,7 +101,7 @@ impl<'o> ResultStream<'o> {
             Some(described) if described.len() == names.len() => described.clone(),
             _ => column_types(names, self.declared.clone(), &self.held),
         };
-        self.start(columns)?;
+        self.start(columns);
         for row in std::mem::take(&mut self.held) {
             self.send(&row)?;
         }
@@ -109,12 +109,11 @@ impl<'o> ResultStream<'o> {
     }
 
     /// Fixes the columns and sends the RowDescription (simple protocol).
-    fn start(&mut self, columns: Vec<ResultColumn>) -> Result<(), Error> {
+    fn start(&mut self, columns: Vec<ResultColumn>) {
         if self.describes {
             self.out.row_description(&describe_columns(&columns, self.formats));
         }
         self.columns = Some(columns);
-        Ok(())
     }
 
     fn send(&mut self, row: &[Value]) -> Result<(), Error> {
@@ -130,7 +129,7 @@ impl RowSink for ResultStream<'_> {
     fn columns(&mut self, names: &[String]) -> Result<(), Error> {
         self.names = Some(names.to_vec());
         if let Some(columns) = self.known_columns(names) {
-            self.start(columns)?;
+            self.start(columns);
         }
         Ok(())
     }

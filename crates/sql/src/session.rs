@@ -1210,11 +1210,16 @@ impl Session {
     /// Runs a prepared statement with `params`.
     pub fn execute_prepared(&mut self, statement: &mut Statement, params: &[Value]) -> Result<Outcome> {
         self.interrupt.store(false, Ordering::Relaxed);
+        self.note_cache_text(statement);
+        let text = statement.normalized.as_ref().and_then(Option::as_deref).map_or(Cacheable::No, Cacheable::Text);
+        self.run(&statement.statement, params, &mut statement.plan, text, None)
+    }
+
+    /// Works out, once per statement, the text its result is cached under (with a cache).
+    fn note_cache_text(&self, statement: &mut Statement) {
         if self.shared.cache.is_some() && statement.normalized.is_none() {
             statement.normalized = Some(cache_text(&statement.statement));
         }
-        let text = statement.normalized.as_ref().and_then(Option::as_deref).map_or(Cacheable::No, Cacheable::Text);
-        self.run(&statement.statement, params, &mut statement.plan, text, None)
     }
 
     /// Runs a prepared statement with `params`, handing the rows it returns to `sink` as they
@@ -1228,9 +1233,7 @@ impl Session {
         sink: &mut dyn RowSink,
     ) -> Result<Outcome> {
         self.interrupt.store(false, Ordering::Relaxed);
-        if self.shared.cache.is_some() && statement.normalized.is_none() {
-            statement.normalized = Some(cache_text(&statement.statement));
-        }
+        self.note_cache_text(statement);
         let text = statement.normalized.as_ref().and_then(Option::as_deref).map_or(Cacheable::No, Cacheable::Text);
         let mut streamed = Streamed::new(sink);
         match self.run(&statement.statement, params, &mut statement.plan, text, Some(&mut streamed))? {

@@ -244,6 +244,14 @@ pub(super) fn through_layers(
     Ok(Some(row))
 }
 
+/// What hands a node's rows over one at a time, under filters and projections.
+enum Producer<'p> {
+    Chain(super::probe_chain::ProbeChain<'p>),
+    Sort,
+    /// A DISTINCT or a UNION.
+    Distinct,
+}
+
 impl Executor<'_> {
     /// Hands each row of `plan` to `visit`: streamed when it is a scan (under filters and
     /// projections), or a probe chain, a sort, a DISTINCT or a UNION (under them), else run
@@ -268,8 +276,13 @@ impl Executor<'_> {
                 return Ok(());
             }
             let (below, layers) = super::parallel::under_layers(plan);
-            let chain = self.probe_chain(below);
-            if chain.is_some() || matches!(below, Plan::Sort { .. }) || super::distinct::is_distinct(below) {
+            let producer = match self.probe_chain(below) {
+                Some(chain) => Some(Producer::Chain(chain)),
+                None if matches!(below, Plan::Sort { .. }) => Some(Producer::Sort),
+                None if super::distinct::is_distinct(below) => Some(Producer::Distinct),
+                None => None,
+            };
+            if let Some(producer) = producer {
                 let started = std::time::Instant::now();
                 // Under EXPLAIN ANALYZE: the rows out of the chain, sort, DISTINCT or UNION and
                 // out of each layer.
@@ -286,11 +299,10 @@ impl Executor<'_> {
                     }
                     row.map_or(Ok(()), &mut *visit)
                 };
-                match &chain {
-                    Some(chain) => self.stream_chain(chain, outer, &mut through)?,
-                    None if matches!(below, Plan::Sort { .. }) => self.sorted(below, outer, &mut through)?,
-                    // A DISTINCT or a UNION.
-                    None => self.distinct(below, outer, &mut through)?,
+                match producer {
+                    Producer::Chain(chain) => self.stream_chain(&chain, outer, &mut through)?,
+                    Producer::Sort => self.sorted(below, outer, &mut through)?,
+                    Producer::Distinct => self.distinct(below, outer, &mut through)?,
                 }
                 for (node, rows) in std::iter::once(below).chain(layers.iter().copied()).zip(passed) {
                     self.record_profile(node, rows, started.elapsed());
