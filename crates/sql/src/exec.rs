@@ -42,6 +42,7 @@ mod probe_stream;
 mod spill;
 mod stream;
 mod vector;
+mod window_stream;
 
 pub(crate) use evaluate::Evaluate;
 pub use parallel::parallel_scans_on_this_thread;
@@ -1306,10 +1307,7 @@ impl<'t> Executor<'t> {
             Plan::Aggregate { input, group_by, aggregates } => {
                 self.run_aggregate(plan, input, group_by, aggregates, None, outer)
             }
-            Plan::Window { input, calls } => {
-                let rows = self.run(input, outer)?;
-                crate::window::run(self, rows, input.width(), calls, outer)
-            }
+            Plan::Window { .. } => self.gathered(|visit| self.windowed(plan, outer, visit)),
             Plan::Sort { .. } => self.gathered(|visit| self.sorted(plan, outer, visit)),
             Plan::Limit { input, limit, offset } => {
                 // A negative OFFSET counts as 0 (SQLite).

@@ -129,3 +129,47 @@ fn a_partition_too_large_for_the_limit_fails_with_53200() {
     let error = session.query(QUERIES[0], &[]).unwrap_err();
     assert_eq!(error.sqlstate, "53200", "{error}");
 }
+
+/// Window functions whose input passes the limit (`l` with its text): each window's sort
+/// spills and its partitions are computed a batch at a time (`exec/window_stream.rs`); on `r`
+/// (6,000 rows) the partitions are cut into several batches. A filter above each keeps the
+/// result itself under the limit.
+const WINDOW_QUERIES: &[&str] = &[
+    "SELECT * FROM (SELECT id, k, row_number() OVER (PARTITION BY k ORDER BY id) AS n, sum(id) OVER (PARTITION BY k), \
+     substr(max(pad) OVER (PARTITION BY k), 195) FROM l) AS w WHERE n % 7 = 1 ORDER BY id",
+    "SELECT * FROM (SELECT id, rank() OVER (PARTITION BY k % 7 ORDER BY pad) AS rk, \
+     lag(id) OVER (PARTITION BY id % 50 ORDER BY pad, id), \
+     count(*) OVER (PARTITION BY k ORDER BY id ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING) FROM l) AS w \
+     WHERE rk % 10 = 3 ORDER BY id",
+    "SELECT * FROM (SELECT id, sum(v) OVER (PARTITION BY k ORDER BY id) AS s, dense_rank() OVER (PARTITION BY v ORDER BY k NULLS FIRST) \
+     FROM r) AS w WHERE id % 16 = 0 ORDER BY id",
+    "SELECT count(*), sum(n), max(p) FROM (SELECT k, id, row_number() OVER (PARTITION BY k ORDER BY id) AS n, \
+     substr(pad, 199) AS p FROM l) AS w",
+];
+
+#[test]
+fn windows_past_the_memory_limit_spill_and_give_sqlites_rows() {
+    let (db, sqlite) = loaded();
+    let mut session = postgres(&db);
+    for sql in WINDOW_QUERIES {
+        let expected = sqlite_rows(&sqlite, sql);
+        for workers in [0, 2] {
+            set_workers(&mut session, workers);
+            assert_eq!(texts(&mut session, sql), expected, "{workers} workers: {sql}");
+        }
+    }
+    // The sort under the window spilled, as EXPLAIN ANALYZE shows.
+    let plan = texts(&mut session, &format!("EXPLAIN ANALYZE {}", WINDOW_QUERIES[0]));
+    let window = plan.iter().find(|line| line.contains("Window")).unwrap();
+    assert!(window.contains(" spilled="), "{}", plan.join("\n"));
+}
+
+/// A frame may reach any row of its partition, so one partition must fit: a window over all
+/// of `l` (one partition, more than the limit) fails with 53200.
+#[test]
+fn a_window_partition_too_large_for_the_limit_fails_with_53200() {
+    let (db, _) = loaded();
+    let mut session = postgres(&db);
+    let error = session.query("SELECT id, count(*) OVER (ORDER BY pad, id) FROM l", &[]).unwrap_err();
+    assert_eq!(error.sqlstate, "53200", "{error}");
+}

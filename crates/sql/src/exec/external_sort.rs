@@ -10,8 +10,13 @@
 //! ```text
 //!   rows ─▶ keys ─▶ run in memory ──(no room)──▶ sorted ─▶ run file 1, 2, …, n
 //!                        │                                       │
-//!                        └──(input ends)──▶ sorted ─▶ merge ◀────┘ ─▶ rows, in order
+//!                        ├──(input ends, nothing written)──▶ sorted ─▶ rows, in order
+//!                        └──(input ends)──▶ sorted ─▶ run file n+1 ─▶ merge ─▶ rows, in order
 //! ```
+//!
+//! The last run is written out too once any was, so that the merge holds only a read buffer
+//! per run while the operator reading its output (a sort or a window above) gathers rows of
+//! its own; a sort that fits hands its rows over charged to the statement until each goes.
 //!
 //! More than [`MERGE_FAN_IN`] runs are first merged that many at a time into longer runs, so
 //! no more files than that are read at once. Each run is sorted stably and ties between runs
@@ -41,7 +46,7 @@ pub(super) const MERGE_FAN_IN: usize = 64;
 const MERGE_READ_BUFFER: usize = 64 << 10;
 
 /// A row with its sort keys.
-type Keyed = (Vec<Value>, Row);
+pub(super) type Keyed = (Vec<Value>, Row);
 
 /// The rows of one ORDER BY being sorted.
 pub(super) struct ExternalSort<'k> {
@@ -97,27 +102,58 @@ impl<'k> ExternalSort<'k> {
     }
 
     /// Hands the rows over in order, and the bytes spilled in all.
-    pub(super) fn finish(mut self, exec: &Executor, visit: &mut dyn FnMut(Row) -> Result<()>) -> Result<u64> {
+    pub(super) fn finish(self, exec: &Executor, visit: &mut dyn FnMut(Row) -> Result<()>) -> Result<u64> {
+        self.finish_keyed(exec, &mut |(_, row)| visit(row))
+    }
+
+    /// Hands the rows over in order, each with its sort keys, and the bytes spilled in all.
+    pub(super) fn finish_keyed(mut self, exec: &Executor, visit: &mut dyn FnMut(Keyed) -> Result<()>) -> Result<u64> {
         self.sort_gathered();
         if self.runs.is_empty() {
-            for (_, row) in std::mem::take(&mut self.gathered) {
-                visit(row)?;
-            }
+            self.hand_over_gathered(exec, visit)?;
             return Ok(self.written);
         }
-        while self.runs.len() >= MERGE_FAN_IN {
-            let group: Vec<Source> = self.runs.drain(..MERGE_FAN_IN).map(Source::file).collect::<Result<_>>()?;
+        // The rows still in memory become the last run, so that the merge holds no more than
+        // a read buffer per run while what reads its output (a sort or window above) gathers.
+        if !self.gathered.is_empty() {
+            self.write_run()?;
+        }
+        while self.runs.len() > MERGE_FAN_IN {
+            let group: Vec<SpillReader> =
+                self.runs.drain(..MERGE_FAN_IN).map(|run| run.reader(MERGE_READ_BUFFER)).collect::<Result<_>>()?;
             let mut merged = SpillFile::new()?;
             let before = merged.bytes();
             self.merge(exec, group, &mut |keyed| merged.append(&[joined(keyed)]))?;
             self.written += merged.bytes() - before;
             self.runs.insert(0, merged);
         }
-        let mut sources: Vec<Source> =
-            std::mem::take(&mut self.runs).into_iter().map(Source::file).collect::<Result<_>>()?;
-        sources.push(Source::Memory(std::mem::take(&mut self.gathered).into_iter()));
-        self.merge(exec, sources, &mut |(_, row)| visit(row))?;
+        let sources: Vec<SpillReader> = std::mem::take(&mut self.runs)
+            .into_iter()
+            .map(|run| run.reader(MERGE_READ_BUFFER))
+            .collect::<Result<_>>()?;
+        self.merge(exec, sources, visit)?;
         Ok(self.written)
+    }
+
+    /// Hands over the rows of a sort that fit in memory. They stay charged to the statement
+    /// until each is handed over, so that an operator above that gathers them (another sort,
+    /// a window's partitions) sees the memory the sort still holds.
+    fn hand_over_gathered(&mut self, exec: &Executor, visit: &mut dyn FnMut(Keyed) -> Result<()>) -> Result<()> {
+        let mut held = self.bytes;
+        exec.memory_used.set(exec.memory_used.get() + held);
+        let mut outcome = Ok(());
+        for keyed in std::mem::take(&mut self.gathered) {
+            let bytes = (row_bytes(&keyed.0) + row_bytes(&keyed.1)).min(held);
+            held -= bytes;
+            exec.memory_used.set(exec.memory_used.get().saturating_sub(bytes));
+            if let Err(error) = visit(keyed) {
+                outcome = Err(error);
+                break;
+            }
+        }
+        exec.memory_used.set(exec.memory_used.get().saturating_sub(held));
+        self.bytes = 0;
+        outcome
     }
 
     /// Sorts the gathered rows stably and keeps the first `limit`.
@@ -140,13 +176,17 @@ impl<'k> ExternalSort<'k> {
         Ok(())
     }
 
-    /// Merges sorted `sources` (ties to the earlier source), handing over the first `limit`
-    /// rows.
-    fn merge(&self, exec: &Executor, mut sources: Vec<Source>, out: &mut dyn FnMut(Keyed) -> Result<()>) -> Result<()> {
+    /// Merges sorted runs (ties to the earlier run), handing over the first `limit` rows.
+    fn merge(
+        &self,
+        exec: &Executor,
+        mut sources: Vec<SpillReader>,
+        out: &mut dyn FnMut(Keyed) -> Result<()>,
+    ) -> Result<()> {
         let width = self.keys.len();
         let mut heap = BinaryHeap::with_capacity(sources.len());
         for (source, input) in sources.iter_mut().enumerate() {
-            if let Some((keys, row)) = input.next(width)? {
+            if let Some((keys, row)) = next_keyed(input, width)? {
                 heap.push(Head { keys, row, source, order: self.keys });
             }
         }
@@ -154,7 +194,7 @@ impl<'k> ExternalSort<'k> {
         while emitted < self.limit
             && let Some(Head { keys, row, source, .. }) = heap.pop()
         {
-            if let Some((next_keys, next_row)) = sources[source].next(width)? {
+            if let Some((next_keys, next_row)) = next_keyed(&mut sources[source], width)? {
                 heap.push(Head { keys: next_keys, row: next_row, source, order: self.keys });
             }
             out((keys, row))?;
@@ -178,27 +218,12 @@ fn joined((mut keys, row): Keyed) -> Row {
     keys
 }
 
-/// Where a merge reads sorted rows from.
-enum Source {
-    File(SpillReader),
-    Memory(std::vec::IntoIter<Keyed>),
-}
-
-impl Source {
-    fn file(run: SpillFile) -> Result<Source> {
-        run.reader(MERGE_READ_BUFFER).map(Source::File)
-    }
-
-    /// The next row and its keys (the first `width` values of a stored row).
-    fn next(&mut self, width: usize) -> Result<Option<Keyed>> {
-        match self {
-            Source::Memory(rows) => Ok(rows.next()),
-            Source::File(reader) => Ok(reader.next_row()?.map(|mut keys| {
-                let row = keys.split_off(width.min(keys.len()));
-                (keys, row)
-            })),
-        }
-    }
+/// The next row of a run and its keys (the first `width` values of a stored row).
+fn next_keyed(run: &mut SpillReader, width: usize) -> Result<Option<Keyed>> {
+    Ok(run.next_row()?.map(|mut keys| {
+        let row = keys.split_off(width.min(keys.len()));
+        (keys, row)
+    }))
 }
 
 /// The row at the front of one merge source. The heap's greatest is the row that comes first:

@@ -250,11 +250,14 @@ enum Producer<'p> {
     Sort,
     /// A DISTINCT or a UNION.
     Distinct,
+    /// A window operator.
+    Window,
 }
 
 impl Executor<'_> {
     /// Hands each row of `plan` to `visit`: streamed when it is a scan (under filters and
-    /// projections), or a probe chain, a sort, a DISTINCT or a UNION (under them), else run
+    /// projections), or a probe chain, a sort, a DISTINCT, a UNION or a window operator
+    /// (under them), else run
     /// whole and handed over. The rows
     /// out of each node streamed are recorded for EXPLAIN ANALYZE, as `run` records them.
     pub(super) fn stream_rows(
@@ -280,11 +283,12 @@ impl Executor<'_> {
                 Some(chain) => Some(Producer::Chain(chain)),
                 None if matches!(below, Plan::Sort { .. }) => Some(Producer::Sort),
                 None if super::distinct::is_distinct(below) => Some(Producer::Distinct),
+                None if matches!(below, Plan::Window { .. }) => Some(Producer::Window),
                 None => None,
             };
             if let Some(producer) = producer {
                 let started = std::time::Instant::now();
-                // Under EXPLAIN ANALYZE: the rows out of the chain, sort, DISTINCT or UNION and
+                // Under EXPLAIN ANALYZE: the rows out of the chain, sort, DISTINCT, UNION or window and
                 // out of each layer.
                 let mut passed = vec![0u64; layers.len() + 1];
                 let mut through = |row: Row| {
@@ -303,6 +307,7 @@ impl Executor<'_> {
                     Producer::Chain(chain) => self.stream_chain(&chain, outer, &mut through)?,
                     Producer::Sort => self.sorted(below, outer, &mut through)?,
                     Producer::Distinct => self.distinct(below, outer, &mut through)?,
+                    Producer::Window => self.windowed(below, outer, &mut through)?,
                 }
                 for (node, rows) in std::iter::once(below).chain(layers.iter().copied()).zip(passed) {
                     self.record_profile(node, rows, started.elapsed());

@@ -1,7 +1,8 @@
-//! Running window functions over materialized rows.
+//! Computing window functions over rows sorted by their window, whole partitions at a time.
 //!
-//! Calls that share a window's partitioning and ordering share one sort. The rows of each
-//! partition are then walked once per call: ranking functions read the peer groups, value
+//! Calls that share a window's partitioning and ordering share one sort ([`stages`]; the
+//! sort itself, which spills, is `crate::exec`'s). The rows of each partition are then walked
+//! once per call: ranking functions read the peer groups, value
 //! functions and aggregates each row's frame. An aggregate whose frames all start at the
 //! partition's first row, with nothing excluded, is accumulated incrementally (the end of the
 //! frame only moves forward); any other frame is aggregated afresh unless it is the previous
@@ -22,48 +23,53 @@ const INTERRUPT_ROWS: usize = 1024;
 /// Bytes of computed values gathered before they are charged to the memory limit.
 const CHARGE_BYTES: usize = 64 * 1024;
 
-/// Appends each call's value to every row of `base` columns. Rows come out ordered by the last
-/// window.
-pub fn run(
+/// The calls grouped by the window they share: calls with the same partitioning and ordering
+/// are computed over one sort. Groups come in the order of their first call, so the rows come
+/// out ordered by the last group's window.
+pub fn stages(calls: &[WindowCall]) -> Vec<Vec<usize>> {
+    let mut stages: Vec<Vec<usize>> = Vec::new();
+    for (index, call) in calls.iter().enumerate() {
+        let window = &call.window;
+        let shared = stages.iter_mut().find(|stage| {
+            let other = &calls[stage[0]].window;
+            other.partition_by == window.partition_by && other.order_by == window.order_by
+        });
+        match shared {
+            Some(stage) => stage.push(index),
+            None => stages.push(vec![index]),
+        }
+    }
+    stages
+}
+
+/// What a window's rows are sorted by: its partition values (ascending, equal values
+/// together), then its ORDER BY.
+pub fn sort_keys(window: &Window) -> Vec<SortKey> {
+    let partition =
+        window.partition_by.iter().map(|expr| SortKey { expr: expr.clone(), descending: false, nulls_first: true });
+    partition.chain(window.order_by.iter().cloned()).collect()
+}
+
+/// Computes the calls of one `stage` (they share a window) over whole partitions of rows
+/// sorted by [`sort_keys`], each row with its key values, and sets each call's value in the
+/// row's column `base` + the call's index. The rows come back in the order given.
+pub fn apply(
     exec: &Executor,
-    rows: Vec<Row>,
-    base: usize,
+    keyed: Vec<(Vec<Value>, Row)>,
     calls: &[WindowCall],
+    stage: &[usize],
+    base: usize,
     outer: Option<&Env>,
 ) -> Result<Vec<Row>> {
-    if rows.is_empty() {
-        return Ok(rows);
-    }
-    let mut rows: Vec<Row> = rows
-        .into_iter()
-        .map(|mut row| {
-            row.resize(base + calls.len(), Value::Null);
-            row
-        })
-        .collect();
-    let mut done = vec![false; calls.len()];
-    for first in 0..calls.len() {
-        if done[first] {
-            continue;
+    let Some(&first) = stage.first() else { return Ok(keyed.into_iter().map(|(_, row)| row).collect()) };
+    let mut sorted = SortedRows::from_sorted(keyed, &calls[first].window);
+    for &index in stage {
+        let values = compute_call(exec, &sorted, &calls[index], outer)?;
+        for (row, value) in sorted.rows.iter_mut().zip(values) {
+            row[base + index] = value;
         }
-        let window = &calls[first].window;
-        let sharing: Vec<usize> = (first..calls.len())
-            .filter(|&index| {
-                let other = &calls[index].window;
-                !done[index] && other.partition_by == window.partition_by && other.order_by == window.order_by
-            })
-            .collect();
-        let mut sorted = SortedRows::new(exec, rows, window, outer)?;
-        for &index in &sharing {
-            done[index] = true;
-            let values = compute_call(exec, &sorted, &calls[index], outer)?;
-            for (row, value) in sorted.rows.iter_mut().zip(values) {
-                row[base + index] = value;
-            }
-        }
-        rows = std::mem::take(&mut sorted.rows);
     }
-    Ok(rows)
+    Ok(sorted.rows)
 }
 
 /// Rows sorted by a window's partition and order keys, with their partitions and peer groups.
@@ -83,20 +89,13 @@ struct SortedRows {
 }
 
 impl SortedRows {
-    fn new(exec: &Executor, rows: Vec<Row>, window: &Window, outer: Option<&Env>) -> Result<SortedRows> {
-        let mut keyed = Vec::with_capacity(rows.len());
-        for row in rows {
-            let env = Env::new(&row, outer);
-            let partition = window.partition_by.iter().map(|expr| exec.eval(expr, &env)).collect::<Result<Vec<_>>>()?;
-            let order = window.order_by.iter().map(|key| exec.eval(&key.expr, &env)).collect::<Result<Vec<_>>>()?;
-            keyed.push((partition, order, row));
-        }
-        let same_partition = |a: &[Value], b: &[Value]| a.iter().zip(b).all(|(x, y)| x.total_cmp(y) == Ordering::Equal);
-        // A stable sort: peers keep their input order.
-        keyed.sort_by(|a, b| {
-            let by_partition = a.0.iter().zip(&b.0).map(|(x, y)| x.total_cmp(y)).find(|order| order.is_ne());
-            by_partition.unwrap_or_else(|| compare_sort_values(&window.order_by, &a.1, &b.1))
-        });
+    /// Cuts rows already sorted by [`sort_keys`] (each with its key values: the partition's,
+    /// then the ORDER BY's) into partitions and peer groups.
+    fn from_sorted(keyed: Vec<(Vec<Value>, Row)>, window: &Window) -> SortedRows {
+        let width = window.partition_by.len();
+        let same_partition = |a: &[Value], b: &[Value]| {
+            a[..width].iter().zip(&b[..width]).all(|(x, y)| x.total_cmp(y) == Ordering::Equal)
+        };
         let mut partitions = Vec::new();
         let mut peer_groups = Vec::new();
         let mut peer_group_of = Vec::with_capacity(keyed.len());
@@ -107,7 +106,8 @@ impl SortedRows {
                 partitions.push(at..at);
             }
             let new_group = new_partition
-                || compare_sort_values(&window.order_by, &keyed[at - 1].1, &keyed[at].1) != Ordering::Equal;
+                || compare_sort_values(&window.order_by, &keyed[at - 1].0[width..], &keyed[at].0[width..])
+                    != Ordering::Equal;
             if new_group {
                 peer_groups.push(at..at);
             }
@@ -122,11 +122,11 @@ impl SortedRows {
         }
         let mut rows = Vec::with_capacity(keyed.len());
         let mut order_values = Vec::with_capacity(keyed.len());
-        for (_, order, row) in keyed {
-            order_values.push(order);
+        for (mut keys, row) in keyed {
+            order_values.push(keys.split_off(width.min(keys.len())));
             rows.push(row);
         }
-        Ok(SortedRows {
+        SortedRows {
             rows,
             order_values,
             order_by: window.order_by.clone(),
@@ -134,7 +134,7 @@ impl SortedRows {
             peer_groups,
             peer_group_of,
             partition_of,
-        })
+        }
     }
 
     fn peers(&self, row: usize) -> Range<usize> {
