@@ -31,6 +31,7 @@ pub(crate) use evaluate::is_context_function;
 mod grace;
 mod grouping;
 mod in_set;
+mod intersect;
 mod join_filter;
 mod ordered_grouping;
 mod parallel;
@@ -1327,11 +1328,7 @@ impl<'t> Executor<'t> {
             Plan::Distinct { .. } | Plan::SetOperation { op: SetOperator::Union, .. } => {
                 self.gathered(|visit| self.distinct(plan, outer, visit))
             }
-            Plan::SetOperation { op, all, left, right } => {
-                let left_rows = self.run(left, outer)?;
-                let right_rows = self.run(right, outer)?;
-                Ok(set_operation(*op, *all, left_rows, right_rows))
-            }
+            Plan::SetOperation { .. } => self.gathered(|visit| self.intersect_or_except(plan, outer, visit)),
             Plan::Recursive { .. } => self.run_recursive(plan, outer, usize::MAX),
             Plan::WorkingTable { id, .. } => match self.working_tables.borrow().get(id) {
                 Some(rows) => Ok(rows.as_ref().clone()),
@@ -2005,30 +2002,6 @@ fn row_key(row: &[Value]) -> Vec<u8> {
 /// INTERSECT or EXCEPT (a UNION runs as a DISTINCT does, `exec/distinct.rs`): INTERSECT keeps
 /// left rows found on the right, EXCEPT those not found; with ALL each right row matches one
 /// left row, without it each distinct row appears once.
-fn set_operation(op: SetOperator, all: bool, left: Vec<Row>, right: Vec<Row>) -> Vec<Row> {
-    let intersect = op == SetOperator::Intersect;
-    let mut right_keys: HashMap<Vec<u8>, usize> = HashMap::new();
-    for row in &right {
-        *right_keys.entry(row_key(row)).or_default() += 1;
-    }
-    let mut seen = HashSet::new();
-    left.into_iter()
-        .filter(|row| {
-            let key = row_key(row);
-            let matched = match right_keys.get_mut(&key) {
-                Some(count) if *count > 0 => {
-                    if all {
-                        *count -= 1;
-                    }
-                    true
-                }
-                _ => false,
-            };
-            matched == intersect && (all || seen.insert(key))
-        })
-        .collect()
-}
-
 /// The groups of an aggregation being computed, fed one row at a time.
 /// A hash map for keys the executor builds from row values (join and group keys): foldhash,
 /// much faster than SipHash on short keys, seeded per map.

@@ -9,10 +9,10 @@
 //! up in the right table instead of scanning it (`exec/probe_lookup.rs`) or pushes them into a
 //! grouped right side (`exec/join_filter.rs`); joins above a streaming join that hash their
 //! small right inputs let its rows stream up through them (`exec/probe_chain.rs`), and a
-//! join's build side, an aggregate's groups, a sort's rows, a DISTINCT's keys or a window's
-//! input past the statement's memory limit spill to temporary files (`exec/grace.rs`,
-//! `exec/aggregate_spill.rs`, `exec/external_sort.rs`, `exec/distinct.rs`,
-//! `exec/window_stream.rs`). A statement's rows can go to a [`RowSink`] as they are produced
+//! join's build side, an aggregate's groups, a sort's rows, a set operation's keys or a
+//! window's input past the statement's memory limit spill to temporary files
+//! (`exec/grace.rs`, `exec/aggregate_spill.rs`, `exec/external_sort.rs`, `exec/distinct.rs`,
+//! `exec/intersect.rs`, `exec/window_stream.rs`). A statement's rows can go to a [`RowSink`] as they are produced
 //! instead of being gathered (`Session::stream_prepared`, `exec/emit.rs`). See
 //! `docs/design/sql.md` for the key encoding and the life of
 //! a query, and `docs/design/execution.md` for parallel execution.

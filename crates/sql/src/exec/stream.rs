@@ -252,12 +252,14 @@ enum Producer<'p> {
     Distinct,
     /// A window operator.
     Window,
+    /// An INTERSECT or an EXCEPT.
+    SetOperation,
 }
 
 impl Executor<'_> {
     /// Hands each row of `plan` to `visit`: streamed when it is a scan (under filters and
-    /// projections), or a probe chain, a sort, a DISTINCT, a UNION or a window operator
-    /// (under them), else run
+    /// projections), or a probe chain, a sort, a DISTINCT, a set operation or a window
+    /// operator (under them), else run
     /// whole and handed over. The rows
     /// out of each node streamed are recorded for EXPLAIN ANALYZE, as `run` records them.
     pub(super) fn stream_rows(
@@ -284,11 +286,12 @@ impl Executor<'_> {
                 None if matches!(below, Plan::Sort { .. }) => Some(Producer::Sort),
                 None if super::distinct::is_distinct(below) => Some(Producer::Distinct),
                 None if matches!(below, Plan::Window { .. }) => Some(Producer::Window),
+                None if matches!(below, Plan::SetOperation { .. }) => Some(Producer::SetOperation),
                 None => None,
             };
             if let Some(producer) = producer {
                 let started = std::time::Instant::now();
-                // Under EXPLAIN ANALYZE: the rows out of the chain, sort, DISTINCT, UNION or window and
+                // Under EXPLAIN ANALYZE: the rows out of the chain, sort, DISTINCT, set operation or window and
                 // out of each layer.
                 let mut passed = vec![0u64; layers.len() + 1];
                 let mut through = |row: Row| {
@@ -308,6 +311,7 @@ impl Executor<'_> {
                     Producer::Sort => self.sorted(below, outer, &mut through)?,
                     Producer::Distinct => self.distinct(below, outer, &mut through)?,
                     Producer::Window => self.windowed(below, outer, &mut through)?,
+                    Producer::SetOperation => self.intersect_or_except(below, outer, &mut through)?,
                 }
                 for (node, rows) in std::iter::once(below).chain(layers.iter().copied()).zip(passed) {
                     self.record_profile(node, rows, started.elapsed());
