@@ -82,8 +82,7 @@ pub fn create_table_as(
         return Err(Error::internal("CREATE TABLE AS made no CREATE TABLE"));
     };
     crate::session::create_table(catalog, &create, dialect)?;
-    let rows = exec.run(&plan, None)?;
     let table = catalog.table(&table_name).cloned().ok_or_else(|| Error::internal("the new table is missing"))?;
-    crate::dml::insert_rows(catalog, exec, &table, rows)?;
+    crate::dml::fill_new_table(catalog, exec, &table, &plan)?;
     Ok(true)
 }

@@ -641,116 +641,169 @@ fn bind_on_conflict(
 }
 
 fn insert(plan: &InsertPlan, exec: &Executor) -> Result<DmlResult> {
-    let InsertPlan { target, positions, source, on_conflict, arbiters, do_update, returning: returning_plan } = plan;
-    let table = &target.table;
-    let source_rows: Vec<Row> = match source {
-        None => vec![Vec::new()],
-        Some(plan) => exec.run(plan, None)?,
-    };
-    let mut writer = TableWriter::new(exec, target);
-    let mut inserted = Vec::new();
-    let mut changed = 0;
-    let mut checks = ReferenceChecks::new(exec, target);
-    let triggered = writer.triggered();
-    // Rows this statement inserted or updated through DO UPDATE (by key).
-    let mut touched = std::collections::HashSet::new();
-    // The source column of each table column (`None`: the column's default).
-    let mut source_of = vec![None; table.columns.len()];
-    if source.is_some() {
-        for (at, &position) in positions.iter().enumerate() {
-            source_of[position] = Some(at);
+    let mut inserter = Inserter::new(plan, exec);
+    match &plan.source {
+        None => inserter.row(Vec::new())?,
+        // The source's rows go into the table as they are produced, unless it could see them:
+        // a source that reads the target table, or a table with triggers (whose bodies may
+        // write what the source reads), has its rows taken whole first.
+        Some(source) if !inserter.triggered && !source.may_read_table(plan.target.table.id) => {
+            exec.emit(source, &mut |row| inserter.row(row))?
+        }
+        Some(source) => {
+            for row in exec.run(source, None)? {
+                inserter.row(row)?;
+            }
         }
     }
-    for mut source_row in source_rows {
-        let mut row: Row = Vec::with_capacity(table.columns.len());
-        for (column, from) in source_of.iter().enumerate() {
+    inserter.finish()
+}
+
+/// One INSERT's writing, a source row at a time.
+struct Inserter<'a, 't> {
+    plan: &'a InsertPlan,
+    exec: &'a Executor<'t>,
+    writer: TableWriter<'a, 't>,
+    checks: ReferenceChecks,
+    triggered: bool,
+    /// Rows this statement inserted or updated through DO UPDATE (by key).
+    touched: std::collections::HashSet<Vec<u8>>,
+    /// The source column of each table column (`None`: the column's default).
+    source_of: Vec<Option<usize>>,
+    /// Rows written, for RETURNING.
+    inserted: Vec<Row>,
+    changed: u64,
+}
+
+impl<'a, 't> Inserter<'a, 't> {
+    fn new(plan: &'a InsertPlan, exec: &'a Executor<'t>) -> Inserter<'a, 't> {
+        let target = &plan.target;
+        let writer = TableWriter::new(exec, target);
+        let triggered = writer.triggered();
+        let mut source_of = vec![None; target.table.columns.len()];
+        if plan.source.is_some() {
+            for (at, &position) in plan.positions.iter().enumerate() {
+                source_of[position] = Some(at);
+            }
+        }
+        Inserter {
+            plan,
+            exec,
+            writer,
+            checks: ReferenceChecks::new(exec, target),
+            triggered,
+            touched: std::collections::HashSet::new(),
+            source_of,
+            inserted: Vec::new(),
+            changed: 0,
+        }
+    }
+
+    /// Inserts one source row (or takes its conflict's action).
+    fn row(&mut self, mut source_row: Row) -> Result<()> {
+        let (exec, target) = (self.exec, &self.plan.target);
+        let mut row: Row = Vec::with_capacity(target.table.columns.len());
+        for (column, from) in self.source_of.iter().enumerate() {
             row.push(match from {
                 Some(at) => std::mem::replace(&mut source_row[*at], Value::Null),
                 None => target.default_value(exec, column)?,
             });
         }
-        writer.validate(&mut row)?;
-        let key = writer.key_for_new_row(&mut row)?;
-        if triggered && !writer.fire(Timing::Before, Event::Insert, None, Some(&row), &[])? {
-            continue;
+        self.writer.validate(&mut row)?;
+        let key = self.writer.key_for_new_row(&mut row)?;
+        if self.triggered && !self.writer.fire(Timing::Before, Event::Insert, None, Some(&row), &[])? {
+            return Ok(());
         }
-        let arbitrated = match arbiters {
-            Some(arbiters) => writer.find_conflict(&key, &row, true, arbiters)?.map(|(other_key, _)| other_key),
+        let arbitrated = match &self.plan.arbiters {
+            Some(arbiters) => self.writer.find_conflict(&key, &row, true, arbiters)?.map(|(other_key, _)| other_key),
             None => None,
         };
-        if arbitrated.is_some() && do_update.is_none() {
-            continue; // DO NOTHING
-        }
-        if let Some((assignments, selection)) = &do_update
-            && let Some(other_key) = arbitrated
-        {
-            // A row this statement inserted or updated is not updated again (PostgreSQL),
-            // whatever the DO UPDATE's WHERE says.
-            if touched.contains(&other_key) && exec.dialect() == Dialect::Postgres {
-                return Err(Error::new("21000", "ON CONFLICT DO UPDATE command cannot affect row a second time"));
-            }
-            let existing = writer.read_row(&other_key)?.ok_or_else(|| Error::corrupt("conflicting row vanished"))?;
-            let mut combined = existing.clone();
-            combined.extend(row.iter().cloned());
-            let env = Env::new(&combined, None);
-            if let Some(selection) = selection
-                && exec.eval(selection, &env)?.truth() != Some(true)
-            {
-                continue;
-            }
-            touched.insert(other_key.clone());
-            let mut updated = existing.clone();
-            for (position, expr) in assignments {
-                updated[*position] = exec.eval(expr, &env)?;
-            }
-            let assigned: Vec<usize> = assignments.iter().map(|(position, _)| *position).collect();
-            let mut existing = existing;
-            if triggered {
-                if !writer.fire(Timing::Before, Event::Update, Some(&existing), Some(&updated), &assigned)? {
-                    continue;
-                }
-                // A BEFORE trigger may have changed or deleted the row (its index entries).
-                let Some(current) = writer.read_row(&other_key)? else { continue };
-                existing = current;
-            }
-            if update_row(&mut writer, &other_key, &existing, updated, OnConflict::Fail, &mut inserted)?
-                && let Some(new) = inserted.last()
-            {
-                checks.updated(exec, target, &existing, new)?;
-                if triggered {
-                    let new = new.clone();
-                    writer.fire(Timing::After, Event::Update, Some(&existing), Some(&new), &assigned)?;
-                }
-            }
-            changed += 1;
-            continue;
-        }
-        let resolved = writer.resolve_conflicts(&key, &row, *on_conflict, true)?;
-        for replaced in writer.take_replaced() {
-            checks.removed(exec, target, &replaced, None, 0)?;
-        }
-        if !resolved {
-            continue;
-        }
-        writer.write_row(&key, &row);
-        if let Some(rowid) = writer.rowid_of(&key, &row) {
-            exec.note_inserted_rowid(rowid);
-        }
-        if do_update.is_some() {
-            touched.insert(key.clone());
-        }
-        changed += 1;
-        checks.inserted(&row);
-        if triggered {
-            writer.fire(Timing::After, Event::Insert, None, Some(&row), &[])?;
-        }
-        if returning_plan.is_some() {
-            inserted.push(row);
+        match (arbitrated, &self.plan.do_update) {
+            (Some(_), None) => Ok(()), // DO NOTHING
+            (Some(other_key), Some(do_update)) => self.update_conflicting(other_key, row, do_update),
+            (None, _) => self.write(key, row),
         }
     }
-    checks.finish(exec, target)?;
-    let returning = returning(exec, returning_plan, &inserted)?;
-    Ok(DmlResult { changed, returning })
+
+    /// Writes a new row, after OR REPLACE / OR IGNORE resolve its conflicts.
+    fn write(&mut self, key: Vec<u8>, row: Row) -> Result<()> {
+        let (exec, target) = (self.exec, &self.plan.target);
+        let resolved = self.writer.resolve_conflicts(&key, &row, self.plan.on_conflict, true)?;
+        for replaced in self.writer.take_replaced() {
+            self.checks.removed(exec, target, &replaced, None, 0)?;
+        }
+        if !resolved {
+            return Ok(());
+        }
+        self.writer.write_row(&key, &row);
+        if let Some(rowid) = self.writer.rowid_of(&key, &row) {
+            exec.note_inserted_rowid(rowid);
+        }
+        if self.plan.do_update.is_some() {
+            self.touched.insert(key.clone());
+        }
+        self.changed += 1;
+        self.checks.inserted(&row);
+        if self.triggered {
+            self.writer.fire(Timing::After, Event::Insert, None, Some(&row), &[])?;
+        }
+        if self.plan.returning.is_some() {
+            self.inserted.push(row);
+        }
+        Ok(())
+    }
+
+    /// ON CONFLICT DO UPDATE: updates the row under `other_key`, which `row` conflicts with.
+    fn update_conflicting(&mut self, other_key: Vec<u8>, row: Row, do_update: &DoUpdate) -> Result<()> {
+        let (exec, target) = (self.exec, &self.plan.target);
+        let (assignments, selection) = do_update;
+        // A row this statement inserted or updated is not updated again (PostgreSQL),
+        // whatever the DO UPDATE's WHERE says.
+        if self.touched.contains(&other_key) && exec.dialect() == Dialect::Postgres {
+            return Err(Error::new("21000", "ON CONFLICT DO UPDATE command cannot affect row a second time"));
+        }
+        let existing = self.writer.read_row(&other_key)?.ok_or_else(|| Error::corrupt("conflicting row vanished"))?;
+        let mut combined = existing.clone();
+        combined.extend(row.iter().cloned());
+        let env = Env::new(&combined, None);
+        if let Some(selection) = selection
+            && exec.eval(selection, &env)?.truth() != Some(true)
+        {
+            return Ok(());
+        }
+        self.touched.insert(other_key.clone());
+        let mut updated = existing.clone();
+        for (position, expr) in assignments {
+            updated[*position] = exec.eval(expr, &env)?;
+        }
+        let assigned: Vec<usize> = assignments.iter().map(|(position, _)| *position).collect();
+        let mut existing = existing;
+        if self.triggered {
+            if !self.writer.fire(Timing::Before, Event::Update, Some(&existing), Some(&updated), &assigned)? {
+                return Ok(());
+            }
+            // A BEFORE trigger may have changed or deleted the row (its index entries).
+            let Some(current) = self.writer.read_row(&other_key)? else { return Ok(()) };
+            existing = current;
+        }
+        if update_row(&mut self.writer, &other_key, &existing, updated, OnConflict::Fail, &mut self.inserted)?
+            && let Some(new) = self.inserted.last()
+        {
+            self.checks.updated(exec, target, &existing, new)?;
+            if self.triggered {
+                let new = new.clone();
+                self.writer.fire(Timing::After, Event::Update, Some(&existing), Some(&new), &assigned)?;
+            }
+        }
+        self.changed += 1;
+        Ok(())
+    }
+
+    fn finish(self) -> Result<DmlResult> {
+        self.checks.finish(self.exec, &self.plan.target)?;
+        let returning = returning(self.exec, &self.plan.returning, &self.inserted)?;
+        Ok(DmlResult { changed: self.changed, returning })
+    }
 }
 
 fn assignment_column(table: &TableDef, target: &ast::AssignmentTarget) -> Result<usize> {
@@ -1026,20 +1079,24 @@ fn delete(plan: &DeletePlan, exec: &Executor) -> Result<DmlResult> {
     Ok(DmlResult { changed: deleted.len() as u64, returning })
 }
 
-/// Inserts full rows of `table` (in column order) as INSERT does: converted to the columns'
-/// types, checked, keyed and indexed (CREATE TABLE AS).
-pub fn insert_rows(catalog: &Catalog, exec: &Executor, table: &Arc<TableDef>, rows: Vec<Row>) -> Result<u64> {
+/// Inserts the rows of `query`, full rows of `table` (in column order), as INSERT does:
+/// converted to the columns' types, checked, keyed and indexed (CREATE TABLE AS, whose
+/// `table` is new). The count of rows.
+pub fn fill_new_table(catalog: &Catalog, exec: &Executor, table: &Arc<TableDef>, query: &Plan) -> Result<u64> {
     let target = Target::bind(catalog, table.clone(), exec.dialect())?;
     let mut writer = TableWriter::new(exec, &target);
     let mut checks = ReferenceChecks::new(exec, &target);
     let mut count = 0;
-    for mut row in rows {
+    // The query cannot read the new table (it was bound before the table was made), so its
+    // rows go in as they are produced.
+    exec.emit(query, &mut |mut row| {
         writer.validate(&mut row)?;
         let key = writer.key_for_new_row(&mut row)?;
         writer.write_row(&key, &row);
         checks.inserted(&row);
         count += 1;
-    }
+        Ok(())
+    })?;
     checks.finish(exec, &target)?;
     Ok(count)
 }

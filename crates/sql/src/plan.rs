@@ -892,6 +892,31 @@ impl Plan {
         }
     }
 
+    /// Whether running the plan may read table `table` (by id): a scan or a lookup of it, in
+    /// this plan or in a subquery inside it. A SQL function's body is not known here, so a
+    /// call of one counts as a read.
+    pub fn may_read_table(&self, table: u32) -> bool {
+        crate::limits::with_stack(|| {
+            let reads_here = match self {
+                Plan::Scan { table: read, .. } | Plan::LookupJoin { table: read, .. } => read.id == table,
+                _ => false,
+            };
+            let mut in_exprs = false;
+            self.visit_exprs(&mut |expr| {
+                expr.walk(&mut |expr| {
+                    in_exprs |= match expr {
+                        Expr::InSubquery { subquery, .. }
+                        | Expr::Exists { subquery, .. }
+                        | Expr::ScalarSubquery(subquery) => subquery.plan.may_read_table(table),
+                        Expr::Function(crate::functions::ScalarFunction::SqlFunction, _) => true,
+                        _ => false,
+                    }
+                })
+            });
+            reads_here || in_exprs || self.children().iter().any(|child| child.may_read_table(table))
+        })
+    }
+
     /// Calls `visit` on each expression this node evaluates (not its children's).
     pub fn visit_exprs(&self, visit: &mut dyn FnMut(&Expr)) {
         let mut each = |exprs: &mut dyn Iterator<Item = &Expr>| exprs.for_each(&mut *visit);

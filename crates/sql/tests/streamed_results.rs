@@ -255,3 +255,31 @@ fn rows_reach_the_sink_in_the_session_time_zone() {
         assert_eq!(sink.rows, ["1|2024-01-15 09:00:00-03"]);
     }
 }
+
+/// INSERT ... SELECT and CREATE TABLE AS write their query's rows as they come: copying all
+/// of `t` (several times the limit) works, and gives the table SQLite's rows. The statement's
+/// own writes are still held until it ends, outside the limit.
+#[test]
+fn insert_select_and_create_table_as_stream_their_rows() {
+    let (db, sqlite) = loaded(LIMIT);
+    let mut session = postgres(&db);
+    for sql in [
+        "CREATE TABLE copy AS SELECT id, k, pad FROM t ORDER BY pad, id",
+        "CREATE TABLE copy2(id integer PRIMARY KEY, k integer, pad text)",
+        "INSERT INTO copy2 SELECT id, k, pad FROM t WHERE id % 2 = 0",
+        "INSERT INTO copy2 SELECT id, k, pad FROM copy WHERE id % 2 = 1",
+    ] {
+        session.execute(sql, &[]).unwrap_or_else(|error| panic!("{sql}: {error}"));
+        sqlite.execute(sql, []).unwrap();
+    }
+    for sql in [
+        "SELECT count(*), sum(k), max(pad), sum(id) FROM copy",
+        "SELECT count(*), sum(k), min(pad), sum(id) FROM copy2",
+        "SELECT count(*) FROM copy2 JOIN t ON t.id = copy2.id AND t.pad = copy2.pad",
+    ] {
+        assert_eq!(texts(&mut session, sql), sqlite_rows(&sqlite, sql), "{sql}");
+    }
+    // A source that reads the target takes its rows first: the copy doubles, no more.
+    session.execute("INSERT INTO copy SELECT id + 100000, k, pad FROM copy WHERE id < 1000", &[]).unwrap();
+    assert_eq!(texts(&mut session, "SELECT count(*) FROM copy"), vec![(ROWS + 1000).to_string()]);
+}
