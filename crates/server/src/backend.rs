@@ -684,11 +684,11 @@ impl Backend {
             }
             "bytea_output" if !value.eq_ignore_ascii_case("hex") => return Err(invalid(&value)),
             "timezone" => {
-                tern_sql::temporal::session_zone::of_setting(&value)?;
+                tern_sql::types::temporal::session_zone::of_setting(&value)?;
                 value
             }
-            "datestyle" => tern_sql::temporal::session_zone::date_style(&value)?,
-            "intervalstyle" => tern_sql::temporal::session_zone::interval_style(&value)?,
+            "datestyle" => tern_sql::types::temporal::session_zone::date_style(&value)?,
+            "intervalstyle" => tern_sql::types::temporal::session_zone::interval_style(&value)?,
             "statement_timeout" | "idle_in_transaction_session_timeout" | "lock_timeout" => {
                 parse_duration(&value).ok_or_else(|| invalid(&value))?;
                 value

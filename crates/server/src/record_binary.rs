@@ -5,7 +5,7 @@
 
 use crate::types::{RECORD, TEXT, cannot, declared_oid, decode_binary, encode_binary, oid_of_value};
 use tern_sql::catalog::Catalog;
-use tern_sql::composite::{CompositeField, Record};
+use tern_sql::types::composite::{CompositeField, Record};
 use tern_sql::value::Affinity;
 use tern_sql::{Error, Value};
 

@@ -4,10 +4,10 @@
 //! aggregation, sorting and set operations.
 
 use crate::catalog::{Catalog, IndexDef, TableDef};
-use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::functions::ScalarFunction;
 use crate::optimizer::{self, decorrelate, or_factor, prune};
+use crate::parse::dialect::Dialect;
 use crate::plan::*;
 use crate::value::{Affinity, Value};
 use crate::window::bind::extract_windows;
@@ -114,7 +114,7 @@ pub struct Binder<'c> {
     /// ProjectSet when it bound one.
     set_returning_calls: usize,
     /// NULL ordering and LIKE differ by dialect.
-    pub(crate) dialect: crate::dialect::Dialect,
+    pub(crate) dialect: crate::parse::dialect::Dialect,
 }
 
 const WINDOWS_NOT_HERE: Option<(&str, &str)> = Some(("42P20", "window functions are not allowed here"));
@@ -204,7 +204,7 @@ pub fn affinity_of_type(data_type: &ast::DataType) -> Result<Affinity> {
 /// [`affinity_of_type`] in a dialect (PostgreSQL's typed columns and casts in postgres).
 pub fn affinity_of_type_in(data_type: &ast::DataType, dialect: Dialect) -> Result<Affinity> {
     let name = data_type.to_string();
-    crate::decimal::declared_precision(&name)?;
+    crate::types::decimal::declared_precision(&name)?;
     Ok(Affinity::of_declared_type_in(&name, dialect))
 }
 
@@ -293,12 +293,12 @@ impl<'c> Binder<'c> {
             window_refusal: WINDOWS_NOT_HERE,
             window_calls: 0,
             set_returning_calls: 0,
-            dialect: crate::dialect::Dialect::Sqlite,
+            dialect: crate::parse::dialect::Dialect::Sqlite,
         }
     }
 
     /// Binds as `dialect` speaks.
-    pub fn with_dialect(mut self, dialect: crate::dialect::Dialect) -> Binder<'c> {
+    pub fn with_dialect(mut self, dialect: crate::parse::dialect::Dialect) -> Binder<'c> {
         self.dialect = dialect;
         self
     }
@@ -618,7 +618,8 @@ impl<'c> Binder<'c> {
                         return Ok(found);
                     }
                     // A sequence: one row of its state.
-                    if let Some(system) = crate::system::sequence_relation(self.catalog, schema.as_deref(), &table_name)
+                    if let Some(system) =
+                        crate::catalog::system::sequence_relation(self.catalog, schema.as_deref(), &table_name)
                     {
                         let alias_name = alias.as_ref().map(|alias| lower(&alias.name)).unwrap_or(table_name.clone());
                         let columns = table_columns(&system.table, &alias_name);
@@ -662,7 +663,7 @@ impl<'c> Binder<'c> {
         }
     }
 
-    /// A relation of `pg_catalog` / `information_schema` ([`crate::system`]), if `name` is one.
+    /// A relation of `pg_catalog` / `information_schema` ([`crate::catalog::system`]), if `name` is one.
     fn system_table(
         &mut self,
         schema: Option<&str>,
@@ -671,10 +672,10 @@ impl<'c> Binder<'c> {
     ) -> Option<(Plan, Vec<ScopeColumn>)> {
         let catalog = self.catalog;
         let view_columns = |view: &crate::catalog::ViewDef| view_output_columns(catalog, view);
-        let system = crate::system::lookup(catalog, schema, name, &view_columns)?;
+        let system = crate::catalog::system::lookup(catalog, schema, name, &view_columns)?;
         let alias_name = alias.map(|alias| lower(&alias.name)).unwrap_or_else(|| name.to_string());
         let mut columns = table_columns(&system.table, &alias_name);
-        // The last column is the relation's `tableoid` ([`crate::system::lookup`]).
+        // The last column is the relation's `tableoid` ([`crate::catalog::system::lookup`]).
         if let Some(last) = columns.last_mut() {
             last.system = true;
         }
@@ -748,7 +749,7 @@ impl<'c> Binder<'c> {
             alias.and_then(|alias| alias.columns.first()).map(|column| lower(&column.name)).unwrap_or(default_name);
         let affinity = match function {
             TableFunction::Unnest => None,
-            TableFunction::ExpandArray => Some(Affinity::Composite(crate::composite::expand_array_type())),
+            TableFunction::ExpandArray => Some(Affinity::Composite(crate::types::composite::expand_array_type())),
             TableFunction::GenerateSeries | TableFunction::GenerateSubscripts | TableFunction::PartitionAncestors => {
                 Some(Affinity::Integer)
             }
@@ -1356,7 +1357,7 @@ impl<'c> Binder<'c> {
                 _,
             ) => Some(Affinity::Integer),
             Expr::Function(ScalarFunction::SetReturning(crate::plan::TableFunction::ExpandArray), _) => {
-                Some(Affinity::Composite(crate::composite::expand_array_type()))
+                Some(Affinity::Composite(crate::types::composite::expand_array_type()))
             }
             _ => None,
         }
@@ -1661,7 +1662,7 @@ impl<'c> Binder<'c> {
             E::CompoundFieldAccess { root, access_chain } => {
                 self.bind_compound_access(expr, root, access_chain, scope)?
             }
-            // `ARRAY[a, b, ...]`: an array literal of the elements' text ([`crate::array`]).
+            // `ARRAY[a, b, ...]`: an array literal of the elements' text ([`crate::types::array`]).
             E::Array(array) => Expr::Function(
                 ScalarFunction::ArrayConstruct,
                 array.elem.iter().map(|item| self.bind_expr(item, scope)).collect::<Result<Vec<_>>>()?,
@@ -1709,16 +1710,16 @@ impl<'c> Binder<'c> {
                 if let Some(bound) = self.bind_catalog_cast(inner, data_type, scope)? {
                     return Ok(bound);
                 }
-                if let Some(domain) = crate::domain::of_type(self.catalog, &data_type.to_string()).cloned() {
+                if let Some(domain) = crate::ddl::domain::of_type(self.catalog, &data_type.to_string()).cloned() {
                     return self.bind_domain_cast(inner, &domain, scope);
                 }
-                if let Some(id) = crate::enum_type::of_type(self.catalog, &data_type.to_string()) {
+                if let Some(id) = crate::types::enum_type::of_type(self.catalog, &data_type.to_string()) {
                     return Ok(Expr::Cast(Box::new(self.bind_expr(inner, scope)?), CastType::Enum(id)));
                 }
-                if let Some(id) = crate::composite::of_type(self.catalog, &data_type.to_string()) {
+                if let Some(id) = crate::types::composite::of_type(self.catalog, &data_type.to_string()) {
                     return Ok(Expr::Cast(Box::new(self.bind_expr(inner, scope)?), CastType::Composite(id)));
                 }
-                if self.dialect == Dialect::Postgres && !crate::pgtype::is_type_name(&data_type.to_string()) {
+                if self.dialect == Dialect::Postgres && !crate::catalog::pgtype::is_type_name(&data_type.to_string()) {
                     return Err(Error::new("42704", format!("type \"{data_type}\" does not exist")));
                 }
                 let to = CastType::of_affinity(affinity_of_type_in(data_type, self.dialect)?);
@@ -1971,13 +1972,13 @@ impl<'c> Binder<'c> {
         // PostgreSQL's function-style cast `date(x)`.
         if name == "date" && args.len() == 1 && self.dialect == Dialect::Postgres {
             let inner = self.bind_expr(args[0], scope)?;
-            return Ok(Expr::Cast(Box::new(inner), CastType::Temporal(crate::temporal::TemporalKind::Date)));
+            return Ok(Expr::Cast(Box::new(inner), CastType::Temporal(crate::types::temporal::TemporalKind::Date)));
         }
         if let Some(bound) = self.bind_catalog_function(&name, &args, scope)? {
             return Ok(bound);
         }
-        let json = crate::json_functions::JsonBuild::lookup(&name)
-            .or_else(|| crate::json_functions::JsonBuild::lookup_to(&name).map(|build| (build, 1, 1)));
+        let json = crate::functions::json_functions::JsonBuild::lookup(&name)
+            .or_else(|| crate::functions::json_functions::JsonBuild::lookup_to(&name).map(|build| (build, 1, 1)));
         if let Some((build, min_args, max_args)) = json {
             if args.len() < min_args || args.len() > max_args {
                 return Err(Error::new("42883", format!("wrong number of arguments to function {name}()")));
@@ -2043,12 +2044,12 @@ impl<'c> Binder<'c> {
             other => other,
         };
         let json_operator = match op {
-            B::Arrow => Some(crate::json_operators::JsonOperator::Get),
-            B::LongArrow => Some(crate::json_operators::JsonOperator::GetText),
-            B::HashArrow => Some(crate::json_operators::JsonOperator::Path),
-            B::HashLongArrow => Some(crate::json_operators::JsonOperator::PathText),
-            B::AtArrow => Some(crate::json_operators::JsonOperator::Contains),
-            B::ArrowAt => Some(crate::json_operators::JsonOperator::ContainedBy),
+            B::Arrow => Some(crate::functions::json_operators::JsonOperator::Get),
+            B::LongArrow => Some(crate::functions::json_operators::JsonOperator::GetText),
+            B::HashArrow => Some(crate::functions::json_operators::JsonOperator::Path),
+            B::HashLongArrow => Some(crate::functions::json_operators::JsonOperator::PathText),
+            B::AtArrow => Some(crate::functions::json_operators::JsonOperator::Contains),
+            B::ArrowAt => Some(crate::functions::json_operators::JsonOperator::ContainedBy),
             _ => None,
         };
         if let Some(operator) = json_operator {
@@ -2099,12 +2100,12 @@ impl<'c> Binder<'c> {
     /// side's); an untyped literal reads as `json`, as PostgreSQL resolves it.
     fn bind_json_operator(
         &mut self,
-        operator: crate::json_operators::JsonOperator,
+        operator: crate::functions::json_operators::JsonOperator,
         left: &ast::Expr,
         right: &ast::Expr,
         scope: &Scope,
     ) -> Result<Expr> {
-        use crate::json_operators::{JsonOp, JsonOperator};
+        use crate::functions::json_operators::{JsonOp, JsonOperator};
         let left = self.bind_expr(left, scope)?;
         let right = self.bind_expr(right, scope)?;
         let containment = matches!(operator, JsonOperator::Contains | JsonOperator::ContainedBy);
@@ -2168,11 +2169,13 @@ impl<'c> Binder<'c> {
     fn bind_domain_cast(
         &mut self,
         inner: &ast::Expr,
-        domain: &crate::domain::DomainDef,
+        domain: &crate::ddl::domain::DomainDef,
         scope: &Scope,
     ) -> Result<Expr> {
         let cast = cast_to(inner.clone(), &domain.base_type)?;
-        let Some(condition) = crate::domain::check_over(domain, &cast)? else { return self.bind_expr(&cast, scope) };
+        let Some(condition) = crate::ddl::domain::check_over(domain, &cast)? else {
+            return self.bind_expr(&cast, scope);
+        };
         let value = self.bind_expr(&cast, scope)?;
         let condition = self.bind_expr(&condition, scope)?;
         Ok(Expr::Function(
@@ -2302,7 +2305,7 @@ impl<'c> Binder<'c> {
                     Some(Affinity::Enum(id)) => Some(id),
                     _ => None,
                 });
-                crate::enum_type::functions::bind(name, id, bound)?
+                crate::types::enum_type::functions::bind(name, id, bound)?
             }
             "format_type" if !self.catalog.enums.is_empty() || !self.catalog.composites.is_empty() => {
                 arity(2, 2)?;
@@ -2321,15 +2324,15 @@ impl<'c> Binder<'c> {
             "pg_get_function_result" | "pg_get_function_arguments" | "pg_get_function_identity_arguments" => {
                 arity(1, 1)?;
                 let oid = self.bind_expr(args[0], scope)?;
-                let describe = |def: &crate::sql_function::FunctionDef| match name {
-                    "pg_get_function_result" => crate::pg_proc::result(self.catalog, def),
-                    _ => crate::pg_proc::arguments(self.catalog, def),
+                let describe = |def: &crate::functions::sql_function::FunctionDef| match name {
+                    "pg_get_function_result" => crate::catalog::pg_proc::result(self.catalog, def),
+                    _ => crate::catalog::pg_proc::arguments(self.catalog, def),
                 };
                 let pairs = self
                     .catalog
                     .functions
                     .values()
-                    .map(|def| (integer(crate::pg_proc::function_oid(&def.name)), text(&describe(def))))
+                    .map(|def| (integer(crate::catalog::pg_proc::function_oid(&def.name)), text(&describe(def))))
                     .collect();
                 lookup(oid, pairs)
             }
@@ -2362,7 +2365,7 @@ impl<'c> Binder<'c> {
                 // The argument is a regclass: a relation's name reads as its OID.
                 let oid = match self.bind_expr(args[0], scope)? {
                     Expr::Literal(Value::Text(relation)) if relation.trim().parse::<i64>().is_err() => integer(
-                        crate::system::relation_oid(self.catalog, relation.trim_matches('"'))
+                        crate::catalog::system::relation_oid(self.catalog, relation.trim_matches('"'))
                             .ok_or_else(|| Error::undefined_table(&relation))?,
                     ),
                     other => other,
@@ -2372,7 +2375,7 @@ impl<'c> Binder<'c> {
                     Some(fork) => Some(self.bind_expr(fork, scope)?),
                     None => None,
                 };
-                let objects = crate::system::relation_objects(self.catalog, name);
+                let objects = crate::catalog::system::relation_objects(self.catalog, name);
                 let listed = Expr::Case {
                     operand: Some(Box::new(oid)),
                     whens: objects.into_iter().map(|(oid, ids)| (integer(oid), text(&ids))).collect(),
@@ -2399,7 +2402,7 @@ impl<'c> Binder<'c> {
                 };
                 Expr::Cast(
                     Box::new(schemas),
-                    CastType::Array(crate::pgtype::array_of(crate::pgtype::NAME).unwrap_or(1003)),
+                    CastType::Array(crate::catalog::pgtype::array_of(crate::catalog::pgtype::NAME).unwrap_or(1003)),
                 )
             }
             "pg_database_size" => {
@@ -2420,7 +2423,7 @@ impl<'c> Binder<'c> {
                     Some(column) => self.bind_expr(column, scope)?,
                     None => integer(0),
                 };
-                let definitions = crate::system::definitions(self.catalog);
+                let definitions = crate::catalog::system::definitions(self.catalog);
                 let pairs = definitions
                     .indexes
                     .iter()
@@ -2441,11 +2444,11 @@ impl<'c> Binder<'c> {
                 arity(1, 1)?;
                 let name = self.bind_expr(args[0], scope)?;
                 if let Expr::Literal(Value::Text(name)) = &name {
-                    let oid = crate::system::relation_oid(self.catalog, name.trim_matches('"'));
+                    let oid = crate::catalog::system::relation_oid(self.catalog, name.trim_matches('"'));
                     return Ok(Some(oid.map_or(Expr::Literal(Value::Null), integer)));
                 }
                 let lowered = Expr::Function(ScalarFunction::Lower, vec![name]);
-                let pairs = crate::system::relation_names(self.catalog)
+                let pairs = crate::catalog::system::relation_names(self.catalog)
                     .into_iter()
                     .map(|(oid, name)| (text(&name), integer(oid)))
                     .collect();
@@ -2484,7 +2487,7 @@ impl<'c> Binder<'c> {
             "pg_table_is_visible" => {
                 arity(1, 1)?;
                 let oid = self.bind_expr(args[0], scope)?;
-                let hidden = crate::system::information_schema_oids();
+                let hidden = crate::catalog::system::information_schema_oids();
                 let visible = Expr::Case {
                     operand: Some(Box::new(oid.clone())),
                     whens: hidden
@@ -2504,7 +2507,7 @@ impl<'c> Binder<'c> {
             "pg_get_constraintdef" | "pg_get_viewdef" => {
                 arity(1, 2)?;
                 let oid = self.bind_expr(args[0], scope)?;
-                let definitions = crate::system::definitions(self.catalog);
+                let definitions = crate::catalog::system::definitions(self.catalog);
                 let source = if name == "pg_get_viewdef" { &definitions.views } else { &definitions.constraints };
                 lookup(oid, source.iter().map(|(oid, definition)| (integer(*oid), text(definition))).collect())
             }
@@ -2516,7 +2519,7 @@ impl<'c> Binder<'c> {
     /// the comment, looked up by a CASE over the comments of the catalog this statement sees.
     fn description_lookup(&self, columns: bool, oid: Expr, second: Option<Expr>) -> Expr {
         let mut by_oid: std::collections::BTreeMap<i64, Vec<(Expr, Expr)>> = Default::default();
-        for (objoid, classoid, objsubid, description) in crate::comment::descriptions(self.catalog) {
+        for (objoid, classoid, objsubid, description) in crate::ddl::comment::descriptions(self.catalog) {
             let key = match (columns, objsubid) {
                 (true, 0) | (false, 1..) => continue,
                 (true, _) => integer(objsubid),
@@ -2549,7 +2552,7 @@ impl<'c> Binder<'c> {
         let type_name = match data_type {
             ast::DataType::Array(_) => {
                 let bound = self.bind_expr(inner, scope)?;
-                let oid = crate::pgtype::declared_oid(&data_type.to_string());
+                let oid = crate::catalog::pgtype::declared_oid(&data_type.to_string());
                 return Ok(Some(Expr::Cast(Box::new(bound), CastType::Array(oid))));
             }
             ast::DataType::Regclass => "regclass".to_string(),
@@ -2571,18 +2574,18 @@ impl<'c> Binder<'c> {
                     match name.trim().parse::<i64>() {
                         Ok(oid) => bound = literal(Value::Integer(oid)),
                         Err(_) => {
-                            let oid = crate::system::relation_oid(self.catalog, name.trim_matches('"'))
+                            let oid = crate::catalog::system::relation_oid(self.catalog, name.trim_matches('"'))
                                 .ok_or_else(|| Error::undefined_table(name))?;
                             return Ok(Some(literal(Value::Integer(oid))));
                         }
                     }
                 }
-                let names = crate::system::relation_names(self.catalog);
+                let names = crate::catalog::system::relation_names(self.catalog);
                 // A value that is not a known OID may be a name (a parameter, a column of
                 // names): it reads as its relation's OID.
                 let by_name = Expr::Case {
                     operand: Some(Box::new(Expr::Function(ScalarFunction::Lower, vec![bound.clone()]))),
-                    whens: crate::system::regclass_names(self.catalog)
+                    whens: crate::catalog::system::regclass_names(self.catalog)
                         .into_iter()
                         .map(|(name, oid)| (literal(Value::Text(name)), literal(Value::Integer(oid))))
                         .collect(),
@@ -2603,16 +2606,16 @@ impl<'c> Binder<'c> {
                     && name.trim().parse::<i64>().is_err() =>
             {
                 let name = name.trim_matches('"').to_ascii_lowercase();
-                let oid = crate::system::namespace_oid(&name)
+                let oid = crate::catalog::system::namespace_oid(&name)
                     .ok_or_else(|| Error::new("3F000", format!("schema \"{name}\" does not exist")))?;
                 literal(Value::Integer(oid))
             }
             "regnamespace" => Expr::Case {
                 operand: Some(Box::new(bound.clone())),
                 whens: [
-                    (crate::system::PG_CATALOG_OID, "pg_catalog"),
-                    (crate::system::PUBLIC_OID, "public"),
-                    (crate::system::INFORMATION_SCHEMA_OID, "information_schema"),
+                    (crate::catalog::system::PG_CATALOG_OID, "pg_catalog"),
+                    (crate::catalog::system::PUBLIC_OID, "public"),
+                    (crate::catalog::system::INFORMATION_SCHEMA_OID, "information_schema"),
                 ]
                 .into_iter()
                 .map(|(oid, name)| (literal(Value::Integer(oid)), literal(Value::Text(name.into()))))
@@ -2623,7 +2626,7 @@ impl<'c> Binder<'c> {
                 // A type's name (a literal, or a parameter as drivers send it): its OID, which
                 // compares with `pg_type.oid` (42704 if there is no such type).
                 Expr::Literal(Value::Text(name)) if name.trim().parse::<i64>().is_err() => {
-                    let oid = crate::pgtype::oid_of_name(name)
+                    let oid = crate::catalog::pgtype::oid_of_name(name)
                         .or_else(|| self.user_type_oid(name))
                         .ok_or_else(|| Error::new("42704", format!("type \"{name}\" does not exist")))?;
                     literal(Value::Integer(i64::from(oid)))
@@ -2732,7 +2735,7 @@ fn derived_columns(
 }
 
 /// An ORDER BY term; where NULLs go when it does not say is the dialect's.
-pub(crate) fn sort_key(expr: Expr, options: &ast::OrderByOptions, dialect: crate::dialect::Dialect) -> SortKey {
+pub(crate) fn sort_key(expr: Expr, options: &ast::OrderByOptions, dialect: crate::parse::dialect::Dialect) -> SortKey {
     let descending = options.asc == Some(false);
     let nulls_first = options.nulls_first.unwrap_or(dialect.nulls_first(descending));
     SortKey { expr, descending, nulls_first }
@@ -3327,12 +3330,12 @@ fn extract_set_returning(expr: Expr, base: usize, calls: &mut Vec<(crate::plan::
     }
 }
 
-/// The kinds [`crate::json_functions`] needs of its arguments, from their SQL types: `b` for
+/// The kinds [`crate::functions::json_functions`] needs of its arguments, from their SQL types: `b` for
 /// booleans, `j` for JSON, `-` for the others.
 fn json_argument_kinds(args: &[Expr], scope: &Scope) -> String {
-    use crate::describe::SqlType;
+    use crate::session::describe::SqlType;
     let input = scope_types(scope);
-    let mut inference = crate::describe::Inference::new(0);
+    let mut inference = crate::session::describe::Inference::new(0);
     args.iter()
         .map(|arg| match inference.expr(arg, &input) {
             SqlType::Boolean => 'b',
@@ -3343,8 +3346,8 @@ fn json_argument_kinds(args: &[Expr], scope: &Scope) -> String {
 }
 
 /// What type inference needs to know of the scope's columns: booleans and JSON.
-fn scope_types(scope: &Scope) -> Vec<crate::describe::SqlType> {
-    use crate::describe::SqlType;
+fn scope_types(scope: &Scope) -> Vec<crate::session::describe::SqlType> {
+    use crate::session::describe::SqlType;
     scope
         .columns
         .iter()
@@ -3358,9 +3361,9 @@ fn scope_types(scope: &Scope) -> Vec<crate::describe::SqlType> {
 
 /// Whether an expression is `jsonb` (`Some(true)`), `json` (`Some(false)`) or neither.
 fn json_type(expr: &Expr, scope: &Scope) -> Option<bool> {
-    match crate::describe::Inference::new(0).expr(expr, &scope_types(scope)) {
-        crate::describe::SqlType::Declared(name) if name == "jsonb" => Some(true),
-        crate::describe::SqlType::Declared(name) if name == "json" => Some(false),
+    match crate::session::describe::Inference::new(0).expr(expr, &scope_types(scope)) {
+        crate::session::describe::SqlType::Declared(name) if name == "jsonb" => Some(true),
+        crate::session::describe::SqlType::Declared(name) if name == "json" => Some(false),
         _ => None,
     }
 }

@@ -3,13 +3,13 @@
 //! Key of a value (so that byte order equals SQL order, see `docs/design/sql.md`):
 //! - NULL: `0x01`
 //! - number (integer, real or decimal): `0x02`, the nearest f64 in order-preserving form (8
-//!   bytes), then the exact residual from that f64's base (`decimal.rs`): `0x80` when it is 0
+//!   bytes), then the exact residual from that f64's base (`types/decimal.rs`): `0x80` when it is 0
 //!   (every real, integers below 2^53, decimals of up to 15 digits), else `0x81` and a positive
 //!   decimal (exponent byte, digits as 1..=10, `0x00`) or `0x7F` and the complement of one. So
 //!   1, 1.0 and DECIMAL 1.00 encode alike, and large integers and long decimals keep their order
 //! - text: `0x03`, the bytes with `0x00` escaped as `0x00 0xFF`, then `0x00 0x00`
 //! - blob: `0x04`, escaped the same way
-//! - date/time ([`crate::temporal`]): `0x05`, the group (0 an instant: date, timestamp or
+//! - date/time ([`crate::types::temporal`]): `0x05`, the group (0 an instant: date, timestamp or
 //!   timestamptz; 1 a time; 2 an interval), then the order key with its sign bit flipped:
 //!   8 bytes big-endian (microseconds, a date's midnight), 16 for an interval's span
 //!
@@ -20,14 +20,14 @@
 //! interval's months, days and microseconds).
 //! Rows written before an `ALTER TABLE ADD COLUMN` have fewer columns; readers fill defaults.
 
-use crate::decimal::Decimal;
 use crate::error::{Error, Result};
-use crate::temporal::{Interval, Temporal};
+use crate::types::decimal::Decimal;
+use crate::types::temporal::{Interval, Temporal};
 use crate::value::{Value, number_order_key};
 
 /// Key prefix of the catalog's version counter.
 pub const CATALOG_VERSION_KEY: &[u8] = &[0x00, b'v'];
-/// Key of the serialized catalog, or of its chunk manifest ([`crate::catalog_store`]).
+/// Key of the serialized catalog, or of its chunk manifest ([`crate::catalog::catalog_store`]).
 pub const CATALOG_KEY: &[u8] = &[0x00, b'c'];
 /// Prefix of a large catalog's chunks: the chunk index (big-endian) follows.
 pub const CATALOG_CHUNK_PREFIX: &[u8] = &[0x00, b'C'];
@@ -35,7 +35,7 @@ pub const CATALOG_CHUNK_PREFIX: &[u8] = &[0x00, b'C'];
 /// password verifier. Not visible to SQL.
 pub const ROLE_PREFIX: &[u8] = &[0x00, b'r'];
 
-/// Prefix of the tables' statistics ([`crate::statistics_store`]): the table id (big-endian)
+/// Prefix of the tables' statistics ([`crate::optimizer::statistics_store`]): the table id (big-endian)
 /// follows.
 pub const STATISTICS_PREFIX: &[u8] = &[0x00, b'a'];
 
@@ -382,7 +382,7 @@ fn decode_enum(bytes: &[u8], position: &mut usize) -> Result<Value> {
     let raw = bytes.get(*position..end).ok_or_else(|| Error::corrupt("row ends inside an enum label"))?;
     *position = end;
     let label = std::str::from_utf8(raw).map_err(|_| Error::corrupt("enum label is not UTF-8"))?;
-    Ok(Value::Enum(crate::enum_type::EnumValue { type_oid, sort, label: label.into() }))
+    Ok(Value::Enum(crate::types::enum_type::EnumValue { type_oid, sort, label: label.into() }))
 }
 
 /// Decodes a row; bad bytes are a corruption error, never a panic.
@@ -521,7 +521,7 @@ fn skip_value(bytes: &[u8], position: &mut usize) -> Result<()> {
 }
 
 /// Row values nest at most this deep (records of records): deeper bytes are corrupt.
-use crate::composite::MAX_NESTING;
+use crate::types::composite::MAX_NESTING;
 
 /// A count of values, then the values.
 fn decode_values(bytes: &[u8], position: &mut usize, depth: usize) -> Result<Vec<Value>> {
@@ -587,7 +587,7 @@ fn stored_value<'a>(bytes: &'a [u8], position: &mut usize, depth: usize) -> Resu
             let type_oid =
                 u32::try_from(get_varint(bytes, position)?).map_err(|_| Error::corrupt("row type out of range"))?;
             let fields = decode_values(bytes, position, depth + 1)?;
-            Stored::Other(Value::Record(std::sync::Arc::new(crate::composite::Record { type_oid, fields })))
+            Stored::Other(Value::Record(std::sync::Arc::new(crate::types::composite::Record { type_oid, fields })))
         }
         other => return Err(Error::corrupt(format!("unknown value tag {other}"))),
     })
@@ -604,7 +604,7 @@ mod tests {
         prop_oneof![
             4 => scalar_strategy(),
             1 => proptest::collection::vec(scalar, 0..4).prop_map(|fields| Value::Record(std::sync::Arc::new(
-                crate::composite::Record { type_oid: 16_390, fields }
+                crate::types::composite::Record { type_oid: 16_390, fields }
             ))),
         ]
     }
@@ -637,7 +637,7 @@ mod tests {
             any::<i64>().prop_map(|micros| Value::Temporal(Temporal::TimestampTz(micros))),
             (0i64..=86_400_000_000).prop_map(|micros| Value::Temporal(Temporal::Time(micros))),
             (16_384u32..16_387, -8i16..8).prop_map(|(type_oid, half)| (type_oid, f32::from(half) / 2.0)).prop_map(
-                |(type_oid, sort)| Value::Enum(crate::enum_type::EnumValue {
+                |(type_oid, sort)| Value::Enum(crate::types::enum_type::EnumValue {
                     type_oid,
                     sort,
                     label: format!("label {sort}").into()

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use tern_txn::Transaction;
 
+pub mod aggregate;
 mod aggregate_batch;
 mod aggregate_spill;
 mod batch;
@@ -84,7 +85,7 @@ pub struct Executor<'t> {
     /// Writes of the running statement, applied to the transaction when it succeeds (so a
     /// failed statement leaves no trace, as in SQLite).
     overlay: RefCell<BTreeMap<Vec<u8>, Option<Vec<u8>>>>,
-    /// Deltas of the running statement (`crate::delta`), applied with the overlay.
+    /// Deltas of the running statement (`crate::dml::delta`), applied with the overlay.
     deltas: RefCell<Vec<(Vec<u8>, Vec<u8>)>>,
     params: &'t [Value],
     subquery_cache: RefCell<HashMap<usize, Arc<Vec<Row>>>>,
@@ -111,17 +112,17 @@ pub struct Executor<'t> {
     volatile: Cell<bool>,
     /// The session's settings (`current_setting()` and friends).
     settings: Option<&'t crate::session::Settings>,
-    setting_changes: Option<&'t crate::setting_scope::SettingChanges>,
+    setting_changes: Option<&'t crate::session::setting_scope::SettingChanges>,
     /// The database's next hidden row id of each table, when it keeps them.
     rowids: Option<&'t crate::session::Rowids>,
     sequences: Option<SequenceAccess<'t>>,
-    /// The advisory locks and the session taking them ([`crate::advisory`]).
-    advisory: Option<(&'t crate::advisory::AdvisoryLocks, u64)>,
-    /// The database's sessions ([`crate::activity`]), and this session's entry, which counts
+    /// The advisory locks and the session taking them ([`crate::functions::advisory`]).
+    advisory: Option<(&'t crate::functions::advisory::AdvisoryLocks, u64)>,
+    /// The database's sessions ([`crate::session::activity`]), and this session's entry, which counts
     /// what statements do to tables.
-    activity: Option<(&'t crate::activity::Activity, &'t crate::activity::SessionEntry)>,
+    activity: Option<(&'t crate::session::activity::Activity, &'t crate::session::activity::SessionEntry)>,
     /// Division by zero and integer overflow are errors in PostgreSQL's dialect.
-    dialect: crate::dialect::Dialect,
+    dialect: crate::parse::dialect::Dialect,
     /// The statement's catalog (foreign key cascades bind the tables they reach).
     catalog: Option<&'t crate::catalog::Catalog>,
     /// Whether writes check foreign keys.
@@ -201,7 +202,7 @@ impl<'t> Executor<'t> {
             sequences: None,
             advisory: None,
             activity: None,
-            dialect: crate::dialect::Dialect::Sqlite,
+            dialect: crate::parse::dialect::Dialect::Sqlite,
             catalog: None,
             foreign_keys: false,
             inserted_rowid: Cell::new(None),
@@ -329,13 +330,13 @@ impl<'t> Executor<'t> {
         Ok(Some(next))
     }
 
-    pub fn with_dialect(mut self, dialect: crate::dialect::Dialect) -> Executor<'t> {
+    pub fn with_dialect(mut self, dialect: crate::parse::dialect::Dialect) -> Executor<'t> {
         self.dialect = dialect;
         self
     }
 
     /// The dialect the statement runs in.
-    pub fn dialect(&self) -> crate::dialect::Dialect {
+    pub fn dialect(&self) -> crate::parse::dialect::Dialect {
         self.dialect
     }
 
@@ -359,22 +360,22 @@ impl<'t> Executor<'t> {
         self.foreign_keys
     }
 
-    pub fn with_advisory(mut self, locks: &'t crate::advisory::AdvisoryLocks, session: u64) -> Executor<'t> {
+    pub fn with_advisory(mut self, locks: &'t crate::functions::advisory::AdvisoryLocks, session: u64) -> Executor<'t> {
         self.advisory = Some((locks, session));
         self
     }
 
     pub fn with_activity(
         mut self,
-        activity: &'t crate::activity::Activity,
-        session: &'t crate::activity::SessionEntry,
+        activity: &'t crate::session::activity::Activity,
+        session: &'t crate::session::activity::SessionEntry,
     ) -> Executor<'t> {
         self.activity = Some((activity, session));
         self
     }
 
     /// A statement changed `rows` rows of a table (`pg_stat_user_tables`).
-    pub(crate) fn count_change(&self, table: u32, change: crate::activity::Change, rows: u64) {
+    pub(crate) fn count_change(&self, table: u32, change: crate::session::activity::Change, rows: u64) {
         if let Some((_, session)) = self.activity {
             session.changed(table, change, rows);
         }
@@ -382,7 +383,7 @@ impl<'t> Executor<'t> {
 
     /// The rows of `pg_stat_activity` or `pg_stat_user_tables` now, each with its `tableoid`
     /// last. Never cached: they change without a write.
-    fn live_rows(&self, table: &TableDef, live: crate::activity::LiveRelation) -> Result<Vec<Row>> {
+    fn live_rows(&self, table: &TableDef, live: crate::session::activity::LiveRelation) -> Result<Vec<Row>> {
         self.volatile.set(true);
         let (Some((activity, _)), Some(catalog)) = (self.activity, self.catalog()) else { return Ok(Vec::new()) };
         let mut rows = activity.rows(live, catalog);
@@ -393,10 +394,10 @@ impl<'t> Executor<'t> {
         Ok(rows)
     }
 
-    /// An advisory lock function ([`crate::advisory`]).
+    /// An advisory lock function ([`crate::functions::advisory`]).
     fn advisory_function(&self, call: crate::functions::AdvisoryCall, args: &[Value]) -> Result<Value> {
-        use crate::advisory::{Key, Level};
         use crate::functions::AdvisoryOp;
+        use crate::functions::advisory::{Key, Level};
         let (locks, session) = self.advisory.ok_or_else(|| Error::unsupported("advisory locks here"))?;
         if args.iter().any(Value::is_null) {
             return Ok(Value::Null);
@@ -476,8 +477,8 @@ impl<'t> Executor<'t> {
         self
     }
 
-    /// Where `set_config` notes the values it replaces ([`crate::setting_scope`]).
-    pub fn with_setting_changes(mut self, changes: &'t crate::setting_scope::SettingChanges) -> Executor<'t> {
+    /// Where `set_config` notes the values it replaces ([`crate::session::setting_scope`]).
+    pub fn with_setting_changes(mut self, changes: &'t crate::session::setting_scope::SettingChanges) -> Executor<'t> {
         self.setting_changes = Some(changes);
         self
     }
@@ -532,7 +533,7 @@ impl<'t> Executor<'t> {
                     Some(name) => name.to_text().to_ascii_lowercase(),
                 };
                 let missing_ok = args.get(1).and_then(Value::truth).unwrap_or(false);
-                match setting(&name).or_else(|| crate::pg_settings::default_of(&name).map(str::to_string)) {
+                match setting(&name).or_else(|| crate::catalog::pg_settings::default_of(&name).map(str::to_string)) {
                     Some(value) => Value::Text(value),
                     None if missing_ok => Value::Null,
                     None => {
@@ -551,7 +552,7 @@ impl<'t> Executor<'t> {
                 let value = crate::session::checked_setting(&name, &value.to_text(), &settings.read())?;
                 let before = settings.write().insert(name.clone(), value.clone());
                 if let Some(changes) = self.setting_changes {
-                    changes.lock().push(crate::setting_scope::SettingChange { name, before, local });
+                    changes.lock().push(crate::session::setting_scope::SettingChange { name, before, local });
                 }
                 Value::Text(value)
             }
@@ -622,7 +623,7 @@ impl<'t> Executor<'t> {
     /// Applies the statement's writes to the transaction.
     pub fn finish(self) -> Result<()> {
         // All or nothing: a statement that fails here leaves no trace in the transaction. A
-        // statement writes either plain writes or one delta (`crate::delta`), never both.
+        // statement writes either plain writes or one delta (`crate::dml::delta`), never both.
         let (overlay, deltas) = (self.overlay.into_inner(), self.deltas.into_inner());
         debug_assert!(overlay.is_empty() || deltas.is_empty());
         let txn = self.txn.into_inner();
@@ -659,7 +660,7 @@ impl<'t> Executor<'t> {
         self.overlay.borrow_mut().insert(key, None);
     }
 
-    /// Changes the row under `key` by a delta when the statement finishes (`crate::delta`).
+    /// Changes the row under `key` by a delta when the statement finishes (`crate::dml::delta`).
     pub fn add_delta(&self, key: Vec<u8>, operand: Vec<u8>) {
         self.deltas.borrow_mut().push((key, operand));
     }
@@ -1435,14 +1436,14 @@ impl<'t> Executor<'t> {
             }
             TableFunction::Unnest => {
                 let text = args[0].to_text();
-                let elements = crate::array::parse(&text)
+                let elements = crate::types::array::parse(&text)
                     .ok_or_else(|| Error::new("22P02", format!("malformed array literal: \"{text}\"")))?;
                 Ok(elements.into_iter().map(|element| vec![element.map_or(Value::Null, Value::Text)]).collect())
             }
             TableFunction::PartitionAncestors => Ok(vec![vec![args[0].cast_integer()]]),
             TableFunction::ExpandArray => {
                 let text = args[0].to_text();
-                let elements = crate::array::parse(&text)
+                let elements = crate::types::array::parse(&text)
                     .ok_or_else(|| Error::new("22P02", format!("malformed array literal: \"{text}\"")))?;
                 let field = crate::value::Affinity::Int(4);
                 elements
@@ -1450,8 +1451,8 @@ impl<'t> Executor<'t> {
                     .enumerate()
                     .map(|(position, element)| {
                         let element = field.store(element.map_or(Value::Null, Value::Text))?;
-                        let record = crate::composite::Record {
-                            type_oid: crate::pgtype::RECORD,
+                        let record = crate::types::composite::Record {
+                            type_oid: crate::catalog::pgtype::RECORD,
                             fields: vec![element, Value::Integer(position as i64 + 1)],
                         };
                         Ok(vec![Value::Record(std::sync::Arc::new(record))])
@@ -1460,7 +1461,7 @@ impl<'t> Executor<'t> {
             }
             TableFunction::GenerateSubscripts => {
                 let text = args[0].to_text();
-                let length = crate::array::parse(&text)
+                let length = crate::types::array::parse(&text)
                     .ok_or_else(|| Error::new("22P02", format!("malformed array literal: \"{text}\"")))?
                     .len() as i64;
                 // One dimension: any other gives no rows, as in PostgreSQL.
@@ -1822,7 +1823,7 @@ impl Evaluate for Executor<'_> {
         self.params
     }
 
-    fn dialect(&self) -> crate::dialect::Dialect {
+    fn dialect(&self) -> crate::parse::dialect::Dialect {
         self.dialect
     }
 
@@ -1872,7 +1873,9 @@ impl Evaluate for Executor<'_> {
             | ScalarFunction::SequenceIsCalled => self.sequence_function(function, values),
             ScalarFunction::Advisory(call) => self.advisory_function(call, values),
             ScalarFunction::ObjectBytes => self.object_bytes(&values[0]),
-            ScalarFunction::SqlFunction => crate::sql_function::call(self, &values[0].to_text(), &values[1..]),
+            ScalarFunction::SqlFunction => {
+                crate::functions::sql_function::call(self, &values[0].to_text(), &values[1..])
+            }
             _ => functions::call(function, values),
         }
     }

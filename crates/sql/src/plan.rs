@@ -94,20 +94,20 @@ pub enum CastType {
     /// PostgreSQL's `smallint`, `integer`, `bigint` (width in bytes): 22P02 and 22003 checked.
     Int(u8),
     Boolean,
-    Temporal(crate::temporal::TemporalKind),
+    Temporal(crate::types::temporal::TemporalKind),
     /// PostgreSQL's `double precision` and unconstrained `numeric`, strict about their input.
     Float,
     Number,
     /// A PostgreSQL enum type: text by label (22P02), anything else 42846.
-    Enum(crate::enum_type::EnumId),
+    Enum(crate::types::enum_type::EnumId),
     /// PostgreSQL's `oid`: an integer, described to clients as `oid`.
     Oid,
     /// PostgreSQL's `bytea`: text in bytea's input forms.
     Bytea,
     /// A PostgreSQL composite type: its text form or a row value, field by field.
-    Composite(crate::composite::CompositeId),
+    Composite(crate::types::composite::CompositeId),
     /// An array type (its OID, `pg_type`'s `_int4`, ...): an array literal whose elements each
-    /// cast to the element type ([`crate::array`]).
+    /// cast to the element type ([`crate::types::array`]).
     Array(u32),
     /// PostgreSQL's `uuid`, `json` (false) and `jsonb` (true), checked as their columns are.
     Uuid,
@@ -172,7 +172,7 @@ impl CastType {
                 Value::Blob(bytes) => Value::Blob(bytes),
                 other => Value::Blob(other.to_text().into_bytes()),
             },
-            CastType::Array(oid) => crate::array::cast(&value.to_text(), oid)?,
+            CastType::Array(oid) => crate::types::array::cast(&value.to_text(), oid)?,
         })
     }
 
@@ -194,7 +194,7 @@ impl CastType {
             CastType::Uuid => "uuid".into(),
             CastType::Json(binary) => (if binary { "jsonb" } else { "json" }).into(),
             CastType::Composite(id) => id.get().name.clone(),
-            CastType::Array(oid) => crate::pgtype::format_type(oid, -1),
+            CastType::Array(oid) => crate::catalog::pgtype::format_type(oid, -1),
         }
     }
 
@@ -231,7 +231,7 @@ pub enum AggregateFunction {
     Min,
     Max,
     GroupConcat,
-    /// `array_agg(x)`: the values as an array literal (see [`crate::array`]).
+    /// `array_agg(x)`: the values as an array literal (see [`crate::types::array`]).
     ArrayAgg,
     /// `var_pop`, `var_samp`/`variance`, `stddev_pop`, `stddev_samp`/`stddev` of one argument;
     /// `covar_pop`, `covar_samp`, `corr` of two (Y, X). Reals, over the rows where no argument
@@ -720,7 +720,7 @@ pub enum TableFunction {
     /// length (Tern's arrays have one dimension).
     GenerateSubscripts,
     /// `information_schema._pg_expandarray(array)`: a row `(x, n)` per element, the element
-    /// and its position ([`crate::composite::expand_array_type`]).
+    /// and its position ([`crate::types::composite::expand_array_type`]).
     ExpandArray,
     /// `pg_partition_ancestors(relation)`: the relation and the partitioned tables above it;
     /// Tern has no partitions, so the relation itself (a column `relid`).
@@ -829,13 +829,13 @@ pub enum Plan {
         id: usize,
         width: usize,
     },
-    /// A relation of `pg_catalog` or `information_schema` ([`crate::system`]): rows computed
+    /// A relation of `pg_catalog` or `information_schema` ([`crate::catalog::system`]): rows computed
     /// from the catalog when the statement was bound, with the columns' PostgreSQL types.
     SystemTable {
         table: Arc<TableDef>,
         rows: Arc<Vec<Vec<Expr>>>,
-        /// Rows computed when run instead ([`crate::activity`]).
-        live: Option<crate::activity::LiveRelation>,
+        /// Rows computed when run instead ([`crate::session::activity`]).
+        live: Option<crate::session::activity::LiveRelation>,
     },
     /// A set-returning function in FROM (`generate_series`, `unnest`): one column; its
     /// arguments may read the enclosing query's row.

@@ -23,7 +23,7 @@ impl Engine for SltEngine {
         let outcomes = self.session.execute(sql, &[]).map_err(|error| error.to_string())?;
         // Row values print as PostgreSQL's text form, typed by their definitions (booleans t/f).
         let catalog = self.session.catalog();
-        let postgres = self.session.dialect() == crate::dialect::Dialect::Postgres;
+        let postgres = self.session.dialect() == crate::parse::dialect::Dialect::Postgres;
         // TIMESTAMPTZ values print in the session's time zone, as the server writes them.
         let _zone = self.session.enter_time_zone();
         Ok(match outcomes.into_iter().last() {
@@ -42,9 +42,11 @@ impl Engine for SltEngine {
                                 SltValue::Text(format!("\\x{}", crate::value::hex(&bytes).to_ascii_lowercase()))
                             }
                             Value::Blob(bytes) => SltValue::Blob(bytes),
-                            Value::Temporal(temporal) => SltValue::Text(crate::temporal::format::to_text(&temporal)),
+                            Value::Temporal(temporal) => {
+                                SltValue::Text(crate::types::temporal::format::to_text(&temporal))
+                            }
                             Value::Enum(value) => SltValue::Text(value.label.to_string()),
-                            Value::Record(record) => SltValue::Text(crate::composite::text::format(
+                            Value::Record(record) => SltValue::Text(crate::types::composite::text::format(
                                 &record,
                                 catalog.composite_of_oid(record.type_oid),
                             )),

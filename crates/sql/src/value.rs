@@ -6,14 +6,14 @@
 //! numeric value; text compares byte-wise (SQLite's BINARY collation).
 //!
 //! Beyond SQLite, `DECIMAL(p,s)` columns and casts hold exact decimals ([`Value::Decimal`]);
-//! see `decimal.rs` for how they order among the other numbers.
+//! see `types/decimal.rs` for how they order among the other numbers.
 
-use crate::composite::{CompositeId, Record};
-use crate::decimal::{self, Decimal};
-use crate::dialect::Dialect;
-use crate::enum_type::{EnumId, EnumValue};
 use crate::error::{Error, Result};
-use crate::temporal::{self, Temporal, TemporalKind};
+use crate::parse::dialect::Dialect;
+use crate::types::composite::{CompositeId, Record};
+use crate::types::decimal::{self, Decimal};
+use crate::types::enum_type::{EnumId, EnumValue};
+use crate::types::temporal::{self, Temporal, TemporalKind};
 use rust_decimal::prelude::ToPrimitive;
 use std::cmp::Ordering;
 use std::fmt;
@@ -29,11 +29,11 @@ pub enum Value {
     Decimal(Decimal),
     Text(String),
     Blob(Vec<u8>),
-    /// A date, time, timestamp or interval ([`crate::temporal`]): PostgreSQL's typed values.
+    /// A date, time, timestamp or interval ([`crate::types::temporal`]): PostgreSQL's typed values.
     Temporal(Temporal),
-    /// A label of a PostgreSQL enum type ([`crate::enum_type`]).
+    /// A label of a PostgreSQL enum type ([`crate::types::enum_type`]).
     Enum(EnumValue),
-    /// A row value: of a composite type, or anonymous (`ROW(...)`) ([`crate::composite`]).
+    /// A row value: of a composite type, or anonymous (`ROW(...)`) ([`crate::types::composite`]).
     Record(Arc<Record>),
 }
 
@@ -76,7 +76,7 @@ pub enum Affinity {
     /// kept in the canonical form `a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11`; else 22P02.
     Uuid,
     /// PostgreSQL's `json` (false: the text is checked and kept as written) and `jsonb` (true:
-    /// kept normalized, [`crate::json`]); text that is no JSON is 22P02.
+    /// kept normalized, [`crate::types::json`]); text that is no JSON is 22P02.
     Json(bool),
 }
 
@@ -109,23 +109,23 @@ impl Affinity {
             return Affinity::of_declared_type(name);
         }
         // Arrays are kept as their text (`{1,2}`); JSON and UUIDs as text.
-        if crate::pgtype::array_element_name(&name.to_ascii_lowercase()).is_some() {
+        if crate::catalog::pgtype::array_element_name(&name.to_ascii_lowercase()).is_some() {
             return Affinity::Text;
         }
         if let Some(kind) = TemporalKind::of_type_name(name) {
             return Affinity::Temporal(kind);
         }
-        match crate::pgtype::declared_oid(name) {
-            crate::pgtype::FLOAT4 | crate::pgtype::FLOAT8 => Affinity::Float,
-            crate::pgtype::NUMERIC if !name.contains('(') => Affinity::Number,
-            crate::pgtype::INT2 => Affinity::Int(2),
-            crate::pgtype::INT4 => Affinity::Int(4),
-            crate::pgtype::INT8 => Affinity::Int(8),
-            crate::pgtype::BOOL => Affinity::Boolean,
-            crate::pgtype::BYTEA => Affinity::Bytea,
-            crate::pgtype::JSON => Affinity::Json(false),
-            crate::pgtype::JSONB => Affinity::Json(true),
-            crate::pgtype::UUID => Affinity::Uuid,
+        match crate::catalog::pgtype::declared_oid(name) {
+            crate::catalog::pgtype::FLOAT4 | crate::catalog::pgtype::FLOAT8 => Affinity::Float,
+            crate::catalog::pgtype::NUMERIC if !name.contains('(') => Affinity::Number,
+            crate::catalog::pgtype::INT2 => Affinity::Int(2),
+            crate::catalog::pgtype::INT4 => Affinity::Int(4),
+            crate::catalog::pgtype::INT8 => Affinity::Int(8),
+            crate::catalog::pgtype::BOOL => Affinity::Boolean,
+            crate::catalog::pgtype::BYTEA => Affinity::Bytea,
+            crate::catalog::pgtype::JSON => Affinity::Json(false),
+            crate::catalog::pgtype::JSONB => Affinity::Json(true),
+            crate::catalog::pgtype::UUID => Affinity::Uuid,
             _ => Affinity::of_declared_type(name),
         }
     }
@@ -250,7 +250,7 @@ impl Affinity {
             },
             Affinity::Float => Affinity::Real.apply(value),
             Affinity::Bytea => match &value {
-                Value::Text(text) => crate::pgtype::parse_bytea(text).map_or(value, Value::Blob),
+                Value::Text(text) => crate::catalog::pgtype::parse_bytea(text).map_or(value, Value::Blob),
                 _ => value,
             },
             // Text that reads as the type compares in its stored form.
@@ -299,7 +299,7 @@ impl Affinity {
 fn store_bytea(value: Value) -> Result<Value> {
     match value {
         Value::Null | Value::Blob(_) => Ok(value),
-        Value::Text(text) => crate::pgtype::bytea_input(&text).map(Value::Blob),
+        Value::Text(text) => crate::catalog::pgtype::bytea_input(&text).map(Value::Blob),
         other => Err(Error::datatype_mismatch(format!("a {} cannot be stored as bytea", other.type_name()))),
     }
 }
@@ -309,7 +309,7 @@ fn store_uuid(value: Value) -> Result<Value> {
         Value::Null => Ok(value),
         other => {
             let text = other.to_text();
-            crate::pgtype::uuid_text(&text)
+            crate::catalog::pgtype::uuid_text(&text)
                 .map(Value::Text)
                 .ok_or_else(|| Error::new("22P02", format!("invalid input syntax for type uuid: \"{text}\"")))
         }
@@ -321,7 +321,7 @@ fn store_json(value: Value, binary: bool) -> Result<Value> {
         Value::Null => Ok(value),
         other => {
             let text = other.to_text();
-            let document = crate::json::parse(&text)?;
+            let document = crate::types::json::parse(&text)?;
             Ok(Value::Text(if binary { document.to_jsonb_text() } else { text }))
         }
     }
@@ -581,7 +581,9 @@ impl Value {
             }
             // The label: it becomes the enum again where a column or cast of the type meets it.
             Value::Enum(value) => format!("'{}'", value.label.replace('\'', "''")),
-            Value::Record(record) => format!("'{}'", crate::composite::text::format(record, None).replace('\'', "''")),
+            Value::Record(record) => {
+                format!("'{}'", crate::types::composite::text::format(record, None).replace('\'', "''"))
+            }
         }
     }
 
@@ -643,7 +645,7 @@ impl Value {
             Value::Blob(bytes) => String::from_utf8_lossy(bytes).into_owned(),
             Value::Temporal(temporal) => temporal::format::to_text(temporal),
             Value::Enum(value) => value.label.to_string(),
-            Value::Record(record) => crate::composite::text::format(record, None),
+            Value::Record(record) => crate::types::composite::text::format(record, None),
         }
     }
 
@@ -790,7 +792,7 @@ impl Value {
 }
 
 /// A number's place in the one order of numbers: its nearest f64, then its exact distance from
-/// that f64's base (see `decimal.rs`).
+/// that f64's base (see `types/decimal.rs`).
 pub(crate) fn number_order_key(value: &Value) -> Option<(f64, Decimal)> {
     match value {
         Value::Integer(integer) => {

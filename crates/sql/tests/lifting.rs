@@ -1,4 +1,4 @@
-//! Literal lifting (`tern_sql::lift`) against the statement run as written: a session that
+//! Literal lifting (`tern_sql::parse::lift`) against the statement run as written: a session that
 //! runs every statement through `Session::prepare_text` (sharing parses and plans between
 //! statements that differ only in their literals) must give the same rows, counts and errors
 //! as one that parses each text anew.

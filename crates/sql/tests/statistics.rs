@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tern_sql::auto_analyze::AutoAnalyzeOptions;
+use tern_sql::optimizer::auto_analyze::AutoAnalyzeOptions;
 use tern_sql::{Database, Options, Session};
 
 /// A database in memory without the result cache or automatic ANALYZE: statistics are what

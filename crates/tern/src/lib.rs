@@ -178,17 +178,17 @@ fn schema_of(catalog: &tern_sql::catalog::Catalog) -> Vec<SchemaObject> {
         sql: view.sql.clone(),
     });
     let object = |kind, name: String, table: String, sql: String| SchemaObject { kind, name, table, sql };
-    let types = tern_sql::definition_sql::types(catalog)
+    let types = tern_sql::ddl::definition_sql::types(catalog)
         .into_iter()
         .map(|(name, sql)| object(ObjectKind::Type, name.clone(), name, sql));
     // Sequences a column owns (SERIAL, identity) come with their table's CREATE TABLE.
     let sequences = catalog.sequences.values().filter(|def| def.owned_by.is_none()).map(|def| {
-        object(ObjectKind::Sequence, def.name.clone(), def.name.clone(), tern_sql::definition_sql::sequence(def))
+        object(ObjectKind::Sequence, def.name.clone(), def.name.clone(), tern_sql::ddl::definition_sql::sequence(def))
     });
-    let functions = tern_sql::definition_sql::functions(catalog)
+    let functions = tern_sql::ddl::definition_sql::functions(catalog)
         .into_iter()
         .map(|(name, sql)| object(ObjectKind::Function, name.clone(), name, sql));
-    let triggers = tern_sql::definition_sql::triggers(catalog).into_iter().map(|(name, table, sql)| {
+    let triggers = tern_sql::ddl::definition_sql::triggers(catalog).into_iter().map(|(name, table, sql)| {
         let table = catalog.table(&table).map_or(table, |def| def.name.clone());
         object(ObjectKind::Trigger, name, table, sql)
     });

@@ -17,9 +17,9 @@
 //! column for a selection of rows writes only those rows; the others stay NULL.
 
 use crate::codec::{self, Stored};
-use crate::decimal::Decimal;
 use crate::error::{Error, Result};
-use crate::temporal::Temporal;
+use crate::types::decimal::Decimal;
+use crate::types::temporal::Temporal;
 use crate::value::Value;
 
 /// Rows in a full batch.

@@ -45,7 +45,7 @@ pub(crate) fn is_context_function(function: ScalarFunction) -> bool {
 pub(crate) trait Evaluate {
     /// The statement's parameter values (`$1`, ...).
     fn params(&self) -> &[Value];
-    fn dialect(&self) -> crate::dialect::Dialect;
+    fn dialect(&self) -> crate::parse::dialect::Dialect;
     /// The statement's memory limit, which also bounds one value.
     fn memory_limit(&self) -> usize;
     /// The rows of a subquery, for the row `env` (cached when uncorrelated).
@@ -166,7 +166,7 @@ pub(crate) trait Evaluate {
                             match (chars.next(), chars.next()) {
                                 (Some(c), None) => Some(c),
                                 // PostgreSQL: ESCAPE '' turns escaping off.
-                                (None, _) if self.dialect() == crate::dialect::Dialect::Postgres => None,
+                                (None, _) if self.dialect() == crate::parse::dialect::Dialect::Postgres => None,
                                 _ => return Err(Error::new("22025", "ESCAPE expression must be a single character")),
                             }
                         }
@@ -187,7 +187,7 @@ pub(crate) trait Evaluate {
                         ),
                     ));
                 }
-                if self.dialect() == crate::dialect::Dialect::Postgres
+                if self.dialect() == crate::parse::dialect::Dialect::Postgres
                     && !*glob
                     && let Some(escape) = escape
                     && ends_with_escape(&pattern, escape)
@@ -209,9 +209,9 @@ pub(crate) trait Evaluate {
         Ok(match op {
             UnaryOp::Plus => value,
             UnaryOp::Neg if matches!(value, Value::Temporal(_)) => match value {
-                Value::Temporal(crate::temporal::Temporal::Interval(interval)) => {
-                    Value::Temporal(crate::temporal::Temporal::Interval(crate::temporal::arith::negate(interval)?))
-                }
+                Value::Temporal(crate::types::temporal::Temporal::Interval(interval)) => Value::Temporal(
+                    crate::types::temporal::Temporal::Interval(crate::types::temporal::arith::negate(interval)?),
+                ),
                 other => {
                     return Err(Error::new("42883", format!("operator does not exist: - {}", other.type_name())));
                 }
@@ -225,7 +225,7 @@ pub(crate) trait Evaluate {
                     None => Value::Real(-(integer as f64)),
                 },
                 Value::Real(real) => Value::Real(-real),
-                Value::Decimal(exact) => Value::Decimal(crate::decimal::normalize_zero(-exact)),
+                Value::Decimal(exact) => Value::Decimal(crate::types::decimal::normalize_zero(-exact)),
                 other => other,
             },
             UnaryOp::Not => match value.truth() {
@@ -368,7 +368,7 @@ pub(crate) type ResolvedSubqueries = HashMap<usize, ResolvedSubquery>;
 pub(crate) struct PureContext<'a> {
     pub params: &'a [Value],
     pub subqueries: &'a ResolvedSubqueries,
-    pub dialect: crate::dialect::Dialect,
+    pub dialect: crate::parse::dialect::Dialect,
     pub memory_limit: usize,
     /// What the statement had charged when the workers started, and what they charged since:
     /// together held to the limit.
@@ -382,14 +382,14 @@ pub(crate) struct PureContext<'a> {
     pub stop: &'a std::sync::atomic::AtomicBool,
     /// The statement's time zone and "now", which the session keeps per thread: every worker
     /// enters them ([`PureContext::enter_statement`]).
-    pub zone: crate::temporal::zone::Zone,
+    pub zone: crate::types::temporal::zone::Zone,
     pub now: Option<i64>,
 }
 
 /// What [`PureContext::enter_statement`] entered, left when dropped.
 pub(crate) struct StatementGuard {
-    _zone: crate::temporal::session_zone::ZoneGuard,
-    _now: Option<crate::temporal::clock::ClockGuard>,
+    _zone: crate::types::temporal::session_zone::ZoneGuard,
+    _now: Option<crate::types::temporal::clock::ClockGuard>,
 }
 
 impl PureContext<'_> {
@@ -398,8 +398,8 @@ impl PureContext<'_> {
     /// own thread.
     pub fn enter_statement(&self) -> StatementGuard {
         StatementGuard {
-            _zone: crate::temporal::session_zone::enter(self.zone.clone()),
-            _now: self.now.map(crate::temporal::clock::enter),
+            _zone: crate::types::temporal::session_zone::enter(self.zone.clone()),
+            _now: self.now.map(crate::types::temporal::clock::enter),
         }
     }
 
@@ -423,7 +423,7 @@ impl Evaluate for PureContext<'_> {
         self.params
     }
 
-    fn dialect(&self) -> crate::dialect::Dialect {
+    fn dialect(&self) -> crate::parse::dialect::Dialect {
         self.dialect
     }
 

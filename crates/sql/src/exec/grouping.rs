@@ -4,9 +4,9 @@
 //! the scan position of its first row, which gives back the order a serial scan meets them.
 
 use super::{Env, Evaluate, Executor, KeyMap, row_bytes};
-use crate::aggregate::Accumulator;
 use crate::codec;
 use crate::error::Result;
+use crate::exec::aggregate::Accumulator;
 use crate::plan::{AggregateCall, AggregateFunction, Expr, Row};
 use crate::value::Value;
 

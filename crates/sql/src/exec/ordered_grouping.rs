@@ -29,8 +29,8 @@
 use super::evaluate::{Evaluate, PureContext};
 use super::grouping::{GROUPING_CHARGE_BYTES, Grouping, aggregate_exprs, encode_group_key, extreme_of, fold_row};
 use super::{Env, Executor, row_bytes};
-use crate::aggregate::Accumulator;
 use crate::error::Result;
+use crate::exec::aggregate::Accumulator;
 use crate::plan::{AggregateCall, Expr, Plan, Row};
 use crate::value::Value;
 use tern_txn::Morsel;

@@ -198,7 +198,7 @@ impl Executor<'_> {
     /// A numeric setting of the session, else its default.
     fn setting_number(&self, name: &str) -> usize {
         let set = self.settings.and_then(|settings| settings.read().get(name).cloned());
-        let text = set.as_deref().or_else(|| crate::pg_settings::default_of(name)).unwrap_or("0");
+        let text = set.as_deref().or_else(|| crate::catalog::pg_settings::default_of(name)).unwrap_or("0");
         text.trim().parse().unwrap_or(0)
     }
 
@@ -366,8 +366,8 @@ impl Executor<'_> {
             volatile: AtomicBool::new(false),
             interrupt: self.interrupt,
             stop,
-            zone: crate::temporal::session_zone::current(),
-            now: crate::temporal::clock::entered(),
+            zone: crate::types::temporal::session_zone::current(),
+            now: crate::types::temporal::clock::entered(),
         }
     }
 

@@ -140,8 +140,8 @@ pub(crate) enum Vector<'b> {
 enum Cell<'a> {
     Null,
     Integer(i64),
-    Decimal(crate::decimal::Decimal),
-    Temporal(crate::temporal::Temporal),
+    Decimal(crate::types::decimal::Decimal),
+    Temporal(crate::types::temporal::Temporal),
     Text(&'a str),
     Other(Cow<'a, Value>),
 }
@@ -454,14 +454,14 @@ impl<'a> Typed<'a, i64> {
     }
 }
 
-impl<'a> Typed<'a, crate::decimal::Decimal> {
+impl<'a> Typed<'a, crate::types::decimal::Decimal> {
     fn decimals(vector: &'a Vector) -> Option<Self> {
         let data = |data: &'a Data| if let Data::Decimal(values) = data { Some(values.as_slice()) } else { None };
         Typed::of(vector, data, |value| if let Value::Decimal(exact) = value { Some(*exact) } else { None })
     }
 }
 
-impl<'a> Typed<'a, crate::temporal::Temporal> {
+impl<'a> Typed<'a, crate::types::temporal::Temporal> {
     fn temporals(vector: &'a Vector) -> Option<Self> {
         let data = |data: &'a Data| if let Data::Temporal(values) = data { Some(values.as_slice()) } else { None };
         Typed::of(vector, data, |value| if let Value::Temporal(temporal) = value { Some(*temporal) } else { None })
@@ -538,8 +538,8 @@ pub(crate) fn project<E: Evaluate>(context: &E, kernels: &[Kernel], batch: &Batc
 mod tests {
     //! Every kernel against the row evaluator, on random batches of mixed types and NULLs.
     use super::*;
-    use crate::dialect::Dialect;
     use crate::functions::ScalarFunction;
+    use crate::parse::dialect::Dialect;
     use crate::plan::{Row, Subquery, UnaryOp};
     use proptest::prelude::*;
     use std::sync::Arc;
@@ -571,9 +571,9 @@ mod tests {
         match kind {
             0 => (-5i64..5).prop_map(Value::Integer).boxed(),
             1 => (-20i32..20).prop_map(|half| Value::Real(f64::from(half) / 2.0)).boxed(),
-            2 => (-500i64..500).prop_map(|cents| Value::Decimal(crate::decimal::Decimal::new(cents, 2))).boxed(),
+            2 => (-500i64..500).prop_map(|cents| Value::Decimal(crate::types::decimal::Decimal::new(cents, 2))).boxed(),
             3 => texts.prop_map(|text| Value::Text(text.to_string())).boxed(),
-            _ => (0i32..4).prop_map(|day| Value::Temporal(crate::temporal::Temporal::Date(day))).boxed(),
+            _ => (0i32..4).prop_map(|day| Value::Temporal(crate::types::temporal::Temporal::Date(day))).boxed(),
         }
     }
 

@@ -11,7 +11,7 @@
 use super::statistics::{ColumnStats, numeric_position};
 use crate::catalog::Catalog;
 use crate::plan::{Access, BinaryOp, Expr, JoinKind, Plan, UnaryOp};
-use crate::temporal::{Temporal, TemporalKind};
+use crate::types::temporal::{Temporal, TemporalKind};
 use crate::value::Value;
 
 /// An equality on a column without statistics (PostgreSQL's DEFAULT_EQ_SEL).
@@ -381,7 +381,7 @@ struct Bound {
 /// with: a date column's positions are days, a timestamp column's microseconds. TPC-H's
 /// `o_orderdate < date '1993-07-01' + interval '3' month` compares dates with a timestamp.
 fn in_column_units(column: Option<TemporalKind>, constant: &Value, position: f64) -> f64 {
-    let micros_per_day = crate::temporal::MICROS_PER_DAY as f64;
+    let micros_per_day = crate::types::temporal::MICROS_PER_DAY as f64;
     match (column, constant) {
         (Some(TemporalKind::Date), Value::Temporal(Temporal::Timestamp(_) | Temporal::TimestampTz(_))) => {
             position / micros_per_day

@@ -12,10 +12,16 @@
 //!
 //! The binder calls the first two and the join order while it plans a FROM clause's joins
 //! (`bind::bind_from_where`), and prunes each whole query it has bound.
+//!
+//! The statistics come from [`analyze`] (`ANALYZE`), run by hand or by [`auto_analyze`] after
+//! large changes, and are kept by [`statistics_store`].
 
+pub mod analyze;
+pub mod auto_analyze;
 pub mod cardinality;
 pub mod decorrelate;
 pub mod join_order;
 pub mod or_factor;
 pub mod prune;
 pub mod statistics;
+pub mod statistics_store;

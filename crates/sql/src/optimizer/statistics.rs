@@ -93,7 +93,7 @@ impl TableStats {
 /// themselves, dates as days, times and timestamps as microseconds. `None` for text, blobs and
 /// other values, whose ranges are not interpolated.
 pub fn numeric_position(value: &Value) -> Option<f64> {
-    use crate::temporal::Temporal;
+    use crate::types::temporal::Temporal;
     match value {
         Value::Temporal(Temporal::Date(days)) => Some(*days as f64),
         Value::Temporal(Temporal::Time(micros) | Temporal::Timestamp(micros) | Temporal::TimestampTz(micros)) => {

@@ -167,7 +167,7 @@ pub fn attach_sequence(
     // dialect has one INTEGER.
     column.affinity = match column.affinity {
         crate::value::Affinity::Int(_) => {
-            crate::value::Affinity::of_declared_type_in(data_type, crate::dialect::Dialect::Postgres)
+            crate::value::Affinity::of_declared_type_in(data_type, crate::parse::dialect::Dialect::Postgres)
         }
         _ => crate::value::Affinity::Integer,
     };

@@ -23,7 +23,7 @@ pub fn resolve(catalog: &Catalog, argument: &Value) -> Result<Arc<SequenceDef>> 
         Value::Integer(oid) => catalog
             .sequences
             .values()
-            .find(|def| crate::system::sequence_oid(def) == *oid)
+            .find(|def| crate::catalog::system::sequence_oid(def) == *oid)
             .cloned()
             .ok_or_else(|| missing(&oid.to_string())),
         other => {

@@ -24,7 +24,7 @@ pub fn encode_alter_sequence(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     if !mentions(&tokens, &["SEQUENCE"]) {
         return tokens;
     }
-    let significant = crate::token_rewrite::significant(&tokens);
+    let significant = crate::parse::token_rewrite::significant(&tokens);
     let mut edits = Edits::default();
     let mut start = 0;
     while start < significant.len() {
@@ -78,7 +78,7 @@ impl Edits {
 /// The edits that turn one statement (its significant tokens) into a marked CREATE SEQUENCE,
 /// if it is an ALTER SEQUENCE.
 fn alter_statement(tokens: &[TokenWithSpan], statement: &[usize], edits: &mut Edits) {
-    let word = |position: usize| crate::token_rewrite::upper_word(tokens, statement, position);
+    let word = |position: usize| crate::parse::token_rewrite::upper_word(tokens, statement, position);
     if word(0).as_deref() != Some("ALTER") || word(1).as_deref() != Some("SEQUENCE") {
         return;
     }
@@ -158,8 +158,8 @@ pub fn encode_identity_sequence_names(tokens: Vec<TokenWithSpan>) -> Vec<TokenWi
     if !mentions(&tokens, &["IDENTITY"]) || !mentions(&tokens, &["NAME"]) {
         return tokens;
     }
-    let significant = crate::token_rewrite::significant(&tokens);
-    let word = |position: usize| crate::token_rewrite::upper_word(&tokens, &significant, position);
+    let significant = crate::parse::token_rewrite::significant(&tokens);
+    let word = |position: usize| crate::parse::token_rewrite::upper_word(&tokens, &significant, position);
     let mut edits = Edits::default();
     for position in 0..significant.len() {
         // ALTER [COLUMN] c ADD GENERATED ... AS IDENTITY ( ... SEQUENCE NAME s ... )
@@ -238,8 +238,8 @@ pub fn order_sequence_options(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> 
     if !mentions(&tokens, &["SEQUENCE", "IDENTITY"]) {
         return tokens;
     }
-    let significant = crate::token_rewrite::significant(&tokens);
-    let word = |position: usize| crate::token_rewrite::upper_word(&tokens, &significant, position);
+    let significant = crate::parse::token_rewrite::significant(&tokens);
+    let word = |position: usize| crate::parse::token_rewrite::upper_word(&tokens, &significant, position);
     let mut regions = Vec::new(); // (first, end) positions in `significant`
     let mut position = 0;
     while position < significant.len() {

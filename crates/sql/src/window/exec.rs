@@ -8,8 +8,8 @@
 //! frame only moves forward); any other frame is aggregated afresh unless it is the previous
 //! row's frame again (peers under RANGE and GROUPS).
 
-use crate::aggregate::Accumulator;
 use crate::error::{Error, Result};
+use crate::exec::aggregate::Accumulator;
 use crate::exec::{Env, Executor, compare_sort_values, row_bytes};
 use crate::plan::{
     AggregateFunction, FrameBound, FrameExclusion, FrameUnits, Row, SortKey, Window, WindowCall, WindowFunction,
@@ -525,8 +525,8 @@ fn offset_value(value: Value, units: FrameUnits, which: &str) -> Result<Value> {
 /// `value ± offset` when `value` is a number: exact for integers and decimals (reals when
 /// either is a real or the exact result does not fit).
 fn shift_number(value: &Value, offset: &Value, add: bool) -> Option<Value> {
-    let exact = |a: crate::decimal::Decimal, b: crate::decimal::Decimal| {
-        crate::decimal::checked(if add { '+' } else { '-' }, a, b).ok().flatten().map(Value::Decimal)
+    let exact = |a: crate::types::decimal::Decimal, b: crate::types::decimal::Decimal| {
+        crate::types::decimal::checked(if add { '+' } else { '-' }, a, b).ok().flatten().map(Value::Decimal)
     };
     let shifted = match (value, offset) {
         (Value::Integer(a), Value::Integer(b)) => {

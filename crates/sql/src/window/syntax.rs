@@ -25,7 +25,7 @@ pub fn encode_exclusions(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     if !tokens.iter().any(|token| word(token).as_deref() == Some("EXCLUDE")) {
         return tokens;
     }
-    let significant = crate::token_rewrite::significant(&tokens);
+    let significant = crate::parse::token_rewrite::significant(&tokens);
     let word_at = |position: usize| significant.get(position).and_then(|&at| word(&tokens[at]));
     let mut open: Vec<(usize, bool)> = Vec::new(); // (position of '(', opens a specification)
     let mut exclusions: Vec<Exclusion> = Vec::new();
