@@ -1286,24 +1286,12 @@ impl<'t> Executor<'t> {
                 self.project(rows, exprs, outer)
             }
             Plan::Join { .. } if let Some(chain) = self.probe_chain(plan) => self.run_chain(&chain, outer),
-            Plan::Join { left, right, kind, left_keys, right_keys, condition } => {
+            Plan::Join { .. } if let Some(chain) = probe_chain::ProbeChain::alone(plan) => {
+                self.gathered(|emit| self.keyed_join(&chain, outer, emit))
+            }
+            Plan::Join { left, .. } => {
                 let left_rows = self.run(left, outer)?;
-                let filtered = self.right_with_key_filters(right, *kind, left_keys, right_keys, &left_rows, outer)?;
-                let right_rows = match &filtered {
-                    Some(filtered) => self.run_in_place_of(filtered, right, outer)?,
-                    None => self.run(right, outer)?,
-                };
-                self.join(
-                    left_rows,
-                    right_rows,
-                    left.width(),
-                    right.width(),
-                    *kind,
-                    left_keys,
-                    right_keys,
-                    condition.as_ref(),
-                    outer,
-                )
+                self.join_materialized(plan, left_rows, outer)
             }
             Plan::LookupJoin { .. } => self.lookup_join(plan, outer),
             Plan::Aggregate { input, group_by, aggregates } => {
@@ -1582,6 +1570,31 @@ impl<'t> Executor<'t> {
     /// The rows of a streaming plan, collected (memory charged as they come).
     fn collect_stream(&self, plan: &Plan, outer: Option<&Env>) -> Result<Vec<Row>> {
         self.gathered(|visit| self.stream(plan, outer, &mut |row| visit(row).map(|()| true)))
+    }
+
+    /// The rows of `plan`, a join, with its left input's rows given: the right input run whole
+    /// (with the left rows' keys pushed into it where they reach a grouping, `join_filter.rs`)
+    /// and the two joined in memory.
+    fn join_materialized(&self, plan: &Plan, left_rows: Vec<Row>, outer: Option<&Env>) -> Result<Vec<Row>> {
+        let Plan::Join { left, right, kind, left_keys, right_keys, condition } = plan else {
+            return Err(Error::internal("join_materialized needs a join"));
+        };
+        let filtered = self.right_with_key_filters(right, *kind, left_keys, right_keys, &left_rows, outer)?;
+        let right_rows = match &filtered {
+            Some(filtered) => self.run_in_place_of(filtered, right, outer)?,
+            None => self.run(right, outer)?,
+        };
+        self.join(
+            left_rows,
+            right_rows,
+            left.width(),
+            right.width(),
+            *kind,
+            left_keys,
+            right_keys,
+            condition.as_ref(),
+            outer,
+        )
     }
 
     /// The rows `produce` hands over, gathered, their memory charged as they come.

@@ -246,3 +246,30 @@ fn random_intersect_and_except_spill_to_the_same_rows() {
         }
     }
 }
+
+/// Joins whose right input does not stream (an aggregate, a DISTINCT): the left rows (`l` with
+/// its text) are gathered as a grace join's build side, and past the limit the join runs
+/// partition by partition over the right's rows.
+const PLAIN_JOIN_QUERIES: &[&str] = &[
+    "SELECT count(*), max(l.pad), sum(g.c) FROM l LEFT JOIN (SELECT k, count(*) AS c FROM r GROUP BY k) AS g ON g.k = l.k",
+    "SELECT count(*), max(l.pad), count(g.c) FROM l LEFT JOIN (SELECT k, count(*) AS c FROM r GROUP BY k) AS g \
+     ON g.k = l.k AND g.c > 3",
+    "SELECT count(*), max(l.pad) FROM l WHERE EXISTS (SELECT 1 FROM (SELECT k FROM r GROUP BY k) AS g WHERE g.k = l.k)",
+    "SELECT count(*), max(l.pad) FROM l WHERE NOT EXISTS \
+     (SELECT 1 FROM (SELECT DISTINCT k, v FROM r) AS g WHERE g.k = l.k AND g.v < 50)",
+];
+
+#[test]
+fn joins_over_a_right_input_that_does_not_stream_spill_and_give_sqlites_rows() {
+    let (db, sqlite) = loaded();
+    let mut session = postgres(&db);
+    for sql in PLAIN_JOIN_QUERIES {
+        let expected = sqlite_rows(&sqlite, sql);
+        for workers in [0, 2] {
+            set_workers(&mut session, workers);
+            assert_eq!(texts(&mut session, sql), expected, "{workers} workers: {sql}");
+        }
+        let plan = texts(&mut session, &format!("EXPLAIN ANALYZE {sql}"));
+        assert!(plan.iter().any(|line| line.contains("HashJoin") && line.contains(" spilled=")), "{}", plan.join("\n"));
+    }
+}

@@ -1,6 +1,7 @@
 //! A hash join's build side past its memory budget: a hybrid grace hash join.
 //!
-//! The build rows (a streaming probe join's left input) are gathered as they come. While the
+//! The build rows (a streaming probe join's left input, or the left input of a keyed join
+//! whose right input does not stream: [`Executor::keyed_join`]) are gathered as they come. While the
 //! statement has room for them (its limit, less what it holds, less a quarter of the limit
 //! kept for the probe's output and the operators above), nothing changes. Past that, each row
 //! gets a partition by its key's hash ([`SPILL_PARTITIONS`] of them); the largest partitions
@@ -23,7 +24,7 @@
 //! so a spilling join's order differs from an in-memory one's (no ORDER BY-less query may
 //! rely on it) and, on several threads, from run to run.
 
-use super::probe_chain::Stages;
+use super::probe_chain::{ProbeChain, Stages};
 use super::probe_stream::ProbeJoin;
 use super::spill::{SpillFile, append_to};
 use super::{Env, Evaluate, Executor, join_key_into, row_bytes};
@@ -188,6 +189,28 @@ fn reserve(exec: &Executor) -> usize {
 }
 
 impl Executor<'_> {
+    /// Runs a keyed join that is no probe chain (its right input does not stream: an
+    /// aggregate, a DISTINCT, another join) and hands its rows to `emit`. Its left rows are
+    /// gathered as a build side; when they fit, the join runs in memory as before (the left
+    /// keys pushed into the right input, `Executor::join`); when partitions were written out, it
+    /// runs as a streaming join over the right input's rows, a partition at a time.
+    pub(super) fn keyed_join(
+        &self,
+        chain: &ProbeChain<'_>,
+        outer: Option<&Env>,
+        emit: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<()> {
+        let before = self.memory_used.get();
+        let build = self.build_side(chain.left, chain.driver.left_keys, outer)?;
+        if build.spill.is_some() {
+            return self.stream_built_chain(chain, build, before, outer, emit);
+        }
+        let rows = self.join_materialized(chain.driver_plan, build.rows, outer)?;
+        // The rows move into `emit`, which accounts for those it keeps.
+        self.memory_used.set(before.min(self.memory_used.get()));
+        rows.into_iter().try_for_each(emit)
+    }
+
     /// Gathers the rows of `plan`, a streaming join's left input keyed by `keys`, writing
     /// partitions out past the budget (see the module's notes); the rows kept are charged.
     pub(super) fn build_side(&self, plan: &Plan, keys: &[Expr], outer: Option<&Env>) -> Result<BuildSide> {

@@ -26,6 +26,7 @@
 //! followed by its matches in the right input's order: the same order on one thread and on
 //! many, since the steps run inside each morsel.
 
+use super::grace::BuildSide;
 use super::probe_stream::{LeftTable, Probe, ProbeJoin};
 use super::{Env, Evaluate, Executor, KeyMap, join_key_into, row_bytes};
 use crate::error::Result;
@@ -78,6 +79,13 @@ impl<'p> ProbeChain<'p> {
             return Some(chain);
         }
         let (driver, left) = ProbeJoin::of(plan)?;
+        Some(ProbeChain { driver, driver_plan: plan, left, steps: Vec::new() })
+    }
+
+    /// A keyed join over any right input, alone (no steps): a plain hash join run as a
+    /// streaming one once its left rows have spilled ([`ProbeJoin::keyed`]).
+    pub(super) fn alone(plan: &'p Plan) -> Option<ProbeChain<'p>> {
+        let (driver, left) = ProbeJoin::keyed(plan)?;
         Some(ProbeChain { driver, driver_plan: plan, left, steps: Vec::new() })
     }
 
@@ -263,9 +271,22 @@ impl Executor<'_> {
         outer: Option<&Env>,
         emit: &mut dyn FnMut(Row) -> Result<()>,
     ) -> Result<()> {
-        let join = &chain.driver;
         let before = self.memory_used.get();
-        let build = self.build_side(chain.left, join.left_keys, outer)?;
+        let build = self.build_side(chain.left, chain.driver.left_keys, outer)?;
+        self.stream_built_chain(chain, build, before, outer, emit)
+    }
+
+    /// [`Executor::stream_chain`] once the driver's left rows are gathered (`build`): what the
+    /// statement held before them was `before`, given back to when the chain ends.
+    pub(super) fn stream_built_chain(
+        &self,
+        chain: &ProbeChain<'_>,
+        build: BuildSide,
+        before: usize,
+        outer: Option<&Env>,
+        emit: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<()> {
+        let join = &chain.driver;
         let started = std::time::Instant::now();
         let table = self.left_table(join, &build.rows, outer)?;
         let stages = self.ready_stages(chain, outer)?;

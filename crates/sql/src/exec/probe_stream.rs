@@ -33,9 +33,15 @@ impl<'p> ProbeJoin<'p> {
     /// A join node that can run so (keyed, of a kind this join serves, over a streaming right
     /// input), and its left input; `None` for any other node.
     pub(super) fn of(plan: &'p Plan) -> Option<(ProbeJoin<'p>, &'p Plan)> {
+        Self::keyed(plan).filter(|(join, _)| Executor::streams(join.right))
+    }
+
+    /// [`ProbeJoin::of`] over any right input (one that does not stream is run whole before
+    /// it probes): what a plain hash join whose left rows spill runs as.
+    pub(super) fn keyed(plan: &'p Plan) -> Option<(ProbeJoin<'p>, &'p Plan)> {
         let Plan::Join { left, right, kind, left_keys, right_keys, condition } = plan else { return None };
         let serves = matches!(kind, JoinKind::Inner | JoinKind::Left | JoinKind::Semi | JoinKind::Anti);
-        if left_keys.is_empty() || !serves || !Executor::streams(right) {
+        if left_keys.is_empty() || !serves {
             return None;
         }
         let join = ProbeJoin {
@@ -140,7 +146,7 @@ impl Executor<'_> {
         let (mut key, mut deferred) = (Vec::new(), Vec::new());
         // A semi or anti join needs one match per left row.
         let skip = |index: usize| left_only && matched.borrow()[index];
-        self.stream(right, outer, &mut |right_row| {
+        let mut probe_row = |right_row: Row| -> Result<bool> {
             if let Some(spill) = probe.spill
                 && let Some(partition) = spill.deferred(self, join.right_keys, &right_row, outer, &mut key)?
             {
@@ -164,7 +170,12 @@ impl Executor<'_> {
                 },
             )?;
             Ok(true)
-        })?;
+        };
+        if Self::streams(right) {
+            self.stream(right, outer, &mut probe_row)?;
+        } else {
+            self.stream_rows(right, outer, &mut |right_row| probe_row(right_row).map(|_| ()))?;
+        }
         if let Some(spill) = probe.spill {
             spill.defer(deferred)?;
         }

@@ -254,6 +254,8 @@ enum Producer<'p> {
     Window,
     /// An INTERSECT or an EXCEPT.
     SetOperation,
+    /// A keyed join whose right input does not stream (`grace.rs`).
+    KeyedJoin(super::probe_chain::ProbeChain<'p>),
 }
 
 impl Executor<'_> {
@@ -287,7 +289,7 @@ impl Executor<'_> {
                 None if super::distinct::is_distinct(below) => Some(Producer::Distinct),
                 None if matches!(below, Plan::Window { .. }) => Some(Producer::Window),
                 None if matches!(below, Plan::SetOperation { .. }) => Some(Producer::SetOperation),
-                None => None,
+                None => super::probe_chain::ProbeChain::alone(below).map(Producer::KeyedJoin),
             };
             if let Some(producer) = producer {
                 let started = std::time::Instant::now();
@@ -312,6 +314,7 @@ impl Executor<'_> {
                     Producer::Distinct => self.distinct(below, outer, &mut through)?,
                     Producer::Window => self.windowed(below, outer, &mut through)?,
                     Producer::SetOperation => self.intersect_or_except(below, outer, &mut through)?,
+                    Producer::KeyedJoin(chain) => self.keyed_join(&chain, outer, &mut through)?,
                 }
                 for (node, rows) in std::iter::once(below).chain(layers.iter().copied()).zip(passed) {
                     self.record_profile(node, rows, started.elapsed());
