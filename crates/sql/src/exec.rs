@@ -1758,42 +1758,100 @@ impl<'t> Executor<'t> {
             return self.aggregate_in_scan_order(input, group_by, aggregates, having, outer);
         }
         let started = std::time::Instant::now();
-        if outer.is_none() {
-            // Partial groups take more memory than one grouping (a group in every worker's
-            // part): past the limit, the serial aggregate gets its turn.
-            let used = self.memory_used.get();
-            let parallel = match Self::streams(input) {
-                true => self.aggregate_parallel(input, group_by, aggregates),
-                false => self.aggregate_over_probe(input, group_by, aggregates),
-            };
-            match parallel {
-                Ok(Some(rows)) => {
-                    let Some(having) = having else { return Ok(rows) };
-                    // With HAVING folded in, the node's run is this one, not a `run` of its own.
-                    self.record_profile(node, rows.len() as u64, started.elapsed());
-                    let mut kept = Vec::new();
-                    for row in rows {
-                        if self.eval(having, &Env::new(&row, outer))?.truth() == Some(true) {
-                            kept.push(row);
-                        }
-                    }
-                    return Ok(kept);
-                }
-                Ok(None) => {}
-                Err(error) if error.sqlstate == "53200" => self.memory_used.set(used),
-                Err(error) => return Err(error),
-            }
+        if let Some(rows) = self.aggregate_in_parallel(node, having, outer, started)? {
+            return Ok(rows);
         }
-        // A scan's or a join's (a probe chain's) rows stream into the groups; others run
-        // whole. Groups past the memory budget are written out (`exec/aggregate_spill.rs`).
+        self.gathered(|visit| self.aggregate_serially(node, having, outer, started, visit))
+    }
+
+    /// Whether `plan` is a hash aggregate ([`Executor::aggregated`] hands its groups over as
+    /// they are finished), not one folded in scan order.
+    fn is_hash_aggregate(plan: &Plan) -> bool {
+        matches!(plan, Plan::Aggregate { input, group_by, .. }
+            if !(Self::streams(input) && input.groups_arrive_together(group_by)))
+    }
+
+    /// Hands the groups of `node`, a hash aggregate, to `visit`: those of the parallel
+    /// aggregate once it is done, or the serial one's as each is finished (the groups in
+    /// memory, then those of each partition written out), so that the output is not held.
+    fn aggregated(&self, node: &Plan, outer: Option<&Env>, visit: &mut dyn FnMut(Row) -> Result<()>) -> Result<()> {
+        let started = std::time::Instant::now();
+        let before = self.memory_used.get();
+        if let Some(rows) = self.aggregate_in_parallel(node, None, outer, started)? {
+            // The rows move into `visit`, which accounts for those it keeps.
+            self.memory_used.set(before.min(self.memory_used.get()));
+            return rows.into_iter().try_for_each(visit);
+        }
+        self.aggregate_serially(node, None, outer, started, visit)
+    }
+
+    /// `node`'s groups (those `having` keeps) from the parallel aggregates; `None` when they do
+    /// not apply (under an outer row, an input that is no scan or probe chain) or pass the
+    /// memory limit (the serial aggregate, which spills, gets its turn).
+    fn aggregate_in_parallel(
+        &self,
+        node: &Plan,
+        having: Option<&Expr>,
+        outer: Option<&Env>,
+        started: std::time::Instant,
+    ) -> Result<Option<Vec<Row>>> {
+        let Plan::Aggregate { input, group_by, aggregates } = node else {
+            return Err(Error::internal("aggregate_in_parallel needs an aggregate"));
+        };
+        if outer.is_some() {
+            return Ok(None);
+        }
+        // Partial groups take more memory than one grouping (a group in every worker's part):
+        // past the limit, the serial aggregate gets its turn.
+        let used = self.memory_used.get();
+        let parallel = match Self::streams(input) {
+            true => self.aggregate_parallel(input, group_by, aggregates),
+            false => self.aggregate_over_probe(input, group_by, aggregates),
+        };
+        match parallel {
+            Ok(Some(rows)) => {
+                let Some(having) = having else { return Ok(Some(rows)) };
+                // With HAVING folded in, the node's run is this one, not a `run` of its own.
+                self.record_profile(node, rows.len() as u64, started.elapsed());
+                let mut kept = Vec::new();
+                for row in rows {
+                    if self.eval(having, &Env::new(&row, outer))?.truth() == Some(true) {
+                        kept.push(row);
+                    }
+                }
+                Ok(Some(kept))
+            }
+            Ok(None) => Ok(None),
+            Err(error) if error.sqlstate == "53200" => {
+                self.memory_used.set(used);
+                Ok(None)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The serial hash aggregate of `node`: a scan's or a join's (a probe chain's) rows stream
+    /// into the groups, others run whole; groups past the memory budget are written out
+    /// (`exec/aggregate_spill.rs`). Each group `having` keeps goes to `visit` as it is finished.
+    fn aggregate_serially(
+        &self,
+        node: &Plan,
+        having: Option<&Expr>,
+        outer: Option<&Env>,
+        started: std::time::Instant,
+        visit: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<()> {
+        let Plan::Aggregate { input, group_by, aggregates } = node else {
+            return Err(Error::internal("aggregate_serially needs an aggregate"));
+        };
         let mut grouping = aggregate_spill::SpillingGrouping::new(group_by, aggregates);
         self.stream_rows(input, outer, &mut |row| grouping.add(self, row, outer))?;
-        let (rows, groups, spilled) = grouping.finish(self, having, outer)?;
+        let (groups, spilled) = grouping.finish_into(self, having, outer, visit)?;
         if having.is_some() {
             self.record_profile(node, groups, started.elapsed());
         }
         self.record_spill(node, spilled);
-        Ok(rows)
+        Ok(())
     }
 
     // ---- expressions -----------------------------------------------------------------------

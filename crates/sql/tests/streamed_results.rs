@@ -1,7 +1,8 @@
 //! Results larger than the statement's memory limit: streamed to a `RowSink`
 //! (`Session::stream_prepared`, `exec/emit.rs`), ORDER BY sorted by an external merge sort
-//! that spills (`exec/external_sort.rs`), and DISTINCT spilling its keys by partition
-//! (`exec/distinct.rs`).
+//! that spills (`exec/external_sort.rs`), DISTINCT spilling its keys by partition
+//! (`exec/distinct.rs`), a hash aggregate's groups handed over as they are finished, and
+//! INSERT ... SELECT and CREATE TABLE AS filling their tables as rows come.
 //!
 //! The same rows go into Tern, under a small statement memory limit, and into SQLite (the
 //! oracle). Every ORDER BY here orders by a unique column last, so the order is fixed and the
@@ -282,4 +283,29 @@ fn insert_select_and_create_table_as_stream_their_rows() {
     // A source that reads the target takes its rows first: the copy doubles, no more.
     session.execute("INSERT INTO copy SELECT id + 100000, k, pad FROM copy WHERE id < 1000", &[]).unwrap();
     assert_eq!(texts(&mut session, "SELECT count(*) FROM copy"), vec![(ROWS + 1000).to_string()]);
+}
+
+/// A hash aggregate's groups stream as they are finished: more groups than the limit holds
+/// (one per row, each with its 100-byte text) reach the sink, their groups spilling; a HAVING
+/// above filters them as they come, and a join over such an aggregate streams too.
+#[test]
+fn groups_past_the_limit_stream_to_the_sink() {
+    let (db, sqlite) = loaded(LIMIT);
+    let mut session = postgres(&db);
+    for sql in [
+        "SELECT id, pad, count(*), sum(k) FROM t GROUP BY id, pad",
+        "SELECT pad, min(id), count(*) FROM t GROUP BY pad HAVING min(id) % 3 <> 1",
+        "SELECT t.id, g.n FROM t JOIN (SELECT pad, count(*) AS n FROM t GROUP BY pad) AS g ON g.pad = t.pad",
+    ] {
+        let expected = sorted(sqlite_rows(&sqlite, sql));
+        for workers in [0, 2] {
+            set_workers(&mut session, workers);
+            let (sink, _) = streamed(&mut session, sql);
+            assert_eq!(sink.rows.len(), expected.len(), "{workers} workers: {sql}");
+            assert!(sorted(sink.rows) == expected, "{workers} workers: {sql}: the rows differ from SQLite's");
+        }
+    }
+    // Gathered whole, the groups pass the limit.
+    let error = session.query("SELECT id, pad, count(*), sum(k) FROM t GROUP BY id, pad", &[]).unwrap_err();
+    assert_eq!(error.sqlstate, "53200", "{error}");
 }

@@ -74,16 +74,18 @@ impl<'a> SpillingGrouping<'a> {
         Ok(())
     }
 
-    /// The groups' rows that `having` keeps (all without one): those in memory, then each
-    /// file's; the number of groups; and the bytes written out.
-    pub(super) fn finish(
+    /// Hands the groups' rows that `having` keeps (all without one) to `visit` as each is
+    /// finished: those in memory, then each file's. Returns the number of groups and the bytes
+    /// written out. The groups' memory is given back as they are done (what `visit` keeps, it
+    /// accounts for).
+    pub(super) fn finish_into(
         self,
         exec: &Executor,
         having: Option<&Expr>,
         outer: Option<&Env>,
-    ) -> Result<(Vec<Row>, u64, u64)> {
+        visit: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<(u64, u64)> {
         exec.charge(self.bytes)?;
-        let mut rows = Vec::new();
         let mut groups = 0u64;
         let mut keep = |row: Row| -> Result<()> {
             groups += 1;
@@ -92,13 +94,10 @@ impl<'a> SpillingGrouping<'a> {
             {
                 return Ok(());
             }
-            if rows.len() % 4096 == 4095 {
-                exec.charge(4096 * super::row_bytes(&row))?;
-            }
-            rows.push(row);
-            Ok(())
+            visit(row)
         };
         self.grouping.finish_each(self.aggregates, self.group_by.is_empty(), &mut keep)?;
+        exec.memory_used.set(exec.memory_used.get().saturating_sub(self.bytes));
         let mut written = 0;
         for file in self.files.into_iter().flatten().flatten() {
             exec.check_interrupt()?;
@@ -106,11 +105,11 @@ impl<'a> SpillingGrouping<'a> {
             let before = exec.memory_used.get();
             let mut part = Grouping::new(self.aggregates);
             file.read(&mut |row| part.add(exec, &row, self.group_by, self.aggregates, outer))?;
-            // The file's groups, given back once finished (the kept rows stay charged).
+            // The file's groups, given back once finished.
             let held = exec.memory_used.get().saturating_sub(before);
             part.finish_each(self.aggregates, false, &mut keep)?;
             exec.memory_used.set(exec.memory_used.get().saturating_sub(held));
         }
-        Ok((rows, groups, written))
+        Ok((groups, written))
     }
 }

@@ -9,8 +9,10 @@
 //! - so does a hash join whose probe side streams (a probe chain), a sort, which streams its
 //!   input in and spills past the memory limit (`external_sort.rs`), a DISTINCT or UNION,
 //!   whose keys spill (`distinct.rs`), an INTERSECT or EXCEPT, which streams its left rows
-//!   (`intersect.rs`), and a window operator, whose partitions come a batch at a time
-//!   (`window_stream.rs`); filters and projections above them apply as the rows come out
+//!   (`intersect.rs`), a window operator, whose partitions come a batch at a time
+//!   (`window_stream.rs`), a hash aggregate, whose groups come as they are finished
+//!   (`aggregate_spill.rs`), and a keyed join over a right input that does not stream
+//!   (`grace.rs`); filters and projections above them apply as the rows come out
 //!   (`Executor::stream_rows`);
 //! - an OFFSET without a LIMIT skips rows as they come;
 //! - anything else runs as `run` runs it, and its rows are handed over after.

@@ -256,6 +256,8 @@ enum Producer<'p> {
     SetOperation,
     /// A keyed join whose right input does not stream (`grace.rs`).
     KeyedJoin(super::probe_chain::ProbeChain<'p>),
+    /// A hash aggregate.
+    Aggregate,
 }
 
 impl Executor<'_> {
@@ -289,6 +291,7 @@ impl Executor<'_> {
                 None if super::distinct::is_distinct(below) => Some(Producer::Distinct),
                 None if matches!(below, Plan::Window { .. }) => Some(Producer::Window),
                 None if matches!(below, Plan::SetOperation { .. }) => Some(Producer::SetOperation),
+                None if Self::is_hash_aggregate(below) => Some(Producer::Aggregate),
                 None => super::probe_chain::ProbeChain::alone(below).map(Producer::KeyedJoin),
             };
             if let Some(producer) = producer {
@@ -315,6 +318,7 @@ impl Executor<'_> {
                     Producer::Window => self.windowed(below, outer, &mut through)?,
                     Producer::SetOperation => self.intersect_or_except(below, outer, &mut through)?,
                     Producer::KeyedJoin(chain) => self.keyed_join(&chain, outer, &mut through)?,
+                    Producer::Aggregate => self.aggregated(below, outer, &mut through)?,
                 }
                 for (node, rows) in std::iter::once(below).chain(layers.iter().copied()).zip(passed) {
                     self.record_profile(node, rows, started.elapsed());
