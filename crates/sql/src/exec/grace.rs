@@ -1,7 +1,10 @@
 //! A hash join's build side past its memory budget: a hybrid grace hash join.
 //!
 //! The build rows (a streaming probe join's left input, or the left input of a keyed join
-//! whose right input does not stream: [`Executor::keyed_join`]) are gathered as they come. While the
+//! whose right input does not stream: [`Executor::keyed_join`]) are gathered as they come,
+//! counted with the hash-table entries they will need (a key's bytes and
+//! [`TABLE_ENTRY_BYTES`], the key sampled every 64th row: long text keys cost as much as the
+//! rows). While the
 //! statement has room for them (its limit, less what it holds, less a quarter of the limit
 //! kept for the probe's output and the operators above), nothing changes. Past that, each row
 //! gets a partition by its key's hash ([`SPILL_PARTITIONS`] of them); the largest partitions
@@ -35,6 +38,10 @@ use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What a row's entry in the build side's hash table costs besides its key's bytes, as the
+/// table is charged (`Executor::hash_rows`).
+pub(super) const TABLE_ENTRY_BYTES: usize = 48;
 
 /// Partitions a spilling build side is cut into by its keys' hash.
 pub(super) const SPILL_PARTITIONS: usize = 64;
@@ -119,9 +126,32 @@ struct Gathering<'k> {
     /// What the rows in `rows` take, about.
     bytes: usize,
     key: Vec<u8>,
+    /// Hash-table bytes of the rows whose keys were sampled, and how many: the table is built
+    /// after the rows are gathered, and must fit with them.
+    sampled_entry_bytes: usize,
+    samples: usize,
 }
 
 impl Gathering<'_> {
+    /// What a row's hash-table entry takes, on average over the rows sampled.
+    fn entry_bytes(&self) -> usize {
+        self.sampled_entry_bytes.checked_div(self.samples).unwrap_or(TABLE_ENTRY_BYTES)
+    }
+
+    /// The rows gathered and their hash table, about.
+    fn held(&self) -> usize {
+        self.bytes + self.rows.len() * self.entry_bytes()
+    }
+
+    /// Samples the hash-table entry of the last row gathered.
+    fn sample_entry(&mut self, exec: &Executor, outer: Option<&Env>) -> Result<()> {
+        let Some(row) = self.rows.last() else { return Ok(()) };
+        let has_key = join_key_into(exec, self.keys, row, outer, &mut self.key)?;
+        self.sampled_entry_bytes += if has_key { self.key.len() + TABLE_ENTRY_BYTES } else { 0 };
+        self.samples += 1;
+        Ok(())
+    }
+
     fn partition(&mut self, exec: &Executor, row: &[Value], outer: Option<&Env>) -> Result<usize> {
         Ok(match join_key_into(exec, self.keys, row, outer, &mut self.key)? {
             true => partition_of(&self.key),
@@ -141,14 +171,17 @@ impl Gathering<'_> {
         }
         self.bytes += row_bytes(&row);
         self.rows.push(row);
-        if self.rows.len().is_multiple_of(64) && exec.memory_used.get() + self.bytes + reserve(exec) > exec.memory_limit
-        {
-            self.spill_some(exec, outer)?;
+        if self.rows.len().is_multiple_of(64) {
+            self.sample_entry(exec, outer)?;
+            if exec.memory_used.get() + self.held() + reserve(exec) > exec.memory_limit {
+                self.spill_some(exec, outer)?;
+            }
         }
         Ok(())
     }
 
-    /// Writes out the largest partitions kept until the rest take half the room left.
+    /// Writes out the largest partitions kept until the rest (rows and hash-table entries)
+    /// take half the room left.
     fn spill_some(&mut self, exec: &Executor, outer: Option<&Env>) -> Result<()> {
         if self.spill.is_none() {
             let rows = std::mem::take(&mut self.rows);
@@ -156,17 +189,22 @@ impl Gathering<'_> {
             self.rows = rows;
             self.spill = Some(Spilled::new());
         }
+        let entry = self.entry_bytes();
         let Some(spill) = &mut self.spill else { unreachable!("set above") };
         let target = exec.memory_limit.saturating_sub(exec.memory_used.get() + reserve(exec)) / 2;
-        let mut sizes = vec![0usize; SPILL_PARTITIONS];
+        let (mut sizes, mut costs) = (vec![0usize; SPILL_PARTITIONS], vec![0usize; SPILL_PARTITIONS]);
         for (row, &partition) in self.rows.iter().zip(&self.partitions) {
-            sizes[partition] += row_bytes(row);
+            let bytes = row_bytes(row);
+            sizes[partition] += bytes;
+            costs[partition] += bytes + entry;
         }
-        while self.bytes > target {
+        let mut held = self.bytes + self.rows.len() * entry;
+        while held > target {
             let largest =
-                (0..SPILL_PARTITIONS).filter(|&at| spill.resident[at] && sizes[at] > 0).max_by_key(|&at| sizes[at]);
+                (0..SPILL_PARTITIONS).filter(|&at| spill.resident[at] && costs[at] > 0).max_by_key(|&at| costs[at]);
             let Some(largest) = largest else { break };
             spill.resident[largest] = false;
+            held -= costs[largest];
             self.bytes -= sizes[largest];
         }
         let rows = std::mem::take(&mut self.rows);
@@ -214,8 +252,16 @@ impl Executor<'_> {
     /// Gathers the rows of `plan`, a streaming join's left input keyed by `keys`, writing
     /// partitions out past the budget (see the module's notes); the rows kept are charged.
     pub(super) fn build_side(&self, plan: &Plan, keys: &[Expr], outer: Option<&Env>) -> Result<BuildSide> {
-        let mut gathering =
-            Gathering { keys, rows: Vec::new(), partitions: Vec::new(), spill: None, bytes: 0, key: Vec::new() };
+        let mut gathering = Gathering {
+            keys,
+            rows: Vec::new(),
+            partitions: Vec::new(),
+            spill: None,
+            bytes: 0,
+            key: Vec::new(),
+            sampled_entry_bytes: 0,
+            samples: 0,
+        };
         self.stream_rows(plan, outer, &mut |row| gathering.add(self, row, outer))?;
         self.charge(gathering.bytes)?;
         Ok(BuildSide { rows: gathering.rows, spill: gathering.spill })

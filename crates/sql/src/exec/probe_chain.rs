@@ -343,7 +343,7 @@ impl Executor<'_> {
         let mut table_bytes = 0usize;
         for (index, row) in rows.iter().enumerate() {
             if let Some(key) = self.join_key(keys, row, outer)? {
-                table_bytes += key.len() + 48;
+                table_bytes += key.len() + super::grace::TABLE_ENTRY_BYTES;
                 table.entry(key).or_default().push(index);
             }
         }
