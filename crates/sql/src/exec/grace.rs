@@ -4,12 +4,12 @@
 //! whose right input does not stream: [`Executor::keyed_join`]) are gathered as they come,
 //! counted with the hash-table entries they will need (a key's bytes and
 //! [`TABLE_ENTRY_BYTES`], the key sampled every 64th row: long text keys cost as much as the
-//! rows). While the
-//! statement has room for them (its limit, less what it holds, less a quarter of the limit
-//! kept for the probe's output and the operators above), nothing changes. Past that, each row
-//! gets a partition by its key's hash ([`SPILL_PARTITIONS`] of them); the largest partitions
-//! are written out to spill files (`spill.rs`) until the rows kept take half the room, and
-//! later rows of a written-out partition go straight to its file:
+//! rows). While the statement has room for them (its limit, less what it holds, less a
+//! quarter of the limit kept for the probe's output and the operators above), nothing
+//! changes. Past that, each row gets a partition by its key's hash ([`SPILL_PARTITIONS`] of
+//! them); the largest partitions are written out to spill files (`spill.rs`) until the rows
+//! kept (with their entries) take half the room, and later rows of a written-out partition
+//! go straight to its file:
 //!
 //! ```text
 //!   build rows ─▶ partition by hash(key) ─▶ kept partitions: in memory, hashed as before
