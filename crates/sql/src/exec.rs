@@ -1265,11 +1265,11 @@ impl<'t> Executor<'t> {
             // A HAVING clause: checked as each group is done, so only the kept ones are held.
             // (Under EXPLAIN ANALYZE a fold in scan order keeps its own line: it runs apart.)
             Plan::Filter { input, predicate }
-                if let Plan::Aggregate { input: source, group_by, aggregates } = input.as_ref()
+                if let Plan::Aggregate { input: source, group_by, .. } = input.as_ref()
                     && (self.profile.is_none()
                         || !(Self::streams(source) && source.groups_arrive_together(group_by))) =>
             {
-                self.run_aggregate(input, source, group_by, aggregates, Some(predicate), outer)
+                self.run_aggregate(input, Some(predicate), outer)
             }
             Plan::Filter { input, predicate } => {
                 let rows = self.run(input, outer)?;
@@ -1294,9 +1294,7 @@ impl<'t> Executor<'t> {
                 self.join_materialized(plan, left_rows, outer)
             }
             Plan::LookupJoin { .. } => self.lookup_join(plan, outer),
-            Plan::Aggregate { input, group_by, aggregates } => {
-                self.run_aggregate(plan, input, group_by, aggregates, None, outer)
-            }
+            Plan::Aggregate { .. } => self.run_aggregate(plan, None, outer),
             Plan::Window { .. } => self.gathered(|visit| self.windowed(plan, outer, visit)),
             Plan::Sort { .. } => self.gathered(|visit| self.sorted(plan, outer, visit)),
             Plan::Limit { input, limit, offset } => {
@@ -1745,15 +1743,10 @@ impl<'t> Executor<'t> {
     /// Groups rows and computes aggregates. Over a scan (with its filter) the rows stream from
     /// the scan into the groups, so only the groups are held in memory: `count(*)` of a large
     /// table needs no memory for its rows.
-    fn run_aggregate(
-        &self,
-        node: &Plan,
-        input: &Plan,
-        group_by: &[Expr],
-        aggregates: &[AggregateCall],
-        having: Option<&Expr>,
-        outer: Option<&Env>,
-    ) -> Result<Vec<Row>> {
+    fn run_aggregate(&self, node: &Plan, having: Option<&Expr>, outer: Option<&Env>) -> Result<Vec<Row>> {
+        let Plan::Aggregate { input, group_by, aggregates } = node else {
+            return Err(Error::internal("run_aggregate needs an aggregate"));
+        };
         if Self::streams(input) && input.groups_arrive_together(group_by) {
             return self.aggregate_in_scan_order(input, group_by, aggregates, having, outer);
         }

@@ -5,8 +5,8 @@
 //! grouping has it). While the statement has room for the keys seen (its limit, less what it
 //! holds, less a quarter of the limit), a row whose key is new is handed on at once and its
 //! key kept; a row whose key was seen is dropped. Past that no key is added: a row whose key
-//! was seen is still dropped, any other is written to one of [`PARTITIONS`] spill files by its
-//! key's hash. None of those keys was handed on (the set was full before they came), and the
+//! was seen is still dropped, any other is written to one of 64 spill files by its key's hash
+//! (`spill::PartitionFiles`). None of those keys was handed on (the set was full before they came), and the
 //! partitions share no key, so after the input ends each file is made distinct on its own,
 //! the same way, with the keys of the first pass forgotten:
 //!
@@ -20,15 +20,14 @@
 //! at most (64³ times the room), past which it fails with 53200. The rows of the files come
 //! after all the others: DISTINCT without ORDER BY fixes no order.
 
-use super::spill::SpillFile;
+use super::spill::PartitionFiles;
 use super::{Env, Executor, row_key};
 use crate::error::{Error, Result};
 use crate::plan::{Plan, Row, SetOperator};
 use std::collections::HashSet;
-use std::hash::BuildHasher;
 
-/// Files a DISTINCT's rows are cut into once its keys fill the room.
-const PARTITIONS: usize = 64;
+/// The partition hash's seed at the first level (the level is added at each next one).
+const SEED: u64 = 0x0d15_7ac7;
 
 /// Levels of partitioning before a DISTINCT gives up (53200).
 const MAX_DEPTH: u64 = 3;
@@ -41,7 +40,7 @@ struct DistinctPass {
     depth: u64,
     seen: HashSet<Vec<u8>, foldhash::fast::RandomState>,
     bytes: usize,
-    files: Option<Vec<Option<SpillFile>>>,
+    files: Option<PartitionFiles>,
     written: u64,
 }
 
@@ -57,9 +56,7 @@ impl DistinctPass {
             return Ok(());
         }
         if let Some(files) = &mut self.files {
-            let seed = 0x0d15_7ac7 + self.depth;
-            let partition = (foldhash::fast::FixedState::with_seed(seed).hash_one(&key) % PARTITIONS as u64) as usize;
-            self.written += super::spill::append_to(&mut files[partition], &row)?;
+            self.written += files.append(&key, &row)?;
             return Ok(());
         }
         self.bytes += key.len() + KEY_OVERHEAD;
@@ -68,7 +65,7 @@ impl DistinctPass {
         if self.seen.len().is_multiple_of(64) {
             exec.check_interrupt()?;
             if exec.memory_used.get() + self.bytes + exec.memory_limit / 4 > exec.memory_limit {
-                self.files = Some((0..PARTITIONS).map(|_| None).collect());
+                self.files = Some(PartitionFiles::new(SEED + self.depth));
             }
         }
         Ok(())
@@ -79,7 +76,7 @@ impl DistinctPass {
     fn finish(self, exec: &Executor, visit: &mut dyn FnMut(Row) -> Result<()>) -> Result<u64> {
         let DistinctPass { depth, seen, files, mut written, .. } = self;
         drop(seen);
-        for file in files.into_iter().flatten().flatten() {
+        for file in files.into_iter().flat_map(|partitions| partitions.files).flatten() {
             if depth >= MAX_DEPTH {
                 return Err(Error::out_of_memory(exec.memory_limit));
             }

@@ -25,15 +25,14 @@
 //! with another hash, [`MAX_DEPTH`] levels at most, past which it fails with 53200. The rows of
 //! the files come after the others: without ORDER BY no order is promised.
 
-use super::spill::SpillFile;
+use super::spill::PartitionFiles;
 use super::{Env, Executor, KeyMap, row_key};
 use crate::error::{Error, Result};
 use crate::plan::{Plan, Row, SetOperator};
 use crate::value::Value;
-use std::hash::BuildHasher;
 
-/// Files each input's rows are cut into once the keys fill the room.
-const PARTITIONS: usize = 64;
+/// The partition hash's seed at the first level (the level is added at each next one).
+const SEED: u64 = 0x01e7_5ec7;
 
 /// Levels of partitioning before an INTERSECT or EXCEPT gives up (53200).
 const MAX_DEPTH: u64 = 3;
@@ -49,24 +48,6 @@ struct Held {
     passed: bool,
 }
 
-/// Rows cut into partition files by their key's hash.
-struct Partitions {
-    files: Vec<Option<SpillFile>>,
-    seed: u64,
-}
-
-impl Partitions {
-    fn new(depth: u64) -> Partitions {
-        Partitions { files: (0..PARTITIONS).map(|_| None).collect(), seed: 0x01e7_5ec7 + depth }
-    }
-
-    /// Appends `row` to the file of `key`; the bytes written.
-    fn append(&mut self, key: &[u8], row: &Row) -> Result<u64> {
-        let partition = (foldhash::fast::FixedState::with_seed(self.seed).hash_one(key) % PARTITIONS as u64) as usize;
-        super::spill::append_to(&mut self.files[partition], row)
-    }
-}
-
 /// One pass of an INTERSECT or EXCEPT over its two inputs (or one pair of their files).
 struct SetPass {
     intersect: bool,
@@ -76,9 +57,9 @@ struct SetPass {
     /// Bytes of `held`, as charged against the room.
     bytes: usize,
     /// Right keys that found no room (each as a one-value row).
-    right_files: Option<Partitions>,
+    right_files: Option<PartitionFiles>,
     /// Left rows whose keys are in the right's files, or found no room.
-    left_files: Option<Partitions>,
+    left_files: Option<PartitionFiles>,
     written: u64,
 }
 
@@ -123,7 +104,7 @@ impl SetPass {
             return Ok(());
         }
         if self.hold(exec, key, Held { copies: 1, passed: false })? {
-            self.right_files = Some(Partitions::new(self.depth));
+            self.right_files = Some(PartitionFiles::new(SEED + self.depth));
         }
         Ok(())
     }
@@ -145,7 +126,8 @@ impl SetPass {
         }
         let spill_left = |pass: &mut SetPass, row: &Row| -> Result<()> {
             let depth = pass.depth;
-            pass.written += pass.left_files.get_or_insert_with(|| Partitions::new(depth)).append(&key, row)?;
+            pass.written +=
+                pass.left_files.get_or_insert_with(|| PartitionFiles::new(SEED + depth)).append(&key, row)?;
             Ok(())
         };
         if self.right_files.is_some() {
@@ -158,7 +140,7 @@ impl SetPass {
             (false, false) if self.left_files.is_some() => spill_left(self, &row),
             (false, false) => {
                 if self.hold(exec, key.clone(), Held { copies: 0, passed: true })? {
-                    self.left_files = Some(Partitions::new(self.depth));
+                    self.left_files = Some(PartitionFiles::new(SEED + self.depth));
                 }
                 visit(row)
             }

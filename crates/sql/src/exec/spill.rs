@@ -113,3 +113,28 @@ fn spill_error(error: std::io::Error) -> Error {
     let state = if error.kind() == std::io::ErrorKind::StorageFull { "53100" } else { "58030" };
     Error::new(state, format!("could not spill to a temporary file: {error}"))
 }
+
+/// Rows cut into [`PARTITION_FILES`] spill files by a hash of their keys (DISTINCT's and the
+/// set operations' spilled partitions), each file made when its first row comes.
+pub(super) struct PartitionFiles {
+    pub files: Vec<Option<SpillFile>>,
+    seed: u64,
+}
+
+/// Files a spilling DISTINCT, INTERSECT or EXCEPT cuts its rows into.
+pub(super) const PARTITION_FILES: usize = 64;
+
+impl PartitionFiles {
+    /// Files whose partitions come from a hash with this seed (another seed at each level of
+    /// splitting, so that a level splits what the one before kept together).
+    pub(super) fn new(seed: u64) -> PartitionFiles {
+        PartitionFiles { files: (0..PARTITION_FILES).map(|_| None).collect(), seed }
+    }
+
+    /// Appends `row` to the file of `key`; the bytes written.
+    pub(super) fn append(&mut self, key: &[u8], row: &Row) -> Result<u64> {
+        use std::hash::BuildHasher;
+        let hash = foldhash::fast::FixedState::with_seed(self.seed).hash_one(key);
+        append_to(&mut self.files[(hash % PARTITION_FILES as u64) as usize], row)
+    }
+}
