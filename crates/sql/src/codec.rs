@@ -450,11 +450,12 @@ impl Stored<'_> {
 
 /// Calls `visit` with the index and value of each `wanted` column a row stores (every column
 /// when `wanted` is `None`), in column order, stepping over the others as
-/// [`decode_row_columns`] does. Returns how many columns the row stores.
+/// [`decode_row_columns`] does, until `visit` returns false. Returns how many columns the row
+/// stores.
 pub(crate) fn visit_row_columns<'a>(
     bytes: &'a [u8],
     wanted: Option<&[bool]>,
-    mut visit: impl FnMut(usize, Stored<'a>) -> Result<()>,
+    mut visit: impl FnMut(usize, Stored<'a>) -> Result<bool>,
 ) -> Result<usize> {
     let mut position = 0;
     let count = get_varint(bytes, &mut position)? as usize;
@@ -467,7 +468,9 @@ pub(crate) fn visit_row_columns<'a>(
     };
     for column in 0..end {
         if wanted.is_none_or(|wanted| wanted[column]) {
-            visit(column, stored_value(bytes, &mut position, 0)?)?;
+            if !visit(column, stored_value(bytes, &mut position, 0)?)? {
+                break;
+            }
         } else {
             skip_value(bytes, &mut position)?;
         }

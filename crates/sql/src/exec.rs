@@ -36,6 +36,7 @@ mod intersect;
 mod join_filter;
 mod ordered_grouping;
 mod parallel;
+mod prefilter;
 mod probe_aggregate;
 mod probe_batch;
 mod probe_chain;

@@ -16,6 +16,7 @@
 //! columns of mixed types are held. Rows are set by position, so an operator that computes a
 //! column for a selection of rows writes only those rows; the others stay NULL.
 
+use super::prefilter::Prefilter;
 use crate::codec::{self, Stored};
 use crate::error::{Error, Result};
 use crate::types::decimal::Decimal;
@@ -215,6 +216,23 @@ impl Column {
         &mut self.data
     }
 
+    /// Forgets row `row`, set by a row the scan then dropped: its string's bytes, when they
+    /// are the last in the buffer, are given back.
+    fn forget(&mut self, row: usize) {
+        if let Data::Text { bytes, spans } = &mut self.data
+            && self.valid.get(row)
+        {
+            let (start, length) = spans[row];
+            if (start + length) as usize == bytes.len() {
+                bytes.truncate(start as usize);
+            }
+            // No span past the buffer's end stays behind (a change of the column's type reads
+            // every row's).
+            spans[row] = (0, 0);
+        }
+        self.valid.set(row, false);
+    }
+
     /// Drops the rows from `len` on.
     fn truncate(&mut self, len: usize) {
         self.len = len;
@@ -252,10 +270,12 @@ pub(crate) struct BatchDecoder<'p> {
     /// The batch column of each table column (`usize::MAX`: not wanted).
     slots: Vec<usize>,
     columns: usize,
+    /// Tests that drop a row as it is decoded (`exec/prefilter.rs`).
+    prefilter: Option<&'p Prefilter>,
 }
 
 impl<'p> BatchDecoder<'p> {
-    pub(crate) fn new(width: usize, wanted: Option<&'p [bool]>) -> BatchDecoder<'p> {
+    pub(crate) fn new(width: usize, wanted: Option<&'p [bool]>, prefilter: Option<&'p Prefilter>) -> BatchDecoder<'p> {
         let mut columns = 0;
         let slots = (0..width)
             .map(|column| {
@@ -267,7 +287,7 @@ impl<'p> BatchDecoder<'p> {
                 }
             })
             .collect();
-        BatchDecoder { width, wanted, slots, columns }
+        BatchDecoder { width, wanted, slots, columns, prefilter }
     }
 
     /// An empty batch of [`BATCH_ROWS`] rows to decode into.
@@ -275,17 +295,34 @@ impl<'p> BatchDecoder<'p> {
         Batch { columns: (0..self.columns).map(|_| Column::nulls(BATCH_ROWS)).collect(), len: 0 }
     }
 
-    /// Decodes `stored` as the batch's next row (the batch must have room);
-    /// `fill(column)` gives a column the row lacks.
-    pub(crate) fn decode(&self, stored: &[u8], batch: &mut Batch, fill: impl Fn(usize) -> Result<Value>) -> Result<()> {
+    /// Decodes `stored` as the batch's next row (the batch must have room), unless the
+    /// prefilter drops it (then `false`); `fill(column)` gives a column the row lacks.
+    pub(crate) fn decode(
+        &self,
+        stored: &[u8],
+        batch: &mut Batch,
+        fill: impl Fn(usize) -> Result<Value>,
+    ) -> Result<bool> {
         let row = batch.len;
         let columns = &mut batch.columns;
         let slots = &self.slots;
+        let mut dropped = false;
         let count = codec::visit_row_columns(stored, self.wanted, |column, value| {
             let slot = *slots.get(column).ok_or_else(|| Error::corrupt("row has more columns than its table"))?;
+            if let Some(prefilter) = self.prefilter
+                && prefilter.tests(slot)
+                && prefilter.drops(slot, &value)
+            {
+                dropped = true;
+                return Ok(false);
+            }
             columns[slot].set_stored(row, value);
-            Ok(())
+            Ok(true)
         })?;
+        if dropped {
+            columns.iter_mut().for_each(|column| column.forget(row));
+            return Ok(false);
+        }
         if count > self.width {
             return Err(Error::corrupt(format!("row has {count} columns, its table {}", self.width)));
         }
@@ -295,7 +332,7 @@ impl<'p> BatchDecoder<'p> {
             }
         }
         batch.len += 1;
-        Ok(())
+        Ok(true)
     }
 
     /// Ends the batch at the rows decoded.
@@ -336,10 +373,43 @@ mod tests {
     }
 
     #[test]
+    fn a_forgotten_row_gives_its_string_back() {
+        let mut column = Column::nulls(3);
+        column.set(0, Value::Text("kept".into()));
+        column.set(1, Value::Text("dropped".into()));
+        column.forget(1);
+        assert_eq!(column.value(1), Value::Null);
+        let Data::Text { bytes, .. } = column.data() else { panic!("still text") };
+        assert_eq!(bytes, "kept");
+        // The row is decoded again, as another type: every row's value is read over.
+        column.set(1, Value::Integer(5));
+        assert_eq!((column.value(0), column.value(1)), (Value::Text("kept".into()), Value::Integer(5)));
+    }
+
+    #[test]
+    fn a_prefilter_drops_a_row_as_it_is_decoded() {
+        use crate::plan::{BinaryOp, Expr};
+        let filter = Expr::Binary(BinaryOp::Lt, Box::new(Expr::Column(1)), Box::new(Expr::Literal(Value::Integer(10))));
+        let prefilter = Prefilter::compile(&filter, 2, |_| Some(Value::Integer(10))).unwrap();
+        let decoder = BatchDecoder::new(2, None, Some(&prefilter));
+        let mut batch = decoder.batch();
+        for (text, number) in [("a", 1), ("dropped", 50), ("c", 3)] {
+            let stored = codec::encode_row(&[Value::Text(text.into()), Value::Integer(number)]);
+            let kept = decoder.decode(&stored, &mut batch, |_| Ok(Value::Null)).unwrap();
+            assert_eq!(kept, number < 10);
+        }
+        decoder.finish(&mut batch);
+        assert_eq!(batch.len, 2);
+        assert_eq!(batch.row(1), vec![Value::Text("c".into()), Value::Integer(3)]);
+        let Data::Text { bytes, .. } = batch.columns[0].data() else { panic!("text") };
+        assert_eq!(bytes, "ac");
+    }
+
+    #[test]
     fn decoding_a_row_fills_the_wanted_columns() {
         let stored = codec::encode_row(&[Value::Integer(1), Value::Text("skip".into()), Value::Real(2.5)]);
         let wanted = [true, false, true, true];
-        let decoder = BatchDecoder::new(4, Some(&wanted));
+        let decoder = BatchDecoder::new(4, Some(&wanted), None);
         let mut batch = decoder.batch();
         decoder.decode(&stored, &mut batch, |_| Ok(Value::Integer(9))).unwrap();
         decoder.finish(&mut batch);

@@ -35,6 +35,7 @@ use super::evaluate::{
     Evaluate, PureContext, ResolvedSubqueries, ResolvedSubquery, is_parallel_safe, resolvable_subqueries,
 };
 use super::grouping::{Grouping, Partitioned, aggregate_exprs};
+use super::prefilter::Prefilter;
 use super::vector::{self, Kernel};
 use super::{Env, Executor, decode_stored_row, row_bytes};
 use crate::catalog::TableDef;
@@ -152,6 +153,8 @@ struct Pipeline<'p> {
     steps: Vec<Step>,
     /// The filter and the steps compiled for batches (`exec/vector.rs`).
     kernels: Kernels,
+    /// The filter's tests of single values, which drop rows as they are decoded.
+    prefilter: Option<Prefilter>,
 }
 
 /// A pipeline's filter and steps as kernels over batches.
@@ -556,6 +559,7 @@ impl Executor<'_> {
             filter: filter.cloned(),
             steps: Vec::new(),
             kernels: Kernels::default(),
+            prefilter: None,
         };
         // A projection right over the scan decides which columns are decoded (as the serial
         // stream does), its expressions and the filter renumbered to the narrow row.
@@ -565,6 +569,11 @@ impl Executor<'_> {
             pipeline.filter = filter;
             steps[0] = Step::Project(outputs);
         }
+        let width =
+            pipeline.wanted.as_ref().map_or(table.columns.len(), |wanted| wanted.iter().filter(|&&w| w).count());
+        pipeline.prefilter = pipeline.filter.as_ref().and_then(|filter| {
+            Prefilter::compile(filter, width, |constant| self.eval(constant, &Env::new(&[], None)).ok())
+        });
         pipeline.kernels = Kernels {
             filter: pipeline.filter.as_ref().map(Kernel::compile),
             steps: steps
@@ -731,14 +740,16 @@ impl PreparedScan<'_> {
         sink: &mut dyn ScanSink,
     ) -> Result<usize> {
         let pipeline = &self.pipeline;
-        let decoder = BatchDecoder::new(pipeline.table.columns.len(), pipeline.wanted.as_deref());
+        let width = pipeline.table.columns.len();
+        let decoder = BatchDecoder::new(width, pipeline.wanted.as_deref(), pipeline.prefilter.as_ref());
         let mut batch = decoder.batch();
         let (mut read, mut bytes) = (0, 0);
         let mut stopped = false;
         self.read.read_each(morsel, |_, value| {
             read += 1;
-            bytes += value.len();
-            decoder.decode(value, &mut batch, |column| pipeline.fills[column].clone())?;
+            if decoder.decode(value, &mut batch, |column| pipeline.fills[column].clone())? {
+                bytes += value.len();
+            }
             if batch.len == BATCH_ROWS || bytes >= BATCH_BYTES {
                 decoder.finish(&mut batch);
                 pipeline.batch(&batch, context, passed, sink)?;

@@ -1,0 +1,335 @@
+//! A scan's first look at a stored row: the conjuncts of its filter that compare a column
+//! with a constant are tested on each value as the row is decoded, so that a row one of them
+//! rejects is decoded no further and never enters the batch.
+//!
+//! ```text
+//!   filter:  (#10 >= DATE '1994-01-01') AND (#10 < DATE '1995-01-01')
+//!            AND (#6 >= 0.05) AND (#6 <= 0.07) AND (#4 < 24)
+//!
+//!   stored row ─▶ col 4 ──test #4 < 24──▶ col 5 ─▶ col 6 ──tests #6──▶ … col 10 ──tests #10──▶ batch
+//!                    │ false                         │ false                │ false
+//!                    ▼                               ▼                      ▼
+//!                 dropped: the rest of the row is not read, nothing is set in the batch
+//! ```
+//!
+//! The prefilter only ever drops rows: a row it keeps still goes through the whole filter
+//! (`exec/vector.rs`), so a test that cannot tell (a value of another type than the
+//! constant's, a mixed-type column of SQLite's) keeps the row. Its tests decide as the
+//! filter would ([`Value::sql_cmp`]), and it drops a row only where the filter would drop it
+//! without raising an error:
+//! - a conjunct that is false drops the row when no conjunct before it can raise (the filter's
+//!   AND evaluates left to right and stops at the first false);
+//! - a conjunct that is NULL drops it only when no conjunct of the whole filter can raise (the
+//!   filter goes on past a NULL).
+//!
+//! Only conjuncts before the first one that may raise are tested at all. The constants are
+//! computed once, before the scan starts; a constant that fails to compute is not tested.
+
+use crate::codec::Stored;
+use crate::plan::{BinaryOp, Expr, UnaryOp};
+use crate::types::decimal::Decimal;
+use crate::value::Value;
+use std::cmp::Ordering;
+
+/// The tests of a scan's filter, by the batch column they look at.
+#[derive(Debug)]
+pub(crate) struct Prefilter {
+    /// `tests[column]`: the tests of batch column `column` (most are empty).
+    tests: Vec<Vec<Test>>,
+    /// Whether a NULL conjunct may drop a row: no conjunct of the filter can raise an error.
+    drop_null: bool,
+}
+
+/// One conjunct over one column.
+#[derive(Debug)]
+enum Test {
+    /// `column <op> constant`.
+    Compare(BinaryOp, Value),
+    /// `column [NOT] IN (constants)`.
+    In { list: Vec<Value>, negated: bool },
+}
+
+/// What a test makes of a value: as the filter's conjunct would, or that it cannot tell.
+#[derive(Debug, PartialEq)]
+enum Truth {
+    True,
+    False,
+    Null,
+    Unknown,
+}
+
+impl Prefilter {
+    /// The tests of `filter` over a batch of `width` columns, each constant computed by
+    /// `constant` (`None`: it failed); `None` when no conjunct can be tested.
+    pub(crate) fn compile(filter: &Expr, width: usize, constant: impl Fn(&Expr) -> Option<Value>) -> Option<Prefilter> {
+        let mut conjuncts = Vec::new();
+        flatten_and(filter, &mut conjuncts);
+        let mut tests: Vec<Vec<Test>> = (0..width).map(|_| Vec::new()).collect();
+        let mut any = false;
+        let mut raising = false;
+        for conjunct in conjuncts {
+            if !raising && let Some((column, test)) = test_of(conjunct, &constant) {
+                if let Some(slot) = tests.get_mut(column) {
+                    slot.push(test);
+                    any = true;
+                }
+                continue;
+            }
+            raising |= may_raise(conjunct);
+        }
+        any.then_some(Prefilter { tests, drop_null: !raising })
+    }
+
+    /// Whether batch column `column` has tests.
+    #[inline]
+    pub(crate) fn tests(&self, column: usize) -> bool {
+        self.tests.get(column).is_some_and(|tests| !tests.is_empty())
+    }
+
+    /// Whether `value` of batch column `column` drops its row.
+    pub(crate) fn drops(&self, column: usize, value: &Stored) -> bool {
+        self.tests[column].iter().any(|test| match test.truth(value) {
+            Truth::False => true,
+            Truth::Null => self.drop_null,
+            Truth::True | Truth::Unknown => false,
+        })
+    }
+}
+
+impl Test {
+    fn truth(&self, value: &Stored) -> Truth {
+        match self {
+            Test::Compare(op, constant) => match order(value, constant) {
+                Some(Some(order)) => truth(crate::exec::comparison_holds(*op, order)),
+                Some(None) => Truth::Null,
+                None => Truth::Unknown,
+            },
+            Test::In { list, negated } => {
+                if matches!(value, Stored::Null) {
+                    return Truth::Null;
+                }
+                let mut saw_null = false;
+                for item in list {
+                    match order(value, item) {
+                        Some(Some(Ordering::Equal)) => return truth(!negated),
+                        Some(Some(_)) => {}
+                        Some(None) => saw_null = true,
+                        None => return Truth::Unknown,
+                    }
+                }
+                if saw_null { Truth::Null } else { truth(*negated) }
+            }
+        }
+    }
+}
+
+fn truth(holds: bool) -> Truth {
+    if holds { Truth::True } else { Truth::False }
+}
+
+/// [`Value::sql_cmp`] of a stored value and a constant: `Some(None)` when either is NULL,
+/// `None` for pairs of types it is not worked out for here (the filter decides those).
+fn order(value: &Stored, constant: &Value) -> Option<Option<Ordering>> {
+    Some(Some(match (value, constant) {
+        (Stored::Null, _) | (_, Value::Null) => return Some(None),
+        (Stored::Integer(a), Value::Integer(b)) => a.cmp(b),
+        (Stored::Decimal(a), Value::Decimal(b)) => a.cmp(b),
+        // Exact both ways, as the numbers' one order is.
+        (Stored::Decimal(a), Value::Integer(b)) => a.cmp(&Decimal::from(*b)),
+        (Stored::Integer(a), Value::Decimal(b)) => Decimal::from(*a).cmp(b),
+        (Stored::Temporal(a), Value::Temporal(b)) => a.total_cmp(b),
+        (Stored::Text(a), Value::Text(b)) => a.as_bytes().cmp(b.as_bytes()),
+        (Stored::Blob(a), Value::Blob(b)) => a.cmp(&b.as_slice()),
+        (
+            Stored::Integer(_) | Stored::Real(_) | Stored::Decimal(_),
+            Value::Integer(_) | Value::Real(_) | Value::Decimal(_),
+        ) => number(value).total_cmp(constant),
+        _ => return None,
+    }))
+}
+
+/// A stored number as a value (no allocation).
+fn number(value: &Stored) -> Value {
+    match value {
+        Stored::Integer(integer) => Value::Integer(*integer),
+        Stored::Real(real) => Value::Real(*real),
+        Stored::Decimal(exact) => Value::Decimal(*exact),
+        _ => Value::Null,
+    }
+}
+
+/// The conjuncts of `expr`, in the order its AND evaluates them.
+fn flatten_and<'e>(expr: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match expr {
+        Expr::Binary(BinaryOp::And, left, right) => {
+            flatten_and(left, out);
+            flatten_and(right, out);
+        }
+        other => out.push(other),
+    }
+}
+
+/// The batch column and test of a conjunct that compares a column with constants.
+fn test_of(conjunct: &Expr, constant: &impl Fn(&Expr) -> Option<Value>) -> Option<(usize, Test)> {
+    match conjunct {
+        Expr::Binary(op, left, right) if op.is_comparison() => match (&**left, &**right) {
+            (Expr::Column(column), other) if is_constant(other) => {
+                Some((*column, Test::Compare(*op, constant(other)?)))
+            }
+            (other, Expr::Column(column)) if is_constant(other) => {
+                Some((*column, Test::Compare(op.flipped(), constant(other)?)))
+            }
+            _ => None,
+        },
+        Expr::InList { expr, list, negated } if !list.is_empty() && list.iter().all(is_constant) => {
+            let Expr::Column(column) = &**expr else { return None };
+            let list = list.iter().map(constant).collect::<Option<Vec<Value>>>()?;
+            Some((*column, Test::In { list, negated: *negated }))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `expr` has one value for every row: literals and parameters, and arithmetic and
+/// casts of them (no function: it may be volatile).
+fn is_constant(expr: &Expr) -> bool {
+    match expr {
+        Expr::Literal(_) | Expr::Param(_) => true,
+        Expr::Unary(_, inner) | Expr::Cast(inner, _) => is_constant(inner),
+        Expr::Binary(op, left, right) => {
+            !matches!(op, BinaryOp::And | BinaryOp::Or) && is_constant(left) && is_constant(right)
+        }
+        _ => false,
+    }
+}
+
+/// Whether evaluating `expr` on some row may raise an error (arithmetic, casts, functions,
+/// subqueries: anything but comparisons, logic and NULL tests of columns and constants).
+fn may_raise(expr: &Expr) -> bool {
+    match expr {
+        Expr::Column(_) | Expr::Literal(_) | Expr::Param(_) => false,
+        Expr::Binary(op, left, right) if op.is_comparison() || matches!(op, BinaryOp::And | BinaryOp::Or) => {
+            may_raise(left) || may_raise(right)
+        }
+        Expr::Unary(UnaryOp::Not, inner) | Expr::IsNull(inner, _) => may_raise(inner),
+        Expr::Is { left, right, .. } => may_raise(left) || may_raise(right),
+        Expr::InList { expr, list, .. } => may_raise(expr) || list.iter().any(may_raise),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn literal(value: Value) -> Box<Expr> {
+        Box::new(Expr::Literal(value))
+    }
+
+    fn column(index: usize) -> Box<Expr> {
+        Box::new(Expr::Column(index))
+    }
+
+    fn and(left: Expr, right: Expr) -> Expr {
+        Expr::Binary(BinaryOp::And, Box::new(left), Box::new(right))
+    }
+
+    fn evaluated(expr: &Expr) -> Option<Value> {
+        match expr {
+            Expr::Literal(value) => Some(value.clone()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn only_conjuncts_before_one_that_may_raise_are_tested() {
+        let less = Expr::Binary(BinaryOp::Lt, column(0), literal(Value::Integer(5)));
+        let division = Expr::Binary(
+            BinaryOp::Gt,
+            Box::new(Expr::Binary(BinaryOp::Div, literal(Value::Integer(1)), column(1))),
+            literal(Value::Integer(0)),
+        );
+        let later = Expr::Binary(BinaryOp::Eq, column(1), literal(Value::Integer(3)));
+        let filter = and(and(less.clone(), division.clone()), later.clone());
+        let prefilter = Prefilter::compile(&filter, 2, evaluated).unwrap();
+        assert!(prefilter.tests(0) && !prefilter.tests(1));
+        // A NULL may not drop the row: the division after it could raise.
+        assert!(!prefilter.drops(0, &Stored::Null));
+        assert!(prefilter.drops(0, &Stored::Integer(7)));
+        assert!(!prefilter.drops(0, &Stored::Integer(4)));
+        // Without anything that raises, a NULL drops it.
+        let prefilter = Prefilter::compile(&and(less, later), 2, evaluated).unwrap();
+        assert!(prefilter.drops(0, &Stored::Null));
+        assert!(prefilter.drops(1, &Stored::Integer(4)));
+        // A conjunct that may raise first: nothing is tested.
+        assert!(Prefilter::compile(&and(division, Expr::Column(0)), 2, evaluated).is_none());
+    }
+
+    #[test]
+    fn a_value_of_another_type_is_left_to_the_filter() {
+        let filter = Expr::Binary(BinaryOp::Gt, column(0), literal(Value::Text("m".into())));
+        let prefilter = Prefilter::compile(&filter, 1, evaluated).unwrap();
+        assert!(prefilter.drops(0, &Stored::Text("a")));
+        assert!(!prefilter.drops(0, &Stored::Text("z")));
+        assert!(!prefilter.drops(0, &Stored::Integer(1)));
+    }
+
+    fn value_strategy() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            (-5i64..5).prop_map(Value::Integer),
+            (-5.0f64..5.0).prop_map(|real| Value::Real((real * 2.0).round() / 2.0)),
+            (-500i64..500).prop_map(|mantissa| Value::Decimal(Decimal::new(mantissa, 2))),
+            prop_oneof![Just("a"), Just("b"), Just(""), Just("ab")].prop_map(|text| Value::Text(text.into())),
+            prop_oneof![Just(vec![1u8]), Just(vec![])].prop_map(Value::Blob),
+        ]
+    }
+
+    fn stored(value: &Value) -> Stored<'_> {
+        match value {
+            Value::Null => Stored::Null,
+            Value::Integer(integer) => Stored::Integer(*integer),
+            Value::Real(real) => Stored::Real(*real),
+            Value::Decimal(exact) => Stored::Decimal(*exact),
+            Value::Text(text) => Stored::Text(text),
+            Value::Blob(bytes) => Stored::Blob(bytes),
+            other => Stored::Other(other.clone()),
+        }
+    }
+
+    proptest! {
+        /// A test never says what the filter's own comparison or IN would not.
+        #[test]
+        fn tests_agree_with_the_evaluator(
+            value in value_strategy(),
+            constants in proptest::collection::vec(value_strategy(), 1..4),
+            op in prop_oneof![Just(BinaryOp::Eq), Just(BinaryOp::NotEq), Just(BinaryOp::Lt),
+                              Just(BinaryOp::LtEq), Just(BinaryOp::Gt), Just(BinaryOp::GtEq)],
+            negated in any::<bool>(),
+        ) {
+            let compare = Test::Compare(op, constants[0].clone());
+            let expected = crate::exec::compare(op, &value, &constants[0]);
+            check(compare.truth(&stored(&value)), &expected);
+            let in_list = Test::In { list: constants.clone(), negated };
+            let expected = match value.is_null() {
+                true => Value::Null,
+                false => match constants.iter().map(|item| value.sql_cmp(item)).collect::<Vec<_>>() {
+                    orders if orders.contains(&Some(Ordering::Equal)) => Value::Integer(i64::from(!negated)),
+                    orders if orders.contains(&None) => Value::Null,
+                    _ => Value::Integer(i64::from(negated)),
+                },
+            };
+            check(in_list.truth(&stored(&value)), &expected);
+        }
+    }
+
+    fn check(truth: Truth, expected: &Value) {
+        let wanted = match expected.truth() {
+            Some(true) => Truth::True,
+            Some(false) => Truth::False,
+            None => Truth::Null,
+        };
+        assert!(truth == Truth::Unknown || truth == wanted, "{truth:?} where the evaluator says {expected:?}");
+    }
+}
