@@ -291,6 +291,9 @@ pub(crate) fn evaluate<'b, E: Evaluate>(
             Kernel::Arithmetic(op, left, right) => {
                 let left = evaluate(context, left, batch, rows)?;
                 let right = evaluate(context, right, batch, rows)?;
+                if let Some(out) = exact_arithmetic(*op, &left, &right, batch.len, rows)? {
+                    return Ok(Vector::Owned(out));
+                }
                 let strict = context.dialect().strict_arithmetic();
                 let mut out = Column::nulls(batch.len);
                 for &row in rows {
@@ -461,11 +464,52 @@ impl<'a> Typed<'a, crate::types::decimal::Decimal> {
     }
 }
 
+impl<'a> Typed<'a, crate::types::decimal::Decimal> {
+    /// An integer constant, as the exact decimal it equals.
+    fn integer_constant(vector: &'a Vector) -> Option<Self> {
+        match vector {
+            Vector::Constant(Value::Integer(integer)) => {
+                Some(Typed::Constant(crate::types::decimal::Decimal::from(*integer)))
+            }
+            _ => None,
+        }
+    }
+}
+
 impl<'a> Typed<'a, crate::types::temporal::Temporal> {
     fn temporals(vector: &'a Vector) -> Option<Self> {
         let data = |data: &'a Data| if let Data::Temporal(values) = data { Some(values.as_slice()) } else { None };
         Typed::of(vector, data, |value| if let Value::Temporal(temporal) = value { Some(*temporal) } else { None })
     }
+}
+
+/// `+`, `-` or `*` of decimals (or a decimal and an integer constant) in a loop of their
+/// own, as `functions::arithmetic` computes each (`decimal::checked`: an overflow is an
+/// error, in both dialects); `None` for other operators and operands.
+fn exact_arithmetic(op: BinaryOp, left: &Vector, right: &Vector, len: usize, rows: &[u32]) -> Result<Option<Column>> {
+    let symbol = match op {
+        BinaryOp::Add => '+',
+        BinaryOp::Sub => '-',
+        BinaryOp::Mul => '*',
+        _ => return Ok(None),
+    };
+    // An integer constant is exact as a decimal; at least one side must be a decimal (two
+    // integers follow integer rules).
+    if Typed::decimals(left).is_none() && Typed::decimals(right).is_none() {
+        return Ok(None);
+    }
+    let exact = |vector| Typed::decimals(vector).or_else(|| Typed::integer_constant(vector));
+    let (Some(a), Some(b)) = (exact(left), exact(right)) else { return Ok(None) };
+    let mut out = Column::nulls(len);
+    for &row in rows {
+        let row = row as usize;
+        if let (Some(a), Some(b)) = (a.get(row), b.get(row))
+            && let Some(value) = crate::types::decimal::checked(symbol, a, b)?
+        {
+            out.set_stored(row, Stored::Decimal(value));
+        }
+    }
+    Ok(Some(out))
 }
 
 /// [`compare`] of two sides of one type: NULL where either is.
