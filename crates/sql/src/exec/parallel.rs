@@ -35,7 +35,7 @@ use super::evaluate::{
     Evaluate, PureContext, ResolvedSubqueries, ResolvedSubquery, is_parallel_safe, resolvable_subqueries,
 };
 use super::grouping::{Grouping, Partitioned, aggregate_exprs};
-use super::prefilter::Prefilter;
+use super::prefilter::{JoinKeys, Prefilter};
 use super::vector::{self, Kernel};
 use super::{Env, Executor, decode_stored_row, row_bytes};
 use crate::catalog::TableDef;
@@ -406,6 +406,17 @@ impl Executor<'_> {
     /// The parallel scan of `plan` ([`Executor::streams`]), when it qualifies and its consumer's
     /// expressions `consumer` are parallel-safe too; `None` otherwise (nothing read).
     pub(super) fn prepare_parallel<'p>(&self, plan: &'p Plan, consumer: &[&Expr]) -> Result<Option<PreparedScan<'p>>> {
+        self.prepare_parallel_keyed(plan, consumer, None)
+    }
+
+    /// [`Executor::prepare_parallel`] for the probe side of a hash join, whose `join_keys` the
+    /// decoder may test to drop the rows that join nothing (`exec/prefilter.rs`).
+    pub(super) fn prepare_parallel_keyed<'p>(
+        &self,
+        plan: &'p Plan,
+        consumer: &[&Expr],
+        join_keys: Option<JoinKeys>,
+    ) -> Result<Option<PreparedScan<'p>>> {
         // The cheap refusals first: point lookups and short scans come this way too.
         let Some((scan, layers)) = scan_shape(plan) else { return Ok(None) };
         let Plan::Scan { table, access, filter, .. } = scan else { return Ok(None) };
@@ -431,7 +442,7 @@ impl Executor<'_> {
                 _ => return Ok(None),
             },
         };
-        let Some(pipeline) = self.pipeline(table, filter.as_ref(), &layers)? else { return Ok(None) };
+        let Some(pipeline) = self.pipeline(table, filter.as_ref(), &layers, join_keys)? else { return Ok(None) };
         // Before the morsels are cut and the workers claimed: a subquery may scan in parallel.
         let subqueries = self.resolve_subqueries(pipeline.exprs().chain(consumer.iter().copied()));
         let (read, wanted, window) = match morsels {
@@ -537,6 +548,7 @@ impl Executor<'_> {
         table: &'p TableDef,
         filter: Option<&Expr>,
         layers: &[&Plan],
+        join_keys: Option<JoinKeys>,
     ) -> Result<Option<Pipeline<'p>>> {
         if !filter.into_iter().chain(layer_exprs(layers)).all(is_parallel_safe) {
             return Ok(None);
@@ -571,8 +583,16 @@ impl Executor<'_> {
         }
         let width =
             pipeline.wanted.as_ref().map_or(table.columns.len(), |wanted| wanted.iter().filter(|&&w| w).count());
-        pipeline.prefilter = pipeline.filter.as_ref().and_then(|filter| {
-            Prefilter::compile(filter, width, |constant| self.eval(constant, &Env::new(&[], None)).ok())
+        let join_keys = join_keys.and_then(|join| Some((batch_column(&steps, join.column)?, join.keys)));
+        let after: Vec<&Expr> = steps
+            .iter()
+            .flat_map(|step| match step {
+                Step::Filter(predicate) => std::slice::from_ref(predicate),
+                Step::Project(exprs) => exprs.as_slice(),
+            })
+            .collect();
+        pipeline.prefilter = Prefilter::with_join_keys(pipeline.filter.as_ref(), &after, width, join_keys, |constant| {
+            self.eval(constant, &Env::new(&[], None)).ok()
         });
         pipeline.kernels = Kernels {
             filter: pipeline.filter.as_ref().map(Kernel::compile),
@@ -808,6 +828,20 @@ pub(super) fn layer_exprs<'p>(layers: &[&'p Plan]) -> Vec<&'p Expr> {
         }
     }
     exprs
+}
+
+/// The batch column that output column `column` of the steps (bottom up) passes through
+/// unchanged; `None` when a projection computes it.
+fn batch_column(steps: &[Step], mut column: usize) -> Option<usize> {
+    for step in steps.iter().rev() {
+        if let Step::Project(exprs) = step {
+            match exprs.get(column)? {
+                Expr::Column(below) => column = *below,
+                _ => return None,
+            }
+        }
+    }
+    Some(column)
 }
 
 /// A worker: takes the next morsel, waits while it is too far ahead of the consumer, runs it

@@ -26,10 +26,12 @@
 //! computed once, before the scan starts; a constant that fails to compute is not tested.
 
 use crate::codec::Stored;
-use crate::plan::{BinaryOp, Expr, UnaryOp};
+use super::in_set::key_in;
+use crate::plan::{BinaryOp, Expr, KeySet, UnaryOp};
 use crate::types::decimal::Decimal;
 use crate::value::Value;
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 /// The tests of a scan's filter, by the batch column they look at.
 #[derive(Debug)]
@@ -40,6 +42,14 @@ pub(crate) struct Prefilter {
     drop_null: bool,
 }
 
+/// A hash join's keys, for the scan of its probe side: a row whose key column holds none of
+/// them joins nothing.
+pub(crate) struct JoinKeys {
+    /// The key's column in the scan's output (above its filters and projections).
+    pub column: usize,
+    pub keys: Arc<KeySet>,
+}
+
 /// One conjunct over one column.
 #[derive(Debug)]
 enum Test {
@@ -47,6 +57,8 @@ enum Test {
     Compare(BinaryOp, Value),
     /// `column [NOT] IN (constants)`.
     In { list: Vec<Value>, negated: bool },
+    /// Whether the column's key encoding is one of a join's keys ([`Expr::InKeys`]).
+    InKeys(Arc<KeySet>),
 }
 
 /// What a test makes of a value: as the filter's conjunct would, or that it cannot tell.
@@ -61,23 +73,55 @@ enum Truth {
 impl Prefilter {
     /// The tests of `filter` over a batch of `width` columns, each constant computed by
     /// `constant` (`None`: it failed); `None` when no conjunct can be tested.
+    #[cfg(test)]
     pub(crate) fn compile(filter: &Expr, width: usize, constant: impl Fn(&Expr) -> Option<Value>) -> Option<Prefilter> {
+        let prefilter = Self::of_filter(Some(filter), width, constant);
+        (!prefilter.is_empty()).then_some(prefilter)
+    }
+
+    /// [`Prefilter::compile`], with a join's keys tested on batch column `join_keys.0` too
+    /// when nothing the scan evaluates can raise: neither `filter` nor the expressions
+    /// `after` it (a row the keys drop might have passed the filter, and then raised above
+    /// it).
+    pub(crate) fn with_join_keys(
+        filter: Option<&Expr>,
+        after: &[&Expr],
+        width: usize,
+        join_keys: Option<(usize, Arc<KeySet>)>,
+        constant: impl Fn(&Expr) -> Option<Value>,
+    ) -> Option<Prefilter> {
+        let mut prefilter = Self::of_filter(filter, width, constant);
+        if let Some((column, keys)) = join_keys
+            && prefilter.drop_null
+            && !after.iter().any(|expr| may_raise(expr))
+            && let Some(slot) = prefilter.tests.get_mut(column)
+        {
+            slot.push(Test::InKeys(keys));
+        }
+        (!prefilter.is_empty()).then_some(prefilter)
+    }
+
+    fn of_filter(filter: Option<&Expr>, width: usize, constant: impl Fn(&Expr) -> Option<Value>) -> Prefilter {
         let mut conjuncts = Vec::new();
-        flatten_and(filter, &mut conjuncts);
+        if let Some(filter) = filter {
+            flatten_and(filter, &mut conjuncts);
+        }
         let mut tests: Vec<Vec<Test>> = (0..width).map(|_| Vec::new()).collect();
-        let mut any = false;
         let mut raising = false;
         for conjunct in conjuncts {
             if !raising && let Some((column, test)) = test_of(conjunct, &constant) {
                 if let Some(slot) = tests.get_mut(column) {
                     slot.push(test);
-                    any = true;
                 }
                 continue;
             }
             raising |= may_raise(conjunct);
         }
-        any.then_some(Prefilter { tests, drop_null: !raising })
+        Prefilter { tests, drop_null: !raising }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.tests.iter().all(Vec::is_empty)
     }
 
     /// Whether batch column `column` has tests.
@@ -119,7 +163,24 @@ impl Test {
                 }
                 if saw_null { Truth::Null } else { truth(*negated) }
             }
+            Test::InKeys(keys) => match value {
+                // A NULL is in no set.
+                Stored::Null => Truth::False,
+                value => truth(key_in(keys, &owned(value))),
+            },
         }
+    }
+}
+
+/// A stored value built (a string copied).
+fn owned(value: &Stored) -> Value {
+    match value {
+        Stored::Null => Value::Null,
+        Stored::Integer(_) | Stored::Real(_) | Stored::Decimal(_) => number(value),
+        Stored::Text(text) => Value::Text(text.to_string()),
+        Stored::Blob(bytes) => Value::Blob(bytes.to_vec()),
+        Stored::Temporal(temporal) => Value::Temporal(*temporal),
+        Stored::Other(value) => value.clone(),
     }
 }
 
@@ -181,6 +242,10 @@ fn test_of(conjunct: &Expr, constant: &impl Fn(&Expr) -> Option<Value>) -> Optio
             }
             _ => None,
         },
+        Expr::InKeys { expr, keys } => match &**expr {
+            Expr::Column(column) => Some((*column, Test::InKeys(keys.clone()))),
+            _ => None,
+        },
         Expr::InList { expr, list, negated } if !list.is_empty() && list.iter().all(is_constant) => {
             let Expr::Column(column) = &**expr else { return None };
             let list = list.iter().map(constant).collect::<Option<Vec<Value>>>()?;
@@ -214,6 +279,7 @@ fn may_raise(expr: &Expr) -> bool {
         Expr::Unary(UnaryOp::Not, inner) | Expr::IsNull(inner, _) => may_raise(inner),
         Expr::Is { left, right, .. } => may_raise(left) || may_raise(right),
         Expr::InList { expr, list, .. } => may_raise(expr) || list.iter().any(may_raise),
+        Expr::InKeys { expr, .. } => may_raise(expr),
         _ => true,
     }
 }

@@ -14,7 +14,9 @@ use super::probe_batch::{KeyFilter, key_kernels};
 use super::probe_chain::Stages;
 use super::{Env, Evaluate, Executor, KeyMap, join_key_into, row_bytes};
 use crate::error::Result;
-use crate::plan::{Expr, JoinKind, Plan, Row};
+use super::prefilter::JoinKeys;
+use crate::plan::{Expr, JoinKind, KeySet, Plan, Row};
+use std::sync::Arc;
 use crate::value::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -201,7 +203,7 @@ impl Executor<'_> {
         let join = probe.join;
         let mut consumer: Vec<&Expr> = join.right_keys.iter().chain(join.condition).collect();
         consumer.extend(step_exprs);
-        let Some(scan) = self.prepare_parallel(right, &consumer)? else { return Ok(None) };
+        let Some(scan) = self.prepare_parallel_keyed(right, &consumer, pushed_keys(probe))? else { return Ok(None) };
         let left_only = join.kind.keeps_left_only();
         // Which left rows matched, shared by the workers: a semi or anti join's worker skips
         // a left row another has matched already (as the serial probe skips it).
@@ -251,6 +253,23 @@ impl Executor<'_> {
         })?;
         Ok(Some(matched.into_iter().map(AtomicBool::into_inner).collect()))
     }
+}
+
+/// Left tables of more keys than this are not handed to the probe side's scan: a test per
+/// row against a large set drops few rows.
+const MAX_PUSHED_KEYS: usize = 1 << 16;
+
+/// The left table's keys, for the probe side's scan to drop rows that join nothing while it
+/// decodes them: for a join on one plain column whose left rows all stayed in memory (a row of
+/// a spilled partition must reach the probe, which writes it out). Every kind served here
+/// (inner, left, semi, anti) outputs nothing for a right row without a match.
+fn pushed_keys(probe: &Probe) -> Option<JoinKeys> {
+    let [Expr::Column(column)] = probe.join.right_keys else { return None };
+    if probe.spill.is_some() || probe.table.len() > MAX_PUSHED_KEYS {
+        return None;
+    }
+    let keys: KeySet = probe.table.keys().cloned().collect();
+    Some(JoinKeys { column: *column, keys: Arc::new(keys) })
 }
 
 /// Probe rows of spilled partitions a serial probe gathers before writing them out.
