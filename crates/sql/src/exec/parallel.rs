@@ -591,9 +591,10 @@ impl Executor<'_> {
                 Step::Project(exprs) => exprs.as_slice(),
             })
             .collect();
-        pipeline.prefilter = Prefilter::with_join_keys(pipeline.filter.as_ref(), &after, width, join_keys, |constant| {
-            self.eval(constant, &Env::new(&[], None)).ok()
-        });
+        pipeline.prefilter =
+            Prefilter::with_join_keys(pipeline.filter.as_ref(), &after, width, join_keys, |constant| {
+                self.eval(constant, &Env::new(&[], None)).ok()
+            });
         pipeline.kernels = Kernels {
             filter: pipeline.filter.as_ref().map(Kernel::compile),
             steps: steps

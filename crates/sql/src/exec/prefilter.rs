@@ -25,8 +25,8 @@
 //! Only conjuncts before the first one that may raise are tested at all. The constants are
 //! computed once, before the scan starts; a constant that fails to compute is not tested.
 
-use crate::codec::Stored;
 use super::in_set::key_in;
+use crate::codec::Stored;
 use crate::plan::{BinaryOp, Expr, KeySet, UnaryOp};
 use crate::types::decimal::Decimal;
 use crate::value::Value;

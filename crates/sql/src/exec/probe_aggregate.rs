@@ -25,7 +25,7 @@ use super::evaluate::{PureContext, is_parallel_safe};
 use super::grouping::{Grouping, Partitioned, aggregate_exprs};
 use super::parallel::{layer_exprs, under_layers};
 use super::probe_batch::{KeyFilter, key_kernels};
-use super::probe_stream::Probe;
+use super::probe_stream::{Probe, pushed_keys};
 use super::stream::through_layers;
 use crate::error::Result;
 use crate::plan::{AggregateCall, Expr, JoinKind, Plan, Row};
@@ -67,7 +67,7 @@ impl Executor<'_> {
         };
         let right = looked_up.as_ref().unwrap_or(join.right);
         let probe = Probe { join, left_rows: &build.rows, table: &table, stages: &stages, spill: build.spill.as_ref() };
-        let Some(scan) = self.prepare_parallel(right, &consumer)? else {
+        let Some(scan) = self.prepare_parallel_keyed(right, &consumer, pushed_keys(&probe))? else {
             let mut grouping = Grouping::new(aggregates);
             let mut fold = |row: Row| -> Result<()> {
                 if let Some(row) = through_layers(self, row, &layers, None)? {

@@ -10,14 +10,14 @@
 //! the left input's order (rows of spilled partitions last).
 
 use super::grace::Spilled;
+use super::prefilter::JoinKeys;
 use super::probe_batch::{KeyFilter, key_kernels};
 use super::probe_chain::Stages;
 use super::{Env, Evaluate, Executor, KeyMap, join_key_into, row_bytes};
 use crate::error::Result;
-use super::prefilter::JoinKeys;
 use crate::plan::{Expr, JoinKind, KeySet, Plan, Row};
-use std::sync::Arc;
 use crate::value::Value;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What the streaming join needs to know of its plan node.
@@ -263,7 +263,7 @@ const MAX_PUSHED_KEYS: usize = 1 << 16;
 /// decodes them: for a join on one plain column whose left rows all stayed in memory (a row of
 /// a spilled partition must reach the probe, which writes it out). Every kind served here
 /// (inner, left, semi, anti) outputs nothing for a right row without a match.
-fn pushed_keys(probe: &Probe) -> Option<JoinKeys> {
+pub(super) fn pushed_keys(probe: &Probe) -> Option<JoinKeys> {
     let [Expr::Column(column)] = probe.join.right_keys else { return None };
     if probe.spill.is_some() || probe.table.len() > MAX_PUSHED_KEYS {
         return None;
