@@ -37,6 +37,7 @@ mod join_filter;
 mod ordered_grouping;
 mod parallel;
 mod prefilter;
+mod source;
 mod probe_aggregate;
 mod probe_batch;
 mod probe_chain;

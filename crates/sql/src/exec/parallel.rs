@@ -30,14 +30,15 @@
 //! consumer holds a morsel's rows while it takes them).
 
 use super::aggregate_batch::{BatchFold, FoldSink};
-use super::batch::{BATCH_BYTES, BATCH_ROWS, Batch, BatchDecoder};
+use super::batch::{BATCH_ROWS, Batch};
 use super::evaluate::{
     Evaluate, PureContext, ResolvedSubqueries, ResolvedSubquery, is_parallel_safe, resolvable_subqueries,
 };
 use super::grouping::{Grouping, Partitioned, aggregate_exprs};
 use super::prefilter::{JoinKeys, Prefilter};
 use super::vector::{self, Kernel};
-use super::{Env, Executor, decode_stored_row, row_bytes};
+use super::source::{RowStore, ScanRequest, TableSource};
+use super::{Env, Executor, row_bytes};
 use crate::catalog::TableDef;
 use crate::codec::{object_prefix, prefix_end};
 use crate::error::{Error, Result};
@@ -46,7 +47,7 @@ use crate::value::Value;
 use parking_lot::{Condvar, Mutex};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use tern_txn::{Morsel, ParallelScan};
+use tern_txn::Morsel;
 
 /// Morsels a worker may finish ahead of the consumer, per worker.
 const WINDOW_PER_WORKER: usize = 4;
@@ -260,7 +261,7 @@ impl Executor<'_> {
                 position: (at as u64) << 32,
                 key: Vec::new(),
             };
-            scan.run(&scan.read.morsels()[at], context, &mut sink)
+            scan.run(&scan.source.morsels()[at], context, &mut sink)
         };
         let partials = self.run_unordered(&scan, &|| Partitioned::new(aggregates, partitions), &step)?;
         self.record_pipeline_output(input, &scan);
@@ -326,7 +327,7 @@ impl Executor<'_> {
             let mut state = init();
             loop {
                 let at = next.fetch_add(1, Ordering::AcqRel);
-                if at >= scan.read.morsels().len() || stop.load(Ordering::Acquire) {
+                if at >= scan.source.morsels().len() || stop.load(Ordering::Acquire) {
                     return Ok(state);
                 }
                 if let Err(error) = step(&mut state, at, &context) {
@@ -470,7 +471,8 @@ impl Executor<'_> {
             ScanProfile { nodes, passed, started: std::time::Instant::now() }
         });
         let read_rows = AtomicUsize::new(0);
-        Ok(Some(PreparedScan { read, pipeline, claim, window, sequential, profile, subqueries, read_rows }))
+        let source = Box::new(RowStore { read, table });
+        Ok(Some(PreparedScan { source, pipeline, claim, window, sequential, profile, subqueries, read_rows }))
     }
 
     /// The key ranges of a primary-key point or prefix lookup (one per distinct key, in key
@@ -618,7 +620,7 @@ impl Executor<'_> {
         consume: &mut dyn FnMut(T) -> Result<bool>,
     ) -> Result<()> {
         let shared = Shared {
-            slots: Mutex::new(Slots { done: (0..scan.read.morsels().len()).map(|_| None).collect(), taken: 0 }),
+            slots: Mutex::new(Slots { done: (0..scan.source.morsels().len()).map(|_| None).collect(), taken: 0 }),
             changed: Condvar::new(),
             next: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
@@ -631,10 +633,10 @@ impl Executor<'_> {
             for _ in 0..scan.claim.0 {
                 threads.spawn(|| {
                     let _statement = context.enter_statement();
-                    work(&shared, scan.read.morsels(), produce, &context)
+                    work(&shared, scan.source.morsels(), produce, &context)
                 });
             }
-            self.consume(&shared, scan.read.morsels().len(), consume)
+            self.consume(&shared, scan.source.morsels().len(), consume)
         });
         self.finish_parallel(scan, &context);
         outcome
@@ -675,9 +677,9 @@ struct ScanProfile<'p> {
     started: std::time::Instant,
 }
 
-/// A parallel scan ready to run: its reader, morsels, pipeline and claimed workers.
+/// A parallel scan ready to run: its source and morsels, pipeline and claimed workers.
 pub(super) struct PreparedScan<'p> {
-    read: ParallelScan,
+    source: Box<dyn TableSource + 'p>,
     pipeline: Pipeline<'p>,
     claim: Claim,
     /// Morsels a worker may finish ahead of the consumer of an ordered stream, per worker.
@@ -700,12 +702,12 @@ impl PreparedScan<'_> {
 
     /// How many morsels it reads.
     pub(super) fn morsels(&self) -> usize {
-        self.read.morsels().len()
+        self.source.morsels().len()
     }
 
     /// Runs morsel number `at` ([`PreparedScan::run`]).
     pub(super) fn run_at(&self, at: usize, context: &PureContext, sink: &mut dyn ScanSink) -> Result<()> {
-        self.run(&self.read.morsels()[at], context, sink)
+        self.run(&self.source.morsels()[at], context, sink)
     }
 
     /// One morsel's rows through the pipeline, each handed to `sink`: a range's rows in
@@ -735,20 +737,19 @@ impl PreparedScan<'_> {
         passed: &mut Option<Vec<u64>>,
         sink: &mut dyn ScanSink,
     ) -> Result<usize> {
-        let mut read = 0;
-        for pair in self.read.read(morsel) {
-            let (_, value) = pair?;
-            read += 1;
-            if read % BATCH_ROWS == 0 {
+        let mut seen = 0;
+        self.source.scan_rows(morsel, &self.pipeline.request(), &mut |row| {
+            seen += 1;
+            if seen % BATCH_ROWS == 0 {
                 context.check_interrupt()?;
                 if context.stop.load(Ordering::Acquire) {
-                    break;
+                    return Ok(false);
                 }
             }
-            let row = self.pipeline.row(self.pipeline.decode(&value)?, context)?;
+            let row = self.pipeline.row(row, context)?;
             self.pipeline.pass_row(row, passed, sink)?;
-        }
-        Ok(read)
+            Ok(true)
+        })
     }
 
     /// The morsel's rows decoded into batches of [`BATCH_ROWS`] (fewer where their stored
@@ -761,30 +762,11 @@ impl PreparedScan<'_> {
         sink: &mut dyn ScanSink,
     ) -> Result<usize> {
         let pipeline = &self.pipeline;
-        let width = pipeline.table.columns.len();
-        let decoder = BatchDecoder::new(width, pipeline.wanted.as_deref(), pipeline.prefilter.as_ref());
-        let mut batch = decoder.batch();
-        let (mut read, mut bytes) = (0, 0);
-        let mut stopped = false;
-        self.read.read_each(morsel, |_, value| {
-            read += 1;
-            if decoder.decode(value, &mut batch, |column| pipeline.fills[column].clone())? {
-                bytes += value.len();
-            }
-            if batch.len == BATCH_ROWS || bytes >= BATCH_BYTES {
-                decoder.finish(&mut batch);
-                pipeline.batch(&batch, context, passed, sink)?;
-                (batch, bytes) = (decoder.batch(), 0);
-                context.check_interrupt()?;
-                stopped = context.stop.load(Ordering::Acquire);
-            }
-            Ok::<_, Error>(!stopped)
-        })?;
-        if batch.len > 0 && !stopped {
-            decoder.finish(&mut batch);
-            pipeline.batch(&batch, context, passed, sink)?;
-        }
-        Ok(read)
+        self.source.scan_batches(morsel, &pipeline.request(), &mut |batch| {
+            pipeline.batch(batch, context, passed, sink)?;
+            context.check_interrupt()?;
+            Ok(!context.stop.load(Ordering::Acquire))
+        })
     }
 }
 
@@ -975,9 +957,9 @@ impl Pipeline<'_> {
         sink.batch(out.as_ref().unwrap_or(batch), &rows)
     }
 
-    /// The stored row's wanted columns, with the fill values of columns added after it was
-    /// written (as the serial scan decodes it).
-    fn decode(&self, stored: &[u8]) -> Result<Row> {
-        decode_stored_row(self.table, stored, self.wanted.as_deref(), |column| self.fills[column].clone())
+    /// What the pipeline asks of its source for each morsel: its wanted columns, its
+    /// prefilter's tests and the fill values.
+    fn request(&self) -> ScanRequest<'_> {
+        ScanRequest { projection: self.wanted.as_deref(), predicates: self.prefilter.as_ref(), fills: &self.fills }
     }
 }
