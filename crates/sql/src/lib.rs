@@ -48,7 +48,9 @@
 //! │                     PostgreSQL's type descriptions; the integrity check
 //! ├── functions/        scalar functions, by family
 //! ├── exec.rs, exec/    the executor: scans, joins, aggregates, sorts, set operations,
-//! │                     windows; batches and kernels; the parallel pipeline; spilling
+//! │                     windows; batches and kernels; the parallel pipeline, which reads
+//! │                     tables through the storage seam (`exec/source.rs`) and feeds
+//! │                     operators with per-worker state (`exec/operator.rs`); spilling
 //! ├── cache/            the statement result cache (SQLiteKV's slab-allocated cache)
 //! ├── types/            values beyond SQLite's five: arrays, JSON, decimals, dates and
 //! │                     times, enum and composite types

@@ -35,9 +35,10 @@ use super::evaluate::{
     Evaluate, PureContext, ResolvedSubqueries, ResolvedSubquery, is_parallel_safe, resolvable_subqueries,
 };
 use super::grouping::{Grouping, Partitioned, aggregate_exprs};
+use super::operator::ParallelSink;
 use super::prefilter::{JoinKeys, Prefilter};
-use super::vector::{self, Kernel};
 use super::source::{RowStore, ScanRequest, TableSource};
+use super::vector::{self, Kernel};
 use super::{Env, Executor, row_bytes};
 use crate::catalog::TableDef;
 use crate::codec::{object_prefix, prefix_end};
@@ -251,21 +252,8 @@ impl Executor<'_> {
         // Without GROUP BY there is one group: nothing to share out.
         let partitions = if group_by.is_empty() { 1 } else { scan.claim.0 };
         let fold = BatchFold::new(group_by, aggregates);
-        let step = |partial: &mut Partitioned, at: usize, context: &PureContext| {
-            let mut sink = FoldSink {
-                fold: fold.as_ref(),
-                partial,
-                context,
-                group_by,
-                aggregates,
-                position: (at as u64) << 32,
-                key: Vec::new(),
-            };
-            scan.run(&scan.source.morsels()[at], context, &mut sink)
-        };
-        let partials = self.run_unordered(&scan, &|| Partitioned::new(aggregates, partitions), &step)?;
-        self.record_pipeline_output(input, &scan);
-        Ok(Some(self.merge_partials(partials, partitions, aggregates, group_by.is_empty())?))
+        let operator = ParallelAggregate { input, scan: &scan, fold: fold.as_ref(), group_by, aggregates, partitions };
+        Ok(Some(self.run_sink(&scan, &operator)?))
     }
 
     /// The groups of the workers' partial groupings: each partition's parts merged on a thread
@@ -311,55 +299,12 @@ impl Executor<'_> {
         Grouping::finish_parts(parts, aggregates, no_group_by)
     }
 
-    /// Runs `scan`'s morsels on its workers and this thread, in no particular order, each
-    /// worker folding its morsels into its own state with `step`; returns every state. The
-    /// memory the workers charged stays charged to the statement.
-    pub(super) fn run_unordered<S: Send>(
-        &self,
-        scan: &PreparedScan,
-        init: &(dyn Fn() -> S + Sync),
-        step: &(dyn Fn(&mut S, usize, &PureContext) -> Result<()> + Sync),
-    ) -> Result<Vec<S>> {
-        let next = AtomicUsize::new(0);
-        let stop = AtomicBool::new(false);
-        let context = self.pure_context(&stop, &scan.subqueries);
-        let worker = || -> Result<S> {
-            let mut state = init();
-            loop {
-                let at = next.fetch_add(1, Ordering::AcqRel);
-                if at >= scan.source.morsels().len() || stop.load(Ordering::Acquire) {
-                    return Ok(state);
-                }
-                if let Err(error) = step(&mut state, at, &context) {
-                    stop.store(true, Ordering::Release);
-                    return Err(error);
-                }
-            }
-        };
-        let outcome: Result<Vec<S>> = std::thread::scope(|threads| {
-            let helpers: Vec<_> = (1..scan.claim.0)
-                .map(|_| {
-                    threads.spawn(|| {
-                        let _statement = context.enter_statement();
-                        worker()
-                    })
-                })
-                .collect();
-            let mine = worker();
-            let mut states = vec![mine];
-            for helper in helpers {
-                states.push(helper.join().unwrap_or_else(|_| Err(Error::internal("a parallel scan worker panicked"))));
-            }
-            states.into_iter().collect()
-        });
-        self.finish_parallel(scan, &context);
-        let states = outcome?;
-        self.charge(context.used.load(Ordering::Relaxed))?;
-        Ok(states)
-    }
-
     /// The evaluation context of the workers of a scan that `stop` stops.
-    fn pure_context<'c>(&'c self, stop: &'c AtomicBool, subqueries: &'c ResolvedSubqueries) -> PureContext<'c> {
+    pub(super) fn pure_context<'c>(
+        &'c self,
+        stop: &'c AtomicBool,
+        subqueries: &'c ResolvedSubqueries,
+    ) -> PureContext<'c> {
         PureContext {
             params: self.params,
             subqueries,
@@ -377,7 +322,7 @@ impl Executor<'_> {
 
     /// What a finished parallel scan leaves behind: whether it called something volatile, and
     /// the rows it read (`pg_stat_user_tables`).
-    fn finish_parallel(&self, scan: &PreparedScan, context: &PureContext) {
+    pub(super) fn finish_parallel(&self, scan: &PreparedScan, context: &PureContext) {
         if context.volatile.load(Ordering::Relaxed) {
             self.volatile.set(true);
         }
@@ -695,6 +640,11 @@ pub(super) struct PreparedScan<'p> {
 }
 
 impl PreparedScan<'_> {
+    /// The uncorrelated subqueries of its pipeline and consumer, run before it starts.
+    pub(super) fn subqueries(&self) -> &ResolvedSubqueries {
+        &self.subqueries
+    }
+
     /// The workers it runs on (the statement's thread among them).
     pub(super) fn workers(&self) -> usize {
         self.claim.0
@@ -779,6 +729,46 @@ impl<T> Drop for StopOnDrop<'_, T> {
         let _slots = self.0.slots.lock();
         self.0.stop.store(true, Ordering::Release);
         self.0.changed.notify_all();
+    }
+}
+
+/// A partitioned hash aggregate over a parallel scan: each worker folds its morsels' rows
+/// into partial groupings, one per partition of the group keys' hashes (its local state);
+/// finalizing merges each partition's partials on a thread of its own and gives the groups in
+/// the order a serial scan meets them (each remembers the position of its first row).
+struct ParallelAggregate<'a> {
+    input: &'a Plan,
+    scan: &'a PreparedScan<'a>,
+    fold: Option<&'a BatchFold>,
+    group_by: &'a [Expr],
+    aggregates: &'a [AggregateCall],
+    partitions: usize,
+}
+
+impl ParallelSink for ParallelAggregate<'_> {
+    type Local = Partitioned;
+    type Output = Vec<Row>;
+
+    fn local(&self) -> Partitioned {
+        Partitioned::new(self.aggregates, self.partitions)
+    }
+
+    fn sink(&self, partial: &mut Partitioned, at: usize, context: &PureContext) -> Result<()> {
+        let mut sink = FoldSink {
+            fold: self.fold,
+            partial,
+            context,
+            group_by: self.group_by,
+            aggregates: self.aggregates,
+            position: (at as u64) << 32,
+            key: Vec::new(),
+        };
+        self.scan.run_at(at, context, &mut sink)
+    }
+
+    fn finalize(&self, executor: &Executor, partials: Vec<Partitioned>) -> Result<Vec<Row>> {
+        executor.record_pipeline_output(self.input, self.scan);
+        executor.merge_partials(partials, self.partitions, self.aggregates, self.group_by.is_empty())
     }
 }
 

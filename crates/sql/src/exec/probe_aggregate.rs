@@ -23,10 +23,12 @@
 use super::Executor;
 use super::evaluate::{PureContext, is_parallel_safe};
 use super::grouping::{Grouping, Partitioned, aggregate_exprs};
-use super::parallel::{layer_exprs, under_layers};
+use super::operator::ParallelSink;
+use super::parallel::{PreparedScan, layer_exprs, under_layers};
 use super::probe_batch::{KeyFilter, key_kernels};
 use super::probe_stream::{Probe, pushed_keys};
 use super::stream::through_layers;
+use super::vector::Kernel;
 use crate::error::Result;
 use crate::plan::{AggregateCall, Expr, JoinKind, Plan, Row};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -87,19 +89,8 @@ impl Executor<'_> {
         let partitions = if group_by.is_empty() { 1 } else { scan.workers() };
         let matched: Vec<AtomicBool> = build.rows.iter().map(|_| AtomicBool::new(false)).collect();
         let key_kernels = key_kernels(&probe);
-        let step = |partial: &mut Partitioned, at: usize, context: &PureContext| {
-            let mut morsel =
-                Morsel { partial, at: (at as u64) << 32, joined: 0, key: Vec::new(), deferred: Vec::new() };
-            let inner =
-                |right_row: Row, found: Option<&[usize]>| fold.probe(context, &mut morsel, &matched, right_row, found);
-            let keys = key_kernels.as_deref();
-            scan.run_at(at, context, &mut KeyFilter { keys, table: &table, context, key: Vec::new(), inner })?;
-            match probe.spill {
-                Some(spill) => spill.defer(morsel.deferred),
-                None => Ok(()),
-            }
-        };
-        let mut partials = self.run_unordered(&scan, &|| Partitioned::new(aggregates, partitions), &step)?;
+        let operator = ProbeAggregate { scan: &scan, fold, matched, key_kernels, partitions };
+        let (mut partials, matched) = self.run_sink(&scan, &operator)?;
         // A left join's unmatched left rows, then the spilled partitions' rows, at positions
         // after every joined row, in order (as the serial join appends them).
         let mut last = Partitioned::new(aggregates, partitions);
@@ -111,13 +102,51 @@ impl Executor<'_> {
             }
             Ok(())
         };
-        let matched: Vec<bool> = matched.into_iter().map(AtomicBool::into_inner).collect();
         self.emit_left_only(join, build.rows, &matched, &stages, None, &mut fold_last)?;
         if let Some(spill) = build.spill {
             self.join_spilled(join, spill, &stages, None, &mut fold_last)?;
         }
         partials.push(last);
         Ok(Some(self.merge_partials(partials, partitions, aggregates, group_by.is_empty())?))
+    }
+}
+
+/// The probe and the aggregate as one operator over the right input's parallel scan: the
+/// left table and which left rows matched are shared by every worker (the global state),
+/// each worker's partial groupings are its own (its local state). Finalizing hands back the
+/// partials and the matched flags: the left join's unmatched rows and the spilled partitions'
+/// are folded after them on the statement's thread.
+struct ProbeAggregate<'a> {
+    scan: &'a PreparedScan<'a>,
+    fold: FoldJoined<'a>,
+    matched: Vec<AtomicBool>,
+    key_kernels: Option<Vec<Kernel>>,
+    partitions: usize,
+}
+
+impl ParallelSink for ProbeAggregate<'_> {
+    type Local = Partitioned;
+    type Output = (Vec<Partitioned>, Vec<bool>);
+
+    fn local(&self) -> Partitioned {
+        Partitioned::new(self.fold.aggregates, self.partitions)
+    }
+
+    fn sink(&self, partial: &mut Partitioned, at: usize, context: &PureContext) -> Result<()> {
+        let mut morsel = Morsel { partial, at: (at as u64) << 32, joined: 0, key: Vec::new(), deferred: Vec::new() };
+        let matched = &self.matched;
+        let inner =
+            |right_row: Row, found: Option<&[usize]>| self.fold.probe(context, &mut morsel, matched, right_row, found);
+        let (keys, table) = (self.key_kernels.as_deref(), self.fold.probe.table);
+        self.scan.run_at(at, context, &mut KeyFilter { keys, table, context, key: Vec::new(), inner })?;
+        match self.fold.probe.spill {
+            Some(spill) => spill.defer(morsel.deferred),
+            None => Ok(()),
+        }
+    }
+
+    fn finalize(&self, _: &Executor, partials: Vec<Partitioned>) -> Result<Self::Output> {
+        Ok((partials, self.matched.iter().map(|matched| matched.load(Ordering::Relaxed)).collect()))
     }
 }
 

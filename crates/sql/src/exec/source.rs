@@ -61,8 +61,12 @@ pub(crate) trait TableSource: Sync {
     /// The rows of `morsel` one by one (a point or prefix lookup's few rows), in key order,
     /// until `sink` returns false; returns how many stored rows were read. The predicates are
     /// not applied.
-    fn scan_rows(&self, morsel: &Morsel, request: &ScanRequest, sink: &mut dyn FnMut(Row) -> Result<bool>)
-    -> Result<usize>;
+    fn scan_rows(
+        &self,
+        morsel: &Morsel,
+        request: &ScanRequest,
+        sink: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<usize>;
 }
 
 /// The row store: the LSM's key-value pairs of a table, read at the transaction's snapshot
@@ -116,7 +120,8 @@ impl TableSource for RowStore<'_> {
         for pair in self.read.read(morsel) {
             let (_, value) = pair?;
             read += 1;
-            let row = decode_stored_row(self.table, &value, request.projection, |column| request.fills[column].clone())?;
+            let row =
+                decode_stored_row(self.table, &value, request.projection, |column| request.fills[column].clone())?;
             if !sink(row)? {
                 break;
             }
