@@ -702,8 +702,8 @@ impl PreparedScan<'_> {
         })
     }
 
-    /// The morsel's rows decoded into batches of [`BATCH_ROWS`] (fewer where their stored
-    /// bytes reach [`BATCH_BYTES`]), each through the pipeline; returns how many were read.
+    /// The morsel's rows in the source's batches ([`TableSource::scan_batches`]), each
+    /// through the pipeline; returns how many were read.
     fn run_batches(
         &self,
         morsel: &Morsel,

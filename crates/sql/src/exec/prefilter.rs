@@ -24,6 +24,10 @@
 //!
 //! Only conjuncts before the first one that may raise are tested at all. The constants are
 //! computed once, before the scan starts; a constant that fails to compute is not tested.
+//!
+//! A hash join hands the scan of its probe side its keys the same way ([`JoinKeys`]): a row
+//! whose key column holds none of them joins nothing, and is dropped when nothing the scan
+//! evaluates (its filter, the projections above it) can raise.
 
 use super::in_set::key_in;
 use crate::codec::Stored;
@@ -79,10 +83,10 @@ impl Prefilter {
         (!prefilter.is_empty()).then_some(prefilter)
     }
 
-    /// [`Prefilter::compile`], with a join's keys tested on batch column `join_keys.0` too
-    /// when nothing the scan evaluates can raise: neither `filter` nor the expressions
-    /// `after` it (a row the keys drop might have passed the filter, and then raised above
-    /// it).
+    /// The tests of `filter` (when there is one) over a batch of `width` columns, and a
+    /// join's keys tested on batch column `join_keys.0` when nothing the scan evaluates can
+    /// raise: neither `filter` nor the expressions `after` it (a row the keys drop might have
+    /// passed the filter, and then raised above it); `None` when there is nothing to test.
     pub(crate) fn with_join_keys(
         filter: Option<&Expr>,
         after: &[&Expr],
