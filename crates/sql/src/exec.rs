@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::functions::{self, ScalarFunction};
 use crate::plan::*;
 use crate::value::Value;
+use prefilter::Prefilter;
 use std::cell::{Cell, RefCell};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -784,10 +785,11 @@ impl<'t> Executor<'t> {
         first_chunk_rows: usize,
         visit: impl FnMut(&[u8], Row) -> Result<bool>,
     ) -> Result<()> {
-        self.scan_table_columns(table, access, reverse, env, first_chunk_rows, None, visit)
+        self.scan_table_columns(table, access, reverse, env, first_chunk_rows, None, None, visit)
     }
 
-    /// [`Executor::scan_table`] yielding rows of only the `wanted` columns (in column order).
+    /// [`Executor::scan_table`] yielding rows of only the `wanted` columns (in column order),
+    /// less the rows `prefilter` drops as they are decoded (`exec/prefilter.rs`).
     #[allow(clippy::too_many_arguments)]
     fn scan_table_columns(
         &self,
@@ -797,13 +799,18 @@ impl<'t> Executor<'t> {
         env: &Env,
         first_chunk_rows: usize,
         wanted: Option<&[bool]>,
+        prefilter: Option<&Prefilter>,
         mut visit: impl FnMut(&[u8], Row) -> Result<bool>,
     ) -> Result<()> {
         let mut read = 0u64;
-        let scanned = self.scan_table_rows(table, access, reverse, env, first_chunk_rows, wanted, |key, row| {
-            read += 1;
-            visit(key, row)
-        });
+        let scanned =
+            self.scan_table_rows(table, access, reverse, env, first_chunk_rows, wanted, prefilter, |key, row| {
+                read += 1;
+                match row {
+                    Some(row) => visit(key, row),
+                    None => Ok(true),
+                }
+            });
         if let Some((_, session)) = self.activity {
             let sequential = matches!(access, Access::Full | Access::PrimaryKeyRange { .. });
             session.scanned(table.id, sequential, read);
@@ -822,10 +829,15 @@ impl<'t> Executor<'t> {
         env: &Env,
         first_chunk_rows: usize,
         wanted: Option<&[bool]>,
-        mut visit: impl FnMut(&[u8], Row) -> Result<bool>,
+        prefilter: Option<&Prefilter>,
+        mut visit: impl FnMut(&[u8], Option<Row>) -> Result<bool>,
     ) -> Result<()> {
         let prefix = object_prefix(table.id);
-        let decode = |bytes: &[u8]| decode_stored_row(table, bytes, wanted, |column| self.fill_value(table, column));
+        let fill = |column| self.fill_value(table, column);
+        let decode = |bytes: &[u8]| match prefilter {
+            Some(prefilter) => decode_stored_row_kept(table, bytes, wanted, prefilter, fill),
+            None => decode_stored_row(table, bytes, wanted, fill).map(Some),
+        };
         match access {
             Access::Full => {
                 let end = prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
@@ -1082,8 +1094,8 @@ impl<'t> Executor<'t> {
         &self,
         table: &TableDef,
         row_key: &[u8],
-        decode: &dyn Fn(&[u8]) -> Result<Row>,
-        visit: &mut dyn FnMut(&[u8], Row) -> Result<bool>,
+        decode: &dyn Fn(&[u8]) -> Result<Option<Row>>,
+        visit: &mut dyn FnMut(&[u8], Option<Row>) -> Result<bool>,
         stop: &mut bool,
     ) -> Result<bool> {
         match self.get(row_key)? {
@@ -1996,6 +2008,41 @@ pub(crate) fn decode_stored_row(
         }
     }
     Ok(row)
+}
+
+/// [`decode_stored_row`] unless `prefilter` drops the row as it is decoded (then `None`): its
+/// tests look at the values of the decoded row's columns (the `wanted` ones, in order).
+fn decode_stored_row_kept(
+    table: &TableDef,
+    bytes: &[u8],
+    wanted: Option<&[bool]>,
+    prefilter: &Prefilter,
+    fill: impl Fn(usize) -> Result<Value>,
+) -> Result<Option<Row>> {
+    let mut row = Vec::new();
+    let mut dropped = false;
+    let stored = codec::visit_row_columns(bytes, wanted, |_, value| {
+        let column = row.len();
+        if prefilter.tests(column) && prefilter.drops(column, &value) {
+            dropped = true;
+            return Ok(false);
+        }
+        row.push(value.into_value());
+        Ok(true)
+    })?;
+    if dropped {
+        return Ok(None);
+    }
+    let width = table.columns.len();
+    if stored > width {
+        return Err(Error::corrupt(format!("row of {} has {stored} columns", table.name)));
+    }
+    for column in stored..width {
+        if wanted.is_none_or(|wanted| wanted[column]) {
+            row.push(fill(column)?);
+        }
+    }
+    Ok(Some(row))
 }
 
 /// What [`Executor::scan_with_own_writes`] charged for a merged range.

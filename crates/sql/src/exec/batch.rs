@@ -390,7 +390,7 @@ mod tests {
     fn a_prefilter_drops_a_row_as_it_is_decoded() {
         use crate::plan::{BinaryOp, Expr};
         let filter = Expr::Binary(BinaryOp::Lt, Box::new(Expr::Column(1)), Box::new(Expr::Literal(Value::Integer(10))));
-        let prefilter = Prefilter::compile(&filter, 2, |_| Some(Value::Integer(10))).unwrap();
+        let prefilter = Prefilter::of(&filter, 2, |_| Some(Value::Integer(10))).unwrap();
         let decoder = BatchDecoder::new(2, None, Some(&prefilter));
         let mut batch = decoder.batch();
         for (text, number) in [("a", 1), ("dropped", 50), ("c", 3)] {

@@ -77,8 +77,7 @@ enum Truth {
 impl Prefilter {
     /// The tests of `filter` over a batch of `width` columns, each constant computed by
     /// `constant` (`None`: it failed); `None` when no conjunct can be tested.
-    #[cfg(test)]
-    pub(crate) fn compile(filter: &Expr, width: usize, constant: impl Fn(&Expr) -> Option<Value>) -> Option<Prefilter> {
+    pub(crate) fn of(filter: &Expr, width: usize, constant: impl Fn(&Expr) -> Option<Value>) -> Option<Prefilter> {
         let prefilter = Self::of_filter(Some(filter), width, constant);
         (!prefilter.is_empty()).then_some(prefilter)
     }
@@ -322,24 +321,24 @@ mod tests {
         );
         let later = Expr::Binary(BinaryOp::Eq, column(1), literal(Value::Integer(3)));
         let filter = and(and(less.clone(), division.clone()), later.clone());
-        let prefilter = Prefilter::compile(&filter, 2, evaluated).unwrap();
+        let prefilter = Prefilter::of(&filter, 2, evaluated).unwrap();
         assert!(prefilter.tests(0) && !prefilter.tests(1));
         // A NULL may not drop the row: the division after it could raise.
         assert!(!prefilter.drops(0, &Stored::Null));
         assert!(prefilter.drops(0, &Stored::Integer(7)));
         assert!(!prefilter.drops(0, &Stored::Integer(4)));
         // Without anything that raises, a NULL drops it.
-        let prefilter = Prefilter::compile(&and(less, later), 2, evaluated).unwrap();
+        let prefilter = Prefilter::of(&and(less, later), 2, evaluated).unwrap();
         assert!(prefilter.drops(0, &Stored::Null));
         assert!(prefilter.drops(1, &Stored::Integer(4)));
         // A conjunct that may raise first: nothing is tested.
-        assert!(Prefilter::compile(&and(division, Expr::Column(0)), 2, evaluated).is_none());
+        assert!(Prefilter::of(&and(division, Expr::Column(0)), 2, evaluated).is_none());
     }
 
     #[test]
     fn a_value_of_another_type_is_left_to_the_filter() {
         let filter = Expr::Binary(BinaryOp::Gt, column(0), literal(Value::Text("m".into())));
-        let prefilter = Prefilter::compile(&filter, 1, evaluated).unwrap();
+        let prefilter = Prefilter::of(&filter, 1, evaluated).unwrap();
         assert!(prefilter.drops(0, &Stored::Text("a")));
         assert!(!prefilter.drops(0, &Stored::Text("z")));
         assert!(!prefilter.drops(0, &Stored::Integer(1)));

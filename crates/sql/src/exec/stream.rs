@@ -10,6 +10,7 @@
 //! build side) reads with: a scan's rows or a probe chain's stream to it, other plans run
 //! whole first.
 
+use super::prefilter::Prefilter;
 use super::{Env, Evaluate, Executor, SCAN_FIRST_CHUNK_ROWS};
 use crate::catalog::TableDef;
 use crate::error::Result;
@@ -165,8 +166,12 @@ impl Executor<'_> {
         };
         let empty = Env::new(&[], outer);
         let picks = exprs.and_then(Picks::of);
+        let width = wanted.map_or(table.columns.len(), |wanted| wanted.iter().filter(|&&w| w).count());
+        let prefilter =
+            filter.and_then(|filter| Prefilter::of(filter, width, |constant| self.eval(constant, &empty).ok()));
         let mut kept = 0usize;
-        self.scan_table_columns(table, access, *reverse, &empty, SCAN_FIRST_CHUNK_ROWS, wanted, |_, row| {
+        let prefilter = prefilter.as_ref();
+        self.scan_table_columns(table, access, *reverse, &empty, SCAN_FIRST_CHUNK_ROWS, wanted, prefilter, |_, row| {
             if let Some(filter) = filter
                 && self.eval(filter, &Env::new(&row, outer))?.truth() != Some(true)
             {
