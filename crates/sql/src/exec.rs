@@ -1095,7 +1095,7 @@ impl<'t> Executor<'t> {
         table: &TableDef,
         row_key: &[u8],
         decode: &dyn Fn(&[u8]) -> Result<Option<Row>>,
-        visit: &mut dyn FnMut(&[u8], Option<Row>) -> Result<bool>,
+        visit: &mut KeptRowVisit,
         stop: &mut bool,
     ) -> Result<bool> {
         match self.get(row_key)? {
@@ -2009,6 +2009,10 @@ pub(crate) fn decode_stored_row(
     }
     Ok(row)
 }
+
+/// What a scan's access path hands each stored row to: its key, and its decoded row (`None`:
+/// the prefilter dropped it); returns whether to go on.
+type KeptRowVisit<'a> = dyn FnMut(&[u8], Option<Row>) -> Result<bool> + 'a;
 
 /// [`decode_stored_row`] unless `prefilter` drops the row as it is decoded (then `None`): its
 /// tests look at the values of the decoded row's columns (the `wanted` ones, in order).
