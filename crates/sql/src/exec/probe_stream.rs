@@ -203,7 +203,9 @@ impl Executor<'_> {
         let join = probe.join;
         let mut consumer: Vec<&Expr> = join.right_keys.iter().chain(join.condition).collect();
         consumer.extend(step_exprs);
-        let Some(scan) = self.prepare_parallel_keyed(right, &consumer, pushed_keys(probe))? else { return Ok(None) };
+        let Some(scan) = self.prepare_parallel_keyed(right, &consumer, self.pushed_keys(probe)?)? else {
+            return Ok(None);
+        };
         let left_only = join.kind.keeps_left_only();
         // Which left rows matched, shared by the workers: a semi or anti join's worker skips
         // a left row another has matched already (as the serial probe skips it).
@@ -255,21 +257,32 @@ impl Executor<'_> {
     }
 }
 
-/// Left tables of more keys than this are not handed to the probe side's scan: a test per
-/// row against a large set drops few rows.
-const MAX_PUSHED_KEYS: usize = 1 << 16;
+/// Left tables of more keys than this are not handed to the probe side's scan: the keys are
+/// copied into a set of their own, and a test per row against a large set drops few rows.
+const MAX_PUSHED_KEYS: usize = 1 << 18;
 
-/// The left table's keys, for the probe side's scan to drop rows that join nothing while it
-/// decodes them: for a join on one plain column whose left rows all stayed in memory (a row of
-/// a spilled partition must reach the probe, which writes it out). Every kind served here
-/// (inner, left, semi, anti) outputs nothing for a right row without a match.
-pub(super) fn pushed_keys(probe: &Probe) -> Option<JoinKeys> {
-    let [Expr::Column(column)] = probe.join.right_keys else { return None };
-    if probe.spill.is_some() || probe.table.len() > MAX_PUSHED_KEYS {
-        return None;
+impl Executor<'_> {
+    /// The left table's keys, for the probe side's scan to drop rows that join nothing while
+    /// it decodes them (their copy charged to the statement, and not made past half its
+    /// memory limit): for a join on one plain column
+    /// whose left rows all stayed in memory (a row of a spilled partition must reach the
+    /// probe, which writes it out). Every kind served here (inner, left, semi, anti) outputs
+    /// nothing for a right row without a match.
+    pub(super) fn pushed_keys(&self, probe: &Probe) -> Result<Option<JoinKeys>> {
+        let [Expr::Column(column)] = probe.join.right_keys else { return Ok(None) };
+        if probe.spill.is_some() || probe.table.len() > MAX_PUSHED_KEYS {
+            return Ok(None);
+        }
+        // A copy the statement's memory has little room for is not made: the probe drops the
+        // same rows later anyway.
+        let bytes: usize = probe.table.keys().map(|key| key.len() + 48).sum();
+        if self.memory_used.get() + bytes > self.memory_limit / 2 {
+            return Ok(None);
+        }
+        self.charge(bytes)?;
+        let keys: KeySet = probe.table.keys().cloned().collect();
+        Ok(Some(JoinKeys { column: *column, keys: Arc::new(keys) }))
     }
-    let keys: KeySet = probe.table.keys().cloned().collect();
-    Some(JoinKeys { column: *column, keys: Arc::new(keys) })
 }
 
 /// Probe rows of spilled partitions a serial probe gathers before writing them out.
