@@ -1998,6 +1998,19 @@ pub(crate) fn decode_stored_row(
             (row, stored)
         }
     };
+    fill_missing(table, &mut row, stored, wanted, fill)?;
+    Ok(row)
+}
+
+/// Appends to a decoded row the wanted columns it lacks (from `stored` on: added after it was
+/// written), each as `fill` gives it; more stored columns than the table has are corrupt.
+fn fill_missing(
+    table: &TableDef,
+    row: &mut Row,
+    stored: usize,
+    wanted: Option<&[bool]>,
+    fill: impl Fn(usize) -> Result<Value>,
+) -> Result<()> {
     let width = table.columns.len();
     if stored > width {
         return Err(Error::corrupt(format!("row of {} has {stored} columns", table.name)));
@@ -2007,7 +2020,7 @@ pub(crate) fn decode_stored_row(
             row.push(fill(column)?);
         }
     }
-    Ok(row)
+    Ok(())
 }
 
 /// What a scan's access path hands each stored row to: its key, and its decoded row (`None`:
@@ -2027,7 +2040,7 @@ fn decode_stored_row_kept(
     let mut dropped = false;
     let stored = codec::visit_row_columns(bytes, wanted, |_, value| {
         let column = row.len();
-        if prefilter.tests(column) && prefilter.drops(column, &value) {
+        if prefilter.drops(column, &value) {
             dropped = true;
             return Ok(false);
         }
@@ -2037,15 +2050,7 @@ fn decode_stored_row_kept(
     if dropped {
         return Ok(None);
     }
-    let width = table.columns.len();
-    if stored > width {
-        return Err(Error::corrupt(format!("row of {} has {stored} columns", table.name)));
-    }
-    for column in stored..width {
-        if wanted.is_none_or(|wanted| wanted[column]) {
-            row.push(fill(column)?);
-        }
-    }
+    fill_missing(table, &mut row, stored, wanted, fill)?;
     Ok(Some(row))
 }
 

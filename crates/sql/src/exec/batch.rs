@@ -310,7 +310,6 @@ impl<'p> BatchDecoder<'p> {
         let count = codec::visit_row_columns(stored, self.wanted, |column, value| {
             let slot = *slots.get(column).ok_or_else(|| Error::corrupt("row has more columns than its table"))?;
             if let Some(prefilter) = self.prefilter
-                && prefilter.tests(slot)
                 && prefilter.drops(slot, &value)
             {
                 dropped = true;

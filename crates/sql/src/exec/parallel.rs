@@ -530,7 +530,8 @@ impl Executor<'_> {
         }
         let width =
             pipeline.wanted.as_ref().map_or(table.columns.len(), |wanted| wanted.iter().filter(|&&w| w).count());
-        let join_keys = join_keys.and_then(|join| Some((batch_column(&steps, join.column)?, join.keys)));
+        let join_keys =
+            join_keys.and_then(|join| Some(JoinKeys { column: batch_column(&steps, join.column)?, keys: join.keys }));
         let after: Vec<&Expr> = steps
             .iter()
             .flat_map(|step| match step {

@@ -13,10 +13,10 @@
 //! ```
 //!
 //! The prefilter only ever drops rows: a row it keeps still goes through the whole filter
-//! (`exec/vector.rs`), so a test that cannot tell (a value of another type than the
-//! constant's, a mixed-type column of SQLite's) keeps the row. Its tests decide as the
-//! filter would ([`Value::sql_cmp`]), and it drops a row only where the filter would drop it
-//! without raising an error:
+//! (`exec/vector.rs`). Its tests are the filter's own kernels' comparison and IN
+//! (`vector::order`, `vector::in_list`: [`Value::sql_cmp`] on every pair of types, mixed
+//! ones included), and it drops a row only where the filter would drop it without raising an
+//! error:
 //! - a conjunct that is false drops the row when no conjunct before it can raise (the filter's
 //!   AND evaluates left to right and stops at the first false);
 //! - a conjunct that is NULL drops it only when no conjunct of the whole filter can raise (the
@@ -30,11 +30,10 @@
 //! evaluates (its filter, the projections above it) can raise.
 
 use super::in_set::key_in;
+use super::vector::{Cell, cell_value, in_list, order, value_cell};
 use crate::codec::Stored;
 use crate::plan::{BinaryOp, Expr, KeySet, UnaryOp};
-use crate::types::decimal::Decimal;
 use crate::value::Value;
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 /// The tests of a scan's filter, by the batch column they look at.
@@ -49,7 +48,8 @@ pub(crate) struct Prefilter {
 /// A hash join's keys, for the scan of its probe side: a row whose key column holds none of
 /// them joins nothing.
 pub(crate) struct JoinKeys {
-    /// The key's column in the scan's output (above its filters and projections).
+    /// The key's column: in the scan's output (above its filters and projections) as the
+    /// join hands it over, a batch column once the pipeline has followed it down.
     pub column: usize,
     pub keys: Arc<KeySet>,
 }
@@ -65,15 +65,6 @@ enum Test {
     InKeys(Arc<KeySet>),
 }
 
-/// What a test makes of a value: as the filter's conjunct would, or that it cannot tell.
-#[derive(Debug, PartialEq)]
-enum Truth {
-    True,
-    False,
-    Null,
-    Unknown,
-}
-
 impl Prefilter {
     /// The tests of `filter` over a batch of `width` columns, each constant computed by
     /// `constant` (`None`: it failed); `None` when no conjunct can be tested.
@@ -83,23 +74,23 @@ impl Prefilter {
     }
 
     /// The tests of `filter` (when there is one) over a batch of `width` columns, and a
-    /// join's keys tested on batch column `join_keys.0` when nothing the scan evaluates can
+    /// join's keys tested on their batch column when nothing the scan evaluates can
     /// raise: neither `filter` nor the expressions `after` it (a row the keys drop might have
     /// passed the filter, and then raised above it); `None` when there is nothing to test.
     pub(crate) fn with_join_keys(
         filter: Option<&Expr>,
         after: &[&Expr],
         width: usize,
-        join_keys: Option<(usize, Arc<KeySet>)>,
+        join_keys: Option<JoinKeys>,
         constant: impl Fn(&Expr) -> Option<Value>,
     ) -> Option<Prefilter> {
         let mut prefilter = Self::of_filter(filter, width, constant);
-        if let Some((column, keys)) = join_keys
+        if let Some(join) = join_keys
             && prefilter.drop_null
             && !after.iter().any(|expr| may_raise(expr))
-            && let Some(slot) = prefilter.tests.get_mut(column)
+            && let Some(slot) = prefilter.tests.get_mut(join.column)
         {
-            slot.push(Test::InKeys(keys));
+            slot.push(Test::InKeys(join.keys));
         }
         (!prefilter.is_empty()).then_some(prefilter)
     }
@@ -127,98 +118,29 @@ impl Prefilter {
         self.tests.iter().all(Vec::is_empty)
     }
 
-    /// Whether batch column `column` has tests.
-    #[inline]
-    pub(crate) fn tests(&self, column: usize) -> bool {
-        self.tests.get(column).is_some_and(|tests| !tests.is_empty())
-    }
-
     /// Whether `value` of batch column `column` drops its row.
+    #[inline]
     pub(crate) fn drops(&self, column: usize, value: &Stored) -> bool {
-        self.tests[column].iter().any(|test| match test.truth(value) {
-            Truth::False => true,
-            Truth::Null => self.drop_null,
-            Truth::True | Truth::Unknown => false,
+        let Some(tests) = self.tests.get(column).filter(|tests| !tests.is_empty()) else { return false };
+        tests.iter().any(|test| match test.truth(value) {
+            Some(holds) => !holds,
+            None => self.drop_null,
         })
     }
 }
 
 impl Test {
-    fn truth(&self, value: &Stored) -> Truth {
+    /// The conjunct's truth for `value`, as the filter's kernels compute it (`None`: NULL).
+    fn truth(&self, value: &Stored) -> Option<bool> {
+        let cell = Cell::of_stored(value);
         match self {
-            Test::Compare(op, constant) => match order(value, constant) {
-                Some(Some(order)) => truth(crate::exec::comparison_holds(*op, order)),
-                Some(None) => Truth::Null,
-                None => Truth::Unknown,
-            },
-            Test::In { list, negated } => {
-                if matches!(value, Stored::Null) {
-                    return Truth::Null;
-                }
-                let mut saw_null = false;
-                for item in list {
-                    match order(value, item) {
-                        Some(Some(Ordering::Equal)) => return truth(!negated),
-                        Some(Some(_)) => {}
-                        Some(None) => saw_null = true,
-                        None => return Truth::Unknown,
-                    }
-                }
-                if saw_null { Truth::Null } else { truth(*negated) }
+            Test::Compare(op, constant) => {
+                order(cell, value_cell(constant)).map(|order| crate::exec::comparison_holds(*op, order))
             }
-            Test::InKeys(keys) => match value {
-                // A NULL is in no set.
-                Stored::Null => Truth::False,
-                value => truth(key_in(keys, &owned(value))),
-            },
+            Test::In { list, negated } => in_list(cell, list, *negated),
+            // A NULL is in no set.
+            Test::InKeys(keys) => Some(!matches!(cell, Cell::Null) && key_in(keys, &cell_value(cell))),
         }
-    }
-}
-
-/// A stored value built (a string copied).
-fn owned(value: &Stored) -> Value {
-    match value {
-        Stored::Null => Value::Null,
-        Stored::Integer(_) | Stored::Real(_) | Stored::Decimal(_) => number(value),
-        Stored::Text(text) => Value::Text(text.to_string()),
-        Stored::Blob(bytes) => Value::Blob(bytes.to_vec()),
-        Stored::Temporal(temporal) => Value::Temporal(*temporal),
-        Stored::Other(value) => value.clone(),
-    }
-}
-
-fn truth(holds: bool) -> Truth {
-    if holds { Truth::True } else { Truth::False }
-}
-
-/// [`Value::sql_cmp`] of a stored value and a constant: `Some(None)` when either is NULL,
-/// `None` for pairs of types it is not worked out for here (the filter decides those).
-fn order(value: &Stored, constant: &Value) -> Option<Option<Ordering>> {
-    Some(Some(match (value, constant) {
-        (Stored::Null, _) | (_, Value::Null) => return Some(None),
-        (Stored::Integer(a), Value::Integer(b)) => a.cmp(b),
-        (Stored::Decimal(a), Value::Decimal(b)) => a.cmp(b),
-        // Exact both ways, as the numbers' one order is.
-        (Stored::Decimal(a), Value::Integer(b)) => a.cmp(&Decimal::from(*b)),
-        (Stored::Integer(a), Value::Decimal(b)) => Decimal::from(*a).cmp(b),
-        (Stored::Temporal(a), Value::Temporal(b)) => a.total_cmp(b),
-        (Stored::Text(a), Value::Text(b)) => a.as_bytes().cmp(b.as_bytes()),
-        (Stored::Blob(a), Value::Blob(b)) => a.cmp(&b.as_slice()),
-        (
-            Stored::Integer(_) | Stored::Real(_) | Stored::Decimal(_),
-            Value::Integer(_) | Value::Real(_) | Value::Decimal(_),
-        ) => number(value).total_cmp(constant),
-        _ => return None,
-    }))
-}
-
-/// A stored number as a value (no allocation).
-fn number(value: &Stored) -> Value {
-    match value {
-        Stored::Integer(integer) => Value::Integer(*integer),
-        Stored::Real(real) => Value::Real(*real),
-        Stored::Decimal(exact) => Value::Decimal(*exact),
-        _ => Value::Null,
     }
 }
 
@@ -290,7 +212,9 @@ fn may_raise(expr: &Expr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::decimal::Decimal;
     use proptest::prelude::*;
+    use std::cmp::Ordering;
 
     fn literal(value: Value) -> Box<Expr> {
         Box::new(Expr::Literal(value))
@@ -322,7 +246,7 @@ mod tests {
         let later = Expr::Binary(BinaryOp::Eq, column(1), literal(Value::Integer(3)));
         let filter = and(and(less.clone(), division.clone()), later.clone());
         let prefilter = Prefilter::of(&filter, 2, evaluated).unwrap();
-        assert!(prefilter.tests(0) && !prefilter.tests(1));
+        assert!(!prefilter.tests[0].is_empty() && prefilter.tests[1].is_empty());
         // A NULL may not drop the row: the division after it could raise.
         assert!(!prefilter.drops(0, &Stored::Null));
         assert!(prefilter.drops(0, &Stored::Integer(7)));
@@ -336,12 +260,13 @@ mod tests {
     }
 
     #[test]
-    fn a_value_of_another_type_is_left_to_the_filter() {
+    fn a_value_of_another_type_is_compared_as_the_filter_compares_it() {
         let filter = Expr::Binary(BinaryOp::Gt, column(0), literal(Value::Text("m".into())));
         let prefilter = Prefilter::of(&filter, 1, evaluated).unwrap();
         assert!(prefilter.drops(0, &Stored::Text("a")));
         assert!(!prefilter.drops(0, &Stored::Text("z")));
-        assert!(!prefilter.drops(0, &Stored::Integer(1)));
+        // Numbers sort before text: 1 > 'm' is false, as the filter says.
+        assert!(prefilter.drops(0, &Stored::Integer(1)));
     }
 
     fn value_strategy() -> impl Strategy<Value = Value> {
@@ -368,7 +293,7 @@ mod tests {
     }
 
     proptest! {
-        /// A test never says what the filter's own comparison or IN would not.
+        /// A test says what the filter's own comparison or IN says, on every pair of types.
         #[test]
         fn tests_agree_with_the_evaluator(
             value in value_strategy(),
@@ -393,12 +318,7 @@ mod tests {
         }
     }
 
-    fn check(truth: Truth, expected: &Value) {
-        let wanted = match expected.truth() {
-            Some(true) => Truth::True,
-            Some(false) => Truth::False,
-            None => Truth::Null,
-        };
-        assert!(truth == Truth::Unknown || truth == wanted, "{truth:?} where the evaluator says {expected:?}");
+    fn check(truth: Option<bool>, expected: &Value) {
+        assert_eq!(truth, expected.truth(), "where the evaluator says {expected:?}");
     }
 }

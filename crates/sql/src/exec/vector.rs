@@ -137,13 +137,29 @@ pub(crate) enum Vector<'b> {
 
 /// One row's value of a vector, as cheap to read as its column allows.
 #[derive(Clone)]
-enum Cell<'a> {
+pub(super) enum Cell<'a> {
     Null,
     Integer(i64),
     Decimal(crate::types::decimal::Decimal),
     Temporal(crate::types::temporal::Temporal),
     Text(&'a str),
     Other(Cow<'a, Value>),
+}
+
+impl<'a> Cell<'a> {
+    /// A stored value as a cell (a string borrowed; a real or blob as a value).
+    pub(super) fn of_stored(value: &Stored<'a>) -> Cell<'a> {
+        match value {
+            Stored::Null => Cell::Null,
+            Stored::Integer(integer) => Cell::Integer(*integer),
+            Stored::Decimal(exact) => Cell::Decimal(*exact),
+            Stored::Temporal(temporal) => Cell::Temporal(*temporal),
+            Stored::Text(text) => Cell::Text(text),
+            Stored::Real(real) => Cell::Other(Cow::Owned(Value::Real(*real))),
+            Stored::Blob(bytes) => Cell::Other(Cow::Owned(Value::Blob(bytes.to_vec()))),
+            Stored::Other(value) => Cell::Other(Cow::Owned(value.clone())),
+        }
+    }
 }
 
 impl Vector<'_> {
@@ -228,7 +244,7 @@ fn column_value(column: &Column, row: usize) -> Cow<'_, Value> {
     }
 }
 
-fn value_cell(value: &Value) -> Cell<'_> {
+pub(super) fn value_cell(value: &Value) -> Cell<'_> {
     match value {
         Value::Null => Cell::Null,
         Value::Integer(integer) => Cell::Integer(*integer),
@@ -239,7 +255,7 @@ fn value_cell(value: &Value) -> Cell<'_> {
     }
 }
 
-fn cell_value(cell: Cell) -> Cow<Value> {
+pub(super) fn cell_value(cell: Cell) -> Cow<Value> {
     match cell {
         Cell::Null => Cow::Owned(Value::Null),
         Cell::Integer(integer) => Cow::Owned(Value::Integer(integer)),
@@ -251,11 +267,15 @@ fn cell_value(cell: Cell) -> Cow<Value> {
 }
 
 /// The SQL order of two cells (`None` when either is NULL), as [`Value::sql_cmp`] gives it.
-fn order(left: Cell, right: Cell) -> Option<Ordering> {
+pub(super) fn order(left: Cell, right: Cell) -> Option<Ordering> {
+    use crate::types::decimal::Decimal;
     match (left, right) {
         (Cell::Null, _) | (_, Cell::Null) => None,
         (Cell::Integer(a), Cell::Integer(b)) => Some(a.cmp(&b)),
         (Cell::Decimal(a), Cell::Decimal(b)) => Some(a.cmp(&b)),
+        // Exact both ways, as the one order of numbers is (no detour through f64).
+        (Cell::Decimal(a), Cell::Integer(b)) => Some(a.cmp(&Decimal::from(b))),
+        (Cell::Integer(a), Cell::Decimal(b)) => Some(Decimal::from(a).cmp(&b)),
         (Cell::Temporal(a), Cell::Temporal(b)) => Some(a.total_cmp(&b)),
         (Cell::Text(a), Cell::Text(b)) => Some(a.as_bytes().cmp(b.as_bytes())),
         (left, right) => cell_value(left).sql_cmp(&cell_value(right)),
@@ -347,7 +367,7 @@ pub(crate) fn evaluate<'b, E: Evaluate>(
 
 /// `IN` of a list of values, as the row evaluator's `membership` decides it: NULL for a NULL
 /// value, or when no candidate equals it and one is NULL.
-fn in_list(value: Cell, list: &[Value], negated: bool) -> Option<bool> {
+pub(super) fn in_list(value: Cell, list: &[Value], negated: bool) -> Option<bool> {
     if matches!(value, Cell::Null) {
         return None;
     }
@@ -495,11 +515,11 @@ fn exact_arithmetic(op: BinaryOp, left: &Vector, right: &Vector, len: usize, row
     };
     // An integer constant is exact as a decimal; at least one side must be a decimal (two
     // integers follow integer rules).
-    if Typed::decimals(left).is_none() && Typed::decimals(right).is_none() {
-        return Ok(None);
-    }
-    let exact = |vector| Typed::decimals(vector).or_else(|| Typed::integer_constant(vector));
-    let (Some(a), Some(b)) = (exact(left), exact(right)) else { return Ok(None) };
+    let (a, b) = match (Typed::decimals(left), Typed::decimals(right)) {
+        (None, None) => return Ok(None),
+        (a, b) => (a.or_else(|| Typed::integer_constant(left)), b.or_else(|| Typed::integer_constant(right))),
+    };
+    let (Some(a), Some(b)) = (a, b) else { return Ok(None) };
     let mut out = Column::nulls(len);
     for &row in rows {
         let row = row as usize;
