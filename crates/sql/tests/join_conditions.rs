@@ -54,7 +54,7 @@ fn right_side_conjuncts_filter_before_the_join() {
     for statement in statements.iter().chain(&rows) {
         sqlite.execute(statement, []).unwrap();
     }
-    for workers in [0, 2] {
+    for workers in [0, 1, 2] {
         set_workers(&mut session, workers);
         for sql in QUERIES {
             assert_eq!(

@@ -134,8 +134,9 @@ fn groups_over_a_parallel_scan_stay_whole() {
         run(session, &format!("SET {setting}"));
         session.set_dialect(tern_sql::Dialect::Sqlite);
     };
-    set(&mut session, "max_parallel_workers_per_gather = 0");
+    set(&mut session, "tern.batch_execution = off");
     let serial = texts(&mut session, ordered);
+    set(&mut session, "tern.batch_execution = on");
     set(&mut session, "max_parallel_workers_per_gather = 4");
     set(&mut session, "tern.morsel_blocks = 1");
     let before = tern_sql::parallel_scans_on_this_thread();
@@ -154,7 +155,7 @@ fn groups_over_a_parallel_scan_stay_whole() {
         kept,
         texts(&mut session, &having.replace("GROUP BY o", "GROUP BY o + 0").replace("SELECT o,", "SELECT o + 0,"))
     );
-    set(&mut session, "max_parallel_workers_per_gather = 0");
+    set(&mut session, "tern.batch_execution = off");
     assert_eq!(kept, texts(&mut session, having));
 }
 

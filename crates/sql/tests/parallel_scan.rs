@@ -1,8 +1,9 @@
 //! Parallel, morsel-driven scans against the same queries run serially.
 //!
 //! A table is written out to the LSM's tables (so that its key range cuts into morsels), then
-//! every query runs with `max_parallel_workers_per_gather = 0` (one thread) and with several
-//! workers over one-block morsels: rows, their order, and errors must be the same. Values
+//! every query runs on the row-at-a-time executor (`tern.batch_execution = off`, one thread)
+//! and on the batch pipeline with one or several workers over one-block morsels: rows, their
+//! order, and errors must be the same. Values
 //! include NULLs, reals, decimals, text and (in the SQLite dialect) mixed types in one column.
 //!
 //! ```text
@@ -71,10 +72,11 @@ fn agree(serial: &Answer, parallel: &Answer) -> bool {
 fn serial_and_parallel(session: &mut Session, sql: &str, workers: usize) -> (Answer, Answer) {
     let dialect = session.dialect();
     session.set_dialect(Dialect::Postgres);
-    run(session, "SET max_parallel_workers_per_gather = 0");
+    run(session, "SET tern.batch_execution = off");
     session.set_dialect(dialect);
     let serial = answer(session, sql);
     session.set_dialect(Dialect::Postgres);
+    run(session, "SET tern.batch_execution = on");
     run(session, &format!("SET max_parallel_workers_per_gather = {workers}"));
     run(session, "SET tern.morsel_blocks = 1");
     session.set_dialect(dialect);
@@ -177,7 +179,7 @@ fn parallel_answers_equal_serial_ones() {
     let db = filled(3000, 7);
     let mut session = postgres(&db);
     let before = tern_sql::parallel_scans_on_this_thread();
-    for workers in [2, 4] {
+    for workers in [1, 2, 4] {
         for sql in QUERIES {
             let (serial, parallel) = serial_and_parallel(&mut session, sql, workers);
             assert!(agree(&serial, &parallel), "{sql} with {workers} workers:\n{serial:?}\n{parallel:?}");
@@ -232,8 +234,9 @@ fn a_joins_keys_drop_probe_rows_in_the_scan() {
         let line = plan.iter().find(|line| line.trim_start().starts_with("Scan t")).cloned().unwrap();
         line.split("rows=").last().and_then(|rest| rest.split(' ').next()).unwrap().to_string()
     };
-    run(&mut session, "SET max_parallel_workers_per_gather = 0");
+    run(&mut session, "SET tern.batch_execution = off");
     assert_eq!(scan_rows(&mut session), all);
+    run(&mut session, "SET tern.batch_execution = on");
     run(&mut session, "SET max_parallel_workers_per_gather = 4");
     run(&mut session, "SET tern.morsel_blocks = 1");
     assert_eq!(scan_rows(&mut session), joined, "{}", texts(&mut session, sql).join("\n"));
@@ -251,9 +254,10 @@ fn explain_analyze_shows_a_parallel_scans_workers() {
         let plan = texts(session, sql);
         plan.iter().find(|line| line.trim_start().starts_with("Scan t")).cloned().unwrap()
     };
-    run(&mut session, "SET max_parallel_workers_per_gather = 0");
+    run(&mut session, "SET tern.batch_execution = off");
     let serial = scan_line(&mut session);
     assert!(serial.contains(&format!("rows={expected} loops=1")) && !serial.contains("threads="), "{serial}");
+    run(&mut session, "SET tern.batch_execution = on");
     run(&mut session, "SET max_parallel_workers_per_gather = 4");
     run(&mut session, "SET tern.morsel_blocks = 1");
     let before = tern_sql::parallel_scans_on_this_thread();
@@ -269,7 +273,8 @@ fn explain_analyze_shows_a_parallel_scans_workers() {
     let groups = one(&mut session, "SELECT count(DISTINCT coalesce(g, -1)) FROM t WHERE v > 0");
     let kept =
         one(&mut session, "SELECT count(*) FROM (SELECT g FROM t WHERE v > 0 GROUP BY g HAVING count(*) > 200) k");
-    for workers in [0, 4] {
+    for workers in [0, 1, 4] {
+        run(&mut session, &format!("SET tern.batch_execution = {}", if workers == 0 { "off" } else { "on" }));
         run(&mut session, &format!("SET max_parallel_workers_per_gather = {workers}"));
         let plan = texts(&mut session, having);
         let rows_of = |node: &str| {
@@ -281,20 +286,32 @@ fn explain_analyze_shows_a_parallel_scans_workers() {
     }
 }
 
-/// The parallel path really runs on a flushed table, and not with one worker.
+/// The batch pipeline really runs on a flushed table, on one thread as on several, and not
+/// with `tern.batch_execution` off.
 #[test]
-fn a_flushed_table_is_read_in_parallel() {
+fn a_flushed_table_is_read_by_the_batch_pipeline() {
     let db = filled(2000, 3);
     let mut session = postgres(&db);
     let before = tern_sql::parallel_scans_on_this_thread();
     let (serial, _) = serial_and_parallel(&mut session, "SELECT 1", 4);
     assert_eq!(serial, Ok(vec!["1".to_string()]));
-    run(&mut session, "SET max_parallel_workers_per_gather = 1");
+    run(&mut session, "SET tern.batch_execution = off");
     assert_eq!(answer(&mut session, "SELECT sum(id), count(*) FROM t"), Ok(vec!["1999000|2000".to_string()]));
     assert_eq!(tern_sql::parallel_scans_on_this_thread(), before);
-    run(&mut session, "SET max_parallel_workers_per_gather = 4");
-    assert_eq!(answer(&mut session, "SELECT sum(id), count(*) FROM t"), Ok(vec!["1999000|2000".to_string()]));
-    assert_eq!(tern_sql::parallel_scans_on_this_thread(), before + 1);
+    run(&mut session, "SET tern.batch_execution = on");
+    for (workers, scans) in [(1, 1), (0, 2), (4, 3)] {
+        run(&mut session, &format!("SET max_parallel_workers_per_gather = {workers}"));
+        assert_eq!(answer(&mut session, "SELECT sum(id), count(*) FROM t"), Ok(vec!["1999000|2000".to_string()]));
+        assert_eq!(tern_sql::parallel_scans_on_this_thread(), before + scans, "{workers} workers");
+    }
+    let plan = texts(&mut session, "EXPLAIN ANALYZE SELECT count(*) FROM t WHERE id > 5");
+    assert!(plan.iter().any(|line| line.contains("threads=")), "{}", plan.join("\n"));
+    run(&mut session, "SET max_parallel_workers_per_gather = 1");
+    let plan = texts(&mut session, "EXPLAIN ANALYZE SELECT count(*) FROM t WHERE id > 5");
+    assert!(plan.iter().any(|line| line.contains("threads=1)")), "{}", plan.join("\n"));
+    assert_eq!(session.execute("SET tern.batch_execution = maybe", &[]).map_err(|error| error.sqlstate), Err("22023"));
+    run(&mut session, "SET tern.batch_execution = false");
+    assert_eq!(answer(&mut session, "SELECT current_setting('tern.batch_execution')"), Ok(vec!["off".to_string()]));
 }
 
 /// Workers evaluate in the session's time zone and at the statement's "now" (which the session
@@ -355,8 +372,9 @@ fn large_values_cut_batches_short() {
         "SELECT id, length(s), substr(s, 1, 3) FROM w WHERE id % 3 = 0",
         "SELECT count(*), sum(length(s)), min(id) FROM w WHERE s LIKE 'y%'",
     ] {
-        run(&mut session, "SET max_parallel_workers_per_gather = 0");
+        run(&mut session, "SET tern.batch_execution = off");
         let serial = answer(&mut session, sql);
+        run(&mut session, "SET tern.batch_execution = on");
         run(&mut session, "SET max_parallel_workers_per_gather = 2");
         run(&mut session, "SET tern.morsel_blocks = 20");
         let before = tern_sql::parallel_scans_on_this_thread();

@@ -108,7 +108,7 @@ fn chains_give_sqlites_rows_in_the_same_order_on_any_threads() {
             set_workers(&mut session, 0);
             let serial = texts(&mut session, sql);
             assert_eq!(sorted(serial.clone()), expected, "seed {seed}, serial: {sql}");
-            for workers in [2, 4] {
+            for workers in [1, 2, 4] {
                 set_workers(&mut session, workers);
                 assert_eq!(texts(&mut session, sql), serial, "seed {seed}, {workers} workers: {sql}");
             }

@@ -80,7 +80,7 @@ fn joins_past_the_memory_limit_spill_and_give_sqlites_rows() {
     let mut session = postgres(&db);
     for sql in QUERIES {
         let expected = sorted(sqlite_rows(&sqlite, sql));
-        for workers in [0, 2, 4] {
+        for workers in [0, 1, 2, 4] {
             set_workers(&mut session, workers);
             assert_eq!(sorted(texts(&mut session, sql)), expected, "{workers} workers: {sql}");
         }

@@ -100,7 +100,7 @@ fn results_past_the_limit_stream_in_sqlites_order() {
     let mut session = postgres(&db);
     for sql in QUERIES {
         let expected = sqlite_rows(&sqlite, &sqlite_sql(sql));
-        for workers in [0, 2] {
+        for workers in [0, 1, 2] {
             set_workers(&mut session, workers);
             let (sink, outcome) = streamed(&mut session, sql);
             assert_eq!(sink.rows.len(), expected.len(), "{workers} workers: {sql}");

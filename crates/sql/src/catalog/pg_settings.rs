@@ -318,6 +318,14 @@ const PARAMETERS: &[Parameter] = &[
         )
     },
     parameter(
+        "tern.batch_execution",
+        "on",
+        "bool",
+        "Customized Options",
+        "Runs scans, filters, projections and the joins and aggregates over them on batches of columns (off: row by row, the reference).",
+        "user",
+    ),
+    parameter(
         "tern.dialect",
         "postgres",
         "string",

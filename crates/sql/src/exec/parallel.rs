@@ -22,9 +22,12 @@
 //! ([`is_parallel_safe`]), in a statement that has not written in the range. Under EXPLAIN
 //! ANALYZE the workers count each pipeline node's rows ([`ScanProfile`]).
 //!
-//! Threads: a statement asks for `max_parallel_workers_per_gather` workers (default 16) and
-//! gets what the process-wide budget ([`WorkerBudget`]) has left of the machine's cores, so
-//! sessions running parallel scans at once do not start more threads than there are cores.
+//! Threads: a statement asks for `max_parallel_workers_per_gather` workers (default 16; 0 or
+//! 1: one) and gets what the process-wide budget ([`WorkerBudget`]) has left of the machine's
+//! cores, so sessions running parallel scans at once do not start more threads than there are
+//! cores. With one worker the statement's thread runs the morsels itself, in order: the batch
+//! pipeline is the executor for every scan that qualifies, on one core as on many, unless
+//! `tern.batch_execution` is off (the row-at-a-time path, the tests' reference).
 //! A morsel is `tern.morsel_blocks` stored blocks (default 64: about 256 KiB of rows at the
 //! default page size), and at most one block per 256 KiB of the statement's memory limit (the
 //! consumer holds a morsel's rows while it takes them).
@@ -189,9 +192,16 @@ struct Shared<T> {
 }
 
 impl Executor<'_> {
-    /// Threads a parallel scan may use: `max_parallel_workers_per_gather` (0 or 1: none).
+    /// Threads a parallel scan may use: `max_parallel_workers_per_gather` (0 or 1: one, the
+    /// statement's own).
     pub(super) fn parallel_workers(&self) -> usize {
-        self.setting_number("max_parallel_workers_per_gather")
+        self.setting_number("max_parallel_workers_per_gather").max(1)
+    }
+
+    /// Whether scans and what runs over them take the batch pipeline (`tern.batch_execution`,
+    /// on by default; off: the row-at-a-time executor, the reference the tests compare with).
+    pub(super) fn batch_execution(&self) -> bool {
+        self.setting_text("tern.batch_execution") != "off"
     }
 
     /// The threads a scan would read with now: the setting, within the machine's cores (at
@@ -202,9 +212,13 @@ impl Executor<'_> {
 
     /// A numeric setting of the session, else its default.
     fn setting_number(&self, name: &str) -> usize {
+        self.setting_text(name).trim().parse().unwrap_or(0)
+    }
+
+    /// A setting of the session, else its default (empty when it has neither).
+    fn setting_text(&self, name: &str) -> String {
         let set = self.settings.and_then(|settings| settings.read().get(name).cloned());
-        let text = set.as_deref().or_else(|| crate::catalog::pg_settings::default_of(name)).unwrap_or("0");
-        text.trim().parse().unwrap_or(0)
+        set.or_else(|| crate::catalog::pg_settings::default_of(name).map(String::from)).unwrap_or_default()
     }
 
     /// Streams `plan` ([`Executor::streams`]) on several threads when it qualifies (see the
@@ -371,7 +385,7 @@ impl Executor<'_> {
             return Ok(None);
         }
         let workers = self.parallel_workers();
-        if workers < 2 || !consumer.iter().all(|expr| is_parallel_safe(expr)) {
+        if !self.batch_execution() || !consumer.iter().all(|expr| is_parallel_safe(expr)) {
             return Ok(None);
         }
         let morsels = match lookups {
@@ -565,6 +579,9 @@ impl Executor<'_> {
         produce: &Produce<'_, T>,
         consume: &mut dyn FnMut(T) -> Result<bool>,
     ) -> Result<()> {
+        if scan.claim.0 == 1 {
+            return self.run_morsels_here(scan, produce, consume);
+        }
         let shared = Shared {
             slots: Mutex::new(Slots { done: (0..scan.source.morsels().len()).map(|_| None).collect(), taken: 0 }),
             changed: Condvar::new(),
@@ -584,6 +601,37 @@ impl Executor<'_> {
             }
             self.consume(&shared, scan.source.morsels().len(), consume)
         });
+        self.finish_parallel(scan, &context);
+        outcome
+    }
+
+    /// [`Executor::run_morsels`] with one worker: each morsel produced and consumed in turn on
+    /// the statement's thread, with no thread to hand over to.
+    fn run_morsels_here<T>(
+        &self,
+        scan: &PreparedScan,
+        produce: &Produce<'_, T>,
+        consume: &mut dyn FnMut(T) -> Result<bool>,
+    ) -> Result<()> {
+        let stop = AtomicBool::new(false);
+        let context = self.pure_context(&stop, &scan.subqueries);
+        let mut outcome = Ok(());
+        for morsel in scan.source.morsels() {
+            let go_on = produce(morsel, &context).and_then(|(product, bytes)| {
+                self.charge(bytes)?;
+                let go_on = consume(product);
+                self.memory_used.set(self.memory_used.get().saturating_sub(bytes));
+                go_on
+            });
+            match go_on {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(error) => {
+                    outcome = Err(error);
+                    break;
+                }
+            }
+        }
         self.finish_parallel(scan, &context);
         outcome
     }

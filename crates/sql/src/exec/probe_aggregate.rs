@@ -48,7 +48,7 @@ impl Executor<'_> {
         let join = &chain.driver;
         if !matches!(join.kind, JoinKind::Inner | JoinKind::Left)
             || self.profile.is_some()
-            || self.parallel_workers() < 2
+            || !self.batch_execution()
             || !Grouping::mergeable(aggregates)
         {
             return Ok(None);

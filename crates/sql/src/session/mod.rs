@@ -355,6 +355,7 @@ pub fn checked_setting(
         "intervalstyle" => crate::types::temporal::session_zone::interval_style(value)?,
         "max_parallel_workers_per_gather" => integer_setting(name, value, 0, 1024)?,
         "tern.morsel_blocks" => integer_setting(name, value, 1, 1 << 20)?,
+        "tern.batch_execution" => boolean_setting(name, value)?,
         _ => value.to_string(),
     })
 }
@@ -368,6 +369,20 @@ fn integer_setting(name: &str, value: &str, low: i64, high: i64) -> Result<Strin
             format!("{number} is outside the valid range for parameter \"{name}\" ({low} .. {high})"),
         )),
         Err(_) => Err(Error::new("22023", format!("invalid value for parameter \"{name}\": \"{value}\""))),
+    }
+}
+
+/// A boolean setting's value as `on` or `off`, from any spelling PostgreSQL accepts (22023
+/// otherwise).
+fn boolean_setting(name: &str, value: &str) -> Result<String> {
+    let spelled = value.trim().to_ascii_lowercase();
+    let prefix_of = |word: &str| !spelled.is_empty() && word.starts_with(spelled.as_str());
+    match spelled.as_str() {
+        "on" | "1" => Ok("on".to_string()),
+        "off" | "of" | "0" => Ok("off".to_string()),
+        _ if prefix_of("true") || prefix_of("yes") => Ok("on".to_string()),
+        _ if prefix_of("false") || prefix_of("no") => Ok("off".to_string()),
+        _ => Err(Error::new("22023", format!("parameter \"{name}\" requires a Boolean value"))),
     }
 }
 

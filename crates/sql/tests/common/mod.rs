@@ -109,8 +109,10 @@ pub fn sorted(mut rows: Vec<String>) -> Vec<String> {
     rows
 }
 
-/// Scans on `workers` threads (0: one), over one-block morsels.
+/// Scans on `workers` threads over one-block morsels, on the batch pipeline; 0: the
+/// row-at-a-time executor (`tern.batch_execution = off`) on one thread, the reference.
 pub fn set_workers(session: &mut Session, workers: usize) {
+    run(session, &format!("SET tern.batch_execution = {}", if workers == 0 { "off" } else { "on" }));
     run(session, &format!("SET max_parallel_workers_per_gather = {workers}"));
     run(session, "SET tern.morsel_blocks = 1");
 }
