@@ -167,6 +167,8 @@ impl Outputs {
 pub struct Machine {
     pub cpus: usize,
     pub cpu_model: String,
+    /// Physical memory in bytes (`MemTotal` of /proc/meminfo; 0 where it cannot be read).
+    pub memory_bytes: u64,
     pub os: &'static str,
     pub arch: &'static str,
     pub debug_build: bool,
@@ -183,9 +185,17 @@ impl Machine {
                     .map(|(_, model)| model.trim().to_string())
             })
             .unwrap_or_else(|| "unknown".to_string());
+        let memory_bytes = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|text| {
+                let line = text.lines().find(|line| line.starts_with("MemTotal:"))?;
+                line.split_whitespace().nth(1)?.parse::<u64>().ok()
+            })
+            .map_or(0, |kib| kib << 10);
         Machine {
             cpus: available_cpus(),
             cpu_model,
+            memory_bytes,
             os: std::env::consts::OS,
             arch: std::env::consts::ARCH,
             debug_build: cfg!(debug_assertions),

@@ -37,6 +37,9 @@ const SCHEMA: &str = include_str!("../tpch/schema.sql");
 /// the benchmark (on a machine without this repository).
 const PEER_SCRIPT: &str = include_str!("../tpch/peer.py");
 const TABLES: [&str; 8] = ["nation", "region", "part", "supplier", "partsupp", "customer", "orders", "lineitem"];
+/// The smallest cache `--cache-mib` defaults to: Tern's default buffer pool.
+const MIN_CACHE_MIB: usize = 64;
+
 /// The peer packages, pinned to a DuckDB whose tpch extension the registry serves.
 const PEER_PACKAGES: [&str; 2] = ["duckdb==1.4.4", "duckdb-ext-tpch==1.4.4.20260205"];
 
@@ -60,6 +63,10 @@ pub struct TpchArgs {
     /// The Python that runs the peers [default: target/python-venv/bin/python, else python3].
     #[arg(long)]
     pub python: Option<PathBuf>,
+    /// Tern's buffer pool and SQLite's page cache, the same for both, in MiB [default: a
+    /// quarter of the machine's memory, at least 64]. DuckDB holds the data in memory.
+    #[arg(long)]
+    pub cache_mib: Option<usize>,
     /// Tern's statement memory limit in MiB [default: 1024].
     #[arg(long, default_value_t = 1024)]
     pub memory_limit_mib: usize,
@@ -134,6 +141,8 @@ pub struct TpchReport {
     pub scale: f64,
     pub repeats: usize,
     pub durability: &'static str,
+    /// Tern's buffer pool and SQLite's page cache, each, in MiB.
+    pub cache_mib: usize,
     pub versions: BTreeMap<String, String>,
     pub load_seconds: BTreeMap<String, f64>,
     pub queries: Vec<QueryTimes>,
@@ -208,9 +217,11 @@ pub fn run(args: &TpchArgs) -> Result<TpchReport> {
     let label = scale_label(scale);
     let data = args.data.clone().unwrap_or_else(|| args.run.out.join("tpch-data").join(&label));
     let (work, outputs, machine) = start(&args.run.dir, &args.run.out, NAME)?;
+    let cache_mib = cache_mib(args, &machine)?;
+    println!("cache: Tern's buffer pool and SQLite's page cache {cache_mib} MiB each; DuckDB in memory");
     let peer = match &args.peer_report {
         Some(path) => read_peer_report(path)?,
-        None => run_peers(args, scale, &data, &wanted, repeats, work.path())?,
+        None => run_peers(args, scale, &data, &wanted, repeats, cache_mib, work.path())?,
     };
     let peer_copy = args.run.out.join("tpch-peer.json");
     std::fs::write(&peer_copy, serde_json::to_vec(&peer).map_err(|error| BenchError::Config(error.to_string()))?)
@@ -226,6 +237,7 @@ pub fn run(args: &TpchArgs) -> Result<TpchReport> {
         ..tern_sql::Options::default()
     };
     options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
+    options.txn.lsm.pool.pool_size_bytes = cache_mib << 20;
     // The run's own file is new; a kept one (`--database`) is loaded already if it exists.
     let path = args.database.clone().unwrap_or_else(|| work.file("tpch.tern"));
     let loaded = path.exists();
@@ -291,6 +303,15 @@ pub fn run(args: &TpchArgs) -> Result<TpchReport> {
     finish(args, scale, repeats, machine, peer, load_seconds, lines, &outputs, work)
 }
 
+/// `--cache-mib`, or a quarter of the machine's memory (at least Tern's default pool).
+fn cache_mib(args: &TpchArgs, machine: &Machine) -> Result<usize> {
+    let quarter = ((machine.memory_bytes / 4) >> 20).max(MIN_CACHE_MIB as u64) as usize;
+    match args.cache_mib.unwrap_or(quarter) {
+        0 => Err(BenchError::Config("--cache-mib must be at least 1".to_string())),
+        mib => Ok(mib),
+    }
+}
+
 /// The peers' report of an earlier run.
 fn read_peer_report(path: &Path) -> Result<PeerReport> {
     let bytes = std::fs::read(path).map_err(|error| BenchError::io("read", path, error))?;
@@ -305,6 +326,7 @@ fn run_peers(
     data: &Path,
     wanted: &[usize],
     repeats: usize,
+    cache_mib: usize,
     work: &Path,
 ) -> Result<PeerReport> {
     let python = peer_python(args)?;
@@ -334,7 +356,8 @@ fn run_peers(
         .arg("--out")
         .arg(&peer_json)
         .args(["--repeats", &repeats.to_string(), "--only", &only.join(",")])
-        .args(["--sqlite-timeout", &args.sqlite_timeout.to_string()]);
+        .args(["--sqlite-timeout", &args.sqlite_timeout.to_string()])
+        .args(["--cache-mib", &cache_mib.to_string()]);
     if args.no_sqlite {
         peers.arg("--no-sqlite");
     }
@@ -454,12 +477,14 @@ fn finish(
         geomean_seconds.get("sqlite").map_or(String::new(), |s| format!(", sqlite {:.1} ms", s * 1e3))
     );
     let label = scale_label(scale);
+    let cache_mib = cache_mib(args, &machine)?;
     let report = TpchReport {
         workload: NAME,
         machine,
         scale,
         repeats,
         durability: "no fsync on any side: Tern SyncPolicy::Never, SQLite journal_mode=OFF synchronous=OFF, DuckDB in memory",
+        cache_mib,
         versions: peer.versions,
         load_seconds,
         queries: lines,

@@ -160,6 +160,9 @@ def load_sqlite(args, schema):
     if os.path.exists(path):
         os.remove(path)
     connection = sqlite3.connect(path)
+    if args.cache_mib:
+        # The same page cache as Tern's buffer pool (a negative size is in KiB).
+        connection.execute(f"PRAGMA cache_size = -{args.cache_mib * 1024}")
     connection.execute("PRAGMA journal_mode = OFF")
     connection.execute("PRAGMA synchronous = OFF")
     connection.executescript(schema)
@@ -239,6 +242,7 @@ def main():
     parser.add_argument("--only", default="")
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--sqlite-timeout", type=float, default=300)
+    parser.add_argument("--cache-mib", type=int, default=0)
     args = parser.parse_args()
     if args.command == "generate":
         generate(args)
