@@ -24,6 +24,11 @@ fn filled(count: usize, seed: u64) -> Database {
     run(&mut session, "CREATE TABLE t(id integer PRIMARY KEY, g integer, v double precision, d numeric(12,2), s text)");
     run(&mut session, "CREATE TABLE small(g integer PRIMARY KEY, name text)");
     run(&mut session, "INSERT INTO small VALUES (0, 'zero'), (1, 'one'), (2, 'two'), (5, 'five')");
+    run(&mut session, "CREATE TABLE pick(g integer, s text, tag text)");
+    run(
+        &mut session,
+        "INSERT INTO pick VALUES (0, 'alpha', 'x'), (1, 'beta', 'y'), (2, 'gamma', 'z'), (5, 'alpha', 'w'), (3, NULL, 'n'), (1, 'alpha', 'v')",
+    );
     let mut rng = SmallRng::seed_from_u64(seed);
     insert_flushed(&db, &mut session, count, |id| {
         let g = if rng.random_bool(0.1) { "NULL".to_string() } else { rng.random_range(0..7).to_string() };
@@ -172,6 +177,11 @@ const QUERIES: &[&str] = &[
     "SELECT small.name, u.x FROM small LEFT JOIN (SELECT g, 1000 / (g - 3) AS x FROM t) AS u ON u.g = small.g",
     "SELECT small.name, u.id FROM small LEFT JOIN (SELECT g, id FROM t WHERE 10 / (g - 3) > 0) AS u ON u.g = small.g",
     "SELECT small.name, count(t.id) FROM small LEFT JOIN t ON t.g = small.g AND t.s = 'beta' GROUP BY small.name",
+    // Keys of two columns: each plain column tested against its part of the left keys.
+    "SELECT pick.tag, t.id, t.d FROM pick JOIN t ON t.g = pick.g AND t.s = pick.s",
+    "SELECT pick.tag, count(*), sum(t.d) FROM pick LEFT JOIN t ON t.g = pick.g AND t.s = pick.s GROUP BY pick.tag",
+    "SELECT pick.tag, t.id FROM pick JOIN t ON t.g = pick.g AND t.id % 3 = length(pick.s) - 4",
+    "SELECT pick.tag, t.id FROM pick LEFT JOIN (SELECT g, s, id, 10 / (g - 3) AS x FROM t) AS u ON u.g = pick.g AND u.s = pick.s",
 ];
 
 #[test]
@@ -229,17 +239,21 @@ fn a_joins_keys_drop_probe_rows_in_the_scan() {
     assert_ne!(joined, all);
     // A left join keeps small on the left: t is the probe side, streamed past small's keys.
     let sql = "EXPLAIN ANALYZE SELECT small.name, t.d FROM small LEFT JOIN t ON t.g = small.g AND t.v > 0";
-    let scan_rows = |session: &mut Session| {
+    let scan_rows = |session: &mut Session, sql: &str| {
         let plan = texts(session, sql);
         let line = plan.iter().find(|line| line.trim_start().starts_with("Scan t")).cloned().unwrap();
         line.split("rows=").last().and_then(|rest| rest.split(' ').next()).unwrap().to_string()
     };
     run(&mut session, "SET tern.batch_execution = off");
-    assert_eq!(scan_rows(&mut session), all);
+    assert_eq!(scan_rows(&mut session, sql), all);
     run(&mut session, "SET tern.batch_execution = on");
     run(&mut session, "SET max_parallel_workers_per_gather = 4");
     run(&mut session, "SET tern.morsel_blocks = 1");
-    assert_eq!(scan_rows(&mut session), joined, "{}", texts(&mut session, sql).join("\n"));
+    assert_eq!(scan_rows(&mut session, sql), joined, "{}", texts(&mut session, sql).join("\n"));
+    // A key of two columns: each column is tested against its own part of the left keys.
+    let sql = "EXPLAIN ANALYZE SELECT pick.tag, t.d FROM pick LEFT JOIN t ON t.g = pick.g AND t.s = pick.s";
+    let parts = one(&mut session, "SELECT count(*) FROM t WHERE g IN (0, 1, 2, 5) AND s IN ('alpha', 'beta', 'gamma')");
+    assert_eq!(scan_rows(&mut session, sql), parts, "{}", texts(&mut session, sql).join("\n"));
 }
 
 /// EXPLAIN ANALYZE runs a parallel scan in parallel: the scan's line shows the workers it had

@@ -544,8 +544,13 @@ impl Executor<'_> {
         }
         let width =
             pipeline.wanted.as_ref().map_or(table.columns.len(), |wanted| wanted.iter().filter(|&&w| w).count());
-        let join_keys =
-            join_keys.and_then(|join| Some(JoinKeys { column: batch_column(&steps, join.column)?, keys: join.keys }));
+        let join_keys = join_keys.map(|join| JoinKeys {
+            columns: join
+                .columns
+                .into_iter()
+                .filter_map(|(column, keys)| Some((batch_column(&steps, column)?, keys)))
+                .collect(),
+        });
         let after: Vec<&Expr> = steps
             .iter()
             .flat_map(|step| match step {

@@ -46,12 +46,13 @@ pub(crate) struct Prefilter {
 }
 
 /// A hash join's keys, for the scan of its probe side: a row whose key column holds none of
-/// them joins nothing.
+/// that column's keys joins nothing. A key of several columns gives each plain column the
+/// set of its own part of the left keys: a row joins only if every part is among them.
 pub(crate) struct JoinKeys {
-    /// The key's column: in the scan's output (above its filters and projections) as the
-    /// join hands it over, a batch column once the pipeline has followed it down.
-    pub column: usize,
-    pub keys: Arc<KeySet>,
+    /// Each tested key column with its keys' encodings. The column is in the scan's output
+    /// (above its filters and projections) as the join hands it over, a batch column once the
+    /// pipeline has followed it down.
+    pub columns: Vec<(usize, Arc<KeySet>)>,
 }
 
 /// One conjunct over one column.
@@ -88,9 +89,12 @@ impl Prefilter {
         if let Some(join) = join_keys
             && prefilter.drop_null
             && !after.iter().any(|expr| may_raise(expr))
-            && let Some(slot) = prefilter.tests.get_mut(join.column)
         {
-            slot.push(Test::InKeys(join.keys));
+            for (column, keys) in join.columns {
+                if let Some(slot) = prefilter.tests.get_mut(column) {
+                    slot.push(Test::InKeys(keys));
+                }
+            }
         }
         (!prefilter.is_empty()).then_some(prefilter)
     }

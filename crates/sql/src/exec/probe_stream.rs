@@ -264,24 +264,64 @@ const MAX_PUSHED_KEYS: usize = 1 << 18;
 impl Executor<'_> {
     /// The left table's keys, for the probe side's scan to drop rows that join nothing while
     /// it decodes them (their copy charged to the statement, and not made past half its
-    /// memory limit): for a join on one plain column
-    /// whose left rows all stayed in memory (a row of a spilled partition must reach the
-    /// probe, which writes it out). Every kind served here (inner, left, semi, anti) outputs
-    /// nothing for a right row without a match.
+    /// memory limit): for each right key that is a plain column (once per column), the
+    /// encodings of its part of the left keys, when the left rows all stayed in memory (a row
+    /// of a spilled partition must reach the probe, which writes it out). Every kind served
+    /// here (inner, left, semi, anti) outputs nothing for a right row without a match, and a
+    /// right row matches only if each part of its key is one of the left keys' parts.
     pub(super) fn pushed_keys(&self, probe: &Probe) -> Result<Option<JoinKeys>> {
-        let [Expr::Column(column)] = probe.join.right_keys else { return Ok(None) };
         if probe.spill.is_some() || probe.table.len() > MAX_PUSHED_KEYS {
             return Ok(None);
         }
-        // A copy the statement's memory has little room for is not made: the probe drops the
+        let mut parts: Vec<(usize, usize)> = Vec::new();
+        for (part, key) in probe.join.right_keys.iter().enumerate() {
+            if let Expr::Column(column) = key
+                && !parts.iter().any(|&(_, seen)| seen == *column)
+            {
+                parts.push((part, *column));
+            }
+        }
+        let sets = match parts.as_slice() {
+            [] => return Ok(None),
+            // One key column: the left table's keys are its encodings.
+            _ if probe.join.right_keys.len() == 1 => vec![probe.table.keys().cloned().collect()],
+            _ => match self.key_parts(probe, &parts) {
+                Some(sets) => sets,
+                None => return Ok(None),
+            },
+        };
+        // A copy the statement's memory has little room for is not kept: the probe drops the
         // same rows later anyway.
-        let bytes: usize = probe.table.keys().map(|key| key.len() + 48).sum();
+        let bytes: usize = sets.iter().flat_map(|set: &KeySet| set.iter()).map(|key| key.len() + 48).sum();
         if self.memory_used.get() + bytes > self.memory_limit / 2 {
             return Ok(None);
         }
         self.charge(bytes)?;
-        let keys: KeySet = probe.table.keys().cloned().collect();
-        Ok(Some(JoinKeys { column: *column, keys: Arc::new(keys) }))
+        let columns = parts.iter().zip(sets).map(|(&(_, column), set)| (column, Arc::new(set))).collect();
+        Ok(Some(JoinKeys { columns }))
+    }
+
+    /// For each `(part, _)` of `parts`, the encodings of left key number `part` over the
+    /// left table's keys (one left row stands for each); `None` when a left key does not
+    /// evaluate on its own row.
+    fn key_parts(&self, probe: &Probe, parts: &[(usize, usize)]) -> Option<Vec<KeySet>> {
+        let mut sets: Vec<KeySet> = parts.iter().map(|_| KeySet::default()).collect();
+        let mut encoded = Vec::new();
+        for rows in probe.table.values() {
+            let row = &probe.left_rows[*rows.first()?];
+            let env = Env::new(row, None);
+            for (set, &(part, _)) in sets.iter_mut().zip(parts) {
+                encoded.clear();
+                crate::codec::encode_key_value(
+                    self.operand(&probe.join.left_keys[part], &env).ok()?.as_ref(),
+                    &mut encoded,
+                );
+                if !set.contains(encoded.as_slice()) {
+                    set.insert(encoded.clone());
+                }
+            }
+        }
+        Some(sets)
     }
 }
 
