@@ -342,7 +342,8 @@ impl<'c> Binder<'c> {
             }
             None => {
                 let (plan, columns) = self.bind_query_in(query, &Scope::new(Vec::new(), None))?;
-                Ok((prune::prune_columns(plan), columns))
+                let plan = prune::prune_columns(plan);
+                Ok((crate::optimizer::shared::share_repeated_subplans(plan, &mut || self.next_id()), columns))
             }
         }
     }

@@ -93,6 +93,8 @@ pub struct Executor<'t> {
     deltas: RefCell<Vec<(Vec<u8>, Vec<u8>)>>,
     params: &'t [Value],
     subquery_cache: RefCell<HashMap<usize, Arc<Vec<Row>>>>,
+    /// The rows of each [`Plan::Shared`] id run so far.
+    shared_results: RefCell<HashMap<usize, Arc<Vec<Row>>>>,
     /// The cached subqueries' first columns hashed for `IN`, built on the first test (`None`:
     /// not hashable).
     subquery_in_sets: RefCell<HashMap<usize, Option<Arc<in_set::InSet>>>>,
@@ -190,6 +192,7 @@ impl<'t> Executor<'t> {
             deltas: RefCell::new(Vec::new()),
             params,
             subquery_cache: RefCell::new(HashMap::new()),
+            shared_results: RefCell::new(HashMap::new()),
             subquery_in_sets: RefCell::new(HashMap::new()),
             working_tables: RefCell::new(HashMap::new()),
             memory_used: Cell::new(0),
@@ -1332,6 +1335,7 @@ impl<'t> Executor<'t> {
             }
             Plan::SetOperation { .. } => self.gathered(|visit| self.intersect_or_except(plan, outer, visit)),
             Plan::Recursive { .. } => self.run_recursive(plan, outer, usize::MAX),
+            Plan::Shared { id, input } => self.shared_rows(*id, input, outer),
             Plan::WorkingTable { id, .. } => match self.working_tables.borrow().get(id) {
                 Some(rows) => Ok(rows.as_ref().clone()),
                 None => Err(Error::internal(format!("working table #{id} read outside its recursion"))),
@@ -1356,6 +1360,19 @@ impl<'t> Executor<'t> {
                 self.project_set(rows, calls, outer)
             }
         }
+    }
+
+    /// The rows of a [`Plan::Shared`] node: its input run once per statement, the rows kept
+    /// for the other nodes of the same id (`optimizer/shared.rs`).
+    fn shared_rows(&self, id: usize, input: &Plan, outer: Option<&Env>) -> Result<Vec<Row>> {
+        if let Some(rows) = self.shared_results.borrow().get(&id) {
+            return Ok(rows.as_ref().clone());
+        }
+        let rows = Arc::new(self.run(input, outer)?);
+        // The statement keeps them to its end, as an uncorrelated subquery's rows.
+        self.memory_retained.set(self.memory_retained.get() + rows_bytes(&rows));
+        self.shared_results.borrow_mut().insert(id, rows.clone());
+        Ok(rows.as_ref().clone())
     }
 
     /// Each input row repeated for the rows of its set-returning calls, run in step (see

@@ -829,6 +829,13 @@ pub enum Plan {
         id: usize,
         width: usize,
     },
+    /// The rows of `input`, a subplan that appears more than once in the statement (a view or
+    /// CTE named twice): every node of the same `id` has the same input, which runs once; the
+    /// others get its rows (`optimizer/shared.rs`).
+    Shared {
+        id: usize,
+        input: Box<Plan>,
+    },
     /// A relation of `pg_catalog` or `information_schema` ([`crate::catalog::system`]): rows computed
     /// from the catalog when the statement was bound, with the columns' PostgreSQL types.
     SystemTable {
@@ -855,6 +862,19 @@ pub enum Plan {
 }
 
 impl Access {
+    /// [`Access::exprs`], to change in place.
+    pub fn exprs_mut(&mut self) -> Vec<&mut Expr> {
+        match self {
+            Access::Full => Vec::new(),
+            Access::PrimaryKeyPoints(keys) | Access::PrimaryKeyPrefix(keys) | Access::IndexPoints { keys, .. } => {
+                keys.iter_mut().flatten().collect()
+            }
+            Access::PrimaryKeyRange { lower, upper } | Access::IndexRange { lower, upper, .. } => {
+                [lower, upper].into_iter().flatten().map(|(expr, _)| expr).collect()
+            }
+        }
+    }
+
     /// The expressions the access path evaluates (its key values and bounds).
     pub fn exprs(&self) -> Vec<&Expr> {
         match self {
@@ -885,6 +905,7 @@ impl Plan {
             | Plan::Sort { input, .. }
             | Plan::Limit { input, .. }
             | Plan::Distinct { input }
+            | Plan::Shared { input, .. }
             | Plan::ProjectSet { input, .. } => vec![input],
             Plan::LookupJoin { left, .. } => vec![left],
             Plan::Join { left, right, .. } | Plan::SetOperation { left, right, .. } => vec![left, right],
@@ -958,7 +979,89 @@ impl Plan {
             Plan::Limit { limit, offset, .. } => each(&mut limit.iter().chain(offset)),
             Plan::TableFunction { args, .. } => each(&mut args.iter()),
             Plan::ProjectSet { calls, .. } => each(&mut calls.iter().flat_map(|(_, args)| args)),
-            Plan::Distinct { .. } | Plan::SetOperation { .. } | Plan::Recursive { .. } | Plan::WorkingTable { .. } => {}
+            Plan::Distinct { .. }
+            | Plan::SetOperation { .. }
+            | Plan::Recursive { .. }
+            | Plan::WorkingTable { .. }
+            | Plan::Shared { .. } => {}
+        }
+    }
+
+    /// The plans this node reads, to change in place.
+    pub fn children_mut(&mut self) -> Vec<&mut Plan> {
+        match self {
+            Plan::Values { .. }
+            | Plan::Scan { .. }
+            | Plan::WorkingTable { .. }
+            | Plan::SystemTable { .. }
+            | Plan::TableFunction { .. } => Vec::new(),
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::Window { input, .. }
+            | Plan::Aggregate { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Distinct { input }
+            | Plan::Shared { input, .. }
+            | Plan::ProjectSet { input, .. } => vec![input],
+            Plan::LookupJoin { left, .. } => vec![left],
+            Plan::Join { left, right, .. } | Plan::SetOperation { left, right, .. } => vec![left, right],
+            Plan::Recursive { anchor, step, .. } => vec![anchor, step],
+        }
+    }
+
+    /// Calls `visit` on each expression this node evaluates (not its children's), to change
+    /// in place: [`Plan::visit_exprs`]'s expressions.
+    pub fn visit_exprs_mut(&mut self, visit: &mut dyn FnMut(&mut Expr)) {
+        let mut each = |exprs: &mut dyn Iterator<Item = &mut Expr>| exprs.for_each(&mut *visit);
+        match self {
+            Plan::Values { rows, .. } => each(&mut rows.iter_mut().flatten()),
+            // Shared among plans: left as they are.
+            Plan::SystemTable { .. } => {}
+            Plan::Scan { access, filter, .. } => each(&mut access.exprs_mut().into_iter().chain(filter)),
+            Plan::Filter { predicate, .. } => each(&mut std::iter::once(predicate)),
+            Plan::Project { exprs, .. } => each(&mut exprs.iter_mut()),
+            Plan::Join { left_keys, right_keys, condition, .. } => {
+                each(&mut left_keys.iter_mut().chain(right_keys).chain(condition))
+            }
+            Plan::LookupJoin { left_key, right_filter, condition, .. } => {
+                each(&mut std::iter::once(left_key).chain(right_filter).chain(condition))
+            }
+            Plan::Window { calls, .. } => {
+                for call in calls {
+                    each(&mut call.args.iter_mut().chain(call.filter.as_mut()));
+                    each(&mut call.window.partition_by.iter_mut());
+                    each(&mut call.window.order_by.iter_mut().map(|key| &mut key.expr));
+                    for bound in [&mut call.window.frame.start, &mut call.window.frame.end] {
+                        if let FrameBound::Preceding(offset) | FrameBound::Following(offset) = bound {
+                            each(&mut std::iter::once(offset));
+                        }
+                    }
+                }
+            }
+            Plan::Aggregate { group_by, aggregates, .. } => {
+                each(&mut group_by.iter_mut());
+                for call in aggregates {
+                    each(
+                        &mut call
+                            .args
+                            .iter_mut()
+                            .chain(call.filter.as_deref_mut())
+                            .chain(call.order_by.iter_mut().map(|key| &mut key.expr)),
+                    );
+                }
+            }
+            Plan::Sort { keys, limit, .. } => {
+                each(&mut keys.iter_mut().map(|key| &mut key.expr).chain(limit.as_deref_mut()))
+            }
+            Plan::Limit { limit, offset, .. } => each(&mut limit.iter_mut().chain(offset)),
+            Plan::TableFunction { args, .. } => each(&mut args.iter_mut()),
+            Plan::ProjectSet { calls, .. } => each(&mut calls.iter_mut().flat_map(|(_, args)| args)),
+            Plan::Distinct { .. }
+            | Plan::SetOperation { .. }
+            | Plan::Recursive { .. }
+            | Plan::WorkingTable { .. }
+            | Plan::Shared { .. } => {}
         }
     }
 
@@ -980,6 +1083,7 @@ impl Plan {
             Plan::SetOperation { left, .. } => left.width(),
             Plan::Recursive { anchor, .. } => anchor.width(),
             Plan::WorkingTable { width, .. } => *width,
+            Plan::Shared { input, .. } => input.width(),
             Plan::SystemTable { table, .. } => table.columns.len(),
             Plan::TableFunction { ordinality, .. } => 1 + usize::from(*ordinality),
             Plan::ProjectSet { input, calls } => input.width() + calls.len(),
@@ -1149,6 +1253,12 @@ impl Plan {
             }
             Plan::WorkingTable { id, .. } => {
                 let _ = writeln!(out, "{pad}WorkingTable #{id}");
+            }
+            // The id is unique in the process, so not shown: EXPLAIN's text stays the same
+            // from run to run. Each place shows the same plan below.
+            Plan::Shared { input, .. } => {
+                let _ = writeln!(out, "{pad}Shared");
+                input.explain_into(depth + 1, out, annotate);
             }
             Plan::SystemTable { table, rows, live: None } => {
                 let _ = writeln!(out, "{pad}SystemTable {} rows={}", table.name, rows.len());

@@ -64,7 +64,10 @@ impl<'c> Estimator<'c> {
                 stats.rows as f64 * filter.as_ref().map_or(1.0, |filter| self.selectivity(&whole, filter))
             }
             Plan::Filter { input, predicate } => self.rows(input)? * self.selectivity(input, predicate),
-            Plan::Project { input, .. } | Plan::Window { input, .. } | Plan::Distinct { input } => self.rows(input)?,
+            Plan::Project { input, .. }
+            | Plan::Window { input, .. }
+            | Plan::Distinct { input }
+            | Plan::Shared { input, .. } => self.rows(input)?,
             Plan::Sort { input, limit, .. } => cap(self.rows(input)?, limit.as_deref()),
             Plan::Limit { input, limit, .. } => cap(self.rows(input)?, limit.as_ref()),
             Plan::Values { rows, .. } => rows.len() as f64,
@@ -140,9 +143,10 @@ impl<'c> Estimator<'c> {
                 let view = self.column(input, column);
                 capped(ColumnView { distinct: at_most(view.distinct, values_kept(predicate, column)), ..view })
             }
-            Plan::Sort { input, .. } | Plan::Limit { input, .. } | Plan::Distinct { input } => {
-                capped(self.column(input, column))
-            }
+            Plan::Sort { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Distinct { input }
+            | Plan::Shared { input, .. } => capped(self.column(input, column)),
             Plan::Project { input, exprs } => match exprs.get(column).and_then(column_of) {
                 Some(inner) => capped(self.column(input, inner)),
                 None => unknown,

@@ -9,9 +9,11 @@
 //!   only those.
 //! - [`join_order`]: a FROM clause's inner joins run in the order of least estimated cost,
 //!   from the [`cardinality`] estimates over the [`statistics`] ANALYZE keeps.
+//! - [`shared`]: an aggregate repeated in a statement (a view or CTE named twice) runs once.
 //!
 //! The binder calls the first two and the join order while it plans a FROM clause's joins
-//! (`bind::bind_from_where`), and prunes each whole query it has bound.
+//! (`bind::bind_from_where`), prunes each whole query it has bound, and then shares its
+//! repeated aggregates.
 //!
 //! The statistics come from [`analyze`] (`ANALYZE`), run by hand or by [`auto_analyze`] after
 //! large changes, and are kept by [`statistics_store`].
@@ -23,5 +25,6 @@ pub mod decorrelate;
 pub mod join_order;
 pub mod or_factor;
 pub mod prune;
+pub mod shared;
 pub mod statistics;
 pub mod statistics_store;

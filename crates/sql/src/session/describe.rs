@@ -259,6 +259,7 @@ impl Inference {
                 types
             }
             Plan::WorkingTable { width, .. } => vec![SqlType::Unknown; *width],
+            Plan::Shared { input, .. } => self.plan(input),
             Plan::SystemTable { table, .. } => {
                 (0..table.columns.len()).map(|index| SqlType::of_column(table, index)).collect()
             }
