@@ -39,7 +39,8 @@
 //! ├── window/           window functions: their syntax, binding and computation
 //! ├── plan.rs           the logical plan and bound expressions
 //! ├── optimizer/        rewrites of the plan: OR factoring, decorrelation, pruning, join
-//! │                     order by cost; statistics, ANALYZE and its automatic runs
+//! │                     order by cost, shared subplans; statistics, ANALYZE and its
+//! │                     automatic runs
 //! ├── ddl/              ALTER TABLE, CREATE TABLE AS, domains, comments, owners
 //! ├── dml/              INSERT, UPDATE, DELETE, MERGE, ON CONFLICT, foreign keys,
 //! │                     triggers, deltas of hot rows
