@@ -62,15 +62,20 @@ impl InSet {
     }
 }
 
-/// Whether `value`'s key encoding is in `keys` (encoded into a buffer kept per thread: this
-/// runs once per row of the scans that test join keys).
+/// Whether `value`'s key encoding is in `keys`.
 pub(crate) fn key_in(keys: &KeySet, value: &Value) -> bool {
+    encoded_in(keys, |encoded| value.hash_key(encoded))
+}
+
+/// Whether the key encoding `encode` appends is in `keys` (encoded into a buffer kept per
+/// thread: this runs once per row of the scans that test join keys).
+pub(crate) fn encoded_in(keys: &KeySet, encode: impl FnOnce(&mut Vec<u8>)) -> bool {
     thread_local! {
         static ENCODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     ENCODED.with_borrow_mut(|encoded| {
         encoded.clear();
-        value.hash_key(encoded);
+        encode(encoded);
         keys.contains(encoded.as_slice())
     })
 }

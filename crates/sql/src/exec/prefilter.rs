@@ -29,8 +29,8 @@
 //! whose key column holds none of them joins nothing, and is dropped when nothing the scan
 //! evaluates (its filter, the projections above it) can raise.
 
-use super::in_set::key_in;
-use super::vector::{Cell, cell_value, in_list, order, value_cell};
+use super::in_set::encoded_in;
+use super::vector::{Cell, in_list, order, value_cell};
 use crate::codec::Stored;
 use crate::plan::{BinaryOp, Expr, KeySet, UnaryOp};
 use crate::value::Value;
@@ -142,8 +142,8 @@ impl Test {
                 order(cell, value_cell(constant)).map(|order| crate::exec::comparison_holds(*op, order))
             }
             Test::In { list, negated } => in_list(cell, list, *negated),
-            // A NULL is in no set.
-            Test::InKeys(keys) => Some(!matches!(cell, Cell::Null) && key_in(keys, &cell_value(cell))),
+            // A NULL is in no set; a string is encoded without being copied first.
+            Test::InKeys(keys) => Some(!matches!(cell, Cell::Null) && encoded_in(keys, |out| cell.encode_key(out))),
         }
     }
 }

@@ -160,6 +160,15 @@ impl<'a> Cell<'a> {
             Stored::Other(value) => Cell::Other(Cow::Owned(value.clone())),
         }
     }
+
+    /// Appends the cell's key encoding ([`crate::codec::encode_key_value`]), a string's
+    /// without copying it first.
+    pub(super) fn encode_key(self, out: &mut Vec<u8>) {
+        match self {
+            Cell::Text(text) => crate::codec::encode_key_text(text, out),
+            other => crate::codec::encode_key_value(&cell_value(other), out),
+        }
+    }
 }
 
 impl Vector<'_> {
@@ -196,13 +205,9 @@ impl Vector<'_> {
         matches!(self.cell(row), Cell::Null)
     }
 
-    /// Appends row `row`'s key encoding ([`crate::codec::encode_key_value`]), a string's
-    /// without copying it first.
+    /// Appends row `row`'s key encoding ([`Cell::encode_key`]).
     pub(crate) fn encode_key(&self, row: usize, out: &mut Vec<u8>) {
-        match self.cell(row) {
-            Cell::Text(text) => crate::codec::encode_key_text(text, out),
-            other => crate::codec::encode_key_value(&cell_value(other), out),
-        }
+        self.cell(row).encode_key(out)
     }
 
     /// Row `row`'s truth value, as a WHERE clause reads it.
