@@ -366,16 +366,17 @@ impl Executor<'_> {
     /// The parallel scan of `plan` ([`Executor::streams`]), when it qualifies and its consumer's
     /// expressions `consumer` are parallel-safe too; `None` otherwise (nothing read).
     pub(super) fn prepare_parallel<'p>(&self, plan: &'p Plan, consumer: &[&Expr]) -> Result<Option<PreparedScan<'p>>> {
-        self.prepare_parallel_keyed(plan, consumer, None)
+        self.prepare_parallel_keyed(plan, consumer, &|| Ok(None))
     }
 
-    /// [`Executor::prepare_parallel`] for the probe side of a hash join, whose `join_keys` the
-    /// decoder may test to drop the rows that join nothing (`exec/prefilter.rs`).
+    /// [`Executor::prepare_parallel`] for the probe side of a hash join, whose keys (what
+    /// `join_keys` gives, asked only for a scan that passed the refusals) the decoder may test
+    /// to drop the rows that join nothing (`exec/prefilter.rs`).
     pub(super) fn prepare_parallel_keyed<'p>(
         &self,
         plan: &'p Plan,
         consumer: &[&Expr],
-        join_keys: Option<JoinKeys>,
+        join_keys: &dyn Fn() -> Result<Option<JoinKeys>>,
     ) -> Result<Option<PreparedScan<'p>>> {
         // The cheap refusals first: point lookups and short scans come this way too.
         let Some((scan, layers)) = scan_shape(plan) else { return Ok(None) };
@@ -502,14 +503,15 @@ impl Executor<'_> {
         }
     }
 
-    /// The workers' pipeline for a scan of `table` with `filter` under `layers` (bottom up);
-    /// `None` when an expression needs the executor.
+    /// The workers' pipeline for a scan of `table` with `filter` under `layers` (bottom up),
+    /// its prefilter testing what `join_keys` gives; `None` when an expression needs the
+    /// executor (and the keys are not asked for).
     fn pipeline<'p>(
         &self,
         table: &'p TableDef,
         filter: Option<&Expr>,
         layers: &[&Plan],
-        join_keys: Option<JoinKeys>,
+        join_keys: &dyn Fn() -> Result<Option<JoinKeys>>,
     ) -> Result<Option<Pipeline<'p>>> {
         if !filter.into_iter().chain(layer_exprs(layers)).all(is_parallel_safe) {
             return Ok(None);
@@ -544,7 +546,7 @@ impl Executor<'_> {
         }
         let width =
             pipeline.wanted.as_ref().map_or(table.columns.len(), |wanted| wanted.iter().filter(|&&w| w).count());
-        let join_keys = join_keys.map(|join| JoinKeys {
+        let join_keys = join_keys()?.map(|join| JoinKeys {
             columns: join
                 .columns
                 .into_iter()

@@ -69,7 +69,7 @@ impl Executor<'_> {
         };
         let right = looked_up.as_ref().unwrap_or(join.right);
         let probe = Probe { join, left_rows: &build.rows, table: &table, stages: &stages, spill: build.spill.as_ref() };
-        let Some(scan) = self.prepare_parallel_keyed(right, &consumer, self.pushed_keys(&probe)?)? else {
+        let Some(scan) = self.prepare_parallel_keyed(right, &consumer, &|| self.pushed_keys(&probe))? else {
             let mut grouping = Grouping::new(aggregates);
             let mut fold = |row: Row| -> Result<()> {
                 if let Some(row) = through_layers(self, row, &layers, None)? {

@@ -203,7 +203,7 @@ impl Executor<'_> {
         let join = probe.join;
         let mut consumer: Vec<&Expr> = join.right_keys.iter().chain(join.condition).collect();
         consumer.extend(step_exprs);
-        let Some(scan) = self.prepare_parallel_keyed(right, &consumer, self.pushed_keys(probe)?)? else {
+        let Some(scan) = self.prepare_parallel_keyed(right, &consumer, &|| self.pushed_keys(probe))? else {
             return Ok(None);
         };
         let left_only = join.kind.keeps_left_only();
