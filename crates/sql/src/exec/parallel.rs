@@ -622,25 +622,26 @@ impl Executor<'_> {
     ) -> Result<()> {
         let stop = AtomicBool::new(false);
         let context = self.pure_context(&stop, &scan.subqueries);
-        let mut outcome = Ok(());
-        for morsel in scan.source.morsels() {
-            let go_on = produce(morsel, &context).and_then(|(product, bytes)| {
-                self.charge(bytes)?;
-                let go_on = consume(product);
-                self.memory_used.set(self.memory_used.get().saturating_sub(bytes));
-                go_on
-            });
-            match go_on {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(error) => {
-                    outcome = Err(error);
+        let mut run = || -> Result<()> {
+            for morsel in scan.source.morsels() {
+                if !self.hand_over(produce(morsel, &context)?, consume)? {
                     break;
                 }
             }
-        }
+            Ok(())
+        };
+        let outcome = run();
         self.finish_parallel(scan, &context);
         outcome
+    }
+
+    /// Hands a morsel's product to `consume`, its bytes charged while `consume` has it;
+    /// returns whether to go on.
+    fn hand_over<T>(&self, (product, bytes): (T, usize), consume: &mut dyn FnMut(T) -> Result<bool>) -> Result<bool> {
+        self.charge(bytes)?;
+        let go_on = consume(product);
+        self.memory_used.set(self.memory_used.get().saturating_sub(bytes));
+        go_on
     }
 
     /// The statement's side: takes each morsel's product in order, charging its bytes while
@@ -658,11 +659,7 @@ impl Executor<'_> {
                 }
             };
             shared.changed.notify_all();
-            let (product, bytes) = finished?;
-            self.charge(bytes)?;
-            let go_on = consume(product);
-            self.memory_used.set(self.memory_used.get().saturating_sub(bytes));
-            if !go_on? {
+            if !self.hand_over(finished?, consume)? {
                 break;
             }
         }
