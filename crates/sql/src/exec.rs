@@ -28,6 +28,7 @@ mod batch;
 mod distinct;
 mod emit;
 mod evaluate;
+mod exact_sum;
 mod external_sort;
 pub(crate) use evaluate::is_context_function;
 mod grace;

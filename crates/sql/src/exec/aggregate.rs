@@ -1,10 +1,12 @@
 //! Aggregate state: one accumulator per aggregate call and group (or window frame), fed one
 //! row's arguments at a time. Used by the executor's grouping and by window functions.
 
+use super::exact_sum::ExactSum;
 use crate::codec;
 use crate::error::{Error, Result};
 use crate::functions;
 use crate::plan::{AggregateCall, AggregateFunction, Statistic};
+use crate::types::decimal::Decimal;
 use crate::value::Value;
 use std::cmp::Ordering;
 use std::collections::HashSet;
@@ -22,7 +24,7 @@ pub(crate) enum Accumulator {
         real: f64,
         is_real: bool,
         /// The exact sum once a decimal was added (and no real).
-        exact: Option<crate::types::decimal::Decimal>,
+        exact: Option<ExactSum>,
         overflowed: bool,
         any: bool,
         total: bool,
@@ -213,13 +215,9 @@ impl Accumulator {
                     other => other,
                 };
                 match value {
-                    Value::Integer(number) if !*is_real && exact.is_some() => {
-                        let sum = exact.unwrap_or_default();
-                        *exact = crate::types::decimal::checked('+', sum, number.into())?;
-                    }
+                    Value::Integer(number) if !*is_real && let Some(sum) = exact => sum.add_integer(number)?,
                     Value::Decimal(number) if !*is_real => {
-                        let sum = exact.unwrap_or_else(|| (*integer).into());
-                        *exact = crate::types::decimal::checked('+', sum, number)?;
+                        exact.get_or_insert_with(|| ExactSum::of_integer(*integer)).add(number)?;
                     }
                     Value::Decimal(number) => *real += crate::types::decimal::to_f64(&number),
                     Value::Integer(number) if !*is_real => match integer.checked_add(number) {
@@ -235,7 +233,7 @@ impl Accumulator {
                         if !*is_real {
                             *is_real = true;
                             *real = match exact.take() {
-                                Some(sum) => crate::types::decimal::to_f64(&sum),
+                                Some(sum) => crate::types::decimal::to_f64(&sum.value()),
                                 None => *integer as f64,
                             };
                         }
@@ -312,6 +310,44 @@ impl Accumulator {
         Ok(false)
     }
 
+    /// [`Accumulator::add_value`] of `Value::Decimal(number)`, without building the value for
+    /// a count or a plain sum (a batch's typed fold: `exec/aggregate_batch.rs`).
+    #[inline]
+    pub(crate) fn add_decimal(&mut self, number: Decimal) -> Result<()> {
+        match self {
+            Accumulator::Count { count, distinct: None, .. } => *count += 1,
+            Accumulator::Sum { integer, is_real: false, exact, any, count, distinct: None, .. } => {
+                *any = true;
+                *count += 1;
+                exact.get_or_insert_with(|| ExactSum::of_integer(*integer)).add(number)?;
+            }
+            other => {
+                other.add_value(Value::Decimal(number), None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Accumulator::add_value`] of `Value::Integer(number)`, without building the value for
+    /// a count or a plain sum of integers.
+    #[inline]
+    pub(crate) fn add_integer(&mut self, number: i64) -> Result<()> {
+        match self {
+            Accumulator::Count { count, distinct: None, .. } => *count += 1,
+            Accumulator::Sum { integer, is_real: false, exact: None, any, count, distinct: None, .. }
+                if let Some(sum) = integer.checked_add(number) =>
+            {
+                *any = true;
+                *count += 1;
+                *integer = sum;
+            }
+            other => {
+                other.add_value(Value::Integer(number), None)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Takes in `other`, the state of the same aggregate over later rows: what one
     /// accumulator fed both parts' rows holds (sums of reals up to rounding). For count (with
     /// or without DISTINCT), sum, total, avg, min and max; other states are an internal error.
@@ -353,11 +389,12 @@ impl Accumulator {
                 *any |= other_any;
                 *count += other_count;
                 *overflowed |= other_overflowed;
-                let as_real = |is_real: bool,
-                               real: f64,
-                               exact: Option<crate::types::decimal::Decimal>,
-                               integer: i64| {
-                    if is_real { real } else { exact.map_or(integer as f64, |sum| crate::types::decimal::to_f64(&sum)) }
+                let as_real = |is_real: bool, real: f64, exact: Option<ExactSum>, integer: i64| {
+                    if is_real {
+                        real
+                    } else {
+                        exact.map_or(integer as f64, |sum| crate::types::decimal::to_f64(&sum.value()))
+                    }
                 };
                 if *is_real || other_is_real {
                     *real = as_real(*is_real, *real, *exact, *integer)
@@ -365,9 +402,9 @@ impl Accumulator {
                     *is_real = true;
                     *exact = None;
                 } else if exact.is_some() || other_exact.is_some() {
-                    let left = exact.unwrap_or_else(|| (*integer).into());
-                    let right = other_exact.unwrap_or_else(|| other_integer.into());
-                    *exact = crate::types::decimal::checked('+', left, right)?;
+                    let mut left = exact.unwrap_or_else(|| ExactSum::of_integer(*integer));
+                    left.merge(other_exact.unwrap_or_else(|| ExactSum::of_integer(other_integer)))?;
+                    *exact = Some(left);
                 } else {
                     match integer.checked_add(other_integer) {
                         Some(sum) => *integer = sum,
@@ -413,6 +450,7 @@ impl Accumulator {
             Accumulator::Count { count, .. } => Value::Integer(count),
             Accumulator::Sum { integer, real, is_real, exact, overflowed, any, total, average, count, .. } => {
                 if let (Some(sum), false) = (exact, is_real) {
+                    let sum = sum.value();
                     return Ok(if average {
                         crate::types::decimal::divide(sum, count.into())?.map_or(Value::Null, Value::Decimal)
                     } else if total {

@@ -4,7 +4,7 @@
 //! that fold one argument (or none) and keep nothing else of a row; the others, and any batch
 //! whose columns fail to compute, go row by row ([`Partitioned::add`]).
 
-use super::batch::Batch;
+use super::batch::{Batch, Data};
 use super::evaluate::PureContext;
 use super::grouping::{Partitioned, extreme_of};
 use super::parallel::ScanSink;
@@ -51,6 +51,8 @@ pub(super) struct FoldSink<'s, 'c> {
     /// The scan position of the next row: the morsel's number, then the row's within it.
     pub position: u64,
     pub key: Vec<u8>,
+    /// Each row's group in the batch being folded (kept to reuse its buffer).
+    pub groups: Vec<(usize, usize)>,
 }
 
 impl ScanSink for FoldSink<'_, '_> {
@@ -68,24 +70,76 @@ impl ScanSink for FoldSink<'_, '_> {
             }
             return Ok(());
         };
+        // Each row's group first, in the rows' order (a new group remembers its first row's
+        // position), then each call's argument folded into the rows' groups a column at a time.
+        let mut groups = std::mem::take(&mut self.groups);
+        groups.clear();
         for &row in rows {
             let row = row as usize;
             self.key.clear();
             keys.iter().for_each(|key| key.encode_key(row, &mut self.key));
             let position = self.next_position();
-            let grown = self.partial.add_values(
-                &self.key,
-                position,
-                self.aggregates,
-                || keys.iter().map(|key| key.value(row).into_owned()).collect(),
-                arguments.iter().map(|argument| argument.as_ref().map_or(Value::Null, |a| a.value(row).into_owned())),
-            )?;
-            if grown > 0 {
-                self.context.charge(grown)?;
-            }
+            groups.push(self.partial.locate(&self.key, position, self.aggregates, || {
+                keys.iter().map(|key| key.value(row).into_owned()).collect()
+            })?);
+        }
+        let folded = arguments
+            .iter()
+            .enumerate()
+            .try_for_each(|(call, argument)| fold_argument(self.partial, &groups, call, argument.as_ref(), rows));
+        self.groups = groups;
+        folded?;
+        let grown = self.partial.take_uncharged();
+        if grown > 0 {
+            self.context.charge(grown)?;
         }
         Ok(())
     }
+}
+
+/// Folds one call's argument of each row into the row's group (`groups`, one per row of
+/// `rows`): a typed loop over a column of integers or decimals, values built only for other
+/// columns. `None`: the call takes no argument (`count(*)`).
+fn fold_argument(
+    partial: &mut Partitioned,
+    groups: &[(usize, usize)],
+    call: usize,
+    argument: Option<&Vector>,
+    rows: &[u32],
+) -> Result<()> {
+    let column = match argument {
+        Some(Vector::Column(column)) => Some(*column),
+        Some(Vector::Owned(column)) => Some(column),
+        _ => None,
+    };
+    let each = rows.iter().zip(groups).map(|(&row, &group)| (row as usize, group));
+    match column.map(|column| (column, column.data())) {
+        Some((column, Data::Decimal(values))) => {
+            for (row, group) in each {
+                let state = partial.state(group, call);
+                match column.is_valid(row) {
+                    true => state.add_decimal(values[row])?,
+                    false => drop(state.add_value(Value::Null, None)?),
+                }
+            }
+        }
+        Some((column, Data::Integer(values))) => {
+            for (row, group) in each {
+                let state = partial.state(group, call);
+                match column.is_valid(row) {
+                    true => state.add_integer(values[row])?,
+                    false => drop(state.add_value(Value::Null, None)?),
+                }
+            }
+        }
+        _ => {
+            for (row, group) in each {
+                let value = argument.map_or(Value::Null, |argument| argument.value(row).into_owned());
+                partial.state(group, call).add_value(value, None)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A batch's group keys and each call's argument, as columns.

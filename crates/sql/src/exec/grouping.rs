@@ -279,7 +279,7 @@ impl Grouping {
 pub(super) struct Partitioned {
     pub parts: Vec<Grouping>,
     scratch: Vec<u8>,
-    /// The encoded key [`Partitioned::add_values`] last added to, and its part and group:
+    /// The encoded key [`Partitioned::locate`] last found, and its part and group:
     /// a run of rows of one group (every row, without GROUP BY) hashes nothing.
     last_key: Vec<u8>,
     last_group: Option<(usize, usize)>,
@@ -316,36 +316,42 @@ impl Partitioned {
 }
 
 impl Partitioned {
-    /// Adds one row at `position`, given as its encoded group key, its key values (made only
-    /// for a new group) and each aggregate's one argument (NULL for none): for aggregates
-    /// that keep nothing else of a row (`exec/aggregate_batch.rs`). Returns the bytes the
-    /// groups grew by.
-    pub(super) fn add_values(
+    /// The part and group of the encoded group key `key` of the row at `position`, the group
+    /// made (with the key values `group_values` gives) when it is new: for aggregates that
+    /// keep nothing of a row but one argument (`exec/aggregate_batch.rs`), which then fold
+    /// into [`Partitioned::state`]. The bytes a new group takes are left uncharged
+    /// ([`Partitioned::take_uncharged`]).
+    pub(super) fn locate(
         &mut self,
         key: &[u8],
         position: u64,
         aggregates: &[AggregateCall],
         group_values: impl FnOnce() -> Row,
-        arguments: impl Iterator<Item = Value>,
-    ) -> Result<usize> {
-        let (at, index) = match self.last_group {
-            Some(last) if self.last_key == key => last,
-            _ => {
-                let at = partition_of(key, self.parts.len());
-                let part = &mut self.parts[at];
-                part.position = position;
-                let index = part.group(key, aggregates, || Ok(group_values()))?;
-                self.last_key.clear();
-                self.last_key.extend_from_slice(key);
-                self.last_group = Some((at, index));
-                (at, index)
-            }
-        };
-        let part = &mut self.parts[at];
-        for (state, argument) in part.states[index].iter_mut().zip(arguments) {
-            state.add_value(argument, None)?;
+    ) -> Result<(usize, usize)> {
+        if let Some(last) = self.last_group
+            && self.last_key == key
+        {
+            return Ok(last);
         }
-        Ok(part.take_uncharged())
+        let at = partition_of(key, self.parts.len());
+        let part = &mut self.parts[at];
+        part.position = position;
+        let index = part.group(key, aggregates, || Ok(group_values()))?;
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
+        self.last_group = Some((at, index));
+        Ok((at, index))
+    }
+
+    /// The accumulator of aggregate `call` in a group [`Partitioned::locate`] gave.
+    #[inline]
+    pub(super) fn state(&mut self, (part, index): (usize, usize), call: usize) -> &mut Accumulator {
+        &mut self.parts[part].states[index][call]
+    }
+
+    /// The bytes every part's groups grew by since they were last charged.
+    pub(super) fn take_uncharged(&mut self) -> usize {
+        self.parts.iter_mut().map(Grouping::take_uncharged).sum()
     }
 }
 

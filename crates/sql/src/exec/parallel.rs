@@ -815,6 +815,7 @@ impl ParallelSink for ParallelAggregate<'_> {
             aggregates: self.aggregates,
             position: (at as u64) << 32,
             key: Vec::new(),
+            groups: Vec::new(),
         };
         self.scan.run_at(at, context, &mut sink)
     }
