@@ -250,6 +250,7 @@ fn get_varint_bits(bytes: &[u8], position: &mut usize, bits: u32) -> Result<u128
     Err(Error::corrupt(format!("varint longer than {} bytes", bits.div_ceil(7))))
 }
 
+#[inline(always)]
 pub(crate) fn get_varint(bytes: &[u8], position: &mut usize) -> Result<u64> {
     // Most varints of a row (tags' lengths, small numbers) are one byte.
     if let Some(&byte) = bytes.get(*position)
@@ -547,42 +548,80 @@ fn decode_value(bytes: &[u8], position: &mut usize, depth: usize) -> Result<Valu
     Ok(stored_value(bytes, position, depth)?.into_value())
 }
 
-/// One value, its string or bytes borrowed from `bytes`.
+/// One value, its string or bytes borrowed from `bytes`. The kinds a table scan meets on
+/// every row (integers, strings, decimals, dates) are read inline, so a batch decoder's loop
+/// keeps them in registers; the rest are read out of line.
+#[inline(always)]
 fn stored_value<'a>(bytes: &'a [u8], position: &mut usize, depth: usize) -> Result<Stored<'a>> {
     let tag = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends before its columns"))?;
     *position += 1;
     Ok(match tag {
-        0 => Stored::Null,
         1 => {
             let zigzag = get_varint(bytes, position)?;
             Stored::Integer(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
         }
+        3 => {
+            let length = get_varint(bytes, position)? as usize;
+            let end = position.checked_add(length).ok_or_else(|| Error::corrupt("row length overflows"))?;
+            let raw = bytes.get(*position..end).ok_or_else(|| Error::corrupt("row ends inside a string"))?;
+            *position = end;
+            Stored::Text(std::str::from_utf8(raw).map_err(|_| Error::corrupt("text is not UTF-8"))?)
+        }
+        5 => {
+            let scale = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends inside a decimal"))?;
+            *position += 1;
+            let zigzag = get_wide_varint(bytes, position)?;
+            let mantissa = ((zigzag >> 1) as i128) ^ -((zigzag & 1) as i128);
+            Stored::Decimal(
+                Decimal::try_from_i128_with_scale(mantissa, u32::from(scale))
+                    .map_err(|_| Error::corrupt("decimal out of range"))?,
+            )
+        }
+        6 if bytes.get(*position) == Some(&0) => {
+            *position += 1;
+            let zigzag = get_varint(bytes, position)?;
+            let days = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
+            Stored::Temporal(Temporal::Date(
+                i32::try_from(days).map_err(|_| Error::corrupt("date/time field out of range"))?,
+            ))
+        }
+        tag => stored_value_of_tag(tag, bytes, position, depth)?,
+    })
+}
+
+/// A varint of up to 128 bits (a decimal's mantissa), read in a `u64` while it has at most
+/// nine bytes (63 bits), as nearly every mantissa has.
+#[inline(always)]
+fn get_wide_varint(bytes: &[u8], position: &mut usize) -> Result<u128> {
+    let start = *position;
+    let mut value = 0u64;
+    for (index, &byte) in bytes.iter().skip(start).take(9).enumerate() {
+        value |= u64::from(byte & 0x7F) << (7 * index);
+        if byte & 0x80 == 0 {
+            *position = start + index + 1;
+            return Ok(u128::from(value));
+        }
+    }
+    get_varint_bits(bytes, position, 128)
+}
+
+/// [`stored_value`] of the kinds it does not read inline, after the tag.
+#[inline(never)]
+fn stored_value_of_tag<'a>(tag: u8, bytes: &'a [u8], position: &mut usize, depth: usize) -> Result<Stored<'a>> {
+    Ok(match tag {
+        0 => Stored::Null,
         2 => {
             let end = *position + 8;
             let raw = bytes.get(*position..end).ok_or_else(|| Error::corrupt("row ends inside a real"))?;
             *position = end;
             Stored::Real(f64::from_le_bytes(raw.try_into().expect("8 bytes")))
         }
-        3 | 4 => {
+        4 => {
             let length = get_varint(bytes, position)? as usize;
             let end = position.checked_add(length).ok_or_else(|| Error::corrupt("row length overflows"))?;
             let raw = bytes.get(*position..end).ok_or_else(|| Error::corrupt("row ends inside a string"))?;
             *position = end;
-            if tag == 3 {
-                Stored::Text(std::str::from_utf8(raw).map_err(|_| Error::corrupt("text is not UTF-8"))?)
-            } else {
-                Stored::Blob(raw)
-            }
-        }
-        5 => {
-            let scale = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends inside a decimal"))?;
-            *position += 1;
-            let zigzag = get_varint_bits(bytes, position, 128)?;
-            let mantissa = ((zigzag >> 1) as i128) ^ -((zigzag & 1) as i128);
-            Stored::Decimal(
-                Decimal::try_from_i128_with_scale(mantissa, u32::from(scale))
-                    .map_err(|_| Error::corrupt("decimal out of range"))?,
-            )
+            Stored::Blob(raw)
         }
         6 => Stored::Temporal(decode_temporal(bytes, position)?),
         7 => Stored::Other(decode_enum(bytes, position)?),
