@@ -1709,7 +1709,7 @@ impl<'t> Executor<'t> {
         if !left_keys.is_empty() {
             for (index, right_row) in right_rows.iter().enumerate() {
                 if let Some(key) = self.join_key(right_keys, right_row, outer)? {
-                    table.entry(key).or_default().push(index);
+                    table.entry(key.into()).or_default().push(index);
                 }
             }
         }
@@ -1722,7 +1722,7 @@ impl<'t> Executor<'t> {
                 &every_row
             } else {
                 match self.join_key(left_keys, &left_row, outer)? {
-                    Some(key) => table.get(&key).map_or(&[], Vec::as_slice),
+                    Some(key) => table.get(key.as_slice()).map_or(&[], Vec::as_slice),
                     None => &[],
                 }
             };
@@ -2149,7 +2149,7 @@ fn row_key(row: &[Value]) -> Vec<u8> {
 /// The groups of an aggregation being computed, fed one row at a time.
 /// A hash map for keys the executor builds from row values (join and group keys): foldhash,
 /// much faster than SipHash on short keys, seeded per map.
-pub(crate) type KeyMap<V> = HashMap<Vec<u8>, V, foldhash::fast::RandomState>;
+pub(crate) type KeyMap<V> = HashMap<crate::key_bytes::KeyBytes, V, foldhash::fast::RandomState>;
 
 fn no_rowid_left() -> Error {
     Error::new("13000", "database or disk is full: no row id left")

@@ -81,6 +81,7 @@ pub mod error;
 pub mod exec;
 pub mod functions;
 pub mod grouping_sets;
+pub mod key_bytes;
 pub mod limits;
 pub mod optimizer;
 pub mod parse;

@@ -418,7 +418,7 @@ impl PartialEq for Subquery {
 }
 
 /// Encoded keys ([`Expr::InKeys`]).
-pub type KeySet = std::collections::HashSet<Vec<u8>, foldhash::fast::RandomState>;
+pub type KeySet = std::collections::HashSet<crate::key_bytes::KeyBytes, foldhash::fast::RandomState>;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {

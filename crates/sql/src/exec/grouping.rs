@@ -136,10 +136,9 @@ impl Grouping {
             return Ok(index);
         }
         let group_values = values()?;
-        let key = key.to_vec();
         // The key twice (encoded in the map, as values in the row) and the states.
         self.uncharged += key.len() + row_bytes(&group_values) + 64 * aggregates.len();
-        self.groups.insert(key, self.keys.len());
+        self.groups.insert(key.into(), self.keys.len());
         self.keys.push(group_values);
         self.states.push(aggregates.iter().map(Accumulator::new).collect());
         self.first_seen.push(self.position);

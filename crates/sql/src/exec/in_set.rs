@@ -33,7 +33,7 @@ impl InSet {
             } else if hashable(&value) {
                 let mut encoded = Vec::new();
                 value.hash_key(&mut encoded);
-                set.keys.insert(encoded);
+                set.keys.insert(encoded.into());
             } else {
                 return None;
             }

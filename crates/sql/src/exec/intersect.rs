@@ -85,7 +85,7 @@ impl SetPass {
     /// Holds a new key; the next ones go to files once the room is gone.
     fn hold(&mut self, exec: &Executor, key: Vec<u8>, held: Held) -> Result<bool> {
         self.bytes += key.len() + KEY_OVERHEAD;
-        self.held.insert(key, held);
+        self.held.insert(key.into(), held);
         if self.held.len().is_multiple_of(64) {
             exec.check_interrupt()?;
             return Ok(self.full(exec));
@@ -95,7 +95,7 @@ impl SetPass {
 
     /// Takes the key of one right row.
     fn add_right(&mut self, exec: &Executor, key: Vec<u8>) -> Result<()> {
-        if let Some(held) = self.held.get_mut(&key) {
+        if let Some(held) = self.held.get_mut(key.as_slice()) {
             held.copies += 1;
             return Ok(());
         }
@@ -113,7 +113,7 @@ impl SetPass {
     /// its key is held or cannot be on the right, else written to its partition's file.
     fn add_left(&mut self, exec: &Executor, row: Row, visit: &mut dyn FnMut(Row) -> Result<()>) -> Result<()> {
         let key = row_key(&row);
-        if let Some(held) = self.held.get_mut(&key) {
+        if let Some(held) = self.held.get_mut(key.as_slice()) {
             let matched = held.copies > 0;
             if matched && self.all {
                 held.copies -= 1;

@@ -78,10 +78,10 @@ impl Executor<'_> {
         let mut bytes = 0;
         for row in left_rows {
             if let Some(encoded) = self.join_key(std::slice::from_ref(key), row, outer)?
-                && !keys.contains(&encoded)
+                && !keys.contains(encoded.as_slice())
             {
                 bytes += encoded.len() + 48;
-                keys.insert(encoded);
+                keys.insert(encoded.into());
             }
         }
         self.charge(bytes)?;

@@ -344,7 +344,7 @@ impl Executor<'_> {
         for (index, row) in rows.iter().enumerate() {
             if let Some(key) = self.join_key(keys, row, outer)? {
                 table_bytes += key.len() + super::grace::TABLE_ENTRY_BYTES;
-                table.entry(key).or_default().push(index);
+                table.entry(key.into()).or_default().push(index);
             }
         }
         self.charge(table_bytes)?;

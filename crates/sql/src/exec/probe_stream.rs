@@ -317,7 +317,7 @@ impl Executor<'_> {
                     &mut encoded,
                 );
                 if !set.contains(encoded.as_slice()) {
-                    set.insert(encoded.clone());
+                    set.insert(encoded.as_slice().into());
                 }
             }
         }
