@@ -234,7 +234,12 @@ pub struct DbIter {
     upper: Bound<Vec<u8>>,
     front: Option<MergingCursor>,
     back: Option<MergingCursor>,
-    /// The user key the front cursor stands in (its older versions are skipped).
+    /// Whether the front cursor stands at the entry last returned from the front: the next
+    /// step skips that user key's older versions first. Its key is then read from the cursor,
+    /// not copied out on every step.
+    front_returned: bool,
+    /// The last user key returned from the front, copied out only once the back cursor
+    /// exists (the back stops there) and the front cursor moved past it.
     front_key: Option<Vec<u8>>,
     /// The last key returned from the back.
     back_key: Option<Vec<u8>>,
@@ -243,7 +248,18 @@ pub struct DbIter {
 
 impl DbIter {
     pub(crate) fn new(view: Arc<ReadView>, sequence: u64, lower: Bound<Vec<u8>>, upper: Bound<Vec<u8>>) -> DbIter {
-        DbIter { view, sequence, lower, upper, front: None, back: None, front_key: None, back_key: None, done: false }
+        DbIter {
+            view,
+            sequence,
+            lower,
+            upper,
+            front: None,
+            back: None,
+            front_returned: false,
+            front_key: None,
+            back_key: None,
+            done: false,
+        }
     }
 
     /// One step from either end: the iteration ends at the first `None` or error (an error is
@@ -285,34 +301,41 @@ impl DbIter {
     }
 
     /// Moves the front cursor to the next visible put in range (false: there is none).
+    ///
+    /// Per entry this tests the sequence, the upper bound and the kind; the key is neither
+    /// copied nor compared with the last one: after a put is returned (and after a visible
+    /// tombstone) the cursor skips the rest of that user key's versions in one step.
     fn seek_front(&mut self) -> Result<bool> {
         if self.front.is_none() {
             let target = forward_target(&self.lower);
             self.front = Some(self.view.merged(target.as_deref(), true, &self.lower, &self.upper)?);
         }
         let cursor = self.front.as_mut().expect("front cursor");
+        if std::mem::take(&mut self.front_returned) {
+            if self.back.is_some() {
+                // The back side stops at the keys the front returned.
+                let front_key = self.front_key.get_or_insert_with(Vec::new);
+                front_key.clear();
+                front_key.extend_from_slice(keys::user_key(cursor.key()));
+            }
+            cursor.skip_user_key()?;
+        }
         while cursor.valid() {
             let key = cursor.key();
-            let user = keys::user_key(key);
-            if self.front_key.as_deref() == Some(user) {
-                // An older version of the key just returned or passed over.
-                cursor.skip_user_key()?;
-                continue;
-            }
             if keys::sequence_of(key) > self.sequence {
                 cursor.advance()?;
                 continue;
             }
+            let user = keys::user_key(key);
             if !below_upper(&self.upper, user) || self.back_key.as_deref().is_some_and(|back| user >= back) {
                 return Ok(false);
             }
-            let front_key = self.front_key.get_or_insert_with(Vec::new);
-            front_key.clear();
-            front_key.extend_from_slice(user);
             if keys::kind_of(key)? == Kind::Put {
+                self.front_returned = true;
                 return Ok(true);
             }
-            cursor.advance()?;
+            // A visible tombstone: the key's older versions are deleted too.
+            cursor.skip_user_key()?;
         }
         Ok(false)
     }
@@ -322,6 +345,11 @@ impl DbIter {
             let target = backward_target(&self.upper);
             self.back = Some(self.view.merged(target.as_deref(), false, &self.lower, &self.upper)?);
         }
+        // The last user key returned from the front, where the back must stop.
+        let front_key = match (&self.front, self.front_returned) {
+            (Some(front), true) => Some(keys::user_key(front.key())),
+            _ => self.front_key.as_deref(),
+        };
         let cursor = self.back.as_mut().expect("back cursor");
         // Versions of one user key arrive oldest first; the last visible one wins.
         let mut pending: Option<(Vec<u8>, Option<Vec<u8>>)> = None;
@@ -329,7 +357,7 @@ impl DbIter {
             let entry = if cursor.valid() {
                 let user = keys::user_key(cursor.key());
                 let stop = !above_lower(&self.lower, user)
-                    || self.front_key.as_deref().is_some_and(|front| user <= front)
+                    || front_key.is_some_and(|front| user <= front)
                     || self.back_key.as_deref().is_some_and(|back| user >= back);
                 (!stop).then_some(user)
             } else {
