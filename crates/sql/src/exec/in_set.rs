@@ -80,7 +80,75 @@ pub(crate) fn encoded_in(keys: &KeySet, encode: impl FnOnce(&mut Vec<u8>)) -> bo
     })
 }
 
+/// A key set's keys as integers, when every key is an integer's encoding (a join on integer
+/// keys, as TPC-H's all are): a scan tests a stored integer against it without encoding it,
+/// in a table of 8-byte keys. The answer is the encoded set's: an integer's encoding is in the
+/// set exactly when the integer is here, since every key reads back as the integer whose
+/// encoding it is.
+#[derive(Debug)]
+pub(crate) struct IntegerKeys(std::collections::HashSet<i64, foldhash::fast::RandomState>);
+
+impl IntegerKeys {
+    /// `None` when a key is not an integer's encoding.
+    pub(crate) fn of(keys: &KeySet) -> Option<IntegerKeys> {
+        let mut integers = std::collections::HashSet::with_capacity_and_hasher(keys.len(), Default::default());
+        let mut encoded = Vec::new();
+        for key in keys {
+            let integer = crate::codec::decode_integer_key(key)?;
+            encoded.clear();
+            Value::Integer(integer).hash_key(&mut encoded);
+            if encoded.as_slice() != key.as_slice() {
+                return None;
+            }
+            integers.insert(integer);
+        }
+        Some(IntegerKeys(integers))
+    }
+
+    pub(crate) fn contains(&self, integer: i64) -> bool {
+        self.0.contains(&integer)
+    }
+}
+
 /// The types whose `sql_cmp` equality is their key encoding's.
 fn hashable(value: &Value) -> bool {
     matches!(value, Value::Integer(_) | Value::Real(_) | Value::Decimal(_) | Value::Text(_) | Value::Blob(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::decimal::Decimal;
+
+    fn set_of(values: &[Value]) -> KeySet {
+        values
+            .iter()
+            .map(|value| {
+                let mut encoded = Vec::new();
+                value.hash_key(&mut encoded);
+                encoded.into()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn integer_keys_answer_as_the_encoded_set() {
+        let values: Vec<Value> =
+            [0, 1, -1, 42, i64::MAX, i64::MIN, (1 << 53) + 1, -(1 << 53) - 1].map(Value::Integer).to_vec();
+        let keys = set_of(&values);
+        let integers = IntegerKeys::of(&keys).expect("every key an integer's");
+        for probe in [0, 1, 2, -1, 41, 42, 43, i64::MAX, i64::MAX - 1, i64::MIN, (1 << 53) + 1, 1 << 53] {
+            assert_eq!(integers.contains(probe), key_in(&keys, &Value::Integer(probe)), "{probe}");
+        }
+        // A decimal of an integer's value is that integer's key.
+        let decimal = set_of(&[Value::Decimal(Decimal::new(500, 2))]);
+        assert!(IntegerKeys::of(&decimal).is_some_and(|integers| integers.contains(5)));
+    }
+
+    #[test]
+    fn a_key_of_another_value_leaves_the_integers_out() {
+        for other in [Value::Text("1".into()), Value::Real(0.5), Value::Decimal(Decimal::new(15, 1))] {
+            assert!(IntegerKeys::of(&set_of(&[Value::Integer(1), other])).is_none());
+        }
+    }
 }

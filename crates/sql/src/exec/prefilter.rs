@@ -29,7 +29,7 @@
 //! whose key column holds none of them joins nothing, and is dropped when nothing the scan
 //! evaluates (its filter, the projections above it) can raise.
 
-use super::in_set::encoded_in;
+use super::in_set::{IntegerKeys, encoded_in};
 use super::vector::{Cell, in_list, order, value_cell};
 use crate::codec::Stored;
 use crate::plan::{BinaryOp, Expr, KeySet, UnaryOp};
@@ -62,8 +62,9 @@ enum Test {
     Compare(BinaryOp, Value),
     /// `column [NOT] IN (constants)`.
     In { list: Vec<Value>, negated: bool },
-    /// Whether the column's key encoding is one of a join's keys ([`Expr::InKeys`]).
-    InKeys(Arc<KeySet>),
+    /// Whether the column's key encoding is one of a join's keys ([`Expr::InKeys`]), with
+    /// the keys as integers when they all are one's (an integer is then looked up as it is).
+    InKeys(Arc<KeySet>, Option<IntegerKeys>),
 }
 
 impl Prefilter {
@@ -92,7 +93,7 @@ impl Prefilter {
         {
             for (column, keys) in join.columns {
                 if let Some(slot) = prefilter.tests.get_mut(column) {
-                    slot.push(Test::InKeys(keys));
+                    slot.push(Test::in_keys(keys));
                 }
             }
         }
@@ -134,6 +135,11 @@ impl Prefilter {
 }
 
 impl Test {
+    fn in_keys(keys: Arc<KeySet>) -> Test {
+        let integers = IntegerKeys::of(&keys);
+        Test::InKeys(keys, integers)
+    }
+
     /// The conjunct's truth for `value`, as the filter's kernels compute it (`None`: NULL).
     fn truth(&self, value: &Stored) -> Option<bool> {
         let cell = Cell::of_stored(value);
@@ -143,7 +149,8 @@ impl Test {
             }
             Test::In { list, negated } => in_list(cell, list, *negated),
             // A NULL is in no set; a string is encoded without being copied first.
-            Test::InKeys(keys) => Some(!matches!(cell, Cell::Null) && encoded_in(keys, |out| cell.encode_key(out))),
+            Test::InKeys(_, Some(integers)) if let Cell::Integer(integer) = cell => Some(integers.contains(integer)),
+            Test::InKeys(keys, _) => Some(!matches!(cell, Cell::Null) && encoded_in(keys, |out| cell.encode_key(out))),
         }
     }
 }
@@ -172,7 +179,7 @@ fn test_of(conjunct: &Expr, constant: &impl Fn(&Expr) -> Option<Value>) -> Optio
             _ => None,
         },
         Expr::InKeys { expr, keys } => match &**expr {
-            Expr::Column(column) => Some((*column, Test::InKeys(keys.clone()))),
+            Expr::Column(column) => Some((*column, Test::in_keys(keys.clone()))),
             _ => None,
         },
         Expr::InList { expr, list, negated } if !list.is_empty() && list.iter().all(is_constant) => {
