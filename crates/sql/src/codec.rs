@@ -84,6 +84,9 @@ fn ordered_f64(real: f64) -> [u8; 8] {
     ordered.to_be_bytes()
 }
 
+/// The largest magnitude below which every integer is exact as an f64 (2^53).
+const EXACT_IN_F64: u64 = 1 << 53;
+
 /// Appends the residual of a number key: `0x80` for zero, otherwise a sign byte and the
 /// magnitude as exponent and digits, complemented when negative.
 fn encode_residual(residual: Decimal, out: &mut Vec<u8>) {
@@ -155,6 +158,16 @@ pub(crate) fn encode_key_text(text: &str, out: &mut Vec<u8>) {
 
 /// Appends the memcomparable encoding of one value.
 pub fn encode_key_value(value: &Value, out: &mut Vec<u8>) {
+    // An integer that an f64 holds exactly (every key of most tables): its residual is zero,
+    // with nothing to compute.
+    if let Value::Integer(integer) = value
+        && integer.unsigned_abs() <= EXACT_IN_F64
+    {
+        out.push(0x02);
+        out.extend_from_slice(&ordered_f64(*integer as f64));
+        out.push(0x80);
+        return;
+    }
     // Numbers: the same pair `Value::total_cmp` orders them by.
     if let Some((approx, residual)) = number_order_key(value) {
         out.push(0x02);
@@ -729,6 +742,21 @@ mod tests {
         fn damaged_rows_are_errors_not_panics(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
             let _ = decode_row(&bytes);
         }
+    }
+
+    #[test]
+    fn integers_an_f64_holds_have_their_reals_key() {
+        let key = |value: Value| {
+            let mut key = Vec::new();
+            encode_key_value(&value, &mut key);
+            key
+        };
+        for integer in [0i64, 7, -7, (1 << 53) - 1, 1 << 53, -(1 << 53), -(1 << 53) + 1] {
+            assert_eq!(key(Value::Integer(integer)), key(Value::Real(integer as f64)), "{integer}");
+        }
+        // Past 2^53 the residual tells an integer from its nearest real.
+        assert_ne!(key(Value::Integer((1 << 53) + 1)), key(Value::Real(((1i64 << 53) + 1) as f64)));
+        assert!(key(Value::Integer(1 << 53)) < key(Value::Integer((1 << 53) + 1)));
     }
 
     #[test]
