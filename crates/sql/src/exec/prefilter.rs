@@ -33,6 +33,7 @@ use super::in_set::{IntegerKeys, encoded_in};
 use super::vector::{Cell, in_list, order, value_cell};
 use crate::codec::Stored;
 use crate::plan::{BinaryOp, Expr, KeySet, UnaryOp};
+use crate::types::decimal::{self, Decimal};
 use crate::value::Value;
 use std::sync::Arc;
 
@@ -58,8 +59,9 @@ pub(crate) struct JoinKeys {
 /// One conjunct over one column.
 #[derive(Debug)]
 enum Test {
-    /// `column <op> constant`.
-    Compare(BinaryOp, Value),
+    /// `column <op> constant`; a real constant also as the decimal a decimal column compares
+    /// with exactly as with the real ([`decimal::ordered_like_real`]).
+    Compare(BinaryOp, Value, Option<Decimal>),
     /// `column [NOT] IN (constants)`.
     In { list: Vec<Value>, negated: bool },
     /// Whether the column's key encoding is one of a join's keys ([`Expr::InKeys`]), with
@@ -135,6 +137,14 @@ impl Prefilter {
 }
 
 impl Test {
+    fn compare(op: BinaryOp, constant: Value) -> Test {
+        let bound = match constant {
+            Value::Real(real) => decimal::ordered_like_real(real),
+            _ => None,
+        };
+        Test::Compare(op, constant, bound)
+    }
+
     fn in_keys(keys: Arc<KeySet>) -> Test {
         let integers = IntegerKeys::of(&keys);
         Test::InKeys(keys, integers)
@@ -144,7 +154,10 @@ impl Test {
     fn truth(&self, value: &Stored) -> Option<bool> {
         let cell = Cell::of_stored(value);
         match self {
-            Test::Compare(op, constant) => {
+            Test::Compare(op, _, Some(bound)) if let Cell::Decimal(exact) = cell => {
+                Some(crate::exec::comparison_holds(*op, exact.cmp(bound)))
+            }
+            Test::Compare(op, constant, _) => {
                 order(cell, value_cell(constant)).map(|order| crate::exec::comparison_holds(*op, order))
             }
             Test::In { list, negated } => in_list(cell, list, *negated),
@@ -171,10 +184,10 @@ fn test_of(conjunct: &Expr, constant: &impl Fn(&Expr) -> Option<Value>) -> Optio
     match conjunct {
         Expr::Binary(op, left, right) if op.is_comparison() => match (&**left, &**right) {
             (Expr::Column(column), other) if is_constant(other) => {
-                Some((*column, Test::Compare(*op, constant(other)?)))
+                Some((*column, Test::compare(*op, constant(other)?)))
             }
             (other, Expr::Column(column)) if is_constant(other) => {
-                Some((*column, Test::Compare(op.flipped(), constant(other)?)))
+                Some((*column, Test::compare(op.flipped(), constant(other)?)))
             }
             _ => None,
         },
@@ -303,7 +316,34 @@ mod tests {
         }
     }
 
+    /// Decimals at and around the base of a real, and the real.
+    fn decimal_near_real() -> impl Strategy<Value = (Value, f64)> {
+        let real = prop_oneof![
+            (-100_000i64..100_000, 0u32..6).prop_map(|(m, s)| m as f64 / 10f64.powi(s as i32)),
+            any::<f64>().prop_filter("finite", |real| real.is_finite() && real.abs() < 1e20),
+            Just(0.06 - 0.01),
+            Just(9_007_199_254_740_993.0),
+        ];
+        (real, -3i64..=3, 0u32..=28).prop_map(|(real, step, scale)| {
+            let base = decimal::from_f64(real).unwrap_or_default();
+            let nudge = Decimal::try_from_i128_with_scale(i128::from(step), scale).unwrap_or_default();
+            (Value::Decimal(base.checked_add(nudge).unwrap_or(base)), real)
+        })
+    }
+
     proptest! {
+        /// A decimal column against a real constant, by the constant's decimal: the
+        /// evaluator's answer, also where the two lie closest.
+        #[test]
+        fn a_decimal_compares_with_a_real_as_with_its_base(
+            (value, real) in decimal_near_real(),
+            op in prop_oneof![Just(BinaryOp::Eq), Just(BinaryOp::Lt), Just(BinaryOp::GtEq)],
+        ) {
+            let test = Test::compare(op, Value::Real(real));
+            let expected = crate::exec::compare(op, &value, &Value::Real(real));
+            check(test.truth(&stored(&value)), &expected);
+        }
+
         /// A test says what the filter's own comparison or IN says, on every pair of types.
         #[test]
         fn tests_agree_with_the_evaluator(
@@ -313,7 +353,7 @@ mod tests {
                               Just(BinaryOp::LtEq), Just(BinaryOp::Gt), Just(BinaryOp::GtEq)],
             negated in any::<bool>(),
         ) {
-            let compare = Test::Compare(op, constants[0].clone());
+            let compare = Test::compare(op, constants[0].clone());
             let expected = crate::exec::compare(op, &value, &constants[0]);
             check(compare.truth(&stored(&value)), &expected);
             let in_list = Test::In { list: constants.clone(), negated };

@@ -434,6 +434,10 @@ fn compare(op: BinaryOp, left: &Vector, right: &Vector, len: usize, rows: &[u32]
         compare_typed(a, b, |a, b| holds(a.cmp(b)), &mut out, rows);
     } else if let (Some(a), Some(b)) = (Typed::decimals(left), Typed::decimals(right)) {
         compare_typed(a, b, |a, b| holds(a.cmp(b)), &mut out, rows);
+    } else if let (Some(a), Some(b)) = (Typed::decimals(left), Typed::number_constant(right)) {
+        compare_typed(a, b, |a, b| holds(a.cmp(b)), &mut out, rows);
+    } else if let (Some(a), Some(b)) = (Typed::number_constant(left), Typed::decimals(right)) {
+        compare_typed(a, b, |a, b| holds(a.cmp(b)), &mut out, rows);
     } else if let (Some(a), Some(b)) = (Typed::temporals(left), Typed::temporals(right)) {
         compare_typed(a, b, |a, b| holds(a.total_cmp(b)), &mut out, rows);
     } else {
@@ -497,6 +501,17 @@ impl<'a> Typed<'a, crate::types::decimal::Decimal> {
                 Some(Typed::Constant(crate::types::decimal::Decimal::from(*integer)))
             }
             _ => None,
+        }
+    }
+}
+
+impl<'a> Typed<'a, crate::types::decimal::Decimal> {
+    /// An integer or real constant, as the decimal every decimal orders against as against
+    /// it (the integer's exact value; the real's base: `decimal::ordered_like_real`).
+    fn number_constant(vector: &'a Vector) -> Option<Self> {
+        match vector {
+            Vector::Constant(Value::Real(real)) => crate::types::decimal::ordered_like_real(*real).map(Typed::Constant),
+            _ => Self::integer_constant(vector),
         }
     }
 }

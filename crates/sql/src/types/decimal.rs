@@ -86,6 +86,20 @@ pub fn from_f64(real: f64) -> Option<Decimal> {
     Decimal::from_str(&format!("{real}")).ok()
 }
 
+/// The decimal that orders against every decimal as `real` does, when there is one.
+///
+/// Numbers order by their nearest f64, then by their distance from that f64's *base* (the
+/// module documentation), and a real's distance is 0. A decimal `d` whose f64 is below `real`
+/// is below the base `b` of `real` (rounding is monotonic and `b` rounds to `real`), one whose
+/// f64 is above it is above `b`, and one whose f64 is `real` compares by `d - b`: so `d`
+/// orders against `real` as it does against `b`, exactly. A scan then compares decimals with
+/// decimals instead of turning each stored decimal into an f64 (`exec/prefilter.rs`,
+/// `exec/vector.rs`; TPC-H's `l_discount BETWEEN 0.06 - 0.01 AND 0.06 + 0.01`). `None` for
+/// NaN, infinities and magnitudes a decimal does not hold.
+pub fn ordered_like_real(real: f64) -> Option<Decimal> {
+    from_f64(real).filter(|base| to_f64(base) == real)
+}
+
 /// Parses decimal text exactly (`"0.10"` keeps its scale). Exponents are accepted.
 pub fn parse(text: &str) -> Option<Decimal> {
     let trimmed = text.trim_matches(|c: char| c.is_ascii_whitespace());
