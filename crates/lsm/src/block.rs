@@ -110,8 +110,8 @@ impl<'a> Block<'a> {
     }
 
     /// Decodes the entry at `reader`'s position, rebuilding its key into `key`; returns the
-    /// value's byte range.
-    fn decode_entry(reader: &mut Reader<'a>, key: &mut Vec<u8>) -> Result<(usize, usize)> {
+    /// value's byte range and how many bytes the key shares with the one before.
+    fn decode_entry(reader: &mut Reader<'a>, key: &mut Vec<u8>) -> Result<(usize, usize, usize)> {
         let shared = reader.varint_usize()?;
         let unshared = reader.varint_usize()?;
         let value_len = reader.varint_usize()?;
@@ -125,7 +125,7 @@ impl<'a> Block<'a> {
         }
         let start = reader.position;
         reader.bytes(value_len)?;
-        Ok((start, start + value_len))
+        Ok((start, start + value_len, shared))
     }
 
     /// The first entry whose internal key is at or after `target`: its key is left in `key`
@@ -149,13 +149,31 @@ impl<'a> Block<'a> {
         reader.position = self.restart(low)?;
         key.clear();
         while !reader.is_empty() {
-            let (start, end) = Self::decode_entry(&mut reader, key)?;
+            let (start, end, _) = Self::decode_entry(&mut reader, key)?;
             if keys::compare(key, target) != Ordering::Less {
                 return Ok(Some(&self.data[start..end]));
             }
         }
         Ok(None)
     }
+}
+
+/// Checks that `key` sorts after `previous` (consecutive internal keys of a block, `key`
+/// rebuilt from `previous` with `shared` of its bytes) and tells whether their user keys
+/// differ. Most entries differ in the first byte after what they share (the bytes before are
+/// the same), and that one byte decides both. Otherwise (a restart point shares nothing and may
+/// repeat a user key, an encoder may share less than it could, a key may end there) the keys
+/// are compared whole.
+fn follows(previous: &[u8], key: &[u8], shared: usize) -> Result<bool> {
+    let (previous_user, user) = (keys::user_key(previous), keys::user_key(key));
+    let (in_order, differ) = match (previous_user.get(shared), user.get(shared)) {
+        (Some(a), Some(b)) if a != b => (a < b, true),
+        _ => (keys::compare(previous, key) == Ordering::Less, previous_user != user),
+    };
+    if !in_order {
+        return Err(corrupt("keys out of order"));
+    }
+    Ok(differ)
 }
 
 /// A block decoded for iteration: every key rebuilt, values as ranges of the block's bytes.
@@ -166,6 +184,9 @@ pub struct DecodedBlock {
     keys: Vec<u8>,
     /// Per entry: end of its key in `keys`, start and end of its value in `data`.
     entries: Vec<(u32, u32, u32)>,
+    /// Per entry: whether its user key differs from the entry before's (the first entry's
+    /// is true), decided while decoding from the bytes the key shares with the one before.
+    new_user_key: Vec<bool>,
 }
 
 impl DecodedBlock {
@@ -175,20 +196,27 @@ impl DecodedBlock {
         self.data.extend_from_slice(bytes);
         self.keys.clear();
         self.entries.clear();
+        self.new_user_key.clear();
         let block = Block::new(&self.data)?;
         let mut reader = Reader::new(block.data, "data block");
         let mut key = Vec::new();
         while !reader.is_empty() {
-            let (start, end) = Block::decode_entry(&mut reader, &mut key)?;
-            if let Some(previous) = self.len().checked_sub(1)
-                && keys::compare(self.key(previous), &key) != Ordering::Less
-            {
-                return Err(corrupt("keys out of order"));
-            }
+            let (start, end, shared) = Block::decode_entry(&mut reader, &mut key)?;
+            let new_user_key = match self.len().checked_sub(1) {
+                Some(previous) => follows(self.key(previous), &key, shared)?,
+                None => true,
+            };
             self.keys.extend_from_slice(&key);
             self.entries.push((self.keys.len() as u32, start as u32, end as u32));
+            self.new_user_key.push(new_user_key);
         }
         Ok(())
+    }
+
+    /// Whether entry `index`'s user key differs from entry `index - 1`'s (true for the first).
+    #[inline]
+    pub fn starts_user_key(&self, index: usize) -> bool {
+        self.new_user_key[index]
     }
 
     pub fn len(&self) -> usize {
@@ -273,6 +301,38 @@ mod tests {
             }
             let _ = DecodedBlock::default().decode(&damaged);
             let _ = Block::new(&bytes[..cut]).map(|block| block.seek(&entries[39].0, &mut key));
+        }
+    }
+
+    proptest::proptest! {
+        /// Where each user key starts, as decoding marks it, is where a comparison of
+        /// consecutive user keys says it does: across restart points, shared prefixes of every
+        /// length, versions of one key, and keys that are prefixes of others.
+        #[test]
+        fn decoding_marks_where_each_user_key_starts(
+            mut users in proptest::collection::vec(proptest::collection::vec(0u8..3, 0..5), 1..60),
+            versions in proptest::collection::vec(1u64..4, 60),
+        ) {
+            users.sort();
+            users.dedup();
+            let mut builder = BlockBuilder::default();
+            let mut keys_in_order = Vec::new();
+            for (user, &count) in users.iter().zip(&versions) {
+                for sequence in (1..=count).rev() {
+                    let key = internal_key(user, sequence, 1);
+                    builder.add(&key, b"v");
+                    keys_in_order.push(key);
+                }
+            }
+            let mut decoded = DecodedBlock::default();
+            decoded.decode(&builder.finish()).unwrap();
+            proptest::prop_assert_eq!(decoded.len(), keys_in_order.len());
+            for index in 0..decoded.len() {
+                proptest::prop_assert_eq!(decoded.key(index), keys_in_order[index].as_slice());
+                let starts = index == 0
+                    || keys::user_key(&keys_in_order[index]) != keys::user_key(&keys_in_order[index - 1]);
+                proptest::prop_assert_eq!(decoded.starts_user_key(index), starts, "entry {}", index);
+            }
         }
     }
 }

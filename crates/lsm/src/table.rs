@@ -767,11 +767,10 @@ impl TableCursor {
         if !self.forward {
             return Ok(false);
         }
+        // The block marked where each user key starts as it was decoded.
         while self.position + 1 < self.block.len() {
-            let same =
-                keys::user_key(self.block.key(self.position + 1)) == keys::user_key(self.block.key(self.position));
             self.position += 1;
-            if !same {
+            if self.block.starts_user_key(self.position) {
                 return Ok(true);
             }
         }

@@ -57,6 +57,7 @@
 //! │                     times, enum and composite types
 //! ├── value.rs          SQL values, their order and conversions
 //! ├── codec.rs          memcomparable keys and the row format
+//! ├── key_bytes.rs      an encoded key as the executor's hash tables hold it (short ones inline)
 //! ├── error.rs, limits.rs
 //! └── slt.rs            the sqllogictest engine adapter
 //! ```
