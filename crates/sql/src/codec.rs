@@ -584,11 +584,20 @@ fn stored_value<'a>(bytes: &'a [u8], position: &mut usize, depth: usize) -> Resu
             let scale = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends inside a decimal"))?;
             *position += 1;
             let zigzag = get_wide_varint(bytes, position)?;
-            let mantissa = ((zigzag >> 1) as i128) ^ -((zigzag & 1) as i128);
-            Stored::Decimal(
-                Decimal::try_from_i128_with_scale(mantissa, u32::from(scale))
-                    .map_err(|_| Error::corrupt("decimal out of range"))?,
-            )
+            // Zigzag: the low bit is the sign, the rest the magnitude (at most 96 bits).
+            let (magnitude, negative) = ((zigzag >> 1) + (zigzag & 1), zigzag & 1 == 1);
+            if magnitude >> 96 != 0 || u32::from(scale) > crate::types::decimal::MAX_PRECISION {
+                return Err(Error::corrupt("decimal out of range"));
+            }
+            // From its parts: building it through an i128 went by way of the stack, a stall on
+            // every decimal a scan reads.
+            Stored::Decimal(Decimal::from_parts(
+                magnitude as u32,
+                (magnitude >> 32) as u32,
+                (magnitude >> 64) as u32,
+                negative && magnitude != 0,
+                u32::from(scale),
+            ))
         }
         6 if bytes.get(*position) == Some(&0) => {
             *position += 1;
