@@ -117,18 +117,20 @@ fn fold_argument(
         Some((column, Data::Decimal(values))) => {
             for (row, group) in each {
                 let state = partial.state(group, call);
-                match column.is_valid(row) {
-                    true => state.add_decimal(values[row])?,
-                    false => drop(state.add_value(Value::Null, None)?),
+                if column.is_valid(row) {
+                    state.add_decimal(values[row])?;
+                } else {
+                    state.add_value(Value::Null, None)?;
                 }
             }
         }
         Some((column, Data::Integer(values))) => {
             for (row, group) in each {
                 let state = partial.state(group, call);
-                match column.is_valid(row) {
-                    true => state.add_integer(values[row])?,
-                    false => drop(state.add_value(Value::Null, None)?),
+                if column.is_valid(row) {
+                    state.add_integer(values[row])?;
+                } else {
+                    state.add_value(Value::Null, None)?;
                 }
             }
         }
