@@ -159,7 +159,7 @@ mod tests {
         }
         let mut expected = Decimal::new(i64::MAX, 10);
         for _ in 0..20 {
-            expected = expected + Decimal::from_i128_with_scale(7_922_816_251_426_433_759_354_395_033, 10);
+            expected += Decimal::from_i128_with_scale(7_922_816_251_426_433_759_354_395_033, 10);
         }
         assert_eq!(rounded.value(), expected);
     }
