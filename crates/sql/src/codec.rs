@@ -366,13 +366,10 @@ fn encode_value(value: &Value, out: &mut Vec<u8>) {
 fn decode_temporal(bytes: &[u8], position: &mut usize) -> Result<Temporal> {
     let kind = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends inside a date/time value"))?;
     *position += 1;
-    let mut signed = || -> Result<i64> {
-        let zigzag = get_varint(bytes, position)?;
-        Ok(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
-    };
+    let mut signed = || get_varint(bytes, position).map(unzigzag);
     let narrow = |value: i64| i32::try_from(value).map_err(|_| Error::corrupt("date/time field out of range"));
     Ok(match kind {
-        0 => Temporal::Date(narrow(signed()?)?),
+        0 => date_of(signed()?)?,
         1 => Temporal::Time(signed()?),
         2 => Temporal::Timestamp(signed()?),
         3 => Temporal::TimestampTz(signed()?),
@@ -505,12 +502,7 @@ fn skip_value(bytes: &[u8], position: &mut usize) -> Result<()> {
         }
         3 | 4 => {
             *position += 1;
-            let length = get_varint(bytes, position)? as usize;
-            let end = position.checked_add(length).ok_or_else(|| Error::corrupt("row length overflows"))?;
-            if end > bytes.len() {
-                return Err(Error::corrupt("row ends inside a string"));
-            }
-            *position = end;
+            length_prefixed(bytes, position)?;
             return Ok(());
         }
         // A decimal: its scale, then its mantissa.
@@ -569,46 +561,49 @@ fn stored_value<'a>(bytes: &'a [u8], position: &mut usize, depth: usize) -> Resu
     let tag = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends before its columns"))?;
     *position += 1;
     Ok(match tag {
-        1 => {
-            let zigzag = get_varint(bytes, position)?;
-            Stored::Integer(((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64))
-        }
-        3 => {
-            let length = get_varint(bytes, position)? as usize;
-            let end = position.checked_add(length).ok_or_else(|| Error::corrupt("row length overflows"))?;
-            let raw = bytes.get(*position..end).ok_or_else(|| Error::corrupt("row ends inside a string"))?;
-            *position = end;
-            Stored::Text(std::str::from_utf8(raw).map_err(|_| Error::corrupt("text is not UTF-8"))?)
-        }
+        1 => Stored::Integer(unzigzag(get_varint(bytes, position)?)),
+        3 => Stored::Text(
+            std::str::from_utf8(length_prefixed(bytes, position)?).map_err(|_| Error::corrupt("text is not UTF-8"))?,
+        ),
         5 => {
             let scale = *bytes.get(*position).ok_or_else(|| Error::corrupt("row ends inside a decimal"))?;
             *position += 1;
             let zigzag = get_wide_varint(bytes, position)?;
-            // Zigzag: the low bit is the sign, the rest the magnitude (at most 96 bits).
+            // Zigzag: the low bit is the sign, the rest the magnitude.
             let (magnitude, negative) = ((zigzag >> 1) + (zigzag & 1), zigzag & 1 == 1);
-            if magnitude >> 96 != 0 || u32::from(scale) > crate::types::decimal::MAX_PRECISION {
-                return Err(Error::corrupt("decimal out of range"));
-            }
-            // From its parts: building it through an i128 went by way of the stack, a stall on
-            // every decimal a scan reads.
-            Stored::Decimal(Decimal::from_parts(
-                magnitude as u32,
-                (magnitude >> 32) as u32,
-                (magnitude >> 64) as u32,
-                negative && magnitude != 0,
-                u32::from(scale),
-            ))
+            Stored::Decimal(
+                crate::types::decimal::from_magnitude(magnitude, negative, u32::from(scale))
+                    .ok_or_else(|| Error::corrupt("decimal out of range"))?,
+            )
         }
+        // A date (kind 0); the other date/time kinds out of line.
         6 if bytes.get(*position) == Some(&0) => {
             *position += 1;
-            let zigzag = get_varint(bytes, position)?;
-            let days = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
-            Stored::Temporal(Temporal::Date(
-                i32::try_from(days).map_err(|_| Error::corrupt("date/time field out of range"))?,
-            ))
+            Stored::Temporal(date_of(unzigzag(get_varint(bytes, position)?))?)
         }
         tag => stored_value_of_tag(tag, bytes, position, depth)?,
     })
+}
+
+/// A string's or blob's bytes: a varint length, then the bytes.
+#[inline(always)]
+fn length_prefixed<'a>(bytes: &'a [u8], position: &mut usize) -> Result<&'a [u8]> {
+    let length = get_varint(bytes, position)? as usize;
+    let end = position.checked_add(length).ok_or_else(|| Error::corrupt("row length overflows"))?;
+    let raw = bytes.get(*position..end).ok_or_else(|| Error::corrupt("row ends inside a string"))?;
+    *position = end;
+    Ok(raw)
+}
+
+/// The signed integer a zigzag varint holds.
+#[inline(always)]
+fn unzigzag(zigzag: u64) -> i64 {
+    ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64)
+}
+
+/// A date of `days` since the epoch, as a row stores it.
+fn date_of(days: i64) -> Result<Temporal> {
+    Ok(Temporal::Date(i32::try_from(days).map_err(|_| Error::corrupt("date/time field out of range"))?))
 }
 
 /// A varint of up to 128 bits (a decimal's mantissa), read in a `u64` while it has at most
@@ -638,13 +633,7 @@ fn stored_value_of_tag<'a>(tag: u8, bytes: &'a [u8], position: &mut usize, depth
             *position = end;
             Stored::Real(f64::from_le_bytes(raw.try_into().expect("8 bytes")))
         }
-        4 => {
-            let length = get_varint(bytes, position)? as usize;
-            let end = position.checked_add(length).ok_or_else(|| Error::corrupt("row length overflows"))?;
-            let raw = bytes.get(*position..end).ok_or_else(|| Error::corrupt("row ends inside a string"))?;
-            *position = end;
-            Stored::Blob(raw)
-        }
+        4 => Stored::Blob(length_prefixed(bytes, position)?),
         6 => Stored::Temporal(decode_temporal(bytes, position)?),
         7 => Stored::Other(decode_enum(bytes, position)?),
         8 => {
