@@ -28,7 +28,6 @@ mod batch;
 mod distinct;
 mod emit;
 mod evaluate;
-mod exact_sum;
 mod external_sort;
 pub(crate) use evaluate::is_context_function;
 mod grace;
@@ -48,6 +47,7 @@ mod probe_stream;
 mod source;
 mod spill;
 mod stream;
+mod sum;
 mod vector;
 mod window_stream;
 

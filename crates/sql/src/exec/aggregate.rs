@@ -1,7 +1,7 @@
 //! Aggregate state: one accumulator per aggregate call and group (or window frame), fed one
 //! row's arguments at a time. Used by the executor's grouping and by window functions.
 
-use super::exact_sum::ExactSum;
+use super::sum::RunningSum;
 use crate::codec;
 use crate::error::{Error, Result};
 use crate::functions;
@@ -20,16 +20,9 @@ pub(crate) enum Accumulator {
         star: bool,
     },
     Sum {
-        integer: i64,
-        real: f64,
-        is_real: bool,
-        /// The exact sum once a decimal was added (and no real).
-        exact: Option<ExactSum>,
-        overflowed: bool,
-        any: bool,
+        sum: RunningSum,
         total: bool,
         average: bool,
-        count: i64,
         distinct: Option<HashSet<Vec<u8>>>,
     },
     Extreme {
@@ -132,15 +125,9 @@ impl Accumulator {
             AggregateFunction::CountStar => Accumulator::Count { count: 0, distinct: None, star: true },
             AggregateFunction::Count => Accumulator::Count { count: 0, distinct: distinct(), star: false },
             AggregateFunction::Sum | AggregateFunction::Total | AggregateFunction::Avg => Accumulator::Sum {
-                integer: 0,
-                real: 0.0,
-                is_real: false,
-                exact: None,
-                overflowed: false,
-                any: false,
+                sum: RunningSum::default(),
                 total: function == AggregateFunction::Total,
                 average: function == AggregateFunction::Avg,
-                count: 0,
                 distinct: distinct(),
             },
             AggregateFunction::Min => Accumulator::Extreme { best: Value::Null, max: false },
@@ -196,50 +183,9 @@ impl Accumulator {
                     *count += 1;
                 }
             }
-            Accumulator::Sum { integer, real, is_real, exact, overflowed, any, count, distinct, .. } => {
-                if value.is_null() || !Self::first_time(distinct, &value) {
-                    return Ok(false);
-                }
-                *any = true;
-                *count += 1;
-                // SQLite: the sum is an integer only while every input is one; text that reads
-                // entirely as an integer counts as one, any other text as a real.
-                let value = match value {
-                    Value::Text(_) | Value::Blob(_) => {
-                        let text = value.to_text();
-                        match crate::value::parse_number(&text) {
-                            Some(Value::Integer(number)) => Value::Integer(number),
-                            _ => value.cast_real(),
-                        }
-                    }
-                    other => other,
-                };
-                match value {
-                    Value::Integer(number) if !*is_real && let Some(sum) = exact => sum.add_integer(number)?,
-                    Value::Decimal(number) if !*is_real => {
-                        exact.get_or_insert_with(|| ExactSum::of_integer(*integer)).add(number)?;
-                    }
-                    Value::Decimal(number) => *real += crate::types::decimal::to_f64(&number),
-                    Value::Integer(number) if !*is_real => match integer.checked_add(number) {
-                        Some(sum) => *integer = sum,
-                        None => {
-                            *overflowed = true;
-                            *is_real = true;
-                            *real = *integer as f64 + number as f64;
-                        }
-                    },
-                    Value::Integer(number) => *real += number as f64,
-                    Value::Real(number) => {
-                        if !*is_real {
-                            *is_real = true;
-                            *real = match exact.take() {
-                                Some(sum) => crate::types::decimal::to_f64(&sum.value()),
-                                None => *integer as f64,
-                            };
-                        }
-                        *real += number;
-                    }
-                    _ => {}
+            Accumulator::Sum { sum, distinct, .. } => {
+                if !value.is_null() && Self::first_time(distinct, &value) {
+                    sum.add(value)?;
                 }
             }
             Accumulator::Extreme { best, max } => {
@@ -316,11 +262,7 @@ impl Accumulator {
     pub(crate) fn add_decimal(&mut self, number: Decimal) -> Result<()> {
         match self {
             Accumulator::Count { count, distinct: None, .. } => *count += 1,
-            Accumulator::Sum { integer, is_real: false, exact, any, count, distinct: None, .. } => {
-                *any = true;
-                *count += 1;
-                exact.get_or_insert_with(|| ExactSum::of_integer(*integer)).add(number)?;
-            }
+            Accumulator::Sum { sum, distinct: None, .. } => sum.add_decimal(number)?,
             other => {
                 other.add_value(Value::Decimal(number), None)?;
             }
@@ -329,18 +271,12 @@ impl Accumulator {
     }
 
     /// [`Accumulator::add_value`] of `Value::Integer(number)`, without building the value for
-    /// a count or a plain sum of integers.
+    /// a count or a plain sum.
     #[inline]
     pub(crate) fn add_integer(&mut self, number: i64) -> Result<()> {
         match self {
             Accumulator::Count { count, distinct: None, .. } => *count += 1,
-            Accumulator::Sum { integer, is_real: false, exact: None, any, count, distinct: None, .. }
-                if let Some(sum) = integer.checked_add(number) =>
-            {
-                *any = true;
-                *count += 1;
-                *integer = sum;
-            }
+            Accumulator::Sum { sum, distinct: None, .. } => sum.add_integer(number)?,
             other => {
                 other.add_value(Value::Integer(number), None)?;
             }
@@ -371,50 +307,11 @@ impl Accumulator {
             ) => {
                 *count += more;
             }
-            (Accumulator::Sum { integer, real, is_real, exact, overflowed, any, count, distinct: None, .. }, other) => {
-                let Accumulator::Sum {
-                    integer: other_integer,
-                    real: other_real,
-                    is_real: other_is_real,
-                    exact: other_exact,
-                    overflowed: other_overflowed,
-                    any: other_any,
-                    count: other_count,
-                    distinct: None,
-                    ..
-                } = other
-                else {
+            (Accumulator::Sum { sum, distinct: None, .. }, other) => {
+                let Accumulator::Sum { sum: other, distinct: None, .. } = other else {
                     return Err(Error::internal("merging unlike aggregate states"));
                 };
-                *any |= other_any;
-                *count += other_count;
-                *overflowed |= other_overflowed;
-                let as_real = |is_real: bool, real: f64, exact: Option<ExactSum>, integer: i64| {
-                    if is_real {
-                        real
-                    } else {
-                        exact.map_or(integer as f64, |sum| crate::types::decimal::to_f64(&sum.value()))
-                    }
-                };
-                if *is_real || other_is_real {
-                    *real = as_real(*is_real, *real, *exact, *integer)
-                        + as_real(other_is_real, other_real, other_exact, other_integer);
-                    *is_real = true;
-                    *exact = None;
-                } else if exact.is_some() || other_exact.is_some() {
-                    let mut left = exact.unwrap_or_else(|| ExactSum::of_integer(*integer));
-                    left.merge(other_exact.unwrap_or_else(|| ExactSum::of_integer(other_integer)))?;
-                    *exact = Some(left);
-                } else {
-                    match integer.checked_add(other_integer) {
-                        Some(sum) => *integer = sum,
-                        None => {
-                            *overflowed = true;
-                            *is_real = true;
-                            *real = *integer as f64 + other_integer as f64;
-                        }
-                    }
-                }
+                sum.merge(other)?;
             }
             (Accumulator::Extreme { best, max }, Accumulator::Extreme { best: other, .. }) => {
                 let order = other.total_cmp(best);
@@ -448,36 +345,7 @@ impl Accumulator {
                 inner.finish_raw()?
             }
             Accumulator::Count { count, .. } => Value::Integer(count),
-            Accumulator::Sum { integer, real, is_real, exact, overflowed, any, total, average, count, .. } => {
-                if let (Some(sum), false) = (exact, is_real) {
-                    let sum = sum.value();
-                    return Ok(if average {
-                        crate::types::decimal::divide(sum, count.into())?.map_or(Value::Null, Value::Decimal)
-                    } else if total {
-                        Value::Real(crate::types::decimal::to_f64(&sum))
-                    } else {
-                        Value::Decimal(sum)
-                    });
-                }
-                if average {
-                    if !any {
-                        Value::Null
-                    } else {
-                        let sum = if is_real { real } else { integer as f64 };
-                        Value::Real(sum / count as f64)
-                    }
-                } else if total {
-                    Value::Real(if is_real { real } else { integer as f64 })
-                } else if !any {
-                    Value::Null
-                } else if overflowed {
-                    return Err(Error::numeric_out_of_range("integer overflow in sum()"));
-                } else if is_real {
-                    Value::Real(real)
-                } else {
-                    Value::Integer(integer)
-                }
-            }
+            Accumulator::Sum { sum, total, average, .. } => sum.finish(total, average)?,
             Accumulator::Extreme { best, .. } => best,
             Accumulator::Concat { text, any, .. } => {
                 if any {

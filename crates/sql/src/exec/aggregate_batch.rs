@@ -4,7 +4,8 @@
 //! that fold one argument (or none) and keep nothing else of a row; the others, and any batch
 //! whose columns fail to compute, go row by row ([`Partitioned::add`]).
 
-use super::batch::{Batch, Data};
+use super::aggregate::Accumulator;
+use super::batch::{Batch, Column, Data};
 use super::evaluate::PureContext;
 use super::grouping::{Partitioned, extreme_of};
 use super::parallel::ScanSink;
@@ -112,33 +113,37 @@ fn fold_argument(
         Some(Vector::Owned(column)) => Some(column),
         _ => None,
     };
-    let each = rows.iter().zip(groups).map(|(&row, &group)| (row as usize, group));
+    let mut each = rows.iter().zip(groups).map(|(&row, &group)| (row as usize, group));
     match column.map(|column| (column, column.data())) {
         Some((column, Data::Decimal(values))) => {
-            for (row, group) in each {
-                let state = partial.state(group, call);
-                if column.is_valid(row) {
-                    state.add_decimal(values[row])?;
-                } else {
-                    state.add_value(Value::Null, None)?;
-                }
-            }
+            fold_typed(partial, each, call, column, values, Accumulator::add_decimal)
         }
         Some((column, Data::Integer(values))) => {
-            for (row, group) in each {
-                let state = partial.state(group, call);
-                if column.is_valid(row) {
-                    state.add_integer(values[row])?;
-                } else {
-                    state.add_value(Value::Null, None)?;
-                }
-            }
+            fold_typed(partial, each, call, column, values, Accumulator::add_integer)
         }
-        _ => {
-            for (row, group) in each {
-                let value = argument.map_or(Value::Null, |argument| argument.value(row).into_owned());
-                partial.state(group, call).add_value(value, None)?;
-            }
+        _ => each.try_for_each(|(row, group)| {
+            let value = argument.map_or(Value::Null, |argument| argument.value(row).into_owned());
+            partial.state(group, call).add_value(value, None).map(|_| ())
+        }),
+    }
+}
+
+/// [`fold_argument`] over a column of one fixed-width type: each value handed to `add` as
+/// it is, a NULL to `add_value`.
+fn fold_typed<T: Copy>(
+    partial: &mut Partitioned,
+    each: impl Iterator<Item = (usize, (usize, usize))>,
+    call: usize,
+    column: &Column,
+    values: &[T],
+    add: impl Fn(&mut Accumulator, T) -> Result<()>,
+) -> Result<()> {
+    for (row, group) in each {
+        let state = partial.state(group, call);
+        if column.is_valid(row) {
+            add(state, values[row])?;
+        } else {
+            state.add_value(Value::Null, None)?;
         }
     }
     Ok(())

@@ -1,4 +1,6 @@
-//! The exact running sum of `sum`, `avg` and `total` over decimals, kept as a wide integer.
+//! The running state of `sum`, `total` and `avg`: [`RunningSum`], by SQLite's rules (an
+//! integer while every value is one, a real once one is, an exact decimal once a decimal comes),
+//! and its exact part, [`ExactSum`], a sum of decimals kept as a wide integer.
 //!
 //! A decimal is a 96-bit mantissa and a scale (`types/decimal.rs`). Adding two of them with
 //! `rust_decimal` aligns their scales and checks the result on every row. An [`ExactSum`]
@@ -11,15 +13,13 @@
 //!
 //! The result is the one the row-by-row `rust_decimal` sum gives, to the digit and scale: as
 //! long as every partial sum fits in 96 bits both are exact (an addition's scale is the larger
-//! of its operands'), and the first addition whose result would not fit, or whose alignment
-//! overflows, is made by `rust_decimal` itself (`decimal::checked`, with its rounding and its
-//! 22003), and the sum goes on from what it gave.
+//! of its operands'), and any other addition (another scale, or a sum past 96 bits) is
+//! `decimal::checked`'s, which aligns in an `i128` where that is exact and leaves the rest to
+//! `rust_decimal` (its rounding, its 22003); the sum goes on from what it gave.
 
 use crate::error::Result;
-use crate::types::decimal::{self, Decimal};
-
-/// The largest magnitude a decimal's mantissa holds, plus one.
-const MANTISSA_LIMIT: i128 = 1 << 96;
+use crate::types::decimal::{self, Decimal, MANTISSA_LIMIT};
+use crate::value::Value;
 
 /// An exact sum of decimals (and integers once a decimal was added).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -37,15 +37,14 @@ impl ExactSum {
     /// Adds `number`.
     #[inline]
     pub(crate) fn add(&mut self, number: Decimal) -> Result<()> {
-        let (mantissa, scale) = (number.mantissa(), number.scale());
-        if scale == self.scale {
-            let sum = self.mantissa + mantissa;
-            if sum.abs() < MANTISSA_LIMIT {
+        if number.scale() == self.scale {
+            let sum = self.mantissa + number.mantissa();
+            if sum.unsigned_abs() < MANTISSA_LIMIT {
                 self.mantissa = sum;
                 return Ok(());
             }
         }
-        self.add_aligned(mantissa, scale, number)
+        self.add_checked(number)
     }
 
     /// Adds an integer.
@@ -53,22 +52,9 @@ impl ExactSum {
         self.add(Decimal::from(integer))
     }
 
-    /// [`ExactSum::add`] of a value whose scale differs, or whose sum needs a look.
+    /// [`ExactSum::add`] of a value of another scale, or one whose sum passes 96 bits.
     #[inline(never)]
-    fn add_aligned(&mut self, mantissa: i128, scale: u32, number: Decimal) -> Result<()> {
-        let aligned = if scale <= self.scale {
-            power_of_ten(self.scale - scale).and_then(|power| mantissa.checked_mul(power)).map(|m| (self.mantissa, m))
-        } else {
-            power_of_ten(scale - self.scale).and_then(|power| self.mantissa.checked_mul(power)).map(|m| (m, mantissa))
-        };
-        if let Some((left, right)) = aligned
-            && let Some(sum) = left.checked_add(right)
-            && sum.abs() < MANTISSA_LIMIT
-        {
-            *self = ExactSum { mantissa: sum, scale: self.scale.max(scale) };
-            return Ok(());
-        }
-        // Past 96 bits: rust_decimal decides (it rounds to fewer places, or overflows).
+    fn add_checked(&mut self, number: Decimal) -> Result<()> {
         let sum = decimal::checked('+', self.value(), number)?.unwrap_or_default();
         *self = ExactSum { mantissa: sum.mantissa(), scale: sum.scale() };
         Ok(())
@@ -86,9 +72,148 @@ impl ExactSum {
     }
 }
 
-/// 10^`exponent`, when a decimal's scale can differ by that much.
-fn power_of_ten(exponent: u32) -> Option<i128> {
-    (exponent <= decimal::MAX_PRECISION).then(|| 10i128.pow(exponent))
+/// The running state of `sum`, `total` and `avg` over one group's values.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RunningSum {
+    integer: i64,
+    real: f64,
+    is_real: bool,
+    /// The exact sum once a decimal was added (and no real).
+    exact: Option<ExactSum>,
+    overflowed: bool,
+    any: bool,
+    count: i64,
+}
+
+impl RunningSum {
+    /// Adds a value that is not NULL. SQLite: text that reads entirely as an integer counts as
+    /// one, any other text as a real; values that are not numbers count but add nothing.
+    pub(crate) fn add(&mut self, value: Value) -> Result<()> {
+        let value = match value {
+            Value::Text(_) | Value::Blob(_) => match crate::value::parse_number(&value.to_text()) {
+                Some(Value::Integer(number)) => Value::Integer(number),
+                _ => value.cast_real(),
+            },
+            other => other,
+        };
+        match value {
+            Value::Integer(number) => self.add_integer(number),
+            Value::Decimal(number) => self.add_decimal(number),
+            Value::Real(number) => {
+                self.counted();
+                self.fold_real(number);
+                Ok(())
+            }
+            _ => {
+                self.counted();
+                Ok(())
+            }
+        }
+    }
+
+    /// [`RunningSum::add`] of a decimal, without a value.
+    #[inline]
+    pub(crate) fn add_decimal(&mut self, number: Decimal) -> Result<()> {
+        self.counted();
+        if self.is_real {
+            self.real += decimal::to_f64(&number);
+            return Ok(());
+        }
+        let integer = self.integer;
+        self.exact.get_or_insert_with(|| ExactSum::of_integer(integer)).add(number)
+    }
+
+    /// [`RunningSum::add`] of an integer, without a value.
+    #[inline]
+    pub(crate) fn add_integer(&mut self, number: i64) -> Result<()> {
+        self.counted();
+        if self.is_real {
+            self.real += number as f64;
+        } else if let Some(sum) = &mut self.exact {
+            sum.add_integer(number)?;
+        } else if let Some(sum) = self.integer.checked_add(number) {
+            self.integer = sum;
+        } else {
+            self.overflowed = true;
+            self.is_real = true;
+            self.real = self.integer as f64 + number as f64;
+        }
+        Ok(())
+    }
+
+    fn counted(&mut self) {
+        self.any = true;
+        self.count += 1;
+    }
+
+    fn fold_real(&mut self, number: f64) {
+        if !self.is_real {
+            self.real = self.as_real();
+            self.is_real = true;
+            self.exact = None;
+        }
+        self.real += number;
+    }
+
+    /// The sum as a real.
+    fn as_real(&self) -> f64 {
+        match (self.is_real, self.exact) {
+            (true, _) => self.real,
+            (false, Some(sum)) => decimal::to_f64(&sum.value()),
+            (false, None) => self.integer as f64,
+        }
+    }
+
+    /// Takes in the sum of later rows (reals up to rounding).
+    pub(crate) fn merge(&mut self, other: RunningSum) -> Result<()> {
+        self.any |= other.any;
+        self.count += other.count;
+        self.overflowed |= other.overflowed;
+        if self.is_real || other.is_real {
+            self.real = self.as_real() + other.as_real();
+            self.is_real = true;
+            self.exact = None;
+        } else if self.exact.is_some() || other.exact.is_some() {
+            let mut left = self.exact.unwrap_or_else(|| ExactSum::of_integer(self.integer));
+            left.merge(other.exact.unwrap_or_else(|| ExactSum::of_integer(other.integer)))?;
+            self.exact = Some(left);
+        } else if let Some(sum) = self.integer.checked_add(other.integer) {
+            self.integer = sum;
+        } else {
+            self.overflowed = true;
+            self.is_real = true;
+            self.real = self.integer as f64 + other.integer as f64;
+        }
+        Ok(())
+    }
+
+    /// The value of `sum`, of `total` (`total`) or of `avg` (`average`).
+    pub(crate) fn finish(self, total: bool, average: bool) -> Result<Value> {
+        if let (Some(sum), false) = (self.exact, self.is_real) {
+            let sum = sum.value();
+            return Ok(if average {
+                decimal::divide(sum, self.count.into())?.map_or(Value::Null, Value::Decimal)
+            } else if total {
+                Value::Real(decimal::to_f64(&sum))
+            } else {
+                Value::Decimal(sum)
+            });
+        }
+        let real = if self.is_real { self.real } else { self.integer as f64 };
+        Ok(if average {
+            if self.any { Value::Real(real / self.count as f64) } else { Value::Null }
+        } else if total {
+            Value::Real(real)
+        } else if !self.any {
+            Value::Null
+        } else if self.overflowed {
+            return Err(crate::error::Error::numeric_out_of_range("integer overflow in sum()"));
+        } else if self.is_real {
+            Value::Real(self.real)
+        } else {
+            Value::Integer(self.integer)
+        })
+    }
 }
 
 #[cfg(test)]
