@@ -2,17 +2,17 @@
 //! dimensions, a has-NULLs flag and the element type's OID; for each dimension its length and
 //! lower bound; then each element as its length (-1 for NULL) and its value in the element
 //! type's binary format. Tern keeps arrays as the text of PostgreSQL's array literal, with
-//! one dimension ([`tern_sql::types::array`]); elements go through their type's text form.
+//! one dimension ([`tern_exec::types::array`]); elements go through their type's text form.
 
 use crate::types::{cannot, decode_binary, decode_text, encode_binary, encode_text};
-use tern_sql::catalog::Catalog;
-use tern_sql::catalog::pgtype::element_of;
+use tern_exec::catalog::Catalog;
+use tern_exec::catalog::pgtype::element_of;
 use tern_sql::{Error, Value};
 
 /// An array value (its literal text) in binary form, for an array type `oid`.
 pub fn send(value: &Value, oid: u32, catalog: &Catalog) -> Result<Vec<u8>, Error> {
     let element_oid = element_of(oid).ok_or_else(|| cannot(value, oid))?;
-    let elements = tern_sql::types::array::parse(&value.to_text()).ok_or_else(|| cannot(value, oid))?;
+    let elements = tern_exec::types::array::parse(&value.to_text()).ok_or_else(|| cannot(value, oid))?;
     let mut out = Vec::new();
     let dimensions = i32::from(!elements.is_empty());
     out.extend_from_slice(&dimensions.to_be_bytes());
@@ -42,7 +42,7 @@ pub fn recv(bytes: &[u8], oid: u32, catalog: &Catalog) -> Result<Value, Error> {
     let wrong = || {
         Error::new(
             "22P03",
-            format!("incorrect binary data format for type {}", tern_sql::catalog::pgtype::name_of(oid)),
+            format!("incorrect binary data format for type {}", tern_exec::catalog::pgtype::name_of(oid)),
         )
     };
     let mut at = 0usize;
@@ -82,5 +82,5 @@ pub fn recv(bytes: &[u8], oid: u32, catalog: &Catalog) -> Result<Value, Error> {
     if at != bytes.len() {
         return Err(wrong());
     }
-    Ok(Value::Text(tern_sql::types::array::format(elements.iter().map(Option::as_deref))))
+    Ok(Value::Text(tern_exec::types::array::format(elements.iter().map(Option::as_deref))))
 }

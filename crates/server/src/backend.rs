@@ -684,11 +684,11 @@ impl Backend {
             }
             "bytea_output" if !value.eq_ignore_ascii_case("hex") => return Err(invalid(&value)),
             "timezone" => {
-                tern_sql::types::temporal::session_zone::of_setting(&value)?;
+                tern_exec::types::temporal::session_zone::of_setting(&value)?;
                 value
             }
-            "datestyle" => tern_sql::types::temporal::session_zone::date_style(&value)?,
-            "intervalstyle" => tern_sql::types::temporal::session_zone::interval_style(&value)?,
+            "datestyle" => tern_exec::types::temporal::session_zone::date_style(&value)?,
+            "intervalstyle" => tern_exec::types::temporal::session_zone::interval_style(&value)?,
             "statement_timeout" | "idle_in_transaction_session_timeout" | "lock_timeout" => {
                 parse_duration(&value).ok_or_else(|| invalid(&value))?;
                 value
@@ -815,8 +815,8 @@ impl Backend {
             .map(|&position| {
                 let column = &table.columns[position];
                 match column.affinity {
-                    tern_sql::value::Affinity::Enum(id) => id.get().oid,
-                    tern_sql::value::Affinity::Composite(id) => id.get().oid,
+                    tern_exec::value::Affinity::Enum(id) => id.get().oid,
+                    tern_exec::value::Affinity::Composite(id) => id.get().oid,
                     _ => types::declared_oid(&column.declared_type),
                 }
             })
@@ -1454,7 +1454,7 @@ fn text_fields(rows: Vec<copy::Fields>) -> Vec<crate::copy_binary::Tuple> {
 fn copy_out_binary(
     columns: &[ResultColumn],
     rows: &[Vec<Value>],
-    catalog: &tern_sql::catalog::Catalog,
+    catalog: &tern_exec::catalog::Catalog,
     out: &mut Out,
 ) -> Result<Flow, Error> {
     out.copy_response(b'H', columns.len(), true);
@@ -1492,7 +1492,7 @@ pub(crate) fn send_row(
     row: &[Value],
     columns: &[ResultColumn],
     formats: &[i16],
-    catalog: &tern_sql::catalog::Catalog,
+    catalog: &tern_exec::catalog::Catalog,
 ) -> Result<(), Error> {
     let mut values = Vec::with_capacity(row.len());
     for (index, value) in row.iter().enumerate() {

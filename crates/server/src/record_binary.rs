@@ -4,9 +4,9 @@
 //! definition in the session's catalog.
 
 use crate::types::{RECORD, TEXT, cannot, declared_oid, decode_binary, encode_binary, oid_of_value};
-use tern_sql::catalog::Catalog;
-use tern_sql::types::composite::{CompositeField, Record};
-use tern_sql::value::Affinity;
+use tern_exec::catalog::Catalog;
+use tern_exec::types::composite::{CompositeField, Record};
+use tern_exec::value::Affinity;
 use tern_sql::{Error, Value};
 
 /// The OID a composite type's field is sent with.

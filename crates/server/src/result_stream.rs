@@ -14,7 +14,7 @@
 use crate::backend::{Declared, ResultColumn, column_types, describe_columns, send_row};
 use crate::protocol::Out;
 use std::sync::Arc;
-use tern_sql::catalog::Catalog;
+use tern_exec::catalog::Catalog;
 use tern_sql::{Error, RowSink, Value};
 
 /// Rows held to learn the types of columns whose type is not declared.

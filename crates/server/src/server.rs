@@ -238,7 +238,7 @@ fn role(shared: &Shared, name: &str) -> Result<Option<Option<Verifier>>, Error> 
 }
 
 fn role_key(name: &str) -> Vec<u8> {
-    let mut key = tern_sql::codec::ROLE_PREFIX.to_vec();
+    let mut key = tern_exec::codec::ROLE_PREFIX.to_vec();
     key.extend_from_slice(name.as_bytes());
     key
 }

@@ -8,16 +8,16 @@
 //! format the value's own text is sent.
 
 use rust_decimal::Decimal;
-use tern_sql::catalog::Catalog;
-use tern_sql::types::composite;
-use tern_sql::types::temporal::{self, Interval, Temporal, TemporalKind};
+use tern_exec::catalog::Catalog;
+use tern_exec::types::composite;
+use tern_exec::types::temporal::{self, Interval, Temporal, TemporalKind};
 use tern_sql::{Error, SqlType, Value};
 
-pub use tern_sql::catalog::pgtype::{
+pub use tern_exec::catalog::pgtype::{
     BOOL, BPCHAR, BYTEA, CHAR, DATE, FLOAT4, FLOAT8, INT2, INT4, INT8, INTERVAL, NAME, NUMERIC, OID, RECORD, REGCLASS,
     TEXT, TIME, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, VARCHAR, declared_oid, name_of, temporal_oid,
 };
-use tern_sql::catalog::pgtype::{JSON, JSONB, UUID, element_of};
+use tern_exec::catalog::pgtype::{JSON, JSONB, UUID, element_of};
 
 /// Days from 1970-01-01 to PostgreSQL's epoch, 2000-01-01.
 const POSTGRES_EPOCH_DAYS: i64 = 10_957;
@@ -92,7 +92,7 @@ pub fn encode_text(value: &Value, oid: u32, catalog: &Catalog) -> Option<Vec<u8>
             Some(false) => b"f".to_vec(),
             None => value.to_text().into_bytes(),
         },
-        (Value::Real(real), _) => tern_sql::catalog::pgtype::float_text(*real).into_bytes(),
+        (Value::Real(real), _) => tern_exec::catalog::pgtype::float_text(*real).into_bytes(),
         (Value::Blob(bytes), _) => hex_bytea(bytes),
         (Value::Text(text), BYTEA) => hex_bytea(text.as_bytes()),
         (value, _) => value.to_text().into_bytes(),
@@ -172,7 +172,7 @@ pub fn decode_text(bytes: &[u8], oid: u32) -> Result<Value, Error> {
         }),
         NUMERIC => Value::Decimal(text.trim().parse().map_err(|_| parse_error(text, oid))?),
         BOOL => Value::Integer(i64::from(parse_bool(text).ok_or_else(|| parse_error(text, oid))?)),
-        BYTEA => Value::Blob(tern_sql::catalog::pgtype::bytea_input(text)?),
+        BYTEA => Value::Blob(tern_exec::catalog::pgtype::bytea_input(text)?),
         DATE | TIME | TIMESTAMP | TIMESTAMPTZ | INTERVAL => {
             temporal::cast(&Value::Text(text.to_string()), kind_of(oid))?
         }
@@ -236,10 +236,10 @@ pub fn decode_binary(bytes: &[u8], oid: u32, catalog: &Catalog) -> Result<Value,
         }
         // A type made by CREATE TYPE is a composite type or an enum, whose binary form is its
         // label's text.
-        tern_sql::catalog::pgtype::FIRST_USER_OID.. if catalog.composite_of_oid(oid).is_some() => {
+        tern_exec::catalog::pgtype::FIRST_USER_OID.. if catalog.composite_of_oid(oid).is_some() => {
             crate::record_binary::recv(bytes, oid, catalog)?
         }
-        TEXT | VARCHAR | BPCHAR | NAME | UNKNOWN | 0 | tern_sql::catalog::pgtype::FIRST_USER_OID.. => {
+        TEXT | VARCHAR | BPCHAR | NAME | UNKNOWN | 0 | tern_exec::catalog::pgtype::FIRST_USER_OID.. => {
             Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| Error::new("22021", "text is not valid UTF-8"))?)
         }
         other => {

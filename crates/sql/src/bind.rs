@@ -3,21 +3,21 @@
 //! access, ordering inner joins greedily along equality predicates (hash joins), and planning
 //! aggregation, sorting and set operations.
 
-use crate::catalog::{Catalog, IndexDef, TableDef};
-use crate::error::{Error, Result};
-use crate::functions::ScalarFunction;
 use crate::optimizer::{self, decorrelate, or_factor, prune};
-use crate::parse::dialect::Dialect;
-use crate::plan::*;
-use crate::value::{Affinity, Value};
 use crate::window::bind::extract_windows;
 use sqlparser::ast;
 use sqlparser::ast::Spanned;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
+use tern_exec::catalog::{Catalog, IndexDef, TableDef};
+use tern_exec::dialect::Dialect;
+use tern_exec::error::{Error, Result};
+use tern_exec::functions::ScalarFunction;
+use tern_exec::plan::*;
+use tern_exec::value::{Affinity, Value};
 
-use crate::limits::MAX_QUERY_DEPTH;
+use tern_exec::limits::MAX_QUERY_DEPTH;
 
 /// One column visible to expressions.
 #[derive(Debug, Clone)]
@@ -114,7 +114,7 @@ pub struct Binder<'c> {
     /// ProjectSet when it bound one.
     set_returning_calls: usize,
     /// NULL ordering and LIKE differ by dialect.
-    pub(crate) dialect: crate::parse::dialect::Dialect,
+    pub(crate) dialect: tern_exec::dialect::Dialect,
 }
 
 const WINDOWS_NOT_HERE: Option<(&str, &str)> = Some(("42P20", "window functions are not allowed here"));
@@ -162,7 +162,7 @@ thread_local! {
 
 /// A view's column names and affinities, found by binding its query (empty if it no longer
 /// binds, or while another view's columns are being computed).
-fn view_output_columns(catalog: &Catalog, view: &crate::catalog::ViewDef) -> Vec<(String, Option<Affinity>)> {
+fn view_output_columns(catalog: &Catalog, view: &tern_exec::catalog::ViewDef) -> Vec<(String, Option<Affinity>)> {
     if LISTING_VIEW_COLUMNS.with(Cell::get) {
         return Vec::new();
     }
@@ -204,7 +204,7 @@ pub fn affinity_of_type(data_type: &ast::DataType) -> Result<Affinity> {
 /// [`affinity_of_type`] in a dialect (PostgreSQL's typed columns and casts in postgres).
 pub fn affinity_of_type_in(data_type: &ast::DataType, dialect: Dialect) -> Result<Affinity> {
     let name = data_type.to_string();
-    crate::types::decimal::declared_precision(&name)?;
+    tern_exec::types::decimal::declared_precision(&name)?;
     Ok(Affinity::of_declared_type_in(&name, dialect))
 }
 
@@ -293,12 +293,12 @@ impl<'c> Binder<'c> {
             window_refusal: WINDOWS_NOT_HERE,
             window_calls: 0,
             set_returning_calls: 0,
-            dialect: crate::parse::dialect::Dialect::Sqlite,
+            dialect: tern_exec::dialect::Dialect::Sqlite,
         }
     }
 
     /// Binds as `dialect` speaks.
-    pub fn with_dialect(mut self, dialect: crate::parse::dialect::Dialect) -> Binder<'c> {
+    pub fn with_dialect(mut self, dialect: tern_exec::dialect::Dialect) -> Binder<'c> {
         self.dialect = dialect;
         self
     }
@@ -356,7 +356,7 @@ impl<'c> Binder<'c> {
             self.depth -= 1;
             return Err(Error::program_limit("queries are nested too deeply"));
         }
-        let result = crate::limits::with_stack(|| self.bind_query_body(query, holder));
+        let result = tern_exec::limits::with_stack(|| self.bind_query_body(query, holder));
         self.depth -= 1;
         result
     }
@@ -495,7 +495,7 @@ impl<'c> Binder<'c> {
 
     fn bind_set_expr(&mut self, body: &ast::SetExpr, holder: &Scope) -> Result<(Plan, Vec<OutputColumn>)> {
         // A compound SELECT recurses once per term (at most MAX_COMPOUND_SELECT).
-        crate::limits::with_stack(|| self.bind_set_expr_inner(body, holder))
+        tern_exec::limits::with_stack(|| self.bind_set_expr_inner(body, holder))
     }
 
     fn bind_set_expr_inner(&mut self, body: &ast::SetExpr, holder: &Scope) -> Result<(Plan, Vec<OutputColumn>)> {
@@ -672,7 +672,7 @@ impl<'c> Binder<'c> {
         alias: Option<&ast::TableAlias>,
     ) -> Option<(Plan, Vec<ScopeColumn>)> {
         let catalog = self.catalog;
-        let view_columns = |view: &crate::catalog::ViewDef| view_output_columns(catalog, view);
+        let view_columns = |view: &tern_exec::catalog::ViewDef| view_output_columns(catalog, view);
         let system = crate::catalog::system::lookup(catalog, schema, name, &view_columns)?;
         let alias_name = alias.map(|alias| lower(&alias.name)).unwrap_or_else(|| name.to_string());
         let mut columns = table_columns(&system.table, &alias_name);
@@ -750,7 +750,7 @@ impl<'c> Binder<'c> {
             alias.and_then(|alias| alias.columns.first()).map(|column| lower(&column.name)).unwrap_or(default_name);
         let affinity = match function {
             TableFunction::Unnest => None,
-            TableFunction::ExpandArray => Some(Affinity::Composite(crate::types::composite::expand_array_type())),
+            TableFunction::ExpandArray => Some(Affinity::Composite(tern_exec::types::composite::expand_array_type())),
             TableFunction::GenerateSeries | TableFunction::GenerateSubscripts | TableFunction::PartitionAncestors => {
                 Some(Affinity::Integer)
             }
@@ -965,10 +965,10 @@ impl<'c> Binder<'c> {
             return Ok((plan, Vec::new()));
         }
         let tables: usize = from.iter().map(|item| 1 + item.joins.len()).sum();
-        if tables > crate::limits::MAX_JOIN_TABLES {
+        if tables > tern_exec::limits::MAX_JOIN_TABLES {
             return Err(Error::program_limit(format!(
                 "statement too complex: {tables} tables in one FROM clause (at most {})",
-                crate::limits::MAX_JOIN_TABLES
+                tern_exec::limits::MAX_JOIN_TABLES
             )));
         }
         // Only plain inner joins (comma, JOIN ... ON) are reordered; outer joins keep syntax order.
@@ -1351,14 +1351,14 @@ impl<'c> Binder<'c> {
             Expr::Cast(_, to) => Some(to.affinity()),
             Expr::Function(
                 ScalarFunction::SetReturning(
-                    crate::plan::TableFunction::GenerateSeries
-                    | crate::plan::TableFunction::GenerateSubscripts
-                    | crate::plan::TableFunction::PartitionAncestors,
+                    tern_exec::plan::TableFunction::GenerateSeries
+                    | tern_exec::plan::TableFunction::GenerateSubscripts
+                    | tern_exec::plan::TableFunction::PartitionAncestors,
                 ),
                 _,
             ) => Some(Affinity::Integer),
-            Expr::Function(ScalarFunction::SetReturning(crate::plan::TableFunction::ExpandArray), _) => {
-                Some(Affinity::Composite(crate::types::composite::expand_array_type()))
+            Expr::Function(ScalarFunction::SetReturning(tern_exec::plan::TableFunction::ExpandArray), _) => {
+                Some(Affinity::Composite(tern_exec::types::composite::expand_array_type()))
             }
             _ => None,
         }
@@ -1397,11 +1397,11 @@ impl<'c> Binder<'c> {
 
     pub fn bind_expr(&mut self, expr: &ast::Expr, scope: &Scope) -> Result<Expr> {
         self.expression_depth += 1;
-        if self.expression_depth > crate::limits::MAX_EXPRESSION_DEPTH {
+        if self.expression_depth > tern_exec::limits::MAX_EXPRESSION_DEPTH {
             self.expression_depth -= 1;
             return Err(Error::program_limit("expression is nested too deeply"));
         }
-        let result = crate::limits::with_stack(|| self.bind_expr_inner(expr, scope)).map_err(|error| {
+        let result = tern_exec::limits::with_stack(|| self.bind_expr_inner(expr, scope)).map_err(|error| {
             // The innermost expression with a position names the place (a span is computed
             // from the whole subtree, so each enclosing level computing it again is quadratic).
             if error.position.is_some() {
@@ -1663,7 +1663,7 @@ impl<'c> Binder<'c> {
             E::CompoundFieldAccess { root, access_chain } => {
                 self.bind_compound_access(expr, root, access_chain, scope)?
             }
-            // `ARRAY[a, b, ...]`: an array literal of the elements' text ([`crate::types::array`]).
+            // `ARRAY[a, b, ...]`: an array literal of the elements' text ([`tern_exec::types::array`]).
             E::Array(array) => Expr::Function(
                 ScalarFunction::ArrayConstruct,
                 array.elem.iter().map(|item| self.bind_expr(item, scope)).collect::<Result<Vec<_>>>()?,
@@ -1714,13 +1714,15 @@ impl<'c> Binder<'c> {
                 if let Some(domain) = crate::ddl::domain::of_type(self.catalog, &data_type.to_string()).cloned() {
                     return self.bind_domain_cast(inner, &domain, scope);
                 }
-                if let Some(id) = crate::types::enum_type::of_type(self.catalog, &data_type.to_string()) {
+                if let Some(id) = tern_exec::types::enum_type::of_type(self.catalog, &data_type.to_string()) {
                     return Ok(Expr::Cast(Box::new(self.bind_expr(inner, scope)?), CastType::Enum(id)));
                 }
-                if let Some(id) = crate::types::composite::of_type(self.catalog, &data_type.to_string()) {
+                if let Some(id) = tern_exec::types::composite::of_type(self.catalog, &data_type.to_string()) {
                     return Ok(Expr::Cast(Box::new(self.bind_expr(inner, scope)?), CastType::Composite(id)));
                 }
-                if self.dialect == Dialect::Postgres && !crate::catalog::pgtype::is_type_name(&data_type.to_string()) {
+                if self.dialect == Dialect::Postgres
+                    && !tern_exec::catalog::pgtype::is_type_name(&data_type.to_string())
+                {
                     return Err(Error::new("42704", format!("type \"{data_type}\" does not exist")));
                 }
                 let to = CastType::of_affinity(affinity_of_type_in(data_type, self.dialect)?);
@@ -1973,13 +1975,13 @@ impl<'c> Binder<'c> {
         // PostgreSQL's function-style cast `date(x)`.
         if name == "date" && args.len() == 1 && self.dialect == Dialect::Postgres {
             let inner = self.bind_expr(args[0], scope)?;
-            return Ok(Expr::Cast(Box::new(inner), CastType::Temporal(crate::types::temporal::TemporalKind::Date)));
+            return Ok(Expr::Cast(Box::new(inner), CastType::Temporal(tern_exec::types::temporal::TemporalKind::Date)));
         }
         if let Some(bound) = self.bind_catalog_function(&name, &args, scope)? {
             return Ok(bound);
         }
-        let json = crate::functions::json_functions::JsonBuild::lookup(&name)
-            .or_else(|| crate::functions::json_functions::JsonBuild::lookup_to(&name).map(|build| (build, 1, 1)));
+        let json = tern_exec::functions::json_functions::JsonBuild::lookup(&name)
+            .or_else(|| tern_exec::functions::json_functions::JsonBuild::lookup_to(&name).map(|build| (build, 1, 1)));
         if let Some((build, min_args, max_args)) = json {
             if args.len() < min_args || args.len() > max_args {
                 return Err(Error::new("42883", format!("wrong number of arguments to function {name}()")));
@@ -1989,7 +1991,7 @@ impl<'c> Binder<'c> {
             bound.insert(0, Expr::Literal(Value::Text(kinds)));
             return Ok(Expr::Function(ScalarFunction::Json(build), bound));
         }
-        if let Some((function, min_args, max_args)) = crate::plan::TableFunction::lookup(&name) {
+        if let Some((function, min_args, max_args)) = tern_exec::plan::TableFunction::lookup(&name) {
             if args.len() < min_args || args.len() > max_args {
                 return Err(Error::new("42883", format!("wrong number of arguments to function {name}()")));
             }
@@ -2045,12 +2047,12 @@ impl<'c> Binder<'c> {
             other => other,
         };
         let json_operator = match op {
-            B::Arrow => Some(crate::functions::json_operators::JsonOperator::Get),
-            B::LongArrow => Some(crate::functions::json_operators::JsonOperator::GetText),
-            B::HashArrow => Some(crate::functions::json_operators::JsonOperator::Path),
-            B::HashLongArrow => Some(crate::functions::json_operators::JsonOperator::PathText),
-            B::AtArrow => Some(crate::functions::json_operators::JsonOperator::Contains),
-            B::ArrowAt => Some(crate::functions::json_operators::JsonOperator::ContainedBy),
+            B::Arrow => Some(tern_exec::functions::json_operators::JsonOperator::Get),
+            B::LongArrow => Some(tern_exec::functions::json_operators::JsonOperator::GetText),
+            B::HashArrow => Some(tern_exec::functions::json_operators::JsonOperator::Path),
+            B::HashLongArrow => Some(tern_exec::functions::json_operators::JsonOperator::PathText),
+            B::AtArrow => Some(tern_exec::functions::json_operators::JsonOperator::Contains),
+            B::ArrowAt => Some(tern_exec::functions::json_operators::JsonOperator::ContainedBy),
             _ => None,
         };
         if let Some(operator) = json_operator {
@@ -2101,12 +2103,12 @@ impl<'c> Binder<'c> {
     /// side's); an untyped literal reads as `json`, as PostgreSQL resolves it.
     fn bind_json_operator(
         &mut self,
-        operator: crate::functions::json_operators::JsonOperator,
+        operator: tern_exec::functions::json_operators::JsonOperator,
         left: &ast::Expr,
         right: &ast::Expr,
         scope: &Scope,
     ) -> Result<Expr> {
-        use crate::functions::json_operators::{JsonOp, JsonOperator};
+        use tern_exec::functions::json_operators::{JsonOp, JsonOperator};
         let left = self.bind_expr(left, scope)?;
         let right = self.bind_expr(right, scope)?;
         let containment = matches!(operator, JsonOperator::Contains | JsonOperator::ContainedBy);
@@ -2306,7 +2308,7 @@ impl<'c> Binder<'c> {
                     Some(Affinity::Enum(id)) => Some(id),
                     _ => None,
                 });
-                crate::types::enum_type::functions::bind(name, id, bound)?
+                tern_exec::types::enum_type::functions::bind(name, id, bound)?
             }
             "format_type" if !self.catalog.enums.is_empty() || !self.catalog.composites.is_empty() => {
                 arity(2, 2)?;
@@ -2325,7 +2327,7 @@ impl<'c> Binder<'c> {
             "pg_get_function_result" | "pg_get_function_arguments" | "pg_get_function_identity_arguments" => {
                 arity(1, 1)?;
                 let oid = self.bind_expr(args[0], scope)?;
-                let describe = |def: &crate::functions::sql_function::FunctionDef| match name {
+                let describe = |def: &crate::ddl::sql_function::FunctionDef| match name {
                     "pg_get_function_result" => crate::catalog::pg_proc::result(self.catalog, def),
                     _ => crate::catalog::pg_proc::arguments(self.catalog, def),
                 };
@@ -2403,7 +2405,9 @@ impl<'c> Binder<'c> {
                 };
                 Expr::Cast(
                     Box::new(schemas),
-                    CastType::Array(crate::catalog::pgtype::array_of(crate::catalog::pgtype::NAME).unwrap_or(1003)),
+                    CastType::Array(
+                        tern_exec::catalog::pgtype::array_of(tern_exec::catalog::pgtype::NAME).unwrap_or(1003),
+                    ),
                 )
             }
             "pg_database_size" => {
@@ -2553,7 +2557,7 @@ impl<'c> Binder<'c> {
         let type_name = match data_type {
             ast::DataType::Array(_) => {
                 let bound = self.bind_expr(inner, scope)?;
-                let oid = crate::catalog::pgtype::declared_oid(&data_type.to_string());
+                let oid = tern_exec::catalog::pgtype::declared_oid(&data_type.to_string());
                 return Ok(Some(Expr::Cast(Box::new(bound), CastType::Array(oid))));
             }
             ast::DataType::Regclass => "regclass".to_string(),
@@ -2627,7 +2631,7 @@ impl<'c> Binder<'c> {
                 // A type's name (a literal, or a parameter as drivers send it): its OID, which
                 // compares with `pg_type.oid` (42704 if there is no such type).
                 Expr::Literal(Value::Text(name)) if name.trim().parse::<i64>().is_err() => {
-                    let oid = crate::catalog::pgtype::oid_of_name(name)
+                    let oid = tern_exec::catalog::pgtype::oid_of_name(name)
                         .or_else(|| self.user_type_oid(name))
                         .ok_or_else(|| Error::new("42704", format!("type \"{name}\" does not exist")))?;
                     literal(Value::Integer(i64::from(oid)))
@@ -2736,7 +2740,7 @@ fn derived_columns(
 }
 
 /// An ORDER BY term; where NULLs go when it does not say is the dialect's.
-pub(crate) fn sort_key(expr: Expr, options: &ast::OrderByOptions, dialect: crate::parse::dialect::Dialect) -> SortKey {
+pub(crate) fn sort_key(expr: Expr, options: &ast::OrderByOptions, dialect: tern_exec::dialect::Dialect) -> SortKey {
     let descending = options.asc == Some(false);
     let nulls_first = options.nulls_first.unwrap_or(dialect.nulls_first(descending));
     SortKey { expr, descending, nulls_first }
@@ -2787,7 +2791,7 @@ fn check_named_windows(windows: &[ast::NamedWindowDefinition]) -> Result<()> {
 fn fold_date_arithmetic(op: BinaryOp, left: Expr, right: Expr) -> Expr {
     if let (BinaryOp::Add | BinaryOp::Sub, Expr::Literal(a), Expr::Literal(b)) = (op, &left, &right)
         && (matches!(a, Value::Temporal(_)) || matches!(b, Value::Temporal(_)))
-        && let Ok(value) = crate::functions::arithmetic(op, a, b)
+        && let Ok(value) = tern_exec::functions::arithmetic(op, a, b)
         && matches!(value, Value::Temporal(_))
     {
         return Expr::Literal(value);
@@ -2855,7 +2859,7 @@ fn lift_aggregates(
             subquery: regroup(subquery),
             negated,
         },
-        other => crate::limits::with_stack(|| {
+        other => tern_exec::limits::with_stack(|| {
             other.map_children(&mut |child| lift_aggregates(child, group_by, aggregates, group_row))
         }),
     }
@@ -2958,7 +2962,7 @@ fn reads_only_from(expr: &Expr, first: usize) -> bool {
     let mut plain = true;
     expr.walk(&mut |node| {
         if let Expr::Function(function, _) = node
-            && (crate::functions::is_volatile(*function, &[]) || crate::exec::is_context_function(*function))
+            && (tern_exec::functions::is_volatile(*function, &[]) || tern_exec::exec::is_context_function(*function))
         {
             plain = false;
         }
@@ -2967,16 +2971,6 @@ fn reads_only_from(expr: &Expr, first: usize) -> bool {
         }
     });
     plain && !columns.is_empty() && columns.iter().all(|&column| column >= first) && !has_subquery(expr)
-}
-
-impl Expr {
-    /// The expression with every column `by` places lower (read from a relation of its own).
-    pub(crate) fn shift_columns_down(self, by: usize) -> Expr {
-        self.rewrite(&mut |expr| match expr {
-            Expr::Column(index) => Expr::Column(index - by),
-            other => other,
-        })
-    }
 }
 
 /// If `expr` is `a = b` with `a` reading only left columns and `b` only right columns (or the
@@ -3010,15 +3004,6 @@ fn has_correlated_subquery(expr: &Expr) -> bool {
     let mut found = false;
     expr.walk(&mut |expr| {
         found |= matches!(expr, Expr::InSubquery { subquery, .. } | Expr::Exists { subquery, .. } | Expr::ScalarSubquery(subquery) if subquery.correlated)
-    });
-    found
-}
-
-/// Whether the expression holds a subquery of any kind (not looking inside it).
-pub(crate) fn has_subquery(expr: &Expr) -> bool {
-    let mut found = false;
-    expr.walk(&mut |expr| {
-        found |= matches!(expr, Expr::InSubquery { .. } | Expr::Exists { .. } | Expr::ScalarSubquery(_))
     });
     found
 }
@@ -3315,7 +3300,11 @@ fn rewrite_outputs(
 /// ProjectSet's input, adding the call to `calls` (a call written twice runs once, as in
 /// PostgreSQL, where both read the same rows). A call inside another's arguments stays, and
 /// is refused when evaluated (0A000).
-fn extract_set_returning(expr: Expr, base: usize, calls: &mut Vec<(crate::plan::TableFunction, Vec<Expr>)>) -> Expr {
+fn extract_set_returning(
+    expr: Expr,
+    base: usize,
+    calls: &mut Vec<(tern_exec::plan::TableFunction, Vec<Expr>)>,
+) -> Expr {
     match expr {
         Expr::Function(ScalarFunction::SetReturning(function), args) => {
             let call = (function, args);
@@ -3326,12 +3315,12 @@ fn extract_set_returning(expr: Expr, base: usize, calls: &mut Vec<(crate::plan::
             Expr::Column(base + index)
         }
         other => {
-            crate::limits::with_stack(|| other.map_children(&mut |child| extract_set_returning(child, base, calls)))
+            tern_exec::limits::with_stack(|| other.map_children(&mut |child| extract_set_returning(child, base, calls)))
         }
     }
 }
 
-/// The kinds [`crate::functions::json_functions`] needs of its arguments, from their SQL types: `b` for
+/// The kinds [`tern_exec::functions::json_functions`] needs of its arguments, from their SQL types: `b` for
 /// booleans, `j` for JSON, `-` for the others.
 fn json_argument_kinds(args: &[Expr], scope: &Scope) -> String {
     use crate::session::describe::SqlType;

@@ -7,10 +7,10 @@
 //! args)` is, in each set's rows, the bit mask of the arguments the set leaves out (the first
 //! argument the most significant bit), as in PostgreSQL.
 
-use crate::error::{Error, Result};
-use crate::plan::{AggregateCall, AggregateFunction, Expr, Plan, SetOperator};
-use crate::value::Value;
 use sqlparser::ast;
+use tern_exec::error::{Error, Result};
+use tern_exec::plan::{AggregateCall, AggregateFunction, Expr, Plan, SetOperator};
+use tern_exec::value::Value;
 
 /// The most grouping sets a query may expand to.
 pub const MAX_SETS: usize = 4096;

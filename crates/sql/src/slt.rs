@@ -1,7 +1,7 @@
 //! Tern as an engine of the sqllogictest runner (`tern slt`, and the tests under `tests/slt/`).
 
 use crate::session::{Database, Outcome, Session};
-use crate::value::Value;
+use tern_exec::value::Value;
 use tern_slt::{Engine, SltValue};
 
 /// A fresh in-memory database and one session on it.
@@ -23,7 +23,7 @@ impl Engine for SltEngine {
         let outcomes = self.session.execute(sql, &[]).map_err(|error| error.to_string())?;
         // Row values print as PostgreSQL's text form, typed by their definitions (booleans t/f).
         let catalog = self.session.catalog();
-        let postgres = self.session.dialect() == crate::parse::dialect::Dialect::Postgres;
+        let postgres = self.session.dialect() == tern_exec::dialect::Dialect::Postgres;
         // TIMESTAMPTZ values print in the session's time zone, as the server writes them.
         let _zone = self.session.enter_time_zone();
         Ok(match outcomes.into_iter().last() {
@@ -39,14 +39,14 @@ impl Engine for SltEngine {
                             Value::Text(text) => SltValue::Text(text),
                             // PostgreSQL prints bytea as `\x` and hex digits.
                             Value::Blob(bytes) if postgres => {
-                                SltValue::Text(format!("\\x{}", crate::value::hex(&bytes).to_ascii_lowercase()))
+                                SltValue::Text(format!("\\x{}", tern_exec::value::hex(&bytes).to_ascii_lowercase()))
                             }
                             Value::Blob(bytes) => SltValue::Blob(bytes),
                             Value::Temporal(temporal) => {
-                                SltValue::Text(crate::types::temporal::format::to_text(&temporal))
+                                SltValue::Text(tern_exec::types::temporal::format::to_text(&temporal))
                             }
                             Value::Enum(value) => SltValue::Text(value.label.to_string()),
-                            Value::Record(record) => SltValue::Text(crate::types::composite::text::format(
+                            Value::Record(record) => SltValue::Text(tern_exec::types::composite::text::format(
                                 &record,
                                 catalog.composite_of_oid(record.type_oid),
                             )),

@@ -407,7 +407,7 @@ fn decimals_are_exact_and_their_errors_have_sqlstates() {
     let db = Database::open_in_memory().unwrap();
     let mut session = db.session();
     session.execute("CREATE TABLE ledger(id INTEGER PRIMARY KEY, amount DECIMAL(6,2))", &[]).unwrap();
-    let amount: tern_sql::types::decimal::Decimal = "12.345".parse().unwrap();
+    let amount: tern_exec::types::decimal::Decimal = "12.345".parse().unwrap();
     session.execute("INSERT INTO ledger VALUES (1, ?)", &[Value::Decimal(amount)]).unwrap();
     session.execute("INSERT INTO ledger VALUES (2, ?)", &[Value::Real(0.1)]).unwrap();
     assert_eq!(

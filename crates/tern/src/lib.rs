@@ -157,7 +157,7 @@ impl Database {
     }
 }
 
-fn schema_of(catalog: &tern_sql::catalog::Catalog) -> Vec<SchemaObject> {
+fn schema_of(catalog: &tern_exec::catalog::Catalog) -> Vec<SchemaObject> {
     let tables = catalog.tables.values().map(|table| SchemaObject {
         kind: ObjectKind::Table,
         name: table.name.clone(),
@@ -302,7 +302,7 @@ pub struct Connection {
 
 /// The connection's state as a streamed statement started.
 struct StreamingView {
-    catalog: std::sync::Arc<tern_sql::catalog::Catalog>,
+    catalog: std::sync::Arc<tern_exec::catalog::Catalog>,
     last_insert_rowid: Option<i64>,
     autocommit: bool,
 }
@@ -544,7 +544,7 @@ impl Connection {
     }
 
     /// The catalog this connection sees (with its open transaction's schema changes).
-    pub(crate) fn catalog(&self) -> std::sync::Arc<tern_sql::catalog::Catalog> {
+    pub(crate) fn catalog(&self) -> std::sync::Arc<tern_exec::catalog::Catalog> {
         match self.session.try_borrow() {
             Ok(session) => session.catalog(),
             Err(_) => self.streaming_view(|view| view.catalog.clone(), self.db.engine().catalog()),

@@ -281,17 +281,17 @@ fn the_integrity_check_finds_damage_the_storage_checks_cannot_see() {
     let index = catalog.indexes.values().find(|index| index.name == "log_account").unwrap().clone();
     let txn_db = db.engine().txn_db();
     let mut txn = txn_db.begin();
-    let prefix = tern_sql::codec::object_prefix(log.id);
-    let index_prefix = tern_sql::codec::object_prefix(index.id);
+    let prefix = tern_exec::codec::object_prefix(log.id);
+    let index_prefix = tern_exec::codec::object_prefix(index.id);
     // Drop one index entry, add a stray one, break a row, and write keys of object 9999.
     let entry = txn.range(index_prefix.as_slice()..).next().unwrap().unwrap().0;
     txn.delete(&entry).unwrap();
-    let mut stray = tern_sql::codec::encode_key(&index_prefix, &[tern::Value::Integer(424_242)]);
-    stray.extend_from_slice(&tern_sql::codec::encode_key(&[], &[tern::Value::Integer(777_777)]));
+    let mut stray = tern_exec::codec::encode_key(&index_prefix, &[tern::Value::Integer(424_242)]);
+    stray.extend_from_slice(&tern_exec::codec::encode_key(&[], &[tern::Value::Integer(777_777)]));
     txn.put(&stray, b"nothing").unwrap();
     let row = txn.range(prefix.as_slice()..).next().unwrap().unwrap().0;
     txn.put(&row, &[0xFF, 0xFF, 0xFF]).unwrap();
-    txn.put(&tern_sql::codec::object_prefix(9999), b"orphan").unwrap();
+    txn.put(&tern_exec::codec::object_prefix(9999), b"orphan").unwrap();
     txn.commit().unwrap();
     let report = db.integrity_check().unwrap();
     let problems = report.problems.join("\n");

@@ -199,7 +199,7 @@ fn json_value(value: &Value) -> String {
         Value::Real(_) => "null".into(),
         Value::Decimal(decimal) => decimal.to_string(),
         Value::Text(text) => serde_json::Value::String(text.clone()).to_string(),
-        Value::Blob(bytes) => serde_json::Value::String(tern_sql::value::hex(bytes)).to_string(),
+        Value::Blob(bytes) => serde_json::Value::String(tern_exec::value::hex(bytes)).to_string(),
         Value::Temporal(_) | Value::Enum(_) | Value::Record(_) => {
             serde_json::Value::String(value.to_text()).to_string()
         }

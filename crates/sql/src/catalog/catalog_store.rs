@@ -6,8 +6,8 @@
 //! Writing a catalog deletes the chunks a larger earlier one left; all of it is one
 //! transaction's writes, so readers see a whole catalog.
 
-use crate::codec::{CATALOG_CHUNK_PREFIX, CATALOG_KEY};
-use crate::error::{Error, Result};
+use tern_exec::codec::{CATALOG_CHUNK_PREFIX, CATALOG_KEY};
+use tern_exec::error::{Error, Result};
 
 /// The largest piece of a catalog kept under one key.
 pub const CHUNK_BYTES: usize = 512 << 10;

@@ -3,13 +3,13 @@
 //! catalog is checked against itself and against the stored keys, every row against its
 //! table's definition, and every index against its table, entry by entry, in both directions.
 
-use crate::catalog::{Catalog, IndexDef, TableDef};
-use crate::codec::{self, object_of_key, object_prefix, prefix_end};
-use crate::error::Result;
-use crate::exec::{Executor, SCAN_CHUNK_ROWS};
 use crate::session::Database;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
+use tern_exec::catalog::{Catalog, IndexDef, TableDef};
+use tern_exec::codec::{self, object_of_key, object_prefix, prefix_end};
+use tern_exec::error::Result;
+use tern_exec::exec::{Executor, SCAN_CHUNK_ROWS};
 
 /// Problems listed per table or index before the rest are only counted.
 const EXAMPLES: usize = 10;
@@ -81,7 +81,7 @@ impl Database {
             }
         };
         check_catalog(&catalog, &mut report.problems);
-        let exec = Executor::new(&mut txn, &[], usize::MAX);
+        let exec = Executor::new(&mut txn, &[], usize::MAX, &crate::session::host::FrontEnd);
         // A read that fails (a damaged page) ends the check of that object, not of the rest.
         let unreadable = |object: String, error: crate::Error, problems: &mut Vec<String>| {
             problems.push(format!("{object}: reading it failed: {}", error.message));

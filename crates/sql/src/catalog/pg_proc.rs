@@ -1,11 +1,11 @@
-//! `pg_catalog.pg_proc` for the SQL functions of the catalog (`crate::functions::sql_function`), and the
+//! `pg_catalog.pg_proc` for the SQL functions of the catalog (`crate::ddl::sql_function`), and the
 //! functions that describe them: `pg_get_function_result`, `pg_get_function_arguments`,
 //! `pg_get_function_identity_arguments`, `pg_function_is_visible` (what psql's `\df` and
 //! drivers' metadata read). Built-in functions are not listed (PostgreSQL lists them under
 //! `pg_catalog`, which `\df` leaves out).
 
-use crate::catalog::Catalog;
-use crate::functions::sql_function::FunctionDef;
+use crate::ddl::sql_function::FunctionDef;
+use tern_exec::catalog::Catalog;
 
 /// The columns of `pg_proc`, with PostgreSQL's types.
 pub const COLUMNS: &[(&str, &str)] = &[
@@ -47,21 +47,21 @@ const FUNCTION_OID_BASE: i64 = 0x5000_0000;
 
 /// A function's OID: stable for its name (one function per name), as views' are.
 pub fn function_oid(name: &str) -> i64 {
-    crate::catalog::pgtype::name_oid(FUNCTION_OID_BASE, name)
+    tern_exec::catalog::pgtype::name_oid(FUNCTION_OID_BASE, name)
 }
 
 /// A declared type's OID and its name as `format_type` spells it, user types included.
 pub fn type_of(catalog: &Catalog, declared: &str) -> (u32, String) {
-    if let Some(id) = crate::types::enum_type::of_type(catalog, declared) {
+    if let Some(id) = tern_exec::types::enum_type::of_type(catalog, declared) {
         let definition = id.get();
         return (definition.oid, definition.name.clone());
     }
-    if let Some(id) = crate::types::composite::of_type(catalog, declared) {
+    if let Some(id) = tern_exec::types::composite::of_type(catalog, declared) {
         let definition = id.get();
         return (definition.oid, definition.name.clone());
     }
-    let oid = crate::catalog::pgtype::declared_oid(declared);
-    (oid, crate::catalog::pgtype::format_type(oid, crate::catalog::pgtype::declared_typmod(declared)))
+    let oid = tern_exec::catalog::pgtype::declared_oid(declared);
+    (oid, tern_exec::catalog::pgtype::format_type(oid, tern_exec::catalog::pgtype::declared_typmod(declared)))
 }
 
 /// `pg_get_function_result`: the return type's name.
@@ -106,7 +106,7 @@ pub fn rows(catalog: &Catalog) -> Vec<ProcRow> {
                 def.params.iter().map(|(_, declared)| type_of(catalog, declared).0.to_string()).collect();
             let named = def.params.iter().any(|(name, _)| name.is_some());
             let arg_names = named.then(|| {
-                crate::types::array::format(def.params.iter().map(|(name, _)| Some(name.as_deref().unwrap_or(""))))
+                tern_exec::types::array::format(def.params.iter().map(|(name, _)| Some(name.as_deref().unwrap_or(""))))
             });
             ProcRow {
                 oid: function_oid(&def.name),

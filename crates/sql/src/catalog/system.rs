@@ -31,12 +31,13 @@
 //! inheritance, triggers, statistics objects) exist and are empty, so that client queries
 //! joining them bind and return what PostgreSQL returns for a database without such objects.
 
-use crate::catalog::pgtype;
-use crate::catalog::{Catalog, ColumnDef, SequenceDef, TableDef, ViewDef};
-use crate::functions::ScalarFunction;
-use crate::plan::Expr;
-use crate::value::{Affinity, Value};
 use std::sync::Arc;
+use tern_exec::catalog::pgtype;
+use tern_exec::catalog::{Catalog, ColumnDef, SequenceDef, TableDef, ViewDef};
+use tern_exec::functions::ScalarFunction;
+pub use tern_exec::functions::text_functions::quote_ident;
+use tern_exec::plan::Expr;
+use tern_exec::value::{Affinity, Value};
 
 pub const PG_CATALOG_OID: i64 = 11;
 pub const PUBLIC_OID: i64 = 2200;
@@ -255,7 +256,7 @@ fn relation<'a>(
     let live =
         crate::session::activity::LiveRelation::of_name(name).filter(|_| matches!(schema, None | Some("pg_catalog")));
     Some(match (schema.unwrap_or("pg_catalog"), name) {
-        // Rows computed when read (`tableoid` too: [`crate::exec`]).
+        // Rows computed when read (`tableoid` too: [`tern_exec::exec`]).
         _ if let Some(live) = live => (live.columns(), Box::new(Vec::new)),
         ("pg_catalog", "pg_namespace") => (PG_NAMESPACE, Box::new(namespaces)),
         ("pg_catalog", "pg_class") => (PG_CLASS, Box::new(move || listing().pg_class())),
@@ -290,7 +291,7 @@ fn relation<'a>(
         ("pg_catalog", "pg_depend") => (PG_DEPEND, Box::new(move || pg_depend(catalog))),
         ("pg_catalog", "pg_extension") => (PG_EXTENSION, Box::new(Vec::new)),
         ("pg_catalog", "pg_settings") => {
-            (crate::catalog::pg_settings::COLUMNS, Box::new(crate::catalog::pg_settings::rows))
+            (tern_exec::catalog::pg_settings::COLUMNS, Box::new(tern_exec::catalog::pg_settings::rows))
         }
         ("pg_catalog", "pg_proc") => (crate::catalog::pg_proc::COLUMNS, Box::new(move || pg_proc(catalog))),
         ("pg_catalog", "pg_language") => (PG_LANGUAGE, Box::new(languages)),
@@ -558,7 +559,7 @@ fn foreign_key_constraints(catalog: &Catalog, indexes: &[Index]) -> Vec<Constrai
                 quoted(&referenced)
             );
             for (clause, action) in [("UPDATE", fk.on_update), ("DELETE", fk.on_delete)] {
-                if action != crate::catalog::ReferentialAction::NoAction {
+                if action != tern_exec::catalog::ReferentialAction::NoAction {
                     definition.push_str(&format!(" ON {clause} {}", action.sql()));
                 }
             }
@@ -751,8 +752,8 @@ impl Attribute {
 
     fn of_column(column: &ColumnDef, not_null: bool) -> Attribute {
         let identity = match column.identity {
-            Some(crate::catalog::Identity::Always) => "a",
-            Some(crate::catalog::Identity::ByDefault) => "d",
+            Some(tern_exec::catalog::Identity::Always) => "a",
+            Some(tern_exec::catalog::Identity::ByDefault) => "d",
             None => "",
         };
         // PostgreSQL shows a SERIAL column's default with its regclass cast, and none for an
@@ -854,19 +855,12 @@ struct Referenced {
     table_oid: i64,
     /// (attnum, name) of the referenced columns, in the key's order.
     columns: Vec<(i64, String)>,
-    on_update: crate::catalog::ReferentialAction,
-    on_delete: crate::catalog::ReferentialAction,
+    on_update: tern_exec::catalog::ReferentialAction,
+    on_delete: tern_exec::catalog::ReferentialAction,
     /// The referenced table's key constraint: its name, and for each referencing column the
     /// position (from 1) of its referenced column in that key.
     unique_name: String,
     positions: Vec<i64>,
-}
-
-/// An identifier as PostgreSQL prints it: bare when it is lower case and plain, else quoted.
-pub fn quote_ident(name: &str) -> String {
-    let plain = name.chars().next().is_some_and(|first| first.is_ascii_lowercase() || first == '_')
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if plain { name.to_string() } else { format!("\"{}\"", name.replace('"', "\"\"")) }
 }
 
 struct Listing {
@@ -902,7 +896,7 @@ impl Listing {
             .collect();
         // Each table's indexes in creation order, found once (not a pass over every index per
         // table: catalogs of thousands of tables are listed on every `\d`).
-        let mut indexes_of: std::collections::HashMap<&str, Vec<&Arc<crate::catalog::IndexDef>>> =
+        let mut indexes_of: std::collections::HashMap<&str, Vec<&Arc<tern_exec::catalog::IndexDef>>> =
             std::collections::HashMap::new();
         for index in catalog.indexes.values() {
             indexes_of.entry(index.table.as_str()).or_default().push(index);
@@ -922,7 +916,7 @@ impl Listing {
     fn add_table(
         &mut self,
         table: &TableDef,
-        table_indexes: &[&Arc<crate::catalog::IndexDef>],
+        table_indexes: &[&Arc<tern_exec::catalog::IndexDef>],
         has_triggers: bool,
         tuples: Option<u64>,
     ) {

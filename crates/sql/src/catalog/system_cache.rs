@@ -10,12 +10,12 @@
 //! compares stays the catalog's for as long as the cache uses it. One catalog is kept: a
 //! statement against another one replaces it.
 
-use crate::catalog::Catalog;
-use crate::plan::Expr;
 use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
+use tern_exec::catalog::Catalog;
+use tern_exec::plan::Expr;
 
 /// Rows of a system relation, shared by the plans that read them.
 pub type Rows = Arc<Vec<Vec<Expr>>>;
@@ -88,7 +88,7 @@ mod tests {
         let made = std::cell::Cell::new(0);
         let make = || {
             made.set(made.get() + 1);
-            vec![vec![Expr::Literal(crate::value::Value::Integer(made.get()))]]
+            vec![vec![Expr::Literal(tern_exec::value::Value::Integer(made.get()))]]
         };
         // Without a statement catalog nothing is kept.
         rows(&first, "pg_catalog", "pg_class", make);

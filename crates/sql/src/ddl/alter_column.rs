@@ -6,11 +6,11 @@
 //! made, and fails without changing anything if one does not.
 
 use crate::bind::Binder;
-use crate::catalog::{Catalog, Identity, TableDef};
-use crate::error::{Error, Result};
-use crate::exec::Executor;
 use sqlparser::ast;
 use std::sync::Arc;
+use tern_exec::catalog::{Catalog, Identity, TableDef};
+use tern_exec::error::{Error, Result};
+use tern_exec::exec::Executor;
 
 /// What an ALTER TABLE must check against the table's stored rows.
 pub enum RowCheck {

@@ -7,16 +7,16 @@
 //! [`crate::ddl::drop_constraint`], foreign keys in [`crate::dml::foreign_key::definition`].
 
 use crate::bind::object_name;
-use crate::catalog::{Catalog, IndexDef, TableDef};
 use crate::dml;
-use crate::error::{Error, Result};
-use crate::exec::Executor;
-use crate::parse::dialect::Dialect;
 use crate::session::{
     ColumnParts, Outcome, column_def, edit_index_sql, edit_table_sql, index_columns, too_many_columns, written_name,
 };
 use sqlparser::ast;
 use std::sync::Arc;
+use tern_exec::catalog::{Catalog, IndexDef, TableDef};
+use tern_exec::dialect::Dialect;
+use tern_exec::error::{Error, Result};
+use tern_exec::exec::Executor;
 
 /// What the operations left for storage to do once the definitions are changed.
 #[derive(Default)]
@@ -54,7 +54,7 @@ pub fn execute(
     let table = Arc::new(table);
     changed.tables.insert(table.name.to_ascii_lowercase(), table.clone());
     for index in pending.dropped_indexes {
-        dml::clear_prefix(exec, &crate::codec::object_prefix(index.id))?;
+        dml::clear_prefix(exec, &tern_exec::codec::object_prefix(index.id))?;
     }
     if !pending.dropped_positions.is_empty() {
         crate::ddl::drop_column::rewrite_rows(catalog, exec, &old_table, &pending.dropped_positions)?;
@@ -206,7 +206,7 @@ fn add_column(
         }
         return Err(Error::duplicate_object(format!("duplicate column name: {}", column.name.value)));
     }
-    if table.columns.len() >= crate::limits::MAX_COLUMNS {
+    if table.columns.len() >= tern_exec::limits::MAX_COLUMNS {
         return Err(too_many_columns());
     }
     let ColumnParts { def, primary, unique, check, generated } = column_def(column, dialect, catalog)?;

@@ -10,28 +10,13 @@
 //! or `''` removes one, and the schema `public` starts with the comment
 //! `standard public schema`.
 
-use crate::catalog::Catalog;
-use crate::error::{Error, Result};
-use serde::{Deserialize, Serialize};
 use sqlparser::ast;
+use tern_exec::catalog::Catalog;
+pub use tern_exec::catalog::objects::{Comment, CommentTarget};
+use tern_exec::error::{Error, Result};
 
 /// What PostgreSQL's `public` schema is described as until a comment replaces it.
 const PUBLIC_SCHEMA_COMMENT: &str = "standard public schema";
-
-/// The object a comment describes. Names are lower case.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CommentTarget {
-    Schema(String),
-    Relation(String),
-    Column { table: String, column: String },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Comment {
-    pub target: CommentTarget,
-    /// Empty only for `public`'s, where it says the default comment was removed.
-    pub text: String,
-}
 
 /// Runs `COMMENT ON <object> name IS 'text' | NULL` against a copy of the catalog.
 pub fn execute(

@@ -2,12 +2,12 @@
 //! query's columns (named as it names them, typed by what it returns) and its rows.
 
 use crate::bind::{Binder, object_name};
-use crate::catalog::Catalog;
-use crate::error::{Error, Result};
-use crate::exec::Executor;
-use crate::parse::dialect::Dialect;
 use crate::session::describe::{Inference, SqlType};
 use sqlparser::ast;
+use tern_exec::catalog::Catalog;
+use tern_exec::dialect::Dialect;
+use tern_exec::error::{Error, Result};
+use tern_exec::exec::Executor;
 
 /// The declared type a column made from a query result of `sql_type` gets.
 fn declared(sql_type: &SqlType, dialect: Dialect) -> String {

@@ -3,11 +3,11 @@
 //! SQL functions and triggers. `.dump` and `.schema` print these.
 
 use crate::catalog::system::quote_ident;
-use crate::catalog::{Catalog, SequenceDef};
 use std::collections::BTreeSet;
+use tern_exec::catalog::{Catalog, SequenceDef};
 
 fn quote_literal(text: &str) -> String {
-    crate::value::Value::Text(text.to_string()).sql_literal()
+    tern_exec::value::Value::Text(text.to_string()).sql_literal()
 }
 
 /// CREATE TYPE and CREATE DOMAIN statements, each after the types it uses: enums, composite
@@ -32,7 +32,7 @@ pub fn types(catalog: &Catalog) -> Vec<(String, String)> {
             .iter()
             .position(|definition| {
                 definition.fields.iter().all(|field| match field.affinity {
-                    crate::value::Affinity::Composite(id) => done.contains(&id.get().name),
+                    tern_exec::value::Affinity::Composite(id) => done.contains(&id.get().name),
                     _ => true,
                 })
             })

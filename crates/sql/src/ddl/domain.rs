@@ -7,27 +7,17 @@
 //! `CAST(x AS domain)` casts to the base type and checks. A domain's definition is copied into
 //! the columns that use it when they are created; a domain in use cannot be dropped (2BP01).
 
-use crate::catalog::Catalog;
-use crate::error::{Error, Result};
-use serde::{Deserialize, Serialize};
 use sqlparser::ast::{self, VisitMut, VisitorMut};
 use std::ops::ControlFlow;
 use std::sync::Arc;
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct DomainDef {
-    pub name: String,
-    /// The base type as written (a domain over a domain is expanded to the base type).
-    pub base_type: String,
-    pub default: Option<String>,
-    /// CHECK conditions over `VALUE`, as SQL text.
-    pub checks: Vec<String>,
-}
+use tern_exec::catalog::Catalog;
+pub use tern_exec::catalog::objects::DomainDef;
+use tern_exec::error::{Error, Result};
 
 /// CREATE DOMAIN.
 pub fn create(catalog: &mut Catalog, create: &ast::CreateDomain) -> Result<()> {
     let name = crate::bind::object_name(&create.name)?.to_ascii_lowercase();
-    crate::types::user_type::check_name_free(catalog, &name)?;
+    crate::ddl::user_type::check_name_free(catalog, &name)?;
     let mut base_type = create.data_type.to_string();
     let mut checks = Vec::new();
     let mut inherited_default = None;
@@ -85,7 +75,7 @@ pub fn of_type<'c>(catalog: &'c Catalog, declared: &str) -> Option<&'c Arc<Domai
     if catalog.domains.is_empty() {
         return None;
     }
-    catalog.domains.get(&crate::types::user_type::type_key(declared))
+    catalog.domains.get(&tern_exec::types::type_key(declared))
 }
 
 /// The domain's checks over `value` (an expression), joined with AND; `None` without checks.

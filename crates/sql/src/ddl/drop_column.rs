@@ -8,11 +8,11 @@
 //! (one pass over the table, in the statement's transaction); index entries hold values, not
 //! positions, and stay: only the positions in the catalog move down.
 
-use crate::catalog::{Catalog, IndexDef, TableDef};
-use crate::error::{Error, Result};
-use crate::exec::Executor;
 use sqlparser::ast;
 use std::sync::Arc;
+use tern_exec::catalog::{Catalog, IndexDef, TableDef};
+use tern_exec::error::{Error, Result};
+use tern_exec::exec::Executor;
 
 /// What dropping a column leaves the caller to do in storage once the catalog is changed.
 #[derive(Default)]
@@ -33,7 +33,7 @@ pub fn drop(
     name: &ast::Ident,
     if_exists: bool,
     cascade: bool,
-    dialect: crate::parse::dialect::Dialect,
+    dialect: tern_exec::dialect::Dialect,
 ) -> Result<Dropped> {
     let table_name = table.name.to_ascii_lowercase();
     let Some(position) = table.column_index(&name.value) else {
@@ -126,7 +126,7 @@ fn drop_dependent_views(
     table: &TableDef,
     column: &str,
     cascade: bool,
-    dialect: crate::parse::dialect::Dialect,
+    dialect: tern_exec::dialect::Dialect,
 ) -> Result<()> {
     let binds = |catalog: &Catalog, query: &str| {
         crate::bind::parse_query(query)
@@ -199,7 +199,7 @@ pub fn rewrite_rows(catalog: &Catalog, exec: &Executor, old: &Arc<TableDef>, pos
                 row.remove(position);
             }
         }
-        exec.put(key, crate::codec::encode_row(&row));
+        exec.put(key, tern_exec::codec::encode_row(&row));
     }
     Ok(())
 }

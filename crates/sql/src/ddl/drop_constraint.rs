@@ -5,10 +5,10 @@
 //! (2BP01 otherwise), as in PostgreSQL. The primary key a table's rows are stored by cannot be
 //! dropped (0A000).
 
-use crate::catalog::{Catalog, ForeignKeyDef, IndexDef, TableDef};
-use crate::error::{Error, Result};
 use sqlparser::ast;
 use std::sync::Arc;
+use tern_exec::catalog::{Catalog, ForeignKeyDef, IndexDef, TableDef};
+use tern_exec::error::{Error, Result};
 
 /// Drops the constraint `name` of `table` (a copy, put back by the caller; `catalog` still
 /// holds the old one). Returns the index whose entries the caller must delete, if one went.

@@ -7,10 +7,10 @@
 //! `ALTER <kind> name OWNER TO role` statement becomes `PRAGMA tern_owner('<argument>')`
 //! ([`encode_owner_statements`]), and the session runs it with [`execute`].
 
-use crate::catalog::Catalog;
-use crate::error::{Error, Result};
 use crate::parse::token_rewrite::{statements_as_pragmas, word_is};
 use sqlparser::tokenizer::{Token, TokenWithSpan};
+use tern_exec::catalog::Catalog;
+use tern_exec::error::{Error, Result};
 
 pub const PRAGMA: &str = "tern_owner";
 /// Separates the argument's fields: kind, name parts, role.

@@ -26,13 +26,13 @@
 //! ```
 //! `width` and the defaults pad a row stored before columns were added, as a read does.
 
-use crate::catalog::{IndexDef, TableDef};
-use crate::codec::{decode_row, encode_row, object_prefix};
-use crate::error::{Error, Result};
-use crate::exec::{Env, Executor};
-use crate::plan::{BinaryOp, Expr};
-use crate::value::{Affinity, Value, in_column};
 use std::sync::Arc;
+use tern_exec::catalog::{IndexDef, TableDef};
+use tern_exec::codec::{decode_row, encode_row, object_prefix};
+use tern_exec::error::{Error, Result};
+use tern_exec::exec::{Env, Executor};
+use tern_exec::plan::{BinaryOp, Expr};
+use tern_exec::value::{Affinity, Value, in_column};
 use tern_txn::{DeltaError, DeltaResolver};
 
 const VERSION: u8 = 1;
@@ -396,9 +396,9 @@ fn apply(change: &Change, current: &Value) -> std::result::Result<Value, DeltaEr
         if change.flags & AMOUNT_FIRST != 0 { (&change.amount, current) } else { (current, &change.amount) };
     let label = || change.label.clone();
     let failed = |error: Error| DeltaError::Failed { sqlstate: error.sqlstate, message: error.message };
-    let value = crate::functions::arithmetic(op, left, right).map_err(|error| failed(in_column(error, &label)))?;
+    let value = tern_exec::functions::arithmetic(op, left, right).map_err(|error| failed(in_column(error, &label)))?;
     if change.flags & STRICT != 0 {
-        crate::functions::strict_arithmetic(op, left, right, &value)
+        tern_exec::functions::strict_arithmetic(op, left, right, &value)
             .map_err(|error| failed(in_column(error, &label)))?;
     }
     change.affinity.store_in_column(value, change.flags & NOT_NULL != 0, &label).map_err(failed)

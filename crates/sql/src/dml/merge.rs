@@ -10,15 +10,15 @@
 //! is a nested loop over the target's rows: a cost of source × target rows.
 
 use crate::bind::{Binder, Scope, ScopeColumn};
-use crate::catalog::Catalog;
 use crate::dml::RowAction;
-use crate::error::{Error, Result};
-use crate::exec::{Env, Executor};
-use crate::plan::{Access, Expr, Plan};
-use crate::value::Value;
 use sqlparser::ast;
 use std::collections::HashSet;
 use std::sync::Arc;
+use tern_exec::catalog::Catalog;
+use tern_exec::error::{Error, Result};
+use tern_exec::exec::{Env, Executor};
+use tern_exec::plan::{Access, Expr, Plan};
+use tern_exec::value::Value;
 
 /// One WHEN clause, bound over the source row followed by the target row.
 enum Clause {
@@ -144,7 +144,7 @@ fn bind_source(
 fn bind_clauses(
     binder: &mut Binder,
     scope: &Scope,
-    target: &Arc<crate::catalog::TableDef>,
+    target: &Arc<tern_exec::catalog::TableDef>,
     clauses: &[ast::MergeClause],
 ) -> Result<(Vec<Clause>, Vec<Clause>)> {
     let (mut matched, mut not_matched) = (Vec::new(), Vec::new());
@@ -208,9 +208,9 @@ fn bind_clauses(
 }
 
 /// A `GENERATED ALWAYS` identity column takes no value from MERGE (428C9).
-fn refuse_identity(target: &crate::catalog::TableDef, columns: &[usize]) -> Result<()> {
+fn refuse_identity(target: &tern_exec::catalog::TableDef, columns: &[usize]) -> Result<()> {
     for &column in columns {
-        if target.columns[column].identity == Some(crate::catalog::Identity::Always) {
+        if target.columns[column].identity == Some(tern_exec::catalog::Identity::Always) {
             let name = &target.columns[column].name;
             return Err(Error::new(
                 "428C9",

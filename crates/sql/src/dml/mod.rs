@@ -14,23 +14,23 @@ pub mod trigger;
 pub mod upsert;
 
 use crate::bind::{Binder, OutputColumn, Scope, ScopeColumn, lower, object_name};
-use crate::catalog::ReferentialAction;
-use crate::catalog::{Catalog, Identity, IndexDef, TableDef};
-use crate::codec::{encode_key, encode_row, object_prefix};
 use crate::dml::foreign_key::Rules;
 use crate::dml::foreign_key::rules::{
     acts, check_reference, key_exists, key_values, referencing_rows, still_referenced,
 };
 use crate::dml::trigger::definition::{Event, Timing};
 use crate::dml::upsert::{Arbiters, UniqueConstraint};
-use crate::error::{Error, Result};
-use crate::exec::{Env, Executor};
-use crate::parse::dialect::Dialect;
-use crate::plan::{Expr, Plan, Row};
-use crate::value::Value;
 use sqlparser::ast;
 use std::collections::HashMap;
 use std::sync::Arc;
+use tern_exec::catalog::ReferentialAction;
+use tern_exec::catalog::{Catalog, Identity, IndexDef, TableDef};
+use tern_exec::codec::{encode_key, encode_row, object_prefix};
+use tern_exec::dialect::Dialect;
+use tern_exec::error::{Error, Result};
+use tern_exec::exec::{Env, Executor};
+use tern_exec::plan::{Expr, Plan, Row};
+use tern_exec::value::Value;
 
 /// What to do when a row conflicts with an existing one on a unique key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,10 +185,10 @@ fn table_types(table: &TableDef) -> Vec<crate::session::describe::SqlType> {
 
 pub(crate) fn column_type(table: &TableDef, column: usize) -> crate::session::describe::SqlType {
     match table.columns.get(column) {
-        Some(crate::catalog::ColumnDef { affinity: crate::value::Affinity::Enum(id), .. }) => {
+        Some(tern_exec::catalog::ColumnDef { affinity: tern_exec::value::Affinity::Enum(id), .. }) => {
             crate::session::describe::SqlType::Enum(*id)
         }
-        Some(crate::catalog::ColumnDef { affinity: crate::value::Affinity::Composite(id), .. }) => {
+        Some(tern_exec::catalog::ColumnDef { affinity: tern_exec::value::Affinity::Composite(id), .. }) => {
             crate::session::describe::SqlType::Composite(*id)
         }
         Some(def) if !def.declared_type.is_empty() => {
@@ -216,7 +216,7 @@ pub fn execute(plan: &DmlPlan, exec: &Executor) -> Result<DmlResult> {
     use crate::session::activity::Change;
     let counted = |result: Result<DmlResult>, table: &TableDef, change: Change| {
         if let Ok(done) = &result {
-            exec.count_change(table.id, change, done.changed);
+            exec.host().count_change(table.id, change, done.changed);
         }
         result
     };
@@ -343,7 +343,7 @@ impl<'a, 't> TableWriter<'a, 't> {
     /// The row id of a row stored under `key`, if the table is keyed by one.
     fn rowid_of(&self, key: &[u8], row: &[Value]) -> Option<i64> {
         if self.table.has_hidden_rowid() {
-            crate::codec::decode_integer_key(&key[object_prefix(self.table.id).len()..])
+            tern_exec::codec::decode_integer_key(&key[object_prefix(self.table.id).len()..])
         } else {
             match self.table.rowid_alias.map(|alias| &row[alias]) {
                 Some(Value::Integer(rowid)) => Some(*rowid),
@@ -379,13 +379,13 @@ impl<'a, 't> TableWriter<'a, 't> {
 
     fn key_of(&self, row: &[Value]) -> Vec<u8> {
         let prefix = object_prefix(self.table.id);
-        crate::codec::encode_key_of(&prefix, self.table.primary_key.iter().map(|&column| &row[column]))
+        tern_exec::codec::encode_key_of(&prefix, self.table.primary_key.iter().map(|&column| &row[column]))
     }
 
     fn read_row(&self, key: &[u8]) -> Result<Option<Row>> {
         match self.exec.get(key)? {
             Some(bytes) => {
-                let mut row = crate::codec::decode_row(&bytes)?;
+                let mut row = tern_exec::codec::decode_row(&bytes)?;
                 while row.len() < self.table.columns.len() {
                     row.push(self.exec.fill_value(self.table, row.len())?);
                 }
@@ -1300,7 +1300,7 @@ impl ReferenceChecks {
                     entry.insert((child, checks))
                 }
             };
-            crate::limits::with_stack(|| act(exec, fk, action, new, child, child_checks, rows, depth))?;
+            tern_exec::limits::with_stack(|| act(exec, fk, action, new, child, child_checks, rows, depth))?;
         }
         Ok(())
     }
@@ -1311,7 +1311,7 @@ impl ReferenceChecks {
             return Ok(());
         }
         for (_, (child, checks)) in self.children {
-            crate::limits::with_stack(|| checks.finish(exec, &child))?;
+            tern_exec::limits::with_stack(|| checks.finish(exec, &child))?;
         }
         for (at, old) in &self.removed {
             let fk = &target.rules.incoming[*at];
@@ -1436,9 +1436,9 @@ pub fn clear_table(catalog: &Catalog, exec: &Executor, table: &TableDef) -> Resu
 }
 
 pub fn clear_prefix(exec: &Executor, prefix: &[u8]) -> Result<()> {
-    let end = crate::codec::prefix_end(prefix).map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+    let end = tern_exec::codec::prefix_end(prefix).map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
     let mut keys = Vec::new();
-    exec.scan(std::ops::Bound::Included(prefix.to_vec()), end, false, crate::exec::SCAN_CHUNK_ROWS, |key, _| {
+    exec.scan(std::ops::Bound::Included(prefix.to_vec()), end, false, tern_exec::exec::SCAN_CHUNK_ROWS, |key, _| {
         keys.push(key.to_vec());
         Ok(true)
     })?;

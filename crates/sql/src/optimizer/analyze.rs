@@ -1,4 +1,4 @@
-//! `ANALYZE`: gathers each table's statistics ([`crate::optimizer::statistics`]), which the
+//! `ANALYZE`: gathers each table's statistics ([`tern_exec::statistics`]), which the
 //! planner reads (through the catalog it binds against) to order joins.
 //!
 //! Both dialects' forms are read:
@@ -17,13 +17,13 @@
 //! entering the read set: statistics are estimates, and a writer committing meanwhile must not
 //! make ANALYZE fail (40001).
 
-use crate::catalog::Catalog;
-use crate::error::{Error, Result};
-use crate::exec::Executor;
-use crate::optimizer::statistics::{ColumnAccumulator, TableStats};
 use crate::parse::token_rewrite::{statements_as_pragmas, word_is};
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 use std::sync::Arc;
+use tern_exec::catalog::Catalog;
+use tern_exec::error::{Error, Result};
+use tern_exec::exec::Executor;
+use tern_exec::statistics::{ColumnAccumulator, TableStats};
 
 pub const PRAGMA: &str = "tern_analyze";
 /// Separates the table names in the pragma's argument.
@@ -81,7 +81,7 @@ fn analyze_argument(statement: &[&TokenWithSpan]) -> Option<String> {
 
 /// The tables a pragma's argument names: every table for none or a schema's name, an index's
 /// table for an index's (SQLite).
-fn tables_named(catalog: &Catalog, argument: &str) -> Result<Vec<Arc<crate::catalog::TableDef>>> {
+fn tables_named(catalog: &Catalog, argument: &str) -> Result<Vec<Arc<tern_exec::catalog::TableDef>>> {
     if argument.is_empty() {
         return Ok(catalog.tables.values().cloned().collect());
     }
@@ -128,7 +128,7 @@ pub fn execute(catalog: &Catalog, exec: &Executor, argument: &str) -> Result<Vec
 }
 
 /// One table's statistics, from one pass over its rows.
-fn gather(exec: &Executor, table: &Arc<crate::catalog::TableDef>) -> Result<TableStats> {
+fn gather(exec: &Executor, table: &Arc<tern_exec::catalog::TableDef>) -> Result<TableStats> {
     let mut columns: Vec<ColumnAccumulator> = table.columns.iter().map(|_| ColumnAccumulator::default()).collect();
     let mut rows = 0u64;
     exec.for_each_row_unrecorded(table, &mut |row| {
@@ -144,7 +144,7 @@ fn gather(exec: &Executor, table: &Arc<crate::catalog::TableDef>) -> Result<Tabl
         .zip(&columns)
         .map(|(def, column)| (def.name.to_ascii_lowercase(), column.finish()))
         .collect();
-    Ok(TableStats { rows, columns, analyzed_at: crate::types::temporal::clock::now_micros() })
+    Ok(TableStats { rows, columns, analyzed_at: tern_exec::types::temporal::clock::now_micros() })
 }
 
 /// Deletes the statistics of the tables `before` had and `after` has not (when a catalog

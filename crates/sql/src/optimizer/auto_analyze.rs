@@ -20,13 +20,13 @@
 //! - The worker stops, and a running ANALYZE is cancelled, when the last [`Database`] handle is
 //!   dropped (sessions may outlive it; their commits are then counted for nobody).
 
-use crate::catalog::{Catalog, TableDef};
 use crate::session::{Database, InterruptHandle};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tern_exec::catalog::{Catalog, TableDef};
 
 /// When a table is analyzed again on its own.
 #[derive(Debug, Clone)]
@@ -73,7 +73,7 @@ impl Tracker {
     pub fn count<'k>(keys: impl Iterator<Item = &'k [u8]>) -> Vec<(u32, u64)> {
         let mut counts: Vec<(u32, u64)> = Vec::new();
         for key in keys {
-            let Some(object) = crate::codec::object_of_key(key) else { continue };
+            let Some(object) = tern_exec::codec::object_of_key(key) else { continue };
             match counts.last_mut() {
                 Some((last, count)) if *last == object => *count += 1,
                 _ => counts.push((object, 1)),
@@ -239,8 +239,8 @@ mod tests {
         let tracker = Tracker::default();
         let keys: Vec<Vec<u8>> = [(5u32, 1u8), (5, 2), (7, 1), (5, 9)]
             .iter()
-            .map(|(object, row)| [crate::codec::object_prefix(*object), vec![*row]].concat())
-            .chain([crate::codec::CATALOG_KEY.to_vec()])
+            .map(|(object, row)| [tern_exec::codec::object_prefix(*object), vec![*row]].concat())
+            .chain([tern_exec::codec::CATALOG_KEY.to_vec()])
             .collect();
         tracker.note_commit(Tracker::count(keys.iter().map(Vec::as_slice)), []);
         assert_eq!((tracker.changed(5), tracker.changed(7), tracker.changed(9)), (3, 1, 0));

@@ -22,10 +22,11 @@
 //! Anything else (a correlated select list, LIMIT, an outer join around the correlation,
 //! references two levels up) is left to run per row, as before.
 
-use crate::bind::{choose_access, conjoin, has_subquery, make_join, split_conjuncts};
-use crate::catalog::Catalog;
-use crate::plan::{AggregateFunction, BinaryOp, Expr, JoinKind, Plan, Subquery, UnaryOp};
+use crate::bind::{choose_access, conjoin, make_join, split_conjuncts};
 use std::sync::Arc;
+use tern_exec::catalog::Catalog;
+use tern_exec::plan::has_subquery;
+use tern_exec::plan::{AggregateFunction, BinaryOp, Expr, JoinKind, Plan, Subquery, UnaryOp};
 
 /// A subquery plan with its correlated conjuncts taken out.
 struct Pulled {
@@ -334,7 +335,8 @@ fn pull_correlation(catalog: &Catalog, plan: Plan) -> Option<Pulled> {
                 Some(index) => index.columns[0],
                 None => *table.primary_key.first()?,
             };
-            let right = Plan::Scan { table, access: crate::plan::Access::Full, filter: right_filter, reverse: false };
+            let right =
+                Plan::Scan { table, access: tern_exec::plan::Access::Full, filter: right_filter, reverse: false };
             let join = Plan::Join {
                 left,
                 right: Box::new(right),

@@ -12,11 +12,11 @@
 //! costliest mistake a planner makes); larger FROM lists are ordered greedily, always joining
 //! the connected relation that makes the fewest rows.
 
-use super::cardinality::{DEFAULT_RANGE, Estimator};
-use crate::catalog::Catalog;
-use crate::plan::{BinaryOp, Expr, Plan};
-use crate::value::Affinity;
 use std::collections::BTreeMap;
+use tern_exec::cardinality::{DEFAULT_RANGE, Estimator};
+use tern_exec::catalog::Catalog;
+use tern_exec::plan::{BinaryOp, Expr, Plan};
+use tern_exec::value::Affinity;
 
 /// Relations up to which every left-deep order is weighed (2^n subsets).
 pub const MAX_EXHAUSTIVE: usize = 12;
@@ -249,7 +249,7 @@ impl Edge {
     }
 }
 
-/// A set of relations, one bit each (at most 64: `crate::limits::MAX_JOIN_TABLES`).
+/// A set of relations, one bit each (at most 64: `tern_exec::limits::MAX_JOIN_TABLES`).
 type Set = u64;
 
 impl JoinGraph {

@@ -8,7 +8,8 @@
 //! - [`prune`]: only the columns a query reads travel through its plan, and scans decode
 //!   only those.
 //! - [`join_order`]: a FROM clause's inner joins run in the order of least estimated cost,
-//!   from the [`cardinality`] estimates over the [`statistics`] ANALYZE keeps.
+//!   from the cardinality estimates (`tern_exec::cardinality`) over the statistics ANALYZE
+//!   keeps (`tern_exec::statistics`).
 //! - [`shared`]: an aggregate repeated in a statement (a view or CTE named twice) runs once.
 //!
 //! The binder calls the first two and the join order while it plans a FROM clause's joins
@@ -20,11 +21,9 @@
 
 pub mod analyze;
 pub mod auto_analyze;
-pub mod cardinality;
 pub mod decorrelate;
 pub mod join_order;
 pub mod or_factor;
 pub mod prune;
 pub mod shared;
-pub mod statistics;
 pub mod statistics_store;

@@ -13,8 +13,8 @@
 //! Both hold in SQL's three-valued logic: AND and OR distribute over each other there as in
 //! two-valued logic, and a WHERE clause keeps a row only when it is true.
 
-use crate::bind::has_subquery;
-use crate::plan::{BinaryOp, Expr};
+use tern_exec::plan::has_subquery;
+use tern_exec::plan::{BinaryOp, Expr};
 
 /// The conjuncts `expr` is equivalent to, with the conjuncts common to every arm of an OR
 /// taken out of it. An expression that is no OR, or whose arms share nothing, comes back alone.
@@ -128,7 +128,7 @@ fn is_stable(expr: &Expr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::Value;
+    use tern_exec::value::Value;
 
     fn column(index: usize) -> Expr {
         Expr::Column(index)

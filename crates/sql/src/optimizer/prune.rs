@@ -15,7 +15,7 @@
 //! is left as it is: the subquery reads the enclosing row by position.
 
 use crate::optimizer::decorrelate::plan_reads_outer;
-use crate::plan::{AggregateCall, Expr, Plan};
+use tern_exec::plan::{AggregateCall, Expr, Plan};
 
 /// The plan with unused columns dropped below its output (which is unchanged).
 pub fn prune_columns(plan: Plan) -> Plan {

@@ -15,8 +15,8 @@
 //! nothing less. Two places that prune or filter one instance differently are not equal and
 //! run apart, as before.
 
-use crate::plan::{Expr, Plan};
 use std::collections::HashMap;
+use tern_exec::plan::{Expr, Plan};
 
 /// `plan` with its repeated aggregates wrapped in [`Plan::Shared`] nodes, each repeated
 /// subplan's nodes under one id from `next_id`.
@@ -42,7 +42,7 @@ pub fn share_repeated_subplans(mut plan: Plan, next_id: &mut dyn FnMut() -> usiz
 
 /// Calls `visit` on every node of `plan` and of the subqueries inside its expressions.
 fn visit_plans(plan: &Plan, visit: &mut dyn FnMut(&Plan)) {
-    crate::limits::with_stack(|| {
+    tern_exec::limits::with_stack(|| {
         visit(plan);
         plan.visit_exprs(&mut |expr| {
             expr.walk(&mut |expr| {
@@ -60,7 +60,7 @@ fn visit_plans(plan: &Plan, visit: &mut dyn FnMut(&Plan)) {
 /// Wraps each node of `plan` whose text has an id in `ids` (not looking inside one it
 /// wraps), in the plan and in its subqueries.
 fn wrap(plan: &mut Plan, ids: &mut HashMap<String, usize>) {
-    crate::limits::with_stack(|| {
+    tern_exec::limits::with_stack(|| {
         if let Some(id) = shareable_text(plan).and_then(|text| ids.get(&text).copied()) {
             let input = std::mem::replace(plan, Plan::Values { rows: Vec::new(), width: 0 });
             *plan = Plan::Shared { id, input: Box::new(input) };
@@ -76,7 +76,7 @@ fn wrap(plan: &mut Plan, ids: &mut HashMap<String, usize>) {
 /// [`wrap`] in the plans of the subqueries of `expr` (a subquery held elsewhere too is left
 /// as it is: it then runs on its own, as before).
 fn wrap_in_expr(expr: &mut Expr, ids: &mut HashMap<String, usize>) {
-    let owned = std::mem::replace(expr, Expr::Literal(crate::value::Value::Null));
+    let owned = std::mem::replace(expr, Expr::Literal(tern_exec::value::Value::Null));
     *expr = owned.rewrite(&mut |expr| match expr {
         Expr::InSubquery { expr, mut subquery, negated } => {
             if let Some(inner) = std::sync::Arc::get_mut(&mut subquery) {
@@ -112,7 +112,7 @@ fn shareable_text(plan: &Plan) -> Option<String> {
             expr.walk(&mut |expr| {
                 shareable &= match expr {
                     Expr::Outer { .. } => false,
-                    Expr::Function(function, args) => !crate::functions::is_volatile(*function, &literals(args)),
+                    Expr::Function(function, args) => !tern_exec::functions::is_volatile(*function, &literals(args)),
                     _ => subquery_of(expr).is_none_or(|subquery| !subquery.correlated),
                 }
             })
@@ -123,17 +123,17 @@ fn shareable_text(plan: &Plan) -> Option<String> {
 }
 
 /// A call's arguments as values where they are constants (NULL elsewhere), for
-/// [`crate::functions::is_volatile`], which looks at a literal `'now'`.
-fn literals(args: &[Expr]) -> Vec<crate::value::Value> {
+/// [`tern_exec::functions::is_volatile`], which looks at a literal `'now'`.
+fn literals(args: &[Expr]) -> Vec<tern_exec::value::Value> {
     args.iter()
         .map(|arg| match arg {
             Expr::Literal(value) => value.clone(),
-            _ => crate::value::Value::Null,
+            _ => tern_exec::value::Value::Null,
         })
         .collect()
 }
 
-fn subquery_of(expr: &Expr) -> Option<&crate::plan::Subquery> {
+fn subquery_of(expr: &Expr) -> Option<&tern_exec::plan::Subquery> {
     match expr {
         Expr::InSubquery { subquery, .. } | Expr::Exists { subquery, .. } | Expr::ScalarSubquery(subquery) => {
             Some(subquery)
@@ -145,8 +145,8 @@ fn subquery_of(expr: &Expr) -> Option<&crate::plan::Subquery> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{AggregateCall, AggregateFunction};
-    use crate::value::Value;
+    use tern_exec::plan::{AggregateCall, AggregateFunction};
+    use tern_exec::value::Value;
 
     fn values(rows: usize) -> Plan {
         Plan::Values { rows: (0..rows).map(|row| vec![Expr::Literal(Value::Integer(row as i64))]).collect(), width: 1 }
@@ -164,7 +164,7 @@ mod tests {
         Plan::Join {
             left: Box::new(left),
             right: Box::new(right),
-            kind: crate::plan::JoinKind::Inner,
+            kind: tern_exec::plan::JoinKind::Inner,
             left_keys: vec![Expr::Column(0)],
             right_keys: vec![Expr::Column(0)],
             condition: None,
@@ -197,7 +197,7 @@ mod tests {
     #[test]
     fn volatile_or_correlated_aggregates_are_not_shared() {
         let random = || Plan::Values {
-            rows: vec![vec![Expr::Function(crate::functions::ScalarFunction::Random, Vec::new())]],
+            rows: vec![vec![Expr::Function(tern_exec::functions::ScalarFunction::Random, Vec::new())]],
             width: 1,
         };
         let plan = share_repeated_subplans(join(sum_over(random()), sum_over(random())), &mut || 1);

@@ -1,5 +1,5 @@
 //! Where ANALYZE's statistics live: each table's under a key of its own
-//! ([`crate::codec::STATISTICS_PREFIX`] and the table id, big-endian; the value is the
+//! ([`tern_exec::codec::STATISTICS_PREFIX`] and the table id, big-endian; the value is the
 //! [`TableStats`] as JSON), outside the catalog document.
 //!
 //! They are kept apart from the catalog because every transaction reads the catalog's version
@@ -21,12 +21,12 @@
 //! they are published when it commits and vanish if it rolls back. DROP TABLE deletes the
 //! table's key in the same transaction.
 
-use crate::catalog::Catalog;
-use crate::codec::STATISTICS_PREFIX;
-use crate::error::{Error, Result};
-use crate::optimizer::statistics::TableStats;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use tern_exec::catalog::Catalog;
+use tern_exec::codec::STATISTICS_PREFIX;
+use tern_exec::error::{Error, Result};
+use tern_exec::statistics::TableStats;
 
 /// The key of a table's statistics.
 pub fn key(table: u32) -> Vec<u8> {
@@ -64,7 +64,7 @@ impl SharedStatistics {
     /// The statistics stored in the database, read with a transaction of its own.
     pub fn load(db: &tern_txn::TxnDb) -> Result<SharedStatistics> {
         let mut txn = db.begin();
-        let end = crate::codec::prefix_end(STATISTICS_PREFIX).expect("the prefix has an end");
+        let end = tern_exec::codec::prefix_end(STATISTICS_PREFIX).expect("the prefix has an end");
         let mut tables = BTreeMap::new();
         for entry in txn.range(STATISTICS_PREFIX..end.as_slice()) {
             let (key, value) = entry?;
@@ -121,7 +121,7 @@ mod tests {
     #[test]
     fn keys_name_their_table() {
         assert_eq!(table_of_key(&key(7)), Some(7));
-        assert_eq!(table_of_key(&crate::codec::sequence_key(7)), None);
+        assert_eq!(table_of_key(&tern_exec::codec::sequence_key(7)), None);
         assert_eq!(table_of_key(&key(7)[..3]), None);
     }
 

@@ -14,10 +14,10 @@
 //! ordinals, result names and types), in `RETURNING`, or anywhere in a `WITH` or a compound
 //! query. Everything else runs as written.
 
-use crate::value::Value;
 use sqlparser::ast::{self, Visit, Visitor};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::ControlFlow;
+use tern_exec::value::Value;
 
 /// A statement with its literals replaced by parameters `$1 ..`, and their values.
 #[derive(Debug, Clone, PartialEq)]

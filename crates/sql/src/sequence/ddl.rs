@@ -3,10 +3,10 @@
 
 use super::definition::{check_in_bounds, define, redefine};
 use super::syntax::AlterMark;
-use crate::catalog::{Catalog, ColumnDef, Identity, SequenceDef};
-use crate::error::{Error, Result};
 use sqlparser::ast;
 use std::sync::Arc;
+use tern_exec::catalog::{Catalog, ColumnDef, Identity, SequenceDef};
+use tern_exec::error::{Error, Result};
 
 /// `CREATE SEQUENCE`; false if it existed and IF NOT EXISTS was given.
 pub fn create_sequence(
@@ -166,10 +166,10 @@ pub fn attach_sequence(
     // The postgres dialect types integers by width (a SERIAL is an `integer`); the sqlite
     // dialect has one INTEGER.
     column.affinity = match column.affinity {
-        crate::value::Affinity::Int(_) => {
-            crate::value::Affinity::of_declared_type_in(data_type, crate::parse::dialect::Dialect::Postgres)
+        tern_exec::value::Affinity::Int(_) => {
+            tern_exec::value::Affinity::of_declared_type_in(data_type, tern_exec::dialect::Dialect::Postgres)
         }
-        _ => crate::value::Affinity::Integer,
+        _ => tern_exec::value::Affinity::Integer,
     };
     column.not_null = true;
     column.default = Some(format!("nextval('{name}')"));

@@ -1,9 +1,9 @@
 //! A sequence's definition from `CREATE SEQUENCE` options (or a SERIAL or identity column's),
 //! with PostgreSQL's defaults and checks.
 
-use crate::catalog::SequenceDef;
-use crate::error::{Error, Result};
 use sqlparser::ast;
+use tern_exec::catalog::SequenceDef;
+use tern_exec::error::{Error, Result};
 
 /// The integer types a sequence may have, with their bounds.
 pub fn type_bounds(data_type: &str) -> Option<(&'static str, i64, i64)> {

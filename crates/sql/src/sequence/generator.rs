@@ -19,13 +19,13 @@
 //! sequence created again under an id a rolled-back transaction had used has another
 //! incarnation, and ignores the earlier one's record and state.
 
-use crate::catalog::SequenceDef;
-use crate::codec::sequence_key;
-use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tern_exec::catalog::SequenceDef;
+use tern_exec::codec::sequence_key;
+use tern_exec::error::{Error, Result};
 use tern_txn::{Isolation, TxnDb};
 
 const FIRST_RANGE: u64 = 32;

@@ -1,5 +1,5 @@
 //! Sequences: `CREATE SEQUENCE`, SERIAL and identity columns, `nextval`, `currval`, `setval`
-//! and `lastval`. Definitions live in the catalog ([`crate::catalog::SequenceDef`]); values are
+//! and `lastval`. Definitions live in the catalog ([`tern_exec::catalog::SequenceDef`]); values are
 //! handed out by [`generator`], outside transactions, as PostgreSQL's are. The design note is
 //! `docs/design/sql.md` ("Sequences").
 
@@ -10,10 +10,10 @@ pub mod syntax;
 
 pub use generator::{Sequences, SessionSequences};
 
-use crate::catalog::{Catalog, SequenceDef};
-use crate::error::{Error, Result};
-use crate::value::Value;
 use std::sync::Arc;
+use tern_exec::catalog::{Catalog, SequenceDef};
+use tern_exec::error::{Error, Result};
+use tern_exec::value::Value;
 
 /// The sequence a `nextval`-family argument names: its name as text (`'s'`, `'public.s'`,
 /// `'"S"'`) or its OID (`'s'::regclass`).

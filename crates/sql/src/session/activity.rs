@@ -16,13 +16,14 @@
 //! are 0 or NULL: Tern's LSM store has no vacuum. Both relations are computed
 //! when a query reads them, never cached.
 
-use crate::catalog::Catalog;
 use crate::session::Settings;
-use crate::types::temporal::Temporal;
-use crate::value::Value;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use tern_exec::catalog::Catalog;
+pub use tern_exec::catalog::live::{Change, LiveRelation};
+use tern_exec::types::temporal::Temporal;
+use tern_exec::value::Value;
 
 /// The sessions of a database and its tables' counters.
 #[derive(Default)]
@@ -55,14 +56,6 @@ struct SessionState {
     active: bool,
 }
 
-/// What a statement did to a table.
-#[derive(Clone, Copy)]
-pub enum Change {
-    Inserted,
-    Updated,
-    Deleted,
-}
-
 #[derive(Default, Clone, Copy)]
 struct TableCounts {
     seq_scan: i64,
@@ -93,83 +86,6 @@ fn merge(total: &mut HashMap<u32, TableCounts>, counts: &HashMap<u32, TableCount
     }
 }
 
-/// `pg_stat_activity`'s columns (PostgreSQL 15).
-pub const STAT_ACTIVITY: &[(&str, &str)] = &[
-    ("datid", "oid"),
-    ("datname", "name"),
-    ("pid", "integer"),
-    ("leader_pid", "integer"),
-    ("usesysid", "oid"),
-    ("usename", "name"),
-    ("application_name", "text"),
-    ("client_addr", "text"),
-    ("client_hostname", "text"),
-    ("client_port", "integer"),
-    ("backend_start", "timestamp with time zone"),
-    ("xact_start", "timestamp with time zone"),
-    ("query_start", "timestamp with time zone"),
-    ("state_change", "timestamp with time zone"),
-    ("wait_event_type", "text"),
-    ("wait_event", "text"),
-    ("state", "text"),
-    ("backend_xid", "integer"),
-    ("backend_xmin", "integer"),
-    ("query_id", "bigint"),
-    ("query", "text"),
-    ("backend_type", "text"),
-];
-
-/// `pg_stat_user_tables`' columns (PostgreSQL 15).
-pub const STAT_USER_TABLES: &[(&str, &str)] = &[
-    ("relid", "oid"),
-    ("schemaname", "name"),
-    ("relname", "name"),
-    ("seq_scan", "bigint"),
-    ("seq_tup_read", "bigint"),
-    ("idx_scan", "bigint"),
-    ("idx_tup_fetch", "bigint"),
-    ("n_tup_ins", "bigint"),
-    ("n_tup_upd", "bigint"),
-    ("n_tup_del", "bigint"),
-    ("n_tup_hot_upd", "bigint"),
-    ("n_live_tup", "bigint"),
-    ("n_dead_tup", "bigint"),
-    ("n_mod_since_analyze", "bigint"),
-    ("n_ins_since_vacuum", "bigint"),
-    ("last_vacuum", "timestamp with time zone"),
-    ("last_autovacuum", "timestamp with time zone"),
-    ("last_analyze", "timestamp with time zone"),
-    ("last_autoanalyze", "timestamp with time zone"),
-    ("vacuum_count", "bigint"),
-    ("autovacuum_count", "bigint"),
-    ("analyze_count", "bigint"),
-    ("autoanalyze_count", "bigint"),
-];
-
-/// A relation computed from [`Activity`] when a query reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LiveRelation {
-    StatActivity,
-    StatUserTables,
-}
-
-impl LiveRelation {
-    pub fn of_name(name: &str) -> Option<LiveRelation> {
-        match name {
-            "pg_stat_activity" => Some(LiveRelation::StatActivity),
-            "pg_stat_user_tables" | "pg_stat_all_tables" => Some(LiveRelation::StatUserTables),
-            _ => None,
-        }
-    }
-
-    pub fn columns(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            LiveRelation::StatActivity => STAT_ACTIVITY,
-            LiveRelation::StatUserTables => STAT_USER_TABLES,
-        }
-    }
-}
-
 impl Activity {
     /// Activity whose `n_mod_since_analyze` comes from `tracker`.
     pub fn with_analyze_tracker(tracker: Option<Arc<crate::optimizer::auto_analyze::Tracker>>) -> Activity {
@@ -180,7 +96,7 @@ impl Activity {
     pub fn register(&self, id: u64, settings: Arc<Settings>) -> Arc<SessionEntry> {
         let entry = Arc::new(SessionEntry {
             settings,
-            started: crate::types::temporal::clock::system_micros(),
+            started: tern_exec::types::temporal::clock::system_micros(),
             state: Mutex::new(SessionState::default()),
             tables: Mutex::new(HashMap::new()),
         });
@@ -319,7 +235,7 @@ impl SessionEntry {
     pub fn statement_ended(&self, transaction_start: Option<i64>) {
         let mut state = self.state.lock();
         state.active = false;
-        state.state_change = Some(crate::types::temporal::clock::system_micros());
+        state.state_change = Some(tern_exec::types::temporal::clock::system_micros());
         state.xact_start = transaction_start;
     }
 

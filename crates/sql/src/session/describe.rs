@@ -7,12 +7,12 @@
 //! another kind (a text stored in an INTEGER column), and a client must be ready for that.
 //! A type that cannot be known statically is [`SqlType::Unknown`].
 
-use crate::catalog::TableDef;
-use crate::functions::ScalarFunction;
-use crate::parse::dialect::Dialect;
-use crate::plan::{Access, AggregateFunction, BinaryOp, CastType, Expr, Plan, UnaryOp, WindowFunction};
-use crate::types::temporal::TemporalKind;
-use crate::value::{Affinity, Value};
+use tern_exec::catalog::TableDef;
+use tern_exec::dialect::Dialect;
+use tern_exec::functions::ScalarFunction;
+use tern_exec::plan::{Access, AggregateFunction, BinaryOp, CastType, Expr, Plan, UnaryOp, WindowFunction};
+use tern_exec::types::temporal::TemporalKind;
+use tern_exec::value::{Affinity, Value};
 
 /// The expected type of a result column or parameter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,9 +31,9 @@ pub enum SqlType {
     /// A date/time type.
     Temporal(TemporalKind),
     /// A PostgreSQL enum type.
-    Enum(crate::types::enum_type::EnumId),
+    Enum(tern_exec::types::enum_type::EnumId),
     /// A PostgreSQL composite type.
-    Composite(crate::types::composite::CompositeId),
+    Composite(tern_exec::types::composite::CompositeId),
     /// An anonymous row value, `ROW(...)`.
     Record,
     Unknown,
@@ -447,7 +447,7 @@ impl Inference {
                     CastType::Bytea => SqlType::Blob,
                     CastType::Uuid => SqlType::Declared("uuid".into()),
                     CastType::Json(binary) => SqlType::Declared(if *binary { "jsonb" } else { "json" }.into()),
-                    CastType::Array(oid) => SqlType::Declared(crate::catalog::pgtype::format_type(*oid, -1)),
+                    CastType::Array(oid) => SqlType::Declared(tern_exec::catalog::pgtype::format_type(*oid, -1)),
                     CastType::Real => SqlType::Real,
                     CastType::Decimal(..) => SqlType::Decimal,
                     CastType::Text => SqlType::Text,
@@ -483,13 +483,17 @@ impl Inference {
 }
 
 /// The type of a set-returning function's column, given its arguments' types.
-fn table_function_type(function: crate::plan::TableFunction, args: &[SqlType]) -> SqlType {
+fn table_function_type(function: tern_exec::plan::TableFunction, args: &[SqlType]) -> SqlType {
     match function {
-        crate::plan::TableFunction::GenerateSeries | crate::plan::TableFunction::GenerateSubscripts => SqlType::Integer,
-        crate::plan::TableFunction::PartitionAncestors => SqlType::Declared("oid".into()),
-        crate::plan::TableFunction::ExpandArray => SqlType::Composite(crate::types::composite::expand_array_type()),
-        crate::plan::TableFunction::Unnest => match args.first() {
-            Some(SqlType::Declared(name)) => crate::catalog::pgtype::array_element_name(&name.to_ascii_lowercase())
+        tern_exec::plan::TableFunction::GenerateSeries | tern_exec::plan::TableFunction::GenerateSubscripts => {
+            SqlType::Integer
+        }
+        tern_exec::plan::TableFunction::PartitionAncestors => SqlType::Declared("oid".into()),
+        tern_exec::plan::TableFunction::ExpandArray => {
+            SqlType::Composite(tern_exec::types::composite::expand_array_type())
+        }
+        tern_exec::plan::TableFunction::Unnest => match args.first() {
+            Some(SqlType::Declared(name)) => tern_exec::catalog::pgtype::array_element_name(&name.to_ascii_lowercase())
                 .map_or(SqlType::Text, |element| SqlType::Declared(element.to_string())),
             _ => SqlType::Text,
         },
@@ -500,7 +504,9 @@ fn table_function_type(function: crate::plan::TableFunction, args: &[SqlType]) -
 /// Tern's arrays have one dimension). Elements without a type are text.
 fn array_of(element: &SqlType) -> SqlType {
     let name = match element {
-        SqlType::Declared(name) if crate::catalog::pgtype::array_element_name(&name.to_ascii_lowercase()).is_some() => {
+        SqlType::Declared(name)
+            if tern_exec::catalog::pgtype::array_element_name(&name.to_ascii_lowercase()).is_some() =>
+        {
             return element.clone();
         }
         SqlType::Declared(name) => name.as_str(),
@@ -580,7 +586,7 @@ fn function_type(function: ScalarFunction, args: &[SqlType]) -> SqlType {
         RegexpLike => SqlType::Boolean,
         NextVal | CurrVal | SetVal | LastVal | ObjectBytes => SqlType::Integer,
         Advisory(call) => match call.op {
-            crate::functions::AdvisoryOp::TryLock | crate::functions::AdvisoryOp::Unlock => SqlType::Boolean,
+            tern_exec::functions::AdvisoryOp::TryLock | tern_exec::functions::AdvisoryOp::Unlock => SqlType::Boolean,
             _ => SqlType::Text,
         },
         IsFinite => SqlType::Boolean,

@@ -3,28 +3,29 @@
 
 pub mod activity;
 pub mod describe;
+pub mod host;
 pub mod row_sink;
 pub mod setting_scope;
 
 use crate::bind::{Binder, object_name};
 use crate::cache::slab::SlabConfig;
 use crate::cache::{CacheStats, ResultCache};
-use crate::catalog::{Catalog, ColumnDef, IndexDef, TableDef, ViewDef};
-use crate::codec::{CATALOG_KEY, CATALOG_VERSION_KEY};
 use crate::dml;
-use crate::error::{Error, Result};
-use crate::exec::Executor;
-use crate::parse::dialect::Dialect;
-use crate::plan::Row;
 use crate::session::describe::{Description, Inference, SqlType};
 use crate::session::row_sink::{RowSink, Streamed};
-use crate::value::{Affinity, Value};
 use parking_lot::RwLock;
 use sqlparser::ast;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
+use tern_exec::catalog::{Catalog, ColumnDef, IndexDef, TableDef, ViewDef};
+use tern_exec::codec::{CATALOG_KEY, CATALOG_VERSION_KEY};
+use tern_exec::dialect::Dialect;
+use tern_exec::error::{Error, Result};
+use tern_exec::exec::Executor;
+use tern_exec::plan::Row;
+use tern_exec::value::{Affinity, Value};
 use tern_txn::{Transaction, TxnDb};
 
 /// Settings of a SQL database.
@@ -69,12 +70,12 @@ struct Shared {
     ddl_commit: parking_lot::Mutex<()>,
     /// Results of queries (none when `options.result_cache` is 0).
     cache: Option<ResultCache>,
-    /// Hidden row ids handed out ([`crate::exec::Executor::allocate_rowid`]).
+    /// Hidden row ids handed out ([`tern_exec::exec::Executor::allocate_rowid`]).
     rowids: Rowids,
     /// Sequence values handed out ([`crate::sequence::generator`]).
     sequences: crate::sequence::Sequences,
-    /// Advisory locks the sessions hold ([`crate::functions::advisory`]).
-    advisory: crate::functions::advisory::AdvisoryLocks,
+    /// Advisory locks the sessions hold ([`tern_exec::functions::advisory`]).
+    advisory: tern_exec::functions::advisory::AdvisoryLocks,
     /// The sessions and table counters `pg_stat_activity` and `pg_stat_user_tables` show.
     activity: crate::session::activity::Activity,
     /// The newest committed statistics of every table ([`crate::optimizer::statistics_store`]).
@@ -182,7 +183,7 @@ impl Database {
                     .then(|| ResultCache::new(SlabConfig::for_memory(options.result_cache))),
                 rowids: Rowids::default(),
                 sequences: crate::sequence::Sequences::default(),
-                advisory: crate::functions::advisory::AdvisoryLocks::default(),
+                advisory: tern_exec::functions::advisory::AdvisoryLocks::default(),
                 activity: crate::session::activity::Activity::with_analyze_tracker(analyze_tracker.clone()),
                 statistics,
                 analyze_tracker,
@@ -267,8 +268,7 @@ struct OpenTransaction {
 /// them (the PostgreSQL server: `SET`, the startup parameters, `tern.version`, ...).
 pub type Settings = RwLock<std::collections::BTreeMap<String, String>>;
 
-/// The next hidden row id of each table (by table id), shared by a database's sessions.
-pub type Rowids = parking_lot::Mutex<std::collections::HashMap<u32, i64>>;
+pub use tern_exec::exec::Rowids;
 
 /// A connection's state: at most one open explicit transaction.
 pub struct Session {
@@ -288,7 +288,7 @@ pub struct Session {
     /// postgres dialect always does).
     foreign_keys: bool,
     /// The `timezone` setting last read, and the zone it names.
-    time_zone: Option<(String, crate::types::temporal::zone::Zone)>,
+    time_zone: Option<(String, tern_exec::types::temporal::zone::Zone)>,
     /// Tells this session's advisory locks from other sessions'; its `pg_stat_activity.pid`.
     id: u64,
     /// This session's row of `pg_stat_activity`.
@@ -348,11 +348,11 @@ pub fn checked_setting(
         | "is_superuser" => return Err(Error::new("55P02", format!("parameter \"{name}\" cannot be changed"))),
         "tern.dialect" => return Err(Error::unsupported("changing tern.dialect other than with SET")),
         "timezone" => {
-            crate::types::temporal::session_zone::of_setting(value)?;
+            tern_exec::types::temporal::session_zone::of_setting(value)?;
             value.to_string()
         }
-        "datestyle" => crate::types::temporal::session_zone::date_style(value)?,
-        "intervalstyle" => crate::types::temporal::session_zone::interval_style(value)?,
+        "datestyle" => tern_exec::types::temporal::session_zone::date_style(value)?,
+        "intervalstyle" => tern_exec::types::temporal::session_zone::interval_style(value)?,
         "max_parallel_workers_per_gather" => integer_setting(name, value, 0, 1024)?,
         "tern.morsel_blocks" => integer_setting(name, value, 1, 1 << 20)?,
         "tern.batch_execution" => boolean_setting(name, value)?,
@@ -392,8 +392,8 @@ static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(1);
 impl Drop for Session {
     /// A session's advisory locks end with it.
     fn drop(&mut self) {
-        self.shared.advisory.release_all(self.id, crate::functions::advisory::Level::Session);
-        self.shared.advisory.release_all(self.id, crate::functions::advisory::Level::Transaction);
+        self.shared.advisory.release_all(self.id, tern_exec::functions::advisory::Level::Session);
+        self.shared.advisory.release_all(self.id, tern_exec::functions::advisory::Level::Transaction);
         self.shared.activity.deregister(self.id);
     }
 }
@@ -443,11 +443,11 @@ pub struct CachedPlan {
     /// The dialect it was bound in (NULL ordering, LIKE).
     dialect: Dialect,
     /// The time zone it was bound in (date/time literals are read when bound).
-    zone: crate::types::temporal::zone::Zone,
+    zone: tern_exec::types::temporal::zone::Zone,
 }
 
 enum BoundPlan {
-    Query { plan: crate::plan::Plan, columns: Vec<String> },
+    Query { plan: tern_exec::plan::Plan, columns: Vec<String> },
     Dml(Box<dml::DmlPlan>),
 }
 
@@ -610,8 +610,8 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
     let tokens = crate::dml::overriding::encode(crate::ddl::comment::relation_kinds_as_table(tokens));
     let tokens = crate::dml::upsert::syntax::drop_conflict_predicates(tokens);
     check_chains(&tokens)?;
-    let short = tokens.len() <= crate::limits::SHORT_STATEMENT_TOKENS
-        && nesting_tokens(&tokens) <= crate::limits::SHORT_STATEMENT_NESTING;
+    let short = tokens.len() <= tern_exec::limits::SHORT_STATEMENT_TOKENS
+        && nesting_tokens(&tokens) <= tern_exec::limits::SHORT_STATEMENT_NESTING;
     let parse = |tokens: Vec<sqlparser::tokenizer::TokenWithSpan>, depth: usize| -> Result<Vec<ast::Statement>> {
         let parser = sqlparser::parser::Parser::new(dialect).with_recursion_limit(depth);
         let mut statements = parser.with_tokens_with_locations(tokens).parse_statements()?;
@@ -623,17 +623,17 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
     };
     // A short statement cannot nest deeply: it parses on the current stack.
     if short {
-        return crate::limits::with_stack(|| parse(tokens, crate::limits::MAX_PARSE_DEPTH));
+        return tern_exec::limits::with_stack(|| parse(tokens, tern_exec::limits::MAX_PARSE_DEPTH));
     }
     let retry = tokens.clone();
-    let error = match crate::limits::with_parse_stack(|| parse(tokens, crate::limits::MAX_PARSE_DEPTH)) {
+    let error = match tern_exec::limits::with_parse_stack(|| parse(tokens, tern_exec::limits::MAX_PARSE_DEPTH)) {
         Err(error) if error.sqlstate != "54001" => error,
         parsed => return parsed,
     };
     // sqlparser sometimes backtracks from its recursion limit and reports something else (a
     // `CASE` read as a column name, a `NOT` where the statement should end): if a little more
     // depth changes the outcome, the limit was the cause.
-    match crate::limits::with_parse_stack(|| parse(retry, crate::limits::MAX_PARSE_DEPTH + 10)) {
+    match tern_exec::limits::with_parse_stack(|| parse(retry, tern_exec::limits::MAX_PARSE_DEPTH + 10)) {
         Err(again) if again == error => Err(error),
         _ => Err(Error::program_limit("statement is nested too deeply")),
     }
@@ -646,11 +646,11 @@ fn parse_with(dialect: &dyn sqlparser::dialect::Dialect, sql: &str) -> Result<Ve
 /// `x::t::t`, `x IS NULL IS NULL`, `SELECT .. UNION SELECT ..`) in a loop, as left-deep trees of
 /// any depth; dropping such a tree recurses once per level. Counting tokens bounds them before
 /// they exist (a syntax error after a long chain drops it inside the parser):
-/// - a compound SELECT has at most [`crate::limits::MAX_COMPOUND_SELECT`] terms (the set
+/// - a compound SELECT has at most [`tern_exec::limits::MAX_COMPOUND_SELECT`] terms (the set
 ///   operators of one statement are counted);
 /// - operator tokens on the path from the statement to any token (each bracket level counts
 ///   those of its open expression, a comma starts a new one) number at most
-///   [`crate::limits::MAX_OPERATOR_TOKENS`], which bounds every chain inside the parser
+///   [`tern_exec::limits::MAX_OPERATOR_TOKENS`], which bounds every chain inside the parser
 ///   (`WHEN`, `THEN` and `ELSE` end an expression like a comma).
 ///
 /// [`cut_deep_expressions`] then applies the exact limit to the parsed trees.
@@ -695,10 +695,10 @@ fn check_chains(tokens: &[sqlparser::tokenizer::TokenWithSpan]) -> Result<()> {
                 Keyword::END => cases = cases.saturating_sub(1),
                 Keyword::UNION | Keyword::INTERSECT | Keyword::EXCEPT | Keyword::MINUS => {
                     set_operators += 1;
-                    if set_operators > crate::limits::MAX_COMPOUND_SELECT {
+                    if set_operators > tern_exec::limits::MAX_COMPOUND_SELECT {
                         return too_complex(format!(
                             "more than {} terms in a compound SELECT",
-                            crate::limits::MAX_COMPOUND_SELECT
+                            tern_exec::limits::MAX_COMPOUND_SELECT
                         ));
                     }
                 }
@@ -741,20 +741,20 @@ fn check_chains(tokens: &[sqlparser::tokenizer::TokenWithSpan]) -> Result<()> {
                 operators += 1;
             }
         }
-        if levels.len() - 1 + cases > crate::limits::MAX_PARSE_DEPTH {
+        if levels.len() - 1 + cases > tern_exec::limits::MAX_PARSE_DEPTH {
             return Err(Error::program_limit("statement is nested too deeply"));
         }
-        if operators > crate::limits::MAX_OPERATOR_TOKENS {
+        if operators > tern_exec::limits::MAX_OPERATOR_TOKENS {
             return too_complex(format!(
                 "more than {} operators in nested expressions",
-                crate::limits::MAX_OPERATOR_TOKENS
+                tern_exec::limits::MAX_OPERATOR_TOKENS
             ));
         }
     }
     Ok(())
 }
 
-/// Applies [`crate::limits::MAX_EXPRESSION_DEPTH`] to parsed statements (54001). A deeper
+/// Applies [`tern_exec::limits::MAX_EXPRESSION_DEPTH`] to parsed statements (54001). A deeper
 /// expression is cut out of its statement and taken apart one depth limit at a time, so that
 /// neither this walk nor any later one (binding, cloning, dropping) recurses deeper than the
 /// limit.
@@ -770,7 +770,7 @@ fn cut_deep_expressions(statements: &mut [ast::Statement]) -> Result<()> {
         type Break = ();
         fn pre_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<()> {
             self.depth += 1;
-            if self.depth > crate::limits::MAX_EXPRESSION_DEPTH {
+            if self.depth > tern_exec::limits::MAX_EXPRESSION_DEPTH {
                 self.cut.push(std::mem::replace(expr, ast::Expr::value(ast::Value::Null)));
             }
             ControlFlow::Continue(())
@@ -793,7 +793,7 @@ fn cut_deep_expressions(statements: &mut [ast::Statement]) -> Result<()> {
     }
     Err(Error::program_limit(format!(
         "statement too complex: an expression is nested more than {} levels deep",
-        crate::limits::MAX_EXPRESSION_DEPTH
+        tern_exec::limits::MAX_EXPRESSION_DEPTH
     )))
 }
 
@@ -977,8 +977,8 @@ impl Session {
     }
 
     /// The zone the `timezone` setting names (UTC when there is none): the zone statements run
-    /// in and TIMESTAMPTZ values are written in ([`crate::types::temporal::session_zone`]).
-    pub fn time_zone(&mut self) -> crate::types::temporal::zone::Zone {
+    /// in and TIMESTAMPTZ values are written in ([`tern_exec::types::temporal::session_zone`]).
+    pub fn time_zone(&mut self) -> tern_exec::types::temporal::zone::Zone {
         let settings = self.settings.read();
         let setting = settings.get("timezone").map_or("", String::as_str);
         if let Some((read, zone)) = &self.time_zone
@@ -986,16 +986,16 @@ impl Session {
         {
             return zone.clone();
         }
-        let zone = crate::types::temporal::session_zone::of_setting(setting)
-            .unwrap_or(crate::types::temporal::zone::Zone::Fixed(0));
+        let zone = tern_exec::types::temporal::session_zone::of_setting(setting)
+            .unwrap_or(tern_exec::types::temporal::zone::Zone::Fixed(0));
         self.time_zone = Some((setting.to_string(), zone.clone()));
         zone
     }
 
     /// Makes the session's time zone the current one until the guard is dropped (around code
     /// that reads or writes TIMESTAMPTZ as text outside a statement: a result's rows).
-    pub fn enter_time_zone(&mut self) -> crate::types::temporal::session_zone::ZoneGuard {
-        crate::types::temporal::session_zone::enter(self.time_zone())
+    pub fn enter_time_zone(&mut self) -> tern_exec::types::temporal::session_zone::ZoneGuard {
+        tern_exec::types::temporal::session_zone::enter(self.time_zone())
     }
 
     /// The dialect this session speaks.
@@ -1302,12 +1302,12 @@ impl Session {
         let _zone = self.enter_time_zone();
         let now = match &self.transaction {
             Some(open) if self.dialect == Dialect::Postgres => open.started,
-            _ => crate::types::temporal::clock::system_micros(),
+            _ => tern_exec::types::temporal::clock::system_micros(),
         };
-        let _clock = crate::types::temporal::clock::enter(now);
+        let _clock = tern_exec::types::temporal::clock::enter(now);
         let inserted = std::cell::Cell::new(None);
         let transaction_start = |session: &Session| session.transaction.as_ref().map(|open| open.started);
-        self.activity.statement_started(crate::types::temporal::clock::system_micros(), transaction_start(self));
+        self.activity.statement_started(tern_exec::types::temporal::clock::system_micros(), transaction_start(self));
         self.settle_setting_changes();
         let outcome = self.run_noting(statement, params, plan, text, &inserted, stream);
         self.settle_setting_changes();
@@ -1315,7 +1315,7 @@ impl Session {
         // Transaction-level advisory locks end with the transaction (in autocommit, the
         // statement).
         if self.transaction.is_none() {
-            self.shared.advisory.release_all(self.id, crate::functions::advisory::Level::Transaction);
+            self.shared.advisory.release_all(self.id, tern_exec::functions::advisory::Level::Transaction);
         }
         let outcome = outcome?;
         if let Some(rowid) = inserted.get() {
@@ -1406,7 +1406,7 @@ impl Session {
                     txn,
                     catalog,
                     savepoints: Vec::new(),
-                    started: crate::types::temporal::clock::system_micros(),
+                    started: tern_exec::types::temporal::clock::system_micros(),
                     settings_undo: Default::default(),
                 });
                 Ok(Outcome::Done("BEGIN"))
@@ -1424,10 +1424,10 @@ impl Session {
             }
             ast::Statement::Savepoint { name } => {
                 let open = in_block(&mut self.transaction, "SAVEPOINT")?;
-                if open.savepoints.len() >= crate::limits::MAX_SAVEPOINTS {
+                if open.savepoints.len() >= tern_exec::limits::MAX_SAVEPOINTS {
                     return Err(Error::program_limit(format!(
                         "a transaction may hold at most {} savepoints",
-                        crate::limits::MAX_SAVEPOINTS
+                        tern_exec::limits::MAX_SAVEPOINTS
                     )));
                 }
                 open.txn.savepoint();
@@ -1495,7 +1495,7 @@ impl Session {
                         txn,
                         catalog,
                         savepoints: Vec::new(),
-                        started: crate::types::temporal::clock::system_micros(),
+                        started: tern_exec::types::temporal::clock::system_micros(),
                         settings_undo: Default::default(),
                     };
                     let run = Run {
@@ -1599,7 +1599,7 @@ impl Session {
         // can be seen, and of its sequence number after (see crate::cache).
         let mut writes = crate::cache::Footprint::default();
         for key in open.txn.written_keys() {
-            if let Some(object) = crate::codec::object_of_key(key) {
+            if let Some(object) = tern_exec::codec::object_of_key(key) {
                 if writes.objects.last() != Some(&object) {
                     writes.objects.push(object);
                 }
@@ -1788,10 +1788,10 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_, 
             // The dialect is the version's low bit: the same text may answer differently in each.
             // So is the time zone when it is not UTC (text input and casts depend on it).
             let zoned;
-            let text = if crate::types::temporal::session_zone::is_utc() {
+            let text = if tern_exec::types::temporal::session_zone::is_utc() {
                 text
             } else {
-                zoned = format!("{text}\u{0}{:?}", crate::types::temporal::session_zone::current());
+                zoned = format!("{text}\u{0}{:?}", tern_exec::types::temporal::session_zone::current());
                 zoned.as_str()
             };
             let key = ResultCache::key(open.catalog.version << 1 | dialect as u64, text, params);
@@ -1802,8 +1802,8 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_, 
                     // sees it as if it had been scanned (whole tables and indexes: the cache
                     // keeps only stripes of the keys looked up).
                     for object in &hit.reads.all_objects() {
-                        let prefix = crate::codec::object_prefix(*object);
-                        open.txn.assume_read_range(&prefix, crate::codec::prefix_end(&prefix).as_deref());
+                        let prefix = tern_exec::codec::object_prefix(*object);
+                        open.txn.assume_read_range(&prefix, tern_exec::codec::prefix_end(&prefix).as_deref());
                     }
                 }
                 return Ok(Outcome::Rows { columns: hit.columns, rows: hit.rows });
@@ -1815,22 +1815,20 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_, 
     let catalog = open.catalog.clone();
     // Catalog relations this statement reads are kept for its catalog ([`crate::catalog::system_cache`]).
     let _statement_catalog = crate::catalog::system_cache::StatementCatalog::enter(&catalog);
-    let mut exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit)
+    let host = host::SessionHost {
+        settings,
+        setting_changes,
+        sequences: host::SequenceAccess { db: &shared.db, sequences: &shared.sequences, session: sequence_values },
+        activity: &shared.activity,
+        entry: activity,
+    };
+    let mut exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit, &host)
         .with_interrupt(interrupt)
         .with_dialect(dialect)
         .with_catalog(&catalog)
         .with_foreign_keys(foreign_keys)
-        .with_settings(settings)
-        .with_setting_changes(setting_changes)
         .with_rowids(&shared.rowids)
-        .with_sequences(crate::exec::SequenceAccess {
-            db: &shared.db,
-            sequences: &shared.sequences,
-            session: sequence_values,
-            catalog: &catalog,
-        })
-        .with_advisory(&shared.advisory, session_id)
-        .with_activity(&shared.activity, activity);
+        .with_advisory(&shared.advisory, session_id);
     if cache.is_some() {
         exec.record_reads();
     }
@@ -1881,7 +1879,7 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_, 
 /// holds them.
 fn statistics_written(open: &OpenTransaction) -> Vec<crate::optimizer::statistics_store::Change> {
     open.txn
-        .written_keys_with_prefix(crate::codec::STATISTICS_PREFIX)
+        .written_keys_with_prefix(tern_exec::codec::STATISTICS_PREFIX)
         .filter_map(crate::optimizer::statistics_store::table_of_key)
         .map(|table| (table, open.catalog.statistics.get(&table).cloned()))
         .collect()
@@ -1892,8 +1890,8 @@ fn statistics_written(open: &OpenTransaction) -> Vec<crate::optimizer::statistic
 fn explain(catalog: &Catalog, exec: &mut Executor, query: &ast::Query, analyze: bool) -> Result<Outcome> {
     let mut binder = Binder::new(catalog).with_dialect(exec.dialect());
     let (plan, _) = binder.bind_query(query, None)?;
-    let estimate = |node: &crate::plan::Plan| {
-        crate::optimizer::cardinality::Estimator::new(catalog)
+    let estimate = |node: &tern_exec::plan::Plan| {
+        tern_exec::cardinality::Estimator::new(catalog)
             .rows(node)
             .map(|rows| format!("estimated rows={}", rows.round() as u64))
     };
@@ -1927,7 +1925,7 @@ fn explain(catalog: &Catalog, exec: &mut Executor, query: &ast::Query, analyze: 
 /// REINDEX: deletes and rebuilds every entry of the named index, of every index of the named
 /// table, or of all indexes (no name, or a collation name: Tern's indexes all use BINARY).
 fn reindex(catalog: &Catalog, exec: &mut Executor, target: Option<&str>) -> Result<()> {
-    let indexes: Vec<Arc<crate::catalog::IndexDef>> = match target {
+    let indexes: Vec<Arc<tern_exec::catalog::IndexDef>> = match target {
         None | Some("binary" | "nocase" | "rtrim") => catalog.indexes.values().cloned().collect(),
         Some(name) => match catalog.indexes.get(name) {
             Some(index) => vec![index.clone()],
@@ -1937,7 +1935,7 @@ fn reindex(catalog: &Catalog, exec: &mut Executor, target: Option<&str>) -> Resu
     };
     for index in indexes {
         let table = catalog.table(&index.table).cloned().ok_or_else(|| Error::corrupt("an index without its table"))?;
-        dml::clear_prefix(exec, &crate::codec::object_prefix(index.id))?;
+        dml::clear_prefix(exec, &tern_exec::codec::object_prefix(index.id))?;
         dml::build_index(catalog, exec, &table, &index)?;
     }
     Ok(())
@@ -1982,7 +1980,7 @@ fn run_statement(
         | ast::Statement::Update { .. }
         | ast::Statement::Delete(_) => {
             let dialect = exec.dialect();
-            let zone = crate::types::temporal::session_zone::current();
+            let zone = tern_exec::types::temporal::session_zone::current();
             let valid = cached.as_ref().is_some_and(|cached| {
                 Arc::ptr_eq(&cached.catalog, catalog) && cached.dialect == dialect && cached.zone == zone
             });
@@ -2236,7 +2234,7 @@ fn run_postgres_object_statement(
         }
         merge @ ast::Statement::Merge { .. } => Ok(Outcome::Changed(crate::dml::merge::execute(catalog, exec, merge)?)),
         statement @ (ast::Statement::CreateType { .. } | ast::Statement::AlterType(_)) => {
-            let (changed, tag) = crate::types::user_type::execute(catalog, statement)?;
+            let (changed, tag) = crate::ddl::user_type::execute(catalog, statement)?;
             *new_catalog = Some(changed);
             Ok(Outcome::Done(tag))
         }
@@ -2256,14 +2254,14 @@ fn run_postgres_object_statement(
         }
         ast::Statement::CreateFunction(create) => {
             let mut changed = (**catalog).clone();
-            if crate::functions::sql_function::create(&mut changed, create)? {
+            if crate::ddl::sql_function::create(&mut changed, create)? {
                 *new_catalog = Some(changed);
             }
             Ok(Outcome::Done("CREATE FUNCTION"))
         }
         ast::Statement::DropFunction { if_exists, func_desc, .. } => {
             let mut changed = (**catalog).clone();
-            if crate::functions::sql_function::drop(&mut changed, func_desc, *if_exists)? {
+            if crate::ddl::sql_function::drop(&mut changed, func_desc, *if_exists)? {
                 *new_catalog = Some(changed);
             }
             Ok(Outcome::Done("DROP FUNCTION"))
@@ -2298,10 +2296,10 @@ pub(crate) struct ColumnParts {
 /// The affinity of a column's declared type: an enum or composite type of the catalog, else
 /// the dialect's rules.
 fn declared_affinity(catalog: &Catalog, declared_type: &str, dialect: Dialect) -> Affinity {
-    if let Some(id) = crate::types::enum_type::of_type(catalog, declared_type) {
+    if let Some(id) = tern_exec::types::enum_type::of_type(catalog, declared_type) {
         return Affinity::Enum(id);
     }
-    match crate::types::composite::of_type(catalog, declared_type) {
+    match tern_exec::types::composite::of_type(catalog, declared_type) {
         Some(id) => Affinity::Composite(id),
         None => Affinity::of_declared_type_in(declared_type, dialect),
     }
@@ -2315,7 +2313,7 @@ pub(crate) fn column_def(column: &ast::ColumnDef, dialect: Dialect, catalog: &Ca
     if let Some(domain) = &domain {
         declared_type = domain.base_type.clone();
     }
-    crate::types::decimal::declared_precision(&declared_type)?;
+    tern_exec::types::decimal::declared_precision(&declared_type)?;
     let mut def = ColumnDef {
         name: column.name.value.clone(),
         affinity: declared_affinity(catalog, &declared_type, dialect),
@@ -2346,8 +2344,8 @@ pub(crate) fn column_def(column: &ast::ColumnDef, dialect: Dialect, catalog: &Ca
             ast::ColumnOption::DialectSpecific(_) => {} // AUTOINCREMENT and similar
             ast::ColumnOption::Generated { generated_as, sequence_options, generation_expr: None, .. } => {
                 let identity = match generated_as {
-                    ast::GeneratedAs::Always => crate::catalog::Identity::Always,
-                    ast::GeneratedAs::ByDefault => crate::catalog::Identity::ByDefault,
+                    ast::GeneratedAs::Always => tern_exec::catalog::Identity::Always,
+                    ast::GeneratedAs::ByDefault => tern_exec::catalog::Identity::ByDefault,
                     ast::GeneratedAs::ExpStored => return Err(Error::unsupported("generated columns")),
                 };
                 if generated.is_some() {
@@ -2426,7 +2424,7 @@ pub(crate) fn index_columns(table: &TableDef, columns: &[ast::IndexColumn]) -> R
 
 /// Adds a table to the catalog; false if it existed and IF NOT EXISTS was given.
 pub(crate) fn too_many_columns() -> Error {
-    Error::new("54011", format!("tables can have at most {} columns", crate::limits::MAX_COLUMNS))
+    Error::new("54011", format!("tables can have at most {} columns", tern_exec::limits::MAX_COLUMNS))
 }
 
 pub(crate) fn create_table(catalog: &mut Catalog, create: &ast::CreateTable, dialect: Dialect) -> Result<bool> {
@@ -2443,7 +2441,7 @@ pub(crate) fn create_table(catalog: &mut Catalog, create: &ast::CreateTable, dia
     if create.columns.is_empty() {
         return Err(Error::syntax("a table needs at least one column"));
     }
-    if create.columns.len() > crate::limits::MAX_COLUMNS {
+    if create.columns.len() > tern_exec::limits::MAX_COLUMNS {
         return Err(too_many_columns());
     }
     let mut table = TableDef {
@@ -2655,7 +2653,7 @@ fn drop_object(catalog: &mut Catalog, exec: &Executor, name: &str, drop: &DropSt
                     format!("index associated with UNIQUE or PRIMARY KEY constraint cannot be dropped: {name}"),
                 ));
             }
-            dml::clear_prefix(exec, &crate::codec::object_prefix(index.id))?;
+            dml::clear_prefix(exec, &tern_exec::codec::object_prefix(index.id))?;
             catalog.indexes.remove(name);
             Ok(true)
         }
@@ -2669,9 +2667,9 @@ fn drop_object(catalog: &mut Catalog, exec: &Executor, name: &str, drop: &DropSt
             crate::dml::trigger::definition::drop_for_table(catalog, name);
             Ok(true)
         }
-        ast::ObjectType::Type => match crate::types::composite::ddl::drop(catalog, name, cascade)? {
+        ast::ObjectType::Type => match crate::ddl::composite::drop(catalog, name, cascade)? {
             Some(()) => Ok(true),
-            None => crate::types::enum_type::ddl::drop(catalog, name, if_exists, cascade),
+            None => crate::ddl::enum_type::drop(catalog, name, if_exists, cascade),
         },
         other => Err(Error::unsupported(format!("DROP {other}"))),
     }

@@ -11,8 +11,8 @@
 //! row has reached the sink; once one has, the error goes to the caller. A small result is
 //! also copied as it passes, so that the result cache can keep it as it keeps any other.
 
-use crate::error::Result;
-use crate::plan::Row;
+use tern_exec::error::Result;
+use tern_exec::plan::Row;
 
 /// Where the rows of a streamed statement go.
 pub trait RowSink {
@@ -55,7 +55,7 @@ impl<'s> Streamed<'s> {
     pub(crate) fn row(&mut self, columns: &[String], row: Row) -> Result<()> {
         self.describe(columns)?;
         if let Some((rows, bytes)) = &mut self.copy {
-            *bytes += crate::exec::row_bytes(&row);
+            *bytes += tern_exec::exec::row_bytes(&row);
             if rows.len() < COPY_ROWS && *bytes <= COPY_BYTES {
                 rows.push(row.clone());
             } else {

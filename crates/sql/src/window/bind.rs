@@ -1,13 +1,13 @@
 //! Binding `OVER` clauses: resolving named windows, checking frames, and lifting the calls out
-//! of a query's output into a [`Plan::Window`](crate::plan::Plan::Window) operator.
+//! of a query's output into a [`Plan::Window`](tern_exec::plan::Plan::Window) operator.
 
 use super::syntax::split_window_name;
 use crate::bind::{Binder, Scope, lower, sort_key};
-use crate::error::{Error, Result};
-use crate::plan::{
+use sqlparser::ast;
+use tern_exec::error::{Error, Result};
+use tern_exec::plan::{
     AggregateFunction, Expr, FrameBound, FrameExclusion, FrameUnits, Window, WindowCall, WindowFrame, WindowFunction,
 };
-use sqlparser::ast;
 
 /// A window as written, once named windows it builds on are merged in.
 struct WrittenWindow {
@@ -245,7 +245,7 @@ fn window_function(name: &str, count: usize) -> Result<WindowFunction> {
         "first_value" => (WindowFunction::FirstValue, 1, 1),
         "last_value" => (WindowFunction::LastValue, 1, 1),
         "nth_value" => (WindowFunction::NthValue, 2, 2),
-        _ if crate::functions::ScalarFunction::lookup(name).is_some() => {
+        _ if tern_exec::functions::ScalarFunction::lookup(name).is_some() => {
             return Err(Error::new(
                 "42809",
                 format!("OVER specified, but {name} is not a window function nor an aggregate function"),
@@ -273,6 +273,6 @@ pub(crate) fn extract_windows(expr: Expr, base: usize, calls: &mut Vec<WindowCal
             };
             Expr::Column(base + index)
         }
-        other => crate::limits::with_stack(|| other.map_children(&mut |child| extract_windows(child, base, calls))),
+        other => tern_exec::limits::with_stack(|| other.map_children(&mut |child| extract_windows(child, base, calls))),
     }
 }

@@ -6,9 +6,9 @@
 //! `OVER ("\u{1}ties\u{1}w" ROWS 1 PRECEDING)`. The binder reads it back with
 //! [`split_window_name`]. The marker survives printing and parsing again (view definitions).
 
-use crate::plan::FrameExclusion;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Word};
 use std::collections::HashMap;
+use tern_exec::plan::FrameExclusion;
 
 /// Starts and ends the exclusion recorded in a window name.
 const MARK: char = '\u{1}';

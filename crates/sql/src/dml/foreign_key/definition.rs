@@ -2,10 +2,10 @@
 //! postgres dialect (the referenced table and a unique key on the referenced columns must
 //! exist) and kept as written in the sqlite dialect (SQLite checks only when enforcing).
 
-use crate::catalog::{Catalog, ForeignKeyDef, ReferentialAction, TableDef};
-use crate::error::{Error, Result};
-use crate::parse::dialect::Dialect;
 use sqlparser::ast;
+use tern_exec::catalog::{Catalog, ForeignKeyDef, ReferentialAction, TableDef};
+use tern_exec::dialect::Dialect;
+use tern_exec::error::{Error, Result};
 
 fn action(action: Option<&ast::ReferentialAction>) -> ReferentialAction {
     match action {

@@ -8,12 +8,12 @@
 //! with 40001, never an orphan.
 
 use crate::bind::choose_access;
-use crate::catalog::{Catalog, ForeignKeyDef, IndexDef, ReferentialAction, TableDef};
-use crate::error::{Error, Result};
-use crate::exec::Executor;
-use crate::plan::{BinaryOp, Expr, Plan, Row};
-use crate::value::Value;
 use std::sync::Arc;
+use tern_exec::catalog::{Catalog, ForeignKeyDef, IndexDef, ReferentialAction, TableDef};
+use tern_exec::error::{Error, Result};
+use tern_exec::exec::Executor;
+use tern_exec::plan::{BinaryOp, Expr, Plan, Row};
+use tern_exec::value::Value;
 
 /// A foreign key of the written table.
 pub struct Outgoing {

@@ -10,46 +10,11 @@
 //! The body's statements are INSERT, UPDATE, DELETE or SELECT, as in SQLite; they and the WHEN
 //! expression are kept as text and read `NEW.column` and `OLD.column`.
 
-use crate::catalog::Catalog;
-use crate::error::{Error, Result};
-use serde::{Deserialize, Serialize};
 use sqlparser::ast;
 use sqlparser::tokenizer::{Token, Tokenizer};
-
-/// When a trigger's body runs relative to the row's change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Timing {
-    Before,
-    After,
-    /// In place of the change (views only).
-    InsteadOf,
-}
-
-/// What change of a row fires the trigger.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Event {
-    Insert,
-    Update,
-    Delete,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct TriggerDef {
-    /// The order triggers were created in (they fire in that order).
-    pub id: u32,
-    pub name: String,
-    /// Lower-case name of the table or view.
-    pub table: String,
-    pub timing: Timing,
-    pub event: Event,
-    /// `UPDATE OF` columns (lower case): the trigger fires only when one of them is assigned.
-    pub columns: Vec<String>,
-    pub when: Option<String>,
-    /// The statements between BEGIN and END.
-    pub body: String,
-    /// The CREATE TRIGGER statement as written.
-    pub sql: String,
-}
+use tern_exec::catalog::Catalog;
+pub use tern_exec::catalog::objects::{Event, Timing, TriggerDef};
+use tern_exec::error::{Error, Result};
 
 /// A CREATE TRIGGER statement read: the trigger and whether IF NOT EXISTS was given.
 pub struct Created {

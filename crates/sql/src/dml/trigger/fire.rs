@@ -9,42 +9,17 @@
 
 use super::definition::{Event, Timing, TriggerDef};
 use crate::bind::{Binder, Scope};
-use crate::catalog::{Catalog, TableDef};
-use crate::error::{Error, Result};
-use crate::exec::{Env, Executor};
-use crate::value::Value;
 use sqlparser::ast::{self, VisitMut, VisitorMut};
-use std::cell::RefCell;
 use std::ops::ControlFlow;
 use std::sync::Arc;
+use tern_exec::catalog::{Catalog, TableDef};
+use tern_exec::error::{Error, Result};
+use tern_exec::exec::{Env, Executor};
+use tern_exec::functions::raise::{IGNORE_SQLSTATE, Running};
+use tern_exec::value::Value;
 
 /// How deep triggers may fire other triggers.
 pub const MAX_DEPTH: usize = 32;
-
-/// The SQLSTATE of `RAISE(IGNORE)` on its way to the firing row (never reaches a client).
-pub const IGNORE_SQLSTATE: &str = "09I00";
-
-thread_local! {
-    /// The triggers running on this thread, innermost last.
-    static RUNNING: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
-}
-
-/// A trigger on this thread's stack of running triggers, taken off when dropped (also when a
-/// panic unwinds through it, so a pooled thread does not keep a stale entry).
-struct Running;
-
-impl Running {
-    fn enter(name: &str) -> Running {
-        RUNNING.with(|running| running.borrow_mut().push(name.to_string()));
-        Running
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        RUNNING.with(|running| running.borrow_mut().pop());
-    }
-}
 
 /// Whether the table has triggers at all (the statements that write it then take the row by
 /// row path).
@@ -76,11 +51,11 @@ pub fn fire(exec: &Executor, table: &TableDef, timing: Timing, event: Event, cha
     triggers.sort_by_key(|trigger| trigger.id);
     for trigger in triggers {
         if !assigns_watched_column(trigger, table, change.assigned)
-            || RUNNING.with(|running| running.borrow().contains(&trigger.name))
+            || tern_exec::functions::raise::is_running(&trigger.name)
         {
             continue;
         }
-        let depth = RUNNING.with(|running| running.borrow().len());
+        let depth = tern_exec::functions::raise::depth();
         if depth >= MAX_DEPTH {
             return Err(Error::program_limit("too many levels of trigger recursion"));
         }
@@ -210,23 +185,5 @@ impl VisitorMut for Substitute<'_> {
             }
         }
         ControlFlow::Continue(())
-    }
-}
-
-/// Whether a trigger is running on this thread.
-pub fn in_trigger() -> bool {
-    RUNNING.with(|running| !running.borrow().is_empty())
-}
-
-/// The error `RAISE(kind, message)` stops with: `IGNORE` skips the row (caught by [`fire`]);
-/// `ABORT`, `FAIL` and `ROLLBACK` fail the statement with the message (SQLSTATE P0001, as
-/// PostgreSQL's RAISE EXCEPTION). Outside a trigger RAISE is an error of its own.
-pub fn raise(kind: &str, message: &Value) -> Error {
-    if !in_trigger() {
-        return Error::new("0A000", "RAISE() may only be used within a trigger-program");
-    }
-    match kind {
-        "ignore" => Error::new(IGNORE_SQLSTATE, "RAISE(IGNORE)"),
-        _ => Error::new("P0001", message.to_text()),
     }
 }

@@ -7,14 +7,14 @@
 use super::definition::{Event, Timing};
 use super::fire::{RowChange, fire};
 use crate::bind::Binder;
-use crate::catalog::{Catalog, TableDef};
-use crate::error::{Error, Result};
-use crate::exec::Executor;
-use crate::parse::dialect::Dialect;
-use crate::plan::Plan;
-use crate::value::{Affinity, Value};
 use sqlparser::ast;
 use std::sync::Arc;
+use tern_exec::catalog::{Catalog, TableDef};
+use tern_exec::dialect::Dialect;
+use tern_exec::error::{Error, Result};
+use tern_exec::exec::Executor;
+use tern_exec::plan::Plan;
+use tern_exec::value::{Affinity, Value};
 
 /// A statement on a view, bound.
 pub struct InsteadPlan {

@@ -13,11 +13,11 @@
 
 pub mod syntax;
 
-use crate::catalog::{Catalog, TableDef};
-use crate::error::{Error, Result};
-use crate::parse::dialect::Dialect;
 use sqlparser::ast;
 use std::collections::BTreeSet;
+use tern_exec::catalog::{Catalog, TableDef};
+use tern_exec::dialect::Dialect;
+use tern_exec::error::{Error, Result};
 
 /// A unique constraint of a table: its primary key or one of its unique indexes (by id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
