@@ -50,6 +50,7 @@ mod spill;
 mod stream;
 mod sum;
 mod vector;
+pub mod window;
 mod window_stream;
 
 pub use evaluate::Evaluate;

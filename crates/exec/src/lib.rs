@@ -4,7 +4,7 @@
 //! The front end hands the executor a plan ([`plan`]) over the catalog's definitions
 //! ([`catalog`]); the executor ([`exec`]) runs it inside a transaction: scans through the
 //! storage seam (`exec/source.rs`), joins, aggregates, sorts, set operations and windows
-//! ([`window`]), a batch of column vectors at a time on the parallel pipeline (`exec/batch.rs`,
+//! (`exec/window.rs`), a batch of column vectors at a time on the parallel pipeline (`exec/batch.rs`,
 //! `exec/vector.rs`, `exec/parallel.rs`), spilling past the statement's memory limit. What a
 //! statement needs of its session (settings, sequences, activity counters, the binder for
 //! DEFAULT text and SQL function bodies) it reaches through [`exec::Host`], which the front
@@ -17,8 +17,8 @@
 //! ├── lib.rs           this map
 //! ├── plan.rs          the plan the executor runs and the bound expressions
 //! ├── exec.rs, exec/   the executor and its operators, kernels, pipeline and spilling;
-//! │                    exec/host.rs: what it asks of the front end
-//! ├── window.rs        window functions computed over sorted partitions
+//! │                    window functions (exec/window.rs); exec/host.rs: what it asks
+//! │                    of the front end
 //! ├── functions/       scalar functions, by family; RAISE and the trigger stack
 //! ├── catalog/         the catalog's definitions (tables, indexes, views, sequences, triggers,
 //! │                    functions, domains, comments); PostgreSQL's type OIDs and settings;
@@ -49,7 +49,6 @@ pub mod plan;
 pub mod statistics;
 pub mod types;
 pub mod value;
-pub mod window;
 
 pub use error::{Error, Result};
 pub use value::Value;

@@ -784,7 +784,7 @@ pub enum Plan {
         condition: Option<Expr>,
         kind: JoinKind,
     },
-    /// Output: the input row followed by each call's value (see [`crate::window`]). Rows come
+    /// Output: the input row followed by each call's value (see [`crate::exec::window`]). Rows come
     /// out in the order of the last window computed.
     Window {
         input: Box<Plan>,

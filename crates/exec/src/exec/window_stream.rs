@@ -1,7 +1,7 @@
 //! Window functions over more rows than the statement's memory holds.
 //!
 //! A window operator computes its calls in stages, one per window they share
-//! (`crate::window::stages`). Each stage sorts its input by the window's partition values
+//! (`crate::exec::window::stages`). Each stage sorts its input by the window's partition values
 //! and ORDER BY through an external sort (`external_sort.rs`), which spills past the
 //! statement's memory limit, and reads the sorted rows back in batches of whole partitions:
 //!
@@ -63,7 +63,7 @@ impl Executor<'_> {
         let Plan::Window { input, calls } = node else {
             return Err(Error::internal("windowed needs a window operator"));
         };
-        let stages = crate::window::stages(calls);
+        let stages = crate::exec::window::stages(calls);
         let spilled = self.window_stages(input, calls, &stages, outer, visit)?;
         self.record_spill(node, spilled);
         Ok(())
@@ -90,7 +90,7 @@ impl Executor<'_> {
         };
         let window = &calls[indexes[0]].window;
         let stage = Stage { calls, indexes, base, partition_width: window.partition_by.len() };
-        let keys = crate::window::sort_keys(window);
+        let keys = crate::exec::window::sort_keys(window);
         let mut sort = ExternalSort::new(&keys, None);
         let mut spilled = self.window_stages(input, calls, earlier, outer, &mut |row| sort.add(self, row, outer))?;
         let mut batch = Batch { rows: Vec::new(), bytes: 0 };
@@ -124,7 +124,7 @@ impl Executor<'_> {
         }
         let before = self.memory_used.get();
         let keyed = std::mem::take(&mut batch.rows);
-        let rows = crate::window::apply(self, keyed, stage.calls, stage.indexes, stage.base, outer)?;
+        let rows = crate::exec::window::apply(self, keyed, stage.calls, stage.indexes, stage.base, outer)?;
         let computed = self.memory_used.get().saturating_sub(before);
         self.memory_used.set(self.memory_used.get().saturating_sub(computed + std::mem::take(&mut batch.bytes)));
         rows.into_iter().try_for_each(visit)
