@@ -2172,7 +2172,7 @@ impl<'c> Binder<'c> {
     fn bind_domain_cast(
         &mut self,
         inner: &ast::Expr,
-        domain: &crate::ddl::domain::DomainDef,
+        domain: &tern_exec::catalog::objects::DomainDef,
         scope: &Scope,
     ) -> Result<Expr> {
         let cast = cast_to(inner.clone(), &domain.base_type)?;
@@ -2327,7 +2327,7 @@ impl<'c> Binder<'c> {
             "pg_get_function_result" | "pg_get_function_arguments" | "pg_get_function_identity_arguments" => {
                 arity(1, 1)?;
                 let oid = self.bind_expr(args[0], scope)?;
-                let describe = |def: &crate::ddl::sql_function::FunctionDef| match name {
+                let describe = |def: &tern_exec::catalog::objects::FunctionDef| match name {
                     "pg_get_function_result" => crate::catalog::pg_proc::result(self.catalog, def),
                     _ => crate::catalog::pg_proc::arguments(self.catalog, def),
                 };

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use tern_exec::codec::{decode_row, encode_row, get_varint, put_varint};
 use tern_exec::error::{Error, Result};
-pub use tern_exec::footprint::{Footprint, KEY_STRIPES, stripe};
+use tern_exec::footprint::{Footprint, KEY_STRIPES};
 use tern_exec::plan::Row;
 use tern_exec::value::Value;
 
@@ -464,6 +464,7 @@ impl ResultCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tern_exec::footprint::stripe;
 
     fn rows(n: i64) -> Vec<Row> {
         (0..n).map(|i| vec![Value::Integer(i), Value::Text(format!("row {i}"))]).collect()

@@ -4,8 +4,8 @@
 //! drivers' metadata read). Built-in functions are not listed (PostgreSQL lists them under
 //! `pg_catalog`, which `\df` leaves out).
 
-use crate::ddl::sql_function::FunctionDef;
 use tern_exec::catalog::Catalog;
+use tern_exec::catalog::objects::FunctionDef;
 
 /// The columns of `pg_proc`, with PostgreSQL's types.
 pub const COLUMNS: &[(&str, &str)] = &[

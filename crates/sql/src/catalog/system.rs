@@ -35,7 +35,7 @@ use std::sync::Arc;
 use tern_exec::catalog::pgtype;
 use tern_exec::catalog::{Catalog, ColumnDef, SequenceDef, TableDef, ViewDef};
 use tern_exec::functions::ScalarFunction;
-pub use tern_exec::functions::text_functions::quote_ident;
+use tern_exec::functions::text_functions::quote_ident;
 use tern_exec::plan::Expr;
 use tern_exec::value::{Affinity, Value};
 
@@ -63,7 +63,7 @@ const BTREE_AM_OID: i64 = 403;
 pub struct SystemTable {
     pub table: Arc<TableDef>,
     pub rows: crate::catalog::system_cache::Rows,
-    pub live: Option<crate::session::activity::LiveRelation>,
+    pub live: Option<tern_exec::catalog::live::LiveRelation>,
 }
 
 /// The OID of the one database (`pg_database`).
@@ -224,7 +224,7 @@ type RelationSource<'a> = (&'static [(&'static str, &'static str)], Box<dyn FnOn
 pub fn lookup(catalog: &Catalog, schema: Option<&str>, name: &str, views: ViewColumns) -> Option<SystemTable> {
     let (columns, rows) = relation(catalog, schema, name, views)?;
     let live =
-        crate::session::activity::LiveRelation::of_name(name).filter(|_| matches!(schema, None | Some("pg_catalog")));
+        tern_exec::catalog::live::LiveRelation::of_name(name).filter(|_| matches!(schema, None | Some("pg_catalog")));
     let rows = crate::catalog::system_cache::rows(catalog, schema.unwrap_or("pg_catalog"), name, || {
         // Every row also has the system column `tableoid` (the relation's OID), which pg_dump
         // reads; it comes last, and `*` leaves it out.
@@ -254,7 +254,7 @@ fn relation<'a>(
 ) -> Option<RelationSource<'a>> {
     let listing = move || Listing::new(catalog, views);
     let live =
-        crate::session::activity::LiveRelation::of_name(name).filter(|_| matches!(schema, None | Some("pg_catalog")));
+        tern_exec::catalog::live::LiveRelation::of_name(name).filter(|_| matches!(schema, None | Some("pg_catalog")));
     Some(match (schema.unwrap_or("pg_catalog"), name) {
         // Rows computed when read (`tableoid` too: [`tern_exec::exec`]).
         _ if let Some(live) = live => (live.columns(), Box::new(Vec::new)),

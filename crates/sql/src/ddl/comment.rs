@@ -12,7 +12,7 @@
 
 use sqlparser::ast;
 use tern_exec::catalog::Catalog;
-pub use tern_exec::catalog::objects::{Comment, CommentTarget};
+use tern_exec::catalog::objects::{Comment, CommentTarget};
 use tern_exec::error::{Error, Result};
 
 /// What PostgreSQL's `public` schema is described as until a comment replaces it.

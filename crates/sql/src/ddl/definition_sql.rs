@@ -2,9 +2,9 @@
 //! statements the catalog keeps as written): enum and composite types, domains, sequences,
 //! SQL functions and triggers. `.dump` and `.schema` print these.
 
-use crate::catalog::system::quote_ident;
 use std::collections::BTreeSet;
 use tern_exec::catalog::{Catalog, SequenceDef};
+use tern_exec::functions::text_functions::quote_ident;
 
 fn quote_literal(text: &str) -> String {
     tern_exec::value::Value::Text(text.to_string()).sql_literal()

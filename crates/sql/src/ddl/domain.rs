@@ -11,7 +11,7 @@ use sqlparser::ast::{self, VisitMut, VisitorMut};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use tern_exec::catalog::Catalog;
-pub use tern_exec::catalog::objects::DomainDef;
+use tern_exec::catalog::objects::DomainDef;
 use tern_exec::error::{Error, Result};
 
 /// CREATE DOMAIN.

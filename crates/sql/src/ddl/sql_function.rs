@@ -13,7 +13,7 @@ use std::cell::Cell;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use tern_exec::catalog::Catalog;
-pub use tern_exec::catalog::objects::FunctionDef;
+use tern_exec::catalog::objects::FunctionDef;
 use tern_exec::error::{Error, Result};
 use tern_exec::exec::{Env, Executor};
 use tern_exec::plan::Expr;

@@ -18,12 +18,12 @@ use crate::dml::foreign_key::Rules;
 use crate::dml::foreign_key::rules::{
     acts, check_reference, key_exists, key_values, referencing_rows, still_referenced,
 };
-use crate::dml::trigger::definition::{Event, Timing};
 use crate::dml::upsert::{Arbiters, UniqueConstraint};
 use sqlparser::ast;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tern_exec::catalog::ReferentialAction;
+use tern_exec::catalog::objects::{Event, Timing};
 use tern_exec::catalog::{Catalog, Identity, IndexDef, TableDef};
 use tern_exec::codec::{encode_key, encode_row, object_prefix};
 use tern_exec::dialect::Dialect;
@@ -213,7 +213,7 @@ pub fn bind(catalog: &Catalog, statement: &ast::Statement, dialect: Dialect) -> 
 
 /// Runs a bound statement inside the executor's transaction.
 pub fn execute(plan: &DmlPlan, exec: &Executor) -> Result<DmlResult> {
-    use crate::session::activity::Change;
+    use tern_exec::catalog::live::Change;
     let counted = |result: Result<DmlResult>, table: &TableDef, change: Change| {
         if let Ok(done) = &result {
             exec.host().count_change(table.id, change, done.changed);

@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tern_exec::catalog::Catalog;
-pub use tern_exec::catalog::live::{Change, LiveRelation};
+use tern_exec::catalog::live::{Change, LiveRelation};
 use tern_exec::types::temporal::Temporal;
 use tern_exec::value::Value;
 

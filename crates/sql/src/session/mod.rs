@@ -268,7 +268,7 @@ struct OpenTransaction {
 /// them (the PostgreSQL server: `SET`, the startup parameters, `tern.version`, ...).
 pub type Settings = RwLock<std::collections::BTreeMap<String, String>>;
 
-pub use tern_exec::exec::Rowids;
+use tern_exec::exec::Rowids;
 
 /// A connection's state: at most one open explicit transaction.
 pub struct Session {
@@ -1597,13 +1597,13 @@ impl Session {
         };
         // The result cache learns of the tables, indexes and keys written before the commit
         // can be seen, and of its sequence number after (see crate::cache).
-        let mut writes = crate::cache::Footprint::default();
+        let mut writes = tern_exec::footprint::Footprint::default();
         for key in open.txn.written_keys() {
             if let Some(object) = tern_exec::codec::object_of_key(key) {
                 if writes.objects.last() != Some(&object) {
                     writes.objects.push(object);
                 }
-                writes.keys.push((object, crate::cache::stripe(key)));
+                writes.keys.push((object, tern_exec::footprint::stripe(key)));
             }
         }
         if writes.objects.is_empty() && !open.txn.has_written(CATALOG_VERSION_KEY) {
@@ -1613,7 +1613,7 @@ impl Session {
         // Ends the announcement however the commit ends, a panic included (then as unknown).
         struct Announced<'c> {
             cache: &'c ResultCache,
-            writes: crate::cache::Footprint,
+            writes: tern_exec::footprint::Footprint,
             sequence: Option<u64>,
         }
         impl Drop for Announced<'_> {
@@ -2607,7 +2607,8 @@ fn empty_referenced_table(catalog: &Catalog, exec: &mut Executor, name: &str, dr
     if !referenced || catalog.table(name).is_none() {
         return Ok(());
     }
-    let statement = parse(&format!("DELETE FROM {}", crate::catalog::system::quote_ident(name)))?.remove(0);
+    let statement =
+        parse(&format!("DELETE FROM {}", tern_exec::functions::text_functions::quote_ident(name)))?.remove(0);
     let plan = dml::bind(catalog, &statement, exec.dialect())?.ok_or_else(|| Error::internal("not a DELETE"))?;
     dml::execute(&plan, exec)?;
     Ok(())

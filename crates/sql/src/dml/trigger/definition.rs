@@ -13,7 +13,7 @@
 use sqlparser::ast;
 use sqlparser::tokenizer::{Token, Tokenizer};
 use tern_exec::catalog::Catalog;
-pub use tern_exec::catalog::objects::{Event, Timing, TriggerDef};
+use tern_exec::catalog::objects::{Event, Timing, TriggerDef};
 use tern_exec::error::{Error, Result};
 
 /// A CREATE TRIGGER statement read: the trigger and whether IF NOT EXISTS was given.

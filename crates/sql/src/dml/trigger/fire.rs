@@ -7,11 +7,11 @@
 //! itself again while it runs; triggers may fire other triggers up to [`MAX_DEPTH`] deep.
 //! `RAISE(IGNORE)` skips the row; `RAISE(ABORT|FAIL|ROLLBACK, message)` fails the statement.
 
-use super::definition::{Event, Timing, TriggerDef};
 use crate::bind::{Binder, Scope};
 use sqlparser::ast::{self, VisitMut, VisitorMut};
 use std::ops::ControlFlow;
 use std::sync::Arc;
+use tern_exec::catalog::objects::{Event, Timing, TriggerDef};
 use tern_exec::catalog::{Catalog, TableDef};
 use tern_exec::error::{Error, Result};
 use tern_exec::exec::{Env, Executor};

@@ -4,11 +4,11 @@
 //! with its NEW and OLD row. Nothing is written but what the triggers write. A view without an
 //! INSTEAD OF trigger for the statement's event stays read-only (42809).
 
-use super::definition::{Event, Timing};
 use super::fire::{RowChange, fire};
 use crate::bind::Binder;
 use sqlparser::ast;
 use std::sync::Arc;
+use tern_exec::catalog::objects::{Event, Timing};
 use tern_exec::catalog::{Catalog, TableDef};
 use tern_exec::dialect::Dialect;
 use tern_exec::error::{Error, Result};
