@@ -103,6 +103,9 @@ pub struct Executor<'t> {
     /// still charged after the node that made them has finished.
     memory_retained: Cell<usize>,
     memory_limit: usize,
+    /// Where operators past the memory limit make their spill files: the database's file
+    /// system (`exec/spill.rs`).
+    spill_space: spill::SpillSpace,
     /// DEFAULT expressions bound once per statement, by (table id, column), instead of being
     /// parsed again for every row that needs one.
     defaults: RefCell<HashMap<(u32, usize), Expr>>,
@@ -179,6 +182,7 @@ pub fn rows_bytes(rows: &[Row]) -> usize {
 
 impl<'t> Executor<'t> {
     pub fn new(txn: &'t mut Transaction, params: &'t [Value], memory_limit: usize, host: &'t dyn Host) -> Executor<'t> {
+        let spill_space = txn.vfs();
         Executor {
             txn: RefCell::new(txn),
             overlay: RefCell::new(BTreeMap::new()),
@@ -191,6 +195,7 @@ impl<'t> Executor<'t> {
             memory_used: Cell::new(0),
             memory_retained: Cell::new(0),
             memory_limit,
+            spill_space,
             defaults: RefCell::new(HashMap::new()),
             profile: None,
             interrupt: None,

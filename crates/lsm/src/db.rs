@@ -883,6 +883,11 @@ impl Db {
         }
     }
 
+    /// The file system the database lives on (where its readers' temporary files go too).
+    pub fn vfs(&self) -> &Arc<dyn Vfs> {
+        &self.inner.vfs
+    }
+
     /// Sizes and counters.
     pub fn stats(&self) -> Stats {
         let inner = &self.inner;

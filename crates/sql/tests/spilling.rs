@@ -7,7 +7,9 @@
 //! oracle). Each query's build side (the left rows, with a 200-byte text column the query
 //! reads) or groups are several times the limit; its answer must be SQLite's (as a multiset:
 //! a spilled partition's rows come out last), on one thread and on several, and EXPLAIN
-//! ANALYZE must show the bytes spilled.
+//! ANALYZE must show the bytes spilled. Spill files are the database file system's temporary
+//! files: a write or read of one that fails (a full disk, an I/O error) fails the statement
+//! with its SQLSTATE and leaves the database as it was.
 //!
 //! ```text
 //! cargo test -p tern-sql --test spilling
@@ -16,10 +18,13 @@
 mod common;
 
 use common::{
-    insert_flushed, load_with_oracle, postgres, run, set_workers, sorted, sqlite_rows, texts, uncached_with_limit,
+    check, insert_flushed, load_with_oracle, postgres, run, set_workers, sorted, sqlite_rows, texts, uncached_on,
+    uncached_with_limit,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use std::sync::Arc;
+use tern_pagestore::{FaultKind, FaultOp, FaultVfs, MemoryVfs};
 
 /// The statement memory limit the queries run under.
 const LIMIT: usize = 512 << 10;
@@ -272,4 +277,50 @@ fn joins_over_a_right_input_that_does_not_stream_spill_and_give_sqlites_rows() {
         let plan = texts(&mut session, &format!("EXPLAIN ANALYZE {sql}"));
         assert!(plan.iter().any(|line| line.contains("HashJoin") && line.contains(" spilled=")), "{}", plan.join("\n"));
     }
+}
+
+/// A spill file's write or read that fails, in each spilling operator (a join's build and
+/// probe sides, an aggregate's groups, a sort's runs, EXCEPT's keys, DISTINCT's): the
+/// statement fails with 53100 (disk full) or 58030 (I/O error), on one thread and on
+/// several, and the same query answers SQLite's rows once the disk is healthy again; the
+/// database's own pages are untouched.
+#[test]
+fn a_failed_spill_write_or_read_fails_the_statement_and_leaves_the_database_whole() {
+    let fault = FaultVfs::new(Arc::new(MemoryVfs::new()));
+    let db = uncached_on(Arc::new(fault.clone()), LIMIT);
+    let (schema, rows) = statements();
+    let sqlite = load_with_oracle(&db, &schema, &rows);
+    let mut session = postgres(&db);
+    run(&mut session, "ANALYZE");
+    let queries = [
+        QUERIES[0],
+        QUERIES[8],
+        WINDOW_QUERIES[3],
+        SET_QUERIES[0],
+        "SELECT count(*), max(p) FROM (SELECT DISTINCT k, pad AS p FROM l) AS d",
+    ];
+    let faults = [
+        (FaultOp::Write, FaultKind::Enospc, "53100"),
+        (FaultOp::Write, FaultKind::Eio, "58030"),
+        (FaultOp::Read, FaultKind::Eio, "58030"),
+    ];
+    for sql in queries {
+        let expected = sorted(sqlite_rows(&sqlite, sql));
+        for workers in [1, 2] {
+            set_workers(&mut session, workers);
+            // A healthy run spills through the database's file system.
+            let (writes, reads) = (fault.count(FaultOp::Write), fault.count(FaultOp::Read));
+            assert_eq!(sorted(texts(&mut session, sql)), expected, "{sql}");
+            assert!(fault.count(FaultOp::Write) > writes && fault.count(FaultOp::Read) > reads, "no spill: {sql}");
+            for (op, kind, state) in faults {
+                fault.fail_nth(op, 1, kind);
+                let error = session.query(sql, &[]).unwrap_err();
+                fault.heal();
+                assert_eq!(error.sqlstate, state, "{op:?} {kind:?}, {workers} workers: {sql}: {error}");
+                assert!(error.to_string().contains("spill"), "{error}");
+                assert_eq!(sorted(texts(&mut session, sql)), expected, "after {op:?} {kind:?}: {sql}");
+            }
+        }
+    }
+    check(&db);
 }

@@ -106,6 +106,12 @@ impl Transaction {
         &self.shared
     }
 
+    /// The database's file system: where a statement's operators make their spill files, so
+    /// that the fault tests' file system fails them too.
+    pub fn vfs(&self) -> Arc<dyn tern_pagestore::Vfs> {
+        self.shared.db.vfs().clone()
+    }
+
     fn records_reads(&self) -> bool {
         self.isolation == Isolation::Serializable && !self.unrecorded
     }

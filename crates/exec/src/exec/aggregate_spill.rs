@@ -57,7 +57,7 @@ impl<'a> SpillingGrouping<'a> {
             self.key.clear();
             encode_group_key(exec, &row, group_by, outer, &mut self.key)?;
             if !self.grouping.holds(&self.key) {
-                return append_to(&mut files[partition_of(&self.key)], &row).map(|_| ());
+                return append_to(&exec.spill_space, &mut files[partition_of(&self.key)], &row).map(|_| ());
             }
         }
         self.grouping.add_with(exec, &row, group_by, aggregates, outer)?;

@@ -65,7 +65,7 @@ impl DistinctPass {
         if self.seen.len().is_multiple_of(64) {
             exec.check_interrupt()?;
             if exec.memory_used.get() + self.bytes + exec.memory_limit / 4 > exec.memory_limit {
-                self.files = Some(PartitionFiles::new(SEED + self.depth));
+                self.files = Some(PartitionFiles::new(&exec.spill_space, SEED + self.depth));
             }
         }
         Ok(())

@@ -89,7 +89,7 @@ impl<'k> ExternalSort<'k> {
                 self.prune();
             }
             if over(self) {
-                self.write_run()?;
+                self.write_run(exec)?;
             }
         }
         Ok(())
@@ -116,12 +116,12 @@ impl<'k> ExternalSort<'k> {
         // The rows still in memory become the last run, so that the merge holds no more than
         // a read buffer per run while what reads its output (a sort or window above) gathers.
         if !self.gathered.is_empty() {
-            self.write_run()?;
+            self.write_run(exec)?;
         }
         while self.runs.len() > MERGE_FAN_IN {
             let group: Vec<SpillReader> =
                 self.runs.drain(..MERGE_FAN_IN).map(|run| run.reader(MERGE_READ_BUFFER)).collect::<Result<_>>()?;
-            let mut merged = SpillFile::new()?;
+            let mut merged = SpillFile::new(&exec.spill_space)?;
             let before = merged.bytes();
             self.merge(exec, group, &mut |keyed| merged.append(&[joined(keyed)]))?;
             self.written += merged.bytes() - before;
@@ -164,9 +164,9 @@ impl<'k> ExternalSort<'k> {
     }
 
     /// Writes the gathered rows out as one sorted run.
-    fn write_run(&mut self) -> Result<()> {
+    fn write_run(&mut self, exec: &Executor) -> Result<()> {
         self.sort_gathered();
-        let mut run = SpillFile::new()?;
+        let mut run = SpillFile::new(&exec.spill_space)?;
         for keyed in std::mem::take(&mut self.gathered) {
             run.append(&[joined(keyed)])?;
         }

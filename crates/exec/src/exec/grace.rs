@@ -29,7 +29,7 @@
 
 use super::probe_chain::{ProbeChain, Stages};
 use super::probe_stream::ProbeJoin;
-use super::spill::{SpillFile, append_to};
+use super::spill::{SpillFile, SpillSpace, append_to};
 use super::{Env, Evaluate, Executor, join_key_into, row_bytes};
 use crate::error::Result;
 use crate::plan::{Expr, JoinKind, Plan, Row};
@@ -60,6 +60,7 @@ pub(super) struct BuildSide {
 
 /// The partitions of a build side written out, and the probe rows that belong to them.
 pub(super) struct Spilled {
+    space: SpillSpace,
     resident: Vec<bool>,
     build: Vec<Option<SpillFile>>,
     probe: Vec<Mutex<Option<SpillFile>>>,
@@ -68,8 +69,9 @@ pub(super) struct Spilled {
 }
 
 impl Spilled {
-    fn new() -> Spilled {
+    fn new(space: &SpillSpace) -> Spilled {
         Spilled {
+            space: space.clone(),
             resident: vec![true; SPILL_PARTITIONS],
             build: (0..SPILL_PARTITIONS).map(|_| None).collect(),
             probe: (0..SPILL_PARTITIONS).map(|_| Mutex::new(None)).collect(),
@@ -97,7 +99,7 @@ impl Spilled {
     /// Writes probe rows out to their partitions' files (from any thread).
     pub(super) fn defer(&self, rows: Vec<(usize, Row)>) -> Result<()> {
         for (partition, row) in rows {
-            let bytes = append_to(&mut self.probe[partition].lock(), &row)?;
+            let bytes = append_to(&self.space, &mut self.probe[partition].lock(), &row)?;
             self.written.fetch_add(bytes, Ordering::Relaxed);
         }
         Ok(())
@@ -105,7 +107,7 @@ impl Spilled {
 
     /// Writes a build row out to its partition's file.
     fn write_build(&mut self, partition: usize, row: Row) -> Result<()> {
-        let bytes = append_to(&mut self.build[partition], &row)?;
+        let bytes = append_to(&self.space, &mut self.build[partition], &row)?;
         self.written.fetch_add(bytes, Ordering::Relaxed);
         Ok(())
     }
@@ -187,7 +189,7 @@ impl Gathering<'_> {
             let rows = std::mem::take(&mut self.rows);
             self.partitions = rows.iter().map(|row| self.partition(exec, row, outer)).collect::<Result<_>>()?;
             self.rows = rows;
-            self.spill = Some(Spilled::new());
+            self.spill = Some(Spilled::new(&exec.spill_space));
         }
         let entry = self.entry_bytes();
         let Some(spill) = &mut self.spill else { unreachable!("set above") };

@@ -104,7 +104,7 @@ impl SetPass {
             return Ok(());
         }
         if self.hold(exec, key, Held { copies: 1, passed: false })? {
-            self.right_files = Some(PartitionFiles::new(SEED + self.depth));
+            self.right_files = Some(PartitionFiles::new(&exec.spill_space, SEED + self.depth));
         }
         Ok(())
     }
@@ -126,8 +126,10 @@ impl SetPass {
         }
         let spill_left = |pass: &mut SetPass, row: &Row| -> Result<()> {
             let depth = pass.depth;
-            pass.written +=
-                pass.left_files.get_or_insert_with(|| PartitionFiles::new(SEED + depth)).append(&key, row)?;
+            pass.written += pass
+                .left_files
+                .get_or_insert_with(|| PartitionFiles::new(&exec.spill_space, SEED + depth))
+                .append(&key, row)?;
             Ok(())
         };
         if self.right_files.is_some() {
@@ -140,7 +142,7 @@ impl SetPass {
             (false, false) if self.left_files.is_some() => spill_left(self, &row),
             (false, false) => {
                 if self.hold(exec, key.clone(), Held { copies: 0, passed: true })? {
-                    self.left_files = Some(PartitionFiles::new(SEED + self.depth));
+                    self.left_files = Some(PartitionFiles::new(&exec.spill_space, SEED + self.depth));
                 }
                 visit(row)
             }

@@ -2,6 +2,7 @@
 //! sync and allocation; a test arms it to fail the Nth one with EIO or ENOSPC, or to tear the
 //! Nth write after a chosen byte. A torn write simulates a power cut: the prefix reaches the
 //! file, the call fails, and every later write and sync fails too until [`FaultVfs::heal`].
+//! Temporary files ([`Vfs::temporary_file`]) are counted and failed with the others.
 
 use super::{OpenOptions, Vfs, VfsFile};
 use parking_lot::Mutex;
@@ -138,6 +139,11 @@ impl Vfs for FaultVfs {
 
     fn list_prefixed(&self, prefix: &Path) -> io::Result<Vec<std::path::PathBuf>> {
         self.inner.list_prefixed(prefix)
+    }
+
+    fn temporary_file(&self) -> io::Result<Box<dyn VfsFile>> {
+        let inner = self.inner.temporary_file()?;
+        Ok(Box::new(FaultFile { inner, state: self.state.clone() }))
     }
 }
 

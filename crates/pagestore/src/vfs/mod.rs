@@ -5,7 +5,7 @@
 //! [`MemoryVfs`] (files are byte vectors), [`FaultVfs`] (wraps another one and fails the Nth
 //! read, write or sync with EIO or ENOSPC, or tears a write at a chosen byte) and
 //! [`PowerLossVfs`] (in memory, keeps unsynced writes apart and loses or tears them at a
-//! simulated power cut).
+//! simulated power cut). Temporary files for spilled rows come from [`Vfs::temporary_file`].
 
 mod fault;
 mod memory;
@@ -53,6 +53,14 @@ pub trait Vfs: Send + Sync + std::fmt::Debug {
     /// The files whose path starts with `prefix` (a directory and the start of a file name:
     /// `dir/app.tern-wal.` lists `dir/app.tern-wal.1`, `dir/app.tern-wal.2`), in no order.
     fn list_prefixed(&self, prefix: &Path) -> io::Result<Vec<std::path::PathBuf>>;
+    /// A new unnamed temporary file, gone once dropped (and when the process ends, however
+    /// it ends): where a query operator past its memory budget spills rows. The default is a
+    /// real file in the system's temporary directory (`$TMPDIR`, else `/tmp`) for every file
+    /// system, an in-memory one included, since spilling is for rows that do not fit in
+    /// memory; [`FaultVfs`] wraps it to inject its faults there too.
+    fn temporary_file(&self) -> io::Result<Box<dyn VfsFile>> {
+        os::temporary_file()
+    }
 }
 
 /// Whether `path` starts with `prefix` byte for byte (`Path::starts_with` compares whole

@@ -85,6 +85,12 @@ struct OsFile {
     file: File,
 }
 
+/// An unnamed file in the system's temporary directory (`O_TMPFILE` where it is supported,
+/// else created and unlinked at once).
+pub(super) fn temporary_file() -> io::Result<Box<dyn VfsFile>> {
+    Ok(Box::new(OsFile { file: tempfile::tempfile()? }))
+}
+
 impl VfsFile for OsFile {
     fn raw_fd(&self) -> Option<i32> {
         Some(self.file.as_raw_fd())

@@ -50,7 +50,11 @@ pub fn uncached() -> Database {
 
 /// [`uncached`], with a statement memory limit of `limit` bytes.
 pub fn uncached_with_limit(limit: usize) -> Database {
-    let vfs: Arc<dyn tern_pagestore::Vfs> = Arc::new(tern_pagestore::MemoryVfs::new());
+    uncached_on(Arc::new(tern_pagestore::MemoryVfs::new()), limit)
+}
+
+/// [`uncached_with_limit`] on the file system `vfs` (a fault-injecting one, say).
+pub fn uncached_on(vfs: Arc<dyn tern_pagestore::Vfs>, limit: usize) -> Database {
     let mut options = Options { result_cache: 0, query_memory_limit: limit, ..Options::default() };
     options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
     Database::open_with(vfs, Path::new("memory.tern"), options).unwrap()
