@@ -39,6 +39,7 @@ mod join_filter;
 mod operator;
 mod ordered_grouping;
 mod parallel;
+mod parallel_sort;
 mod prefilter;
 mod probe_aggregate;
 mod probe_batch;

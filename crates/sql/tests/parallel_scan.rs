@@ -182,6 +182,17 @@ const QUERIES: &[&str] = &[
     "SELECT pick.tag, count(*), sum(t.d) FROM pick LEFT JOIN t ON t.g = pick.g AND t.s = pick.s GROUP BY pick.tag",
     "SELECT pick.tag, t.id FROM pick JOIN t ON t.g = pick.g AND t.id % 3 = length(pick.s) - 4",
     "SELECT pick.tag, t.id FROM pick LEFT JOIN (SELECT g, s, id, 10 / (g - 3) AS x FROM t) AS u ON u.g = pick.g AND u.s = pick.s",
+    // Sorts over the scan: the workers sort their morsels, the runs are merged. Ties keep the
+    // scan's order (the sort is stable); NULLs first or last, DESC, expression keys, a key
+    // that raises, top-k with and without OFFSET, LIMIT 0.
+    "SELECT id, g, s FROM t ORDER BY g",
+    "SELECT id, v, s FROM t ORDER BY v DESC NULLS LAST, s",
+    "SELECT s, d, id FROM t WHERE g <> 2 ORDER BY s NULLS FIRST, d DESC LIMIT 50",
+    "SELECT id, d * 2 FROM t ORDER BY d * 2 - v, id DESC",
+    "SELECT id FROM t ORDER BY 1000 / (g - 3)",
+    "SELECT id, g FROM t ORDER BY g DESC, v LIMIT 10 OFFSET 100",
+    "SELECT id FROM t ORDER BY v LIMIT 0",
+    "SELECT g, s FROM t WHERE v > 0 ORDER BY s, g DESC LIMIT 1",
 ];
 
 #[test]
@@ -425,6 +436,9 @@ fn mixed_types_in_the_sqlite_dialect() {
         "SELECT id, x FROM m WHERE x < 25.5 AND x >= 3 AND y <> 'y3'",
         "SELECT id FROM m WHERE x IN (4, 4.5, '7', x'0a') AND y >= 'y1'",
         "SELECT count(*) FROM m WHERE x = '12' OR x = 12",
+        // Values of every type ordered in one sort (SQLite's order of types), ties by id.
+        "SELECT id, x FROM m ORDER BY x, id DESC",
+        "SELECT x, y FROM m ORDER BY y DESC, x LIMIT 30",
     ] {
         let (serial, parallel) = serial_and_parallel(&mut session, sql, 3);
         assert!(serial.is_ok(), "{sql}: {serial:?}");

@@ -256,8 +256,9 @@ impl PartialEq for Head<'_> {
 impl Eq for Head<'_> {}
 
 impl Executor<'_> {
-    /// Hands the rows of `node`, a sort, to `visit` in order. Its input streams in when it
-    /// can (a scan or a join's probe), and the sort spills past the statement's memory.
+    /// Hands the rows of `node`, a sort, to `visit` in order. Over a parallel pipeline the
+    /// workers sort (`parallel_sort.rs`) while the rows fit; otherwise its input streams in
+    /// when it can (a scan or a join's probe), and the sort spills past the statement's memory.
     pub(super) fn sorted(
         &self,
         node: &Plan,
@@ -271,10 +272,45 @@ impl Executor<'_> {
             Some(limit) => Some(self.eval_count(limit, outer)?),
             None => None,
         };
+        if outer.is_none() && limit != Some(0) && self.sort_in_parallel(input, keys, limit, visit)? {
+            return Ok(());
+        }
         let mut sort = ExternalSort::new(keys, limit);
         self.stream_rows(input, outer, &mut |row| sort.add(self, row, outer))?;
         let spilled = sort.finish(self, visit)?;
         self.record_spill(node, spilled);
         Ok(())
+    }
+}
+
+impl Executor<'_> {
+    /// Sorts `input` on the workers and hands its rows to `visit` in order, when it is a
+    /// parallel pipeline and its rows fit in the statement's memory; false, with nothing handed
+    /// on, when it is not or they do not (the serial sort's turn: it spills). The rows stay
+    /// charged to the statement until they have all been handed on.
+    fn sort_in_parallel(
+        &self,
+        input: &Plan,
+        keys: &[SortKey],
+        limit: Option<usize>,
+        visit: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<bool> {
+        let used = self.memory_used.get();
+        let limit = limit.unwrap_or(usize::MAX);
+        let runs = match self.sort_runs_in_parallel(input, keys, limit) {
+            Ok(Some(runs)) => runs,
+            Ok(None) => return Ok(false),
+            Err(error) if error.sqlstate == "53200" => {
+                self.memory_used.set(used);
+                return Ok(false);
+            }
+            Err(error) => return Err(error),
+        };
+        // What the workers charged, given back once the rows are handed on (what `visit`
+        // charges meanwhile stays).
+        let charged = self.memory_used.get().saturating_sub(used);
+        let merged = self.merge_sorted_runs(runs, keys, limit, visit);
+        self.memory_used.set(self.memory_used.get().saturating_sub(charged));
+        merged.map(|_| true)
     }
 }
