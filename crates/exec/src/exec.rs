@@ -39,6 +39,7 @@ mod join_filter;
 mod operator;
 mod ordered_grouping;
 mod parallel;
+mod parallel_distinct;
 mod parallel_sort;
 mod prefilter;
 mod probe_aggregate;

@@ -193,6 +193,15 @@ const QUERIES: &[&str] = &[
     "SELECT id, g FROM t ORDER BY g DESC, v LIMIT 10 OFFSET 100",
     "SELECT id FROM t ORDER BY v LIMIT 0",
     "SELECT g, s FROM t WHERE v > 0 ORDER BY s, g DESC LIMIT 1",
+    // DISTINCT over the scan: the workers keep each key's first row, the union keeps the
+    // earliest; rows in the order first seen. NULLs as one key, equal decimals of different
+    // scales as one (the first seen kept), a projection that raises.
+    "SELECT DISTINCT s FROM t",
+    "SELECT DISTINCT g % 3, s FROM t WHERE v > 0",
+    "SELECT DISTINCT d * 0, g FROM t",
+    "SELECT DISTINCT CASE WHEN id % 2 = 0 THEN 1.0 ELSE 1.00 END, s FROM t",
+    "SELECT DISTINCT 1000 / (g - 3) FROM t",
+    "SELECT DISTINCT id % 700, s FROM t WHERE id > 10",
 ];
 
 #[test]
@@ -439,6 +448,9 @@ fn mixed_types_in_the_sqlite_dialect() {
         // Values of every type ordered in one sort (SQLite's order of types), ties by id.
         "SELECT id, x FROM m ORDER BY x, id DESC",
         "SELECT x, y FROM m ORDER BY y DESC, x LIMIT 30",
+        // DISTINCT over values of every type: 12 and 12.0 one key, '12' another.
+        "SELECT DISTINCT x FROM m",
+        "SELECT DISTINCT x, y FROM m WHERE id % 3 = 0",
     ] {
         let (serial, parallel) = serial_and_parallel(&mut session, sql, 3);
         assert!(serial.is_ok(), "{sql}: {serial:?}");

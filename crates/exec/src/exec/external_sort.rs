@@ -272,45 +272,20 @@ impl Executor<'_> {
             Some(limit) => Some(self.eval_count(limit, outer)?),
             None => None,
         };
-        if outer.is_none() && limit != Some(0) && self.sort_in_parallel(input, keys, limit, visit)? {
-            return Ok(());
+        if outer.is_none() && limit != Some(0) {
+            let limit = limit.unwrap_or(usize::MAX);
+            let sorted_in_parallel = self.in_parallel_if_it_fits(
+                || self.sort_runs_in_parallel(input, keys, limit),
+                |runs| self.merge_sorted_runs(runs, keys, limit, visit),
+            )?;
+            if sorted_in_parallel {
+                return Ok(());
+            }
         }
         let mut sort = ExternalSort::new(keys, limit);
         self.stream_rows(input, outer, &mut |row| sort.add(self, row, outer))?;
         let spilled = sort.finish(self, visit)?;
         self.record_spill(node, spilled);
         Ok(())
-    }
-}
-
-impl Executor<'_> {
-    /// Sorts `input` on the workers and hands its rows to `visit` in order, when it is a
-    /// parallel pipeline and its rows fit in the statement's memory; false, with nothing handed
-    /// on, when it is not or they do not (the serial sort's turn: it spills). The rows stay
-    /// charged to the statement until they have all been handed on.
-    fn sort_in_parallel(
-        &self,
-        input: &Plan,
-        keys: &[SortKey],
-        limit: Option<usize>,
-        visit: &mut dyn FnMut(Row) -> Result<()>,
-    ) -> Result<bool> {
-        let used = self.memory_used.get();
-        let limit = limit.unwrap_or(usize::MAX);
-        let runs = match self.sort_runs_in_parallel(input, keys, limit) {
-            Ok(Some(runs)) => runs,
-            Ok(None) => return Ok(false),
-            Err(error) if error.sqlstate == "53200" => {
-                self.memory_used.set(used);
-                return Ok(false);
-            }
-            Err(error) => return Err(error),
-        };
-        // What the workers charged, given back once the rows are handed on (what `visit`
-        // charges meanwhile stays).
-        let charged = self.memory_used.get().saturating_sub(used);
-        let merged = self.merge_sorted_runs(runs, keys, limit, visit);
-        self.memory_used.set(self.memory_used.get().saturating_sub(charged));
-        merged.map(|_| true)
     }
 }

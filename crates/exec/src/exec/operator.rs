@@ -87,3 +87,66 @@ impl Executor<'_> {
         operator.finalize(self, locals)
     }
 }
+
+/// Bytes a worker's local state holds, charged to the statement a step at a time as they grow
+/// (one atomic add per step, not per row), for operators whose state only grows or is cut
+/// back below what was charged.
+#[derive(Default)]
+pub(super) struct Charged {
+    /// Bytes held now.
+    pub bytes: usize,
+    /// Bytes charged so far (the most held at a step's end).
+    charged: usize,
+}
+
+/// Bytes a local state may grow by before they are charged.
+const CHARGE_STEP: usize = 64 << 10;
+
+impl Charged {
+    /// Adds `bytes`, charging what is held past the last charge once it reaches a step.
+    pub(super) fn grow(&mut self, context: &PureContext, bytes: usize) -> Result<()> {
+        self.bytes += bytes;
+        if self.bytes >= self.charged + CHARGE_STEP {
+            self.settle(context)?;
+        }
+        Ok(())
+    }
+
+    /// Charges whatever is held past the last charge.
+    pub(super) fn settle(&mut self, context: &PureContext) -> Result<()> {
+        if self.bytes > self.charged {
+            context.charge(self.bytes - self.charged)?;
+            self.charged = self.bytes;
+        }
+        Ok(())
+    }
+}
+
+impl Executor<'_> {
+    /// Runs a parallel operator that holds its input's rows, and gives way past the memory
+    /// limit to a serial one that spills: `run` makes its output (`None`: it does not apply,
+    /// nothing has run), `hand_on` hands it on. False, with nothing handed on and what it
+    /// charged given back, when it does not apply or passed the limit (its 53200); true once
+    /// the output is handed on, what the workers charged given back then (what `hand_on`
+    /// charges meanwhile stays).
+    pub(super) fn in_parallel_if_it_fits<T>(
+        &self,
+        run: impl FnOnce() -> Result<Option<T>>,
+        hand_on: impl FnOnce(T) -> Result<()>,
+    ) -> Result<bool> {
+        let used = self.memory_used.get();
+        let output = match run() {
+            Ok(Some(output)) => output,
+            Ok(None) => return Ok(false),
+            Err(error) if error.sqlstate == "53200" => {
+                self.memory_used.set(used);
+                return Ok(false);
+            }
+            Err(error) => return Err(error),
+        };
+        let charged = self.memory_used.get().saturating_sub(used);
+        let handed = hand_on(output);
+        self.memory_used.set(self.memory_used.get().saturating_sub(charged));
+        handed.map(|_| true)
+    }
+}

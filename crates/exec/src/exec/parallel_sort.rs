@@ -28,7 +28,7 @@
 //! each row out with log(workers) heads, on one thread.
 
 use super::evaluate::{Evaluate, PureContext};
-use super::operator::ParallelSink;
+use super::operator::{Charged, ParallelSink};
 use super::parallel::PreparedScan;
 use super::{Env, Executor, compare_sort_values, row_bytes};
 use crate::error::{Error, Result};
@@ -36,9 +36,6 @@ use crate::plan::{Expr, Plan, Row, SortKey};
 use crate::value::Value;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-
-/// Bytes a worker's rows may grow by before they are charged to the statement.
-const CHARGE_STEP: usize = 64 << 10;
 
 /// A row with its sort keys and its position in the scan.
 pub(super) struct Entry {
@@ -61,11 +58,10 @@ pub(super) struct ParallelSort<'a> {
     pub limit: usize,
 }
 
-/// One worker's rows, and the bytes of them charged so far.
+/// One worker's rows, and the bytes they hold.
 pub(super) struct SortLocal {
     entries: Vec<Entry>,
-    bytes: usize,
-    charged: usize,
+    held: Charged,
 }
 
 impl ParallelSink for ParallelSort<'_> {
@@ -73,7 +69,7 @@ impl ParallelSink for ParallelSort<'_> {
     type Output = Vec<Vec<Entry>>;
 
     fn local(&self) -> SortLocal {
-        SortLocal { entries: Vec::new(), bytes: 0, charged: 0 }
+        SortLocal { entries: Vec::new(), held: Charged::default() }
     }
 
     fn sink(&self, local: &mut SortLocal, at: usize, context: &PureContext) -> Result<()> {
@@ -82,23 +78,15 @@ impl ParallelSink for ParallelSort<'_> {
         self.scan.run_at(at, context, &mut |row: Row| {
             let env = Env::new(&row, None);
             let keys = self.keys.iter().map(|key| context.eval(&key.expr, &env)).collect::<Result<Vec<_>>>()?;
-            local.bytes += row_bytes(&row) + row_bytes(&keys);
+            let bytes = row_bytes(&row) + row_bytes(&keys);
             local.entries.push(Entry { keys, position: base | index, row });
             index += 1;
             if local.entries.len() >= self.limit.saturating_mul(2).max(self.limit.saturating_add(1024)) {
                 cut_back(self.keys, self.limit, local);
             }
-            if local.bytes >= local.charged + CHARGE_STEP {
-                context.charge(local.bytes - local.charged)?;
-                local.charged = local.bytes;
-            }
-            Ok(())
+            local.held.grow(context, bytes)
         })?;
-        if local.bytes > local.charged {
-            context.charge(local.bytes - local.charged)?;
-            local.charged = local.bytes;
-        }
-        Ok(())
+        local.held.settle(context)
     }
 
     fn finalize(&self, executor: &Executor, locals: Vec<SortLocal>) -> Result<Vec<Vec<Entry>>> {
@@ -133,7 +121,7 @@ fn cut_back(keys: &[SortKey], limit: usize, local: &mut SortLocal) {
         local.entries.select_nth_unstable_by(limit - 1, |a, b| entry_order(keys, a, b));
         local.entries.truncate(limit);
     }
-    local.bytes = local.entries.iter().map(|entry| row_bytes(&entry.row) + row_bytes(&entry.keys)).sum();
+    local.held.bytes = local.entries.iter().map(|entry| row_bytes(&entry.row) + row_bytes(&entry.keys)).sum();
 }
 
 impl Executor<'_> {
@@ -243,7 +231,7 @@ mod tests {
             let mut expected = entries(&values, 0);
             expected.sort_by(|a, b| compare_sort_values(&keys, &a.keys, &b.keys));
             expected.truncate(limit);
-            let mut local = SortLocal { entries: entries(&values, 0), bytes: 0, charged: 0 };
+            let mut local = SortLocal { entries: entries(&values, 0), held: Charged::default() };
             cut_back(&keys, limit, &mut local);
             local.entries.sort_unstable_by(|a, b| entry_order(&keys, a, b));
             let rows = |entries: &[Entry]| entries.iter().map(|entry| entry.row.clone()).collect::<Vec<_>>();

@@ -1,0 +1,113 @@
+//! DISTINCT over a parallel pipeline: each worker keeps the first row of each key it meets,
+//! the statement's thread unites the workers' sets.
+//!
+//! A DISTINCT whose input is a parallel scan (with its filters and projections) runs as a
+//! [`ParallelSink`]. A worker keeps, for each key it meets in its morsels (a row's values'
+//! memcomparable encoding, as the serial DISTINCT's: NULLs equal, 1 equal to 1.0), the first
+//! row with that key and its position in the scan (its morsel's number, then its place in the
+//! morsel). A worker takes its morsels in increasing order, so the first row it keeps for a
+//! key is its earliest. Finalizing unites the sets, each key keeping the row of the smallest
+//! position, and hands the rows on in position order:
+//!
+//! ```text
+//!   morsels ──▶ worker 1: key ─▶ (first position, row) ─┐ finalize: united, the smallest
+//!           ──▶ worker 2: key ─▶ (first position, row) ─┘   position wins; rows in
+//!                                                            position order ─▶ out
+//! ```
+//!
+//! That is the serial DISTINCT's answer, rows and order: each distinct row as first seen, in
+//! the order first seen. What the workers keep is charged to the statement as it grows; past
+//! the memory limit the parallel DISTINCT gives up (53200 inside) and the serial one of
+//! `distinct.rs`, which spills, runs the input again; nothing has been handed on by then. As for
+//! the parallel aggregates, an error raised by one worker's rows stops the others, so of two
+//! rows that raise different errors the one raised may be either's.
+//!
+//! Costs: each row's key is encoded and looked up on the workers; the union looks up each
+//! key a worker kept once, and the rows out are sorted by position, on one thread.
+
+use super::evaluate::PureContext;
+use super::operator::{Charged, ParallelSink};
+use super::parallel::PreparedScan;
+use super::{Executor, KeyMap, row_bytes, row_key};
+use crate::error::Result;
+use crate::plan::{Plan, Row};
+use std::collections::hash_map::Entry;
+
+/// Bytes a kept key costs besides its encoding and its row (the map's slot).
+const ENTRY_OVERHEAD: usize = 48;
+
+/// A DISTINCT over a parallel scan (see the module's notes).
+struct ParallelDistinct<'a> {
+    input: &'a Plan,
+    scan: &'a PreparedScan<'a>,
+}
+
+/// One worker's first row of each key it met, with its position.
+struct DistinctLocal {
+    firsts: KeyMap<(u64, Row)>,
+    held: Charged,
+}
+
+impl ParallelSink for ParallelDistinct<'_> {
+    type Local = DistinctLocal;
+    type Output = Vec<Row>;
+
+    fn local(&self) -> DistinctLocal {
+        DistinctLocal { firsts: KeyMap::default(), held: Charged::default() }
+    }
+
+    fn sink(&self, local: &mut DistinctLocal, at: usize, context: &PureContext) -> Result<()> {
+        let base = (at as u64) << 32;
+        let mut index = 0u64;
+        self.scan.run_at(at, context, &mut |row: Row| {
+            let position = base | index;
+            index += 1;
+            match local.firsts.entry(row_key(&row).into()) {
+                Entry::Occupied(_) => Ok(()),
+                Entry::Vacant(slot) => {
+                    let bytes = slot.key().len() + row_bytes(&row) + ENTRY_OVERHEAD;
+                    slot.insert((position, row));
+                    local.held.grow(context, bytes)
+                }
+            }
+        })?;
+        local.held.settle(context)
+    }
+
+    fn finalize(&self, executor: &Executor, locals: Vec<DistinctLocal>) -> Result<Vec<Row>> {
+        executor.record_pipeline_output(self.input, self.scan);
+        let mut locals = locals.into_iter();
+        let Some(first) = locals.next() else { return Ok(Vec::new()) };
+        let mut united = first.firsts;
+        for local in locals {
+            for (key, (position, row)) in local.firsts {
+                match united.entry(key) {
+                    Entry::Occupied(mut kept) if kept.get().0 > position => {
+                        kept.insert((position, row));
+                    }
+                    Entry::Occupied(_) => {}
+                    Entry::Vacant(slot) => {
+                        slot.insert((position, row));
+                    }
+                }
+            }
+        }
+        let mut rows: Vec<(u64, Row)> = united.into_values().collect();
+        rows.sort_unstable_by_key(|(position, _)| *position);
+        Ok(rows.into_iter().map(|(_, row)| row).collect())
+    }
+}
+
+impl Executor<'_> {
+    /// The rows of `DISTINCT input`, each distinct row as first seen, in the order first seen,
+    /// from a parallel scan; `None` when the input is no parallel pipeline (nothing has run
+    /// then). Fails with 53200 when the rows kept pass the memory limit.
+    pub(super) fn distinct_in_parallel(&self, input: &Plan) -> Result<Option<Vec<Row>>> {
+        if !self.batch_execution() {
+            return Ok(None);
+        }
+        let Some(scan) = self.prepare_parallel(input, &[])? else { return Ok(None) };
+        let operator = ParallelDistinct { input, scan: &scan };
+        self.run_sink(&scan, &operator).map(Some)
+    }
+}
