@@ -202,6 +202,11 @@ const QUERIES: &[&str] = &[
     "SELECT DISTINCT CASE WHEN id % 2 = 0 THEN 1.0 ELSE 1.00 END, s FROM t",
     "SELECT DISTINCT 1000 / (g - 3) FROM t",
     "SELECT DISTINCT id % 700, s FROM t WHERE id > 10",
+    // UNION of two scans: the left input's rows first, then the right's new ones; one whose
+    // right input does not go parallel (a small table) runs serially.
+    "SELECT g, s FROM t WHERE v > 50 UNION SELECT g, s FROM t WHERE v < -50",
+    "SELECT d * 0, g FROM t WHERE id < 100 UNION SELECT 0, g FROM t",
+    "SELECT s FROM t UNION SELECT name FROM small",
 ];
 
 #[test]

@@ -98,17 +98,6 @@ impl Executor<'_> {
         outer: Option<&Env>,
         visit: &mut dyn FnMut(Row) -> Result<()>,
     ) -> Result<()> {
-        // Over a parallel pipeline the workers keep the first rows while they fit
-        // (`parallel_distinct.rs`); past the limit this DISTINCT, which spills, runs instead.
-        if let Plan::Distinct { input } = node
-            && outer.is_none()
-            && self.in_parallel_if_it_fits(
-                || self.distinct_in_parallel(input),
-                |rows| rows.into_iter().try_for_each(&mut *visit),
-            )?
-        {
-            return Ok(());
-        }
         let inputs: Vec<&Plan> = match node {
             Plan::Distinct { input } => vec![input],
             Plan::SetOperation { op: SetOperator::Union, all: false, left, right } => vec![left, right],
@@ -118,6 +107,16 @@ impl Executor<'_> {
             }
             _ => return Err(Error::internal("distinct needs a DISTINCT or a UNION")),
         };
+        // Over parallel pipelines the workers keep the first rows while they fit
+        // (`parallel_distinct.rs`); past the limit this DISTINCT, which spills, runs instead.
+        if outer.is_none()
+            && self.in_parallel_if_it_fits(
+                || self.distinct_in_parallel(&inputs),
+                |rows| rows.into_iter().try_for_each(&mut *visit),
+            )?
+        {
+            return Ok(());
+        }
         let mut pass = DistinctPass::new(0);
         for input in inputs {
             self.stream_rows(input, outer, &mut |row| pass.add(self, row, visit))?;

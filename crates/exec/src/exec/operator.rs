@@ -124,8 +124,8 @@ impl Charged {
 
 impl Executor<'_> {
     /// Runs a parallel operator that holds its input's rows, and gives way past the memory
-    /// limit to a serial one that spills: `run` makes its output (`None`: it does not apply,
-    /// nothing has run), `hand_on` hands it on. False, with nothing handed on and what it
+    /// limit to a serial one that spills: `run` makes its output (`None`: it does not apply;
+    /// nothing has been handed on), `hand_on` hands it on. False, with nothing handed on and what it
     /// charged given back, when it does not apply or passed the limit (its 53200); true once
     /// the output is handed on, what the workers charged given back then (what `hand_on`
     /// charges meanwhile stays).
@@ -137,7 +137,10 @@ impl Executor<'_> {
         let used = self.memory_used.get();
         let output = match run() {
             Ok(Some(output)) => output,
-            Ok(None) => return Ok(false),
+            Ok(None) => {
+                self.memory_used.set(used);
+                return Ok(false);
+            }
             Err(error) if error.sqlstate == "53200" => {
                 self.memory_used.set(used);
                 return Ok(false);

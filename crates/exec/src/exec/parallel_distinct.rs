@@ -1,13 +1,14 @@
-//! DISTINCT over a parallel pipeline: each worker keeps the first row of each key it meets,
-//! the statement's thread unites the workers' sets.
+//! DISTINCT and UNION over parallel pipelines: each worker keeps the first row of each key it
+//! meets, the statement's thread unites the workers' sets.
 //!
-//! A DISTINCT whose input is a parallel scan (with its filters and projections) runs as a
-//! [`ParallelSink`]. A worker keeps, for each key it meets in its morsels (a row's values'
-//! memcomparable encoding, as the serial DISTINCT's: NULLs equal, 1 equal to 1.0), the first
-//! row with that key and its position in the scan (its morsel's number, then its place in the
-//! morsel). A worker takes its morsels in increasing order, so the first row it keeps for a
-//! key is its earliest. Finalizing unites the sets, each key keeping the row of the smallest
-//! position, and hands the rows on in position order:
+//! A DISTINCT whose input is a parallel scan (with its filters and projections), or a UNION
+//! (not ALL) of two such inputs, runs as a [`ParallelSink`] over each input in turn. A worker
+//! keeps, for each key it meets in its morsels (a row's values' memcomparable encoding, as the
+//! serial DISTINCT's: NULLs equal, 1 equal to 1.0), the first row with that key and its
+//! position: its input's number, its morsel's, then its place in the morsel. A worker takes its
+//! morsels in increasing order, so the first row it keeps for a key is its earliest. Once the
+//! inputs have run, the workers' sets are united, each key keeping the row of the smallest
+//! position, and the rows are handed on in position order:
 //!
 //! ```text
 //!   morsels ──▶ worker 1: key ─▶ (first position, row) ─┐ finalize: united, the smallest
@@ -15,8 +16,8 @@
 //!                                                            position order ─▶ out
 //! ```
 //!
-//! That is the serial DISTINCT's answer, rows and order: each distinct row as first seen, in
-//! the order first seen. What the workers keep is charged to the statement as it grows; past
+//! That is the serial DISTINCT's (and UNION's) answer, rows and order: each distinct row as
+//! first seen, in the order first seen, a UNION's left input before its right. What the workers keep is charged to the statement as it grows; past
 //! the memory limit the parallel DISTINCT gives up (53200 inside) and the serial one of
 //! `distinct.rs`, which spills, runs the input again; nothing has been handed on by then. As for
 //! the parallel aggregates, an error raised by one worker's rows stops the others, so of two
@@ -36,10 +37,16 @@ use std::collections::hash_map::Entry;
 /// Bytes a kept key costs besides its encoding and its row (the map's slot).
 const ENTRY_OVERHEAD: usize = 48;
 
-/// A DISTINCT over a parallel scan (see the module's notes).
+/// Bit where a row's position holds its input's number (a UNION's right input is 1); a
+/// morsel's number is held from bit 32, so an input may have 2^28 morsels.
+const INPUT_BIT: u32 = 60;
+
+/// A DISTINCT over one parallel scan (see the module's notes).
 struct ParallelDistinct<'a> {
     input: &'a Plan,
     scan: &'a PreparedScan<'a>,
+    /// The input's number, at [`INPUT_BIT`].
+    base: u64,
 }
 
 /// One worker's first row of each key it met, with its position.
@@ -50,14 +57,14 @@ struct DistinctLocal {
 
 impl ParallelSink for ParallelDistinct<'_> {
     type Local = DistinctLocal;
-    type Output = Vec<Row>;
+    type Output = Vec<DistinctLocal>;
 
     fn local(&self) -> DistinctLocal {
         DistinctLocal { firsts: KeyMap::default(), held: Charged::default() }
     }
 
     fn sink(&self, local: &mut DistinctLocal, at: usize, context: &PureContext) -> Result<()> {
-        let base = (at as u64) << 32;
+        let base = self.base | (at as u64) << 32;
         let mut index = 0u64;
         self.scan.run_at(at, context, &mut |row: Row| {
             let position = base | index;
@@ -74,40 +81,54 @@ impl ParallelSink for ParallelDistinct<'_> {
         local.held.settle(context)
     }
 
-    fn finalize(&self, executor: &Executor, locals: Vec<DistinctLocal>) -> Result<Vec<Row>> {
+    fn finalize(&self, executor: &Executor, locals: Vec<DistinctLocal>) -> Result<Vec<DistinctLocal>> {
         executor.record_pipeline_output(self.input, self.scan);
-        let mut locals = locals.into_iter();
-        let Some(first) = locals.next() else { return Ok(Vec::new()) };
-        let mut united = first.firsts;
-        for local in locals {
-            for (key, (position, row)) in local.firsts {
-                match united.entry(key) {
-                    Entry::Occupied(mut kept) if kept.get().0 > position => {
-                        kept.insert((position, row));
-                    }
-                    Entry::Occupied(_) => {}
-                    Entry::Vacant(slot) => {
-                        slot.insert((position, row));
-                    }
-                }
-            }
-        }
-        let mut rows: Vec<(u64, Row)> = united.into_values().collect();
-        rows.sort_unstable_by_key(|(position, _)| *position);
-        Ok(rows.into_iter().map(|(_, row)| row).collect())
+        Ok(locals)
     }
 }
 
+/// The workers' sets united, each key keeping its row of the smallest position; the rows in
+/// position order.
+fn unite(locals: Vec<DistinctLocal>) -> Vec<Row> {
+    let mut locals = locals.into_iter();
+    let Some(first) = locals.next() else { return Vec::new() };
+    let mut united = first.firsts;
+    for local in locals {
+        for (key, (position, row)) in local.firsts {
+            match united.entry(key) {
+                Entry::Occupied(mut kept) if kept.get().0 > position => {
+                    kept.insert((position, row));
+                }
+                Entry::Occupied(_) => {}
+                Entry::Vacant(slot) => {
+                    slot.insert((position, row));
+                }
+            }
+        }
+    }
+    let mut rows: Vec<(u64, Row)> = united.into_values().collect();
+    rows.sort_unstable_by_key(|(position, _)| *position);
+    rows.into_iter().map(|(_, row)| row).collect()
+}
+
 impl Executor<'_> {
-    /// The rows of `DISTINCT input`, each distinct row as first seen, in the order first seen,
-    /// from a parallel scan; `None` when the input is no parallel pipeline (nothing has run
-    /// then). Fails with 53200 when the rows kept pass the memory limit.
-    pub(super) fn distinct_in_parallel(&self, input: &Plan) -> Result<Option<Vec<Row>>> {
+    /// The distinct rows of `inputs` (a DISTINCT's one, a UNION's two), each as first seen, in
+    /// the order first seen, from parallel scans; `None` when an input is no parallel pipeline
+    /// (nothing has been handed on then). Fails with 53200 when the rows kept pass the memory
+    /// limit.
+    pub(super) fn distinct_in_parallel(&self, inputs: &[&Plan]) -> Result<Option<Vec<Row>>> {
         if !self.batch_execution() {
             return Ok(None);
         }
-        let Some(scan) = self.prepare_parallel(input, &[])? else { return Ok(None) };
-        let operator = ParallelDistinct { input, scan: &scan };
-        self.run_sink(&scan, &operator).map(Some)
+        let mut locals = Vec::new();
+        for (number, input) in inputs.iter().enumerate() {
+            let Some(scan) = self.prepare_parallel(input, &[])? else { return Ok(None) };
+            if scan.morsels() >= 1 << (INPUT_BIT - 32) {
+                return Ok(None);
+            }
+            let operator = ParallelDistinct { input, scan: &scan, base: (number as u64) << INPUT_BIT };
+            locals.extend(self.run_sink(&scan, &operator)?);
+        }
+        Ok(Some(unite(locals)))
     }
 }
