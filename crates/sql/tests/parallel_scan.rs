@@ -207,6 +207,13 @@ const QUERIES: &[&str] = &[
     "SELECT g, s FROM t WHERE v > 50 UNION SELECT g, s FROM t WHERE v < -50",
     "SELECT d * 0, g FROM t WHERE id < 100 UNION SELECT 0, g FROM t",
     "SELECT s FROM t UNION SELECT name FROM small",
+    // INTERSECT and EXCEPT of scans: the right's keys, then the left's first rows, in the
+    // order first seen; a right input that does not go parallel, and the ALL forms, serially.
+    "SELECT g, s FROM t WHERE v > 0 EXCEPT SELECT g, s FROM t WHERE v > 50",
+    "SELECT g, s, d * 0 FROM t WHERE d > 500 INTERSECT SELECT g, s, 0 FROM t WHERE v < 0",
+    "SELECT g, s FROM t EXCEPT SELECT g, name FROM small",
+    "SELECT g FROM t WHERE id < 300 EXCEPT ALL SELECT g FROM t WHERE id < 100",
+    "SELECT 1000 / (g - 3) FROM t EXCEPT SELECT g FROM t WHERE v > 0",
 ];
 
 #[test]

@@ -192,6 +192,17 @@ impl Executor<'_> {
             SetOperator::Except => false,
             SetOperator::Union => return Err(Error::internal("intersect_or_except got a UNION")),
         };
+        // The plain forms over parallel pipelines: the workers find each side's distinct keys
+        // while they fit (`parallel_distinct.rs`); past the limit this pass, which spills, runs.
+        if !*all
+            && outer.is_none()
+            && self.in_parallel_if_it_fits(
+                || self.intersect_or_except_in_parallel(intersect, left, right),
+                |rows| rows.into_iter().try_for_each(&mut *visit),
+            )?
+        {
+            return Ok(());
+        }
         let mut pass = SetPass::new(intersect, *all, 0);
         self.stream_rows(right, outer, &mut |row| pass.add_right(self, row_key(&row)))?;
         self.stream_rows(left, outer, &mut |row| pass.add_left(self, row, visit))?;

@@ -23,6 +23,11 @@
 //! the parallel aggregates, an error raised by one worker's rows stops the others, so of two
 //! rows that raise different errors the one raised may be either's.
 //!
+//! INTERSECT and EXCEPT (their plain forms) use the same sets: the right input's keys (its
+//! rows are not kept), then the left input's first rows; a left row passes if its key is
+//! among the right's (INTERSECT) or is not (EXCEPT), in position order: the serial answer, each
+//! distinct left row as first seen.
+//!
 //! Costs: each row's key is encoded and looked up on the workers; the union looks up each
 //! key a worker kept once, and the rows out are sorted by position, on one thread.
 
@@ -47,6 +52,8 @@ struct ParallelDistinct<'a> {
     scan: &'a PreparedScan<'a>,
     /// The input's number, at [`INPUT_BIT`].
     base: u64,
+    /// Keep the keys only (an EXCEPT's or INTERSECT's right input), not the rows.
+    keys_only: bool,
 }
 
 /// One worker's first row of each key it met, with its position.
@@ -72,6 +79,7 @@ impl ParallelSink for ParallelDistinct<'_> {
             match local.firsts.entry(row_key(&row).into()) {
                 Entry::Occupied(_) => Ok(()),
                 Entry::Vacant(slot) => {
+                    let row = if self.keys_only { Vec::new() } else { row };
                     let bytes = slot.key().len() + row_bytes(&row) + ENTRY_OVERHEAD;
                     slot.insert((position, row));
                     local.held.grow(context, bytes)
@@ -87,11 +95,10 @@ impl ParallelSink for ParallelDistinct<'_> {
     }
 }
 
-/// The workers' sets united, each key keeping its row of the smallest position; the rows in
-/// position order.
-fn unite(locals: Vec<DistinctLocal>) -> Vec<Row> {
+/// The workers' sets united, each key keeping its row of the smallest position.
+fn unite(locals: Vec<DistinctLocal>) -> KeyMap<(u64, Row)> {
     let mut locals = locals.into_iter();
-    let Some(first) = locals.next() else { return Vec::new() };
+    let Some(first) = locals.next() else { return KeyMap::default() };
     let mut united = first.firsts;
     for local in locals {
         for (key, (position, row)) in local.firsts {
@@ -106,7 +113,12 @@ fn unite(locals: Vec<DistinctLocal>) -> Vec<Row> {
             }
         }
     }
-    let mut rows: Vec<(u64, Row)> = united.into_values().collect();
+    united
+}
+
+/// The rows of positioned rows, in position order.
+fn in_position_order(rows: impl Iterator<Item = (u64, Row)>) -> Vec<Row> {
+    let mut rows: Vec<(u64, Row)> = rows.collect();
     rows.sort_unstable_by_key(|(position, _)| *position);
     rows.into_iter().map(|(_, row)| row).collect()
 }
@@ -117,18 +129,46 @@ impl Executor<'_> {
     /// (nothing has been handed on then). Fails with 53200 when the rows kept pass the memory
     /// limit.
     pub(super) fn distinct_in_parallel(&self, inputs: &[&Plan]) -> Result<Option<Vec<Row>>> {
+        let mut locals = Vec::new();
+        for (number, input) in inputs.iter().enumerate() {
+            let Some(input_locals) = self.first_rows_in_parallel(input, number, false)? else { return Ok(None) };
+            locals.extend(input_locals);
+        }
+        Ok(Some(in_position_order(unite(locals).into_values())))
+    }
+
+    /// The distinct rows of `left` whose keys are among `right`'s rows' (INTERSECT) or are not
+    /// (EXCEPT), each as first seen, in the order first seen, from parallel scans; `None` when
+    /// an input is no parallel pipeline. Fails with 53200 past the memory limit.
+    pub(super) fn intersect_or_except_in_parallel(
+        &self,
+        intersect: bool,
+        left: &Plan,
+        right: &Plan,
+    ) -> Result<Option<Vec<Row>>> {
+        let Some(right) = self.first_rows_in_parallel(right, 1, true)? else { return Ok(None) };
+        let right = unite(right);
+        let Some(left) = self.first_rows_in_parallel(left, 0, false)? else { return Ok(None) };
+        let kept = unite(left).into_iter().filter(|(key, _)| right.contains_key(key) == intersect);
+        Ok(Some(in_position_order(kept.map(|(_, first)| first))))
+    }
+
+    /// Each worker's first row of each key of `input`'s rows (the key alone with `keys_only`),
+    /// positions carrying the input's `number`; `None` when the input is no parallel pipeline.
+    fn first_rows_in_parallel(
+        &self,
+        input: &Plan,
+        number: usize,
+        keys_only: bool,
+    ) -> Result<Option<Vec<DistinctLocal>>> {
         if !self.batch_execution() {
             return Ok(None);
         }
-        let mut locals = Vec::new();
-        for (number, input) in inputs.iter().enumerate() {
-            let Some(scan) = self.prepare_parallel(input, &[])? else { return Ok(None) };
-            if scan.morsels() >= 1 << (INPUT_BIT - 32) {
-                return Ok(None);
-            }
-            let operator = ParallelDistinct { input, scan: &scan, base: (number as u64) << INPUT_BIT };
-            locals.extend(self.run_sink(&scan, &operator)?);
+        let Some(scan) = self.prepare_parallel(input, &[])? else { return Ok(None) };
+        if scan.morsels() >= 1 << (INPUT_BIT - 32) {
+            return Ok(None);
         }
-        Ok(Some(unite(locals)))
+        let operator = ParallelDistinct { input, scan: &scan, base: (number as u64) << INPUT_BIT, keys_only };
+        self.run_sink(&scan, &operator).map(Some)
     }
 }
