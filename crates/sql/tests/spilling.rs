@@ -180,6 +180,30 @@ fn a_window_partition_too_large_for_the_limit_fails_with_53200() {
     assert_eq!(error.sqlstate, "53200", "{error}");
 }
 
+/// ORDER BY over rows (with their 200-byte text keys) past the limit, the result without the
+/// keys under it: the sort spills (the workers' parallel sort gives way to it), its rows are
+/// projected as they come out, and they come in SQLite's order (ties in id order: the sort is
+/// stable), on one thread and on several.
+#[test]
+fn sorts_past_the_memory_limit_spill_and_give_sqlites_order() {
+    let (db, sqlite) = loaded();
+    let mut session = postgres(&db);
+    for sql in [
+        "SELECT id FROM l ORDER BY pad DESC, id",
+        "SELECT id, k FROM l ORDER BY k NULLS FIRST, substr(pad, 1, 190), id",
+        "SELECT id FROM l WHERE k > 100 ORDER BY substr(pad, 3), id DESC",
+    ] {
+        let expected = sqlite_rows(&sqlite, sql);
+        for workers in [0, 1, 2, 4] {
+            set_workers(&mut session, workers);
+            assert_eq!(texts(&mut session, sql), expected, "{workers} workers: {sql}");
+        }
+        let plan = texts(&mut session, &format!("EXPLAIN ANALYZE {sql}"));
+        let sort = plan.iter().find(|line| line.contains("Sort")).unwrap();
+        assert!(sort.contains(" spilled=") && sort.contains(" loops=1 "), "{}", plan.join("\n"));
+    }
+}
+
 /// INTERSECT and EXCEPT whose keys (`l`'s text in each) pass the limit: the keys spill by
 /// partition, on one side or both (`exec/intersect.rs`).
 const SET_QUERIES: &[&str] = &[
