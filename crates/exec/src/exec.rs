@@ -1234,11 +1234,15 @@ impl<'t> Executor<'t> {
                 }
                 Ok(kept)
             }
-            // A sort's rows are projected as they come out, so that only the projected rows
-            // are held: not the columns the sort carries for its keys alone.
-            Plan::Project { input, exprs } if matches!(input.as_ref(), Plan::Sort { .. }) => {
-                self.sorted_and_projected(input, exprs, outer)
-            }
+            // The rows of a sort, window, DISTINCT or set operation are projected as they come
+            // out (`stream_rows`), so that only the projected rows are held: not the columns
+            // the operator carried for its keys alone.
+            Plan::Project { input, exprs } if Self::hands_rows_over(input) => self.gathered(|visit| {
+                self.stream_rows(input, outer, &mut |row| {
+                    let env = Env::new(&row, outer);
+                    visit(exprs.iter().map(|expr| self.eval(expr, &env)).collect::<Result<Row>>()?)
+                })
+            }),
             Plan::Project { input, exprs } => {
                 let rows = self.run(input, outer)?;
                 self.project(rows, exprs, outer)
@@ -1580,20 +1584,12 @@ impl<'t> Executor<'t> {
         Ok(rows)
     }
 
-    /// The rows of `sort` projected by `exprs` one by one as the sort hands them over; the
-    /// sort's own line under EXPLAIN ANALYZE recorded as `run` records it.
-    fn sorted_and_projected(&self, sort: &Plan, exprs: &[Expr], outer: Option<&Env>) -> Result<Vec<Row>> {
-        let started = std::time::Instant::now();
-        let mut sorted = 0u64;
-        let rows = self.gathered(|visit| {
-            self.sorted(sort, outer, &mut |row| {
-                sorted += 1;
-                let env = Env::new(&row, outer);
-                visit(exprs.iter().map(|expr| self.eval(expr, &env)).collect::<Result<Row>>()?)
-            })
-        })?;
-        self.record_profile(sort, sorted, started.elapsed());
-        Ok(rows)
+    /// Whether `plan` is an operator that hands its rows over one at a time
+    /// ([`Executor::stream_rows`]) whatever its input: a sort, a window, a DISTINCT or a set
+    /// operation.
+    fn hands_rows_over(plan: &Plan) -> bool {
+        matches!(plan, Plan::Sort { .. } | Plan::Window { .. } | Plan::SetOperation { .. })
+            || distinct::is_distinct(plan)
     }
 
     /// Evaluates a projection on each row. A projection that only picks distinct columns moves

@@ -187,7 +187,7 @@ impl<'k> ExternalSort<'k> {
         let mut heap = BinaryHeap::with_capacity(sources.len());
         for (source, input) in sources.iter_mut().enumerate() {
             if let Some((keys, row)) = next_keyed(input, width)? {
-                heap.push(Head { keys, row, source, order: self.keys });
+                heap.push(Head { keys, row, tie: source as u64, source, order: self.keys });
             }
         }
         let mut emitted = 0usize;
@@ -195,7 +195,7 @@ impl<'k> ExternalSort<'k> {
             && let Some(Head { keys, row, source, .. }) = heap.pop()
         {
             if let Some((next_keys, next_row)) = next_keyed(&mut sources[source], width)? {
-                heap.push(Head { keys: next_keys, row: next_row, source, order: self.keys });
+                heap.push(Head { keys: next_keys, row: next_row, tie: source as u64, source, order: self.keys });
             }
             out((keys, row))?;
             emitted += 1;
@@ -227,17 +227,19 @@ fn next_keyed(run: &mut SpillReader, width: usize) -> Result<Option<Keyed>> {
 }
 
 /// The row at the front of one merge source. The heap's greatest is the row that comes first:
-/// the least keys, on a tie the earliest source.
-struct Head<'k> {
-    keys: Vec<Value>,
-    row: Row,
-    source: usize,
-    order: &'k [SortKey],
+/// the least keys, on a tie the least `tie` (the earliest source, or the earliest position in
+/// the scan: `parallel_sort.rs`).
+pub(super) struct Head<'k> {
+    pub keys: Vec<Value>,
+    pub row: Row,
+    pub tie: u64,
+    pub source: usize,
+    pub order: &'k [SortKey],
 }
 
 impl Ord for Head<'_> {
     fn cmp(&self, other: &Self) -> Ordering {
-        compare_sort_values(self.order, &self.keys, &other.keys).then(self.source.cmp(&other.source)).reverse()
+        compare_sort_values(self.order, &self.keys, &other.keys).then(self.tie.cmp(&other.tie)).reverse()
     }
 }
 

@@ -137,15 +137,12 @@ impl Executor<'_> {
         let used = self.memory_used.get();
         let output = match run() {
             Ok(Some(output)) => output,
-            Ok(None) => {
+            Err(error) if error.sqlstate != "53200" => return Err(error),
+            // Not applicable, or past the limit: the serial operator's turn.
+            _ => {
                 self.memory_used.set(used);
                 return Ok(false);
             }
-            Err(error) if error.sqlstate == "53200" => {
-                self.memory_used.set(used);
-                return Ok(false);
-            }
-            Err(error) => return Err(error),
         };
         let charged = self.memory_used.get().saturating_sub(used);
         let handed = hand_on(output);

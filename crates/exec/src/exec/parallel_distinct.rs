@@ -161,9 +161,6 @@ impl Executor<'_> {
         number: usize,
         keys_only: bool,
     ) -> Result<Option<Vec<DistinctLocal>>> {
-        if !self.batch_execution() {
-            return Ok(None);
-        }
         let Some(scan) = self.prepare_parallel(input, &[])? else { return Ok(None) };
         if scan.morsels() >= 1 << (INPUT_BIT - 32) {
             return Ok(None);

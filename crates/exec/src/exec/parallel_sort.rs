@@ -28,6 +28,7 @@
 //! each row out with log(workers) heads, on one thread.
 
 use super::evaluate::{Evaluate, PureContext};
+use super::external_sort::Head;
 use super::operator::{Charged, ParallelSink};
 use super::parallel::PreparedScan;
 use super::{Env, Executor, compare_sort_values, row_bytes};
@@ -133,9 +134,6 @@ impl Executor<'_> {
         keys: &[SortKey],
         limit: usize,
     ) -> Result<Option<Vec<Vec<Entry>>>> {
-        if !self.batch_execution() {
-            return Ok(None);
-        }
         let exprs: Vec<&Expr> = keys.iter().map(|key| &key.expr).collect();
         let Some(scan) = self.prepare_parallel(input, &exprs)? else { return Ok(None) };
         let operator = ParallelSort { input, scan: &scan, keys, limit };
@@ -154,17 +152,17 @@ impl Executor<'_> {
         let mut heap = BinaryHeap::with_capacity(sources.len());
         for (source, run) in sources.iter_mut().enumerate() {
             if let Some(entry) = run.next() {
-                heap.push(Head { entry, source, keys });
+                heap.push(head(entry, source, keys));
             }
         }
         let mut emitted = 0usize;
         while emitted < limit
-            && let Some(Head { entry, source, .. }) = heap.pop()
+            && let Some(Head { row, source, .. }) = heap.pop()
         {
             if let Some(next) = sources[source].next() {
-                heap.push(Head { entry: next, source, keys });
+                heap.push(head(next, source, keys));
             }
-            visit(entry.row)?;
+            visit(row)?;
             emitted += 1;
             if emitted.is_multiple_of(1024) {
                 self.check_interrupt()?;
@@ -174,32 +172,10 @@ impl Executor<'_> {
     }
 }
 
-/// The next entry of one run. The heap's greatest is the entry that comes first.
-struct Head<'k> {
-    entry: Entry,
-    source: usize,
-    keys: &'k [SortKey],
+/// An entry of run `source` as the head of its run in the merge: ties go by scan position.
+fn head(entry: Entry, source: usize, order: &[SortKey]) -> Head<'_> {
+    Head { keys: entry.keys, row: entry.row, tie: entry.position, source, order }
 }
-
-impl Ord for Head<'_> {
-    fn cmp(&self, other: &Self) -> Ordering {
-        entry_order(self.keys, &self.entry, &other.entry).reverse()
-    }
-}
-
-impl PartialOrd for Head<'_> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Head<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Head<'_> {}
 
 #[cfg(test)]
 mod tests {

@@ -30,13 +30,12 @@ pub(super) struct SpillFile {
     /// Bytes written to the file (the offset of the next write).
     flushed: u64,
     rows: u64,
-    bytes: u64,
 }
 
 impl SpillFile {
     pub(super) fn new(space: &SpillSpace) -> Result<SpillFile> {
         let file = space.temporary_file().map_err(spill_error)?;
-        Ok(SpillFile { file, pending: Vec::new(), flushed: 0, rows: 0, bytes: 0 })
+        Ok(SpillFile { file, pending: Vec::new(), flushed: 0, rows: 0 })
     }
 
     /// Appends rows after those written so far.
@@ -46,7 +45,6 @@ impl SpillFile {
             let length = u32::try_from(encoded.len()).map_err(|_| Error::internal("a spilled row over 4 GiB"))?;
             self.pending.extend_from_slice(&length.to_le_bytes());
             self.pending.extend_from_slice(&encoded);
-            self.bytes += 4 + encoded.len() as u64;
             if self.pending.len() >= WRITE_BUFFER {
                 self.flush()?;
             }
@@ -65,9 +63,9 @@ impl SpillFile {
         Ok(())
     }
 
-    /// Bytes written so far.
+    /// Bytes appended so far (written out or still buffered).
     pub(super) fn bytes(&self) -> u64 {
-        self.bytes
+        self.flushed + self.pending.len() as u64
     }
 
     /// Hands each row back, in the order written, to `visit` (the file is gone after).
