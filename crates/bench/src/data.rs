@@ -82,6 +82,7 @@ pub fn pool_config(slots: usize, page_size: usize, partitions: usize) -> PoolCon
         // Placed like the memory peer's Vec: by the OS, on first touch.
         numa: NumaMode::Off,
         direct_io: false,
+        truncate_free_tail: true,
     }
 }
 

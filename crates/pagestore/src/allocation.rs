@@ -236,6 +236,62 @@ impl AllocationTable {
         self.page_count = page_count;
     }
 
+    /// The page count the file could shrink to: one past the highest page that is allocated
+    /// now, at the last checkpoint or at the one before (protected pages aside), at least the
+    /// header and the first group's bitmap copies. No page from there on is named by the
+    /// durable checkpoint, by its fallback, or by anyone now.
+    pub fn reclaimable_end(&self) -> u64 {
+        for (index, group) in self.groups.iter().enumerate().rev() {
+            for word in (0..group.current.len()).rev() {
+                let mut taken = group.current[word] | group.durable[word] | group.previous[word];
+                if word == 0 {
+                    taken &= !0b11; // the group's own bitmap copies
+                }
+                if taken != 0 {
+                    let bit = word as u64 * 64 + 63 - taken.leading_zeros() as u64;
+                    return self.layout.group_start(index as u64) + bit + 1;
+                }
+            }
+        }
+        3
+    }
+
+    /// Where to cut the file's free tail, if it is worth cutting: `slack` pages past
+    /// `reclaimable_end` (so that the next allocations do not grow the file again at once),
+    /// once the tail is longer than twice that; with no slack, whenever there is a free tail.
+    /// Never between a group's two bitmap copies.
+    pub fn shrink_target(&self, slack: u64) -> Option<u64> {
+        let end = self.reclaimable_end();
+        if self.page_count.saturating_sub(end) <= 2 * slack {
+            return None;
+        }
+        let mut target = end + slack;
+        let (group, index) = self.layout.locate(target);
+        if index < 2 {
+            target = self.layout.group_start(group); // not half a group's bitmap
+        }
+        (target < self.page_count).then_some(target)
+    }
+
+    /// The pages the file grows by when it needs `needed` more and has `pages` now: an eighth
+    /// of its size, at least 16 pages and what is needed, at most 64 MiB.
+    pub fn growth_step(page_size: u64, pages: u64, needed: u64) -> u64 {
+        let cap = (MAX_GROWTH_BYTES / page_size).max(needed + 2);
+        (needed + 2).max(pages / GROWTH_FRACTION_DENOMINATOR).max(16).min(cap)
+    }
+
+    /// Forgets the pages from `page_count` on, which must be at or past `reclaimable_end`
+    /// (they are free in all three bit sets): groups wholly past it go, with their bitmap
+    /// copies. The file itself is cut by the caller.
+    pub fn shrink(&mut self, page_count: u64) {
+        assert!(page_count >= self.reclaimable_end() && page_count <= self.page_count, "only a free tail is cut");
+        let groups = self.layout.groups_for(page_count) as usize;
+        self.allocated -= 2 * (self.groups.len() - groups) as u64;
+        self.groups.truncate(groups);
+        self.page_count = page_count;
+        self.hint = self.hint.min(page_count);
+    }
+
     /// True if `page` is allocated now (protected pages count as allocated).
     pub fn is_allocated(&self, page: PageId) -> bool {
         if page == 0 {
@@ -361,10 +417,7 @@ impl AllocationTable {
     }
 
     fn grow(&mut self, file: &PageFile, needed: u64) -> Result<()> {
-        let page_size = file.page_size() as u64;
-        let fraction = file.size() / GROWTH_FRACTION_DENOMINATOR;
-        let cap = (MAX_GROWTH_BYTES / page_size).max(needed + 2);
-        let step = (needed + 2).max(fraction).max(16).min(cap);
+        let step = Self::growth_step(file.page_size() as u64, file.size(), needed);
         file.reserve(step)?;
         self.cover(file.size());
         Ok(())

@@ -25,6 +25,11 @@ pub struct PoolConfig {
     pub numa: NumaMode,
     /// Open the file with `O_DIRECT`, bypassing the operating system's cache.
     pub direct_io: bool,
+    /// Cut the file's free tail at checkpoints (SQLite's `auto_vacuum`): once the pages at
+    /// the end of the file are free at three checkpoints in a row and there are more than two
+    /// growth steps of them, the file shrinks to one growth step past the last page in use.
+    /// Can be changed while the pool runs ([`BufferPool::set_truncate_free_tail`](crate::BufferPool::set_truncate_free_tail)).
+    pub truncate_free_tail: bool,
 }
 
 impl Default for PoolConfig {
@@ -37,6 +42,7 @@ impl Default for PoolConfig {
             read_ahead: true,
             numa: NumaMode::Auto,
             direct_io: false,
+            truncate_free_tail: true,
         }
     }
 }

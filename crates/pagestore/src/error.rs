@@ -16,6 +16,7 @@ pub enum IoOp {
     Write,
     Sync,
     Extend,
+    Truncate,
     Length,
 }
 
@@ -27,6 +28,7 @@ impl std::fmt::Display for IoOp {
             IoOp::Write => "write",
             IoOp::Sync => "sync",
             IoOp::Extend => "extend",
+            IoOp::Truncate => "truncate",
             IoOp::Length => "length",
         };
         f.write_str(name)

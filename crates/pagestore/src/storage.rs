@@ -136,6 +136,32 @@ impl PageFile {
         Ok(first)
     }
 
+    /// Forgets the pages from `page_count` on: reads and writes of them fail from now on, and
+    /// the next growth starts there. The bytes stay in the file until [`PageFile::trim`].
+    pub fn shrink(&self, page_count: u64) {
+        let _guard = self.grow_lock.lock();
+        if page_count < self.size() {
+            self.page_count.store(page_count, Ordering::Release);
+        }
+    }
+
+    /// Cuts the file on disk to its page count, but not below `keep` pages (what the header's
+    /// older checkpoint still needs). Durable at the next sync. Returns the pages cut.
+    pub fn trim(&self, keep: u64) -> Result<u64> {
+        self.check_writable()?;
+        let _guard = self.grow_lock.lock();
+        let keep = keep.max(self.size());
+        let length = self.file.size().map_err(|error| Error::io(IoOp::Length, &self.path, None, error))?;
+        let pages = length / self.page_size as u64;
+        if pages <= keep {
+            return Ok(0);
+        }
+        self.file
+            .truncate(keep * self.page_size as u64)
+            .map_err(|error| Error::io(IoOp::Truncate, &self.path, Some(keep), error))?;
+        Ok(pages - keep)
+    }
+
     /// Reads page `id` (a data or bitmap page) into `buf` and verifies it.
     pub fn read(&self, id: PageId, buf: &mut [u8], kind: PageKind) -> Result<()> {
         self.read_raw(id, buf)?;

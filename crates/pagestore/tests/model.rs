@@ -1,5 +1,6 @@
 //! Model-based property test: random sequences of alloc, release, write, read, checkpoint,
-//! reopen, crash (power cut) and eviction against a simple in-memory model.
+//! reopen, crash (power cut), eviction and cuts of the file's free tail against a simple
+//! in-memory model.
 //!
 //! The model knows which pages are allocated, what each holds, and the allocated pages of the
 //! last two checkpoints (a released page is reusable only once neither names it). After a
@@ -26,6 +27,7 @@ enum Op {
     Reopen,
     Crash,
     Evict,
+    TruncateTail,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -39,6 +41,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Reopen),
         1 => Just(Op::Crash),
         1 => Just(Op::Evict),
+        1 => Just(Op::TruncateTail),
     ]
 }
 
@@ -177,6 +180,20 @@ fn run(ops: Vec<Op>) {
                 pool = Some(reopened);
             }
             Op::Evict => current.flush_and_evict().unwrap(),
+            Op::TruncateTail => {
+                current.truncate_free_tail_now().unwrap();
+                for _ in 0..4 {
+                    model.checkpointed();
+                }
+                // The file ends right after its last allocated page.
+                let end = model.pages.keys().next_back().map_or(3, |&page| page + 1);
+                assert_eq!(current.page_count(), end, "pages after cutting the free tail");
+                assert_eq!(
+                    memory.contents(path).map(|bytes| bytes.len() as u64),
+                    Some(end * PAGE as u64),
+                    "bytes on disk after cutting the free tail"
+                );
+            }
         }
         pool.as_ref().unwrap().check_consistency().unwrap();
     }

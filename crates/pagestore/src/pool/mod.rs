@@ -157,6 +157,19 @@ pub(crate) struct Shared {
     checkpoints: AtomicU64,
     prefetch_queue: Option<prefetch::Queue>,
     closed: AtomicBool,
+    /// Cut the free tail at every checkpoint (`PoolConfig::truncate_free_tail`).
+    truncate_free_tail: AtomicBool,
+    /// Pages cut from the end of the file so far.
+    truncated_pages: AtomicU64,
+}
+
+/// How much of the file's free tail a checkpoint cuts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// What `truncate_free_tail` says: a long tail, leaving one growth step.
+    Auto,
+    /// Every free page at the end (for `truncate_free_tail_now`).
+    Whole,
 }
 
 /// Outcome of one look for a slot to fill.
@@ -394,6 +407,8 @@ impl BufferPool {
             checkpoints: AtomicU64::new(0),
             prefetch_queue,
             closed: AtomicBool::new(false),
+            truncate_free_tail: AtomicBool::new(config.truncate_free_tail),
+            truncated_pages: AtomicU64::new(0),
         });
         let prefetcher = receiver.map(|receiver| Prefetcher::start(shared.clone(), receiver, config.prefetch_workers));
         Ok(BufferPool { shared, prefetcher })
@@ -515,7 +530,29 @@ impl BufferPool {
     /// wait for that guard's latch). The same holds for `checkpoint_with_root`, `close` and
     /// `flush_and_evict`.
     pub fn checkpoint(&self) -> Result<()> {
-        self.shared.checkpoint(None)
+        self.shared.checkpoint(None, Cut::Auto)
+    }
+
+    /// Checkpoints until every free page at the end of the file is cut off, and returns the
+    /// pages cut. A page released just before the call is free at the next two checkpoints
+    /// only after both, and the file shrinks on disk once neither header slot covers the
+    /// pages cut: four checkpoints, each of which writes almost nothing when nothing is dirty.
+    pub fn truncate_free_tail_now(&self) -> Result<u64> {
+        let before = self.shared.truncated_pages.load(Ordering::Relaxed);
+        for _ in 0..4 {
+            self.shared.checkpoint(None, Cut::Whole)?;
+        }
+        Ok(self.shared.truncated_pages.load(Ordering::Relaxed) - before)
+    }
+
+    /// Turns the cut of the free tail at checkpoints on or off (`PoolConfig::truncate_free_tail`).
+    pub fn set_truncate_free_tail(&self, on: bool) {
+        self.shared.truncate_free_tail.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether checkpoints cut the free tail.
+    pub fn truncates_free_tail(&self) -> bool {
+        self.shared.truncate_free_tail.load(Ordering::Relaxed)
     }
 
     /// As [`checkpoint`](Self::checkpoint), and makes `root` the durable root record in the
@@ -524,7 +561,7 @@ impl BufferPool {
         if root.len() > MAX_ROOT_SIZE {
             return Err(Error::RootTooLarge { len: root.len(), limit: MAX_ROOT_SIZE });
         }
-        self.shared.checkpoint(Some(root))
+        self.shared.checkpoint(Some(root), Cut::Auto)
     }
 
     /// The root record of the latest checkpoint.
@@ -1173,7 +1210,7 @@ impl Shared {
         self.allocation.lock().release(page)
     }
 
-    fn checkpoint(&self, root: Option<&[u8]>) -> Result<()> {
+    fn checkpoint(&self, root: Option<&[u8]>, cut: Cut) -> Result<()> {
         self.check_open()?;
         let _one_at_a_time = self.checkpoint_lock.lock();
         let (sequence, target) = {
@@ -1187,6 +1224,7 @@ impl Shared {
         };
         let (images, page_count, bitmap_digest) = {
             let mut allocation = self.allocation.lock();
+            self.cut_free_tail(&mut allocation, cut);
             let images = allocation.begin_checkpoint();
             let digest = allocation.digest_after(&images, sequence);
             (images, allocation.page_count(), digest)
@@ -1214,6 +1252,9 @@ impl Shared {
                 header.slots = slots;
                 header.current = target;
                 self.checkpoints.fetch_add(1, Ordering::Relaxed);
+                let keep = header.slots.iter().flatten().map(|checkpoint| checkpoint.page_count).max().unwrap_or(0);
+                drop(header);
+                self.trim_file(keep);
                 Ok(())
             }
             Err(error) => {
@@ -1223,13 +1264,42 @@ impl Shared {
         }
     }
 
+    /// Forgets the free tail of the file before a checkpoint records its page count (the
+    /// pages cut are free now and at both checkpoints the header holds, so nobody names them
+    /// and no slot caches them: `release` drops a page's cached copy).
+    fn cut_free_tail(&self, allocation: &mut AllocationTable, cut: Cut) {
+        let slack = match cut {
+            Cut::Whole => 0,
+            Cut::Auto if self.truncate_free_tail.load(Ordering::Relaxed) => {
+                AllocationTable::growth_step(self.page_size as u64, allocation.reclaimable_end(), 0)
+            }
+            Cut::Auto => return,
+        };
+        if let Some(target) = allocation.shrink_target(slack) {
+            allocation.shrink(target);
+            self.file.shrink(target);
+        }
+    }
+
+    /// Cuts the file on disk to its page count, keeping what either header slot covers (the
+    /// older one is the fallback should the newer be damaged). A failure leaves the file
+    /// longer than needed, which is harmless: it is logged, not returned.
+    fn trim_file(&self, keep: u64) {
+        match self.file.trim(keep) {
+            Ok(pages) => {
+                self.truncated_pages.fetch_add(pages, Ordering::Relaxed);
+            }
+            Err(error) => tracing::warn!(%error, "could not cut the free tail of the file"),
+        }
+    }
+
     /// Checkpoints and marks the pool closed. A poisoned file cannot checkpoint: closing it
     /// reports `Poisoned`, since the changes since the last durable checkpoint are lost.
     fn close(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Ok(());
         }
-        let result = self.checkpoint(None);
+        let result = self.checkpoint(None, Cut::Auto);
         self.closed.store(true, Ordering::Release);
         result
     }
@@ -1261,6 +1331,7 @@ impl Shared {
         }
         stats.checkpoints = self.checkpoints.load(Ordering::Relaxed);
         stats.file_pages = self.file.size();
+        stats.truncated_pages = self.truncated_pages.load(Ordering::Relaxed);
         stats.allocated_pages = self.allocation.lock().allocated();
         stats
     }

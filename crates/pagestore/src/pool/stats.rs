@@ -31,6 +31,8 @@ pub struct PoolStats {
     pub dirty_slots: u64,
     /// Pages in the file.
     pub file_pages: u64,
+    /// Pages cut from the end of the file since it was opened (its free tail).
+    pub truncated_pages: u64,
     /// Pages allocated, header and bitmap pages included.
     pub allocated_pages: u64,
     /// Page size in bytes.

@@ -190,4 +190,11 @@ impl VfsFile for FaultFile {
             None => self.inner.allocate(len),
         }
     }
+
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        match self.state.next(FaultOp::Allocate) {
+            Some(kind) => Err(injected(kind)),
+            None => self.inner.truncate(len),
+        }
+    }
 }

@@ -123,6 +123,12 @@ impl VfsFile for MemoryFile {
         }
         Ok(())
     }
+
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        let len = usize::try_from(len).map_err(|_| too_large())?;
+        self.bytes.write().truncate(len);
+        Ok(())
+    }
 }
 
 fn eof() -> io::Error {

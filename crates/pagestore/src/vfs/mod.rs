@@ -98,4 +98,9 @@ pub trait VfsFile: Send + Sync {
     /// Grows the file to `len` bytes, reserving the space on disk where the file system can, so
     /// that a full disk shows up here rather than at a later write. Never shrinks.
     fn allocate(&self, len: u64) -> io::Result<()>;
+    /// Cuts the file to `len` bytes if it is longer (`ftruncate`); durable once synced. A file
+    /// system that cannot shrink files says `Unsupported`, and the file keeps its length.
+    fn truncate(&self, _len: u64) -> io::Result<()> {
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
 }

@@ -170,4 +170,8 @@ impl VfsFile for OsFile {
             errno => Err(io::Error::from_raw_os_error(errno)),
         }
     }
+
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        if len < self.size()? { self.file.set_len(len) } else { Ok(()) }
+    }
 }

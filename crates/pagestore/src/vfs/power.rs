@@ -5,8 +5,8 @@
 //! then decides, with the caller's random numbers, what of the unsynced state reached the disk:
 //!
 //! - each write issued since its file's last sync is kept, lost, or torn (a random subset of
-//!   its 512-byte sectors reaches the disk, in any order); each growth of a file is kept or
-//!   lost;
+//!   its 512-byte sectors reaches the disk, in any order); each growth or truncation of a file
+//!   is kept or lost;
 //! - directory changes (create, rename, remove) since the last directory sync are kept up to a
 //!   random point, in order, as a journaling file system commits them;
 //! - everything synced stays: a `sync` makes the file's contents durable, `sync_directory` the
@@ -29,6 +29,7 @@ const SECTOR: usize = 512;
 enum Pending {
     Write { offset: usize, data: Vec<u8> },
     Grow { len: usize },
+    Shrink { len: usize },
 }
 
 #[derive(Debug, Default)]
@@ -121,6 +122,11 @@ impl PowerLossVfs {
                     Pending::Grow { len } => {
                         if rng.random_bool(0.5) && inode.durable.len() < len {
                             inode.durable.resize(len, 0);
+                        }
+                    }
+                    Pending::Shrink { len } => {
+                        if rng.random_bool(0.5) {
+                            inode.durable.truncate(len);
                         }
                     }
                     Pending::Write { offset, data } => match rng.random_range(0..3) {
@@ -304,6 +310,7 @@ impl VfsFile for PowerLossFile {
                     Pending::Write { offset, data } => write_at(&mut inode.durable, offset, &data),
                     Pending::Grow { len } if inode.durable.len() < len => inode.durable.resize(len, 0),
                     Pending::Grow { .. } => {}
+                    Pending::Shrink { len } => inode.durable.truncate(len),
                 }
             }
             Ok(())
@@ -320,6 +327,17 @@ impl VfsFile for PowerLossFile {
             if inode.current.len() < len {
                 inode.current.resize(len, 0);
                 inode.pending.push(Pending::Grow { len });
+            }
+            Ok(())
+        })
+    }
+
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        self.with(|inode| {
+            let len = usize::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+            if len < inode.current.len() {
+                inode.current.truncate(len);
+                inode.pending.push(Pending::Shrink { len });
             }
             Ok(())
         })
