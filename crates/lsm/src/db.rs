@@ -330,9 +330,9 @@ struct WalState {
 }
 
 /// The manifest's location and header, under `Inner::install`.
-struct ManifestState {
+pub(crate) struct ManifestState {
     location: ManifestLocation,
-    header: ManifestHeader,
+    pub(crate) header: ManifestHeader,
 }
 
 /// One batch waiting in the write queue.
@@ -367,7 +367,7 @@ pub(crate) struct Inner {
     /// Held while a write group is logged: one at a time, in order, with the memtable switch
     /// it may make (see the module documentation).
     log_turn: Mutex<()>,
-    install: Mutex<ManifestState>,
+    pub(crate) install: Mutex<ManifestState>,
     pub(crate) next_table_id: AtomicU64,
     pub(crate) table_counters: Arc<TableCounters>,
     counters: Counters,
@@ -827,13 +827,7 @@ impl Db {
         let range = (owned(range.start_bound()), owned(range.end_bound()));
         self.flush()?;
         let inner = &self.inner;
-        {
-            let mut state = inner.state.lock();
-            while state.compacting {
-                inner.changed.wait(&mut state);
-            }
-            state.compacting = true;
-        }
+        inner.take_compaction_turn();
         let result = (|| {
             let deepest = {
                 let view = inner.view();
@@ -854,8 +848,7 @@ impl Db {
             }
             Ok(())
         })();
-        inner.state.lock().compacting = false;
-        inner.changed.notify_all();
+        inner.end_compaction_turn();
         if let Err(error) = &result {
             inner.fail(error);
         }
@@ -1019,6 +1012,10 @@ impl Db {
         audit
     }
 
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
     /// The buffer pool (statistics, tests).
     pub fn pool(&self) -> &BufferPool {
         &self.inner.pool
@@ -1089,6 +1086,21 @@ impl tern_pagestore::vfs::VfsFile for NoFile {
 }
 
 impl Inner {
+    /// Waits until no compaction runs and keeps others from starting (`compact_range`,
+    /// `vacuum`); `end_compaction_turn` lets them go on.
+    pub(crate) fn take_compaction_turn(&self) {
+        let mut state = self.state.lock();
+        while state.compacting {
+            self.changed.wait(&mut state);
+        }
+        state.compacting = true;
+    }
+
+    pub(crate) fn end_compaction_turn(&self) {
+        self.state.lock().compacting = false;
+        self.changed.notify_all();
+    }
+
     pub(crate) fn view(&self) -> Arc<ReadView> {
         self.current.load_full()
     }
@@ -1104,7 +1116,7 @@ impl Inner {
     /// Makes the database refuse writes after `error` (from a log write, flush or compaction).
     /// `Closed` (work cut short by shutdown) and `ReadOnly` (the echo of an earlier failure)
     /// change nothing.
-    fn fail(&self, error: &Error) {
+    pub(crate) fn fail(&self, error: &Error) {
         if matches!(error, Error::Closed | Error::ReadOnly(_)) {
             return;
         }
@@ -1401,7 +1413,12 @@ impl Inner {
 
     /// Writes a manifest for `version` and makes it current with a checkpoint of the page
     /// store (which also makes every table page written so far durable).
-    fn persist(&self, manifest: &mut ManifestState, version: &Version, header: ManifestHeader) -> Result<()> {
+    pub(crate) fn persist(
+        &self,
+        manifest: &mut ManifestState,
+        version: &Version,
+        header: ManifestHeader,
+    ) -> Result<()> {
         let tables: Vec<(usize, &TableMeta)> = version.tables().map(|(level, table)| (level, &table.meta)).collect();
         let bytes = version::encode(&header, &tables);
         let location = version::write_pages(&self.pool, &bytes)?;
@@ -1442,7 +1459,12 @@ impl Inner {
         Ok(())
     }
 
-    fn manifest_header(&self, manifest: &ManifestState, flushed_sequence: u64, last_position: u64) -> ManifestHeader {
+    pub(crate) fn manifest_header(
+        &self,
+        manifest: &ManifestState,
+        flushed_sequence: u64,
+        last_position: u64,
+    ) -> ManifestHeader {
         ManifestHeader {
             next_table_id: self.next_table_id.load(Ordering::SeqCst),
             flushed_sequence,
@@ -1604,7 +1626,7 @@ impl Inner {
         Ok(())
     }
 
-    fn install_version(&self, version: Version) {
+    pub(crate) fn install_version(&self, version: Version) {
         let state = self.state.lock();
         let current = self.view();
         self.set_view(ReadView { mem: current.mem.clone(), imm: current.imm.clone(), version: Arc::new(version) });

@@ -27,6 +27,7 @@ mod memtable;
 mod options;
 pub mod registry;
 mod table;
+mod vacuum;
 mod version;
 mod wal;
 
@@ -37,3 +38,4 @@ pub use error::{Error, Result};
 pub use iter::DbIter;
 pub use options::{MAX_MEMTABLE_SIZE, Options, SyncPolicy};
 pub use tern_pagestore::PoolConfig;
+pub use vacuum::VacuumReport;

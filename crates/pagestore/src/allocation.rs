@@ -330,6 +330,17 @@ impl AllocationTable {
         unreachable!("a file grown by a whole group has a free run of {n} pages")
     }
 
+    /// Allocates the lowest free run of `n` pages if it ends at or before `end`; never grows
+    /// the file.
+    pub fn allocate_run_below(&mut self, n: u64, end: PageId) -> Option<PageId> {
+        let first = self.find_free_run(n).filter(|&first| first + n <= end)?;
+        self.mark(first, n, true);
+        if n == 1 || first == self.hint {
+            self.hint = first + n;
+        }
+        Some(first)
+    }
+
     /// Frees `page`. Errors for protected or unallocated pages.
     pub fn release(&mut self, page: PageId) -> Result<()> {
         if page < self.page_count && self.layout.is_protected(page) {

@@ -485,6 +485,16 @@ impl BufferPool {
         self.shared.allocation.lock().allocate_run(&self.shared.file, n)
     }
 
+    /// Allocates `n` contiguous pages that all lie before page `end`, if such a run is free,
+    /// without growing the file: for moving data towards the start of the file (`VACUUM`).
+    pub fn alloc_run_below(&self, n: u64, end: PageId) -> Result<Option<PageId>> {
+        self.shared.check_open()?;
+        if n == 0 {
+            return Err(Error::InvalidConfig("a run of zero pages".into()));
+        }
+        Ok(self.shared.allocation.lock().allocate_run_below(n, end))
+    }
+
     /// Asks the prefetcher to read `first .. first + count` into the pool in the background
     /// (advice: pages already cached, not allocated or beyond the file are skipped, and a full
     /// queue drops the request). Does nothing when the pool has no prefetcher

@@ -1,0 +1,177 @@
+//! `VACUUM`: moves tables towards the start of the file so that its free tail can be cut.
+//!
+//! A table is a run of pages whose contents are relative to its first page, so it moves by a
+//! copy of its pages into a free run lower in the file. Tables are taken from the end of the
+//! file down; each goes to the lowest free run that fits below it, or stays. The moved tables
+//! are installed in one manifest (copy-on-write, switched by the page store's checkpoint, as
+//! a compaction installs its outputs), the old runs are freed once no reader holds them, and
+//! the page store then cuts the free tail. Pages freed by one pass become allocatable only two
+//! checkpoints later, which the cut provides, so a second pass can fill holes the first left.
+//!
+//! Crash safety comes from the manifest switch: before it, the copies are pages no manifest
+//! owns (freed by the next open's sweep); after it, the old runs are (freed the same way if a
+//! crash comes before their readers let go).
+
+use crate::db::{Db, Inner};
+use crate::error::Result;
+use crate::table::{Table, TableMeta};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// Passes of moves and cuts at most: each pass can only use the holes that were free before
+/// it started.
+const MAX_PASSES: usize = 3;
+
+/// What a vacuum did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VacuumReport {
+    /// Tables copied to a lower run.
+    pub tables_moved: u64,
+    /// Pages those tables hold.
+    pub pages_moved: u64,
+    /// Pages of the file before and after.
+    pub file_pages_before: u64,
+    pub file_pages_after: u64,
+}
+
+impl Db {
+    /// Moves tables down the file and cuts its free tail, so that the file shrinks to about
+    /// the pages in use (SQLite's `VACUUM`). Runs beside reads and writes; compactions wait
+    /// for it. A failure leaves the database as it was before the pass that failed.
+    pub fn vacuum(&self) -> Result<VacuumReport> {
+        let inner = self.inner();
+        inner.take_compaction_turn();
+        let result = (|| {
+            let mut report = VacuumReport { file_pages_before: inner.pool.page_count(), ..VacuumReport::default() };
+            inner.pool.truncate_free_tail_now()?;
+            for _ in 0..MAX_PASSES {
+                let (tables, pages) = inner.move_tables_down()?;
+                inner.pool.truncate_free_tail_now()?;
+                report.tables_moved += tables;
+                report.pages_moved += pages;
+                if tables == 0 {
+                    break;
+                }
+            }
+            report.file_pages_after = inner.pool.page_count();
+            Ok(report)
+        })();
+        inner.end_compaction_turn();
+        if let Err(error) = &result {
+            inner.fail(error);
+        }
+        result
+    }
+}
+
+impl Inner {
+    /// One pass: copies every table that has a free run below it there, installs the copies
+    /// and retires the originals. Returns the tables and pages moved.
+    fn move_tables_down(&self) -> Result<(u64, u64)> {
+        let view = self.view();
+        let mut tables: Vec<(usize, Arc<Table>)> =
+            view.version.tables().map(|(level, table)| (level, table.clone())).collect();
+        drop(view);
+        tables.sort_by_key(|(_, table)| std::cmp::Reverse(table.meta.first_page));
+        let mut copies: Vec<(usize, u64, Table)> = Vec::new();
+        let copied = (|| {
+            for (level, table) in &tables {
+                if let Some(meta) = self.copy_down(&table.meta)? {
+                    let old_id = table.meta.id;
+                    match self.open_table(meta.clone(), *level) {
+                        Ok(copy) => copies.push((*level, old_id, copy)),
+                        Err(error) => {
+                            release_pages(self, &meta);
+                            return Err(error);
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })();
+        if let Err(error) = copied {
+            for (_, _, copy) in &copies {
+                release_pages(self, &copy.meta);
+            }
+            return Err(error);
+        }
+        if copies.is_empty() {
+            return Ok((0, 0));
+        }
+        let pages = copies.iter().map(|(_, _, copy)| copy.meta.page_count).sum();
+        let moved = copies.len() as u64;
+        self.install_copies(copies, &tables)?;
+        Ok((moved, pages))
+    }
+
+    /// Copies the table `meta` describes to the lowest free run below it, if there is one;
+    /// returns the copy's description (a new id, the same contents).
+    fn copy_down(&self, meta: &TableMeta) -> Result<Option<TableMeta>> {
+        let Some(first) = self.pool.alloc_run_below(meta.page_count, meta.first_page)? else {
+            return Ok(None);
+        };
+        let copy =
+            TableMeta { id: self.next_table_id.fetch_add(1, Ordering::SeqCst), first_page: first, ..meta.clone() };
+        let written = (|| {
+            for offset in 0..meta.page_count {
+                let source = self.pool.pin_read(meta.first_page + offset)?;
+                let mut target = self.pool.pin_overwrite(first + offset)?;
+                target.copy_from_slice(&source);
+            }
+            Ok(())
+        })();
+        match written {
+            Ok(()) => Ok(Some(copy)),
+            Err(error) => {
+                release_pages(self, &copy);
+                Err(error)
+            }
+        }
+    }
+
+    /// Puts each copy in the place of its original in one manifest, then retires the
+    /// originals. Flushes may have added tables meanwhile; compactions cannot have run.
+    fn install_copies(&self, copies: Vec<(usize, u64, Table)>, originals: &[(usize, Arc<Table>)]) -> Result<()> {
+        let mut manifest = self.install.lock();
+        let mut version = (*self.view().version).clone();
+        let mut by_id: HashMap<u64, Arc<Table>> =
+            copies.into_iter().map(|(_, old_id, copy)| (old_id, Arc::new(copy))).collect();
+        let placed: Vec<Arc<Table>> = by_id.values().cloned().collect();
+        for tables in version.levels.iter_mut() {
+            for table in tables.iter_mut() {
+                if let Some(copy) = by_id.remove(&table.meta.id) {
+                    *table = copy;
+                }
+            }
+        }
+        let header = self.manifest_header(&manifest, manifest.header.flushed_sequence, 0);
+        version.sort();
+        let installed = if by_id.is_empty() {
+            version.check().and_then(|()| self.persist(&mut manifest, &version, header))
+        } else {
+            Err(crate::error::Error::corruption("vacuum", "a moved table vanished while compactions waited"))
+        };
+        if let Err(error) = installed {
+            // No durable manifest names the copies: their pages go back once dropped.
+            for copy in &placed {
+                copy.mark_obsolete();
+            }
+            return Err(error);
+        }
+        for (_, original) in originals {
+            if !version.tables().any(|(_, table)| table.meta.id == original.meta.id) {
+                original.mark_obsolete();
+            }
+        }
+        self.install_version(version);
+        drop(manifest);
+        Ok(())
+    }
+}
+
+fn release_pages(inner: &Inner, meta: &TableMeta) {
+    for page in meta.pages() {
+        let _ = inner.pool.release(page);
+    }
+}
