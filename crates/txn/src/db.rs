@@ -239,6 +239,21 @@ impl TxnDb {
         self.shared.db.stats()
     }
 
+    /// Moves tables down the file and cuts its free tail ([`Db::vacuum`]).
+    pub fn vacuum(&self) -> Result<tern_lsm::VacuumReport> {
+        Ok(self.shared.db.vacuum()?)
+    }
+
+    /// Turns the cut of the file's free tail at checkpoints on or off (`auto_vacuum`).
+    pub fn set_auto_vacuum(&self, on: bool) {
+        self.shared.db.pool().set_truncate_free_tail(on);
+    }
+
+    /// Whether checkpoints cut the file's free tail.
+    pub fn auto_vacuum(&self) -> bool {
+        self.shared.db.pool().truncates_free_tail()
+    }
+
     /// Verifies the LSM's tables and invariants ([`Db::check`]).
     pub fn check(&self) -> Result<u64> {
         Ok(self.shared.db.check()?)

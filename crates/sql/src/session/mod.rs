@@ -801,7 +801,7 @@ fn cut_deep_expressions(statements: &mut [ast::Statement]) -> Result<()> {
 /// `x IN table` becomes `x IN (SELECT * FROM table)`, and the index hints `INDEXED BY name`
 /// and `NOT INDEXED` after a table are dropped (the planner chooses access paths itself, and
 /// results never depend on them). SQLite's `REINDEX [name]`, which sqlparser lacks, becomes
-/// `PRAGMA tern_reindex['(' 'name' ')']`.
+/// `PRAGMA tern_reindex['(' 'name' ')']`, and `VACUUM [schema]` becomes `PRAGMA tern_vacuum`.
 /// `PRAGMA name = ON` (OFF, YES, NO, TRUE, FALSE): a keyword sqlparser does not take as a
 /// value becomes the string `'ON'`.
 fn quote_pragma_words(
@@ -814,7 +814,7 @@ fn quote_pragma_words(
         let [pragma, _, equals, value] = [window[0], window[1], window[2], window[3]];
         if word(&tokens[pragma].token, &["PRAGMA"])
             && tokens[equals].token == Token::Eq
-            && word(&tokens[value].token, &["ON", "OFF", "YES", "NO", "TRUE", "FALSE"])
+            && word(&tokens[value].token, &["ON", "OFF", "YES", "NO", "TRUE", "FALSE", "NONE", "FULL", "INCREMENTAL"])
         {
             let text = tokens[value].token.to_string();
             tokens[value].token = Token::SingleQuotedString(text);
@@ -837,9 +837,18 @@ fn rewrite_sqlite_forms(tokens: Vec<sqlparser::tokenizer::TokenWithSpan>) -> Vec
     let mut drop = vec![false; tokens.len()];
     let mut wrap_after_in: Vec<(usize, usize)> = Vec::new(); // (first, last) token of a table name
     let mut reindex: Vec<(usize, Option<String>)> = Vec::new(); // REINDEX token, the name given
+    let mut vacuum: Vec<usize> = Vec::new(); // VACUUM tokens
     for (position, &at) in significant.iter().enumerate() {
         let next = |offset: usize| significant.get(position + offset).map(|&index| (index, &tokens[index]));
         let starts_statement = position == 0 || tokens[significant[position - 1]].token == Token::SemiColon;
+        if starts_statement && word_is(&tokens[at], "VACUUM") {
+            // SQLite's `VACUUM [schema]`: the schema name goes (there is one database).
+            if let Some((index, Token::Word(_))) = next(1).map(|(index, token)| (index, &token.token)) {
+                drop[index] = true;
+            }
+            vacuum.push(at);
+            continue;
+        }
         if starts_statement && word_is(&tokens[at], "REINDEX") {
             // The name (schema-qualified or not) up to the end of the statement; anything else
             // stays and fails to parse.
@@ -891,6 +900,12 @@ fn rewrite_sqlite_forms(tokens: Vec<sqlparser::tokenizer::TokenWithSpan>) -> Vec
             continue;
         }
         let span = token.span;
+        if vacuum.contains(&at) {
+            rewritten.push(TokenWithSpan { token: Token::make_keyword("PRAGMA"), span });
+            rewritten.push(space(span));
+            rewritten.push(TokenWithSpan { token: Token::make_word("tern_vacuum", None), span });
+            continue;
+        }
         if let Some((_, name)) = reindex.iter().find(|(position, _)| *position == at) {
             rewritten.push(TokenWithSpan { token: Token::make_keyword("PRAGMA"), span });
             rewritten.push(space(span));
@@ -1338,6 +1353,37 @@ impl Session {
             return Err(Error::query_canceled());
         }
         match statement {
+            ast::Statement::Pragma { name, .. } if object_name(name)? == "tern_vacuum" => {
+                if self.transaction.is_some() {
+                    return Err(Error::new("25001", "cannot VACUUM from within a transaction"));
+                }
+                self.shared.db.vacuum()?;
+                Ok(Outcome::Done("VACUUM"))
+            }
+            ast::Statement::Pragma { name, value, .. } if object_name(name)? == "auto_vacuum" => {
+                let Some(value) = value else {
+                    let mode = Value::Integer(i64::from(self.shared.db.auto_vacuum()));
+                    return Ok(Outcome::Rows { columns: vec!["auto_vacuum".into()], rows: vec![vec![mode]] });
+                };
+                let text = match value {
+                    ast::Value::SingleQuotedString(text) | ast::Value::DoubleQuotedString(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                // SQLite's modes: NONE (0), FULL (1), INCREMENTAL (2), which here cuts the
+                // tail at checkpoints as FULL does.
+                let on = match text.to_ascii_lowercase().as_str() {
+                    "none" | "0" => false,
+                    "full" | "1" | "incremental" | "2" => true,
+                    _ => {
+                        return Err(Error::new(
+                            "22023",
+                            format!("PRAGMA auto_vacuum takes NONE, FULL or INCREMENTAL, not {text}"),
+                        ));
+                    }
+                };
+                self.shared.db.set_auto_vacuum(on);
+                Ok(Outcome::Done("PRAGMA"))
+            }
             ast::Statement::Pragma { name, value, .. } if object_name(name)? == "foreign_keys" => {
                 let Some(value) = value else {
                     let on = Value::Integer(i64::from(self.enforces_foreign_keys()));
