@@ -128,8 +128,32 @@ pub fn run(args: &CrashArgs, progress: &mut dyn Write) -> anyhow::Result<Summary
     }
     summary.acknowledged = acknowledged.len();
     summary.elapsed = started.elapsed();
+    report_space(&path, progress)?;
     drop(temporary);
     Ok(summary)
+}
+
+/// Prints the file's size against its pages in use as the iterations left it (the free tail
+/// cut at checkpoints, `auto_vacuum`), then after a `VACUUM`.
+fn report_space(path: &Path, progress: &mut dyn Write) -> anyhow::Result<()> {
+    let db = tern::Database::open(path, options()).context("reopen for the space report")?;
+    let line = |progress: &mut dyn Write, when: &str| -> anyhow::Result<()> {
+        let pool = db.engine().txn_db().lsm_stats().pool;
+        let bytes = std::fs::metadata(path)?.len();
+        let live = pool.allocated_pages * pool.page_size;
+        writeln!(
+            progress,
+            "file {when}: {:.1} MB on disk, {:.1} MB in pages in use, {:.2}x",
+            bytes as f64 / 1e6,
+            live as f64 / 1e6,
+            bytes as f64 / live.max(1) as f64
+        )?;
+        Ok(())
+    };
+    line(progress, "with auto_vacuum")?;
+    db.connect().execute_batch("VACUUM")?;
+    line(progress, "after VACUUM")?;
+    Ok(())
 }
 
 /// Starts a child on `path`, kills it after `kill_after`, and returns the ids it acknowledged.
