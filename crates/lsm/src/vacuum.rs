@@ -74,13 +74,13 @@ impl Inner {
             view.version.tables().map(|(level, table)| (level, table.clone())).collect();
         drop(view);
         tables.sort_by_key(|(_, table)| std::cmp::Reverse(table.meta.first_page));
-        let mut copies: Vec<(usize, u64, Table)> = Vec::new();
+        let mut copies: Vec<(u64, Table)> = Vec::new();
         let copied = (|| {
             for (level, table) in &tables {
                 if let Some(meta) = self.copy_down(&table.meta)? {
                     let old_id = table.meta.id;
                     match self.open_table(meta.clone(), *level) {
-                        Ok(copy) => copies.push((*level, old_id, copy)),
+                        Ok(copy) => copies.push((old_id, copy)),
                         Err(error) => {
                             release_pages(self, &meta);
                             return Err(error);
@@ -91,7 +91,7 @@ impl Inner {
             Ok(())
         })();
         if let Err(error) = copied {
-            for (_, _, copy) in &copies {
+            for (_, copy) in &copies {
                 release_pages(self, &copy.meta);
             }
             return Err(error);
@@ -99,7 +99,7 @@ impl Inner {
         if copies.is_empty() {
             return Ok((0, 0));
         }
-        let pages = copies.iter().map(|(_, _, copy)| copy.meta.page_count).sum();
+        let pages = copies.iter().map(|(_, copy)| copy.meta.page_count).sum();
         let moved = copies.len() as u64;
         self.install_copies(copies, &tables)?;
         Ok((moved, pages))
@@ -132,11 +132,11 @@ impl Inner {
 
     /// Puts each copy in the place of its original in one manifest, then retires the
     /// originals. Flushes may have added tables meanwhile; compactions cannot have run.
-    fn install_copies(&self, copies: Vec<(usize, u64, Table)>, originals: &[(usize, Arc<Table>)]) -> Result<()> {
+    fn install_copies(&self, copies: Vec<(u64, Table)>, originals: &[(usize, Arc<Table>)]) -> Result<()> {
         let mut manifest = self.install.lock();
         let mut version = (*self.view().version).clone();
         let mut by_id: HashMap<u64, Arc<Table>> =
-            copies.into_iter().map(|(_, old_id, copy)| (old_id, Arc::new(copy))).collect();
+            copies.into_iter().map(|(old_id, copy)| (old_id, Arc::new(copy))).collect();
         let placed: Vec<Arc<Table>> = by_id.values().cloned().collect();
         for tables in version.levels.iter_mut() {
             for table in tables.iter_mut() {

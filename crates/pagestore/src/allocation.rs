@@ -317,12 +317,7 @@ impl AllocationTable {
         // one that may end in the short tail of a group, one that reaches a fresh group.
         for _ in 0..3 {
             if let Some(first) = self.find_free_run(n) {
-                self.mark(first, n, true);
-                // Every page between the hint and a single page's slot was taken; a longer
-                // run may have skipped free pages in gaps too short for it.
-                if n == 1 || first == self.hint {
-                    self.hint = first + n;
-                }
+                self.take_run(first, n);
                 return Ok(first);
             }
             self.grow(file, n)?;
@@ -334,11 +329,18 @@ impl AllocationTable {
     /// the file.
     pub fn allocate_run_below(&mut self, n: u64, end: PageId) -> Option<PageId> {
         let first = self.find_free_run(n).filter(|&first| first + n <= end)?;
+        self.take_run(first, n);
+        Some(first)
+    }
+
+    /// Marks the free run `first .. first + n` allocated and moves the search hint past it.
+    fn take_run(&mut self, first: PageId, n: u64) {
         self.mark(first, n, true);
+        // Every page between the hint and a single page's slot was taken; a longer run may
+        // have skipped free pages in gaps too short for it.
         if n == 1 || first == self.hint {
             self.hint = first + n;
         }
-        Some(first)
     }
 
     /// Frees `page`. Errors for protected or unallocated pages.

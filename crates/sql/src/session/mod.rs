@@ -823,6 +823,14 @@ fn quote_pragma_words(
     tokens
 }
 
+/// A PRAGMA's value as text: a quoted string without its quotes, anything else as written.
+fn pragma_text(value: &ast::Value) -> String {
+    match value {
+        ast::Value::SingleQuotedString(text) | ast::Value::DoubleQuotedString(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
 fn rewrite_sqlite_forms(tokens: Vec<sqlparser::tokenizer::TokenWithSpan>) -> Vec<sqlparser::tokenizer::TokenWithSpan> {
     use sqlparser::keywords::Keyword;
     use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
@@ -1365,10 +1373,7 @@ impl Session {
                     let mode = Value::Integer(i64::from(self.shared.db.auto_vacuum()));
                     return Ok(Outcome::Rows { columns: vec!["auto_vacuum".into()], rows: vec![vec![mode]] });
                 };
-                let text = match value {
-                    ast::Value::SingleQuotedString(text) | ast::Value::DoubleQuotedString(text) => text.clone(),
-                    other => other.to_string(),
-                };
+                let text = pragma_text(value);
                 // SQLite's modes: NONE (0), FULL (1), INCREMENTAL (2), which here cuts the
                 // tail at checkpoints as FULL does.
                 let on = match text.to_ascii_lowercase().as_str() {
@@ -1389,10 +1394,7 @@ impl Session {
                     let on = Value::Integer(i64::from(self.enforces_foreign_keys()));
                     return Ok(Outcome::Rows { columns: vec!["foreign_keys".into()], rows: vec![vec![on]] });
                 };
-                let text = match value {
-                    ast::Value::SingleQuotedString(text) | ast::Value::DoubleQuotedString(text) => text.clone(),
-                    other => other.to_string(),
-                };
+                let text = pragma_text(value);
                 let on = match text.to_ascii_lowercase().as_str() {
                     "on" | "1" | "true" | "yes" => true,
                     "off" | "0" | "false" | "no" => false,
