@@ -83,6 +83,7 @@ pub fn pool_config(slots: usize, page_size: usize, partitions: usize) -> PoolCon
         numa: NumaMode::Off,
         direct_io: false,
         truncate_free_tail: true,
+        read_only: false,
     }
 }
 

@@ -71,6 +71,10 @@ pub struct YcsbArgs {
     /// synchronous=FULL).
     #[arg(long, value_enum, default_value_t = Durability::Never)]
     pub sync: Durability,
+    /// Mixes to run, comma-separated, by the names the report uses (update_heavy, read_most,
+    /// read_heavy, read_latest, a, b, c, d, e, f) [default: all, in that order].
+    #[arg(long, value_delimiter = ',')]
+    pub mixes: Vec<String>,
 }
 
 /// The configuration a run resolved from its flags.
@@ -82,6 +86,8 @@ pub struct YcsbConfig {
     pub durability: Durability,
     pub key_bytes: usize,
     pub seed: u64,
+    /// The mixes run, by name.
+    pub mixes: Vec<&'static str>,
 }
 
 impl YcsbArgs {
@@ -101,7 +107,24 @@ impl YcsbArgs {
         if value_sizes.iter().any(|&size| size == 0 || size > MAX_VALUE_SIZE) {
             return Err(BenchError::Config(format!("value sizes must be between 1 and {MAX_VALUE_SIZE} bytes")));
         }
-        Ok(YcsbConfig { records, operations, value_sizes, durability: self.sync, key_bytes: 16, seed: self.run.seed })
+        let mixes = if self.mixes.is_empty() {
+            MIXES.iter().map(|mix| mix.name).collect()
+        } else {
+            let named = |name: &String| MIXES.iter().find(|mix| mix.name == name).map(|mix| mix.name);
+            self.mixes
+                .iter()
+                .map(|name| named(name).ok_or_else(|| BenchError::Config(format!("no YCSB mix is named {name}"))))
+                .collect::<Result<Vec<_>>>()?
+        };
+        Ok(YcsbConfig {
+            records,
+            operations,
+            value_sizes,
+            durability: self.sync,
+            key_bytes: 16,
+            seed: self.run.seed,
+            mixes,
+        })
     }
 }
 
@@ -672,7 +695,7 @@ pub fn run(args: &YcsbArgs) -> Result<YcsbReport> {
         println!("\nvalue size {size} B: load {tern_load:.0} rows/s tern, {sqlite_load:.0} rows/s sqlite");
         report.load.push((size, tern_load, sqlite_load));
         let mut existing = config.records as u64;
-        for (index, mix) in MIXES.iter().enumerate() {
+        for (index, mix) in MIXES.iter().enumerate().filter(|(_, mix)| config.mixes.contains(&mix.name)) {
             let ops =
                 requests(mix, existing, config.operations, config.seed.wrapping_add(index as u64 * 1009 + size as u64));
             existing += ops.iter().filter(|op| matches!(op, Op::Insert(_))).count() as u64;
@@ -784,6 +807,7 @@ mod tests {
             durability: Durability::Never,
             key_bytes: 16,
             seed: 5,
+            mixes: MIXES.iter().map(|mix| mix.name).collect(),
         };
         let values = Values::new(32, 5);
         let mut tern = TernClient::open(&directory.path().join("t.tern"), config.durability).unwrap();

@@ -1,6 +1,7 @@
 //! `tern check FILE`: opens the database and runs its integrity check, like SQLite's
 //! `PRAGMA integrity_check`; prints what was checked and every problem, and exits non-zero if
-//! there is any (or if the file does not open).
+//! there is any (or if the file does not open). With `--read-only` it writes nothing: the
+//! log is replayed into memory only.
 
 use std::io::Write;
 use std::path::Path;
@@ -8,14 +9,17 @@ use std::path::Path;
 /// Exit status when problems were found.
 pub const PROBLEMS: u8 = 1;
 
-/// Checks the database at `path`; writes the report to `out` and returns the exit status.
-pub fn run(path: &Path, out: &mut dyn Write) -> anyhow::Result<u8> {
+/// Checks the database at `path` (without writing to it with `read_only`); writes the report
+/// to `out` and returns the exit status.
+pub fn run(path: &Path, read_only: bool, out: &mut dyn Write) -> anyhow::Result<u8> {
     if !path.exists() {
         anyhow::bail!("no database at {}", path.display());
     }
-    writeln!(out, "checking {}", path.display())?;
+    let how = if read_only { " read-only (the log replayed in memory, nothing written)" } else { "" };
+    writeln!(out, "checking {}{how}", path.display())?;
     // Opening replays the write-ahead log, so what is checked is the database as recovered.
-    let report = match tern::Database::open(path, tern::Options::default()) {
+    let options = tern::Options { read_only, ..tern::Options::default() };
+    let report = match tern::Database::open(path, options) {
         Ok(db) => db.integrity_check(),
         Err(error) => Err(error),
     };
@@ -25,7 +29,8 @@ pub fn run(path: &Path, out: &mut dyn Write) -> anyhow::Result<u8> {
             writeln!(out, "problem: the database does not open: {error}")?;
             // Still list every damaged page, from the page store alone.
             let mut count = 1;
-            match tern_pagestore::BufferPool::open(path, tern_pagestore::PoolConfig::with_size(1 << 20)) {
+            let config = tern_pagestore::PoolConfig { read_only, ..tern_pagestore::PoolConfig::with_size(1 << 20) };
+            match tern_pagestore::BufferPool::open(path, config) {
                 Ok(pool) => {
                     let damaged = pool.verify_allocated_pages();
                     writeln!(out, "pages: {} allocated, {} damaged", pool.allocated_pages().len(), damaged.len())?;

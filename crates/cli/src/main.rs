@@ -65,6 +65,11 @@ enum Command {
     Check {
         /// The database file.
         file: PathBuf,
+        /// Write nothing: replay the log in memory only, and leave the file and the log as
+        /// they are (by default the check opens the database as any writer would, so the log
+        /// is written into the file first).
+        #[arg(long)]
+        read_only: bool,
     },
     /// Torture tests against real processes and files.
     #[command(subcommand)]
@@ -135,7 +140,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             tern_bench::run(&args).with_context(|| format!("tern bench {name} failed"))?;
         }
         Command::Slt(args) => run_slt(&args)?,
-        Command::Check { file } => return check::run(&file, &mut std::io::stdout().lock()),
+        Command::Check { file, read_only } => return check::run(&file, read_only, &mut std::io::stdout().lock()),
         Command::Torture(TortureCommand::Crash(args)) => {
             let summary = torture::run(&args, &mut std::io::stdout().lock())?;
             println!(

@@ -127,3 +127,40 @@ fn check_reports_a_damaged_log_record() {
     assert_eq!(output.status.code(), Some(1), "{report}");
     assert!(report.contains("logged.tern-wal") && report.contains("offset"), "{report}");
 }
+
+/// `tern check --read-only` leaves every byte of the file and its logs as they were, yet
+/// checks the rows that only the log holds; a plain check (which writes the log into the
+/// file) then finds the same database.
+#[test]
+fn check_read_only_writes_nothing_and_checks_the_log_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("logged.tern");
+    {
+        let db = tern::Database::open(&path, tern::Options::default()).unwrap();
+        let connection = db.connect();
+        connection.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT UNIQUE)", ()).unwrap();
+        for id in 0..250 {
+            connection.execute("INSERT INTO t VALUES (?1, 'value ' || ?1)", (id,)).unwrap();
+        }
+    } // closed: the commits stay in the log
+    let snapshot = || {
+        let mut files: Vec<(std::ffi::OsString, Vec<u8>)> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap())
+            .map(|entry| (entry.file_name(), std::fs::read(entry.path()).unwrap()))
+            .collect();
+        files.sort();
+        files
+    };
+    let before = snapshot();
+    let output = tern(&["check", "--read-only", path.to_str().unwrap()]);
+    let report = text(&output);
+    assert!(output.status.success(), "{report}");
+    assert!(report.contains("read-only") && report.contains("1 tables with 250 rows"), "{report}");
+    assert!(report.contains("1 indexes with 250 entries") && report.ends_with("ok\n"), "{report}");
+    assert!(snapshot() == before, "check --read-only changed the files");
+
+    let output = tern(&["check", path.to_str().unwrap()]);
+    let report = text(&output);
+    assert!(output.status.success() && report.contains("1 tables with 250 rows"), "{report}");
+}

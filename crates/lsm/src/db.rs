@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use tern_pagestore::{BufferPool, OsVfs, PoolStats, Vfs};
+use tern_pagestore::{BufferPool, OsVfs, PoolConfig, PoolStats, Vfs};
 
 /// Largest table a flush writes before it starts another (at a user-key boundary). A memtable
 /// can overshoot its size by the write groups in flight when it is switched, and a table must fit in one run of pages (about
@@ -276,6 +276,8 @@ pub struct Stats {
     /// or a flush.
     pub slowdowns: u64,
     pub stops: u64,
+    /// Pages auto-vacuum moved down the file after compactions.
+    pub auto_vacuum_pages: u64,
     pub filter_checks: u64,
     pub filter_negatives: u64,
     pub block_reads: u64,
@@ -288,7 +290,7 @@ pub struct Stats {
 }
 
 #[derive(Default)]
-struct Counters {
+pub(crate) struct Counters {
     batches: AtomicU64,
     write_groups: AtomicU64,
     wal_bytes: AtomicU64,
@@ -300,6 +302,7 @@ struct Counters {
     compaction_bytes_written: AtomicU64,
     slowdowns: AtomicU64,
     stops: AtomicU64,
+    pub(crate) auto_vacuum_pages: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64, by: u64) {
@@ -370,7 +373,7 @@ pub(crate) struct Inner {
     pub(crate) install: Mutex<ManifestState>,
     pub(crate) next_table_id: AtomicU64,
     pub(crate) table_counters: Arc<TableCounters>,
-    counters: Counters,
+    pub(crate) counters: Counters,
     syncer_stop: (Mutex<bool>, Condvar),
 }
 
@@ -420,14 +423,18 @@ impl Db {
         Self::open_with(Arc::new(OsVfs), path.as_ref(), options)
     }
 
-    /// Opens (or creates) the database at `path` on `vfs`, replaying its log.
+    /// Opens (or creates) the database at `path` on `vfs`, replaying its log. With
+    /// [`Options::read_only`] nothing is written: the database must exist, the log is replayed
+    /// into a memtable that stays in memory, and every write fails with
+    /// [`Error::OpenedReadOnly`].
     pub fn open_with(vfs: Arc<dyn Vfs>, path: &Path, options: Options) -> Result<Db> {
         options.validate()?;
-        let fresh = !vfs.exists(path);
+        let fresh = !vfs.exists(path) && !options.read_only;
+        let pool_config = PoolConfig { read_only: options.read_only, ..options.pool.clone() };
         let pool = if fresh {
-            BufferPool::create_with(vfs.clone(), path, options.page_size, options.pool.clone())?
+            BufferPool::create_with(vfs.clone(), path, options.page_size, pool_config)?
         } else {
-            BufferPool::open_with(vfs.clone(), path, options.pool.clone())?
+            BufferPool::open_with(vfs.clone(), path, pool_config)?
         };
         let pool = Arc::new(pool);
         let [wal_path, next_wal_path] = log_paths(path);
@@ -523,56 +530,14 @@ impl Db {
             syncer_stop: (Mutex::new(false), Condvar::new()),
         });
 
-        // Recovered writes go to a level-0 table, so the logs can start afresh.
-        {
-            let mut install = inner.install.lock();
-            let mut version = (*inner.view().version).clone();
-            if !recovered.is_empty() {
-                // No snapshot exists yet: of each key only the newest version is needed.
-                version.levels[0].extend(inner.write_level0(Arc::new(recovered), last_sequence)?);
-                version.sort();
-            }
-            // From here on every write is in a table or in the new log, which starts at
-            // `last_sequence + 1`: record that as flushed, or the next replay would find a gap.
-            if location.is_none() || last_sequence > header.flushed_sequence || last_position > header.last_position {
-                let header = ManifestHeader {
-                    next_table_id: inner.next_table_id.load(Ordering::SeqCst),
-                    flushed_sequence: last_sequence,
-                    last_sequence,
-                    last_position,
-                };
-                inner.persist(&mut install, &version, header)?;
-            }
-            inner.sweep_orphans(&install, &version)?;
-            inner.set_view(ReadView {
-                mem: Arc::new(Memtable::with_capacity(inner.options.memtable_size)),
-                imm: None,
-                version: Arc::new(version),
-            });
+        if inner.options.read_only {
+            // Nothing is written: what the log holds stays in memory, as the memtable.
+            let version = inner.view().version.clone();
+            inner.set_view(ReadView { mem: Arc::new(recovered), imm: None, version });
+            return Ok(Db { inner, threads: Vec::new(), closed: false });
         }
-        for (log, log_position) in [&inner.wal_path, &inner.next_wal_path].into_iter().zip(log_positions) {
-            inner.retire_log(log, log_position)?;
-        }
-        let preallocate = inner.options.sync == SyncPolicy::EveryCommit;
-        inner.wal.lock().wal = Wal::create(vfs.as_ref(), &wal_path, preallocate)?;
-        inner.wal.lock().spare = Some(Wal::create(vfs.as_ref(), &inner.next_wal_path, preallocate)?);
-
-        let mut threads = Vec::new();
-        let spawn = |name: &str, work: fn(Arc<Inner>), inner: &Arc<Inner>| {
-            let inner = inner.clone();
-            std::thread::Builder::new()
-                .name(name.to_string())
-                .spawn(move || {
-                    batch_priority();
-                    work(inner)
-                })
-                .map_err(|error| Error::io("spawn a thread for", Path::new(name), error))
-        };
-        threads.push(spawn("tern-lsm-flush", flush_loop, &inner)?);
-        threads.push(spawn("tern-lsm-compact", compaction_loop, &inner)?);
-        if let SyncPolicy::Interval(_) = inner.options.sync {
-            threads.push(spawn("tern-lsm-sync", sync_loop, &inner)?);
-        }
+        let recovery = Recovery { recovered, location, header, last_sequence, last_position, log_positions };
+        let threads = inner.start_writing(recovery)?;
         Ok(Db { inner, threads, closed: false })
     }
 
@@ -673,6 +638,7 @@ impl Db {
     /// Removes the retained logs whose write groups are all at or below position `through`
     /// (every reader is past them).
     pub fn release_log(&self, through: u64) -> Result<()> {
+        self.inner.check_writable()?;
         archive::release(self.inner.vfs.as_ref(), &self.inner.wal_path, through)
     }
 
@@ -809,6 +775,7 @@ impl Db {
 
     /// Writes the memtable to a level-0 table and waits until it is durable in the page store.
     pub fn flush(&self) -> Result<()> {
+        self.inner.check_writable()?;
         self.inner.submit(WriteBatch::new(), true)?;
         let mut state = self.inner.state.lock();
         while self.inner.view().imm.is_some() {
@@ -859,6 +826,9 @@ impl Db {
     /// reads). Fails if the background threads stopped on an error.
     pub fn wait_for_background_work(&self) -> Result<()> {
         let inner = &self.inner;
+        if inner.options.read_only {
+            return Ok(()); // no background thread runs
+        }
         let mut state = inner.state.lock();
         loop {
             if let Some(error) = &state.bg_error {
@@ -874,6 +844,11 @@ impl Db {
             }
             inner.changed.wait(&mut state);
         }
+    }
+
+    /// Whether the database was opened with [`Options::read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.options.read_only
     }
 
     /// The file system the database lives on (where its readers' temporary files go too).
@@ -908,6 +883,7 @@ impl Db {
             compaction_bytes_written: counter(&inner.counters.compaction_bytes_written),
             slowdowns: counter(&inner.counters.slowdowns),
             stops: counter(&inner.counters.stops),
+            auto_vacuum_pages: counter(&inner.counters.auto_vacuum_pages),
             filter_checks: counter(&inner.table_counters.filter_checks),
             filter_negatives: counter(&inner.table_counters.filter_negatives),
             block_reads: counter(&inner.table_counters.block_reads),
@@ -1049,7 +1025,7 @@ impl Db {
             }
         }
         drop(wal);
-        if failed.is_none() {
+        if failed.is_none() && !self.inner.options.read_only {
             self.inner.pool.checkpoint()?;
         }
         Ok(())
@@ -1061,6 +1037,78 @@ impl Drop for Db {
         if let Err(error) = self.shutdown() {
             tracing::warn!(%error, "closing the database failed");
         }
+    }
+}
+
+/// What opening found: the writes replayed from the logs and where the manifest left off.
+struct Recovery {
+    recovered: Memtable,
+    location: Option<ManifestLocation>,
+    header: ManifestHeader,
+    last_sequence: u64,
+    last_position: u64,
+    /// The last position in each log, to name it when it is retained.
+    log_positions: [u64; 2],
+}
+
+impl Inner {
+    /// Makes a recovered database writable: writes what the logs held to a level-0 table,
+    /// retires the logs, creates fresh ones, and starts the background threads.
+    fn start_writing(self: &Arc<Inner>, recovery: Recovery) -> Result<Vec<JoinHandle<()>>> {
+        let log_positions = recovery.log_positions;
+        self.install_recovered(recovery)?;
+        for (log, log_position) in [&self.wal_path, &self.next_wal_path].into_iter().zip(log_positions) {
+            self.retire_log(log, log_position)?;
+        }
+        let preallocate = self.options.sync == SyncPolicy::EveryCommit;
+        self.wal.lock().wal = Wal::create(self.vfs.as_ref(), &self.wal_path, preallocate)?;
+        self.wal.lock().spare = Some(Wal::create(self.vfs.as_ref(), &self.next_wal_path, preallocate)?);
+
+        let spawn = |name: &str, work: fn(Arc<Inner>)| {
+            let inner = self.clone();
+            std::thread::Builder::new()
+                .name(name.to_string())
+                .spawn(move || {
+                    batch_priority();
+                    work(inner)
+                })
+                .map_err(|error| Error::io("spawn a thread for", Path::new(name), error))
+        };
+        let mut threads = vec![spawn("tern-lsm-flush", flush_loop)?, spawn("tern-lsm-compact", compaction_loop)?];
+        if let SyncPolicy::Interval(_) = self.options.sync {
+            threads.push(spawn("tern-lsm-sync", sync_loop)?);
+        }
+        Ok(threads)
+    }
+
+    /// Recovered writes go to a level-0 table, so the logs can start afresh.
+    fn install_recovered(&self, recovery: Recovery) -> Result<()> {
+        let Recovery { recovered, location, header, last_sequence, last_position, .. } = recovery;
+        let mut install = self.install.lock();
+        let mut version = (*self.view().version).clone();
+        if !recovered.is_empty() {
+            // No snapshot exists yet: of each key only the newest version is needed.
+            version.levels[0].extend(self.write_level0(Arc::new(recovered), last_sequence)?);
+            version.sort();
+        }
+        // From here on every write is in a table or in the new log, which starts at
+        // `last_sequence + 1`: record that as flushed, or the next replay would find a gap.
+        if location.is_none() || last_sequence > header.flushed_sequence || last_position > header.last_position {
+            let header = ManifestHeader {
+                next_table_id: self.next_table_id.load(Ordering::SeqCst),
+                flushed_sequence: last_sequence,
+                last_sequence,
+                last_position,
+            };
+            self.persist(&mut install, &version, header)?;
+        }
+        self.sweep_orphans(&install, &version)?;
+        self.set_view(ReadView {
+            mem: Arc::new(Memtable::with_capacity(self.options.memtable_size)),
+            imm: None,
+            version: Arc::new(version),
+        });
+        Ok(())
     }
 }
 
@@ -1088,6 +1136,11 @@ impl tern_pagestore::vfs::VfsFile for NoFile {
 impl Inner {
     /// Waits until no compaction runs and keeps others from starting (`compact_range`,
     /// `vacuum`); `end_compaction_turn` lets them go on.
+    /// Fails with `OpenedReadOnly` on a database opened read-only.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.options.read_only { Err(Error::OpenedReadOnly) } else { Ok(()) }
+    }
+
     pub(crate) fn take_compaction_turn(&self) {
         let mut state = self.state.lock();
         while state.compacting {
@@ -1114,10 +1167,10 @@ impl Inner {
     }
 
     /// Makes the database refuse writes after `error` (from a log write, flush or compaction).
-    /// `Closed` (work cut short by shutdown) and `ReadOnly` (the echo of an earlier failure)
-    /// change nothing.
+    /// `Closed` (work cut short by shutdown), `ReadOnly` (the echo of an earlier failure) and
+    /// `OpenedReadOnly` (a write refused by a read-only database) change nothing.
     pub(crate) fn fail(&self, error: &Error) {
-        if matches!(error, Error::Closed | Error::ReadOnly(_)) {
+        if matches!(error, Error::Closed | Error::ReadOnly(_) | Error::OpenedReadOnly) {
             return;
         }
         let mut state = self.state.lock();
@@ -1228,6 +1281,7 @@ impl Inner {
 
     /// [`Db::log_write`]; with `rotate`, first makes a non-empty memtable immutable.
     fn log_write(&self, position: u64, batches: &[&WriteBatch], rotate: bool) -> Result<LoggedWrite> {
+        self.check_writable()?;
         let _turn = self.log_turn.lock();
         // Only a log write switches memtables, so this one stays current until the group is in.
         let mem = self.make_room(rotate)?;
@@ -1708,7 +1762,7 @@ fn compaction_loop(inner: Arc<Inner>) {
                 inner.changed.wait(&mut state);
             }
         };
-        let result = inner.run_compaction(compaction);
+        let result = inner.run_compaction(compaction).and_then(|()| inner.auto_vacuum_step().map(|_| ()));
         inner.state.lock().compacting = false;
         inner.changed.notify_all();
         if inner.options.release_memory {

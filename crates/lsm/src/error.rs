@@ -40,6 +40,9 @@ pub enum Error {
     /// because what reached the disk is uncertain.
     #[error("the database refuses writes after an earlier error: {0}")]
     ReadOnly(String),
+    /// A write to a database opened with [`Options::read_only`](crate::Options::read_only).
+    #[error("the database was opened read-only")]
+    OpenedReadOnly,
     /// The database was closed.
     #[error("the database is closed")]
     Closed,
@@ -95,6 +98,7 @@ impl Error {
                 Error::LogTruncated { position: *position, removed_through: *removed_through }
             }
             Error::Closed => Error::Closed,
+            Error::OpenedReadOnly => Error::OpenedReadOnly,
             Error::PageStore(error) if error.is_corruption() => Error::corruption("page store", error.to_string()),
             Error::PageStore(error) => Error::ReadOnly(error.to_string()),
         }

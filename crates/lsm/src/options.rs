@@ -52,6 +52,11 @@ pub struct Options {
     /// operating system (glibc's `malloc_trim`), so that resident memory follows what is in
     /// use: for small devices, at the cost of a walk over the allocator's free lists.
     pub release_memory: bool,
+    /// Open an existing database without writing anything (`tern check --read-only`): the log
+    /// is replayed into a memtable that stays in memory, no background thread runs, and every
+    /// write, flush, compaction or vacuum fails with
+    /// [`Error::OpenedReadOnly`](crate::Error::OpenedReadOnly). Sets the pool's `read_only`.
+    pub read_only: bool,
 }
 
 impl Default for Options {
@@ -71,6 +76,7 @@ impl Default for Options {
             resident_index_levels: 2,
             retain_log_bytes: 0,
             release_memory: false,
+            read_only: false,
         }
     }
 }

@@ -23,6 +23,15 @@ use std::sync::atomic::Ordering;
 /// it started.
 const MAX_PASSES: usize = 3;
 
+/// Auto-vacuum steps in once the file is more than `NUMERATOR / DENOMINATOR` times the pages
+/// in use (the tail cut alone cannot shrink it past holes in the middle).
+const AUTO_VACUUM_NUMERATOR: u64 = 3;
+const AUTO_VACUUM_DENOMINATOR: u64 = 2;
+
+/// Tables' worth of pages one auto-vacuum step moves at most (a compaction writes about as
+/// many), so that it adds a bounded share to the compaction's writes.
+const AUTO_VACUUM_STEP_TABLES: u64 = 4;
+
 /// What a vacuum did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct VacuumReport {
@@ -41,12 +50,13 @@ impl Db {
     /// for it. A failure leaves the database as it was before the pass that failed.
     pub fn vacuum(&self) -> Result<VacuumReport> {
         let inner = self.inner();
+        inner.check_writable()?;
         inner.take_compaction_turn();
         let result = (|| {
             let mut report = VacuumReport { file_pages_before: inner.pool.page_count(), ..VacuumReport::default() };
             inner.pool.truncate_free_tail_now()?;
             for _ in 0..MAX_PASSES {
-                let (tables, pages) = inner.move_tables_down()?;
+                let (tables, pages) = inner.move_tables_down(u64::MAX)?;
                 inner.pool.truncate_free_tail_now()?;
                 report.tables_moved += tables;
                 report.pages_moved += pages;
@@ -66,9 +76,30 @@ impl Db {
 }
 
 impl Inner {
-    /// One pass: copies every table that has a free run below it there, installs the copies
-    /// and retires the originals. Returns the tables and pages moved.
-    fn move_tables_down(&self) -> Result<(u64, u64)> {
+    /// Auto-vacuum, run by the compaction thread after each compaction: when checkpoints cut
+    /// the free tail (`auto_vacuum`) and the file is over 1.5 times its pages in use, moves the
+    /// tables nearest its end into the lowest free runs, a few tables' worth at a time, so that
+    /// the next checkpoints can cut where they were. Returns the pages moved.
+    pub(crate) fn auto_vacuum_step(&self) -> Result<u64> {
+        if !self.pool.truncates_free_tail() {
+            return Ok(0);
+        }
+        let file_pages = self.pool.page_count();
+        let in_use = self.pool.stats().allocated_pages;
+        let step = AUTO_VACUUM_STEP_TABLES * (self.options.table_target_size / self.pool.page_size()) as u64;
+        // Below a step of slack, moving gains nothing the tail cut does not.
+        if file_pages * AUTO_VACUUM_DENOMINATOR <= in_use * AUTO_VACUUM_NUMERATOR || file_pages < in_use + step {
+            return Ok(0);
+        }
+        let (_, pages) = self.move_tables_down(step)?;
+        self.counters.auto_vacuum_pages.fetch_add(pages, Ordering::Relaxed);
+        Ok(pages)
+    }
+
+    /// One pass: copies each table that has a free run below it there, from the end of the file
+    /// down, until `budget` pages are copied; installs the copies and retires the originals.
+    /// Returns the tables and pages moved.
+    fn move_tables_down(&self, budget: u64) -> Result<(u64, u64)> {
         let view = self.view();
         let mut tables: Vec<(usize, Arc<Table>)> =
             view.version.tables().map(|(level, table)| (level, table.clone())).collect();
@@ -76,8 +107,13 @@ impl Inner {
         tables.sort_by_key(|(_, table)| std::cmp::Reverse(table.meta.first_page));
         let mut copies: Vec<(u64, Table)> = Vec::new();
         let copied = (|| {
+            let mut copied_pages = 0;
             for (level, table) in &tables {
+                if copied_pages >= budget {
+                    break;
+                }
                 if let Some(meta) = self.copy_down(&table.meta)? {
+                    copied_pages += meta.page_count;
                     let old_id = table.meta.id;
                     match self.open_table(meta.clone(), *level) {
                         Ok(copy) => copies.push((old_id, copy)),

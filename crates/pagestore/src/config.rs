@@ -30,6 +30,10 @@ pub struct PoolConfig {
     /// growth steps of them, the file shrinks to one growth step past the last page in use.
     /// Can be changed while the pool runs ([`BufferPool::set_truncate_free_tail`](crate::BufferPool::set_truncate_free_tail)).
     pub truncate_free_tail: bool,
+    /// Open the file for reading only: nothing is ever written to it (no checkpoint, not
+    /// even at close), and every call that would write, allocate or free a page fails with
+    /// [`Error::ReadOnly`](crate::Error::ReadOnly). A file cannot be created read-only.
+    pub read_only: bool,
 }
 
 impl Default for PoolConfig {
@@ -43,6 +47,7 @@ impl Default for PoolConfig {
             numa: NumaMode::Auto,
             direct_io: false,
             truncate_free_tail: true,
+            read_only: false,
         }
     }
 }

@@ -86,6 +86,9 @@ pub enum Error {
     Poisoned(String),
     #[error("the page store is closed")]
     Closed,
+    /// A write, an allocation or a release on a store opened read-only.
+    #[error("the page store was opened read-only")]
+    ReadOnly,
     #[error("buffer pool inconsistent: {}", .0.join("; "))]
     Inconsistent(Vec<String>),
 }

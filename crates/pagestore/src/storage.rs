@@ -69,12 +69,12 @@ impl PageFile {
         self.path = path.to_path_buf();
     }
 
-    /// Opens an existing file and decodes its header.
-    pub fn open(vfs: &dyn Vfs, path: &Path, direct_io: bool) -> Result<(PageFile, FileHeader)> {
+    /// Opens an existing file (for reading only with `read_only`) and decodes its header.
+    pub fn open(vfs: &dyn Vfs, path: &Path, direct_io: bool, read_only: bool) -> Result<(PageFile, FileHeader)> {
         if !vfs.exists(path) {
             return Err(Error::NotFound { path: path.to_path_buf() });
         }
-        let options = OpenOptions { create_new: false, direct_io, read_only: false };
+        let options = OpenOptions { create_new: false, direct_io, read_only };
         let file = vfs.open(path, options).map_err(|error| open_error(path, error))?;
         let length = file.size().map_err(|error| Error::io(IoOp::Length, path, None, error))?;
         if length < MIN_PAGE_SIZE as u64 {

@@ -486,3 +486,41 @@ fn a_create_that_cannot_make_its_file_durable_leaves_no_file() {
     assert!(matches!(error, Error::Io { .. }), "{error}");
     assert!(!memory.exists(Path::new("d.tern")));
 }
+
+/// A store opened read-only reads every page, refuses every write, allocation, release and
+/// checkpoint with `ReadOnly`, and leaves the file byte for byte as it was, even when dropped.
+#[test]
+fn a_read_only_store_reads_and_writes_nothing() {
+    let (vfs, pool) = memory_pool(64, 2);
+    let pages: Vec<u64> = (0..40).map(|version| alloc_filled(&pool, version)).collect();
+    pool.checkpoint_with_root(b"root").unwrap();
+    drop(pool);
+    let path = Path::new("test.tern");
+    let before = vfs.contents(path).unwrap();
+    let pool = BufferPool::open_with(Arc::new(vfs.clone()), path, read_only_config()).unwrap();
+    assert!(pool.is_read_only());
+    assert_eq!(pool.root(), b"root");
+    for (version, &page) in pages.iter().enumerate() {
+        assert_eq!(version_of(&pool.pin_read(page).unwrap(), page), Some(version as u64));
+    }
+    let refused = |result: tern_pagestore::Result<()>, what: &str| {
+        assert!(matches!(result, Err(Error::ReadOnly)), "{what}: {result:?}");
+    };
+    refused(pool.alloc().map(|_| ()), "alloc");
+    refused(pool.alloc_run(4).map(|_| ()), "alloc_run");
+    refused(pool.alloc_run_below(1, 1000).map(|_| ()), "alloc_run_below");
+    refused(pool.pin_write(pages[0]).map(|_| ()), "pin_write");
+    refused(pool.pin_overwrite(pages[0]).map(|_| ()), "pin_overwrite");
+    refused(pool.release(pages[0]), "release");
+    refused(pool.checkpoint(), "checkpoint");
+    refused(pool.checkpoint_with_root(b"other"), "checkpoint_with_root");
+    refused(pool.truncate_free_tail_now().map(|_| ()), "truncate_free_tail_now");
+    drop(pool);
+    assert!(vfs.contents(path).unwrap() == before, "the file changed");
+    let error = BufferPool::create_with(Arc::new(MemoryVfs::new()), path, PAGE, read_only_config());
+    assert!(matches!(error, Err(Error::InvalidConfig(_))), "{:?}", error.map(|_| ()));
+}
+
+fn read_only_config() -> PoolConfig {
+    PoolConfig { read_only: true, ..config(16, 2) }
+}

@@ -53,6 +53,11 @@ pub struct Options {
     /// table changed since its last ANALYZE (at most every 30 s per table). Off, statistics
     /// are what ANALYZE statements gather.
     pub auto_analyze: bool,
+    /// Open an existing database without writing anything to its files, as
+    /// `tern check --read-only` does: the log is replayed in memory only, and every statement
+    /// that writes fails with SQLSTATE 25006. Automatic ANALYZE does not run. The file is not
+    /// locked: no other process should write it meanwhile.
+    pub read_only: bool,
 }
 
 /// The sizes an [`Options`] comes to once its memory budget is divided.
@@ -81,6 +86,7 @@ impl Default for Options {
             retry_attempts: 100,
             dialect: tern_sql::Dialect::Sqlite,
             auto_analyze: true,
+            read_only: false,
         }
     }
 }
@@ -160,7 +166,8 @@ impl Options {
         options.result_cache = sizes.result_cache_size;
         options.autocommit_attempts = self.retry_attempts;
         options.dialect = self.dialect;
-        if !self.auto_analyze {
+        lsm.read_only = self.read_only;
+        if !self.auto_analyze || self.read_only {
             options.auto_analyze = None;
         }
         Ok((options, sizes))

@@ -105,10 +105,12 @@ impl Error {
     }
 }
 
-/// The SQLSTATE of a failure of the key-value engine: damaged data, a full disk, or another
-/// I/O error.
+/// The SQLSTATE of a failure of the key-value engine: a write to a database opened
+/// read-only, damaged data, a full disk, or another I/O error.
 fn storage_sqlstate(error: &tern_lsm::Error) -> &'static str {
-    if error.is_corruption() {
+    if matches!(error, tern_lsm::Error::OpenedReadOnly) {
+        "25006" // read_only_sql_transaction
+    } else if error.is_corruption() {
         "XX001"
     } else if error.is_disk_full() {
         "53100"

@@ -456,6 +456,10 @@ impl Transaction {
             let sequence = snapshot.as_ref().map_or_else(|| self.shared.db.latest_sequence(), |s| s.lsm.sequence());
             return Ok(CommitInfo { sequence, batch: None });
         }
+        if self.shared.db.is_read_only() {
+            // Refused here, before the pipeline, whose failed log writes stop later commits.
+            return Err(Error::Storage(tern_lsm::Error::OpenedReadOnly));
+        }
         let writes = std::mem::take(&mut self.writes);
         let reads = std::mem::take(&mut self.reads);
         let read_batch = snapshot.as_ref().map(|snapshot| snapshot.read_batch);

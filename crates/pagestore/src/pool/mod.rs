@@ -161,6 +161,8 @@ pub(crate) struct Shared {
     truncate_free_tail: AtomicBool,
     /// Pages cut from the end of the file so far.
     truncated_pages: AtomicU64,
+    /// Opened read-only (`PoolConfig::read_only`): nothing is written, not even at close.
+    read_only: bool,
 }
 
 /// How much of the file's free tail a checkpoint cuts.
@@ -261,6 +263,9 @@ impl BufferPool {
             )));
         }
         config.validate(page_size)?;
+        if config.read_only {
+            return Err(Error::InvalidConfig("a database file cannot be created read-only".into()));
+        }
         // The file is made under a temporary name and renamed once its header is on disk: a
         // process killed while creating leaves no half-made database where one is expected
         // (only a temporary file, removed by the next attempt).
@@ -313,7 +318,7 @@ impl BufferPool {
 
     /// Opens a database file through `vfs`.
     pub fn open_with(vfs: Arc<dyn Vfs>, path: &Path, config: PoolConfig) -> Result<BufferPool> {
-        let (file, header) = PageFile::open(vfs.as_ref(), path, config.direct_io)?;
+        let (file, header) = PageFile::open(vfs.as_ref(), path, config.direct_io, config.read_only)?;
         let Some((current, checkpoint)) = header.current() else {
             return Err(Error::NotADatabase {
                 path: path.to_path_buf(),
@@ -408,6 +413,7 @@ impl BufferPool {
             prefetch_queue,
             closed: AtomicBool::new(false),
             truncate_free_tail: AtomicBool::new(config.truncate_free_tail),
+            read_only: config.read_only,
             truncated_pages: AtomicU64::new(0),
         });
         let prefetcher = receiver.map(|receiver| Prefetcher::start(shared.clone(), receiver, config.prefetch_workers));
@@ -447,6 +453,7 @@ impl BufferPool {
 
     /// Pins `page` for writing; the first mutable access marks it dirty.
     pub fn pin_write(&self, page: PageId) -> Result<PageWriteGuard<'_>> {
+        self.shared.check_writable()?;
         let slot = self.shared.pin(page, Fill::Read, Latch::Exclusive)?;
         Ok(PageWriteGuard::new(&self.shared, slot, page))
     }
@@ -454,6 +461,7 @@ impl BufferPool {
     /// Pins an allocated `page` that the caller will overwrite completely: nothing is read, the
     /// payload starts zeroed, and the page is dirty.
     pub fn pin_overwrite(&self, page: PageId) -> Result<PageWriteGuard<'_>> {
+        self.shared.check_writable()?;
         if !self.shared.allocation.lock().is_allocated(page) || self.shared.is_protected(page) {
             return Err(self.shared.not_pinnable(page));
         }
@@ -478,7 +486,7 @@ impl BufferPool {
     /// Allocates `n` contiguous pages (not pinned) and returns the first. Pin them with
     /// [`pin_overwrite`](Self::pin_overwrite) to fill them without reading.
     pub fn alloc_run(&self, n: u64) -> Result<PageId> {
-        self.shared.check_open()?;
+        self.shared.check_writable()?;
         if n == 0 {
             return Err(Error::InvalidConfig("a run of zero pages".into()));
         }
@@ -488,7 +496,7 @@ impl BufferPool {
     /// Allocates `n` contiguous pages that all lie before page `end`, if such a run is free,
     /// without growing the file: for moving data towards the start of the file (`VACUUM`).
     pub fn alloc_run_below(&self, n: u64, end: PageId) -> Result<Option<PageId>> {
-        self.shared.check_open()?;
+        self.shared.check_writable()?;
         if n == 0 {
             return Err(Error::InvalidConfig("a run of zero pages".into()));
         }
@@ -558,6 +566,11 @@ impl BufferPool {
     /// Turns the cut of the free tail at checkpoints on or off (`PoolConfig::truncate_free_tail`).
     pub fn set_truncate_free_tail(&self, on: bool) {
         self.shared.truncate_free_tail.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether the store was opened read-only (`PoolConfig::read_only`).
+    pub fn is_read_only(&self) -> bool {
+        self.shared.read_only
     }
 
     /// Whether checkpoints cut the free tail.
@@ -672,6 +685,12 @@ impl Shared {
 
     fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) { Err(Error::Closed) } else { Ok(()) }
+    }
+
+    /// As `check_open`, and fails with `ReadOnly` on a store opened read-only.
+    fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
+        if self.read_only { Err(Error::ReadOnly) } else { Ok(()) }
     }
 
     /// Address of the first payload byte of `slot`'s frame.
@@ -1191,7 +1210,7 @@ impl Shared {
     }
 
     fn release(&self, page: PageId) -> Result<()> {
-        self.check_open()?;
+        self.check_writable()?;
         let page_count = self.file.size();
         if page >= page_count {
             return Err(Error::PageOutOfRange { page, page_count });
@@ -1221,7 +1240,7 @@ impl Shared {
     }
 
     fn checkpoint(&self, root: Option<&[u8]>, cut: Cut) -> Result<()> {
-        self.check_open()?;
+        self.check_writable()?;
         let _one_at_a_time = self.checkpoint_lock.lock();
         let (sequence, target) = {
             let header = self.header.lock();
@@ -1309,7 +1328,8 @@ impl Shared {
         if self.closed.load(Ordering::Acquire) {
             return Ok(());
         }
-        let result = self.checkpoint(None, Cut::Auto);
+        // A read-only store has nothing to write back.
+        let result = if self.read_only { Ok(()) } else { self.checkpoint(None, Cut::Auto) };
         self.closed.store(true, Ordering::Release);
         result
     }
