@@ -44,8 +44,10 @@ pub const NAME: &str = "kv";
 pub const WORKLOADS: [&str; 5] = ["fillseq", "fillrandom", "readrandom", "readseq", "readwhilewriting"];
 /// Bytes of a key: its number as zero-padded decimal, as db_bench makes them.
 pub const KEY_SIZE: usize = 16;
-/// Bytes of a value.
+/// Bytes of a value unless `--value-size` says otherwise (db_bench's default).
 pub const VALUE_SIZE: usize = 100;
+/// Largest `--value-size`.
+pub const MAX_VALUE_SIZE: usize = 1 << 20;
 /// Most `--keys`: the random order of `fillrandom` is held in memory (8 bytes a key).
 pub const MAX_KEYS: u64 = 100_000_000;
 /// Name of Tern's database file in the work directory (its log is `kv.tern-wal`).
@@ -86,6 +88,10 @@ pub struct KvArgs {
     /// WAL on). Each put then costs an fsync: use far fewer --keys.
     #[arg(long)]
     pub sync: bool,
+
+    /// Bytes of each value [default: 100].
+    #[arg(long, default_value_t = VALUE_SIZE)]
+    pub value_size: usize,
 
     /// Memtable (write buffer) of each engine, in MiB (at most Tern's maximum, 64).
     #[arg(long, default_value_t = 64)]
@@ -152,6 +158,12 @@ impl KvArgs {
                 self.memtable_mib
             )));
         }
+        if !(1..=MAX_VALUE_SIZE).contains(&self.value_size) {
+            return Err(BenchError::Config(format!(
+                "--value-size {} must be between 1 and {MAX_VALUE_SIZE}",
+                self.value_size
+            )));
+        }
         if !(1..=1 << 20).contains(&self.cache_mib) {
             return Err(BenchError::Config(format!("--cache-mib {} must be between 1 and 1048576", self.cache_mib)));
         }
@@ -159,7 +171,7 @@ impl KvArgs {
             keys,
             reads: keys,
             key_size: KEY_SIZE,
-            value_size: VALUE_SIZE,
+            value_size: self.value_size,
             sync: self.sync,
             memtable_bytes: self.memtable_mib << 20,
             cache_bytes: self.cache_mib << 20,
@@ -185,12 +197,14 @@ pub fn write_key(key: &mut [u8; KEY_SIZE], mut index: u64) {
 /// any read can be checked.
 pub struct Values {
     source: Vec<u8>,
+    size: usize,
 }
 
 impl Values {
-    pub fn new(seed: u64) -> Values {
+    /// Values of `size` bytes.
+    pub fn new(seed: u64, size: usize) -> Values {
         let mut rng = SmallRng::seed_from_u64(seed);
-        let mut source = vec![0u8; VALUE_SOURCE_BYTES + VALUE_SIZE];
+        let mut source = vec![0u8; VALUE_SOURCE_BYTES + size];
         for run in source.chunks_mut(32) {
             let half = run.len().min(16);
             let (random, copy) = run.split_at_mut(half);
@@ -198,14 +212,14 @@ impl Values {
             let len = copy.len();
             copy.copy_from_slice(&random[..len]);
         }
-        Values { source }
+        Values { source, size }
     }
 
     /// The value of key number `index` written with `version` (0 by the fills, 1 by the
     /// writer of `readwhilewriting`).
     pub fn get(&self, index: u64, version: u64) -> &[u8] {
         let offset = (mix(index.wrapping_mul(2).wrapping_add(version)) % VALUE_SOURCE_BYTES as u64) as usize;
-        &self.source[offset..offset + VALUE_SIZE]
+        &self.source[offset..offset + self.size]
     }
 }
 
@@ -228,7 +242,7 @@ impl Plan {
     pub fn new(config: &KvConfig) -> Plan {
         let mut random_order: Vec<u64> = (0..config.keys).collect();
         random_order.shuffle(&mut SmallRng::seed_from_u64(config.seed));
-        Plan { config: config.clone(), values: Values::new(config.seed), random_order }
+        Plan { config: config.clone(), values: Values::new(config.seed, config.value_size), random_order }
     }
 }
 
@@ -253,6 +267,11 @@ pub trait Engine: Sync + Sized {
     /// Flushes the memtable and waits until no flush or compaction is running or due.
     fn settle(&self) -> Result<()>;
     fn stats(&self) -> EngineStats;
+    /// Bytes in each level and each level's target (level 0's target is 0), for the level
+    /// sizes over time; empty where the engine does not say.
+    fn levels(&self) -> Vec<(u64, u64)> {
+        Vec::new()
+    }
     /// Closes the database and deletes its files.
     fn destroy(self, dir: &Path) -> Result<()>;
     /// The durability setting, as the report states it.
@@ -307,6 +326,12 @@ impl Engine for TernKv {
 
     fn stats(&self) -> EngineStats {
         tern_stats(&self.db.stats())
+    }
+
+    fn levels(&self) -> Vec<(u64, u64)> {
+        let stats = self.db.stats();
+        let deepest = stats.levels.iter().rposition(|level| level.tables > 0).unwrap_or(0);
+        (0..=deepest.max(1)).map(|level| (stats.levels[level].bytes, self.db.level_target(level))).collect()
     }
 
     fn destroy(self, dir: &Path) -> Result<()> {
@@ -436,6 +461,9 @@ pub struct Phase {
     pub background_puts: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub background_puts_per_second: Option<f64>,
+    /// Fills: the level sizes with each timeline point (where the engine reports them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<LevelSample>,
 }
 
 impl Phase {
@@ -451,7 +479,15 @@ impl Phase {
         if let (Some(puts), Some(rate)) = (self.background_puts, self.background_puts_per_second) {
             text.push_str(&format!("; writer: {puts} puts, {rate:.0} puts/s"));
         }
+        if let Some(peak) = self.level1_peak() {
+            text.push_str(&format!("; L1 at most {peak:.2}x its target"));
+        }
         text
+    }
+
+    /// The most L1 held over its target at any sample of a fill.
+    pub fn level1_peak(&self) -> Option<f64> {
+        self.levels.iter().map(LevelSample::level1_over_target).reduce(f64::max)
     }
 }
 
@@ -536,6 +572,7 @@ impl Meter {
             timeline: self.timeline,
             background_puts: None,
             background_puts_per_second: None,
+            levels: Vec::new(),
         }
     }
 }
@@ -569,17 +606,51 @@ impl Check {
 }
 
 /// Puts every key, in the order `order` gives for each step, with version-0 values.
+/// Samples the level sizes with each point of the throughput timeline.
 fn fill<E: Engine>(db: &E, plan: &Plan, workload: &'static str, order: impl Fn(u64) -> u64) -> Result<Phase> {
     let total = plan.config.keys;
     let mut meter = Meter::start(E::NAME, workload, total);
     let mut key = [0u8; KEY_SIZE];
+    let mut levels = Vec::new();
     for step in 0..total {
         let index = order(step);
         write_key(&mut key, index);
         db.put(&key, plan.values.get(index, 0))?;
+        let points = meter.timeline.len();
         meter.done(step + 1);
+        if meter.timeline.len() > points {
+            levels.push(LevelSample::of(meter.start.elapsed().as_secs_f64(), db.levels()));
+        }
     }
-    Ok(meter.finish(workload, total))
+    levels.push(LevelSample::of(meter.start.elapsed().as_secs_f64(), db.levels()));
+    let mut phase = meter.finish(workload, total);
+    phase.levels = levels.into_iter().filter(|sample| !sample.bytes.is_empty()).collect();
+    Ok(phase)
+}
+
+/// The level sizes at one moment of a fill.
+#[derive(Debug, Clone, Serialize)]
+pub struct LevelSample {
+    pub seconds: f64,
+    /// Bytes per level, from L0.
+    pub bytes: Vec<u64>,
+    /// Target bytes per level (0 for L0).
+    pub targets: Vec<u64>,
+}
+
+impl LevelSample {
+    fn of(seconds: f64, levels: Vec<(u64, u64)>) -> LevelSample {
+        let (bytes, targets) = levels.into_iter().unzip();
+        LevelSample { seconds, bytes, targets }
+    }
+
+    /// L1's bytes over its target.
+    fn level1_over_target(&self) -> f64 {
+        match (self.bytes.get(1), self.targets.get(1)) {
+            (Some(&bytes), Some(&target)) if target > 0 => bytes as f64 / target as f64,
+            _ => 0.0,
+        }
+    }
 }
 
 /// `reads` gets of uniformly random existing keys (seeded: the same keys on both engines);
@@ -885,6 +956,7 @@ impl KvReport {
             }),
             over_time("Writes as they went", ["fillseq", "fillrandom"]),
             over_time("Point reads as they went", ["readrandom", "readwhilewriting"]),
+            self.level_panel(),
             Panel::Bars(BarPanel {
                 title: "readseq: full scan".into(),
                 y_label: "million entries/s".into(),
@@ -895,21 +967,62 @@ impl KvReport {
             }),
         ];
         let title = format!(
-            "tern bench kv: {} keys of {KEY_SIZE} B, values of {VALUE_SIZE} B, {}; Tern vs {}",
+            "tern bench kv: {} keys of {KEY_SIZE} B, values of {} B, {}; Tern vs {}",
             self.config.keys,
+            self.config.value_size,
             if self.config.sync { "fsync every put" } else { "no fsync" },
             self.peer
         );
         chart::draw(path, &title, &panels, 2)
+    }
+
+    /// Tern's level sizes during fillrandom, in MiB over seconds, with L1's target dashed.
+    fn level_panel(&self) -> Panel {
+        let samples: &[LevelSample] = self
+            .tern
+            .phases
+            .iter()
+            .find(|phase| phase.workload == "fillrandom")
+            .map_or(&[], |phase| phase.levels.as_slice());
+        let levels = samples.iter().map(|sample| sample.bytes.len()).max().unwrap_or(0);
+        let mib = |bytes: u64| bytes as f64 / (1 << 20) as f64;
+        let mut series: Vec<Series> = (0..levels)
+            .map(|level| Series {
+                name: format!("L{level}"),
+                points: samples
+                    .iter()
+                    .map(|sample| (sample.seconds, mib(sample.bytes.get(level).copied().unwrap_or(0))))
+                    .collect(),
+                dashed: false,
+                color: Some(level),
+            })
+            .collect();
+        series.push(Series {
+            name: "L1 target".into(),
+            points: samples
+                .iter()
+                .map(|sample| (sample.seconds, mib(sample.targets.get(1).copied().unwrap_or(0))))
+                .collect(),
+            dashed: true,
+            color: Some(1),
+        });
+        Panel::Line(LinePanel {
+            title: "Tern's level sizes during fillrandom".into(),
+            x_label: "seconds".into(),
+            y_label: "MiB".into(),
+            series,
+            x_names: None,
+        })
     }
 }
 
 /// Prints the run's opening line.
 fn print_header(config: &KvConfig, peer: &str) {
     println!(
-        "{NAME}: {} keys of {KEY_SIZE} bytes, values of {VALUE_SIZE} bytes, seed {}, memtable {} and block cache {} \
+        "{NAME}: {} keys of {KEY_SIZE} bytes, values of {} bytes, seed {}, memtable {} and block cache {} \
          on each side, {} Bloom bits per key, no compression; peer {peer}{}",
         config.keys,
+        config.value_size,
         config.seed,
         format_bytes(config.memtable_bytes as u64),
         format_bytes(config.cache_bytes as u64),
@@ -994,9 +1107,10 @@ mod tests {
 
     #[test]
     fn values_depend_on_key_and_version() {
-        let values = Values::new(1);
+        let values = Values::new(1, VALUE_SIZE);
         assert_eq!(values.get(5, 0).len(), VALUE_SIZE);
-        assert_eq!(values.get(5, 0), Values::new(1).get(5, 0));
+        assert_eq!(values.get(5, 0), Values::new(1, VALUE_SIZE).get(5, 0));
+        assert_eq!(Values::new(1, 4096).get(5, 0).len(), 4096);
         assert_ne!(values.get(5, 0), values.get(5, 1));
         assert_ne!(values.get(5, 0), values.get(6, 0));
     }
@@ -1063,6 +1177,12 @@ mod tests {
             assert!(phase.ops_per_second > 0.0 && !phase.timeline.is_empty(), "{}", phase.workload);
         }
         assert!(side.phases[4].background_puts.is_some());
+        for fill in &side.phases[..2] {
+            let last = fill.levels.last().expect("level sizes sampled");
+            assert_eq!(last.targets[0], 0, "{}", fill.workload);
+            assert!(last.targets[1] > 0 && fill.level1_peak().is_some(), "{}", fill.workload);
+        }
+        assert!(side.phases[2].levels.is_empty(), "only the fills sample the levels");
         assert!(side.stats.detail["flushes"].as_u64().unwrap() >= 1, "{:?}", side.stats.summary);
         assert!(side.stats.summary.iter().any(|line| line.starts_with("stalls:")));
         assert!(!work.file(TERN_FILE).exists(), "the databases are deleted");
@@ -1079,7 +1199,9 @@ mod tests {
         let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&outputs.json).unwrap()).unwrap();
         assert_eq!(json["rows"].as_array().unwrap().len(), WORKLOADS.len());
         assert!(json["sync"]["tern"].as_str().unwrap().contains("SyncPolicy::Never"));
-        assert!(std::fs::read_to_string(&outputs.chart).unwrap().contains("Throughput by workload"));
+        let chart = std::fs::read_to_string(&outputs.chart).unwrap();
+        assert!(chart.contains("Throughput by workload") && chart.contains("level sizes"));
+        assert!(json["tern"]["phases"][1]["levels"].as_array().is_some_and(|levels| !levels.is_empty()));
     }
 
     #[test]

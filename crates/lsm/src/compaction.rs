@@ -1,6 +1,7 @@
 //! Leveled compaction: which tables to merge next.
 //!
-//! Each level L1.. has a target size (`base_level_size * ratio^(L-1)`); level 0 is scored by
+//! Each level L1.. has a target size (`base_level_size * ratio^(L-1)`, L1 at least one L0
+//! compaction's worth); level 0 is scored by
 //! its number of tables against `level0_compaction_trigger`. The level with the highest score
 //! of at least 1 is compacted: for L0, all of its tables (they overlap) with the L1 tables they
 //! overlap; for a deeper level, the next table after the level's compact pointer (round robin
@@ -38,10 +39,38 @@ impl Compaction {
     }
 }
 
-/// Target size of `level` (1 and deeper).
+/// Target size of `level` (1 and deeper): `base_level_size * ratio^(level - 1)`, with level 1
+/// at least what one compaction of level 0 brings it (`level0_compaction_trigger` memtables):
+/// a smaller target would have every L0 compaction leave L1 over it at once.
 pub fn target_size(options: &Options, level: usize) -> u64 {
-    options.base_level_size.saturating_mul(options.level_size_ratio.saturating_pow(level as u32 - 1))
+    let level0_compaction = options.level0_compaction_trigger as u64 * options.memtable_size as u64;
+    let base = options.base_level_size.max(level0_compaction);
+    base.saturating_mul(options.level_size_ratio.saturating_pow(level as u32 - 1))
 }
+
+/// How far the tree is behind, from 0 (on target) to 1 (writes must wait): level 0 between its
+/// slowdown and stop triggers, and each deeper level between twice and three times its
+/// target. Level 1 counts level 0's bytes too: the next L0 compaction puts them all into it at
+/// once, so writers are held back before that jump would take L1 past three times its target.
+/// Writers are delayed according to it (`Inner::slow_down`).
+pub fn pressure(version: &Version, options: &Options) -> f64 {
+    let slowdown = options.level0_slowdown_trigger as f64;
+    let stop = options.level0_stop_trigger as f64;
+    let level0 = version.levels[0].len() as f64;
+    let mut pressure = if stop > slowdown { (level0 - slowdown + 1.0) / (stop - slowdown) } else { 0.0 };
+    let mut incoming = version.level_bytes(0);
+    for level in 1..NUM_LEVELS - 1 {
+        let bytes = version.level_bytes(level);
+        let score = (bytes + incoming) as f64 / target_size(options, level) as f64;
+        pressure = pressure.max(score - SLOWDOWN_SCORE);
+        incoming = 0;
+    }
+    pressure.clamp(0.0, 1.0)
+}
+
+/// The score of a deeper level at which writers start to be delayed; at one more, they are
+/// delayed the most.
+pub const SLOWDOWN_SCORE: f64 = 2.0;
 
 /// The most urgent compaction, if any level is over its target.
 pub fn pick(version: &Version, options: &Options, pointers: &mut [Vec<u8>; NUM_LEVELS]) -> Option<Compaction> {

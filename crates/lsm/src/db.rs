@@ -42,6 +42,12 @@ use tern_pagestore::{BufferPool, OsVfs, PoolConfig, PoolStats, Vfs};
 /// 127 MiB with 4 KiB pages); a full memtable of the largest size still makes one table.
 const MAX_FLUSH_TABLE_BYTES: usize = 96 << 20;
 
+/// Delay per byte written at full compaction pressure: writers get 1 MB/s (`Inner::slow_down`).
+const MAX_DELAY_NS_PER_BYTE: f64 = 1000.0;
+/// Write delay is slept once this much is owed, and at most this much at a time.
+const MIN_SLEEP_NS: u64 = 1_000_000;
+const MAX_SLEEP_NS: u64 = 100_000_000;
+
 /// Decides for each entry of a compaction whether it survives.
 pub(crate) type KeepEntry<'a> = &'a mut dyn FnMut(&[u8]) -> Result<bool>;
 
@@ -272,9 +278,10 @@ pub struct Stats {
     pub trivial_moves: u64,
     pub compaction_bytes_read: u64,
     pub compaction_bytes_written: u64,
-    /// Write groups delayed by the level-0 slowdown, and writes that waited for compaction
-    /// or a flush.
+    /// Delays of writers while compaction is behind (each covers one or more write groups),
+    /// their total in microseconds, and writes that waited for compaction or a flush.
     pub slowdowns: u64,
+    pub slowdown_micros: u64,
     pub stops: u64,
     /// Pages auto-vacuum moved down the file after compactions.
     pub auto_vacuum_pages: u64,
@@ -302,6 +309,7 @@ pub(crate) struct Counters {
     compaction_bytes_written: AtomicU64,
     slowdowns: AtomicU64,
     stops: AtomicU64,
+    slowdown_micros: AtomicU64,
     pub(crate) auto_vacuum_pages: AtomicU64,
 }
 
@@ -314,6 +322,9 @@ struct State {
     bg_error: Option<String>,
     shutting_down: bool,
     compacting: bool,
+    /// A checkpoint since the last auto-vacuum step may have made free runs allocatable: the
+    /// compaction thread takes a step when it has nothing to compact.
+    vacuum_due: bool,
     /// Per level, the largest user key of the last table compacted from it (round robin).
     compact_pointers: [Vec<u8>; NUM_LEVELS],
 }
@@ -374,6 +385,10 @@ pub(crate) struct Inner {
     pub(crate) next_table_id: AtomicU64,
     pub(crate) table_counters: Arc<TableCounters>,
     pub(crate) counters: Counters,
+    /// `compaction::pressure` of the current version (f64 bits), set with the view.
+    pressure: AtomicU64,
+    /// Write delay not slept yet (`slow_down`).
+    delay_owed_ns: AtomicU64,
     syncer_stop: (Mutex<bool>, Condvar),
 }
 
@@ -501,6 +516,7 @@ impl Db {
                 bg_error: None,
                 shutting_down: false,
                 compacting: false,
+                vacuum_due: true,
                 compact_pointers: Default::default(),
             }),
             changed: Condvar::new(),
@@ -527,6 +543,8 @@ impl Db {
             next_table_id: AtomicU64::new(header.next_table_id),
             table_counters,
             counters: Counters::default(),
+            pressure: AtomicU64::new(0),
+            delay_owed_ns: AtomicU64::new(0),
             syncer_stop: (Mutex::new(false), Condvar::new()),
         });
 
@@ -838,12 +856,18 @@ impl Db {
             let mut pointers = state.compact_pointers.clone();
             if view.imm.is_none()
                 && !state.compacting
+                && !state.vacuum_due
                 && compaction::pick(&view.version, &inner.options, &mut pointers).is_none()
             {
                 return Ok(());
             }
             inner.changed.wait(&mut state);
         }
+    }
+
+    /// Target bytes of `level` for compaction (0 for level 0, which is scored by its tables).
+    pub fn level_target(&self, level: usize) -> u64 {
+        if level == 0 { 0 } else { compaction::target_size(&self.inner.options, level) }
     }
 
     /// Whether the database was opened with [`Options::read_only`].
@@ -883,6 +907,7 @@ impl Db {
             compaction_bytes_written: counter(&inner.counters.compaction_bytes_written),
             slowdowns: counter(&inner.counters.slowdowns),
             stops: counter(&inner.counters.stops),
+            slowdown_micros: counter(&inner.counters.slowdown_micros),
             auto_vacuum_pages: counter(&inner.counters.auto_vacuum_pages),
             filter_checks: counter(&inner.table_counters.filter_checks),
             filter_negatives: counter(&inner.table_counters.filter_negatives),
@@ -1159,6 +1184,8 @@ impl Inner {
     }
 
     fn set_view(&self, view: ReadView) {
+        let pressure = compaction::pressure(&view.version, &self.options);
+        self.pressure.store(pressure.to_bits(), Ordering::Relaxed);
         self.current.store(Arc::new(view));
     }
 
@@ -1279,11 +1306,34 @@ impl Inner {
         Ok(())
     }
 
+    /// Delays a write group of `bytes` while compaction is behind (`compaction::pressure`): by
+    /// `bytes * MAX_DELAY_NS_PER_BYTE * pressure²`, so that the rate writers get falls smoothly
+    /// from unlimited at no pressure to 1 MB/s at full pressure. Delays under a millisecond are
+    /// owed and slept together (a shorter sleep overshoots by more than it asks for). Called
+    /// under the log turn: every writer waits its share.
+    fn slow_down(&self, bytes: usize) {
+        let pressure = f64::from_bits(self.pressure.load(Ordering::Relaxed));
+        if pressure <= 0.0 {
+            self.delay_owed_ns.store(0, Ordering::Relaxed);
+            return;
+        }
+        let delay = (bytes as f64 * MAX_DELAY_NS_PER_BYTE * pressure * pressure) as u64;
+        let owed = self.delay_owed_ns.fetch_add(delay, Ordering::Relaxed) + delay;
+        if owed >= MIN_SLEEP_NS {
+            self.delay_owed_ns.store(0, Ordering::Relaxed);
+            bump(&self.counters.slowdowns, 1);
+            bump(&self.counters.slowdown_micros, owed / 1000);
+            std::thread::sleep(Duration::from_nanos(owed.min(MAX_SLEEP_NS)));
+        }
+    }
+
     /// [`Db::log_write`]; with `rotate`, first makes a non-empty memtable immutable.
     fn log_write(&self, position: u64, batches: &[&WriteBatch], rotate: bool) -> Result<LoggedWrite> {
         self.check_writable()?;
         let _turn = self.log_turn.lock();
         // Only a log write switches memtables, so this one stays current until the group is in.
+        let bytes: usize = batches.iter().map(|batch| batch.size_bytes()).sum();
+        self.slow_down(bytes);
         let mem = self.make_room(rotate)?;
         let mut guard = self.wal.lock();
         let wal = &mut *guard;
@@ -1324,7 +1374,6 @@ impl Inner {
     /// thread. With `rotate`, makes a non-empty memtable immutable even if it is not full.
     /// Returns the memtable the group goes into.
     fn make_room(&self, mut rotate: bool) -> Result<Arc<Memtable>> {
-        let mut slowed = false;
         let mut state = self.state.lock();
         loop {
             if let Some(error) = &state.bg_error {
@@ -1338,12 +1387,6 @@ impl Inner {
             if level0 >= self.options.level0_stop_trigger {
                 bump(&self.counters.stops, 1);
                 self.changed.wait(&mut state);
-                continue;
-            }
-            if level0 >= self.options.level0_slowdown_trigger && !slowed {
-                bump(&self.counters.slowdowns, 1);
-                slowed = true;
-                parking_lot::MutexGuard::unlocked(&mut state, || std::thread::sleep(Duration::from_millis(1)));
                 continue;
             }
             let full = view.mem.approximate_bytes() >= self.options.memtable_size;
@@ -1508,7 +1551,15 @@ impl Inner {
             for page in orphans {
                 self.pool.release(page)?;
             }
-            self.pool.checkpoint()?;
+            // A freed page is allocatable once neither checkpoint the header keeps has it: two
+            // checkpoints now, so that the writes to come reuse the space a crash left instead
+            // of growing the file. With auto-vacuum, the free tail is cut too.
+            if self.pool.truncates_free_tail() {
+                self.pool.truncate_free_tail_now()?;
+            } else {
+                self.pool.checkpoint()?;
+                self.pool.checkpoint()?;
+            }
         }
         Ok(())
     }
@@ -1587,9 +1638,11 @@ impl Inner {
         // The manifest is durable: the view must show it even if retiring the log failed, or a
         // later manifest written from the view would lose the new table.
         {
-            let _state = self.state.lock();
+            let mut state = self.state.lock();
             let current = self.view();
             self.set_view(ReadView { mem: current.mem.clone(), imm: None, version: Arc::new(version) });
+            // Its checkpoint may have made the runs freed before it allocatable.
+            state.vacuum_due = true;
         }
         drop(manifest);
         bump(&self.counters.flushes, 1);
@@ -1744,7 +1797,7 @@ fn release_free_memory() {
 
 fn compaction_loop(inner: Arc<Inner>) {
     loop {
-        let compaction = {
+        let work = {
             let mut state = inner.state.lock();
             loop {
                 if state.shutting_down {
@@ -1756,14 +1809,26 @@ fn compaction_loop(inner: Arc<Inner>) {
                         compaction::pick(&view.version, &inner.options, &mut state.compact_pointers)
                     {
                         state.compacting = true;
-                        break compaction;
+                        break Some(compaction);
+                    }
+                    if std::mem::take(&mut state.vacuum_due) {
+                        state.compacting = true;
+                        break None;
                     }
                 }
                 inner.changed.wait(&mut state);
             }
         };
-        let result = inner.run_compaction(compaction).and_then(|()| inner.auto_vacuum_step().map(|_| ()));
-        inner.state.lock().compacting = false;
+        let compacted = work.is_some();
+        let result = match work {
+            Some(compaction) => inner.run_compaction(compaction),
+            None => inner.auto_vacuum_step().map(|_| ()),
+        };
+        let mut state = inner.state.lock();
+        state.compacting = false;
+        // The compaction's checkpoint may have made runs freed before it allocatable.
+        state.vacuum_due |= compacted;
+        drop(state);
         inner.changed.notify_all();
         if inner.options.release_memory {
             release_free_memory();
@@ -1808,5 +1873,62 @@ fn sync_loop(inner: Arc<Inner>) {
                 inner.fail(&Error::io("sync", &path, error));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tern_pagestore::MemoryVfs;
+
+    fn options() -> Options {
+        Options {
+            pool: PoolConfig { partitions: 2, prefetch_degree: 0, ..PoolConfig::with_size(4 << 20) },
+            memtable_size: 64 << 10,
+            table_target_size: 64 << 10,
+            base_level_size: 256 << 10,
+            level0_compaction_trigger: 2,
+            level0_slowdown_trigger: 3,
+            level0_stop_trigger: 8,
+            sync: SyncPolicy::Never,
+            ..Options::default()
+        }
+    }
+
+    /// Puts `count` keys of 200-byte values from `first` (less than a memtable's worth), then
+    /// flushes: one more L0 table.
+    fn fill_table(db: &Db, first: u32, count: u32) {
+        for k in first..first + count {
+            db.put(format!("key{k:06}").as_bytes(), &[b'v'; 200]).unwrap();
+        }
+        db.flush().unwrap();
+    }
+
+    /// While compaction cannot run (the test holds its turn), level 0 grows past the slowdown
+    /// trigger: writes are delayed more and more, but none waits for compaction until the stop
+    /// trigger. Once compaction has caught up, writes go undelayed again.
+    #[test]
+    fn writers_slow_down_smoothly_while_compaction_is_behind() {
+        let db = Db::open_with(Arc::new(MemoryVfs::new()), Path::new("slow.tern"), options()).unwrap();
+        db.inner.take_compaction_turn();
+        let mut pressures = Vec::new();
+        for table in 0..6 {
+            fill_table(&db, table * 200, 200);
+            pressures.push(f64::from_bits(db.inner.pressure.load(Ordering::Relaxed)));
+        }
+        let stats = db.stats();
+        assert_eq!(stats.levels[0].tables, 6);
+        assert!(pressures.windows(2).all(|pair| pair[0] <= pair[1]), "pressure rises with L0: {pressures:?}");
+        assert_eq!(pressures[0], 0.0, "{pressures:?}");
+        assert!(pressures[5] > 0.5 && pressures[5] < 1.0, "{pressures:?}");
+        assert!(stats.slowdowns > 0 && stats.slowdown_micros >= 1000, "{stats:?}");
+        assert_eq!(stats.stops, 0, "no write waited below the stop trigger");
+
+        db.inner.end_compaction_turn();
+        db.wait_for_background_work().unwrap();
+        assert_eq!(f64::from_bits(db.inner.pressure.load(Ordering::Relaxed)), 0.0);
+        let before = db.stats().slowdowns;
+        fill_table(&db, 10_000, 200);
+        assert_eq!(db.stats().slowdowns, before, "no delay once compaction caught up");
     }
 }

@@ -35,11 +35,14 @@ pub struct Options {
     pub table_target_size: usize,
     /// Level-0 tables that start a compaction into level 1.
     pub level0_compaction_trigger: usize,
-    /// Level-0 tables at which each write group is delayed by 1 ms.
+    /// Level-0 tables at which writers start to be delayed, by more as level 0 nears the stop
+    /// trigger (deeper levels past twice their target delay them too; see
+    /// `compaction::pressure`).
     pub level0_slowdown_trigger: usize,
     /// Level-0 tables at which writes wait for compaction.
     pub level0_stop_trigger: usize,
-    /// Target size of level 1; each deeper level is `level_size_ratio` times larger.
+    /// Target size of level 1 (at least `level0_compaction_trigger` memtables, what one
+    /// compaction of level 0 brings it); each deeper level is `level_size_ratio` times larger.
     pub base_level_size: u64,
     pub level_size_ratio: u64,
     /// Levels (from L0 down) whose tables keep their index and Bloom filter in memory; deeper

@@ -76,10 +76,12 @@ impl Db {
 }
 
 impl Inner {
-    /// Auto-vacuum, run by the compaction thread after each compaction: when checkpoints cut
-    /// the free tail (`auto_vacuum`) and the file is over 1.5 times its pages in use, moves the
-    /// tables nearest its end into the lowest free runs, a few tables' worth at a time, so that
-    /// the next checkpoints can cut where they were. Returns the pages moved.
+    /// Auto-vacuum, run by the compaction thread in its turn when it has nothing to compact
+    /// and a flush or compaction has checkpointed since its last step (runs freed two
+    /// checkpoints ago become allocatable at a checkpoint): when checkpoints cut the free tail
+    /// (`auto_vacuum`) and the file is over 1.5 times its pages in use, moves the tables
+    /// nearest its end into the lowest free runs, a few tables' worth at a time, so that the
+    /// next checkpoints can cut where they were. Returns the pages moved.
     pub(crate) fn auto_vacuum_step(&self) -> Result<u64> {
         if !self.pool.truncates_free_tail() {
             return Ok(0);

@@ -92,6 +92,38 @@ fn vacuum_shrinks_the_file_to_its_pages_in_use_and_keeps_every_key() {
     db.pool().check_consistency().unwrap();
 }
 
+/// With auto-vacuum on (the default), no VACUUM is needed to keep the file near its pages in
+/// use: after the compactions that leave holes, the compaction thread moves the tables nearest
+/// the end into them and the checkpoints of the next flushes cut the tail.
+#[test]
+fn auto_vacuum_keeps_the_file_within_twice_its_pages_in_use() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemoryVfs::new());
+    let db = open(&vfs, &small_options());
+    let mut model = fragment(&db);
+    for round in 0..8u32 {
+        for k in 0..20u32 {
+            let v = value(k, 100 + round, 50);
+            db.put(&key(k * 5), &v).unwrap();
+            model.insert(key(k * 5), v);
+        }
+        db.flush().unwrap();
+        db.wait_for_background_work().unwrap();
+    }
+    let pool = db.pool().stats();
+    let moved = db.stats().auto_vacuum_pages;
+    eprintln!("auto-vacuum: {} file pages, {} in use, {moved} pages moved", pool.file_pages, pool.allocated_pages);
+    assert!(moved > 0, "auto-vacuum moved nothing");
+    assert!(
+        pool.file_pages <= 2 * pool.allocated_pages,
+        "{} pages for {} in use",
+        pool.file_pages,
+        pool.allocated_pages
+    );
+    assert_holds(&db, &model);
+    db.close().unwrap();
+    assert_holds(&open(&vfs, &small_options()), &model);
+}
+
 #[test]
 fn readers_that_hold_moved_tables_keep_reading_them() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemoryVfs::new());
