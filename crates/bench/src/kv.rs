@@ -387,8 +387,10 @@ pub fn tern_stats(stats: &tern_lsm::Stats) -> EngineStats {
             amplification
         ),
         format!(
-            "stalls: {} slowdowns (1 ms each), {} stops (waits for a flush or compaction)",
-            stats.slowdowns, stats.stops
+            "stalls: {} slowdowns ({} in all), {} stops (waits for a flush or compaction)",
+            stats.slowdowns,
+            format_seconds(stats.slowdown_micros as f64 / 1e6),
+            stats.stops
         ),
         format!(
             "log: {} batches in {} write groups, {}, {} syncs",
@@ -427,6 +429,7 @@ pub fn tern_stats(stats: &tern_lsm::Stats) -> EngineStats {
         "compaction_bytes_read": stats.compaction_bytes_read,
         "compaction_bytes_written": stats.compaction_bytes_written,
         "slowdowns": stats.slowdowns,
+        "slowdown_micros": stats.slowdown_micros,
         "stops": stats.stops,
         "filter_checks": stats.filter_checks,
         "filter_negatives": stats.filter_negatives,

@@ -49,27 +49,33 @@ pub fn target_size(options: &Options, level: usize) -> u64 {
 }
 
 /// How far the tree is behind, from 0 (on target) to 1 (writes must wait): level 0 between its
-/// slowdown and stop triggers, and each deeper level between twice and three times its
-/// target. Level 1 counts level 0's bytes too: the next L0 compaction puts them all into it at
-/// once, so writers are held back before that jump would take L1 past three times its target.
-/// Writers are delayed according to it (`Inner::slow_down`).
+/// slowdown and stop triggers; level 1 with level 0's bytes from 2.5 times its target (the
+/// next L0 compaction puts them all into it at once, and at steady state the two hold two
+/// targets' worth); each deeper level from twice its target. A level's pressure grows by 1 over
+/// one more target's worth of bytes, or over `MIN_SLOWDOWN_SPAN` if that is more: a small tree
+/// is not held back for a debt that a few compactions clear. Writers are delayed according to
+/// it (`Inner::slow_down`).
 pub fn pressure(version: &Version, options: &Options) -> f64 {
     let slowdown = options.level0_slowdown_trigger as f64;
     let stop = options.level0_stop_trigger as f64;
     let level0 = version.levels[0].len() as f64;
     let mut pressure = if stop > slowdown { (level0 - slowdown + 1.0) / (stop - slowdown) } else { 0.0 };
-    let mut incoming = version.level_bytes(0);
-    for level in 1..NUM_LEVELS - 1 {
-        let bytes = version.level_bytes(level);
-        let score = (bytes + incoming) as f64 / target_size(options, level) as f64;
-        pressure = pressure.max(score - SLOWDOWN_SCORE);
-        incoming = 0;
+    let over = |bytes: u64, level: usize, start: f64| {
+        let target = target_size(options, level);
+        (bytes as f64 - start * target as f64) / target.max(MIN_SLOWDOWN_SPAN) as f64
+    };
+    pressure = pressure.max(over(version.level_bytes(0) + version.level_bytes(1), 1, LEVEL1_SLOWDOWN_SCORE));
+    for level in 2..NUM_LEVELS - 1 {
+        pressure = pressure.max(over(version.level_bytes(level), level, SLOWDOWN_SCORE));
     }
     pressure.clamp(0.0, 1.0)
 }
 
-/// The score of a deeper level at which writers start to be delayed; at one more, they are
-/// delayed the most.
+/// Bytes over which a level's pressure grows from 0 to 1, at least.
+pub const MIN_SLOWDOWN_SPAN: u64 = 256 << 20;
+/// The score of level 1 with level 0's bytes, and of a deeper level, at which writers start to
+/// be delayed.
+pub const LEVEL1_SLOWDOWN_SCORE: f64 = 2.5;
 pub const SLOWDOWN_SCORE: f64 = 2.0;
 
 /// The most urgent compaction, if any level is over its target.
