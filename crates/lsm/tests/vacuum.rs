@@ -92,9 +92,10 @@ fn vacuum_shrinks_the_file_to_its_pages_in_use_and_keeps_every_key() {
     db.pool().check_consistency().unwrap();
 }
 
-/// With auto-vacuum on (the default), no VACUUM is needed to keep the file near its pages in
-/// use: after the compactions that leave holes, the compaction thread moves the tables nearest
-/// the end into them and the checkpoints of the next flushes cut the tail.
+/// With auto-vacuum on (the default), no VACUUM is needed to keep the file within twice its
+/// pages in use (plus the tail slack of the cut): after the compactions that leave holes, the
+/// compaction thread moves the tables nearest the end into them and the checkpoints of the
+/// next flushes cut the tail.
 #[test]
 fn auto_vacuum_keeps_the_file_within_twice_its_pages_in_use() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemoryVfs::new());
@@ -113,8 +114,12 @@ fn auto_vacuum_keeps_the_file_within_twice_its_pages_in_use() {
     let moved = db.stats().auto_vacuum_pages;
     eprintln!("auto-vacuum: {} file pages, {} in use, {moved} pages moved", pool.file_pages, pool.allocated_pages);
     assert!(moved > 0, "auto-vacuum moved nothing");
+    // Checkpoints keep a free tail of up to two growth steps (16 pages at least each) uncut, so
+    // that the next allocations do not grow the file again at once: on a file this small that
+    // slack is what may be left over twice the pages in use.
+    let slack = 2 * 16;
     assert!(
-        pool.file_pages <= 2 * pool.allocated_pages,
+        pool.file_pages <= 2 * pool.allocated_pages + slack,
         "{} pages for {} in use",
         pool.file_pages,
         pool.allocated_pages
