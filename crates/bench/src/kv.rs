@@ -528,23 +528,24 @@ impl Meter {
         }
     }
 
-    /// Call after each operation with the number done so far.
+    /// Call after each operation with the number done so far; true when it took a timeline
+    /// point.
     #[inline]
-    fn done(&mut self, done: u64) {
-        if done.is_multiple_of(CHUNK) {
-            self.chunk(done);
-        }
+    fn done(&mut self, done: u64) -> bool {
+        done.is_multiple_of(CHUNK) && self.chunk(done)
     }
 
     #[cold]
-    fn chunk(&mut self, done: u64) {
+    fn chunk(&mut self, done: u64) -> bool {
         let now = Instant::now();
         self.slowest_chunk = self.slowest_chunk.max(now - self.chunk_start);
         self.chunk_start = now;
         self.bar.set_position(done);
-        if done - self.last_sample.0 >= self.sample_every {
+        let due = done - self.last_sample.0 >= self.sample_every;
+        if due {
             self.sample(done, now);
         }
+        due
     }
 
     fn sample(&mut self, done: u64, now: Instant) {
@@ -619,9 +620,7 @@ fn fill<E: Engine>(db: &E, plan: &Plan, workload: &'static str, order: impl Fn(u
         let index = order(step);
         write_key(&mut key, index);
         db.put(&key, plan.values.get(index, 0))?;
-        let points = meter.timeline.len();
-        meter.done(step + 1);
-        if meter.timeline.len() > points {
+        if meter.done(step + 1) {
             levels.push(LevelSample::of(meter.start.elapsed().as_secs_f64(), db.levels()));
         }
     }

@@ -658,6 +658,39 @@ fn measure_orders(work: &Path, config: &YcsbConfig, size: usize, values: &Values
     Ok(results)
 }
 
+/// The mixes the configuration names, in order, on both clients at value size `size`: each
+/// mix's requests, inserts after the rows the earlier mixes left.
+fn run_mixes(
+    config: &YcsbConfig,
+    size: usize,
+    values: &Values,
+    tern: &mut TernClient,
+    sqlite: &mut SqliteClient,
+) -> Result<Vec<MixResult>> {
+    let mut results = Vec::new();
+    let mut existing = config.records as u64;
+    for (index, mix) in MIXES.iter().enumerate().filter(|(_, mix)| config.mixes.contains(&mix.name)) {
+        let ops =
+            requests(mix, existing, config.operations, config.seed.wrapping_add(index as u64 * 1009 + size as u64));
+        existing += ops.iter().filter(|op| matches!(op, Op::Insert(_))).count() as u64;
+        let tern_rate = run_ops(tern, &ops, values)?;
+        let sqlite_rate = run_ops(sqlite, &ops, values)?;
+        let result = MixResult {
+            mix: mix.name,
+            value_size: size,
+            tern_ops_per_second: tern_rate,
+            sqlite_ops_per_second: sqlite_rate,
+            tern_vs_sqlite: ratio(tern_rate, sqlite_rate),
+        };
+        println!(
+            "  {:<13} tern {:>9.0} ops/s  sqlite {:>9.0} ops/s  tern/sqlite {:.2}",
+            mix.name, tern_rate, sqlite_rate, result.tern_vs_sqlite
+        );
+        results.push(result);
+    }
+    Ok(results)
+}
+
 pub fn run(args: &YcsbArgs) -> Result<YcsbReport> {
     let config = args.config()?;
     let (work, outputs, machine): (_, Outputs, Machine) = start(&args.run.dir, &args.run.out, NAME)?;
@@ -694,26 +727,7 @@ pub fn run(args: &YcsbArgs) -> Result<YcsbReport> {
         let sqlite_load = load(&mut sqlite, &ids, &values)?;
         println!("\nvalue size {size} B: load {tern_load:.0} rows/s tern, {sqlite_load:.0} rows/s sqlite");
         report.load.push((size, tern_load, sqlite_load));
-        let mut existing = config.records as u64;
-        for (index, mix) in MIXES.iter().enumerate().filter(|(_, mix)| config.mixes.contains(&mix.name)) {
-            let ops =
-                requests(mix, existing, config.operations, config.seed.wrapping_add(index as u64 * 1009 + size as u64));
-            existing += ops.iter().filter(|op| matches!(op, Op::Insert(_))).count() as u64;
-            let tern_rate = run_ops(&mut tern, &ops, &values)?;
-            let sqlite_rate = run_ops(&mut sqlite, &ops, &values)?;
-            let result = MixResult {
-                mix: mix.name,
-                value_size: size,
-                tern_ops_per_second: tern_rate,
-                sqlite_ops_per_second: sqlite_rate,
-                tern_vs_sqlite: ratio(tern_rate, sqlite_rate),
-            };
-            println!(
-                "  {:<13} tern {:>9.0} ops/s  sqlite {:>9.0} ops/s  tern/sqlite {:.2}",
-                mix.name, tern_rate, sqlite_rate, result.tern_vs_sqlite
-            );
-            report.mixes.push(result);
-        }
+        report.mixes.extend(run_mixes(&config, size, &values, &mut tern, &mut sqlite)?);
         let (tern_digest, sqlite_digest) = (tern.digest()?, sqlite.digest()?);
         if tern_digest != sqlite_digest {
             return Err(BenchError::Mismatch(format!(

@@ -455,50 +455,9 @@ impl Db {
         let [wal_path, next_wal_path] = log_paths(path);
         let table_counters = Arc::new(TableCounters::default());
 
-        let root = pool.root();
-        let (location, header, metas) = if root.is_empty() {
-            (None, ManifestHeader { next_table_id: 1, ..ManifestHeader::default() }, Vec::new())
-        } else {
-            let location = version::decode_root(&root)?;
-            let bytes = version::read_pages(&pool, &location)?;
-            let (header, metas) = version::decode(&bytes)?;
-            (Some(location), header, metas)
-        };
-        let mut version = Version::default();
-        for (level, meta) in metas {
-            let resident = level < options.resident_index_levels;
-            version.levels[level].push(Arc::new(Table::open(pool.clone(), meta, resident, table_counters.clone())?));
-        }
-        version.sort();
-        version.check()?;
-        let mut last_sequence = header.last_sequence;
-
-        // Replay the logs into a memtable.
-        let recovered = Memtable::with_capacity(options.memtable_size);
-        let mut replayed_to = 0u64;
-        let mut last_position = header.last_position;
-        // The last position in each log, to name it when it is retained.
-        let mut log_positions = [0u64; 2];
-        for (log, log_position) in [&wal_path, &next_wal_path].into_iter().zip(&mut log_positions) {
-            let replay = wal::replay(vfs.as_ref(), log, header.flushed_sequence, &mut replayed_to, |record| {
-                last_position = last_position.max(record.position);
-                *log_position = (*log_position).max(record.position);
-                let mut sequence = record.first_sequence;
-                WriteBatch::for_each(record.batch, record.count, |kind, key, value| {
-                    if sequence > header.flushed_sequence {
-                        recovered.insert(key, sequence, kind, value);
-                    }
-                    sequence += 1;
-                })
-            })?;
-            if let Some((offset, reason)) = &replay.tail {
-                tracing::warn!(log = %log.display(), offset, reason, "log ends in a torn or damaged record; replayed up to it");
-            }
-        }
-        last_sequence = last_sequence.max(replayed_to).max(recovered.max_sequence());
-        if last_sequence >= MAX_SEQUENCE {
-            return Err(Error::corruption("log", "sequence numbers exhausted"));
-        }
+        let (location, header, version) = read_manifest(&pool, &options, &table_counters)?;
+        let recovery = Recovery::replay(vfs.as_ref(), [&wal_path, &next_wal_path], location, header, &options)?;
+        let (last_sequence, last_position) = (recovery.last_sequence, recovery.last_position);
 
         let inner = Arc::new(Inner {
             options,
@@ -551,10 +510,9 @@ impl Db {
         if inner.options.read_only {
             // Nothing is written: what the log holds stays in memory, as the memtable.
             let version = inner.view().version.clone();
-            inner.set_view(ReadView { mem: Arc::new(recovered), imm: None, version });
+            inner.set_view(ReadView { mem: Arc::new(recovery.recovered), imm: None, version });
             return Ok(Db { inner, threads: Vec::new(), closed: false });
         }
-        let recovery = Recovery { recovered, location, header, last_sequence, last_position, log_positions };
         let threads = inner.start_writing(recovery)?;
         Ok(Db { inner, threads, closed: false })
     }
@@ -1076,6 +1034,70 @@ struct Recovery {
     log_positions: [u64; 2],
 }
 
+/// The manifest the page store's root names (none in a new file) and the version it describes,
+/// every table opened and the level invariants checked.
+fn read_manifest(
+    pool: &Arc<BufferPool>,
+    options: &Options,
+    counters: &Arc<TableCounters>,
+) -> Result<(Option<ManifestLocation>, ManifestHeader, Version)> {
+    let root = pool.root();
+    let (location, header, metas) = if root.is_empty() {
+        (None, ManifestHeader { next_table_id: 1, ..ManifestHeader::default() }, Vec::new())
+    } else {
+        let location = version::decode_root(&root)?;
+        let bytes = version::read_pages(pool, &location)?;
+        let (header, metas) = version::decode(&bytes)?;
+        (Some(location), header, metas)
+    };
+    let mut version = Version::default();
+    for (level, meta) in metas {
+        let resident = level < options.resident_index_levels;
+        version.levels[level].push(Arc::new(Table::open(pool.clone(), meta, resident, counters.clone())?));
+    }
+    version.sort();
+    version.check()?;
+    Ok((location, header, version))
+}
+
+impl Recovery {
+    /// Replays `logs` (the log, then the next log) into a memtable: the writes after the
+    /// manifest's `flushed_sequence`.
+    fn replay(
+        vfs: &dyn Vfs,
+        logs: [&Path; 2],
+        location: Option<ManifestLocation>,
+        header: ManifestHeader,
+        options: &Options,
+    ) -> Result<Recovery> {
+        let recovered = Memtable::with_capacity(options.memtable_size);
+        let mut replayed_to = 0u64;
+        let mut last_position = header.last_position;
+        let mut log_positions = [0u64; 2];
+        for (log, log_position) in logs.into_iter().zip(&mut log_positions) {
+            let replay = wal::replay(vfs, log, header.flushed_sequence, &mut replayed_to, |record| {
+                last_position = last_position.max(record.position);
+                *log_position = (*log_position).max(record.position);
+                let mut sequence = record.first_sequence;
+                WriteBatch::for_each(record.batch, record.count, |kind, key, value| {
+                    if sequence > header.flushed_sequence {
+                        recovered.insert(key, sequence, kind, value);
+                    }
+                    sequence += 1;
+                })
+            })?;
+            if let Some((offset, reason)) = &replay.tail {
+                tracing::warn!(log = %log.display(), offset, reason, "log ends in a torn or damaged record; replayed up to it");
+            }
+        }
+        let last_sequence = header.last_sequence.max(replayed_to).max(recovered.max_sequence());
+        if last_sequence >= MAX_SEQUENCE {
+            return Err(Error::corruption("log", "sequence numbers exhausted"));
+        }
+        Ok(Recovery { recovered, location, header, last_sequence, last_position, log_positions })
+    }
+}
+
 impl Inner {
     /// Makes a recovered database writable: writes what the logs held to a level-0 table,
     /// retires the logs, creates fresh ones, and starts the background threads.
@@ -1184,8 +1206,11 @@ impl Inner {
     }
 
     fn set_view(&self, view: ReadView) {
-        let pressure = compaction::pressure(&view.version, &self.options);
-        self.pressure.store(pressure.to_bits(), Ordering::Relaxed);
+        // A memtable switch keeps the version, and so the pressure.
+        if !Arc::ptr_eq(&self.view().version, &view.version) {
+            let pressure = compaction::pressure(&view.version, &self.options);
+            self.pressure.store(pressure.to_bits(), Ordering::Relaxed);
+        }
         self.current.store(Arc::new(view));
     }
 

@@ -87,7 +87,7 @@ impl Inner {
             return Ok(0);
         }
         let file_pages = self.pool.page_count();
-        let in_use = self.pool.stats().allocated_pages;
+        let in_use = self.pool.allocated_page_count();
         let step = AUTO_VACUUM_STEP_TABLES * (self.options.table_target_size / self.pool.page_size()) as u64;
         // Below a step of slack, moving gains nothing the tail cut does not.
         if file_pages * AUTO_VACUUM_DENOMINATOR <= in_use * AUTO_VACUUM_NUMERATOR || file_pages < in_use + step {

@@ -54,14 +54,30 @@ fn tables_and_log(vfs: &Arc<dyn Vfs>, options: &Options) -> BTreeMap<Vec<u8>, Ve
     model
 }
 
+/// A database as `tables_and_log` leaves it, with the bytes of its files.
+struct Written {
+    memory: MemoryVfs,
+    vfs: Arc<dyn Vfs>,
+    options: Options,
+    model: BTreeMap<Vec<u8>, Vec<u8>>,
+    before: Vec<Option<Vec<u8>>>,
+}
+
+impl Written {
+    fn new() -> Written {
+        let memory = MemoryVfs::new();
+        let vfs: Arc<dyn Vfs> = Arc::new(memory.clone());
+        let options = small_options();
+        let model = tables_and_log(&vfs, &options);
+        let before = contents(&memory);
+        assert!(before.iter().all(Option::is_some), "the file and both logs exist");
+        Written { memory, vfs, options, model, before }
+    }
+}
+
 #[test]
 fn opening_read_only_writes_nothing_and_replays_the_log_in_memory() {
-    let memory = MemoryVfs::new();
-    let vfs: Arc<dyn Vfs> = Arc::new(memory.clone());
-    let options = small_options();
-    let model = tables_and_log(&vfs, &options);
-    let before = contents(&memory);
-    assert!(before.iter().all(Option::is_some), "the file and both logs exist");
+    let Written { memory, vfs, options, model, before } = Written::new();
 
     let db = Db::open_with(vfs.clone(), Path::new(PATH), read_only(&options)).unwrap();
     let found: BTreeMap<Vec<u8>, Vec<u8>> = collect(db.iter(None)).into_iter().collect();
@@ -84,11 +100,7 @@ fn opening_read_only_writes_nothing_and_replays_the_log_in_memory() {
 
 #[test]
 fn every_write_of_a_read_only_database_is_refused() {
-    let memory = MemoryVfs::new();
-    let vfs: Arc<dyn Vfs> = Arc::new(memory.clone());
-    let options = small_options();
-    let model = tables_and_log(&vfs, &options);
-    let before = contents(&memory);
+    let Written { memory, vfs, options, model, before } = Written::new();
     let db = Db::open_with(vfs.clone(), Path::new(PATH), read_only(&options)).unwrap();
     let refused = |result: tern_lsm::Result<()>, what: &str| {
         assert!(matches!(result, Err(Error::OpenedReadOnly)), "{what}: {result:?}");

@@ -524,6 +524,12 @@ impl BufferPool {
         self.shared.allocation.lock().is_allocated(page)
     }
 
+    /// How many pages are allocated (`PoolStats::allocated_pages`), without the rest of the
+    /// statistics.
+    pub fn allocated_page_count(&self) -> u64 {
+        self.shared.allocation.lock().allocated()
+    }
+
     /// Every allocated page other than the header and bitmap pages, in order.
     pub fn allocated_pages(&self) -> Vec<PageId> {
         self.shared.allocation.lock().allocated_pages()
