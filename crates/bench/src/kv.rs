@@ -116,6 +116,11 @@ pub struct KvArgs {
     #[arg(long, default_value_t = 50_000)]
     pub write_rate: u64,
 
+    /// Runs RocksDB with BlobDB on (`enable_blob_files`, values from Tern's value separation
+    /// threshold up in blob files, blob garbage collection on): the peer of Tern's value log.
+    #[arg(long)]
+    pub rocksdb_blob: bool,
+
     /// Directory for the databases; a subdirectory is created for the run and deleted at its
     /// end (and this directory too, if that leaves it empty).
     #[arg(long, default_value = "bench-results/work")]
@@ -142,6 +147,8 @@ pub struct KvConfig {
     pub quick: bool,
     /// Puts per second of readwhilewriting's writer (0: unthrottled).
     pub write_rate: u64,
+    /// RocksDB with BlobDB on.
+    pub rocksdb_blob: bool,
 }
 
 impl KvArgs {
@@ -179,6 +186,7 @@ impl KvArgs {
             seed: self.seed,
             quick: self.quick,
             write_rate: self.write_rate,
+            rocksdb_blob: self.rocksdb_blob,
         })
     }
 }
@@ -367,6 +375,28 @@ fn tern_level_summary(stats: &tern_lsm::Stats) -> String {
     if levels.is_empty() { "no tables".into() } else { levels.join(", ") }
 }
 
+/// Tern's write amplification: bytes written to tables (by flushes and compactions) and to
+/// the value log, over the bytes logged (as RocksDB's `W-Amp` of its compaction statistics'
+/// Sum row: the log itself is not counted).
+pub fn tern_write_amplification(stats: &tern_lsm::Stats) -> f64 {
+    let written = stats.flush_bytes_written + stats.value_log_bytes_written + stats.compaction_bytes_written;
+    ratio(written as f64, stats.wal_bytes as f64)
+}
+
+/// RocksDB's write amplification: the `W-Amp` column of the Sum row of its compaction
+/// statistics (`rocksdb.cfstats`), whose Size column is two words (`12.3 MB`).
+#[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
+pub(crate) fn rocksdb_write_amplification(cfstats: &str) -> Option<f64> {
+    let header: Vec<&str> =
+        cfstats.lines().find(|line| line.trim_start().starts_with("Level"))?.split_whitespace().collect();
+    let column = header.iter().position(|name| *name == "W-Amp")?;
+    let size = header.iter().position(|name| *name == "Size")?;
+    let sum: Vec<&str> =
+        cfstats.lines().find(|line| line.trim_start().starts_with("Sum"))?.split_whitespace().collect();
+    let index = if column > size { column + 1 } else { column };
+    sum.get(index)?.parse().ok()
+}
+
 /// Tern's `Db::stats()` as summary lines and JSON.
 pub fn tern_stats(stats: &tern_lsm::Stats) -> EngineStats {
     let amplification = ratio(stats.compaction_bytes_written as f64, stats.wal_bytes as f64);
@@ -385,6 +415,15 @@ pub fn tern_stats(stats: &tern_lsm::Stats) -> EngineStats {
             format_bytes(stats.compaction_bytes_read),
             format_bytes(stats.compaction_bytes_written),
             amplification
+        ),
+        format!(
+            "write amplification {:.2}: flushes wrote {} of tables, the value log {} ({} runs, {} of them garbage; {} copied out of collected runs)",
+            tern_write_amplification(stats),
+            format_bytes(stats.flush_bytes_written),
+            format_bytes(stats.value_log_bytes_written),
+            stats.value_runs,
+            format_bytes(stats.value_log_garbage_bytes),
+            format_bytes(stats.value_log_bytes_relocated)
         ),
         format!(
             "stalls: {} slowdowns ({} in all), {} stops (waits for a flush or compaction)",
@@ -428,6 +467,13 @@ pub fn tern_stats(stats: &tern_lsm::Stats) -> EngineStats {
         "trivial_moves": stats.trivial_moves,
         "compaction_bytes_read": stats.compaction_bytes_read,
         "compaction_bytes_written": stats.compaction_bytes_written,
+        "flush_bytes_written": stats.flush_bytes_written,
+        "write_amplification": tern_write_amplification(stats),
+        "value_runs": stats.value_runs,
+        "value_log_bytes": stats.value_log_bytes,
+        "value_log_garbage_bytes": stats.value_log_garbage_bytes,
+        "value_log_bytes_written": stats.value_log_bytes_written,
+        "value_log_bytes_relocated": stats.value_log_bytes_relocated,
         "slowdowns": stats.slowdowns,
         "slowdown_micros": stats.slowdown_micros,
         "stops": stats.stops,
@@ -969,11 +1015,12 @@ impl KvReport {
             }),
         ];
         let title = format!(
-            "tern bench kv: {} keys of {KEY_SIZE} B, values of {} B, {}; Tern vs {}",
+            "tern bench kv: {} keys of {KEY_SIZE} B, values of {} B, {}; Tern vs {}{}",
             self.config.keys,
             self.config.value_size,
             if self.config.sync { "fsync every put" } else { "no fsync" },
-            self.peer
+            self.peer,
+            if self.config.rocksdb_blob { " with BlobDB" } else { "" }
         );
         chart::draw(path, &title, &panels, 2)
     }
@@ -1082,6 +1129,17 @@ fn run_peer(_: &Plan, _: &Path) -> Result<SideReport> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn rocksdb_write_amplification_is_read_from_the_sum_row() {
+        let cfstats = "\n** Compaction Stats [default] **\n\
+Level    Files   Size     Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) Wnew(GB) Moved(GB) W-Amp Rd(MB/s) Wr(MB/s)\n\
+----------------------------------------------------------------------------------------------------------\n\
+  L0      2/0   120.50 MB   0.5      0.0     0.0      0.0       1.2      1.2       0.0   1.0      0.0    150.2\n\
+ Sum     40/0    2.41 GB   0.0     10.1     1.1      9.0      11.3      2.3       0.1   9.4    120.0    130.0\n";
+        assert_eq!(rocksdb_write_amplification(cfstats), Some(9.4));
+        assert_eq!(rocksdb_write_amplification("no statistics"), None);
+    }
+
     fn tiny_config(keys: u64) -> KvConfig {
         KvConfig {
             keys,
@@ -1095,6 +1153,7 @@ mod tests {
             seed: 7,
             quick: true,
             write_rate: 0,
+            rocksdb_blob: false,
         }
     }
 

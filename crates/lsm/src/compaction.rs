@@ -140,6 +140,22 @@ pub fn rewrite(version: &Version, level: usize, range: &(Bound<Vec<u8>>, Bound<V
     (!inputs.is_empty()).then(|| Compaction { level, output_level: level, inputs: [inputs, Vec::new()] })
 }
 
+/// Garbage collection of the value log when nothing else needs compacting: a rewrite in place
+/// of one table of level 1 or deeper that points into a run at least `ratio` garbage (its
+/// compaction copies the live values out). Level 0 is left to its compaction into level 1:
+/// rewritten alone, an L0 table could drop a tombstone that hides a version in an older L0 table.
+pub fn value_gc(version: &Version, ratio: f64) -> Option<Compaction> {
+    let collectable = version.collectable_runs(ratio);
+    if collectable.is_empty() {
+        return None;
+    }
+    let (level, table) = version
+        .tables()
+        .filter(|(level, _)| *level > 0)
+        .find(|(_, table)| table.meta.value_runs.iter().any(|run| collectable.contains_key(run)))?;
+    Some(Compaction { level, output_level: level, inputs: [vec![table.clone()], Vec::new()] })
+}
+
 /// True if no level below `output_level` holds `user_key`: a tombstone written there has
 /// nothing left to hide.
 pub fn is_bottom_for(version: &Version, output_level: usize, user_key: &[u8]) -> bool {

@@ -22,9 +22,11 @@ use crate::keys::{self, KIND_FOR_SEEK, Kind};
 use crate::limits::{MAX_SEQUENCE, MAX_WRITE_GROUP_BYTES, NUM_LEVELS};
 use crate::memtable::{MemCursor, Memtable};
 use crate::options::{Options, SyncPolicy};
+use crate::output::{ValueRouting, Written};
 use crate::registry::{Registration, Registry};
-use crate::table::{Lookup, Table, TableBuilder, TableCounters, TableCursor, TableMeta};
-use crate::version::{self, ManifestHeader, ManifestLocation, Version};
+use crate::table::{Lookup, Table, TableCounters, TableCursor, TableMeta};
+use crate::version::{self, LiveRun, ManifestHeader, ManifestLocation, Version};
+use crate::vlog::{ValuePointer, ValueRun};
 use crate::wal::{self, Wal};
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
@@ -51,6 +53,27 @@ const MAX_SLEEP_NS: u64 = 100_000_000;
 /// Decides for each entry of a compaction whether it survives.
 pub(crate) type KeepEntry<'a> = &'a mut dyn FnMut(&[u8]) -> Result<bool>;
 
+/// The opened tables and value runs of a flush or compaction, to install.
+struct Output {
+    tables: Vec<Arc<Table>>,
+    level: usize,
+    runs: Vec<(u64, LiveRun)>,
+    garbage: BTreeMap<u64, u64>,
+}
+
+impl Output {
+    /// Adds the output to `version` (whose replaced tables the caller took out) and takes out
+    /// the value runs no table points into any more: the caller marks them obsolete once a
+    /// manifest without them is durable.
+    fn apply(self, version: &mut Version) -> Vec<Arc<ValueRun>> {
+        version.levels[self.level].extend(self.tables);
+        version.values.extend(self.runs);
+        version.add_garbage(&self.garbage);
+        version.sort();
+        version.take_unreferenced_runs()
+    }
+}
+
 /// What a read sees: the memtables and the tables of one moment.
 pub struct ReadView {
     pub(crate) mem: Arc<Memtable>,
@@ -61,32 +84,50 @@ pub struct ReadView {
 impl ReadView {
     fn get(&self, key: &[u8], sequence: u64) -> Result<Option<Vec<u8>>> {
         let lookup = keys::internal_key(key, sequence, KIND_FOR_SEEK);
-        let found = |lookup: Lookup| match lookup {
-            Lookup::Value(value) => Some(Some(value)),
-            Lookup::Deleted => Some(None),
-            Lookup::Absent => None,
+        let found = |lookup: Lookup| -> Result<Option<Option<Vec<u8>>>> {
+            Ok(match lookup {
+                Lookup::Value(value) => Some(Some(value)),
+                Lookup::Pointer(pointer) => {
+                    let mut value = Vec::new();
+                    self.read_value(&pointer, &mut value)?;
+                    Some(Some(value))
+                }
+                Lookup::Deleted => Some(None),
+                Lookup::Absent => None,
+            })
         };
         for memtable in std::iter::once(&self.mem).chain(self.imm.as_ref()) {
-            if let Some(result) = found(memtable.get(key, &lookup)?) {
+            if let Some(result) = found(memtable.get(key, &lookup)?)? {
                 return Ok(result);
             }
         }
         for table in &self.version.levels[0] {
             if table.meta.smallest_user_key() <= key
                 && key <= table.meta.largest_user_key()
-                && let Some(result) = found(table.get(key, &lookup)?)
+                && let Some(result) = found(table.get(key, &lookup)?)?
             {
                 return Ok(result);
             }
         }
         for tables in &self.version.levels[1..] {
             if let Some(table) = version::find_in_level(tables, &lookup)
-                && let Some(result) = found(table.get(key, &lookup)?)
+                && let Some(result) = found(table.get(key, &lookup)?)?
             {
                 return Ok(result);
             }
         }
         Ok(None)
+    }
+
+    /// Reads the value `pointer` names from the value log into `out`.
+    pub(crate) fn read_value(&self, pointer: &ValuePointer, out: &mut Vec<u8>) -> Result<()> {
+        match self.version.values.get(&pointer.run) {
+            Some(live) => live.run.read(pointer, out),
+            None => Err(Error::corruption(
+                "value log",
+                format!("a pointer into value run {}, which is not live", pointer.run),
+            )),
+        }
     }
 
     /// A merged cursor over the sources that hold keys of the user-key range `[lower, upper]`,
@@ -245,6 +286,9 @@ pub struct IntegrityReport {
     pub tables: usize,
     /// Entries in the tables that verified.
     pub entries: u64,
+    /// Value runs checked, and the values in those that verified.
+    pub value_runs: usize,
+    pub values: u64,
     /// Allocated pages read and verified.
     pub pages: u64,
     /// Every problem found, one line each; empty when the database is sound.
@@ -256,6 +300,8 @@ pub struct IntegrityReport {
 struct Audit {
     tables: usize,
     entries: u64,
+    value_runs: usize,
+    values: u64,
     /// Owner of every page of the manifest and the tables.
     owner: BTreeMap<u64, String>,
 }
@@ -278,6 +324,9 @@ pub struct Stats {
     pub trivial_moves: u64,
     pub compaction_bytes_read: u64,
     pub compaction_bytes_written: u64,
+    /// Bytes of the tables flushes wrote (their values in the value log are counted in
+    /// `value_log_bytes_written`).
+    pub flush_bytes_written: u64,
     /// Delays of writers while compaction is behind (each covers one or more write groups),
     /// their total in microseconds, and writes that waited for compaction or a flush.
     pub slowdowns: u64,
@@ -285,6 +334,14 @@ pub struct Stats {
     pub stops: u64,
     /// Pages auto-vacuum moved down the file after compactions.
     pub auto_vacuum_pages: u64,
+    /// The value log: live runs, their bytes and the garbage in them; bytes flushes wrote to
+    /// it, and bytes compactions copied out of runs they collected (compactions' writes to
+    /// the value log are counted in `compaction_bytes_written`).
+    pub value_runs: usize,
+    pub value_log_bytes: u64,
+    pub value_log_garbage_bytes: u64,
+    pub value_log_bytes_written: u64,
+    pub value_log_bytes_relocated: u64,
     pub filter_checks: u64,
     pub filter_negatives: u64,
     pub block_reads: u64,
@@ -311,6 +368,9 @@ pub(crate) struct Counters {
     stops: AtomicU64,
     slowdown_micros: AtomicU64,
     pub(crate) auto_vacuum_pages: AtomicU64,
+    value_log_bytes_written: AtomicU64,
+    value_log_bytes_relocated: AtomicU64,
+    flush_bytes_written: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64, by: u64) {
@@ -867,6 +927,12 @@ impl Db {
             stops: counter(&inner.counters.stops),
             slowdown_micros: counter(&inner.counters.slowdown_micros),
             auto_vacuum_pages: counter(&inner.counters.auto_vacuum_pages),
+            value_runs: view.version.values.len(),
+            value_log_bytes: view.version.value_log_bytes().0,
+            value_log_garbage_bytes: view.version.value_log_bytes().1,
+            value_log_bytes_written: counter(&inner.counters.value_log_bytes_written),
+            flush_bytes_written: counter(&inner.counters.flush_bytes_written),
+            value_log_bytes_relocated: counter(&inner.counters.value_log_bytes_relocated),
             filter_checks: counter(&inner.table_counters.filter_checks),
             filter_negatives: counter(&inner.table_counters.filter_negatives),
             block_reads: counter(&inner.table_counters.block_reads),
@@ -917,14 +983,21 @@ impl Db {
         let unowned: Vec<u64> = allocated.iter().copied().filter(|page| !audit.owner.contains_key(page)).collect();
         if let (Some(first), Some(last)) = (unowned.first(), unowned.last()) {
             problems.push(format!(
-                "allocation bitmap: {} allocated pages ({first}..={last}) belong to no table and not to the manifest",
+                "allocation bitmap: {} allocated pages ({first}..={last}) belong to no table, value run or manifest",
                 unowned.len()
             ));
         }
         for (_, error) in self.inner.pool.verify_allocated_pages() {
             problems.push(error.to_string()); // names the page
         }
-        Ok(IntegrityReport { tables: audit.tables, entries: audit.entries, pages: allocated.len() as u64, problems })
+        Ok(IntegrityReport {
+            tables: audit.tables,
+            entries: audit.entries,
+            value_runs: audit.value_runs,
+            values: audit.values,
+            pages: allocated.len() as u64,
+            problems,
+        })
     }
 
     /// What [`Db::check`] and [`Db::integrity_check`] share: the level invariants, every table,
@@ -961,6 +1034,15 @@ impl Db {
                 Err(error) => problem(name.clone(), error),
             }
             claim(&mut audit.owner, problem, table.meta.pages(), name);
+        }
+        for live in view.version.values.values() {
+            let name = format!("value run {}", live.run.meta.id);
+            audit.value_runs += 1;
+            match live.run.verify() {
+                Ok(values) => audit.values += values,
+                Err(error) => problem(name.clone(), error),
+            }
+            claim(&mut audit.owner, problem, live.run.meta.pages(), name);
         }
         for (page, name) in &audit.owner {
             if !inner.pool.is_allocated(*page) {
@@ -1043,17 +1125,20 @@ fn read_manifest(
 ) -> Result<(Option<ManifestLocation>, ManifestHeader, Version)> {
     let root = pool.root();
     let (location, header, metas) = if root.is_empty() {
-        (None, ManifestHeader { next_table_id: 1, ..ManifestHeader::default() }, Vec::new())
+        (None, ManifestHeader { next_table_id: 1, ..ManifestHeader::default() }, Default::default())
     } else {
         let location = version::decode_root(&root)?;
         let bytes = version::read_pages(pool, &location)?;
-        let (header, metas) = version::decode(&bytes)?;
-        (Some(location), header, metas)
+        let (header, contents) = version::decode(&bytes)?;
+        (Some(location), header, contents)
     };
     let mut version = Version::default();
-    for (level, meta) in metas {
+    for (level, meta) in metas.tables {
         let resident = level < options.resident_index_levels;
         version.levels[level].push(Arc::new(Table::open(pool.clone(), meta, resident, counters.clone())?));
+    }
+    for (meta, garbage) in metas.value_runs {
+        version.values.insert(meta.id, LiveRun::new(ValueRun::open(pool.clone(), meta)?, garbage));
     }
     version.sort();
     version.check()?;
@@ -1135,8 +1220,8 @@ impl Inner {
         let mut version = (*self.view().version).clone();
         if !recovered.is_empty() {
             // No snapshot exists yet: of each key only the newest version is needed.
-            version.levels[0].extend(self.write_level0(Arc::new(recovered), last_sequence)?);
-            version.sort();
+            let retired = self.write_level0(Arc::new(recovered), last_sequence)?.apply(&mut version);
+            debug_assert!(retired.is_empty(), "a flush retires no value run");
         }
         // From here on every write is in a table or in the new log, which starts at
         // `last_sequence + 1`: record that as flushed, or the next replay would find a gap.
@@ -1184,6 +1269,10 @@ impl Inner {
     /// Waits until no compaction runs and keeps others from starting (`compact_range`,
     /// `vacuum`); `end_compaction_turn` lets them go on.
     /// Fails with `OpenedReadOnly` on a database opened read-only.
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.state.lock().shutting_down
+    }
+
     pub(crate) fn check_writable(&self) -> Result<()> {
         if self.options.read_only { Err(Error::OpenedReadOnly) } else { Ok(()) }
     }
@@ -1478,62 +1567,6 @@ impl Inner {
         self.snapshots.oldest(self.visible_sequence.load(Ordering::SeqCst))
     }
 
-    /// Writes the entries of `cursor` to new tables, starting a new table once one reaches
-    /// `split_at` bytes at a user-key boundary (so that all versions of a key stay in one
-    /// table). `keep` decides for each entry whether it survives (compaction); `None` keeps
-    /// all. Returns the tables' descriptions.
-    pub(crate) fn write_tables(
-        &self,
-        cursor: &mut dyn Cursor,
-        mut keep: Option<KeepEntry<'_>>,
-        split_at: usize,
-    ) -> Result<Vec<TableMeta>> {
-        let payload = self.pool.payload_size();
-        let mut metas = Vec::new();
-        let mut builder = TableBuilder::new(payload, self.options.bloom_bits_per_key);
-        let result = (|| {
-            let mut since_check = 0u32;
-            while cursor.valid() {
-                let key = cursor.key();
-                if let Some(keep) = keep.as_mut()
-                    && !keep(key)?
-                {
-                    cursor.advance()?;
-                    continue;
-                }
-                if builder.estimated_size() >= split_at && keys::user_key(builder.last_key()) != keys::user_key(key) {
-                    let id = self.next_table_id.fetch_add(1, Ordering::SeqCst);
-                    let full =
-                        std::mem::replace(&mut builder, TableBuilder::new(payload, self.options.bloom_bits_per_key));
-                    metas.push(full.finish(&self.pool, id)?);
-                }
-                builder.add(key, cursor.value());
-                cursor.advance()?;
-                since_check += 1;
-                if since_check == 4096 {
-                    since_check = 0;
-                    if self.state.lock().shutting_down {
-                        return Err(Error::Closed);
-                    }
-                }
-            }
-            if !builder.is_empty() {
-                let id = self.next_table_id.fetch_add(1, Ordering::SeqCst);
-                metas.push(builder.finish(&self.pool, id)?);
-            }
-            Ok(())
-        })();
-        if let Err(error) = result {
-            for meta in &metas {
-                for page in meta.pages() {
-                    let _ = self.pool.release(page);
-                }
-            }
-            return Err(error);
-        }
-        Ok(metas)
-    }
-
     /// Writes a manifest for `version` and makes it current with a checkpoint of the page
     /// store (which also makes every table page written so far durable).
     pub(crate) fn persist(
@@ -1543,7 +1576,8 @@ impl Inner {
         header: ManifestHeader,
     ) -> Result<()> {
         let tables: Vec<(usize, &TableMeta)> = version.tables().map(|(level, table)| (level, &table.meta)).collect();
-        let bytes = version::encode(&header, &tables);
+        let runs: Vec<_> = version.values.values().map(|live| (&live.run.meta, live.garbage)).collect();
+        let bytes = version::encode(&header, &tables, &runs);
         let location = version::write_pages(&self.pool, &bytes)?;
         if let Err(error) = self.pool.checkpoint_with_root(&version::encode_root(&location)) {
             for page in location.first_page..location.first_page + location.pages {
@@ -1570,6 +1604,9 @@ impl Inner {
             (manifest.location.first_page..manifest.location.first_page + manifest.location.pages).collect();
         for (_, table) in version.tables() {
             owned.extend(table.meta.pages());
+        }
+        for live in version.values.values() {
+            owned.extend(live.run.meta.pages());
         }
         let orphans: Vec<u64> = self.pool.allocated_pages().into_iter().filter(|page| !owned.contains(page)).collect();
         if !orphans.is_empty() {
@@ -1604,21 +1641,42 @@ impl Inner {
         }
     }
 
-    /// Writes the immutable memtable to a level-0 table, installs it, and retires the log
-    /// that covered it.
-    /// Writes `memtable` as level-0 tables and opens them. Versions every reader at or after
-    /// `smallest_snapshot` sees past are not written (a tombstone is: deeper levels may hold
-    /// the key).
-    fn write_level0(&self, memtable: Arc<Memtable>, smallest_snapshot: u64) -> Result<Vec<Arc<Table>>> {
+    /// Writes `memtable` as level-0 tables (its large values to a value run) and opens them.
+    /// Versions every reader at or after `smallest_snapshot` sees past are not written (a
+    /// tombstone is: deeper levels may hold the key).
+    fn write_level0(&self, memtable: Arc<Memtable>, smallest_snapshot: u64) -> Result<Output> {
         let mut hidden = HiddenVersions::new(smallest_snapshot);
-        let metas = self.write_tables(
+        let routing =
+            ValueRouting { separate_from: self.options.value_separation_threshold, ..ValueRouting::in_place() };
+        let written = self.write_tables(
             &mut MemCursor::new(memtable, None, true),
             Some(&mut |key| Ok(!hidden.is_hidden(key))),
             MAX_FLUSH_TABLE_BYTES,
+            &routing,
         )?;
-        metas.into_iter().map(|meta| Ok(Arc::new(self.open_table(meta, 0)?))).collect()
+        bump(&self.counters.value_log_bytes_written, written.value_bytes);
+        let table_bytes: u64 = written.tables.iter().map(|meta| meta.page_count * self.pool.page_size() as u64).sum();
+        bump(&self.counters.flush_bytes_written, table_bytes);
+        self.open_output(written, 0)
     }
 
+    /// Opens what a flush or compaction wrote, its tables at `level`.
+    fn open_output(&self, written: Written, level: usize) -> Result<Output> {
+        let runs = written
+            .runs
+            .into_iter()
+            .map(|meta| Ok((meta.id, LiveRun::new(ValueRun::open(self.pool.clone(), meta)?, 0))))
+            .collect::<Result<_>>()?;
+        let tables = written
+            .tables
+            .into_iter()
+            .map(|meta| Ok(Arc::new(self.open_table(meta, level)?)))
+            .collect::<Result<_>>()?;
+        Ok(Output { tables, level, runs, garbage: written.garbage })
+    }
+
+    /// Writes the immutable memtable to level-0 tables, installs them, and retires the log
+    /// that covered it.
     fn flush_immutable(&self, imm: &Arc<Memtable>) -> Result<()> {
         // The sealed log stays in the log state until it is retired, for readers of the log.
         let unsynced = self.wal.lock().sealed.as_mut().filter(|sealed| sealed.unsynced).map(|sealed| {
@@ -1634,15 +1692,15 @@ impl Inner {
         while imm.writers() > 0 {
             std::thread::sleep(Duration::from_micros(20));
         }
-        let tables = self.write_level0(imm.clone(), self.smallest_snapshot())?;
+        let output = self.write_level0(imm.clone(), self.smallest_snapshot())?;
         let mut manifest = self.install.lock();
         let view = self.view();
         let mut version = (*view.version).clone();
-        version.levels[0].extend(tables);
-        version.sort();
+        let retired = output.apply(&mut version);
         let flushed = imm.max_sequence().max(manifest.header.flushed_sequence);
         let header = self.manifest_header(&manifest, flushed, imm.max_position());
         self.persist(&mut manifest, &version, header)?;
+        retired.iter().for_each(|run| run.mark_obsolete());
         // The tables now hold everything the sealed log did: retire it. The memtable stays
         // immutable until then, so no writer starts another log meanwhile.
         let io = |op, path: &Path, result: std::io::Result<()>| result.map_err(|error| Error::io(op, path, error));
@@ -1722,6 +1780,8 @@ impl Inner {
             .map(|table| TableCursor::new(table.clone(), None, true).map(|cursor| Box::new(cursor) as Box<dyn Cursor>))
             .collect::<Result<_>>()?;
         let mut merged = MergingCursor::new(cursors, true);
+        let collect = view.version.collectable_runs(self.options.value_gc_garbage_ratio);
+        let routing = ValueRouting { separate_from: self.options.value_separation_threshold, collect: &collect };
         let mut hidden = HiddenVersions::new(smallest_snapshot);
         let mut keep = |key: &[u8]| -> Result<bool> {
             if hidden.is_hidden(key) {
@@ -1732,8 +1792,10 @@ impl Inner {
                 && compaction::is_bottom_for(&view.version, output_level, keys::user_key(key));
             Ok(!dead_tombstone)
         };
-        let metas = self.write_tables(&mut merged, Some(&mut keep), self.options.table_target_size)?;
-        let written: u64 = metas.iter().map(|meta| meta.page_count * self.pool.page_size() as u64).sum();
+        let written = self.write_tables(&mut merged, Some(&mut keep), self.options.table_target_size, &routing)?;
+        let table_bytes: u64 = written.tables.iter().map(|meta| meta.page_count * self.pool.page_size() as u64).sum();
+        let (relocated, value_bytes) = (written.relocated_bytes, written.value_bytes);
+        let output = self.open_output(written, output_level)?;
         let read: u64 = inputs.iter().map(|table| table.size_bytes()).sum();
         let mut manifest = self.install.lock();
         let current = self.view();
@@ -1742,20 +1804,19 @@ impl Inner {
             let ids: HashSet<u64> = tables.iter().map(|table| table.meta.id).collect();
             version.levels[compaction.level + offset].retain(|table| !ids.contains(&table.meta.id));
         }
-        for meta in metas {
-            version.levels[output_level].push(Arc::new(self.open_table(meta, output_level)?));
-        }
-        version.sort();
+        let retired = output.apply(&mut version);
         version.check()?;
         let header = self.manifest_header(&manifest, manifest.header.flushed_sequence, 0);
         self.persist(&mut manifest, &version, header)?;
         for table in &inputs {
             table.mark_obsolete();
         }
+        retired.iter().for_each(|run| run.mark_obsolete());
         self.install_version(version);
         bump(&self.counters.compactions, 1);
         bump(&self.counters.compaction_bytes_read, read);
-        bump(&self.counters.compaction_bytes_written, written);
+        bump(&self.counters.compaction_bytes_written, table_bytes + value_bytes);
+        bump(&self.counters.value_log_bytes_relocated, relocated);
         Ok(())
     }
 
@@ -1833,6 +1894,11 @@ fn compaction_loop(inner: Arc<Inner>) {
                     let view = inner.view();
                     if let Some(compaction) =
                         compaction::pick(&view.version, &inner.options, &mut state.compact_pointers)
+                    {
+                        state.compacting = true;
+                        break Some(compaction);
+                    }
+                    if let Some(compaction) = compaction::value_gc(&view.version, inner.options.value_gc_garbage_ratio)
                     {
                         state.compacting = true;
                         break Some(compaction);

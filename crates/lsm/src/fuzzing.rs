@@ -123,7 +123,7 @@ fn small_pool() -> Option<BufferPool> {
 pub fn table(bytes: &[u8]) {
     let mut reader = Reader::new(bytes, "fuzz input");
     let Ok(flags) = reader.u8() else { return };
-    let Ok(mut meta) = TableMeta::decode(&mut reader) else { return };
+    let Ok(mut meta) = TableMeta::decode(&mut reader, true) else { return };
     if meta.page_count == 0 || meta.page_count > MAX_TABLE_PAGES {
         return;
     }
@@ -200,9 +200,9 @@ pub fn manifest(bytes: &[u8]) {
     let _ = version::decode_root(bytes);
 }
 
-/// A real manifest of two tables.
+/// A real manifest of two tables, the second pointing into a value run.
 pub fn sample_manifest() -> Vec<u8> {
-    let table = |id: u64, first_page: u64, from: &[u8], to: &[u8]| TableMeta {
+    let table = |id: u64, first_page: u64, from: &[u8], to: &[u8], value_runs: Vec<u64>| TableMeta {
         id,
         first_page,
         page_count: 4,
@@ -215,8 +215,10 @@ pub fn sample_manifest() -> Vec<u8> {
         smallest: internal_key(from, 9, 1),
         largest: internal_key(to, 3, 1),
         max_sequence: 9,
+        value_runs,
     };
-    let header = version::ManifestHeader { next_table_id: 3, flushed_sequence: 9, last_sequence: 9, last_position: 0 };
-    let (first, second) = (table(1, 5, b"a", b"k"), table(2, 9, b"l", b"z"));
-    version::encode(&header, &[(0, &first), (1, &second)])
+    let header = version::ManifestHeader { next_table_id: 4, flushed_sequence: 9, last_sequence: 9, last_position: 0 };
+    let (first, second) = (table(1, 5, b"a", b"k", Vec::new()), table(2, 9, b"l", b"z", vec![3]));
+    let run = crate::vlog::ValueRunMeta { id: 3, first_page: 13, page_count: 2, bytes: 5000, values: 1 };
+    version::encode(&header, &[(0, &first), (1, &second)], &[(&run, 0)])
 }

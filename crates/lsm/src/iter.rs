@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::keys::{self, KIND_FOR_SEEK, Kind};
 use crate::limits::MAX_SEQUENCE;
 use crate::table::{Table, TableCursor};
+use crate::vlog::ValuePointer;
 use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -243,6 +244,10 @@ pub struct DbIter {
     front_key: Option<Vec<u8>>,
     /// The last key returned from the back.
     back_key: Option<Vec<u8>>,
+    /// The value of the front cursor's entry when it is a pointer into the value log, read
+    /// from there (`front_value_read`).
+    front_value: Vec<u8>,
+    front_value_read: bool,
     done: bool,
 }
 
@@ -258,8 +263,15 @@ impl DbIter {
             front_returned: false,
             front_key: None,
             back_key: None,
+            front_value: Vec::new(),
+            front_value_read: false,
             done: false,
         }
+    }
+
+    /// The value of the entry the front cursor stands at (after `seek_front` returned true).
+    fn front_value(&self) -> &[u8] {
+        if self.front_value_read { &self.front_value } else { self.front.as_ref().expect("front cursor").value() }
     }
 
     /// One step from either end: the iteration ends at the first `None` or error (an error is
@@ -278,7 +290,7 @@ impl DbIter {
             return Ok(None);
         }
         let cursor = self.front.as_ref().expect("front cursor");
-        Ok(Some((keys::user_key(cursor.key()).to_vec(), cursor.value().to_vec())))
+        Ok(Some((keys::user_key(cursor.key()).to_vec(), self.front_value().to_vec())))
     }
 
     /// The next entry from the front, borrowed from the cursor until the next call: a scan
@@ -291,7 +303,7 @@ impl DbIter {
         match self.seek_front() {
             Ok(true) => {
                 let cursor = self.front.as_ref().expect("front cursor");
-                Ok(Some((keys::user_key(cursor.key()), cursor.value())))
+                Ok(Some((keys::user_key(cursor.key()), self.front_value())))
             }
             other => {
                 self.done = true;
@@ -330,9 +342,19 @@ impl DbIter {
             if !below_upper(&self.upper, user) || self.back_key.as_deref().is_some_and(|back| user >= back) {
                 return Ok(false);
             }
-            if keys::kind_of(key)? == Kind::Put {
-                self.front_returned = true;
-                return Ok(true);
+            match keys::kind_of(key)? {
+                Kind::Put => {
+                    self.front_value_read = false;
+                    self.front_returned = true;
+                    return Ok(true);
+                }
+                Kind::Pointer => {
+                    self.view.read_value(&ValuePointer::decode(cursor.value())?, &mut self.front_value)?;
+                    self.front_value_read = true;
+                    self.front_returned = true;
+                    return Ok(true);
+                }
+                Kind::Delete => {}
             }
             // A visible tombstone: the key's older versions are deleted too.
             cursor.skip_user_key()?;
@@ -352,7 +374,9 @@ impl DbIter {
         };
         let cursor = self.back.as_mut().expect("back cursor");
         // Versions of one user key arrive oldest first; the last visible one wins.
-        let mut pending: Option<(Vec<u8>, Option<Vec<u8>>)> = None;
+        // The newest visible version so far: its kind and value (a pointer's value is read
+        // from the value log once the version is known to be returned).
+        let mut pending: Option<(Vec<u8>, Option<(Kind, Vec<u8>)>)> = None;
         loop {
             let entry = if cursor.valid() {
                 let user = keys::user_key(cursor.key());
@@ -370,7 +394,11 @@ impl DbIter {
             };
             if changed {
                 let (user, value) = pending.take().expect("pending entry");
-                if let Some(value) = value {
+                if let Some((kind, mut value)) = value {
+                    if kind == Kind::Pointer {
+                        let pointer = ValuePointer::decode(&value)?;
+                        self.view.read_value(&pointer, &mut value)?;
+                    }
                     self.back_key = Some(user.clone());
                     return Ok(Some((user, value)));
                 }
@@ -381,7 +409,8 @@ impl DbIter {
                 pending = Some((user.to_vec(), None));
             }
             if keys::sequence_of(key) <= self.sequence {
-                let value = (keys::kind_of(key)? == Kind::Put).then(|| cursor.value().to_vec());
+                let kind = keys::kind_of(key)?;
+                let value = (kind != Kind::Delete).then(|| (kind, cursor.value().to_vec()));
                 pending.as_mut().expect("pending entry").1 = value;
             }
             cursor.advance()?;

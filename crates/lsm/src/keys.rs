@@ -13,11 +13,14 @@ use std::cmp::Ordering;
 pub enum Kind {
     Delete = 0,
     Put = 1,
+    /// A put whose value is in the value log: the entry's value is a `vlog::ValuePointer`.
+    /// Only tables hold it (a flush writes it); logs and memtables never do.
+    Pointer = 2,
 }
 
 /// The kind with the highest code: a seek key `(key, s, KIND_FOR_SEEK)` sorts before every
 /// entry of `key` with sequence `s`.
-pub const KIND_FOR_SEEK: u8 = Kind::Put as u8;
+pub const KIND_FOR_SEEK: u8 = Kind::Pointer as u8;
 
 pub fn trailer(sequence: u64, kind: u8) -> u64 {
     (sequence << 8) | kind as u64
@@ -54,6 +57,7 @@ pub fn kind_of(internal: &[u8]) -> Result<Kind> {
     match trailer_of(internal) as u8 {
         0 => Ok(Kind::Delete),
         1 => Ok(Kind::Put),
+        2 => Ok(Kind::Pointer),
         other => Err(Error::corruption("entry", format!("unknown entry kind {other}"))),
     }
 }
@@ -186,7 +190,11 @@ mod tests {
         let ab1 = internal_key(b"ab", 1, 1);
         assert_eq!(compare(&a5, &a3), Ordering::Less);
         assert_eq!(compare(&a3, &ab1), Ordering::Less);
-        assert_eq!(compare(&internal_key(b"a", 5, KIND_FOR_SEEK), &a5), Ordering::Equal);
+        assert_eq!(compare(&internal_key(b"a", 5, KIND_FOR_SEEK), &a5), Ordering::Less);
+        assert_eq!(
+            compare(&internal_key(b"a", 5, KIND_FOR_SEEK), &internal_key(b"a", 5, Kind::Pointer as u8)),
+            Ordering::Equal
+        );
         assert_eq!(compare(&internal_key(b"a", 5, 0), &a5), Ordering::Greater);
         // Every length around the eight-byte steps agrees with the plain slice order.
         let words: Vec<Vec<u8>> = (0..40u8).map(|n| (0..n % 20).map(|i| b'a' + (i * 7 + n) % 3).collect()).collect();

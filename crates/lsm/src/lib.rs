@@ -25,10 +25,12 @@ mod keys;
 pub mod limits;
 mod memtable;
 mod options;
+mod output;
 pub mod registry;
 mod table;
 mod vacuum;
 mod version;
+mod vlog;
 mod wal;
 
 pub use archive::{LogReader, LogRecord};

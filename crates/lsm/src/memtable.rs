@@ -39,7 +39,7 @@
 //!   | next AtomicPtr * height | user key`
 //! - version: `older AtomicPtr | key_len u32 | value_len u32 | internal key | value`
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::iter::Cursor;
 use crate::keys::{self, Kind};
 use crate::table::Lookup;
@@ -816,6 +816,7 @@ impl Memtable {
                 return Ok(match keys::kind_of(current.key())? {
                     Kind::Put => Lookup::Value(current.value().to_vec()),
                     Kind::Delete => Lookup::Deleted,
+                    Kind::Pointer => return Err(Error::corruption("memtable", "a value pointer in a memtable")),
                 });
             }
             version = current.older();
@@ -932,7 +933,7 @@ mod tests {
                     .max_by_key(|(_, s, _)| *s)
                     .map_or(Lookup::Absent, |(k, s, kind)| match kind {
                         Kind::Put => Lookup::Value(format!("{}{s}", k[0] as char).into_bytes()),
-                        Kind::Delete => Lookup::Deleted,
+                        Kind::Delete | Kind::Pointer => Lookup::Deleted,
                     });
                 let found = memtable.get(key, &internal_key(key, sequence, KIND_FOR_SEEK)).unwrap();
                 assert_eq!(found, expected, "{key:?} at {sequence}");
@@ -984,7 +985,7 @@ mod tests {
                 let expected = match model.get(first_at) {
                     Some((entry, value)) if keys::user_key(entry) == user => match keys::kind_of(entry).unwrap() {
                         Kind::Put => Lookup::Value(value.clone()),
-                        Kind::Delete => Lookup::Deleted,
+                        Kind::Delete | Kind::Pointer => Lookup::Deleted,
                     },
                     _ => Lookup::Absent,
                 };

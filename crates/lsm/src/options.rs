@@ -60,6 +60,14 @@ pub struct Options {
     /// write, flush, compaction or vacuum fails with
     /// [`Error::OpenedReadOnly`](crate::Error::OpenedReadOnly). Sets the pool's `read_only`.
     pub read_only: bool,
+    /// Values of at least this many bytes are written once to the value log at a flush, and
+    /// the tables hold a pointer to them (`vlog.rs`); `usize::MAX` keeps every value in the
+    /// tables. Compactions move values already in tables that meet it too.
+    pub value_separation_threshold: usize,
+    /// A value run at least this share garbage is collected: compactions copy its live values
+    /// into a new run, and the compaction thread rewrites tables that point into it when it
+    /// has nothing else to do.
+    pub value_gc_garbage_ratio: f64,
 }
 
 impl Default for Options {
@@ -80,6 +88,8 @@ impl Default for Options {
             retain_log_bytes: 0,
             release_memory: false,
             read_only: false,
+            value_separation_threshold: 1024,
+            value_gc_garbage_ratio: 0.5,
         }
     }
 }
@@ -106,6 +116,12 @@ impl Options {
         }
         if self.level_size_ratio < 2 || self.base_level_size < self.table_target_size as u64 {
             return fail("level_size_ratio must be at least 2 and base_level_size at least one table".into());
+        }
+        if self.value_separation_threshold < 16 {
+            return fail("value_separation_threshold must be at least 16 bytes".into());
+        }
+        if !(self.value_gc_garbage_ratio > 0.0 && self.value_gc_garbage_ratio <= 1.0) {
+            return fail("value_gc_garbage_ratio must be in (0, 1]".into());
         }
         if let SyncPolicy::Interval(interval) = self.sync
             && interval.is_zero()

@@ -18,6 +18,7 @@ use crate::block::{Block, BlockBuilder, DecodedBlock};
 use crate::bloom::{self, FILTER_BLOCK_BYTES};
 use crate::error::{Error, Result};
 use crate::keys::{self, Kind, Reader, put_length_prefixed};
+use crate::vlog::ValuePointer;
 use std::cmp::Ordering;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
@@ -47,6 +48,8 @@ pub struct TableMeta {
     pub smallest: Vec<u8>,
     pub largest: Vec<u8>,
     pub max_sequence: u64,
+    /// Value runs its pointers lead into, ascending (`vlog.rs`).
+    pub value_runs: Vec<u64>,
 }
 
 impl TableMeta {
@@ -71,10 +74,16 @@ impl TableMeta {
         }
         put_length_prefixed(out, &self.smallest);
         put_length_prefixed(out, &self.largest);
+        out.extend_from_slice(&(self.value_runs.len() as u32).to_le_bytes());
+        for run in &self.value_runs {
+            out.extend_from_slice(&run.to_le_bytes());
+        }
     }
 
-    pub(crate) fn decode(reader: &mut Reader<'_>) -> Result<TableMeta> {
-        let meta = TableMeta {
+    /// Reads an entry as [`TableMeta::encode`] writes it; `with_value_runs` false reads the
+    /// format before the value log, which ends at `largest`.
+    pub(crate) fn decode(reader: &mut Reader<'_>, with_value_runs: bool) -> Result<TableMeta> {
+        let mut meta = TableMeta {
             id: reader.u64()?,
             first_page: reader.u64()?,
             page_count: reader.u64()?,
@@ -87,14 +96,22 @@ impl TableMeta {
             filter_probes: reader.u32()?,
             smallest: reader.internal_key()?.to_vec(),
             largest: reader.internal_key()?.to_vec(),
+            value_runs: Vec::new(),
         };
+        if with_value_runs {
+            let count = reader.u32()?;
+            for _ in 0..count {
+                meta.value_runs.push(reader.u64()?);
+            }
+        }
         let regions_fit = (meta.index_page as u64) <= meta.page_count
             && meta.index_page as u64 + meta.index_pages as u64 <= meta.filter_page as u64
             && (meta.filter_page as u64) <= meta.page_count
             && meta.index_pages > 0
             && meta.filter_blocks > 0
             && (1..=30).contains(&meta.filter_probes)
-            && keys::compare(&meta.smallest, &meta.largest) != Ordering::Greater;
+            && keys::compare(&meta.smallest, &meta.largest) != Ordering::Greater
+            && meta.value_runs.windows(2).all(|pair| pair[0] < pair[1]);
         if !regions_fit {
             return Err(Error::corruption(format!("manifest entry of table {}", meta.id), "inconsistent layout"));
         }
@@ -114,6 +131,7 @@ pub struct TableBuilder {
     entries: u64,
     smallest: Vec<u8>,
     max_sequence: u64,
+    value_runs: std::collections::BTreeSet<u64>,
 }
 
 impl TableBuilder {
@@ -129,6 +147,7 @@ impl TableBuilder {
             entries: 0,
             smallest: Vec::new(),
             max_sequence: 0,
+            value_runs: Default::default(),
         }
     }
 
@@ -162,6 +181,12 @@ impl TableBuilder {
         self.max_sequence = self.max_sequence.max(keys::sequence_of(key));
         self.block.add(key, value);
         self.entries += 1;
+    }
+
+    /// Adds an entry of kind `Pointer` whose value, `encoded`, is `pointer`.
+    pub fn add_pointer(&mut self, key: &[u8], pointer: &ValuePointer, encoded: &[u8]) {
+        self.value_runs.insert(pointer.run);
+        self.add(key, encoded);
     }
 
     fn finish_block(&mut self) {
@@ -238,6 +263,7 @@ impl TableBuilder {
             smallest: self.smallest,
             largest,
             max_sequence: self.max_sequence,
+            value_runs: self.value_runs.into_iter().collect(),
         })
     }
 }
@@ -262,6 +288,8 @@ struct Resident {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Lookup {
     Value(Vec<u8>),
+    /// The value is in the value log.
+    Pointer(ValuePointer),
     Deleted,
     Absent,
 }
@@ -580,6 +608,7 @@ impl Table {
             }
             Ok(match keys::kind_of(&key)? {
                 Kind::Put => Lookup::Value(value.to_vec()),
+                Kind::Pointer => Lookup::Pointer(ValuePointer::decode(value)?),
                 Kind::Delete => Lookup::Deleted,
             })
         })
@@ -606,6 +635,12 @@ impl Table {
             }
             if !self.may_contain(keys::user_key(key))? {
                 return Err(self.corrupt("the filter misses a key of the table"));
+            }
+            if keys::kind_of(key)? == Kind::Pointer {
+                let pointer = ValuePointer::decode(cursor.value())?;
+                if self.meta.value_runs.binary_search(&pointer.run).is_err() {
+                    return Err(self.corrupt(format!("a pointer into value run {} it does not list", pointer.run)));
+                }
             }
             previous = Some(key.to_vec());
             count += 1;

@@ -1,7 +1,9 @@
-//! `VACUUM`: moves tables towards the start of the file so that its free tail can be cut.
+//! `VACUUM`: moves tables and value runs towards the start of the file so that its free tail
+//! can be cut.
 //!
 //! A table is a run of pages whose contents are relative to its first page, so it moves by a
-//! copy of its pages into a free run lower in the file. Tables are taken from the end of the
+//! copy of its pages into a free run lower in the file (under a new id); a value run moves the
+//! same way and keeps its id, which is what pointers name. They are taken from the end of the
 //! file down; each goes to the lowest free run that fits below it, or stays. The moved tables
 //! are installed in one manifest (copy-on-write, switched by the page store's checkpoint, as
 //! a compaction installs its outputs), the old runs are freed once no reader holds them, and
@@ -15,9 +17,12 @@
 use crate::db::{Db, Inner};
 use crate::error::Result;
 use crate::table::{Table, TableMeta};
+use crate::vlog::{ValueRun, ValueRunMeta};
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use tern_pagestore::PageId;
 
 /// Passes of moves and cuts at most: each pass can only use the holes that were free before
 /// it started.
@@ -35,7 +40,7 @@ const AUTO_VACUUM_STEP_TABLES: u64 = 4;
 /// What a vacuum did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct VacuumReport {
-    /// Tables copied to a lower run.
+    /// Tables and value runs copied to a lower run.
     pub tables_moved: u64,
     /// Pages those tables hold.
     pub pages_moved: u64,
@@ -98,83 +103,100 @@ impl Inner {
         Ok(pages)
     }
 
-    /// One pass: copies each table that has a free run below it there, from the end of the file
-    /// down, until `budget` pages are copied; installs the copies and retires the originals.
-    /// Returns the tables and pages moved.
+    /// One pass: copies each table and value run that has a free run of pages below it there,
+    /// from the end of the file down, until `budget` pages are copied; installs the copies and
+    /// retires the originals. Returns the extents and pages moved.
     fn move_tables_down(&self, budget: u64) -> Result<(u64, u64)> {
         let view = self.view();
-        let mut tables: Vec<(usize, Arc<Table>)> =
-            view.version.tables().map(|(level, table)| (level, table.clone())).collect();
+        let mut extents: Vec<Extent> =
+            view.version.tables().map(|(level, table)| Extent::Table(level, table.clone())).collect();
+        extents.extend(view.version.values.values().map(|live| Extent::Values(live.run.clone())));
         drop(view);
-        tables.sort_by_key(|(_, table)| std::cmp::Reverse(table.meta.first_page));
-        let mut copies: Vec<(u64, Table)> = Vec::new();
-        let copied = (|| {
-            let mut copied_pages = 0;
-            for (level, table) in &tables {
-                if copied_pages >= budget {
-                    break;
-                }
-                if let Some(meta) = self.copy_down(&table.meta)? {
-                    copied_pages += meta.page_count;
-                    let old_id = table.meta.id;
+        extents.sort_by_key(|extent| std::cmp::Reverse(extent.pages().start));
+        let mut copies = Copies::default();
+        if let Err(error) = self.copy_extents_down(&extents, budget, &mut copies) {
+            copies.release(self);
+            return Err(error);
+        }
+        if copies.tables.is_empty() && copies.runs.is_empty() {
+            return Ok((0, 0));
+        }
+        let pages = copies.tables.iter().map(|(_, copy)| copy.meta.page_count).sum::<u64>()
+            + copies.runs.iter().map(|copy| copy.meta.page_count).sum::<u64>();
+        let moved = (copies.tables.len() + copies.runs.len()) as u64;
+        self.install_copies(copies, &extents)?;
+        Ok((moved, pages))
+    }
+
+    fn copy_extents_down(&self, extents: &[Extent], budget: u64, copies: &mut Copies) -> Result<()> {
+        let mut copied_pages = 0;
+        for extent in extents {
+            if copied_pages >= budget {
+                break;
+            }
+            let pages = extent.pages();
+            let Some(first) = self.copy_pages_down(pages.clone())? else { continue };
+            copied_pages += pages.end - pages.start;
+            match extent {
+                Extent::Table(level, table) => {
+                    let id = self.next_table_id.fetch_add(1, Ordering::SeqCst);
+                    let meta = TableMeta { id, first_page: first, ..table.meta.clone() };
                     match self.open_table(meta.clone(), *level) {
-                        Ok(copy) => copies.push((old_id, copy)),
+                        Ok(copy) => copies.tables.push((table.meta.id, copy)),
                         Err(error) => {
-                            release_pages(self, &meta);
+                            release(self, meta.pages());
+                            return Err(error);
+                        }
+                    }
+                }
+                Extent::Values(run) => {
+                    // Pointers name the run by id: the copy keeps it.
+                    let meta = ValueRunMeta { first_page: first, ..run.meta.clone() };
+                    match ValueRun::open(self.pool.clone(), meta.clone()) {
+                        Ok(copy) => copies.runs.push(copy),
+                        Err(error) => {
+                            release(self, meta.pages());
                             return Err(error);
                         }
                     }
                 }
             }
-            Ok(())
-        })();
-        if let Err(error) = copied {
-            for (_, copy) in &copies {
-                release_pages(self, &copy.meta);
-            }
-            return Err(error);
         }
-        if copies.is_empty() {
-            return Ok((0, 0));
-        }
-        let pages = copies.iter().map(|(_, copy)| copy.meta.page_count).sum();
-        let moved = copies.len() as u64;
-        self.install_copies(copies, &tables)?;
-        Ok((moved, pages))
+        Ok(())
     }
 
-    /// Copies the table `meta` describes to the lowest free run below it, if there is one;
-    /// returns the copy's description (a new id, the same contents).
-    fn copy_down(&self, meta: &TableMeta) -> Result<Option<TableMeta>> {
-        let Some(first) = self.pool.alloc_run_below(meta.page_count, meta.first_page)? else {
+    /// Copies the pages `pages` to the lowest free run below them, if there is one; returns
+    /// the copy's first page.
+    fn copy_pages_down(&self, pages: Range<PageId>) -> Result<Option<PageId>> {
+        let count = pages.end - pages.start;
+        let Some(first) = self.pool.alloc_run_below(count, pages.start)? else {
             return Ok(None);
         };
-        let copy =
-            TableMeta { id: self.next_table_id.fetch_add(1, Ordering::SeqCst), first_page: first, ..meta.clone() };
         let written = (|| {
-            for offset in 0..meta.page_count {
-                let source = self.pool.pin_read(meta.first_page + offset)?;
+            for offset in 0..count {
+                let source = self.pool.pin_read(pages.start + offset)?;
                 let mut target = self.pool.pin_overwrite(first + offset)?;
                 target.copy_from_slice(&source);
             }
             Ok(())
         })();
         match written {
-            Ok(()) => Ok(Some(copy)),
+            Ok(()) => Ok(Some(first)),
             Err(error) => {
-                release_pages(self, &copy);
+                release(self, first..first + count);
                 Err(error)
             }
         }
     }
 
     /// Puts each copy in the place of its original in one manifest, then retires the
-    /// originals. Flushes may have added tables meanwhile; compactions cannot have run.
-    fn install_copies(&self, copies: Vec<(u64, Table)>, originals: &[(usize, Arc<Table>)]) -> Result<()> {
+    /// originals. Flushes may have added tables and runs meanwhile; compactions cannot have
+    /// run.
+    fn install_copies(&self, copies: Copies, originals: &[Extent]) -> Result<()> {
         let mut manifest = self.install.lock();
         let mut version = (*self.view().version).clone();
         let mut by_id: HashMap<u64, Arc<Table>> =
-            copies.into_iter().map(|(old_id, copy)| (old_id, Arc::new(copy))).collect();
+            copies.tables.into_iter().map(|(old_id, copy)| (old_id, Arc::new(copy))).collect();
         let placed: Vec<Arc<Table>> = by_id.values().cloned().collect();
         for tables in version.levels.iter_mut() {
             for table in tables.iter_mut() {
@@ -183,23 +205,42 @@ impl Inner {
                 }
             }
         }
+        let placed_runs: Vec<Arc<ValueRun>> = copies.runs.into_iter().map(Arc::new).collect();
+        let mut runs_vanished = false;
+        for copy in &placed_runs {
+            match version.values.get_mut(&copy.meta.id) {
+                Some(live) => live.run = copy.clone(),
+                None => runs_vanished = true,
+            }
+        }
         let header = self.manifest_header(&manifest, manifest.header.flushed_sequence, 0);
         version.sort();
-        let installed = if by_id.is_empty() {
+        let installed = if by_id.is_empty() && !runs_vanished {
             version.check().and_then(|()| self.persist(&mut manifest, &version, header))
         } else {
-            Err(crate::error::Error::corruption("vacuum", "a moved table vanished while compactions waited"))
+            Err(crate::error::Error::corruption(
+                "vacuum",
+                "a moved table or value run vanished while compactions waited",
+            ))
         };
         if let Err(error) = installed {
             // No durable manifest names the copies: their pages go back once dropped.
-            for copy in &placed {
-                copy.mark_obsolete();
-            }
+            placed.iter().for_each(|copy| copy.mark_obsolete());
+            placed_runs.iter().for_each(|copy| copy.mark_obsolete());
             return Err(error);
         }
-        for (_, original) in originals {
-            if !version.tables().any(|(_, table)| table.meta.id == original.meta.id) {
-                original.mark_obsolete();
+        for original in originals {
+            match original {
+                Extent::Table(_, original) => {
+                    if !version.tables().any(|(_, table)| table.meta.id == original.meta.id) {
+                        original.mark_obsolete();
+                    }
+                }
+                Extent::Values(original) => {
+                    if version.values.get(&original.meta.id).is_none_or(|live| !Arc::ptr_eq(&live.run, original)) {
+                        original.mark_obsolete();
+                    }
+                }
             }
         }
         self.install_version(version);
@@ -208,8 +249,41 @@ impl Inner {
     }
 }
 
-fn release_pages(inner: &Inner, meta: &TableMeta) {
-    for page in meta.pages() {
+/// A run of pages vacuum may move: a table (with its level) or a value run.
+enum Extent {
+    Table(usize, Arc<Table>),
+    Values(Arc<ValueRun>),
+}
+
+impl Extent {
+    fn pages(&self) -> Range<PageId> {
+        match self {
+            Extent::Table(_, table) => table.meta.pages(),
+            Extent::Values(run) => run.meta.pages(),
+        }
+    }
+}
+
+/// The copies of one pass: tables by the id of their original, value runs under their own.
+#[derive(Default)]
+struct Copies {
+    tables: Vec<(u64, Table)>,
+    runs: Vec<ValueRun>,
+}
+
+impl Copies {
+    fn release(&self, inner: &Inner) {
+        for (_, copy) in &self.tables {
+            release(inner, copy.meta.pages());
+        }
+        for copy in &self.runs {
+            release(inner, copy.meta.pages());
+        }
+    }
+}
+
+fn release(inner: &Inner, pages: Range<PageId>) {
+    for page in pages {
         let _ = inner.pool.release(page);
     }
 }

@@ -6,24 +6,30 @@
 //!
 //! ```text
 //! root     := "TERNLSM\0" | format u32 | first_page u64 | pages u64 | len u64 | crc32c u32
-//! manifest := "TERNMAN2" | next_table_id u64 | flushed_sequence u64 | last_sequence u64
+//! manifest := "TERNMAN3" | next_table_id u64 | flushed_sequence u64 | last_sequence u64
 //!             | last_position u64 | tables u32 | (level u8 | table meta)*
+//!             | value runs u32 | (value run meta | garbage u64)*
 //! ```
 //!
-//! A manifest written before log positions existed starts with "TERNMANI" and has no
-//! `last_position` (read as 0).
+//! A table's meta ends with the value runs its pointers lead into (`u32` count, `u64` ids).
+//! Manifests of the formats before the value log are still read: "TERNMAN2" (no value runs,
+//! table metas without the list) and "TERNMANI" (no `last_position` either, read as 0).
 
 use crate::error::{Error, Result};
 use crate::keys::{self, Reader};
 use crate::limits::NUM_LEVELS;
 use crate::table::{Table, TableMeta};
+use crate::vlog::{ValueRun, ValueRunMeta};
 use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tern_pagestore::{BufferPool, PageId};
 
 const ROOT_MAGIC: &[u8; 8] = b"TERNLSM\0";
-const MANIFEST_MAGIC: &[u8; 8] = b"TERNMAN2";
-/// The manifest of the first format, without `last_position`.
+const MANIFEST_MAGIC: &[u8; 8] = b"TERNMAN3";
+/// The manifest of the second format, without value runs.
+const MANIFEST_MAGIC_V2: &[u8; 8] = b"TERNMAN2";
+/// The manifest of the first format, without `last_position` either.
 const MANIFEST_MAGIC_V1: &[u8; 8] = b"TERNMANI";
 const FORMAT: u32 = 1;
 
@@ -32,9 +38,64 @@ const FORMAT: u32 = 1;
 #[derive(Debug, Clone, Default)]
 pub struct Version {
     pub levels: [Vec<Arc<Table>>; NUM_LEVELS],
+    /// The value runs some table points into, by id.
+    pub values: BTreeMap<u64, LiveRun>,
+}
+
+/// A value run of a version and how many of its bytes no table points to any more.
+#[derive(Debug, Clone)]
+pub struct LiveRun {
+    pub run: Arc<ValueRun>,
+    pub garbage: u64,
+}
+
+impl LiveRun {
+    pub fn new(run: ValueRun, garbage: u64) -> LiveRun {
+        LiveRun { run: Arc::new(run), garbage }
+    }
+
+    /// Whether at least `ratio` of the run is garbage.
+    pub fn is_collectable(&self, ratio: f64) -> bool {
+        self.garbage > 0 && self.garbage as f64 >= ratio * self.run.meta.bytes as f64
+    }
 }
 
 impl Version {
+    /// Adds `bytes` of garbage to each run of `garbage` (runs no longer in the version, which
+    /// a concurrent change retired, are skipped).
+    pub fn add_garbage(&mut self, garbage: &BTreeMap<u64, u64>) {
+        for (id, bytes) in garbage {
+            if let Some(live) = self.values.get_mut(id) {
+                live.garbage = (live.garbage + bytes).min(live.run.meta.bytes);
+            }
+        }
+    }
+
+    /// Takes out the value runs no table points into any more; the caller marks them obsolete
+    /// once a manifest without them is durable.
+    pub fn take_unreferenced_runs(&mut self) -> Vec<Arc<ValueRun>> {
+        let referenced: BTreeSet<u64> =
+            self.tables().flat_map(|(_, table)| table.meta.value_runs.iter().copied()).collect();
+        let unreferenced: Vec<u64> = self.values.keys().filter(|id| !referenced.contains(id)).copied().collect();
+        unreferenced.into_iter().filter_map(|id| self.values.remove(&id)).map(|live| live.run).collect()
+    }
+
+    /// The runs at least `ratio` garbage, whose values compactions copy out.
+    pub fn collectable_runs(&self, ratio: f64) -> BTreeMap<u64, Arc<ValueRun>> {
+        self.values
+            .iter()
+            .filter(|(_, live)| live.is_collectable(ratio))
+            .map(|(id, live)| (*id, live.run.clone()))
+            .collect()
+    }
+
+    /// Bytes of value runs and of garbage in them.
+    pub fn value_log_bytes(&self) -> (u64, u64) {
+        self.values
+            .values()
+            .fold((0, 0), |(bytes, garbage), live| (bytes + live.run.meta.bytes, garbage + live.garbage))
+    }
+
     pub fn level_bytes(&self, level: usize) -> u64 {
         self.levels[level].iter().map(|table| table.size_bytes()).sum()
     }
@@ -60,8 +121,16 @@ impl Version {
         }
     }
 
-    /// Checks the invariants of the levels (deeper levels sorted and disjoint).
+    /// Checks the invariants of the levels (deeper levels sorted and disjoint) and that every
+    /// value run a table points into is in the version.
     pub fn check(&self) -> Result<()> {
+        for (level, table) in self.tables() {
+            if let Some(run) = table.meta.value_runs.iter().find(|run| !self.values.contains_key(run)) {
+                let detail =
+                    format!("table {} of level {level} points into value run {run}, which is not live", table.meta.id);
+                return Err(Error::corruption("manifest", detail));
+            }
+        }
         for (level, tables) in self.levels.iter().enumerate().skip(1) {
             for pair in tables.windows(2) {
                 if pair[0].meta.largest_user_key() >= pair[1].meta.smallest_user_key() {
@@ -88,7 +157,14 @@ pub struct ManifestHeader {
     pub last_position: u64,
 }
 
-pub fn encode(header: &ManifestHeader, tables: &[(usize, &TableMeta)]) -> Vec<u8> {
+/// What a manifest lists: the tables by level, and the value runs with their garbage.
+#[derive(Debug, Default)]
+pub struct ManifestContents {
+    pub tables: Vec<(usize, TableMeta)>,
+    pub value_runs: Vec<(ValueRunMeta, u64)>,
+}
+
+pub fn encode(header: &ManifestHeader, tables: &[(usize, &TableMeta)], value_runs: &[(&ValueRunMeta, u64)]) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(MANIFEST_MAGIC);
     for value in [header.next_table_id, header.flushed_sequence, header.last_sequence, header.last_position] {
@@ -99,13 +175,18 @@ pub fn encode(header: &ManifestHeader, tables: &[(usize, &TableMeta)]) -> Vec<u8
         out.push(*level as u8);
         meta.encode(&mut out);
     }
+    out.extend_from_slice(&(value_runs.len() as u32).to_le_bytes());
+    for (meta, garbage) in value_runs {
+        meta.encode(&mut out);
+        out.extend_from_slice(&garbage.to_le_bytes());
+    }
     out
 }
 
-pub fn decode(bytes: &[u8]) -> Result<(ManifestHeader, Vec<(usize, TableMeta)>)> {
+pub fn decode(bytes: &[u8]) -> Result<(ManifestHeader, ManifestContents)> {
     let mut reader = Reader::new(bytes, "manifest");
     let magic = reader.bytes(8)?;
-    if magic != MANIFEST_MAGIC && magic != MANIFEST_MAGIC_V1 {
+    if magic != MANIFEST_MAGIC && magic != MANIFEST_MAGIC_V2 && magic != MANIFEST_MAGIC_V1 {
         return Err(Error::corruption("manifest", "bad magic number"));
     }
     let mut header = ManifestHeader {
@@ -114,9 +195,10 @@ pub fn decode(bytes: &[u8]) -> Result<(ManifestHeader, Vec<(usize, TableMeta)>)>
         last_sequence: reader.u64()?,
         last_position: 0,
     };
-    if magic == MANIFEST_MAGIC {
+    if magic != MANIFEST_MAGIC_V1 {
         header.last_position = reader.u64()?;
     }
+    let with_value_runs = magic == MANIFEST_MAGIC;
     let count = reader.u32()?;
     let mut tables = Vec::new();
     for _ in 0..count {
@@ -124,16 +206,28 @@ pub fn decode(bytes: &[u8]) -> Result<(ManifestHeader, Vec<(usize, TableMeta)>)>
         if level >= NUM_LEVELS {
             return Err(Error::corruption("manifest", format!("level {level} out of range")));
         }
-        let meta = TableMeta::decode(&mut reader)?;
+        let meta = TableMeta::decode(&mut reader, with_value_runs)?;
         if meta.id >= header.next_table_id || meta.max_sequence > header.last_sequence {
             return Err(Error::corruption("manifest", format!("table {} is newer than the manifest", meta.id)));
         }
         tables.push((level, meta));
     }
-    if !reader.is_empty() {
-        return Err(Error::corruption("manifest", "bytes after the last table"));
+    let mut value_runs = Vec::new();
+    if with_value_runs {
+        let count = reader.u32()?;
+        for _ in 0..count {
+            let meta = ValueRunMeta::decode(&mut reader)?;
+            let garbage = reader.u64()?;
+            if meta.id >= header.next_table_id || garbage > meta.bytes {
+                return Err(Error::corruption("manifest", format!("value run {} is inconsistent", meta.id)));
+            }
+            value_runs.push((meta, garbage));
+        }
     }
-    Ok((header, tables))
+    if !reader.is_empty() {
+        return Err(Error::corruption("manifest", "bytes after the last entry"));
+    }
+    Ok((header, ManifestContents { tables, value_runs }))
 }
 
 /// Where the current manifest lives.

@@ -24,6 +24,9 @@ fn options() -> Options {
         level_size_ratio: 4,
         level0_compaction_trigger: 2,
         sync: SyncPolicy::EveryCommit,
+        // About half the values go to the value log.
+        value_separation_threshold: 160,
+        value_gc_garbage_ratio: 0.3,
         ..Options::default()
     }
 }

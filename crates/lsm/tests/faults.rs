@@ -238,14 +238,26 @@ fn faults_during_flush_and_compaction_lose_nothing_acknowledged() {
 
 #[test]
 fn flipped_bytes_in_any_page_are_caught_never_returned() {
+    flipped_bytes_case(60);
+}
+
+/// The same with every value in the value log: a damaged value run page is found by the read
+/// of a value in it and by the check, never returned.
+#[test]
+fn flipped_bytes_in_value_log_pages_are_caught_never_returned() {
+    flipped_bytes_case(700);
+}
+
+fn flipped_bytes_case(len: usize) {
     let memory = MemoryVfs::new();
     let vfs: Arc<dyn Vfs> = Arc::new(memory.clone());
     let options = small_options();
     let db = open_on(&vfs, &options).unwrap();
     for k in 0..1500 {
-        db.put(&key(k), &value(k, 1, 60)).unwrap();
+        db.put(&key(k), &value(k, 1, len)).unwrap();
     }
     db.compact_range(..).unwrap();
+    assert_eq!(db.stats().value_runs > 0, len >= options.value_separation_threshold);
     db.close().unwrap();
     let original = memory.contents(Path::new(PATH)).unwrap();
     let page_size = 4096;
@@ -265,7 +277,7 @@ fn flipped_bytes_in_any_page_are_caught_never_returned() {
         let mut errors = 0;
         for k in 0..1500 {
             match db.get(&key(k), None) {
-                Ok(found) => assert_eq!(found, Some(value(k, 1, 60)), "page {page}: wrong value for key {k}"),
+                Ok(found) => assert_eq!(found, Some(value(k, 1, len)), "page {page}: wrong value for key {k}"),
                 Err(error) => {
                     assert!(error.is_corruption(), "page {page}: {error}");
                     errors += 1;

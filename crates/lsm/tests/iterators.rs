@@ -87,7 +87,7 @@ fn holds_blocks_counts_the_blocks_of_a_range() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemoryVfs::new());
     let db = common::open(&vfs, &small_options());
     for k in 0..3000 {
-        db.put(&key(k), &common::value(k, 0, 100)).unwrap();
+        db.put(&key(k), &common::value(k, 0, 90)).unwrap();
     }
     db.flush().unwrap();
     // Cut at every block: one cut per block of the range.

@@ -207,6 +207,37 @@ fn alloc_run_gives_contiguous_pages_and_pin_overwrite_reads_nothing() {
 }
 
 #[test]
+fn write_uncached_bypasses_the_pool_and_drops_stale_copies() {
+    let (vfs, pool) = memory_pool(64, 4);
+    let payload = pool.payload_size();
+    let first = pool.alloc_run(300).unwrap();
+    // A stale cached copy of one page (as a late prefetch could leave) must not survive.
+    pool.pin_overwrite(first + 7).unwrap()[..4].copy_from_slice(b"old!");
+    let bytes: Vec<u8> = (0..payload * 299 + 123).map(|i| (i % 251) as u8).collect();
+    let writes = pool.stats().writes;
+    pool.write_uncached(first, &bytes).unwrap();
+    assert!(pool.stats().writes >= writes + 300, "every page was written to the file");
+    let read = |pool: &BufferPool| {
+        let mut out = Vec::new();
+        for page in first..first + 300 {
+            out.extend_from_slice(&pool.pin_read(page).unwrap());
+        }
+        out
+    };
+    let mut expected = bytes.clone();
+    expected.resize(payload * 300, 0);
+    assert!(read(&pool) == expected, "the pages read back as written, the last one padded");
+    assert!(matches!(
+        pool.write_uncached(first + 300, &bytes[..10]),
+        Err(Error::PageNotAllocated { .. } | Error::PageOutOfRange { .. })
+    ));
+    pool.checkpoint().unwrap();
+    pool.close().unwrap();
+    let pool = reopen(&vfs, 64, 4).unwrap();
+    assert!(read(&pool) == expected, "durable at the checkpoint");
+}
+
+#[test]
 fn the_file_grows_across_bitmap_groups() {
     let vfs = MemoryVfs::new();
     let pool =

@@ -49,6 +49,11 @@ impl Engine for RocksKv {
         table.set_block_cache(&cache);
         table.set_bloom_filter(f64::from(config.bloom_bits_per_key), false);
         options.set_block_based_table_factory(&table);
+        if config.rocksdb_blob {
+            options.set_enable_blob_files(true);
+            options.set_min_blob_size(tern_lsm::Options::default().value_separation_threshold as u64);
+            options.set_enable_blob_gc(true);
+        }
         let db = DB::open(&options, dir.join(ROCKSDB_DIR))?;
         let mut write = WriteOptions::default();
         write.set_sync(config.sync);
@@ -116,15 +121,26 @@ impl Engine for RocksKv {
             .filter(|line| line.starts_with("Stalls(count)") || line.starts_with("Cumulative compaction"))
             .map(|line| line.trim().to_string())
             .collect();
-        let mut summary = vec![format!(
-            "levels: {}; SST files {}",
-            if levels.is_empty() { "no files".into() } else { levels.join(", ") },
-            format_bytes(sst_bytes)
-        )];
+        let amplification = super::rocksdb_write_amplification(&cfstats);
+        let blob_bytes = self.property("rocksdb.total-blob-file-size").unwrap_or(0);
+        let mut summary = vec![
+            format!(
+                "levels: {}; SST files {}, blob files {}",
+                if levels.is_empty() { "no files".into() } else { levels.join(", ") },
+                format_bytes(sst_bytes),
+                format_bytes(blob_bytes)
+            ),
+            match amplification {
+                Some(amplification) => format!("write amplification {amplification:.2} (W-Amp of the Sum row)"),
+                None => "write amplification: not in RocksDB's statistics".into(),
+            },
+        ];
         summary.extend(picked.iter().cloned());
         let detail = serde_json::json!({
             "files_per_level": files,
             "total_sst_files_bytes": sst_bytes,
+            "total_blob_files_bytes": blob_bytes,
+            "write_amplification": amplification,
             "estimate_num_keys": self.property("rocksdb.estimate-num-keys").unwrap_or(0),
             "block_cache_usage_bytes": self.property("rocksdb.block-cache-usage").unwrap_or(0),
             "levelstats": self.property_text("rocksdb.levelstats"),
@@ -140,7 +156,8 @@ impl Engine for RocksKv {
     }
 
     fn sync_setting(config: &KvConfig) -> String {
-        format!("WriteOptions sync={}, WAL enabled", config.sync)
+        let blob = if config.rocksdb_blob { ", BlobDB on" } else { "" };
+        format!("WriteOptions sync={}, WAL enabled{blob}", config.sync)
     }
 }
 
@@ -165,6 +182,7 @@ mod tests {
             seed: 3,
             quick: true,
             write_rate: 0,
+            rocksdb_blob: true,
         };
         let plan = Plan::new(&config);
         let rocks = run_side::<RocksKv>(&plan, temp.path()).unwrap();

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use tern_lsm::{Db, Options, PoolConfig, SyncPolicy};
 use tern_pagestore::Vfs;
 
-/// Options that make memtables flush and levels compact after a few hundred small writes.
+/// Options that make memtables flush and levels compact after a few hundred small writes, with
+/// values of 100 bytes and more in the value log, collected once 30% garbage.
 pub fn small_options() -> Options {
     Options {
         pool: PoolConfig { partitions: 4, prefetch_degree: 4, read_ahead: false, ..PoolConfig::with_size(1 << 20) },
@@ -19,6 +20,8 @@ pub fn small_options() -> Options {
         level0_stop_trigger: 6,
         resident_index_levels: 1,
         sync: SyncPolicy::Never,
+        value_separation_threshold: 100,
+        value_gc_garbage_ratio: 0.3,
         ..Options::default()
     }
 }

@@ -471,6 +471,41 @@ impl BufferPool {
         Ok(guard)
     }
 
+    /// Writes `payload` (page payloads laid end to end; the last page is padded with zeros) to
+    /// the allocated pages from `first` on, straight to the file in runs of up to
+    /// `MAX_IO_RUN_BYTES`, without caching them: for data written once in bulk and read
+    /// rarely (the LSM's value log), which would otherwise take the pool's frames and be
+    /// written back a page at a time. Like a dirty page, the pages are durable once the next
+    /// checkpoint has synced the file. A cached copy of one of the pages (a prefetch queued
+    /// before the run was allocated can still read one) is dropped once the pages are written.
+    pub fn write_uncached(&self, first: PageId, payload: &[u8]) -> Result<()> {
+        self.shared.check_writable()?;
+        let payload_size = self.payload_size();
+        let pages = payload.len().div_ceil(payload_size) as u64;
+        let pages_ok = {
+            let allocation = self.shared.allocation.lock();
+            (first..first + pages).all(|page| allocation.is_allocated(page) && !allocation.layout().is_protected(page))
+        };
+        if !pages_ok {
+            let page = (first..first + pages).find(|page| !self.is_allocated(*page) || self.shared.is_protected(*page));
+            return Err(self.shared.not_pinnable(page.unwrap_or(first)));
+        }
+        let page_size = self.page_size();
+        let run_pages = (crate::limits::MAX_IO_RUN_BYTES / page_size).max(1);
+        let mut image = AlignedBuf::zeroed(run_pages * page_size);
+        for (index, run) in payload.chunks(run_pages * payload_size).enumerate() {
+            let count = run.len().div_ceil(payload_size);
+            for (page, part) in image.chunks_exact_mut(page_size).zip(run.chunks(payload_size)) {
+                page[PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + part.len()].copy_from_slice(part);
+                page[PAGE_HEADER_SIZE + part.len()..].fill(0);
+            }
+            let start = first + (index * run_pages) as u64;
+            self.shared.file.write_run(start, &mut image[..count * page_size], PageKind::Data)?;
+            self.shared.partitions[self.shared.partition_of(start)].writes.fetch_add(count as u64, Ordering::Relaxed);
+        }
+        (first..first + pages).try_for_each(|page| self.shared.forget(page))
+    }
+
     /// Allocates a page and pins it for writing, zeroed and dirty (SMILE's alloc).
     pub fn alloc(&self) -> Result<PageWriteGuard<'_>> {
         let page = self.alloc_run(1)?;
@@ -1221,6 +1256,13 @@ impl Shared {
         if page >= page_count {
             return Err(Error::PageOutOfRange { page, page_count });
         }
+        self.forget(page)?;
+        self.allocation.lock().release(page)
+    }
+
+    /// Drops the cached copy of `page`, unwritten, if there is one: waits for the pool's own
+    /// work on it (a fill, a write-back), fails with `PagePinned` if a caller holds it.
+    fn forget(&self, page: PageId) -> Result<()> {
         let partition = &self.partitions[self.partition_of(page)];
         let mut state = partition.state.lock();
         while let Some(&slot) = state.table.get(&page) {
@@ -1242,7 +1284,7 @@ impl Shared {
             state.free_slots.insert(self.local_index(slot));
             break;
         }
-        self.allocation.lock().release(page)
+        Ok(())
     }
 
     fn checkpoint(&self, root: Option<&[u8]>, cut: Cut) -> Result<()> {
