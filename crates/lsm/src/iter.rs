@@ -223,6 +223,9 @@ pub(crate) fn above_lower(lower: &Bound<Vec<u8>>, key: &[u8]) -> bool {
     }
 }
 
+/// A version's kind (`Put` or `Pointer`) and its value as stored.
+type PendingValue = (Kind, Vec<u8>);
+
 /// The next key-value pair from one end, if any.
 type EntryResult = Result<Option<(Vec<u8>, Vec<u8>)>>;
 
@@ -374,9 +377,9 @@ impl DbIter {
         };
         let cursor = self.back.as_mut().expect("back cursor");
         // Versions of one user key arrive oldest first; the last visible one wins.
-        // The newest visible version so far: its kind and value (a pointer's value is read
-        // from the value log once the version is known to be returned).
-        let mut pending: Option<(Vec<u8>, Option<(Kind, Vec<u8>)>)> = None;
+        // The user key and its newest visible version so far (a pointer's value is read from
+        // the value log once the version is known to be returned).
+        let mut pending: Option<(Vec<u8>, Option<PendingValue>)> = None;
         loop {
             let entry = if cursor.valid() {
                 let user = keys::user_key(cursor.key());

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::iter::Cursor;
 use crate::keys::{self, Kind};
 use crate::table::{TableBuilder, TableMeta};
-use crate::vlog::{ValuePointer, ValueRun, ValueRunBuilder, ValueRunMeta};
+use crate::vlog::{self, ValuePointer, ValueRun, ValueRunBuilder, ValueRunMeta};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -177,7 +177,8 @@ impl Inner {
 
     /// Appends a value to the value run being filled (starting one, and finishing a full one).
     fn append_value(&self, builders: &mut Builders, value: &[u8], written: &mut Written) -> Result<ValuePointer> {
-        let values = builders.values.get_or_insert_with(|| ValueRunBuilder::new(self.next_id()));
+        let limit = vlog::run_limit(self.options.table_target_size);
+        let values = builders.values.get_or_insert_with(|| ValueRunBuilder::new(self.next_id(), limit));
         let pointer = values.add(value);
         written.value_bytes += pointer.record_bytes();
         if values.is_full() {

@@ -27,9 +27,16 @@ use tern_pagestore::{BufferPool, PageId};
 /// Bytes before each value in a run.
 pub const RECORD_HEADER: u64 = 8;
 
-/// A run is closed once it holds this much (16 MiB: a few thousand pages, well under the
-/// largest run of pages the store allocates).
+/// A run is closed once it holds half a table's target size (`run_limit`), at most this much
+/// (16 MiB: a few thousand pages, well under the largest run of pages the store allocates).
+/// Half a table, so that a run fits in the hole any freed table leaves, and `VACUUM` can move
+/// it down as it moves tables; smaller runs also make collection finer.
 pub const MAX_RUN_BYTES: usize = 16 << 20;
+
+/// Bytes after which a run is closed, for tables of `table_target_size`.
+pub fn run_limit(table_target_size: usize) -> usize {
+    (table_target_size / 2).min(MAX_RUN_BYTES)
+}
 
 /// Where a separated value is: the run, the offset of its record in the run's bytes, and the
 /// value's length.
@@ -151,19 +158,16 @@ impl ValueRun {
         Error::corruption(format!("value run {}", self.meta.id), detail)
     }
 
-    /// Appends `len` bytes of the run from `offset` to `out`.
+    /// Appends `len` bytes of the run from `offset` to `out`: the pages they lie on are read
+    /// with one call, around the buffer pool (whose frames are left to the tree's pages).
     fn read_bytes(&self, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
         let payload = self.pool.payload_size() as u64;
-        let mut at = offset;
-        let end = offset + len;
-        while at < end {
-            let page = at / payload;
-            let within = (at % payload) as usize;
-            let take = ((payload - within as u64).min(end - at)) as usize;
-            let guard = self.pool.pin_read(self.meta.first_page + page)?;
-            out.extend_from_slice(&guard[within..within + take]);
-            at += take as u64;
-        }
+        let (first, last) = (offset / payload, (offset + len - 1) / payload);
+        let start = out.len();
+        self.pool.read_uncached(self.meta.first_page + first, last - first + 1, out)?;
+        let within = start + (offset - first * payload) as usize;
+        out.drain(start..within);
+        out.truncate(start + len as usize);
         Ok(())
     }
 
@@ -209,17 +213,19 @@ impl ValueRun {
 /// Builds one value run in memory and writes it to freshly allocated pages.
 pub struct ValueRunBuilder {
     id: u64,
+    limit: usize,
     bytes: Vec<u8>,
     values: u64,
 }
 
 impl ValueRunBuilder {
-    pub fn new(id: u64) -> Self {
-        Self { id, bytes: Vec::new(), values: 0 }
+    /// A run closed once it holds `limit` bytes.
+    pub fn new(id: u64, limit: usize) -> Self {
+        Self { id, limit, bytes: Vec::new(), values: 0 }
     }
 
     pub fn is_full(&self) -> bool {
-        self.bytes.len() >= MAX_RUN_BYTES
+        self.bytes.len() >= self.limit
     }
 
     pub fn is_empty(&self) -> bool {

@@ -227,6 +227,16 @@ fn write_uncached_bypasses_the_pool_and_drops_stale_copies() {
     let mut expected = bytes.clone();
     expected.resize(payload * 300, 0);
     assert!(read(&pool) == expected, "the pages read back as written, the last one padded");
+    let mut direct = Vec::new();
+    pool.read_uncached(first + 2, 3, &mut direct).unwrap();
+    assert!(direct == expected[payload * 2..payload * 5], "read_uncached reads the same pages");
+    // A cached (here dirty) copy is newer than the file: read_uncached must see it.
+    pool.pin_write(first + 3).unwrap()[..4].copy_from_slice(b"new!");
+    direct.clear();
+    pool.read_uncached(first + 3, 1, &mut direct).unwrap();
+    assert_eq!(&direct[..4], b"new!");
+    expected[payload * 3..payload * 3 + 4].copy_from_slice(b"new!");
+    assert!(pool.read_uncached(first + 300, 1, &mut direct).is_err(), "not allocated");
     assert!(matches!(
         pool.write_uncached(first + 300, &bytes[..10]),
         Err(Error::PageNotAllocated { .. } | Error::PageOutOfRange { .. })

@@ -406,9 +406,19 @@ fn the_memory_limit_holds_in_parallel() {
 
 /// Rows of large values end a batch early (by its stored bytes, not its 1,024 rows): morsels
 /// of megabytes of text read as several batches each, and the answers are the serial ones.
+/// The values stay in the tables (not the value log), so that the table's blocks cut into
+/// morsels.
 #[test]
 fn large_values_cut_batches_short() {
-    let db = uncached();
+    let mut options = tern_sql::Options { result_cache: 0, ..tern_sql::Options::default() };
+    options.txn.lsm.sync = tern_lsm::SyncPolicy::Never;
+    options.txn.lsm.value_separation_threshold = usize::MAX;
+    let db = tern_sql::Database::open_with(
+        std::sync::Arc::new(tern_pagestore::MemoryVfs::new()),
+        std::path::Path::new("memory.tern"),
+        options,
+    )
+    .unwrap();
     let mut session = postgres(&db);
     run(&mut session, "CREATE TABLE w(id integer PRIMARY KEY, s text)");
     insert_flushed(&db, &mut session, 60, |id| {

@@ -50,6 +50,9 @@ use crate::config::PoolConfig;
 use crate::error::{Error, Result};
 use crate::header::Checkpoint;
 use crate::limits::{MAX_ROOT_SIZE, PAGE_HEADER_SIZE};
+
+/// Pages `BufferPool::read_uncached` reads with one call at most (more go through the pool).
+const MAX_UNCACHED_READ_PAGES: u64 = 64;
 use crate::numa::{MbindBinder, MemoryBinder, Placement, Topology};
 use crate::page::{PageId, PageKind};
 use crate::storage::PageFile;
@@ -506,6 +509,41 @@ impl BufferPool {
         (first..first + pages).try_for_each(|page| self.shared.forget(page))
     }
 
+    /// Appends the payloads of the allocated pages `first .. first + count` to `out`, read with
+    /// one call straight from the file and verified, without caching them: for data read
+    /// rarely and in pieces larger than a page (the LSM's value log). When one of the pages
+    /// is cached (it may be newer than the file), every page is read through the pool instead.
+    pub fn read_uncached(&self, first: PageId, count: u64, out: &mut Vec<u8>) -> Result<()> {
+        self.shared.check_open()?;
+        let page_count = self.page_count();
+        if count == 0 || first.saturating_add(count) > page_count || first == 0 {
+            return Err(Error::PageOutOfRange { page: first.saturating_add(count.saturating_sub(1)), page_count });
+        }
+        if let Some(page) = (first..first + count).find(|page| !self.is_allocated(*page)) {
+            return Err(self.shared.not_pinnable(page));
+        }
+        if count > MAX_UNCACHED_READ_PAGES || (first..first + count).any(|page| self.shared.is_cached(page)) {
+            for page in first..first + count {
+                out.extend_from_slice(&self.pin_read(page)?);
+            }
+            return Ok(());
+        }
+        let page_size = self.page_size();
+        let mut image = AlignedBuf::zeroed(count as usize * page_size);
+        {
+            let mut bufs: Vec<&mut [u8]> = image.chunks_exact_mut(page_size).collect();
+            for verified in self.shared.file.read_run(first, &mut bufs, PageKind::Data)? {
+                verified?;
+            }
+        }
+        let partition = &self.shared.partitions[self.shared.partition_of(first)];
+        partition.reads.fetch_add(count, Ordering::Relaxed);
+        for page in image.chunks_exact(page_size) {
+            out.extend_from_slice(&page[PAGE_HEADER_SIZE..]);
+        }
+        Ok(())
+    }
+
     /// Allocates a page and pins it for writing, zeroed and dirty (SMILE's alloc).
     pub fn alloc(&self) -> Result<PageWriteGuard<'_>> {
         let page = self.alloc_run(1)?;
@@ -711,6 +749,11 @@ impl Shared {
 
     fn is_protected(&self, page: PageId) -> bool {
         self.allocation.lock().layout().is_protected(page)
+    }
+
+    /// Whether the pool holds a frame for `page`.
+    fn is_cached(&self, page: PageId) -> bool {
+        self.partitions[self.partition_of(page)].state.lock().table.contains_key(&page)
     }
 
     fn not_pinnable(&self, page: PageId) -> Error {
