@@ -47,8 +47,8 @@ pub fn run(path: &Path, read_only: bool, out: &mut dyn Write) -> anyhow::Result<
     let storage = &report.storage;
     writeln!(
         out,
-        "storage: {} pages verified, {} tables with {} entries",
-        storage.pages, storage.tables, storage.entries
+        "storage: {} pages verified, {} tables with {} entries, {} value runs with {} values",
+        storage.pages, storage.tables, storage.entries, storage.value_runs, storage.values
     )?;
     writeln!(
         out,

@@ -1266,17 +1266,18 @@ impl tern_pagestore::vfs::VfsFile for NoFile {
 }
 
 impl Inner {
-    /// Waits until no compaction runs and keeps others from starting (`compact_range`,
-    /// `vacuum`); `end_compaction_turn` lets them go on.
-    /// Fails with `OpenedReadOnly` on a database opened read-only.
+    /// Whether the database is closing (long background work stops early).
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.state.lock().shutting_down
     }
 
+    /// Fails with `OpenedReadOnly` on a database opened read-only.
     pub(crate) fn check_writable(&self) -> Result<()> {
         if self.options.read_only { Err(Error::OpenedReadOnly) } else { Ok(()) }
     }
 
+    /// Waits until no compaction runs and keeps others from starting (`compact_range`,
+    /// `vacuum`); `end_compaction_turn` lets them go on.
     pub(crate) fn take_compaction_turn(&self) {
         let mut state = self.state.lock();
         while state.compacting {
