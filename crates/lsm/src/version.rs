@@ -307,3 +307,70 @@ pub fn find_in_level<'a>(tables: &'a [Arc<Table>], lookup: &[u8]) -> Option<&'a 
     let index = tables.partition_point(|table| keys::compare(&table.meta.largest, lookup) == Ordering::Less);
     tables.get(index).filter(|table| table.meta.smallest_user_key() <= keys::user_key(lookup))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::internal_key;
+
+    fn meta(id: u64, value_runs: Vec<u64>) -> TableMeta {
+        TableMeta {
+            id,
+            first_page: 5,
+            page_count: 4,
+            index_page: 2,
+            index_pages: 1,
+            filter_page: 3,
+            filter_blocks: 1,
+            filter_probes: 7,
+            entries: 20,
+            smallest: internal_key(b"a", 9, 1),
+            largest: internal_key(b"k", 3, 1),
+            max_sequence: 9,
+            value_runs,
+        }
+    }
+
+    #[test]
+    fn manifests_round_trip_with_their_value_runs() {
+        let header = ManifestHeader { next_table_id: 9, flushed_sequence: 9, last_sequence: 9, last_position: 4 };
+        let table = meta(1, vec![2, 7]);
+        let runs = [
+            ValueRunMeta { id: 2, first_page: 20, page_count: 3, bytes: 9000, values: 2 },
+            ValueRunMeta { id: 7, first_page: 30, page_count: 1, bytes: 100, values: 1 },
+        ];
+        let bytes = encode(&header, &[(1, &table)], &[(&runs[0], 4000), (&runs[1], 0)]);
+        let (decoded, contents) = decode(&bytes).unwrap();
+        assert_eq!(decoded, header);
+        assert_eq!(contents.tables, vec![(1, table)]);
+        assert_eq!(contents.value_runs, vec![(runs[0].clone(), 4000), (runs[1].clone(), 0)]);
+        // Garbage past a run's bytes, or a run newer than the manifest, is corruption.
+        let bad = encode(&header, &[], &[(&runs[1], 101)]);
+        assert!(decode(&bad).is_err());
+        let newer = ValueRunMeta { id: 9, ..runs[1].clone() };
+        assert!(decode(&encode(&header, &[], &[(&newer, 0)])).is_err());
+    }
+
+    /// A manifest of the format before the value log (`TERNMAN2`: table metas end at their
+    /// largest key, no runs) still reads, with no runs.
+    #[test]
+    fn manifests_of_the_second_format_still_read() {
+        let header = ManifestHeader { next_table_id: 3, flushed_sequence: 9, last_sequence: 9, last_position: 4 };
+        let table = meta(1, Vec::new());
+        let mut bytes = MANIFEST_MAGIC_V2.to_vec();
+        for value in [header.next_table_id, header.flushed_sequence, header.last_sequence, header.last_position] {
+            bytes.extend_from_slice(&value.to_le_bytes());
+        }
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.push(0);
+        let mut entry = Vec::new();
+        table.encode(&mut entry);
+        // The second format's entry is this one without the trailing run list (a zero count).
+        entry.truncate(entry.len() - 4);
+        bytes.extend_from_slice(&entry);
+        let (decoded, contents) = decode(&bytes).unwrap();
+        assert_eq!(decoded, header);
+        assert_eq!(contents.tables, vec![(0, table)]);
+        assert!(contents.value_runs.is_empty());
+    }
+}

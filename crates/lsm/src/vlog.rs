@@ -161,14 +161,7 @@ impl ValueRun {
     /// Appends `len` bytes of the run from `offset` to `out`: the pages they lie on are read
     /// with one call, around the buffer pool (whose frames are left to the tree's pages).
     fn read_bytes(&self, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
-        let payload = self.pool.payload_size() as u64;
-        let (first, last) = (offset / payload, (offset + len - 1) / payload);
-        let start = out.len();
-        self.pool.read_uncached(self.meta.first_page + first, last - first + 1, out)?;
-        let within = start + (offset - first * payload) as usize;
-        out.drain(start..within);
-        out.truncate(start + len as usize);
-        Ok(())
+        Ok(self.pool.read_uncached(self.meta.first_page, offset, len as usize, out)?)
     }
 
     /// Reads the value `pointer` names into `out` (cleared first), checking its record.

@@ -509,22 +509,36 @@ impl BufferPool {
         (first..first + pages).try_for_each(|page| self.shared.forget(page))
     }
 
-    /// Appends the payloads of the allocated pages `first .. first + count` to `out`, read with
-    /// one call straight from the file and verified, without caching them: for data read
-    /// rarely and in pieces larger than a page (the LSM's value log). When one of the pages
-    /// is cached (it may be newer than the file), every page is read through the pool instead.
-    pub fn read_uncached(&self, first: PageId, count: u64, out: &mut Vec<u8>) -> Result<()> {
+    /// Appends to `out` the `len` bytes from byte `offset` of the payloads of the pages from
+    /// `first` on, taken one after the other as one string of bytes. The pages they lie on
+    /// (allocated, at most `MAX_UNCACHED_READ_PAGES`) are read with one call straight from the
+    /// file and verified, without caching them: for data read rarely and in pieces that cross
+    /// pages (the LSM's value log). When one of the pages is cached (it may be newer than the
+    /// file), or the bytes span more pages, they are read through the pool instead.
+    pub fn read_uncached(&self, first: PageId, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<()> {
         self.shared.check_open()?;
-        let page_count = self.page_count();
-        if count == 0 || first.saturating_add(count) > page_count || first == 0 {
-            return Err(Error::PageOutOfRange { page: first.saturating_add(count.saturating_sub(1)), page_count });
+        if len == 0 {
+            return Ok(());
         }
-        if let Some(page) = (first..first + count).find(|page| !self.is_allocated(*page)) {
+        let payload = self.payload_size() as u64;
+        let (from, to) = (first + offset / payload, first + (offset + len as u64 - 1) / payload);
+        let page_count = self.page_count();
+        if from == 0 || to >= page_count {
+            return Err(Error::PageOutOfRange { page: to, page_count });
+        }
+        if let Some(page) = (from..=to).find(|page| !self.is_allocated(*page)) {
             return Err(self.shared.not_pinnable(page));
         }
-        if count > MAX_UNCACHED_READ_PAGES || (first..first + count).any(|page| self.shared.is_cached(page)) {
-            for page in first..first + count {
-                out.extend_from_slice(&self.pin_read(page)?);
+        // The part of each page's payload the bytes take.
+        let piece = |page: PageId| {
+            let start = if page == from { (offset % payload) as usize } else { 0 };
+            let end = if page == to { ((offset + len as u64 - 1) % payload) as usize + 1 } else { payload as usize };
+            start..end
+        };
+        let count = to - from + 1;
+        if count > MAX_UNCACHED_READ_PAGES || (from..=to).any(|page| self.shared.is_cached(page)) {
+            for page in from..=to {
+                out.extend_from_slice(&self.pin_read(page)?[piece(page)]);
             }
             return Ok(());
         }
@@ -532,14 +546,13 @@ impl BufferPool {
         let mut image = AlignedBuf::zeroed(count as usize * page_size);
         {
             let mut bufs: Vec<&mut [u8]> = image.chunks_exact_mut(page_size).collect();
-            for verified in self.shared.file.read_run(first, &mut bufs, PageKind::Data)? {
+            for verified in self.shared.file.read_run(from, &mut bufs, PageKind::Data)? {
                 verified?;
             }
         }
-        let partition = &self.shared.partitions[self.shared.partition_of(first)];
-        partition.reads.fetch_add(count, Ordering::Relaxed);
-        for page in image.chunks_exact(page_size) {
-            out.extend_from_slice(&page[PAGE_HEADER_SIZE..]);
+        self.shared.partitions[self.shared.partition_of(from)].reads.fetch_add(count, Ordering::Relaxed);
+        for (page, image) in (from..).zip(image.chunks_exact(page_size)) {
+            out.extend_from_slice(&image[PAGE_HEADER_SIZE..][piece(page)]);
         }
         Ok(())
     }
