@@ -478,8 +478,8 @@ impl BufferPool {
     /// the allocated pages from `first` on, straight to the file in runs of up to
     /// `MAX_IO_RUN_BYTES`, without caching them: for data written once in bulk and read
     /// rarely (the LSM's value log), which would otherwise take the pool's frames and be
-    /// written back a page at a time. Like a dirty page, the pages are durable once the next
-    /// checkpoint has synced the file. A cached copy of one of the pages (a prefetch queued
+    /// written back a page at a time. Their write-back to the disk starts at once; like a
+    /// dirty page, they are durable once the next checkpoint has synced the file. A cached copy of one of the pages (a prefetch queued
     /// before the run was allocated can still read one) is dropped once the pages are written.
     pub fn write_uncached(&self, first: PageId, payload: &[u8]) -> Result<()> {
         self.shared.check_writable()?;
@@ -504,6 +504,9 @@ impl BufferPool {
             }
             let start = first + (index * run_pages) as u64;
             self.shared.file.write_run(start, &mut image[..count * page_size], PageKind::Data)?;
+            // Written back while the rest is prepared, the run leaves the checkpoint that makes
+            // it durable less to wait for.
+            self.shared.file.start_writeback(start, count as u64);
             self.shared.partitions[self.shared.partition_of(start)].writes.fetch_add(count as u64, Ordering::Relaxed);
         }
         (first..first + pages).try_for_each(|page| self.shared.forget(page))
