@@ -903,6 +903,7 @@ impl Db {
         let inner = &self.inner;
         let view = inner.view();
         let counter = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let (value_log_bytes, value_log_garbage_bytes) = view.version.value_log_bytes();
         let mut stats = Stats {
             levels: (0..NUM_LEVELS)
                 .map(|level| LevelStats {
@@ -928,8 +929,8 @@ impl Db {
             slowdown_micros: counter(&inner.counters.slowdown_micros),
             auto_vacuum_pages: counter(&inner.counters.auto_vacuum_pages),
             value_runs: view.version.values.len(),
-            value_log_bytes: view.version.value_log_bytes().0,
-            value_log_garbage_bytes: view.version.value_log_bytes().1,
+            value_log_bytes,
+            value_log_garbage_bytes,
             value_log_bytes_written: counter(&inner.counters.value_log_bytes_written),
             flush_bytes_written: counter(&inner.counters.flush_bytes_written),
             value_log_bytes_relocated: counter(&inner.counters.value_log_bytes_relocated),

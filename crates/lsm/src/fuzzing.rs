@@ -200,9 +200,10 @@ pub fn manifest(bytes: &[u8]) {
     let _ = version::decode_root(bytes);
 }
 
-/// A real manifest of two tables, the second pointing into a value run.
-pub fn sample_manifest() -> Vec<u8> {
-    let table = |id: u64, first_page: u64, from: &[u8], to: &[u8], value_runs: Vec<u64>| TableMeta {
+/// The manifest entry of a table of four pages (two data, one index, one filter) holding the
+/// user keys `from ..= to`.
+pub(crate) fn sample_meta(id: u64, first_page: u64, from: &[u8], to: &[u8], value_runs: Vec<u64>) -> TableMeta {
+    TableMeta {
         id,
         first_page,
         page_count: 4,
@@ -216,7 +217,12 @@ pub fn sample_manifest() -> Vec<u8> {
         largest: internal_key(to, 3, 1),
         max_sequence: 9,
         value_runs,
-    };
+    }
+}
+
+/// A real manifest of two tables, the second pointing into a value run.
+pub fn sample_manifest() -> Vec<u8> {
+    let table = sample_meta;
     let header = version::ManifestHeader { next_table_id: 4, flushed_sequence: 9, last_sequence: 9, last_position: 0 };
     let (first, second) = (table(1, 5, b"a", b"k", Vec::new()), table(2, 9, b"l", b"z", vec![3]));
     let run = crate::vlog::ValueRunMeta { id: 3, first_page: 13, page_count: 2, bytes: 5000, values: 1 };

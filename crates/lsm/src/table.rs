@@ -302,13 +302,24 @@ pub struct TableCounters {
     pub block_reads: AtomicU64,
 }
 
-/// The pages of a table. Every `Table` object over the same pages (a table moved to another
-/// level is reopened there) shares one; when the last of them is gone and compaction made the
-/// table obsolete, the pages go back to the page store.
-struct PageRun {
-    pool: Arc<BufferPool>,
+/// The pages of a table or a value run. Every `Table` object over the same pages (a table
+/// moved to another level is reopened there) shares one; when the last holder is gone and a
+/// compaction made the run obsolete, the pages go back to the page store.
+pub(crate) struct PageRun {
+    pub(crate) pool: Arc<BufferPool>,
     pages: std::ops::Range<PageId>,
     obsolete: AtomicBool,
+}
+
+impl PageRun {
+    pub(crate) fn new(pool: Arc<BufferPool>, pages: std::ops::Range<PageId>) -> PageRun {
+        PageRun { pool, pages, obsolete: AtomicBool::new(false) }
+    }
+
+    /// Frees the pages once the last holder is gone.
+    pub(crate) fn mark_obsolete(&self) {
+        self.obsolete.store(true, AtomicOrdering::Release);
+    }
 }
 
 impl Drop for PageRun {
@@ -316,7 +327,7 @@ impl Drop for PageRun {
         if self.obsolete.load(AtomicOrdering::Acquire) {
             for page in self.pages.clone() {
                 if let Err(error) = self.pool.release(page) {
-                    tracing::warn!(page, %error, "could not free a page of an obsolete table");
+                    tracing::warn!(page, %error, "could not free a page of an obsolete run");
                 }
             }
         }
@@ -356,7 +367,7 @@ impl Table {
                 ),
             ));
         }
-        let run = Arc::new(PageRun { pool: pool.clone(), pages: meta.pages(), obsolete: AtomicBool::new(false) });
+        let run = Arc::new(PageRun::new(pool.clone(), meta.pages()));
         Self::with_run(pool, meta, resident, counters, run)
     }
 
@@ -407,7 +418,7 @@ impl Table {
 
     /// Compaction replaced this table: its pages are freed once no reader holds it.
     pub fn mark_obsolete(&self) {
-        self.run.obsolete.store(true, AtomicOrdering::Release);
+        self.run.mark_obsolete();
     }
 
     fn corrupt(&self, detail: impl Into<String>) -> Error {

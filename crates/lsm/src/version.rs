@@ -311,24 +311,9 @@ pub fn find_in_level<'a>(tables: &'a [Arc<Table>], lookup: &[u8]) -> Option<&'a 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keys::internal_key;
 
     fn meta(id: u64, value_runs: Vec<u64>) -> TableMeta {
-        TableMeta {
-            id,
-            first_page: 5,
-            page_count: 4,
-            index_page: 2,
-            index_pages: 1,
-            filter_page: 3,
-            filter_blocks: 1,
-            filter_probes: 7,
-            entries: 20,
-            smallest: internal_key(b"a", 9, 1),
-            largest: internal_key(b"k", 3, 1),
-            max_sequence: 9,
-            value_runs,
-        }
+        crate::fuzzing::sample_meta(id, 5, b"a", b"k", value_runs)
     }
 
     #[test]

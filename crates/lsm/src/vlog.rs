@@ -20,8 +20,8 @@
 
 use crate::error::{Error, Result};
 use crate::keys::{Reader, put_varint};
+use crate::table::PageRun;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use tern_pagestore::{BufferPool, PageId};
 
 /// Bytes before each value in a run.
@@ -110,25 +110,12 @@ impl ValueRunMeta {
 /// holder lets go of a run marked obsolete.
 pub struct ValueRun {
     pub meta: ValueRunMeta,
-    pool: Arc<BufferPool>,
-    obsolete: AtomicBool,
+    pages: PageRun,
 }
 
 impl std::fmt::Debug for ValueRun {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ValueRun").field("meta", &self.meta).finish()
-    }
-}
-
-impl Drop for ValueRun {
-    fn drop(&mut self) {
-        if self.obsolete.load(Ordering::Acquire) {
-            for page in self.meta.pages() {
-                if let Err(error) = self.pool.release(page) {
-                    tracing::warn!(page, %error, "could not free a page of an obsolete value run");
-                }
-            }
-        }
     }
 }
 
@@ -146,12 +133,13 @@ impl ValueRun {
                 format!("{} bytes in pages {}+{} do not fit the file", meta.bytes, meta.first_page, meta.page_count),
             ));
         }
-        Ok(ValueRun { meta, pool, obsolete: AtomicBool::new(false) })
+        let pages = PageRun::new(pool, meta.pages());
+        Ok(ValueRun { meta, pages })
     }
 
     /// Frees the pages once the last holder is gone.
     pub fn mark_obsolete(&self) {
-        self.obsolete.store(true, Ordering::Release);
+        self.pages.mark_obsolete();
     }
 
     fn corrupt(&self, detail: impl Into<String>) -> Error {
@@ -161,7 +149,7 @@ impl ValueRun {
     /// Appends `len` bytes of the run from `offset` to `out`: the pages they lie on are read
     /// with one call, around the buffer pool (whose frames are left to the tree's pages).
     fn read_bytes(&self, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
-        Ok(self.pool.read_uncached(self.meta.first_page, offset, len as usize, out)?)
+        Ok(self.pages.pool.read_uncached(self.meta.first_page, offset, len as usize, out)?)
     }
 
     /// Reads the value `pointer` names into `out` (cleared first), checking its record.

@@ -485,13 +485,13 @@ impl BufferPool {
         self.shared.check_writable()?;
         let payload_size = self.payload_size();
         let pages = payload.len().div_ceil(payload_size) as u64;
-        let pages_ok = {
+        let unusable = {
             let allocation = self.shared.allocation.lock();
-            (first..first + pages).all(|page| allocation.is_allocated(page) && !allocation.layout().is_protected(page))
+            (first..first + pages)
+                .find(|page| !allocation.is_allocated(*page) || allocation.layout().is_protected(*page))
         };
-        if !pages_ok {
-            let page = (first..first + pages).find(|page| !self.is_allocated(*page) || self.shared.is_protected(*page));
-            return Err(self.shared.not_pinnable(page.unwrap_or(first)));
+        if let Some(page) = unusable {
+            return Err(self.shared.not_pinnable(page));
         }
         let page_size = self.page_size();
         let run_pages = (crate::limits::MAX_IO_RUN_BYTES / page_size).max(1);
