@@ -121,12 +121,14 @@ impl ReadView {
 
     /// Reads the value `pointer` names from the value log into `out`.
     pub(crate) fn read_value(&self, pointer: &ValuePointer, out: &mut Vec<u8>) -> Result<()> {
-        match self.version.values.get(&pointer.run) {
-            Some(live) => live.run.read(pointer, out),
-            None => Err(Error::corruption(
-                "value log",
-                format!("a pointer into value run {}, which is not live", pointer.run),
-            )),
+        self.value_run(pointer.run)?.read(pointer, out)
+    }
+
+    /// The live value run `run` (a pointer into any other is corruption).
+    pub(crate) fn value_run(&self, run: u64) -> Result<&ValueRun> {
+        match self.version.values.get(&run) {
+            Some(live) => Ok(&live.run),
+            None => Err(Error::corruption("value log", format!("a pointer into value run {run}, which is not live"))),
         }
     }
 

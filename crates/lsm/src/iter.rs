@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::keys::{self, KIND_FOR_SEEK, Kind};
 use crate::limits::MAX_SEQUENCE;
 use crate::table::{Table, TableCursor};
+use crate::value_reader::ValueReader;
 use crate::vlog::ValuePointer;
 use std::cmp::Ordering;
 use std::ops::Bound;
@@ -247,9 +248,9 @@ pub struct DbIter {
     front_key: Option<Vec<u8>>,
     /// The last key returned from the back.
     back_key: Option<Vec<u8>>,
-    /// The value of the front cursor's entry when it is a pointer into the value log, read
-    /// from there (`front_value_read`).
-    front_value: Vec<u8>,
+    /// Reads the front's values from the value log; the front cursor's entry's value is there
+    /// when it is a pointer (`front_value_read`).
+    front_values: ValueReader,
     front_value_read: bool,
     done: bool,
 }
@@ -266,7 +267,7 @@ impl DbIter {
             front_returned: false,
             front_key: None,
             back_key: None,
-            front_value: Vec::new(),
+            front_values: ValueReader::default(),
             front_value_read: false,
             done: false,
         }
@@ -274,7 +275,11 @@ impl DbIter {
 
     /// The value of the entry the front cursor stands at (after `seek_front` returned true).
     fn front_value(&self) -> &[u8] {
-        if self.front_value_read { &self.front_value } else { self.front.as_ref().expect("front cursor").value() }
+        if self.front_value_read {
+            self.front_values.current()
+        } else {
+            self.front.as_ref().expect("front cursor").value()
+        }
     }
 
     /// One step from either end: the iteration ends at the first `None` or error (an error is
@@ -352,7 +357,7 @@ impl DbIter {
                     return Ok(true);
                 }
                 Kind::Pointer => {
-                    self.view.read_value(&ValuePointer::decode(cursor.value())?, &mut self.front_value)?;
+                    self.front_values.read(&self.view, &ValuePointer::decode(cursor.value())?)?;
                     self.front_value_read = true;
                     self.front_returned = true;
                     return Ok(true);

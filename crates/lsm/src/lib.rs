@@ -29,6 +29,7 @@ mod output;
 pub mod registry;
 mod table;
 mod vacuum;
+mod value_reader;
 mod version;
 mod vlog;
 mod wal;

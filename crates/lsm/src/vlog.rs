@@ -148,23 +148,38 @@ impl ValueRun {
 
     /// Appends `len` bytes of the run from `offset` to `out`: the pages they lie on are read
     /// with one call, around the buffer pool (whose frames are left to the tree's pages).
-    fn read_bytes(&self, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
+    pub(crate) fn read_bytes(&self, offset: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
         Ok(self.pages.pool.read_uncached(self.meta.first_page, offset, len as usize, out)?)
     }
 
     /// Reads the value `pointer` names into `out` (cleared first), checking its record.
     pub fn read(&self, pointer: &ValuePointer, out: &mut Vec<u8>) -> Result<()> {
+        self.check_bounds(pointer)?;
+        out.clear();
+        self.read_bytes(pointer.offset, pointer.record_bytes(), out)?;
+        self.check_record(pointer, out)?;
+        out.drain(..RECORD_HEADER as usize);
+        Ok(())
+    }
+
+    /// Fails unless `pointer`'s record lies within the run's bytes.
+    pub(crate) fn check_bounds(&self, pointer: &ValuePointer) -> Result<()> {
         if pointer.offset.checked_add(pointer.record_bytes()).is_none_or(|end| end > self.meta.bytes) {
             return Err(self.corrupt(format!("pointer to {}+{} past the run's end", pointer.offset, pointer.len)));
         }
-        out.clear();
-        self.read_bytes(pointer.offset, pointer.record_bytes(), out)?;
-        let crc = u32::from_le_bytes(out[..4].try_into().expect("4 bytes"));
-        let len = u32::from_le_bytes(out[4..8].try_into().expect("4 bytes"));
-        if len != pointer.len || crc32c::crc32c(&out[4..]) != crc {
+        Ok(())
+    }
+
+    /// Checks that `record` (the run's bytes at `pointer`, header included) is the record
+    /// `pointer` names: its length matches and its checksum holds. The checksum is what
+    /// guards a value: its bytes are read without their pages' checksums
+    /// (`BufferPool::read_uncached`).
+    pub(crate) fn check_record(&self, pointer: &ValuePointer, record: &[u8]) -> Result<()> {
+        let crc = u32::from_le_bytes(record[..4].try_into().expect("4 bytes"));
+        let len = u32::from_le_bytes(record[4..8].try_into().expect("4 bytes"));
+        if len != pointer.len || crc32c::crc32c(&record[4..]) != crc {
             return Err(self.corrupt(format!("record at {} does not match its pointer or checksum", pointer.offset)));
         }
-        out.drain(..RECORD_HEADER as usize);
         Ok(())
     }
 

@@ -127,3 +127,32 @@ fn values_move_to_the_log_when_the_threshold_is_lowered() {
     assert!(db.stats().value_runs > 0, "the compaction moved the values it rewrote");
     assert_holds(&db, &model);
 }
+
+/// Forward scans read values that lie end to end in a run through windows that grow as the
+/// scan goes on (`value_reader`): scans from many starting points, over values of sizes on
+/// both sides of the largest window, interleaved with point reads, return exactly the model.
+#[test]
+fn scans_that_read_ahead_in_runs_return_the_stored_values() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemoryVfs::new());
+    let db = open(&vfs, &small_options());
+    let mut model = BTreeMap::new();
+    for k in 0..600u32 {
+        // Mostly a few KiB; every 97th value is larger than a window (64 KiB).
+        let len = if k % 97 == 0 { 70_000 + k as usize } else { 1100 + (k as usize * 37) % 5000 };
+        let v = value(k, 0, len);
+        db.put(&key(k), &v).unwrap();
+        model.insert(key(k), v);
+    }
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    assert!(db.stats().value_runs > 0);
+    for start in (0..600u32).step_by(41) {
+        let from = key(start);
+        let scanned = collect(db.range(from.as_slice().., None).take(150));
+        let expected: Vec<(Vec<u8>, Vec<u8>)> =
+            model.range(from..).take(150).map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert!(scanned == expected, "a scan from key {start} differs");
+        assert_eq!(db.get(&key(start), None).unwrap().as_ref(), model.get(&key(start)));
+    }
+    assert_holds(&db, &model);
+}

@@ -14,7 +14,7 @@
 use crate::aligned::{AlignedBuf, IO_ALIGNMENT};
 use crate::error::{Error, IoOp, Result};
 use crate::header::{Checkpoint, FileHeader, valid_page_size};
-use crate::limits::{MAX_PAGE_ID, MIN_PAGE_SIZE};
+use crate::limits::{MAX_PAGE_ID, MIN_PAGE_SIZE, PAGE_HEADER_SIZE};
 use crate::page::{self, PageId, PageKind};
 use crate::vfs::{OpenOptions, Vfs, VfsFile};
 use parking_lot::Mutex;
@@ -27,6 +27,8 @@ pub struct PageFile {
     file: Box<dyn VfsFile>,
     path: PathBuf,
     page_size: usize,
+    /// Whether the file was opened with `O_DIRECT` (every read is then whole aligned pages).
+    direct_io: bool,
     /// Pages in the file (its length divided by the page size).
     page_count: AtomicU64,
     grow_lock: Mutex<()>,
@@ -58,6 +60,7 @@ impl PageFile {
             file,
             path: path.to_path_buf(),
             page_size,
+            direct_io,
             page_count: AtomicU64::new(0),
             grow_lock: Mutex::new(()),
             poisoned: Mutex::new(None),
@@ -100,6 +103,7 @@ impl PageFile {
             file,
             path: path.to_path_buf(),
             page_size,
+            direct_io,
             page_count: AtomicU64::new(page_count),
             grow_lock: Mutex::new(()),
             poisoned: Mutex::new(None),
@@ -196,14 +200,57 @@ impl PageFile {
         for buf in bufs.iter() {
             self.check_buffer(buf);
         }
-        self.file.read_vectored_exact_at(bufs, self.offset(first)).map_err(|error| {
-            if error.kind() == io::ErrorKind::UnexpectedEof {
-                Error::Truncated { path: self.path.clone(), detail: format!("pages from {first} are cut short") }
-            } else {
-                Error::io(IoOp::Read, &self.path, Some(first), error)
-            }
-        })?;
+        self.file.read_vectored_exact_at(bufs, self.offset(first)).map_err(|error| self.read_error(first, error))?;
         Ok(bufs.iter().zip(first..).map(|(buf, id)| page::verify(buf, id, kind)).collect())
+    }
+
+    /// Appends to `out` the `len` bytes of the payloads of the pages from `first` on (taken one
+    /// after the other as one string of bytes) from byte `start` of the first payload, with one
+    /// vectored read of just those bytes and the page headers between them: a 4 KiB value that
+    /// crosses a page boundary costs 4 KiB of copying, not the two pages it touches. The bytes
+    /// are **not verified** against their pages' checksums: this is for data that carries its
+    /// own (the value log's records). `false`, reading nothing, when the file is opened with
+    /// direct I/O, which reads whole aligned pages only: read those with [`read_run`](Self::read_run).
+    pub fn read_payload_bytes(&self, first: PageId, start: usize, len: usize, out: &mut Vec<u8>) -> Result<bool> {
+        let payload = self.page_size - PAGE_HEADER_SIZE;
+        if self.direct_io {
+            return Ok(false);
+        }
+        assert!(start < payload && len > 0, "a span that starts in the first page's payload");
+        let last = first + ((start + len - 1) / payload) as u64;
+        let page_count = self.size();
+        if last >= page_count {
+            return Err(Error::PageOutOfRange { page: last, page_count });
+        }
+        let mut headers = vec![0u8; (last - first) as usize * PAGE_HEADER_SIZE];
+        let old_len = out.len();
+        out.resize(old_len + len, 0);
+        let mut bufs: Vec<&mut [u8]> = Vec::with_capacity(2 * (last - first + 1) as usize);
+        let (head, mut rest) = out[old_len..].split_at_mut(len.min(payload - start));
+        bufs.push(head);
+        for header in headers.chunks_exact_mut(PAGE_HEADER_SIZE) {
+            let take = rest.len().min(payload);
+            let (piece, tail) = std::mem::take(&mut rest).split_at_mut(take);
+            bufs.push(header);
+            bufs.push(piece);
+            rest = tail;
+        }
+        let offset = self.offset(first) + (PAGE_HEADER_SIZE + start) as u64;
+        let read = self.file.read_vectored_exact_at(&mut bufs, offset);
+        drop(bufs);
+        if let Err(error) = read {
+            out.truncate(old_len);
+            return Err(self.read_error(first, error));
+        }
+        Ok(true)
+    }
+
+    fn read_error(&self, first: PageId, error: io::Error) -> Error {
+        if error.kind() == io::ErrorKind::UnexpectedEof {
+            Error::Truncated { path: self.path.clone(), detail: format!("pages from {first} are cut short") }
+        } else {
+            Error::io(IoOp::Read, &self.path, Some(first), error)
+        }
     }
 
     /// Seals every page of `run` (a whole number of consecutive page images starting at page

@@ -513,11 +513,14 @@ impl BufferPool {
     }
 
     /// Appends to `out` the `len` bytes from byte `offset` of the payloads of the pages from
-    /// `first` on, taken one after the other as one string of bytes. The pages they lie on
-    /// (allocated, at most `MAX_UNCACHED_READ_PAGES`) are read with one call straight from the
-    /// file and verified, without caching them: for data read rarely and in pieces that cross
-    /// pages (the LSM's value log). When one of the pages is cached (it may be newer than the
-    /// file), or the bytes span more pages, they are read through the pool instead.
+    /// `first` on, taken one after the other as one string of bytes. The bytes (on allocated
+    /// pages, at most `MAX_UNCACHED_READ_PAGES`) are read with one call straight from the file,
+    /// without caching their pages: for data read rarely and in pieces that cross pages (the
+    /// LSM's value log). Only the bytes asked for are read, and they are **not verified**
+    /// against their pages' checksums: the data must carry its own checksum, as the value log's
+    /// records do. (With direct I/O, which reads whole pages, the pages are verified.) When one
+    /// of the pages is cached (it may be newer than the file), or the bytes span more pages,
+    /// they are read through the pool instead, verified.
     pub fn read_uncached(&self, first: PageId, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<()> {
         self.shared.check_open()?;
         if len == 0 {
@@ -543,6 +546,11 @@ impl BufferPool {
             for page in from..=to {
                 out.extend_from_slice(&self.pin_read(page)?[piece(page)]);
             }
+            return Ok(());
+        }
+        let start = (offset % payload) as usize;
+        if self.shared.file.read_payload_bytes(from, start, len, out)? {
+            self.shared.partitions[self.shared.partition_of(from)].reads.fetch_add(count, Ordering::Relaxed);
             return Ok(());
         }
         let page_size = self.page_size();
