@@ -178,9 +178,23 @@ impl ValueRun {
         let crc = u32::from_le_bytes(record[..4].try_into().expect("4 bytes"));
         let len = u32::from_le_bytes(record[4..8].try_into().expect("4 bytes"));
         if len != pointer.len || crc32c::crc32c(&record[4..]) != crc {
-            return Err(self.corrupt(format!("record at {} does not match its pointer or checksum", pointer.offset)));
+            return Err(self.corrupt(format!(
+                "record at {} ({}) does not match its pointer or checksum",
+                pointer.offset,
+                self.pages_of(pointer)
+            )));
         }
         Ok(())
+    }
+
+    /// Names the pages `pointer`'s record lies on, for errors (its page checksums are not
+    /// checked on reads, so the record's error is the one that must say where the damage is).
+    fn pages_of(&self, pointer: &ValuePointer) -> String {
+        let payload = self.pages.pool.payload_size() as u64;
+        let first = self.meta.first_page + pointer.offset / payload;
+        let last = self.meta.first_page + (pointer.offset + pointer.record_bytes() - 1) / payload;
+        let pages: Vec<String> = (first..=last).map(|page| format!("page {page}")).collect();
+        format!("on {}", pages.join(", "))
     }
 
     /// Walks every record and checks its checksum; returns the number of values.
