@@ -7,7 +7,7 @@
 //! from, a *window*: a span of the run's bytes read with one call. A read inside the window
 //! costs a copy; a read outside it reads a new window, whose size follows the kernel's
 //! readahead: one record when the read does not start where the last read from that run ended,
-//! else twice the last window (at most [`MAX_WINDOW`], at least the record). A scan that returns
+//! else twice the window it replaces (at most [`MAX_WINDOW`], at least the record). A scan that returns
 //! one value reads one value; a scan of a run's values end to end reads it in 64 KiB pieces,
 //! each page once, with a few calls instead of one (and two or three pages) per value.
 //!
@@ -36,8 +36,6 @@ struct Window {
     bytes: Vec<u8>,
     /// Where the last record read from this run ended: a read starting there is sequential.
     last_end: u64,
-    /// The size the last read asked for.
-    size: u64,
     /// When the window was last used (for replacing the least recently used one).
     used: u64,
 }
@@ -71,11 +69,10 @@ impl ValueReader {
         window.used = self.clock;
         if !window.covers(pointer.offset, record_len) {
             let sequential = pointer.offset == window.last_end;
-            let wanted = if sequential { (window.size * 2).min(MAX_WINDOW) } else { 0 };
+            let wanted = if sequential { (window.bytes.len() as u64 * 2).min(MAX_WINDOW) } else { 0 };
             let size = wanted.max(record_len).min(run.meta.bytes - pointer.offset);
             window.bytes.clear();
             window.start = pointer.offset;
-            window.size = size;
             if let Err(error) = run.read_bytes(pointer.offset, size, &mut window.bytes) {
                 window.bytes.clear();
                 return Err(error);
@@ -110,9 +107,9 @@ impl ValueReader {
         let (index, _) =
             self.windows.iter().enumerate().min_by_key(|(_, window)| window.used).expect("MAX_RUNS windows");
         // Keep the old window's allocation.
-        let bytes = std::mem::take(&mut self.windows[index].bytes);
+        let mut bytes = std::mem::take(&mut self.windows[index].bytes);
+        bytes.clear();
         self.windows[index] = Window { bytes, ..fresh };
-        self.windows[index].bytes.clear();
         index
     }
 }
