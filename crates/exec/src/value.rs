@@ -218,6 +218,16 @@ impl Affinity {
         Ok(value)
     }
 
+    /// Whether [`Affinity::apply`] certainly returns `value` as it is (false where unsure), so
+    /// that a comparison can borrow it instead of converting a copy. Keep in step with `apply`.
+    pub fn leaves(self, value: &Value) -> bool {
+        match self {
+            Affinity::Blob | Affinity::Json(false) => true,
+            Affinity::Text => matches!(value, Value::Null | Value::Text(_) | Value::Blob(_)),
+            _ => false,
+        }
+    }
+
     /// Converts a value by this affinity without failing (comparisons, SQLite's column rules).
     pub fn apply(self, value: Value) -> Value {
         match self {
@@ -908,6 +918,41 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Where `leaves` says a value is left as it is, `apply` leaves it so.
+    #[test]
+    fn affinities_leave_what_they_say_they_leave() {
+        let values = [
+            Value::Null,
+            Value::Integer(7),
+            Value::Real(2.5),
+            Value::Text("12".into()),
+            Value::Text("abc".into()),
+            Value::Text(String::new()),
+            Value::Blob(vec![1, 2]),
+        ];
+        let affinities = [
+            Affinity::Integer,
+            Affinity::Real,
+            Affinity::Numeric,
+            Affinity::Text,
+            Affinity::Blob,
+            Affinity::Int(4),
+            Affinity::Boolean,
+            Affinity::Float,
+            Affinity::Bytea,
+            Affinity::Json(false),
+            Affinity::Json(true),
+        ];
+        for affinity in affinities {
+            for value in &values {
+                if affinity.leaves(value) {
+                    assert_eq!(&affinity.apply(value.clone()), value, "{affinity:?} on {value:?}");
+                }
+            }
+        }
+        assert!(Affinity::Text.leaves(&Value::Text("k".into())));
+    }
 
     #[test]
     fn reals_print_like_sqlite() {

@@ -72,29 +72,44 @@ pub trait Evaluate {
     fn eval(&self, expr: &Expr, env: &Env) -> Result<Value> {
         match expr {
             // Leaves do not recurse: no need to look at the stack (most evaluations are these).
-            Expr::Column(_) | Expr::Literal(_) => Ok(self.operand(expr, env)?.into_owned()),
+            Expr::Column(_) | Expr::Literal(_) | Expr::Param(_) => Ok(self.operand(expr, env)?.into_owned()),
             _ => crate::limits::with_stack(|| self.eval_inner(expr, env)),
         }
     }
 
-    /// An operand's value, borrowed from the row or the plan when it is a column or a literal
-    /// (a comparison or arithmetic reads it without copying a string).
-    fn operand<'a>(&self, expr: &'a Expr, env: &'a Env) -> Result<std::borrow::Cow<'a, Value>> {
+    /// An operand's value, borrowed from the row, the plan or the parameters when it is a
+    /// column, a literal or a parameter (a comparison or arithmetic reads it without copying a
+    /// string).
+    fn operand<'a>(&'a self, expr: &'a Expr, env: &'a Env) -> Result<std::borrow::Cow<'a, Value>> {
         Ok(match expr {
             Expr::Column(index) => std::borrow::Cow::Borrowed(
                 env.row.get(*index).ok_or_else(|| Error::internal(format!("column #{index} out of range")))?,
             ),
             Expr::Literal(value) => std::borrow::Cow::Borrowed(value),
+            // A parameter compared on every row is borrowed, not copied per row.
+            Expr::Param(index) => std::borrow::Cow::Borrowed(
+                self.params()
+                    .get(*index)
+                    .ok_or_else(|| Error::invalid_parameter(format!("parameter ${} has no value", index + 1)))?,
+            ),
+            // The affinity a comparison gives a parameter (text for a text key) mostly leaves
+            // it as it is.
+            Expr::Affinity(inner, affinity)
+                if matches!(**inner, Expr::Column(_) | Expr::Literal(_) | Expr::Param(_)) =>
+            {
+                let value = self.operand(inner, env)?;
+                match affinity.leaves(&value) {
+                    true => value,
+                    false => std::borrow::Cow::Owned(self.eval(expr, env)?),
+                }
+            }
             other => std::borrow::Cow::Owned(self.eval(other, env)?),
         })
     }
 
     fn eval_inner(&self, expr: &Expr, env: &Env) -> Result<Value> {
         Ok(match expr {
-            Expr::Literal(value) => value.clone(),
-            Expr::Column(index) => {
-                env.row.get(*index).cloned().ok_or_else(|| Error::internal(format!("column #{index} out of range")))?
-            }
+            Expr::Literal(_) | Expr::Column(_) | Expr::Param(_) => self.operand(expr, env)?.into_owned(),
             Expr::Outer { depth, index } => {
                 let mut scope = env;
                 for _ in 0..*depth {
@@ -102,11 +117,6 @@ pub trait Evaluate {
                 }
                 scope.row.get(*index).cloned().ok_or_else(|| Error::internal("outer column out of range"))?
             }
-            Expr::Param(index) => self
-                .params()
-                .get(*index)
-                .cloned()
-                .ok_or_else(|| Error::invalid_parameter(format!("parameter ${} has no value", index + 1)))?,
             Expr::Unary(op, inner) => self.eval_unary(op, inner, env)?,
             Expr::Binary(op, left, right) => self.eval_binary(op, left, right, env)?,
             Expr::Is { left, right, negated } => {
