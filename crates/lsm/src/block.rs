@@ -109,6 +109,26 @@ impl<'a> Block<'a> {
         self.restarts.len() / 4
     }
 
+    /// The offset of the last restart point whose key is before `target` (the first restart
+    /// point if none is): the first entry at or after `target` lies in its interval or at the
+    /// next restart point. `key` is scratch space.
+    fn restart_before(&self, target: &[u8], key: &mut Vec<u8>) -> Result<usize> {
+        let (mut low, mut high) = (0usize, self.restart_count() - 1);
+        while low < high {
+            let mid = (low + high).div_ceil(2);
+            let mut reader = Reader::new(self.data, "data block");
+            reader.position = self.restart(mid)?;
+            key.clear();
+            Self::decode_entry(&mut reader, key)?;
+            if keys::compare(key, target) == Ordering::Less {
+                low = mid;
+            } else {
+                high = mid - 1;
+            }
+        }
+        self.restart(low)
+    }
+
     /// Decodes the entry at `reader`'s position, rebuilding its key into `key`; returns the
     /// value's byte range and how many bytes the key shares with the one before.
     fn decode_entry(reader: &mut Reader<'a>, key: &mut Vec<u8>) -> Result<(usize, usize, usize)> {
@@ -131,22 +151,8 @@ impl<'a> Block<'a> {
     /// The first entry whose internal key is at or after `target`: its key is left in `key`
     /// and its value returned. `None` if every entry sorts before `target`.
     pub fn seek(&self, target: &[u8], key: &mut Vec<u8>) -> Result<Option<&'a [u8]>> {
-        // The last restart point whose key is before `target`.
-        let (mut low, mut high) = (0usize, self.restart_count() - 1);
-        while low < high {
-            let mid = (low + high).div_ceil(2);
-            let mut reader = Reader::new(self.data, "data block");
-            reader.position = self.restart(mid)?;
-            key.clear();
-            Self::decode_entry(&mut reader, key)?;
-            if keys::compare(key, target) == Ordering::Less {
-                low = mid;
-            } else {
-                high = mid - 1;
-            }
-        }
         let mut reader = Reader::new(self.data, "data block");
-        reader.position = self.restart(low)?;
+        reader.position = self.restart_before(target, key)?;
         key.clear();
         while !reader.is_empty() {
             let (start, end, _) = Self::decode_entry(&mut reader, key)?;
@@ -192,6 +198,18 @@ pub struct DecodedBlock {
 impl DecodedBlock {
     /// Decodes `bytes` into `self`, reusing its buffers.
     pub fn decode(&mut self, bytes: &[u8]) -> Result<()> {
+        self.decode_entries(bytes, None)
+    }
+
+    /// Decodes the entries of `bytes` from the restart point before `target` on: a forward
+    /// cursor that seeks `target` never reads the entries before it. Those decoded start at
+    /// that restart point (entry 0 is the restart point's, its user key marked new, as at the
+    /// start of a block).
+    pub fn decode_from(&mut self, bytes: &[u8], target: &[u8]) -> Result<()> {
+        self.decode_entries(bytes, Some(target))
+    }
+
+    fn decode_entries(&mut self, bytes: &[u8], target: Option<&[u8]>) -> Result<()> {
         self.data.clear();
         self.data.extend_from_slice(bytes);
         self.keys.clear();
@@ -200,6 +218,10 @@ impl DecodedBlock {
         let block = Block::new(&self.data)?;
         let mut reader = Reader::new(block.data, "data block");
         let mut key = Vec::new();
+        if let Some(target) = target {
+            reader.position = block.restart_before(target, &mut key)?;
+            key.clear();
+        }
         while !reader.is_empty() {
             let (start, end, shared) = Block::decode_entry(&mut reader, &mut key)?;
             let new_user_key = match self.len().checked_sub(1) {
@@ -289,6 +311,33 @@ mod tests {
         assert_eq!(decoded.value(99), entries[99].1.as_slice());
     }
 
+    /// Decoding from a seek target keeps every entry from the target on, as a full decode
+    /// has them, with the same user-key marks after the first.
+    #[test]
+    fn decoding_from_a_target_keeps_the_entries_from_it_on() {
+        let (bytes, entries) = build(100);
+        let mut full = DecodedBlock::default();
+        full.decode(&bytes).unwrap();
+        let mut partial = DecodedBlock::default();
+        for index in 0..=entries.len() {
+            for target in [format!("key{:05}", index * 2), format!("key{:05}", index * 2 + 1), String::new()] {
+                let target = internal_key(target.as_bytes(), 7, 1);
+                partial.decode_from(&bytes, &target).unwrap();
+                let (at_full, at_partial) = (full.lower_bound(&target), partial.lower_bound(&target));
+                assert!(partial.len() <= full.len() && partial.len() > 0);
+                let skipped = full.len() - partial.len();
+                assert_eq!(at_full - skipped, at_partial, "target {target:?}");
+                for i in at_partial..partial.len() {
+                    assert_eq!(partial.key(i), full.key(i + skipped));
+                    assert_eq!(partial.value(i), full.value(i + skipped));
+                    if i > at_partial {
+                        assert_eq!(partial.starts_user_key(i), full.starts_user_key(i + skipped));
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn damaged_blocks_are_errors_not_panics() {
         let (bytes, entries) = build(40);
@@ -300,6 +349,7 @@ mod tests {
                 let _ = block.seek(&entries[20].0, &mut key);
             }
             let _ = DecodedBlock::default().decode(&damaged);
+            let _ = DecodedBlock::default().decode_from(&damaged, &entries[20].0);
             let _ = Block::new(&bytes[..cut]).map(|block| block.seek(&entries[39].0, &mut key));
         }
     }

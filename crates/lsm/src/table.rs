@@ -625,11 +625,6 @@ impl Table {
         })
     }
 
-    /// Reads the pages of `handle` and decodes the block into `out`.
-    fn decode_block(&self, handle: BlockHandle, out: &mut DecodedBlock) -> Result<()> {
-        self.with_block(handle, |bytes| out.decode(bytes))
-    }
-
     /// Checks every block, the ordering of all keys and the filter against the keys; returns
     /// the number of entries (for `tern check` and tests).
     pub fn verify(&self) -> Result<u64> {
@@ -708,8 +703,8 @@ impl TableCursor {
                 cursor.index_page = page;
                 cursor.index = entries;
                 cursor.index_position = position;
-                cursor.load_block()?;
                 let target = target.expect("sought with a target");
+                cursor.load_block_at(forward.then_some(target))?;
                 let at = cursor.block.lower_bound(target);
                 if forward {
                     cursor.position = at;
@@ -754,6 +749,12 @@ impl TableCursor {
     }
 
     fn load_block(&mut self) -> Result<()> {
+        self.load_block_at(None)
+    }
+
+    /// Loads the block at the index position; with `from` (a forward seek's target), only its
+    /// entries from the restart point before `from` on.
+    fn load_block_at(&mut self, from: Option<&[u8]>) -> Result<()> {
         let handle = self.index[self.index_position].handle;
         self.blocks_loaded += 1;
         if self.forward && self.blocks_loaded <= QUIET_BLOCKS {
@@ -765,7 +766,11 @@ impl TableCursor {
             self.prefetched_to = from + PREFETCH_WINDOW;
             self.table.pool.prefetch(self.table.page(from), PREFETCH_WINDOW as u64);
         }
-        self.table.decode_block(handle, &mut self.block)?;
+        let block = &mut self.block;
+        match from {
+            Some(from) => self.table.with_block(handle, |bytes| block.decode_from(bytes, from))?,
+            None => self.table.with_block(handle, |bytes| block.decode(bytes))?,
+        }
         if self.block.is_empty() {
             return Err(self.table.corrupt(format!("empty data block at page {}", handle.page)));
         }

@@ -598,7 +598,10 @@ impl Iterator for Scan<'_> {
         }
         match self.step() {
             Ok(Some((key, value))) => {
-                self.last = Some(key.clone());
+                // Copied into the buffer of the key before, not a new allocation per row.
+                let last = self.last.get_or_insert_with(Vec::new);
+                last.clear();
+                last.extend_from_slice(&key);
                 Some(Ok((key, value)))
             }
             Ok(None) => {
