@@ -64,6 +64,10 @@ const RECORD_OVERHEAD_V1: usize = 20;
 pub const PREALLOCATION: u64 = 1 << 20;
 /// The part of a log mapped into memory at a time (a multiple of the page size).
 pub const MAP_CHUNK: u64 = 4 << 20;
+/// Records of at least this many bytes are written with `pwrite` even to a mapped log: a
+/// copy into the mapping faults on every page it is first to write (ext4's `page_mkwrite`),
+/// which costs more than a write once a record fills pages.
+const MAPPED_APPEND_LIMIT: usize = 2048;
 /// Mappings start at multiples of this (the largest page size in use on Linux for files).
 const MAP_ALIGN: u64 = 64 << 10;
 /// Header flag: the records' `durable` fields say what was synced when they were appended.
@@ -179,7 +183,7 @@ impl Wal {
     /// Appends `records` (already encoded): a copy into the mapped file, or one write.
     pub fn append(&mut self, records: &[u8]) -> Result<()> {
         let end = self.offset + records.len() as u64;
-        if self.map_through(end)? {
+        if records.len() < MAPPED_APPEND_LIMIT && self.map_through(end)? {
             let mapping = self.mapping.as_ref().expect("mapped above");
             // SAFETY: the mapping covers `[offset, end)` (checked by `map_through`), and only
             // this `Wal` writes it.

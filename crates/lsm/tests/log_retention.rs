@@ -119,3 +119,46 @@ fn archives_are_found_on_the_real_file_system() {
     let db = Db::open_with(vfs, &dir.path().join("real.tern"), options).unwrap();
     assert_eq!(read_all(&db, 1).unwrap(), expected(1, 400));
 }
+
+/// A log on a real file without a sync per commit is appended to through a mapping, except
+/// records of a few KiB and more, which are written with `pwrite`: records of both kinds,
+/// interleaved and crossing the mapped chunks, read back whole and in order, also after a
+/// restart.
+#[test]
+fn small_and_large_records_interleave_in_a_mapped_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let vfs: Arc<dyn Vfs> = Arc::new(OsVfs);
+    // One memtable holds every group, so one log holds them across several mapped chunks.
+    let options = Options { memtable_size: 64 << 20, ..retaining(1 << 30) };
+    let path = dir.path().join("mixed.tern");
+    let db = Db::open_with(vfs.clone(), &path, options.clone()).unwrap();
+    let size_of = |position: u64| [40, 1500, 2100, 9000, 300, 70_000][position as usize % 6];
+    let groups = 1..=1200u64;
+    for position in groups.clone() {
+        let mut batch = WriteBatch::new();
+        batch.put(&key(position as u32), &value(position as u32, 1, size_of(position))).unwrap();
+        let logged = db.log_write(position, &[&batch]).unwrap();
+        logged.insert(&batch, logged.first_sequence());
+        let last = logged.last_sequence();
+        drop(logged);
+        db.publish(last);
+    }
+    let logged_sizes = |db: &Db| -> Vec<(u64, usize)> {
+        let records = db.read_log(1).unwrap().map(|record| record.unwrap()).collect::<Vec<_>>();
+        records
+            .iter()
+            .map(|record| {
+                (record.position, record.batch.entries().map(|(_, value)| value.map_or(0, <[u8]>::len)).sum())
+            })
+            .collect()
+    };
+    let expected: Vec<(u64, usize)> = groups.map(|position| (position, size_of(position))).collect();
+    assert_eq!(logged_sizes(&db), expected);
+    drop(db);
+    let db = Db::open_with(vfs, &path, options).unwrap();
+    assert_eq!(logged_sizes(&db), expected);
+    for position in [1u64, 3, 5, 600, 1199] {
+        let stored = db.get(&key(position as u32), None).unwrap().expect("replayed or flushed");
+        assert_eq!(stored, value(position as u32, 1, size_of(position)));
+    }
+}
