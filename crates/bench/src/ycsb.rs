@@ -589,6 +589,8 @@ pub struct MixResult {
     pub tern_ops_per_second: f64,
     pub sqlite_ops_per_second: f64,
     pub tern_vs_sqlite: f64,
+    /// Of Tern's statements in the mix, the share answered from its result cache.
+    pub tern_result_cache_hits: f64,
 }
 
 /// Sequential vs random orders at one value size.
@@ -673,18 +675,26 @@ fn run_mixes(
         let ops =
             requests(mix, existing, config.operations, config.seed.wrapping_add(index as u64 * 1009 + size as u64));
         existing += ops.iter().filter(|op| matches!(op, Op::Insert(_))).count() as u64;
+        let cache_before = tern.db.cache_stats().unwrap_or_default();
         let tern_rate = run_ops(tern, &ops, values)?;
+        let cache_after = tern.db.cache_stats().unwrap_or_default();
         let sqlite_rate = run_ops(sqlite, &ops, values)?;
+        let (hits, misses) = (cache_after.hits - cache_before.hits, cache_after.misses - cache_before.misses);
         let result = MixResult {
             mix: mix.name,
             value_size: size,
             tern_ops_per_second: tern_rate,
             sqlite_ops_per_second: sqlite_rate,
             tern_vs_sqlite: ratio(tern_rate, sqlite_rate),
+            tern_result_cache_hits: ratio(hits as f64, (hits + misses) as f64),
         };
         println!(
-            "  {:<13} tern {:>9.0} ops/s  sqlite {:>9.0} ops/s  tern/sqlite {:.2}",
-            mix.name, tern_rate, sqlite_rate, result.tern_vs_sqlite
+            "  {:<13} tern {:>9.0} ops/s  sqlite {:>9.0} ops/s  tern/sqlite {:.2}  (tern result cache hits {:.0}%)",
+            mix.name,
+            tern_rate,
+            sqlite_rate,
+            result.tern_vs_sqlite,
+            100.0 * result.tern_result_cache_hits
         );
         results.push(result);
     }
