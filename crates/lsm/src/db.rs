@@ -24,7 +24,7 @@ use crate::memtable::{MemCursor, Memtable};
 use crate::options::{Options, SyncPolicy};
 use crate::output::{ValueRouting, Written};
 use crate::registry::{Registration, Registry};
-use crate::table::{Lookup, Table, TableCounters, TableCursor, TableMeta};
+use crate::table::{HeldObsolete, Lookup, Table, TableCounters, TableCursor, TableMeta};
 use crate::version::{self, LiveRun, ManifestHeader, ManifestLocation, Version};
 use crate::vlog::{ValuePointer, ValueRun};
 use crate::wal::{self, Wal};
@@ -446,6 +446,8 @@ pub(crate) struct Inner {
     pub(crate) install: Mutex<ManifestState>,
     pub(crate) next_table_id: AtomicU64,
     pub(crate) table_counters: Arc<TableCounters>,
+    /// Obsolete tables and value runs still held (their pages not yet free).
+    pub(crate) held_obsolete: Arc<HeldObsolete>,
     pub(crate) counters: Counters,
     /// `compaction::pressure` of the current version (f64 bits), set with the view.
     pressure: AtomicU64,
@@ -516,8 +518,9 @@ impl Db {
         let pool = Arc::new(pool);
         let [wal_path, next_wal_path] = log_paths(path);
         let table_counters = Arc::new(TableCounters::default());
+        let held_obsolete = Arc::new(HeldObsolete::default());
 
-        let (location, header, version) = read_manifest(&pool, &options, &table_counters)?;
+        let (location, header, version) = read_manifest(&pool, &options, &table_counters, &held_obsolete)?;
         let recovery = Recovery::replay(vfs.as_ref(), [&wal_path, &next_wal_path], location, header, &options)?;
         let (last_sequence, last_position) = (recovery.last_sequence, recovery.last_position);
 
@@ -563,6 +566,7 @@ impl Db {
             }),
             next_table_id: AtomicU64::new(header.next_table_id),
             table_counters,
+            held_obsolete,
             counters: Counters::default(),
             pressure: AtomicU64::new(0),
             delay_owed_ns: AtomicU64::new(0),
@@ -982,8 +986,14 @@ impl Db {
         let audit = self.audit(&mut |context, error| {
             problems.push(if context.is_empty() { error.to_string() } else { format!("{context}: {error}") })
         });
+        // Pages of obsolete runs that an iterator or a finishing compaction still holds are
+        // owned too: they are freed when it lets go. Taken before the allocated pages, so a
+        // run let go of in between is seen free, not unowned.
+        let held = self.inner.held_obsolete.snapshot();
         let allocated = self.inner.pool.allocated_pages();
-        let unowned: Vec<u64> = allocated.iter().copied().filter(|page| !audit.owner.contains_key(page)).collect();
+        let is_held = |page: u64| held.range(..=page).next_back().is_some_and(|(_, &end)| page < end);
+        let unowned: Vec<u64> =
+            allocated.iter().copied().filter(|&page| !audit.owner.contains_key(&page) && !is_held(page)).collect();
         if let (Some(first), Some(last)) = (unowned.first(), unowned.last()) {
             problems.push(format!(
                 "allocation bitmap: {} allocated pages ({first}..={last}) belong to no table, value run or manifest",
@@ -1125,6 +1135,7 @@ fn read_manifest(
     pool: &Arc<BufferPool>,
     options: &Options,
     counters: &Arc<TableCounters>,
+    held: &Arc<HeldObsolete>,
 ) -> Result<(Option<ManifestLocation>, ManifestHeader, Version)> {
     let root = pool.root();
     let (location, header, metas) = if root.is_empty() {
@@ -1138,10 +1149,10 @@ fn read_manifest(
     let mut version = Version::default();
     for (level, meta) in metas.tables {
         let resident = level < options.resident_index_levels;
-        version.levels[level].push(Arc::new(Table::open(pool.clone(), meta, resident, counters.clone())?));
+        version.levels[level].push(Arc::new(Table::open(pool.clone(), meta, resident, counters.clone(), held)?));
     }
     for (meta, garbage) in metas.value_runs {
-        version.values.insert(meta.id, LiveRun::new(ValueRun::open(pool.clone(), meta)?, garbage));
+        version.values.insert(meta.id, LiveRun::new(ValueRun::open(pool.clone(), meta, held)?, garbage));
     }
     version.sort();
     version.check()?;
@@ -1308,7 +1319,8 @@ impl Inner {
     }
 
     pub(crate) fn open_table(&self, meta: TableMeta, level: usize) -> Result<Table> {
-        Table::open(self.pool.clone(), meta, level < self.options.resident_index_levels, self.table_counters.clone())
+        let resident = level < self.options.resident_index_levels;
+        Table::open(self.pool.clone(), meta, resident, self.table_counters.clone(), &self.held_obsolete)
     }
 
     /// Makes the database refuse writes after `error` (from a log write, flush or compaction).
@@ -1669,7 +1681,7 @@ impl Inner {
         let runs = written
             .runs
             .into_iter()
-            .map(|meta| Ok((meta.id, LiveRun::new(ValueRun::open(self.pool.clone(), meta)?, 0))))
+            .map(|meta| Ok((meta.id, LiveRun::new(ValueRun::open(self.pool.clone(), meta, &self.held_obsolete)?, 0))))
             .collect::<Result<_>>()?;
         let tables = written
             .tables

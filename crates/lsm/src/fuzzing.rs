@@ -146,7 +146,9 @@ pub fn table(bytes: &[u8]) {
     }
     for resident in [flags & 1 == 1, flags & 1 == 0] {
         let counters = Arc::new(TableCounters::default());
-        let Ok(table) = Table::open(pool.clone(), meta.clone(), resident, counters) else { continue };
+        let Ok(table) = Table::open(pool.clone(), meta.clone(), resident, counters, &Default::default()) else {
+            continue;
+        };
         let _ = table.verify();
         let table = Arc::new(table);
         for target in &targets {

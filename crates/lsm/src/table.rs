@@ -302,6 +302,22 @@ pub struct TableCounters {
     pub block_reads: AtomicU64,
 }
 
+/// The page runs of one database that are obsolete (in no version any more) but not yet free,
+/// because something still holds them: an open iterator, or a flush or compaction finishing.
+/// Their pages are still allocated, and an integrity check counts them as owned.
+#[derive(Default)]
+pub struct HeldObsolete {
+    /// First page to the end of each run.
+    runs: parking_lot::Mutex<std::collections::BTreeMap<PageId, PageId>>,
+}
+
+impl HeldObsolete {
+    /// The runs held now, by first page (the end of each run is the value).
+    pub fn snapshot(&self) -> std::collections::BTreeMap<PageId, PageId> {
+        self.runs.lock().clone()
+    }
+}
+
 /// The pages of a table or a value run. Every `Table` object over the same pages (a table
 /// moved to another level is reopened there) shares one; when the last holder is gone and a
 /// compaction made the run obsolete, the pages go back to the page store.
@@ -309,27 +325,34 @@ pub(crate) struct PageRun {
     pub(crate) pool: Arc<BufferPool>,
     pages: std::ops::Range<PageId>,
     obsolete: AtomicBool,
+    held: Arc<HeldObsolete>,
 }
 
 impl PageRun {
-    pub(crate) fn new(pool: Arc<BufferPool>, pages: std::ops::Range<PageId>) -> PageRun {
-        PageRun { pool, pages, obsolete: AtomicBool::new(false) }
+    pub(crate) fn new(pool: Arc<BufferPool>, pages: std::ops::Range<PageId>, held: Arc<HeldObsolete>) -> PageRun {
+        PageRun { pool, pages, obsolete: AtomicBool::new(false), held }
     }
 
-    /// Frees the pages once the last holder is gone.
+    /// Frees the pages once the last holder is gone; until then they are held obsolete.
     pub(crate) fn mark_obsolete(&self) {
-        self.obsolete.store(true, AtomicOrdering::Release);
+        if !self.obsolete.swap(true, AtomicOrdering::AcqRel) {
+            self.held.runs.lock().insert(self.pages.start, self.pages.end);
+        }
     }
 }
 
 impl Drop for PageRun {
     fn drop(&mut self) {
         if self.obsolete.load(AtomicOrdering::Acquire) {
+            // Freed and forgotten under the lock: a check sees the pages held or free, never
+            // neither, and no other run can take the pages before this entry is gone.
+            let mut held = self.held.runs.lock();
             for page in self.pages.clone() {
                 if let Err(error) = self.pool.release(page) {
                     tracing::warn!(page, %error, "could not free a page of an obsolete run");
                 }
             }
+            held.remove(&self.pages.start);
         }
     }
 }
@@ -351,7 +374,13 @@ impl std::fmt::Debug for Table {
 
 impl Table {
     /// Opens a table; with `resident`, reads its index and filter into memory now.
-    pub fn open(pool: Arc<BufferPool>, meta: TableMeta, resident: bool, counters: Arc<TableCounters>) -> Result<Table> {
+    pub fn open(
+        pool: Arc<BufferPool>,
+        meta: TableMeta,
+        resident: bool,
+        counters: Arc<TableCounters>,
+        held: &Arc<HeldObsolete>,
+    ) -> Result<Table> {
         let fits = meta.first_page.checked_add(meta.page_count).is_some_and(|end| end <= pool.page_count())
             && meta.first_page > 0
             && (meta.filter_blocks as u64).div_ceil((pool.payload_size() / FILTER_BLOCK_BYTES) as u64)
@@ -367,7 +396,7 @@ impl Table {
                 ),
             ));
         }
-        let run = Arc::new(PageRun::new(pool.clone(), meta.pages()));
+        let run = Arc::new(PageRun::new(pool.clone(), meta.pages(), held.clone()));
         Self::with_run(pool, meta, resident, counters, run)
     }
 

@@ -152,7 +152,7 @@ impl Inner {
                 Extent::Values(run) => {
                     // Pointers name the run by id: the copy keeps it.
                     let meta = ValueRunMeta { first_page: first, ..run.meta.clone() };
-                    match ValueRun::open(self.pool.clone(), meta.clone()) {
+                    match ValueRun::open(self.pool.clone(), meta.clone(), &self.held_obsolete) {
                         Ok(copy) => copies.runs.push(copy),
                         Err(error) => {
                             release(self, meta.pages());

@@ -20,7 +20,7 @@
 
 use crate::error::{Error, Result};
 use crate::keys::{Reader, put_varint};
-use crate::table::PageRun;
+use crate::table::{HeldObsolete, PageRun};
 use std::sync::Arc;
 use tern_pagestore::{BufferPool, PageId};
 
@@ -121,7 +121,7 @@ impl std::fmt::Debug for ValueRun {
 
 impl ValueRun {
     /// Opens a run after checking that its pages fit the file and hold its bytes.
-    pub fn open(pool: Arc<BufferPool>, meta: ValueRunMeta) -> Result<ValueRun> {
+    pub fn open(pool: Arc<BufferPool>, meta: ValueRunMeta, held: &Arc<HeldObsolete>) -> Result<ValueRun> {
         let payload = pool.payload_size() as u64;
         let fits = meta.first_page > 0
             && meta.first_page.checked_add(meta.page_count).is_some_and(|end| end <= pool.page_count())
@@ -133,7 +133,7 @@ impl ValueRun {
                 format!("{} bytes in pages {}+{} do not fit the file", meta.bytes, meta.first_page, meta.page_count),
             ));
         }
-        let pages = PageRun::new(pool, meta.pages());
+        let pages = PageRun::new(pool, meta.pages(), held.clone());
         Ok(ValueRun { meta, pages })
     }
 
