@@ -211,17 +211,26 @@ impl DecodedBlock {
 
     fn decode_entries(&mut self, bytes: &[u8], target: Option<&[u8]>) -> Result<()> {
         self.data.clear();
-        self.data.extend_from_slice(bytes);
         self.keys.clear();
         self.entries.clear();
         self.new_user_key.clear();
-        let block = Block::new(&self.data)?;
-        let mut reader = Reader::new(block.data, "data block");
+        let block = Block::new(bytes)?;
         let mut key = Vec::new();
-        if let Some(target) = target {
-            reader.position = block.restart_before(target, &mut key)?;
-            key.clear();
-        }
+        let first = match target {
+            Some(target) => block.restart_before(target, &mut key)?,
+            None => 0,
+        };
+        key.clear();
+        // Only the entries decoded are copied (not those before `first`, nor the restart
+        // array), into buffers reserved once: at most a restart interval of entries per
+        // restart point, keys mostly shorter than twice their prefix-compressed bytes.
+        let entries = &block.data[first..];
+        self.data.extend_from_slice(entries);
+        let most = block.restart_count() * BLOCK_RESTART_INTERVAL;
+        self.entries.reserve(most);
+        self.new_user_key.reserve(most);
+        self.keys.reserve(2 * entries.len());
+        let mut reader = Reader::new(&self.data, "data block");
         while !reader.is_empty() {
             let (start, end, shared) = Block::decode_entry(&mut reader, &mut key)?;
             let new_user_key = match self.len().checked_sub(1) {
