@@ -333,7 +333,7 @@ mod tests {
                 let target = internal_key(target.as_bytes(), 7, 1);
                 partial.decode_from(&bytes, &target).unwrap();
                 let (at_full, at_partial) = (full.lower_bound(&target), partial.lower_bound(&target));
-                assert!(partial.len() <= full.len() && partial.len() > 0);
+                assert!(partial.len() <= full.len() && !partial.is_empty());
                 let skipped = full.len() - partial.len();
                 assert_eq!(at_full - skipped, at_partial, "target {target:?}");
                 for i in at_partial..partial.len() {
