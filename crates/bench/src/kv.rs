@@ -426,10 +426,11 @@ pub fn tern_stats(stats: &tern_lsm::Stats) -> EngineStats {
             format_bytes(stats.value_log_bytes_relocated)
         ),
         format!(
-            "stalls: {} slowdowns ({} in all), {} stops (waits for a flush or compaction)",
+            "stalls: {} slowdowns ({} in all), {} stops (waits for a flush or compaction, {} in all)",
             stats.slowdowns,
             format_seconds(stats.slowdown_micros as f64 / 1e6),
-            stats.stops
+            stats.stops,
+            format_seconds(stats.stop_micros as f64 / 1e6)
         ),
         format!(
             "log: {} batches in {} write groups, {}, {} syncs",
@@ -477,6 +478,7 @@ pub fn tern_stats(stats: &tern_lsm::Stats) -> EngineStats {
         "slowdowns": stats.slowdowns,
         "slowdown_micros": stats.slowdown_micros,
         "stops": stats.stops,
+        "stop_micros": stats.stop_micros,
         "filter_checks": stats.filter_checks,
         "filter_negatives": stats.filter_negatives,
         "block_reads": stats.block_reads,

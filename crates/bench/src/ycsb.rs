@@ -591,6 +591,10 @@ pub struct MixResult {
     pub tern_vs_sqlite: f64,
     /// Of Tern's statements in the mix, the share answered from its result cache.
     pub tern_result_cache_hits: f64,
+    /// Time Tern's writers were delayed while compaction was behind, and time they stopped
+    /// to wait for a flush or compaction, during the mix.
+    pub tern_write_delay_ms: f64,
+    pub tern_write_stop_ms: f64,
 }
 
 /// Sequential vs random orders at one value size.
@@ -676,8 +680,10 @@ fn run_mixes(
             requests(mix, existing, config.operations, config.seed.wrapping_add(index as u64 * 1009 + size as u64));
         existing += ops.iter().filter(|op| matches!(op, Op::Insert(_))).count() as u64;
         let cache_before = tern.db.cache_stats().unwrap_or_default();
+        let lsm_before = tern.db.txn_db().lsm_stats();
         let tern_rate = run_ops(tern, &ops, values)?;
         let cache_after = tern.db.cache_stats().unwrap_or_default();
+        let lsm_after = tern.db.txn_db().lsm_stats();
         let sqlite_rate = run_ops(sqlite, &ops, values)?;
         let (hits, misses) = (cache_after.hits - cache_before.hits, cache_after.misses - cache_before.misses);
         let result = MixResult {
@@ -687,14 +693,18 @@ fn run_mixes(
             sqlite_ops_per_second: sqlite_rate,
             tern_vs_sqlite: ratio(tern_rate, sqlite_rate),
             tern_result_cache_hits: ratio(hits as f64, (hits + misses) as f64),
+            tern_write_delay_ms: (lsm_after.slowdown_micros - lsm_before.slowdown_micros) as f64 / 1e3,
+            tern_write_stop_ms: (lsm_after.stop_micros - lsm_before.stop_micros) as f64 / 1e3,
         };
         println!(
-            "  {:<13} tern {:>9.0} ops/s  sqlite {:>9.0} ops/s  tern/sqlite {:.2}  (tern result cache hits {:.0}%)",
+            "  {:<13} tern {:>9.0} ops/s  sqlite {:>9.0} ops/s  tern/sqlite {:.2}  (tern: result cache hits {:.0}%, writers delayed {:.0} ms, stopped {:.0} ms)",
             mix.name,
             tern_rate,
             sqlite_rate,
             result.tern_vs_sqlite,
-            100.0 * result.tern_result_cache_hits
+            100.0 * result.tern_result_cache_hits,
+            result.tern_write_delay_ms,
+            result.tern_write_stop_ms
         );
         results.push(result);
     }

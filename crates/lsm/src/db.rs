@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tern_pagestore::{BufferPool, OsVfs, PoolConfig, PoolStats, Vfs};
 
 /// Largest table a flush writes before it starts another (at a user-key boundary). A memtable
@@ -334,6 +334,8 @@ pub struct Stats {
     pub slowdowns: u64,
     pub slowdown_micros: u64,
     pub stops: u64,
+    /// The time writes waited in those stops, in microseconds.
+    pub stop_micros: u64,
     /// Pages auto-vacuum moved down the file after compactions.
     pub auto_vacuum_pages: u64,
     /// The value log: live runs, their bytes and the garbage in them; bytes flushes wrote to
@@ -368,6 +370,7 @@ pub(crate) struct Counters {
     compaction_bytes_written: AtomicU64,
     slowdowns: AtomicU64,
     stops: AtomicU64,
+    stop_micros: AtomicU64,
     slowdown_micros: AtomicU64,
     pub(crate) auto_vacuum_pages: AtomicU64,
     value_log_bytes_written: AtomicU64,
@@ -932,6 +935,7 @@ impl Db {
             compaction_bytes_written: counter(&inner.counters.compaction_bytes_written),
             slowdowns: counter(&inner.counters.slowdowns),
             stops: counter(&inner.counters.stops),
+            stop_micros: counter(&inner.counters.stop_micros),
             slowdown_micros: counter(&inner.counters.slowdown_micros),
             auto_vacuum_pages: counter(&inner.counters.auto_vacuum_pages),
             value_runs: view.version.values.len(),
@@ -1500,6 +1504,14 @@ impl Inner {
         Ok(LoggedWrite { memtable: mem, first_sequence, last_sequence })
     }
 
+    /// Stops the writer until the background threads change something, counting the wait.
+    fn stop(&self, state: &mut parking_lot::MutexGuard<'_, State>) {
+        let started = Instant::now();
+        bump(&self.counters.stops, 1);
+        self.changed.wait(state);
+        bump(&self.counters.stop_micros, started.elapsed().as_micros() as u64);
+    }
+
     /// Called by the group leader before logging: delays or stops writes while level 0 backs
     /// up, and makes a full memtable immutable (switching to a new log file) for the flush
     /// thread. With `rotate`, makes a non-empty memtable immutable even if it is not full.
@@ -1516,8 +1528,7 @@ impl Inner {
             let view = self.view();
             let level0 = view.version.levels[0].len();
             if level0 >= self.options.level0_stop_trigger {
-                bump(&self.counters.stops, 1);
-                self.changed.wait(&mut state);
+                self.stop(&mut state);
                 continue;
             }
             let full = view.mem.approximate_bytes() >= self.options.memtable_size;
@@ -1525,8 +1536,7 @@ impl Inner {
                 return Ok(view.mem.clone());
             }
             if view.imm.is_some() {
-                bump(&self.counters.stops, 1);
-                self.changed.wait(&mut state);
+                self.stop(&mut state);
                 continue;
             }
             // Seal the current log and direct writes to the next one. The flush thread syncs
