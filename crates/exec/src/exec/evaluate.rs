@@ -139,78 +139,91 @@ pub trait Evaluate {
                 let rows = self.subquery_rows(subquery, env)?;
                 rows.first().map_or(Value::Null, |row| row[0].clone())
             }
-            Expr::Case { operand, whens, otherwise } => {
-                let operand = match operand {
-                    Some(operand) => Some(self.eval(operand, env)?),
-                    None => None,
-                };
-                for (condition, result) in whens {
-                    let hit = match &operand {
-                        Some(operand) => operand.sql_cmp(&self.eval(condition, env)?) == Some(Ordering::Equal),
-                        None => self.eval(condition, env)?.truth() == Some(true),
-                    };
-                    if hit {
-                        return self.eval(result, env);
-                    }
-                }
-                match otherwise {
-                    Some(otherwise) => self.eval(otherwise, env)?,
-                    None => Value::Null,
-                }
-            }
+            Expr::Case { .. } => self.eval_case(expr, env)?,
             Expr::Cast(inner, to) => to.cast(self.eval(inner, env)?)?,
             Expr::Affinity(inner, affinity) => match (affinity, self.eval(inner, env)?) {
                 // Text meeting an enum must be one of its labels (22P02), as in PostgreSQL.
                 (Affinity::Enum(_), text @ Value::Text(_)) => affinity.store(text)?,
                 (_, value) => affinity.apply(value),
             },
-            Expr::Like { expr, pattern, escape, negated, glob, case_sensitive } => {
-                let value = self.eval(expr, env)?;
-                let pattern = self.eval(pattern, env)?;
-                let escape = match escape {
-                    Some(escape) => match self.eval(escape, env)? {
-                        Value::Null => return Ok(Value::Null),
-                        other => {
-                            let text = other.to_text();
-                            let mut chars = text.chars();
-                            match (chars.next(), chars.next()) {
-                                (Some(c), None) => Some(c),
-                                // PostgreSQL: ESCAPE '' turns escaping off.
-                                (None, _) if self.dialect() == crate::dialect::Dialect::Postgres => None,
-                                _ => return Err(Error::new("22025", "ESCAPE expression must be a single character")),
-                            }
-                        }
-                    },
-                    None => None,
-                };
-                if value.is_null() || pattern.is_null() {
-                    return Ok(Value::Null);
-                }
-                let pattern = pattern.to_text();
-                if pattern.len() > crate::limits::MAX_LIKE_PATTERN_BYTES {
-                    return Err(Error::new(
-                        "54000",
-                        format!(
-                            "LIKE or GLOB pattern of {} bytes is too complex (at most {})",
-                            pattern.len(),
-                            crate::limits::MAX_LIKE_PATTERN_BYTES
-                        ),
-                    ));
-                }
-                if self.dialect() == crate::dialect::Dialect::Postgres
-                    && !*glob
-                    && let Some(escape) = escape
-                    && ends_with_escape(&pattern, escape)
-                {
-                    return Err(Error::new("22025", "LIKE pattern must not end with escape character"));
-                }
-                let matched = functions::like(&value.to_text(), &pattern, escape, *glob, *case_sensitive);
-                Value::Integer(i64::from(matched != *negated))
-            }
+            Expr::Like { .. } => self.eval_like(expr, env)?,
             Expr::Function(function, args) => self.eval_function(*function, args, env)?,
             Expr::Aggregate(_) => return Err(Error::grouping("misuse of aggregate function")),
             Expr::Window(_) => return Err(Error::new("42P20", "misuse of window function")),
         })
+    }
+
+    /// `CASE [operand] WHEN ... THEN ... [ELSE ...] END`: the first WHEN that holds (equals the
+    /// operand, or is true) gives the result.
+    fn eval_case(&self, expr: &Expr, env: &Env) -> Result<Value> {
+        let Expr::Case { operand, whens, otherwise } = expr else {
+            return Err(Error::internal("eval_case needs a CASE"));
+        };
+        let operand = match operand {
+            Some(operand) => Some(self.eval(operand, env)?),
+            None => None,
+        };
+        for (condition, result) in whens {
+            let hit = match &operand {
+                Some(operand) => operand.sql_cmp(&self.eval(condition, env)?) == Some(Ordering::Equal),
+                None => self.eval(condition, env)?.truth() == Some(true),
+            };
+            if hit {
+                return self.eval(result, env);
+            }
+        }
+        match otherwise {
+            Some(otherwise) => self.eval(otherwise, env),
+            None => Ok(Value::Null),
+        }
+    }
+
+    /// `LIKE` and `GLOB`, with an optional escape character.
+    fn eval_like(&self, like: &Expr, env: &Env) -> Result<Value> {
+        let Expr::Like { expr, pattern, escape, negated, glob, case_sensitive } = like else {
+            return Err(Error::internal("eval_like needs a LIKE"));
+        };
+        let value = self.eval(expr, env)?;
+        let pattern = self.eval(pattern, env)?;
+        let escape = match escape {
+            Some(escape) => match self.eval(escape, env)? {
+                Value::Null => return Ok(Value::Null),
+                other => {
+                    let text = other.to_text();
+                    let mut chars = text.chars();
+                    match (chars.next(), chars.next()) {
+                        (Some(c), None) => Some(c),
+                        // PostgreSQL: ESCAPE '' turns escaping off.
+                        (None, _) if self.dialect() == crate::dialect::Dialect::Postgres => None,
+                        _ => return Err(Error::new("22025", "ESCAPE expression must be a single character")),
+                    }
+                }
+            },
+            None => None,
+        };
+        if value.is_null() || pattern.is_null() {
+            return Ok(Value::Null);
+        }
+        let pattern = pattern.to_text();
+        if pattern.len() > crate::limits::MAX_LIKE_PATTERN_BYTES {
+            return Err(Error::new(
+                "54000",
+                format!(
+                    "LIKE or GLOB pattern of {} bytes is too complex (at most {})",
+                    pattern.len(),
+                    crate::limits::MAX_LIKE_PATTERN_BYTES
+                ),
+            ));
+        }
+        if self.dialect() == crate::dialect::Dialect::Postgres
+            && !*glob
+            && let Some(escape) = escape
+            && ends_with_escape(&pattern, escape)
+        {
+            return Err(Error::new("22025", "LIKE pattern must not end with escape character"));
+        }
+        let matched = functions::like(&value.to_text(), &pattern, escape, *glob, *case_sensitive);
+        Ok(Value::Integer(i64::from(matched != *negated)))
     }
 
     /// A unary operator on `inner`'s value.
