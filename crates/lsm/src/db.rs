@@ -17,7 +17,8 @@ use crate::archive::{self, LogReader};
 use crate::batch::WriteBatch;
 use crate::compaction::{self, Compaction};
 use crate::error::{Error, Result};
-use crate::iter::{Cursor, DbIter, LevelCursor, MergingCursor, above_lower, below_upper};
+use crate::idle::IdleCursors;
+use crate::iter::{Cursor, DbIter, LevelCursor, MergingCursor};
 use crate::keys::{self, KIND_FOR_SEEK, Kind};
 use crate::limits::{MAX_SEQUENCE, MAX_WRITE_GROUP_BYTES, NUM_LEVELS};
 use crate::memtable::{MemCursor, Memtable};
@@ -79,9 +80,15 @@ pub struct ReadView {
     pub(crate) mem: Arc<Memtable>,
     pub(crate) imm: Option<Arc<Memtable>>,
     pub(crate) version: Arc<Version>,
+    /// Merged cursors over this view that scans gave back (`idle.rs`).
+    idle: IdleCursors,
 }
 
 impl ReadView {
+    pub(crate) fn new(mem: Arc<Memtable>, imm: Option<Arc<Memtable>>, version: Arc<Version>) -> ReadView {
+        ReadView { mem, imm, version, idle: IdleCursors::default() }
+    }
+
     fn get(&self, key: &[u8], sequence: u64) -> Result<Option<Vec<u8>>> {
         let lookup = keys::internal_key(key, sequence, KIND_FOR_SEEK);
         let found = |lookup: Lookup| -> Result<Option<Option<Vec<u8>>>> {
@@ -134,8 +141,8 @@ impl ReadView {
 
     /// A merged cursor over the sources that hold keys of the user-key range `[lower, upper]`,
     /// positioned as [`TableCursor::new`] describes (`target` is the seek key of the end it
-    /// starts from). Tables outside the range are not opened, and sources with nothing in it
-    /// are left out, so a scan of a range that one sorted run holds merges nothing.
+    /// starts from): one given back to this view sought again, or a new one. Tables outside
+    /// the range are not read, and sources with nothing in it are left out of the merge.
     pub(crate) fn merged(
         &self,
         target: Option<&[u8]>,
@@ -143,33 +150,37 @@ impl ReadView {
         lower: &Bound<Vec<u8>>,
         upper: &Bound<Vec<u8>>,
     ) -> Result<MergingCursor> {
-        let overlaps = |table: &Arc<Table>| {
-            let smallest = keys::user_key(&table.meta.smallest);
-            let largest = keys::user_key(&table.meta.largest);
-            below_upper(upper, smallest) && above_lower(lower, largest)
-        };
+        let mut merging = self.idle.take(forward).unwrap_or_else(|| self.unpositioned(forward));
+        merging.seek(target, lower, upper)?;
+        Ok(merging)
+    }
+
+    /// Keeps a merged cursor of this view for a later [`ReadView::merged`].
+    pub(crate) fn give_back(&self, cursor: MergingCursor) {
+        self.idle.give_back(cursor);
+    }
+
+    /// A merged cursor over every source of the view, not yet sought.
+    fn unpositioned(&self, forward: bool) -> MergingCursor {
         let mut cursors: Vec<Box<dyn Cursor>> = Vec::new();
         for memtable in std::iter::once(&self.mem).chain(self.imm.as_ref()) {
-            cursors.push(Box::new(MemCursor::new(memtable.clone(), target, forward)));
+            cursors.push(Box::new(MemCursor::unpositioned(memtable.clone(), forward)));
         }
-        for table in self.version.levels[0].iter().filter(|table| overlaps(table)) {
-            cursors.push(Box::new(TableCursor::new(table.clone(), target, forward)?));
+        for table in &self.version.levels[0] {
+            cursors.push(Box::new(TableCursor::unpositioned(table.clone(), forward)));
         }
-        for tables in &self.version.levels[1..] {
-            let tables: Vec<Arc<Table>> = tables.iter().filter(|table| overlaps(table)).cloned().collect();
-            if !tables.is_empty() {
-                cursors.push(Box::new(LevelCursor::new(tables, target, forward)?));
+        for level in 1..self.version.levels.len() {
+            if !self.version.levels[level].is_empty() {
+                cursors.push(Box::new(LevelCursor::unpositioned(self.version.clone(), level, forward)));
             }
         }
-        // A source whose first entry in the scan's direction is already past the range's far
-        // end has nothing for the scan.
-        cursors.retain(|cursor| {
-            cursor.valid() && {
-                let user = keys::user_key(cursor.key());
-                if forward { below_upper(upper, user) } else { above_lower(lower, user) }
-            }
-        });
-        Ok(MergingCursor::new(cursors, forward))
+        MergingCursor::unpositioned(cursors, forward)
+    }
+
+    /// How many cursors scans gave back (for tests).
+    #[cfg(test)]
+    pub(crate) fn idle_cursors(&self) -> usize {
+        self.idle.kept()
     }
 }
 
@@ -533,12 +544,12 @@ impl Db {
             vfs: vfs.clone(),
             wal_path: wal_path.clone(),
             next_wal_path,
-            current: ArcSwap::from_pointee(ReadView {
+            current: ArcSwap::from_pointee(ReadView::new(
                 // A placeholder (the smallest index) until the recovered state is installed.
-                mem: Arc::new(Memtable::with_capacity(0)),
-                imm: None,
-                version: Arc::new(version),
-            }),
+                Arc::new(Memtable::with_capacity(0)),
+                None,
+                Arc::new(version),
+            )),
             state: Mutex::new(State {
                 bg_error: None,
                 shutting_down: false,
@@ -579,7 +590,7 @@ impl Db {
         if inner.options.read_only {
             // Nothing is written: what the log holds stays in memory, as the memtable.
             let version = inner.view().version.clone();
-            inner.set_view(ReadView { mem: Arc::new(recovery.recovered), imm: None, version });
+            inner.set_view(ReadView::new(Arc::new(recovery.recovered), None, version));
             return Ok(Db { inner, threads: Vec::new(), closed: false });
         }
         let threads = inner.start_writing(recovery)?;
@@ -1253,11 +1264,11 @@ impl Inner {
             self.persist(&mut install, &version, header)?;
         }
         self.sweep_orphans(&install, &version)?;
-        self.set_view(ReadView {
-            mem: Arc::new(Memtable::with_capacity(self.options.memtable_size)),
-            imm: None,
-            version: Arc::new(version),
-        });
+        self.set_view(ReadView::new(
+            Arc::new(Memtable::with_capacity(self.options.memtable_size)),
+            None,
+            Arc::new(version),
+        ));
         Ok(())
     }
 }
@@ -1578,11 +1589,11 @@ impl Inner {
                 self.changed.notify_all();
                 return Err(error);
             }
-            self.set_view(ReadView {
-                mem: Arc::new(Memtable::with_capacity(self.options.memtable_size)),
-                imm: Some(view.mem.clone()),
-                version: view.version.clone(),
-            });
+            self.set_view(ReadView::new(
+                Arc::new(Memtable::with_capacity(self.options.memtable_size)),
+                Some(view.mem.clone()),
+                view.version.clone(),
+            ));
             self.changed.notify_all();
             rotate = false;
         }
@@ -1750,7 +1761,7 @@ impl Inner {
         {
             let mut state = self.state.lock();
             let current = self.view();
-            self.set_view(ReadView { mem: current.mem.clone(), imm: None, version: Arc::new(version) });
+            self.set_view(ReadView::new(current.mem.clone(), None, Arc::new(version)));
             // Its checkpoint may have made the runs freed before it allocatable.
             state.vacuum_due = true;
         }
@@ -1849,7 +1860,7 @@ impl Inner {
     pub(crate) fn install_version(&self, version: Version) {
         let state = self.state.lock();
         let current = self.view();
-        self.set_view(ReadView { mem: current.mem.clone(), imm: current.imm.clone(), version: Arc::new(version) });
+        self.set_view(ReadView::new(current.mem.clone(), current.imm.clone(), Arc::new(version)));
         drop(state);
         self.changed.notify_all();
     }
@@ -2048,5 +2059,34 @@ mod tests {
         let before = db.stats().slowdowns;
         fill_table(&db, 10_000, 200);
         assert_eq!(db.stats().slowdowns, before, "no delay once compaction caught up");
+    }
+
+    /// A scan dropped gives its merged cursor back to the view; the next scan of the view
+    /// takes it (none is built while one is kept); a new view starts with none.
+    #[test]
+    fn scans_of_one_view_reuse_the_cursor_a_dropped_scan_gave_back() {
+        let db = Db::open_with(Arc::new(MemoryVfs::new()), Path::new("reuse.tern"), options()).unwrap();
+        fill_table(&db, 0, 200);
+        db.put(b"key000500", b"in the memtable").unwrap();
+        let view = db.inner.view();
+        let mut first = db.range(&b"key000010"[..].., None);
+        assert_eq!(first.next().unwrap().unwrap().0, b"key000010");
+        assert_eq!(view.idle_cursors(), 0, "the scan holds its cursor");
+        drop(first);
+        assert_eq!(view.idle_cursors(), 1);
+        let mut second = db.range(&b"key000150"[..].., None);
+        assert_eq!(second.next().unwrap().unwrap().0, b"key000150");
+        assert_eq!(view.idle_cursors(), 0, "the kept cursor was taken");
+        assert_eq!(second.last().unwrap().unwrap().0, b"key000500");
+        let both_ways = db.range(&b"key000100"[..].., None);
+        assert_eq!(both_ways.rev().next().unwrap().unwrap().0, b"key000500");
+        assert_eq!(view.idle_cursors(), 2, "a forward and a backward cursor");
+
+        db.flush().unwrap();
+        let newer = db.inner.view();
+        assert!(!Arc::ptr_eq(&view, &newer));
+        assert_eq!(newer.idle_cursors(), 0);
+        assert_eq!(db.iter(None).count(), 201);
+        assert_eq!(newer.idle_cursors(), 1);
     }
 }

@@ -10,6 +10,7 @@ use crate::keys::{self, KIND_FOR_SEEK, Kind};
 use crate::limits::MAX_SEQUENCE;
 use crate::table::{Table, TableCursor};
 use crate::value_reader::ValueReader;
+use crate::version::Version;
 use crate::vlog::ValuePointer;
 use std::cmp::Ordering;
 use std::ops::Bound;
@@ -18,6 +19,12 @@ use std::sync::Arc;
 /// A position in a sorted run of internal entries, moving one way.
 pub trait Cursor: Send {
     fn valid(&self) -> bool;
+    /// Positions the cursor where a new one at `target` would stand (forward: at the first
+    /// entry at or after it; backward: at the last entry before it; `None`: the first or
+    /// last entry), for a scan of the user keys from `lower` to `upper`: a source that holds
+    /// none of them may be left not valid without reading anything. A cursor can be sought
+    /// any number of times, and is then reused, not rebuilt.
+    fn seek(&mut self, target: Option<&[u8]>, lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> Result<()>;
     /// The internal key (only while valid).
     fn key(&self) -> &[u8];
     fn value(&self) -> &[u8];
@@ -41,44 +48,57 @@ pub(crate) fn skip_by_advancing<C: Cursor + ?Sized>(cursor: &mut C) -> Result<()
     Ok(())
 }
 
-/// The tables of one level L1+ (sorted, not overlapping), opened one at a time.
+/// The tables of one level L1+ (sorted, not overlapping), opened one at a time: those that
+/// overlap the range of the last seek, through one table cursor reused from table to table.
 pub struct LevelCursor {
-    tables: Vec<Arc<Table>>,
+    version: Arc<Version>,
+    level: usize,
+    /// The level's tables that overlap the range: `first..end`.
+    first: usize,
+    end: usize,
+    /// The table `current` is over, an index into the level.
     index: usize,
     current: Option<TableCursor>,
     forward: bool,
 }
 
 impl LevelCursor {
-    pub fn new(tables: Vec<Arc<Table>>, target: Option<&[u8]>, forward: bool) -> Result<LevelCursor> {
-        let index = match (target, forward) {
-            (Some(target), true) => {
-                tables.partition_point(|table| keys::compare(&table.meta.largest, target) == Ordering::Less)
+    /// A cursor over level `level` of `version` that stands nowhere until it is sought.
+    pub fn unpositioned(version: Arc<Version>, level: usize, forward: bool) -> LevelCursor {
+        LevelCursor { version, level, first: 0, end: 0, index: 0, current: None, forward }
+    }
+
+    fn tables(&self) -> &[Arc<Table>] {
+        &self.version.levels[self.level]
+    }
+
+    fn valid_index(&self, index: usize) -> bool {
+        (self.first..self.end).contains(&index)
+    }
+
+    /// Makes `current` a cursor over table `index`, positioned at `target`.
+    fn open(&mut self, index: usize, target: Option<&[u8]>) -> Result<()> {
+        self.index = index;
+        let table = self.tables()[index].clone();
+        let cursor = match self.current.take() {
+            Some(mut cursor) => {
+                cursor.set_table(table);
+                cursor
             }
-            (Some(target), false) => {
-                let after =
-                    tables.partition_point(|table| keys::compare(&table.meta.smallest, target) == Ordering::Less);
-                after.wrapping_sub(1)
-            }
-            (None, true) => 0,
-            (None, false) => tables.len().wrapping_sub(1),
+            None => TableCursor::unpositioned(table, self.forward),
         };
-        let mut cursor = LevelCursor { tables, index, current: None, forward };
-        if cursor.index < cursor.tables.len() {
-            let table = cursor.tables[cursor.index].clone();
-            cursor.current = Some(TableCursor::new(table, target, forward)?);
-            cursor.skip_exhausted()?;
-        }
-        Ok(cursor)
+        let cursor = self.current.insert(cursor);
+        cursor.position_at(target)
     }
 
     fn skip_exhausted(&mut self) -> Result<()> {
         while self.current.as_ref().is_some_and(|cursor| !cursor.valid()) {
-            self.index = if self.forward { self.index + 1 } else { self.index.wrapping_sub(1) };
-            self.current = match self.tables.get(self.index) {
-                Some(table) => Some(TableCursor::new(table.clone(), None, self.forward)?),
-                None => None,
-            };
+            let next = if self.forward { self.index + 1 } else { self.index.wrapping_sub(1) };
+            if !self.valid_index(next) {
+                self.index = next;
+                return Ok(());
+            }
+            self.open(next, None)?;
         }
         Ok(())
     }
@@ -86,7 +106,32 @@ impl LevelCursor {
 
 impl Cursor for LevelCursor {
     fn valid(&self) -> bool {
-        self.current.as_ref().is_some_and(|cursor| cursor.valid())
+        self.valid_index(self.index) && self.current.as_ref().is_some_and(|cursor| cursor.valid())
+    }
+
+    fn seek(&mut self, target: Option<&[u8]>, lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> Result<()> {
+        let tables = self.tables();
+        let first = tables.partition_point(|table| !above_lower(lower, table.meta.largest_user_key()));
+        let end = tables.partition_point(|table| below_upper(upper, table.meta.smallest_user_key()));
+        let candidates = &tables[first..end.max(first)];
+        let index = match (target, self.forward) {
+            (Some(target), true) => {
+                first + candidates.partition_point(|table| keys::compare(&table.meta.largest, target) == Ordering::Less)
+            }
+            (Some(target), false) => {
+                let after =
+                    candidates.partition_point(|table| keys::compare(&table.meta.smallest, target) == Ordering::Less);
+                (first + after).wrapping_sub(1)
+            }
+            (None, true) => first,
+            (None, false) => end.wrapping_sub(1),
+        };
+        (self.first, self.end, self.index) = (first, end.max(first), index);
+        if !self.valid_index(index) {
+            return Ok(());
+        }
+        self.open(index, target)?;
+        self.skip_exhausted()
     }
 
     fn key(&self) -> &[u8] {
@@ -113,8 +158,12 @@ impl Cursor for LevelCursor {
 }
 
 /// Merges cursors that all move the same way; internal keys are unique across sources.
+/// Sought again, it seeks every source and merges those with entries in the range.
 pub struct MergingCursor {
+    /// The sources: those with entries in the range of the last seek come first.
     cursors: Vec<Box<dyn Cursor>>,
+    /// How many sources the merge reads (the first ones).
+    live: usize,
     forward: bool,
     current: Option<usize>,
     /// The user key being skipped (kept to reuse its buffer).
@@ -122,16 +171,27 @@ pub struct MergingCursor {
 }
 
 impl MergingCursor {
+    /// Merges positioned cursors (every one is read).
     pub fn new(cursors: Vec<Box<dyn Cursor>>, forward: bool) -> MergingCursor {
-        let mut merging = MergingCursor { cursors, forward, current: None, skipping: Vec::new() };
+        let mut merging = MergingCursor::unpositioned(cursors, forward);
+        merging.live = merging.cursors.len();
         merging.pick();
         merging
+    }
+
+    /// Merges `cursors` once it is sought; until then it stands nowhere.
+    pub fn unpositioned(cursors: Vec<Box<dyn Cursor>>, forward: bool) -> MergingCursor {
+        MergingCursor { cursors, live: 0, forward, current: None, skipping: Vec::new() }
+    }
+
+    pub fn forward(&self) -> bool {
+        self.forward
     }
 
     fn pick(&mut self) {
         let wanted = if self.forward { Ordering::Less } else { Ordering::Greater };
         let mut best: Option<usize> = None;
-        for (index, cursor) in self.cursors.iter().enumerate() {
+        for (index, cursor) in self.cursors[..self.live].iter().enumerate() {
             if !cursor.valid() {
                 continue;
             }
@@ -149,6 +209,28 @@ impl Cursor for MergingCursor {
         self.current.is_some()
     }
 
+    /// Seeks every source; a source whose first entry in the scan's direction is already
+    /// past the range's far end has nothing for the scan and is left out of the merge, so a
+    /// scan of a range that one sorted run holds merges nothing.
+    fn seek(&mut self, target: Option<&[u8]>, lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> Result<()> {
+        self.live = 0;
+        self.current = None;
+        for index in 0..self.cursors.len() {
+            let cursor = &mut self.cursors[index];
+            cursor.seek(target, lower, upper)?;
+            let in_range = cursor.valid() && {
+                let user = keys::user_key(cursor.key());
+                if self.forward { below_upper(upper, user) } else { above_lower(lower, user) }
+            };
+            if in_range {
+                self.cursors.swap(index, self.live);
+                self.live += 1;
+            }
+        }
+        self.pick();
+        Ok(())
+    }
+
     fn key(&self) -> &[u8] {
         self.cursors[self.current.expect("valid cursor")].key()
     }
@@ -160,8 +242,8 @@ impl Cursor for MergingCursor {
     fn advance(&mut self) -> Result<()> {
         let current = self.current.expect("valid cursor");
         self.cursors[current].advance()?;
-        if let [only] = self.cursors.as_slice() {
-            self.current = only.valid().then_some(0);
+        if self.live == 1 {
+            self.current = self.cursors[0].valid().then_some(0);
         } else {
             self.pick();
         }
@@ -170,14 +252,15 @@ impl Cursor for MergingCursor {
 
     fn skip_user_key(&mut self) -> Result<()> {
         let current = self.current.expect("valid cursor");
-        if let [only] = self.cursors.as_mut_slice() {
+        if self.live == 1 {
+            let only = &mut self.cursors[0];
             only.skip_user_key()?;
             self.current = only.valid().then_some(0);
             return Ok(());
         }
         self.skipping.clear();
         self.skipping.extend_from_slice(keys::user_key(self.cursors[current].key()));
-        for cursor in &mut self.cursors {
+        for cursor in &mut self.cursors[..self.live] {
             if cursor.valid() && keys::user_key(cursor.key()) == self.skipping.as_slice() {
                 cursor.skip_user_key()?;
             }
@@ -253,6 +336,8 @@ pub struct DbIter {
     front_values: ValueReader,
     front_value_read: bool,
     done: bool,
+    /// Whether a step failed: the cursors' state is then not given back for reuse.
+    failed: bool,
 }
 
 impl DbIter {
@@ -270,6 +355,7 @@ impl DbIter {
             front_values: ValueReader::default(),
             front_value_read: false,
             done: false,
+            failed: false,
         }
     }
 
@@ -290,6 +376,7 @@ impl DbIter {
         }
         let result = entry(self).transpose();
         self.done = !matches!(result, Some(Ok(_)));
+        self.failed |= matches!(result, Some(Err(_)));
         result
     }
 
@@ -315,6 +402,7 @@ impl DbIter {
             }
             other => {
                 self.done = true;
+                self.failed |= other.is_err();
                 other.map(|_| None)
             }
         }
@@ -422,6 +510,18 @@ impl DbIter {
                 pending.as_mut().expect("pending entry").1 = value;
             }
             cursor.advance()?;
+        }
+    }
+}
+
+/// Gives the merged cursors back to the view, which seeks them again for a later scan.
+impl Drop for DbIter {
+    fn drop(&mut self) {
+        if self.failed {
+            return;
+        }
+        for cursor in [self.front.take(), self.back.take()].into_iter().flatten() {
+            self.view.give_back(cursor);
         }
     }
 }

@@ -20,6 +20,7 @@ mod db;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+mod idle;
 mod iter;
 mod keys;
 pub mod limits;

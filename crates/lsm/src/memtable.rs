@@ -50,6 +50,7 @@ use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 use std::mem::size_of;
+use std::ops::Bound;
 use std::ptr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, AtomicU16, AtomicU64, AtomicUsize, Ordering};
@@ -841,13 +842,25 @@ impl MemCursor {
     /// Forward: at the first entry at or after `target`; backward: at the last entry before
     /// it. `None` means the first (or last) entry.
     pub fn new(memtable: Arc<Memtable>, target: Option<&[u8]>, forward: bool) -> MemCursor {
-        let position = match (target, forward) {
+        let mut cursor = MemCursor::unpositioned(memtable, forward);
+        cursor.position_at(target);
+        cursor
+    }
+
+    /// A cursor that stands nowhere (not valid) until [`MemCursor::position_at`].
+    pub fn unpositioned(memtable: Arc<Memtable>, forward: bool) -> MemCursor {
+        MemCursor { node: ptr::null(), version: ptr::null(), forward, memtable }
+    }
+
+    /// Positions the cursor as [`MemCursor::new`] describes.
+    pub fn position_at(&mut self, target: Option<&[u8]>) {
+        let memtable = &self.memtable;
+        let position = match (target, self.forward) {
             (Some(target), true) => memtable.seek(target),
             (None, true) => memtable.follow(memtable.head(), 0).map(|node| Position { node, version: node.newest() }),
             (target, false) => memtable.seek_before(target),
         };
-        let (node, version) = pointers(position);
-        MemCursor { node, version, forward, memtable }
+        (self.node, self.version) = pointers(position);
     }
 
     fn version(&self) -> VersionRef<'_> {
@@ -864,6 +877,11 @@ fn pointers(position: Option<Position<'_>>) -> (*const Node, *const Version) {
 impl Cursor for MemCursor {
     fn valid(&self) -> bool {
         !self.version.is_null()
+    }
+
+    fn seek(&mut self, target: Option<&[u8]>, _lower: &Bound<Vec<u8>>, _upper: &Bound<Vec<u8>>) -> Result<()> {
+        self.position_at(target);
+        Ok(())
     }
 
     fn key(&self) -> &[u8] {

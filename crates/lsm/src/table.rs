@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::keys::{self, Kind, Reader, put_length_prefixed};
 use crate::vlog::ValuePointer;
 use std::cmp::Ordering;
+use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 use tern_pagestore::{BufferPool, PageId};
@@ -59,6 +60,12 @@ impl TableMeta {
 
     pub fn largest_user_key(&self) -> &[u8] {
         keys::user_key(&self.largest)
+    }
+
+    /// Whether the table's user keys reach into the range from `lower` to `upper`.
+    pub fn overlaps(&self, lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> bool {
+        crate::iter::below_upper(upper, self.smallest_user_key())
+            && crate::iter::above_lower(lower, self.largest_user_key())
     }
 
     pub fn pages(&self) -> std::ops::Range<PageId> {
@@ -693,7 +700,10 @@ const PREFETCH_WINDOW: u32 = 16;
 /// Blocks a forward cursor reads before it asks the prefetcher for anything.
 const QUIET_BLOCKS: u32 = 2;
 
-/// A cursor over one table in one direction. Holds no pin between calls.
+/// A cursor over one table in one direction. Holds no pin between calls. It can be sought
+/// again ([`TableCursor::position_at`]), on the same table or another
+/// ([`TableCursor::set_table`]), keeping its buffers and, where the target lies in the block
+/// it has decoded, that block.
 pub struct TableCursor {
     table: Arc<Table>,
     forward: bool,
@@ -701,6 +711,9 @@ pub struct TableCursor {
     index: Arc<[IndexEntry]>,
     index_position: usize,
     block: DecodedBlock,
+    /// Which block of `table` `block` holds, if it holds one whole from its first decoded
+    /// entry on (not after a failed decode).
+    decoded: Option<BlockHandle>,
     position: usize,
     valid: bool,
     prefetched_to: u32,
@@ -711,57 +724,95 @@ impl TableCursor {
     /// Forward: positioned at the first entry at or after `target` (`None`: the first entry).
     /// Backward: at the last entry before `target` (`None`: the last entry).
     pub fn new(table: Arc<Table>, target: Option<&[u8]>, forward: bool) -> Result<TableCursor> {
-        let mut cursor = TableCursor {
+        let mut cursor = TableCursor::unpositioned(table, forward);
+        cursor.position_at(target)?;
+        Ok(cursor)
+    }
+
+    /// A cursor over `table` that stands nowhere (not valid) until [`TableCursor::position_at`].
+    pub fn unpositioned(table: Arc<Table>, forward: bool) -> TableCursor {
+        TableCursor {
             table,
             forward,
             index_page: 0,
             index: Arc::new([]),
             index_position: 0,
             block: DecodedBlock::default(),
+            decoded: None,
             position: 0,
             valid: false,
             prefetched_to: 0,
             blocks_loaded: 0,
-        };
+        }
+    }
+
+    /// Makes the cursor one over `table`, unpositioned, keeping its buffers.
+    pub fn set_table(&mut self, table: Arc<Table>) {
+        if !Arc::ptr_eq(&self.table, &table) {
+            self.table = table;
+            self.decoded = None;
+        }
+        self.valid = false;
+    }
+
+    /// Positions the cursor as [`TableCursor::new`] describes. Counts as a new scan for
+    /// prefetching. A forward seek into the block the cursor has decoded does not decode it
+    /// again when the block's decoded entries start at or before `target`.
+    pub fn position_at(&mut self, target: Option<&[u8]>) -> Result<()> {
+        self.valid = false;
+        self.prefetched_to = 0;
+        self.blocks_loaded = 0;
         let sought = match target {
-            Some(target) => cursor.table.seek_index(target)?,
+            Some(target) => self.table.seek_index(target)?,
             None => None,
         };
+        let forward = self.forward;
         match (sought, forward) {
             (Some((page, entries, position)), _) => {
-                cursor.index_page = page;
-                cursor.index = entries;
-                cursor.index_position = position;
+                self.index_page = page;
+                self.index = entries;
+                self.index_position = position;
                 let target = target.expect("sought with a target");
-                cursor.load_block_at(forward.then_some(target))?;
-                let at = cursor.block.lower_bound(target);
+                if !(forward && self.holds_block_for(target)) {
+                    self.load_block_at(forward.then_some(target))?;
+                }
+                self.valid = true;
+                let at = self.block.lower_bound(target);
                 if forward {
-                    cursor.position = at;
-                    if at == cursor.block.len() {
-                        cursor.next_block()?;
+                    self.position = at;
+                    if at == self.block.len() {
+                        self.next_block()?;
                     }
                 } else if at == 0 {
-                    cursor.previous_block()?;
+                    self.previous_block()?;
                 } else {
-                    cursor.position = at - 1;
+                    self.position = at - 1;
                 }
             }
             (None, true) if target.is_some() => {} // every key is before the target
             (None, true) => {
-                cursor.load_index_page(0)?;
-                cursor.index_position = 0;
-                cursor.load_block()?;
-                cursor.position = 0;
+                self.load_index_page(0)?;
+                self.index_position = 0;
+                self.load_block()?;
+                self.position = 0;
             }
             (None, false) => {
-                let last = cursor.index_pages() - 1;
-                cursor.load_index_page(last)?;
-                cursor.index_position = cursor.index.len() - 1;
-                cursor.load_block()?;
-                cursor.position = cursor.block.len() - 1;
+                let last = self.index_pages() - 1;
+                self.load_index_page(last)?;
+                self.index_position = self.index.len() - 1;
+                self.load_block()?;
+                self.position = self.block.len() - 1;
             }
         }
-        Ok(cursor)
+        Ok(())
+    }
+
+    /// Whether the decoded block is the one at the index position and its decoded entries
+    /// start at or before `target`: a forward seek to `target` can then use it as it is.
+    fn holds_block_for(&self, target: &[u8]) -> bool {
+        self.decoded == Some(self.index[self.index_position].handle)
+            && !self.block.is_empty()
+            && keys::compare(self.block.key(0), target) != Ordering::Greater
     }
 
     fn index_pages(&self) -> u32 {
@@ -796,6 +847,7 @@ impl TableCursor {
             self.table.pool.prefetch(self.table.page(from), PREFETCH_WINDOW as u64);
         }
         let block = &mut self.block;
+        self.decoded = None;
         match from {
             Some(from) => self.table.with_block(handle, |bytes| block.decode_from(bytes, from))?,
             None => self.table.with_block(handle, |bytes| block.decode(bytes))?,
@@ -803,6 +855,7 @@ impl TableCursor {
         if self.block.is_empty() {
             return Err(self.table.corrupt(format!("empty data block at page {}", handle.page)));
         }
+        self.decoded = Some(handle);
         self.valid = true;
         Ok(())
     }
@@ -861,6 +914,14 @@ impl TableCursor {
 impl crate::iter::Cursor for TableCursor {
     fn valid(&self) -> bool {
         self.valid
+    }
+
+    fn seek(&mut self, target: Option<&[u8]>, lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>) -> Result<()> {
+        if !self.table.meta.overlaps(lower, upper) {
+            self.valid = false;
+            return Ok(());
+        }
+        self.position_at(target)
     }
 
     fn key(&self) -> &[u8] {

@@ -104,3 +104,86 @@ fn holds_blocks_counts_the_blocks_of_a_range() {
     let (past, end) = (key(5000), key(6000));
     assert!(!db.holds_blocks(past.as_slice()..end.as_slice(), 1).unwrap());
 }
+
+#[derive(Debug, Clone)]
+enum Step {
+    Put(u32, usize),
+    Del(u32),
+    Flush,
+    Compact,
+    /// A short scan from a key, `n` entries, forward or backward, with an upper bound or not.
+    Scan(u32, usize, bool, Option<u32>),
+}
+
+fn short_scan(db: &tern_lsm::Db, from: u32, n: usize, forward: bool, to: Option<u32>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let (start, end) = (key(from), to.map(key));
+    let range = match (&end, forward) {
+        (Some(end), true) => (Bound::Included(start.as_slice()), Bound::Excluded(end.as_slice())),
+        (None, true) => (Bound::Included(start.as_slice()), Bound::Unbounded),
+        (Some(end), false) => (Bound::Included(end.as_slice()), Bound::Excluded(start.as_slice())),
+        (None, false) => (Bound::Unbounded, Bound::Excluded(start.as_slice())),
+    };
+    let iter = db.range(range, None);
+    let scanned: Result<Vec<_>, _> = if forward { iter.take(n).collect() } else { iter.rev().take(n).collect() };
+    scanned.unwrap()
+}
+
+fn model_scan(
+    model: &BTreeMap<Vec<u8>, Vec<u8>>,
+    from: u32,
+    n: usize,
+    forward: bool,
+    to: Option<u32>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let pair = |(k, v): (&Vec<u8>, &Vec<u8>)| (k.clone(), v.clone());
+    let (start, end) = (key(from), to.map(key));
+    match (end, forward) {
+        (Some(end), true) if start < end => model.range(start..end).take(n).map(pair).collect(),
+        (Some(end), false) if end < start => model.range(end..start).rev().take(n).map(pair).collect(),
+        (Some(_), _) => Vec::new(),
+        (None, true) => model.range(start..).take(n).map(pair).collect(),
+        (None, false) => model.range(..start).rev().take(n).map(pair).collect(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+    /// Short scans, each dropped after a few entries, interleaved with writes, flushes and
+    /// compactions: the scans of one read view seek the cursors earlier scans gave back (from
+    /// wherever those stopped, in the block they had decoded or another), and must still
+    /// return what a fresh cursor would.
+    #[test]
+    fn short_scans_over_reused_cursors_match_model(
+        load in 0..400u32,
+        steps in prop::collection::vec(prop_oneof![
+            6 => (0..400u32, prop_oneof![5 => 1usize..60, 1 => 200usize..400]).prop_map(|(k, l)| Step::Put(k, l)),
+            2 => (0..400u32).prop_map(Step::Del),
+            1 => Just(Step::Flush),
+            1 => Just(Step::Compact),
+            12 => (0..410u32, 1usize..12, any::<bool>(), prop::option::of(0..410u32))
+                .prop_map(|(from, n, forward, to)| Step::Scan(from, n, forward, to)),
+        ], 1..300),
+    ) {
+        let vfs: Arc<dyn Vfs> = Arc::new(MemoryVfs::new());
+        let db = common::open(&vfs, &small_options());
+        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        for k in 0..load {
+            let v = common::value(k, 0, 40);
+            db.put(&key(k), &v).unwrap();
+            model.insert(key(k), v);
+        }
+        db.flush().unwrap();
+        for (n, step) in steps.into_iter().enumerate() {
+            match step {
+                Step::Put(k, l) => { let v = common::value(k, n as u32 + 1, l); db.put(&key(k), &v).unwrap(); model.insert(key(k), v); }
+                Step::Del(k) => { db.delete(&key(k)).unwrap(); model.remove(&key(k)); }
+                Step::Flush => db.flush().unwrap(),
+                Step::Compact => db.compact_range(..).unwrap(),
+                Step::Scan(from, count, forward, to) => {
+                    let got = short_scan(&db, from, count, forward, to);
+                    prop_assert_eq!(got, model_scan(&model, from, count, forward, to), "scan from {} n {} forward {} to {:?}", from, count, forward, to);
+                }
+            }
+        }
+    }
+}
