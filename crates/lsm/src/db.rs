@@ -425,6 +425,13 @@ pub(crate) struct ManifestState {
     pub(crate) header: ManifestHeader,
 }
 
+impl ManifestState {
+    /// The first page the durable manifest is written on.
+    pub(crate) fn first_page(&self) -> u64 {
+        self.location.first_page
+    }
+}
+
 /// One batch waiting in the write queue.
 struct Writer {
     batch: WriteBatch,

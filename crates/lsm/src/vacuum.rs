@@ -9,6 +9,10 @@
 //! a compaction installs its outputs), the old runs are freed once no reader holds them, and
 //! the page store then cuts the free tail. Pages freed by one pass become allocatable only two
 //! checkpoints later, which the cut provides, so a second pass can fill holes the first left.
+//! An extent that no free run below fits, with a hole right below it, is first copied to the
+//! lowest free run anywhere (often past the end), so that the next pass finds the hole and
+//! its old place as one run; and a manifest the last pass left above the pages in use is
+//! written again lower, since it too would hold the tail.
 //!
 //! Crash safety comes from the manifest switch: before it, the copies are pages no manifest
 //! owns (freed by the next open's sweep); after it, the old runs are (freed the same way if a
@@ -40,7 +44,8 @@ const AUTO_VACUUM_STEP_TABLES: u64 = 4;
 /// What a vacuum did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct VacuumReport {
-    /// Tables and value runs copied to a lower run.
+    /// Copies of tables and value runs made (one moved through the end of the file, to close
+    /// a hole smaller than it, counts twice).
     pub tables_moved: u64,
     /// Pages those tables hold.
     pub pages_moved: u64,
@@ -60,14 +65,17 @@ impl Db {
         let result = (|| {
             let mut report = VacuumReport { file_pages_before: inner.pool.page_count(), ..VacuumReport::default() };
             inner.pool.truncate_free_tail_now()?;
-            for _ in 0..MAX_PASSES {
-                let (tables, pages) = inner.move_tables_down(u64::MAX)?;
+            for pass in 0..MAX_PASSES {
+                let (tables, pages) = inner.move_tables_down(u64::MAX, pass + 1 < MAX_PASSES)?;
                 inner.pool.truncate_free_tail_now()?;
                 report.tables_moved += tables;
                 report.pages_moved += pages;
                 if tables == 0 {
                     break;
                 }
+            }
+            if inner.move_manifest_down()? {
+                inner.pool.truncate_free_tail_now()?;
             }
             report.file_pages_after = inner.pool.page_count();
             Ok(report)
@@ -98,15 +106,33 @@ impl Inner {
         if file_pages * AUTO_VACUUM_DENOMINATOR <= in_use * AUTO_VACUUM_NUMERATOR || file_pages < in_use + step {
             return Ok(0);
         }
-        let (_, pages) = self.move_tables_down(step)?;
+        let (_, pages) = self.move_tables_down(step, false)?;
         self.counters.auto_vacuum_pages.fetch_add(pages, Ordering::Relaxed);
         Ok(pages)
     }
 
+    /// Writes the manifest again when it lies above pages in use: the last pass wrote it
+    /// where free pages were then, which can be past the end the moves left, and it would
+    /// hold the tail. The copy goes to the lowest free run. Returns whether it moved.
+    fn move_manifest_down(&self) -> Result<bool> {
+        let mut manifest = self.install.lock();
+        if manifest.first_page() < self.pool.allocated_page_count() {
+            return Ok(false);
+        }
+        let version = self.view().version.clone();
+        let header = self.manifest_header(&manifest, manifest.header.flushed_sequence, 0);
+        self.persist(&mut manifest, &version, header)?;
+        Ok(true)
+    }
+
     /// One pass: copies each table and value run that has a free run of pages below it there,
     /// from the end of the file down, until `budget` pages are copied; installs the copies and
-    /// retires the originals. Returns the extents and pages moved.
-    fn move_tables_down(&self, budget: u64) -> Result<(u64, u64)> {
+    /// retires the originals. With `bounce`, an extent that no free run below fits but that
+    /// has a hole right below it is copied to the lowest free run anywhere, often past the
+    /// end: once its original is freed, the hole and the original make one run it fits, and
+    /// the next pass moves it there (two copies, to close a hole smaller than the extent).
+    /// Returns the extents and pages moved.
+    fn move_tables_down(&self, budget: u64, bounce: bool) -> Result<(u64, u64)> {
         let view = self.view();
         let mut extents: Vec<Extent> =
             view.version.tables().map(|(level, table)| Extent::Table(level, table.clone())).collect();
@@ -114,7 +140,7 @@ impl Inner {
         drop(view);
         extents.sort_by_key(|extent| std::cmp::Reverse(extent.pages().start));
         let mut copies = Copies::default();
-        if let Err(error) = self.copy_extents_down(&extents, budget, &mut copies) {
+        if let Err(error) = self.copy_extents_down(&extents, budget, bounce, &mut copies) {
             copies.release(self);
             return Err(error);
         }
@@ -128,14 +154,21 @@ impl Inner {
         Ok((moved, pages))
     }
 
-    fn copy_extents_down(&self, extents: &[Extent], budget: u64, copies: &mut Copies) -> Result<()> {
+    fn copy_extents_down(&self, extents: &[Extent], budget: u64, bounce: bool, copies: &mut Copies) -> Result<()> {
         let mut copied_pages = 0;
         for extent in extents {
             if copied_pages >= budget {
                 break;
             }
             let pages = extent.pages();
-            let Some(first) = self.copy_pages_down(pages.clone())? else { continue };
+            let first = match self.pool.alloc_run_below(pages.end - pages.start, pages.start)? {
+                Some(first) => first,
+                None if bounce && pages.start > 1 && !self.pool.is_allocated(pages.start - 1) => {
+                    self.pool.alloc_run(pages.end - pages.start)?
+                }
+                None => continue,
+            };
+            self.copy_pages(pages.clone(), first)?;
             copied_pages += pages.end - pages.start;
             match extent {
                 Extent::Table(level, table) => {
@@ -165,13 +198,9 @@ impl Inner {
         Ok(())
     }
 
-    /// Copies the pages `pages` to the lowest free run below them, if there is one; returns
-    /// the copy's first page.
-    fn copy_pages_down(&self, pages: Range<PageId>) -> Result<Option<PageId>> {
+    /// Copies the pages `pages` to the run allocated at `first`; frees the run if that fails.
+    fn copy_pages(&self, pages: Range<PageId>, first: PageId) -> Result<()> {
         let count = pages.end - pages.start;
-        let Some(first) = self.pool.alloc_run_below(count, pages.start)? else {
-            return Ok(None);
-        };
         let written = (|| {
             for offset in 0..count {
                 let source = self.pool.pin_read(pages.start + offset)?;
@@ -180,13 +209,10 @@ impl Inner {
             }
             Ok(())
         })();
-        match written {
-            Ok(()) => Ok(Some(first)),
-            Err(error) => {
-                release(self, first..first + count);
-                Err(error)
-            }
+        if written.is_err() {
+            release(self, first..first + count);
         }
+        written
     }
 
     /// Puts each copy in the place of its original in one manifest, then retires the
