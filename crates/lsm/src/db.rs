@@ -2085,8 +2085,9 @@ mod tests {
         assert_eq!(second.next().unwrap().unwrap().0, b"key000150");
         assert_eq!(view.idle_cursors(), 0, "the kept cursor was taken");
         assert_eq!(second.last().unwrap().unwrap().0, b"key000500");
-        let both_ways = db.range(&b"key000100"[..].., None);
-        assert_eq!(both_ways.rev().next().unwrap().unwrap().0, b"key000500");
+        let mut both_ways = db.range(&b"key000100"[..].., None);
+        assert_eq!(both_ways.next_back().unwrap().unwrap().0, b"key000500");
+        drop(both_ways);
         assert_eq!(view.idle_cursors(), 2, "a forward and a backward cursor");
 
         db.flush().unwrap();
