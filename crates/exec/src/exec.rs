@@ -12,6 +12,7 @@ use crate::functions::{self, ScalarFunction};
 use crate::plan::*;
 use crate::value::Value;
 use prefilter::Prefilter;
+use scan_chunk::ScanChunk;
 use std::cell::{Cell, RefCell};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -47,6 +48,7 @@ mod probe_batch;
 mod probe_chain;
 mod probe_lookup;
 mod probe_stream;
+mod scan_chunk;
 mod source;
 mod spill;
 mod stream;
@@ -685,33 +687,51 @@ impl<'t> Executor<'t> {
         }
         let (mut start, mut end) = (start, end);
         let mut chunk_rows = first_chunk_rows.clamp(1, SCAN_CHUNK_ROWS);
+        let mut chunk = ScanChunk::default();
         loop {
             self.check_interrupt()?;
-            let chunk: Vec<(Vec<u8>, Vec<u8>)> = {
-                let mut txn = self.txn.borrow_mut();
-                let bounds = (bound_ref(&start), bound_ref(&end));
-                let scan = if reverse { txn.range_rev(bounds) } else { txn.range(bounds) };
-                scan.take(chunk_rows).collect::<std::result::Result<_, _>>()?
-            };
+            self.read_chunk(&start, &end, reverse, chunk_rows, &mut chunk)?;
             let full = chunk.len() == chunk_rows;
             chunk_rows = (chunk_rows * 2).min(SCAN_CHUNK_ROWS);
-            let last = chunk.last().map(|(key, _)| key.clone());
-            for (key, value) in &chunk {
+            for index in 0..chunk.len() {
+                let (key, value) = chunk.pair(index);
                 if !visit(key, value)? {
                     return Ok(());
                 }
             }
-            match (full, last) {
+            match (full, chunk.last_key()) {
                 (true, Some(last)) => {
                     if reverse {
-                        end = Bound::Excluded(last);
+                        end = Bound::Excluded(last.to_vec());
                     } else {
-                        start = Bound::Excluded(last);
+                        start = Bound::Excluded(last.to_vec());
                     }
                 }
                 _ => return Ok(()),
             }
         }
+    }
+
+    /// Reads up to `rows` pairs of the range into `chunk` (cleared first), the transaction
+    /// borrowed only while it reads.
+    fn read_chunk(
+        &self,
+        start: &Bound<Vec<u8>>,
+        end: &Bound<Vec<u8>>,
+        reverse: bool,
+        rows: usize,
+        chunk: &mut ScanChunk,
+    ) -> Result<()> {
+        chunk.clear();
+        let mut txn = self.txn.borrow_mut();
+        let bounds = (bound_ref(start), bound_ref(end));
+        let mut scan = if reverse { txn.range_rev(bounds) } else { txn.range(bounds) };
+        while chunk.len() < rows
+            && let Some((key, value)) = scan.next_ref()?
+        {
+            chunk.push(key, value);
+        }
+        Ok(())
     }
 
     /// Scans a table's rows through `access` ([`Executor::scan_table_rows`]), counting the

@@ -444,6 +444,7 @@ impl Transaction {
             recorded,
             last: None,
             complete: false,
+            held: None,
         }
     }
 
@@ -513,6 +514,8 @@ pub struct Scan<'t> {
     /// The last key returned, and whether the scan reached the end of its range.
     last: Option<Vec<u8>>,
     complete: bool,
+    /// The last pair [`Scan::next_ref`] took from the owned step, lent from here.
+    held: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Scan<'_> {
@@ -586,6 +589,55 @@ impl Scan<'_> {
                 }
             }
         }
+    }
+}
+
+impl Scan<'_> {
+    /// The next pair, borrowed until the next call: what [`Iterator::next`] returns, but
+    /// going forward past the transaction's own writes it lends the LSM iterator's key and
+    /// value instead of copying them ([`tern_lsm::DbIter::next_ref`]). `None` at the end; the
+    /// scan ends at the first `None` or error, as the iterator does.
+    pub fn next_ref(&mut self) -> Result<Option<(&[u8], &[u8])>> {
+        if self.complete {
+            return Ok(None);
+        }
+        if self.peeked_own.is_none() {
+            self.peeked_own = self.next_own();
+        }
+        if !self.forward || self.peeked_own.is_some() || self.peeked_lsm.is_some() || self.lsm_done {
+            // Own writes are merged in (or the scan goes backward): the owned step.
+            return match self.next() {
+                Some(Ok(pair)) => {
+                    self.held = Some(pair);
+                    Ok(self.held_pair())
+                }
+                Some(Err(error)) => Err(error),
+                None => Ok(None),
+            };
+        }
+        match self.lsm.next_ref() {
+            Ok(Some((key, value))) => {
+                let last = self.last.get_or_insert_with(Vec::new);
+                last.clear();
+                last.extend_from_slice(key);
+                Ok(Some((key, value)))
+            }
+            Ok(None) => {
+                self.lsm_done = true;
+                self.complete = true;
+                Ok(None)
+            }
+            Err(error) => {
+                self.recorded = None;
+                self.complete = true;
+                Err(error.into())
+            }
+        }
+    }
+
+    /// The pair the owned step just returned, kept in the scan for [`Scan::next_ref`].
+    fn held_pair(&self) -> Option<(&[u8], &[u8])> {
+        self.held.as_ref().map(|(key, value)| (key.as_slice(), value.as_slice()))
     }
 }
 

@@ -82,7 +82,24 @@ proptest! {
                         if reverse {
                             expected.reverse();
                         }
-                        prop_assert_eq!(found, expected);
+                        prop_assert_eq!(&found, &expected);
+                        // Lent pairs, and lent and owned steps in turn, give the same pairs.
+                        for alternate in [false, true] {
+                            let mut scan = if reverse { txn.range_rev(&a[..]..&b[..]) } else { txn.range(&a[..]..&b[..]) };
+                            let mut lent = Vec::new();
+                            loop {
+                                let pair = if alternate && lent.len() % 2 == 1 {
+                                    scan.next().transpose().unwrap()
+                                } else {
+                                    scan.next_ref().unwrap().map(|(key, value)| (key.to_vec(), value.to_vec()))
+                                };
+                                match pair {
+                                    Some(pair) => lent.push(pair),
+                                    None => break,
+                                }
+                            }
+                            prop_assert_eq!(&lent, &expected);
+                        }
                     }
                 }
             }
