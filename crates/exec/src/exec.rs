@@ -687,17 +687,18 @@ impl<'t> Executor<'t> {
         }
         let (mut start, mut end) = (start, end);
         let mut chunk_rows = first_chunk_rows.clamp(1, SCAN_CHUNK_ROWS);
-        let mut chunk = ScanChunk::default();
-        loop {
-            self.check_interrupt()?;
-            self.read_chunk(&start, &end, reverse, chunk_rows, &mut chunk)?;
+        let mut chunk = ScanChunk::take();
+        let scanned = loop {
+            if let Err(error) =
+                self.check_interrupt().and_then(|()| self.read_chunk(&start, &end, reverse, chunk_rows, &mut chunk))
+            {
+                break Err(error);
+            }
             let full = chunk.len() == chunk_rows;
             chunk_rows = (chunk_rows * 2).min(SCAN_CHUNK_ROWS);
-            for index in 0..chunk.len() {
-                let (key, value) = chunk.pair(index);
-                if !visit(key, value)? {
-                    return Ok(());
-                }
+            match visit_chunk(&chunk, &mut visit) {
+                Ok(true) => {}
+                other => break other.map(|_| ()),
             }
             match (full, chunk.last_key()) {
                 (true, Some(last)) => {
@@ -707,9 +708,11 @@ impl<'t> Executor<'t> {
                         start = Bound::Excluded(last.to_vec());
                     }
                 }
-                _ => return Ok(()),
+                _ => break Ok(()),
             }
-        }
+        };
+        chunk.give_back();
+        scanned
     }
 
     /// Reads up to `rows` pairs of the range into `chunk` (cleared first), the transaction
@@ -2074,6 +2077,17 @@ pub fn compare_sort_values(keys: &[SortKey], a: &[Value], b: &[Value]) -> Orderi
         }
     }
     Ordering::Equal
+}
+
+/// Calls `visit` for each pair of `chunk` while it returns true: whether it did for all.
+fn visit_chunk(chunk: &ScanChunk, visit: &mut impl FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<bool> {
+    for index in 0..chunk.len() {
+        let (key, value) = chunk.pair(index);
+        if !visit(key, value)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 fn bound_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
