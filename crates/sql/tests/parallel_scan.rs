@@ -143,6 +143,13 @@ const QUERIES: &[&str] = &[
     "SELECT t.id % 50, count(*), sum(t.d) FROM small JOIN t ON t.g = small.g GROUP BY t.id % 50",
     "SELECT small.name, count(DISTINCT t.s), count(DISTINCT t.id % 7) FROM small LEFT JOIN t ON t.g = small.g AND t.v > 50 GROUP BY small.name",
     "SELECT small.name, count(*) FROM small JOIN t ON t.g = small.g WHERE t.g NOT IN (SELECT 1) GROUP BY small.name",
+    // Groups of plain left columns: each worker remembers the group of each left row after
+    // its first joined row (several left rows to one group, NULL keys, a filter between).
+    "SELECT pick.s, count(*), sum(t.v), max(t.s) FROM pick JOIN t ON t.g = pick.g WHERE t.v > 10 GROUP BY pick.s",
+    "SELECT pick.g, pick.s, count(t.id), min(t.d), avg(t.v) FROM pick LEFT JOIN t ON t.g = pick.g AND t.v < 50 GROUP BY pick.g, pick.s",
+    "SELECT pick.s, count(t.id), sum(t.d) FROM pick LEFT JOIN t ON t.g = pick.g WHERE t.id % 2 = 0 OR t.id IS NULL GROUP BY pick.s",
+    // A right column in the group key: the left row does not decide the group.
+    "SELECT t.s, small.name, count(*), sum(t.d) FROM small JOIN t ON t.g = small.g GROUP BY t.s, small.name",
     // The batch kernels (`exec/vector.rs`): IN lists with and without NULL, LIKE patterns of
     // runs and with `_`, three-valued AND/OR, CASE and COALESCE as shells, decimal and real
     // arithmetic, an error only a row the filter keeps can raise, and one in a lazy arm.

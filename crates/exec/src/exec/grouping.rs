@@ -118,8 +118,34 @@ impl Grouping {
         aggregates: &[AggregateCall],
         outer: Option<&Env>,
     ) -> Result<()> {
+        self.add_encoded_at(key, exec, row, group_by, aggregates, outer).map(|_| ())
+    }
+
+    /// [`Grouping::add_encoded`], returning the index of the row's group.
+    fn add_encoded_at(
+        &mut self,
+        key: &[u8],
+        exec: &impl Evaluate,
+        row: &[Value],
+        group_by: &[Expr],
+        aggregates: &[AggregateCall],
+        outer: Option<&Env>,
+    ) -> Result<usize> {
         let env = Env::new(row, outer);
         let index = self.group(key, aggregates, || group_by.iter().map(|expr| exec.eval(expr, &env)).collect())?;
+        self.uncharged += fold_row(&mut self.states[index], self.extreme, exec, &env, aggregates)?;
+        Ok(index)
+    }
+
+    /// Folds `row` into group `index`, which holds the row's group key.
+    fn fold_into(
+        &mut self,
+        index: usize,
+        exec: &impl Evaluate,
+        row: &[Value],
+        aggregates: &[AggregateCall],
+    ) -> Result<()> {
+        let env = Env::new(row, None);
         self.uncharged += fold_row(&mut self.states[index], self.extreme, exec, &env, aggregates)?;
         Ok(())
     }
@@ -304,12 +330,40 @@ impl Partitioned {
         group_by: &[Expr],
         aggregates: &[AggregateCall],
     ) -> Result<usize> {
+        self.add_locating(exec, position, row, group_by, aggregates).map(|(grown, _)| grown)
+    }
+
+    /// [`Partitioned::add`], also returning where the row's group is (its part and index in
+    /// it), for [`Partitioned::add_to`].
+    pub(super) fn add_locating(
+        &mut self,
+        exec: &impl Evaluate,
+        position: u64,
+        row: &[Value],
+        group_by: &[Expr],
+        aggregates: &[AggregateCall],
+    ) -> Result<(usize, (usize, usize))> {
         self.scratch.clear();
         encode_group_key(exec, row, group_by, None, &mut self.scratch)?;
         let at = partition_of(&self.scratch, self.parts.len());
         let part = &mut self.parts[at];
         part.position = position;
-        part.add_encoded(&self.scratch, exec, row, group_by, aggregates, None)?;
+        let index = part.add_encoded_at(&self.scratch, exec, row, group_by, aggregates, None)?;
+        Ok((part.take_uncharged(), (at, index)))
+    }
+
+    /// Folds `row` into the group at `location` (from [`Partitioned::add_locating`] of a row
+    /// with the same group key), encoding and looking up no key; returns the bytes the group
+    /// grew by.
+    pub(super) fn add_to(
+        &mut self,
+        location: (usize, usize),
+        exec: &impl Evaluate,
+        row: &[Value],
+        aggregates: &[AggregateCall],
+    ) -> Result<usize> {
+        let part = &mut self.parts[location.0];
+        part.fold_into(location.1, exec, row, aggregates)?;
         Ok(part.take_uncharged())
     }
 }
