@@ -26,9 +26,8 @@ use super::grouping::{Grouping, Partitioned, aggregate_exprs};
 use super::operator::ParallelSink;
 use super::parallel::{PreparedScan, layer_exprs, under_layers};
 use super::probe_batch::{KeyFilter, key_kernels};
-use super::probe_chain::Step;
 use super::probe_stream::Probe;
-use super::stream::through_layers;
+use super::stream::{passes_filters, through_layers};
 use super::vector::Kernel;
 use crate::error::Result;
 use crate::plan::{AggregateCall, Expr, JoinKind, Plan, Row};
@@ -85,13 +84,14 @@ impl Executor<'_> {
             }
             return Ok(Some(grouping.finish(aggregates, group_by.is_empty())?));
         };
-        let fold = FoldJoined { probe: &probe, layers: &layers, group_by, aggregates };
+        let lends = chain.steps.is_empty() && layers.iter().all(|layer| matches!(layer, Plan::Filter { .. }));
+        let fold = FoldJoined { probe: &probe, layers: &layers, group_by, aggregates, lends };
         // Without GROUP BY there is one group: nothing to share out.
         let partitions = if group_by.is_empty() { 1 } else { scan.workers() };
         let matched: Vec<AtomicBool> = build.rows.iter().map(|_| AtomicBool::new(false)).collect();
         let key_kernels = key_kernels(&probe);
-        let groups_by_left_row = groups_follow_left_rows(&chain.steps, &layers, group_by, join.left_width)
-            && build.rows.len() <= MAX_LEFT_ROWS_REMEMBERED;
+        let groups_by_left_row =
+            lends && groups_follow_left_rows(group_by, join.left_width) && build.rows.len() <= MAX_LEFT_ROWS_REMEMBERED;
         let operator = ProbeAggregate { scan: &scan, fold, matched, key_kernels, partitions, groups_by_left_row };
         let (mut partials, matched) = self.run_sink(&scan, &operator)?;
         // A left join's unmatched left rows, then the spilled partitions' rows, at positions
@@ -117,15 +117,12 @@ impl Executor<'_> {
 /// Left rows past which a worker does not remember each one's group (8 bytes a row).
 const MAX_LEFT_ROWS_REMEMBERED: usize = 1 << 22;
 
-/// Whether a joined row's group is its left row's alone: the group keys are plain columns of
-/// the join's left side, and nothing between the join and the aggregate moves columns (no
-/// join steps above it, filters only). A worker may then remember each left row's group
-/// after the first row that finds it (TPC-H Q13: 1.5 million joined rows, 150,000 customers).
-fn groups_follow_left_rows(steps: &[Step], layers: &[&Plan], group_by: &[Expr], left_width: usize) -> bool {
-    steps.is_empty()
-        && layers.iter().all(|layer| matches!(layer, Plan::Filter { .. }))
-        && !group_by.is_empty()
-        && group_by.iter().all(|expr| matches!(expr, Expr::Column(column) if *column < left_width))
+/// Whether a joined row's group is its left row's alone, where the joined rows reach the
+/// aggregate as the join makes them (`FoldJoined::lends`): the group keys are plain columns of
+/// the join's left side. A worker may then remember each left row's group after the first
+/// row that finds it (TPC-H Q13: 1.5 million joined rows, 150,000 customers).
+fn groups_follow_left_rows(group_by: &[Expr], left_width: usize) -> bool {
+    !group_by.is_empty() && group_by.iter().all(|expr| matches!(expr, Expr::Column(column) if *column < left_width))
 }
 
 /// The probe and the aggregate as one operator over the right input's parallel scan: the
@@ -167,8 +164,15 @@ impl ParallelSink for ProbeAggregate<'_> {
             worker.group_of_left = vec![UNKNOWN; left_rows];
         }
         let Worker { partial, group_of_left } = worker;
-        let mut morsel =
-            Morsel { partial, group_of_left, at: (at as u64) << 32, joined: 0, key: Vec::new(), deferred: Vec::new() };
+        let mut morsel = Morsel {
+            partial,
+            group_of_left,
+            at: (at as u64) << 32,
+            joined: 0,
+            key: Vec::new(),
+            joined_row: Vec::new(),
+            deferred: Vec::new(),
+        };
         let matched = &self.matched;
         let inner =
             |right_row: Row, found: Option<&[usize]>| self.fold.probe(context, &mut morsel, matched, right_row, found);
@@ -192,6 +196,9 @@ struct FoldJoined<'a> {
     layers: &'a [&'a Plan],
     group_by: &'a [Expr],
     aggregates: &'a [AggregateCall],
+    /// Whether the joined rows reach the aggregate as the join makes them (no join steps
+    /// above it, filters only): then each is built in one reused buffer and folded from there.
+    lends: bool,
 }
 
 /// A worker's state over one morsel.
@@ -205,6 +212,8 @@ struct Morsel<'p> {
     joined: u64,
     /// A reused key buffer.
     key: Vec<u8>,
+    /// The buffer joined rows are built in, when they are lent.
+    joined_row: Row,
     /// Right rows of spilled partitions, written out when the morsel ends.
     deferred: Vec<(usize, Row)>,
 }
@@ -254,10 +263,18 @@ impl FoldJoined<'_> {
             return Ok(());
         }
         let never = |_: usize| false;
-        let Morsel { partial, group_of_left, at, joined, key, .. } = morsel;
-        let hit = &mut |index: usize, row: Row| {
+        let Morsel { partial, group_of_left, at, joined, key, joined_row, .. } = morsel;
+        let hit = &mut |index: usize, row: &mut Row| {
             matched[index].store(true, Ordering::Relaxed);
-            probe.stages.push(context, row, None, &mut |row| {
+            if self.lends {
+                let position = *at | *joined;
+                *joined += 1;
+                if passes_filters(context, row, self.layers)? {
+                    context.charge(self.fold_row(context, partial, group_of_left, index, position, row)?)?;
+                }
+                return Ok(());
+            }
+            probe.stages.push(context, std::mem::take(row), None, &mut |row| {
                 let position = *at | *joined;
                 *joined += 1;
                 if let Some(row) = through_layers(context, row, self.layers, None)? {
@@ -266,9 +283,14 @@ impl FoldJoined<'_> {
                 Ok(())
             })
         };
+        let (join, left_rows) = (probe.join, probe.left_rows);
         match found {
-            Some(found) => probe.join.probe_candidates(context, found, probe.left_rows, &right_row, None, &never, hit),
-            None => probe.join.probe_row(context, probe.table, probe.left_rows, &right_row, None, key, &never, hit),
+            Some(found) => {
+                join.probe_candidates_lent(context, found, left_rows, &right_row, None, &never, joined_row, hit)
+            }
+            None => {
+                join.probe_row_lent(context, probe.table, left_rows, &right_row, None, key, &never, joined_row, hit)
+            }
         }
     }
 }

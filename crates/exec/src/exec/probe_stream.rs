@@ -78,11 +78,31 @@ impl ProbeJoin<'_> {
         skip: &dyn Fn(usize) -> bool,
         hit: &mut dyn FnMut(usize, Row) -> Result<()>,
     ) -> Result<()> {
+        let mut combined = Vec::new();
+        let hit = &mut |index, combined: &mut Row| hit(index, std::mem::take(combined));
+        self.probe_row_lent(cx, table, left_rows, right_row, outer, key, skip, &mut combined, hit)
+    }
+
+    /// [`ProbeJoin::probe_row`] lending each combined row, built in `combined` (a buffer kept
+    /// from call to call), to `hit`, which may take it.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn probe_row_lent(
+        &self,
+        cx: &impl Evaluate,
+        table: &LeftTable,
+        left_rows: &[Row],
+        right_row: &[Value],
+        outer: Option<&Env>,
+        key: &mut Vec<u8>,
+        skip: &dyn Fn(usize) -> bool,
+        combined: &mut Row,
+        hit: &mut dyn FnMut(usize, &mut Row) -> Result<()>,
+    ) -> Result<()> {
         if !join_key_into(cx, self.right_keys, right_row, outer, key)? {
             return Ok(());
         }
         let Some(candidates) = table.get(key.as_slice()) else { return Ok(()) };
-        self.probe_candidates(cx, candidates, left_rows, right_row, outer, skip, hit)
+        self.probe_candidates_lent(cx, candidates, left_rows, right_row, outer, skip, combined, hit)
     }
 
     /// [`ProbeJoin::probe_row`] once the left rows with the right row's key are found.
@@ -97,15 +117,36 @@ impl ProbeJoin<'_> {
         skip: &dyn Fn(usize) -> bool,
         hit: &mut dyn FnMut(usize, Row) -> Result<()>,
     ) -> Result<()> {
+        let mut combined = Vec::new();
+        let hit = &mut |index, combined: &mut Row| hit(index, std::mem::take(combined));
+        self.probe_candidates_lent(cx, candidates, left_rows, right_row, outer, skip, &mut combined, hit)
+    }
+
+    /// [`ProbeJoin::probe_candidates`] lending each combined row, as
+    /// [`ProbeJoin::probe_row_lent`] does: a consumer that only reads the rows (an aggregate
+    /// folding them) builds them all in one buffer.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn probe_candidates_lent(
+        &self,
+        cx: &impl Evaluate,
+        candidates: &[usize],
+        left_rows: &[Row],
+        right_row: &[Value],
+        outer: Option<&Env>,
+        skip: &dyn Fn(usize) -> bool,
+        combined: &mut Row,
+        hit: &mut dyn FnMut(usize, &mut Row) -> Result<()>,
+    ) -> Result<()> {
         for &index in candidates {
             if skip(index) {
                 continue;
             }
-            let mut combined = Vec::with_capacity(self.left_width + self.right_width);
+            combined.clear();
+            combined.reserve_exact(self.left_width + self.right_width);
             combined.extend_from_slice(&left_rows[index]);
             combined.extend_from_slice(right_row);
             let passes = match self.condition {
-                Some(condition) => cx.eval(condition, &Env::new(&combined, outer))?.truth() == Some(true),
+                Some(condition) => cx.eval(condition, &Env::new(combined, outer))?.truth() == Some(true),
                 None => true,
             };
             if passes {

@@ -249,6 +249,18 @@ pub(super) fn through_layers(
     Ok(Some(row))
 }
 
+/// Whether `row` passes layers of filters only (what [`through_layers`] keeps of it).
+pub(super) fn passes_filters(cx: &impl Evaluate, row: &[Value], filters: &[&Plan]) -> Result<bool> {
+    for layer in filters {
+        if let Plan::Filter { predicate, .. } = layer
+            && cx.eval(predicate, &Env::new(row, None))?.truth() != Some(true)
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// What hands a node's rows over one at a time, under filters and projections.
 enum Producer<'p> {
     Chain(super::probe_chain::ProbeChain<'p>),
