@@ -685,20 +685,32 @@ impl<'t> Executor<'t> {
         if self.own_writes.get() > 0 && self.overlay_touches(&start, &end) {
             return self.scan_with_own_writes(start, end, reverse, visit);
         }
-        let (mut start, mut end) = (start, end);
-        let mut chunk_rows = first_chunk_rows.clamp(1, SCAN_CHUNK_ROWS);
         let mut chunk = ScanChunk::take();
-        let scanned = loop {
-            if let Err(error) =
-                self.check_interrupt().and_then(|()| self.read_chunk(&start, &end, reverse, chunk_rows, &mut chunk))
-            {
-                break Err(error);
-            }
+        let scanned = self.scan_in_chunks((start, end), reverse, first_chunk_rows, &mut chunk, &mut visit);
+        chunk.give_back();
+        scanned
+    }
+
+    /// [`Executor::scan`] of the stored pairs, a chunk at a time through `chunk`.
+    fn scan_in_chunks(
+        &self,
+        (mut start, mut end): (Bound<Vec<u8>>, Bound<Vec<u8>>),
+        reverse: bool,
+        first_chunk_rows: usize,
+        chunk: &mut ScanChunk,
+        visit: &mut impl FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let mut chunk_rows = first_chunk_rows.clamp(1, SCAN_CHUNK_ROWS);
+        loop {
+            self.check_interrupt()?;
+            self.read_chunk(&start, &end, reverse, chunk_rows, chunk)?;
             let full = chunk.len() == chunk_rows;
             chunk_rows = (chunk_rows * 2).min(SCAN_CHUNK_ROWS);
-            match visit_chunk(&chunk, &mut visit) {
-                Ok(true) => {}
-                other => break other.map(|_| ()),
+            for index in 0..chunk.len() {
+                let (key, value) = chunk.pair(index);
+                if !visit(key, value)? {
+                    return Ok(());
+                }
             }
             match (full, chunk.last_key()) {
                 (true, Some(last)) => {
@@ -708,11 +720,9 @@ impl<'t> Executor<'t> {
                         start = Bound::Excluded(last.to_vec());
                     }
                 }
-                _ => break Ok(()),
+                _ => return Ok(()),
             }
-        };
-        chunk.give_back();
-        scanned
+        }
     }
 
     /// Reads up to `rows` pairs of the range into `chunk` (cleared first), the transaction
@@ -2077,17 +2087,6 @@ pub fn compare_sort_values(keys: &[SortKey], a: &[Value], b: &[Value]) -> Orderi
         }
     }
     Ordering::Equal
-}
-
-/// Calls `visit` for each pair of `chunk` while it returns true: whether it did for all.
-fn visit_chunk(chunk: &ScanChunk, visit: &mut impl FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<bool> {
-    for index in 0..chunk.len() {
-        let (key, value) = chunk.pair(index);
-        if !visit(key, value)? {
-            return Ok(false);
-        }
-    }
-    Ok(true)
 }
 
 fn bound_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {

@@ -295,12 +295,13 @@ impl Executor<'_> {
             if let Some(probe) = probe.into_inner() {
                 let left_only = join.kind.keeps_left_only();
                 let skip = |index: usize| left_only && matched.borrow()[index];
-                let mut key = Vec::new();
+                let (mut key, mut combined) = (Vec::new(), Vec::new());
                 probe.read(&mut |right_row| {
-                    join.probe_row(self, &table, &rows, &right_row, outer, &mut key, &skip, &mut |index, combined| {
+                    let hit = &mut |index, combined: &mut Row| {
                         matched.borrow_mut()[index] = true;
-                        if left_only { Ok(()) } else { stages.push(self, combined, outer, emit) }
-                    })
+                        if left_only { Ok(()) } else { stages.push(self, std::mem::take(combined), outer, emit) }
+                    };
+                    join.probe_row(self, &table, &rows, &right_row, outer, &mut key, &skip, &mut combined, hit)
                 })?;
             }
             self.emit_left_only(join, rows, &matched.into_inner(), stages, outer, emit)?;

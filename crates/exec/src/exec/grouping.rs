@@ -105,24 +105,12 @@ impl Grouping {
         encode_group_key(exec, row, group_by, outer, &mut key)?;
         let added = self.add_encoded(&key, exec, row, group_by, aggregates, outer);
         self.scratch = key;
-        added
+        added.map(|_| ())
     }
 
-    /// [`Grouping::add_with`] for a row whose group key `key` is encoded already.
+    /// [`Grouping::add_with`] for a row whose group key `key` is encoded already; the index
+    /// of the row's group.
     fn add_encoded(
-        &mut self,
-        key: &[u8],
-        exec: &impl Evaluate,
-        row: &[Value],
-        group_by: &[Expr],
-        aggregates: &[AggregateCall],
-        outer: Option<&Env>,
-    ) -> Result<()> {
-        self.add_encoded_at(key, exec, row, group_by, aggregates, outer).map(|_| ())
-    }
-
-    /// [`Grouping::add_encoded`], returning the index of the row's group.
-    fn add_encoded_at(
         &mut self,
         key: &[u8],
         exec: &impl Evaluate,
@@ -133,7 +121,7 @@ impl Grouping {
     ) -> Result<usize> {
         let env = Env::new(row, outer);
         let index = self.group(key, aggregates, || group_by.iter().map(|expr| exec.eval(expr, &env)).collect())?;
-        self.uncharged += fold_row(&mut self.states[index], self.extreme, exec, &env, aggregates)?;
+        self.fold_into(index, exec, row, aggregates, outer)?;
         Ok(index)
     }
 
@@ -144,8 +132,9 @@ impl Grouping {
         exec: &impl Evaluate,
         row: &[Value],
         aggregates: &[AggregateCall],
+        outer: Option<&Env>,
     ) -> Result<()> {
-        let env = Env::new(row, None);
+        let env = Env::new(row, outer);
         self.uncharged += fold_row(&mut self.states[index], self.extreme, exec, &env, aggregates)?;
         Ok(())
     }
@@ -348,7 +337,7 @@ impl Partitioned {
         let at = partition_of(&self.scratch, self.parts.len());
         let part = &mut self.parts[at];
         part.position = position;
-        let index = part.add_encoded_at(&self.scratch, exec, row, group_by, aggregates, None)?;
+        let index = part.add_encoded(&self.scratch, exec, row, group_by, aggregates, None)?;
         Ok((part.take_uncharged(), (at, index)))
     }
 
@@ -363,7 +352,7 @@ impl Partitioned {
         aggregates: &[AggregateCall],
     ) -> Result<usize> {
         let part = &mut self.parts[location.0];
-        part.fold_into(location.1, exec, row, aggregates)?;
+        part.fold_into(location.1, exec, row, aggregates, None)?;
         Ok(part.take_uncharged())
     }
 }

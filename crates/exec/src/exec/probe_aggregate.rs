@@ -285,12 +285,8 @@ impl FoldJoined<'_> {
         };
         let (join, left_rows) = (probe.join, probe.left_rows);
         match found {
-            Some(found) => {
-                join.probe_candidates_lent(context, found, left_rows, &right_row, None, &never, joined_row, hit)
-            }
-            None => {
-                join.probe_row_lent(context, probe.table, left_rows, &right_row, None, key, &never, joined_row, hit)
-            }
+            Some(found) => join.probe_candidates(context, found, left_rows, &right_row, None, &never, joined_row, hit),
+            None => join.probe_row(context, probe.table, left_rows, &right_row, None, key, &never, joined_row, hit),
         }
     }
 }

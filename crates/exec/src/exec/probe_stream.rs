@@ -65,28 +65,11 @@ pub(super) type LeftTable = KeyMap<Vec<usize>>;
 impl ProbeJoin<'_> {
     /// Probes with one right row: for each left row with its key (but those `skip` says are
     /// done) whose combined row passes the join's condition, calls `hit` with the left row's
-    /// index and the combined row. `key` is a reused buffer.
+    /// index and the combined row, built in `combined` (a buffer the caller keeps from call
+    /// to call): a consumer that only reads the rows (an aggregate folding them) builds them
+    /// all in one buffer, one that keeps them takes each out of it. `key` is a reused buffer.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn probe_row(
-        &self,
-        cx: &impl Evaluate,
-        table: &LeftTable,
-        left_rows: &[Row],
-        right_row: &[Value],
-        outer: Option<&Env>,
-        key: &mut Vec<u8>,
-        skip: &dyn Fn(usize) -> bool,
-        hit: &mut dyn FnMut(usize, Row) -> Result<()>,
-    ) -> Result<()> {
-        let mut combined = Vec::new();
-        let hit = &mut |index, combined: &mut Row| hit(index, std::mem::take(combined));
-        self.probe_row_lent(cx, table, left_rows, right_row, outer, key, skip, &mut combined, hit)
-    }
-
-    /// [`ProbeJoin::probe_row`] lending each combined row, built in `combined` (a buffer kept
-    /// from call to call), to `hit`, which may take it.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn probe_row_lent(
         &self,
         cx: &impl Evaluate,
         table: &LeftTable,
@@ -102,31 +85,12 @@ impl ProbeJoin<'_> {
             return Ok(());
         }
         let Some(candidates) = table.get(key.as_slice()) else { return Ok(()) };
-        self.probe_candidates_lent(cx, candidates, left_rows, right_row, outer, skip, combined, hit)
+        self.probe_candidates(cx, candidates, left_rows, right_row, outer, skip, combined, hit)
     }
 
     /// [`ProbeJoin::probe_row`] once the left rows with the right row's key are found.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn probe_candidates(
-        &self,
-        cx: &impl Evaluate,
-        candidates: &[usize],
-        left_rows: &[Row],
-        right_row: &[Value],
-        outer: Option<&Env>,
-        skip: &dyn Fn(usize) -> bool,
-        hit: &mut dyn FnMut(usize, Row) -> Result<()>,
-    ) -> Result<()> {
-        let mut combined = Vec::new();
-        let hit = &mut |index, combined: &mut Row| hit(index, std::mem::take(combined));
-        self.probe_candidates_lent(cx, candidates, left_rows, right_row, outer, skip, &mut combined, hit)
-    }
-
-    /// [`ProbeJoin::probe_candidates`] lending each combined row, as
-    /// [`ProbeJoin::probe_row_lent`] does: a consumer that only reads the rows (an aggregate
-    /// folding them) builds them all in one buffer.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn probe_candidates_lent(
         &self,
         cx: &impl Evaluate,
         candidates: &[usize],
@@ -186,7 +150,7 @@ impl Executor<'_> {
         let join = probe.join;
         let left_only = join.kind.keeps_left_only();
         let matched = std::cell::RefCell::new(vec![false; probe.left_rows.len()]);
-        let (mut key, mut deferred) = (Vec::new(), Vec::new());
+        let (mut key, mut combined, mut deferred) = (Vec::new(), Vec::new(), Vec::new());
         // A semi or anti join needs one match per left row.
         let skip = |index: usize| left_only && matched.borrow()[index];
         let mut probe_row = |right_row: Row| -> Result<bool> {
@@ -207,9 +171,10 @@ impl Executor<'_> {
                 outer,
                 &mut key,
                 &skip,
+                &mut combined,
                 &mut |index, combined| {
                     matched.borrow_mut()[index] = true;
-                    if left_only { Ok(()) } else { probe.stages.push(self, combined, outer, emit) }
+                    if left_only { Ok(()) } else { probe.stages.push(self, std::mem::take(combined), outer, emit) }
                 },
             )?;
             Ok(true)
@@ -254,6 +219,7 @@ impl Executor<'_> {
         let key_kernels = key_kernels(probe);
         let produce = |morsel: &tern_txn::Morsel, context: &super::evaluate::PureContext| {
             let (mut rows, mut bytes, mut key, mut deferred) = (Vec::new(), 0, Vec::new(), Vec::new());
+            let mut combined = Vec::new();
             let skip = |index: usize| left_only && matched[index].load(Ordering::Relaxed);
             let inner = |right_row: Row, found: Option<&[usize]>| {
                 if let Some(spill) = probe.spill
@@ -262,22 +228,33 @@ impl Executor<'_> {
                     deferred.push((partition, right_row));
                     return Ok(());
                 }
-                let hit = &mut |index: usize, combined: Row| {
+                let hit = &mut |index: usize, combined: &mut Row| {
                     matched[index].store(true, Ordering::Relaxed);
                     if left_only {
                         return Ok(());
                     }
-                    probe.stages.push(context, combined, None, &mut |row| {
+                    probe.stages.push(context, std::mem::take(combined), None, &mut |row| {
                         bytes += row_bytes(&row);
                         rows.push(row);
                         Ok(())
                     })
                 };
+                let (left_rows, combined) = (probe.left_rows, &mut combined);
                 match found {
-                    Some(found) => join.probe_candidates(context, found, probe.left_rows, &right_row, None, &skip, hit),
-                    None => {
-                        join.probe_row(context, probe.table, probe.left_rows, &right_row, None, &mut key, &skip, hit)
+                    Some(found) => {
+                        join.probe_candidates(context, found, left_rows, &right_row, None, &skip, combined, hit)
                     }
+                    None => join.probe_row(
+                        context,
+                        probe.table,
+                        left_rows,
+                        &right_row,
+                        None,
+                        &mut key,
+                        &skip,
+                        combined,
+                        hit,
+                    ),
                 }
             };
             let table = probe.table;

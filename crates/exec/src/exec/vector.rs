@@ -273,35 +273,17 @@ pub(super) fn cell_value(cell: Cell) -> Cow<Value> {
 
 /// The SQL order of two cells (`None` when either is NULL), as [`Value::sql_cmp`] gives it.
 pub(super) fn order(left: Cell, right: Cell) -> Option<Ordering> {
-    use crate::types::decimal::Decimal;
+    use crate::types::decimal::{self, Decimal};
     match (left, right) {
         (Cell::Null, _) | (_, Cell::Null) => None,
         (Cell::Integer(a), Cell::Integer(b)) => Some(a.cmp(&b)),
-        (Cell::Decimal(a), Cell::Decimal(b)) => Some(decimal_order(&a, &b)),
+        (Cell::Decimal(a), Cell::Decimal(b)) => Some(decimal::cmp(a, b)),
         // Exact both ways, as the one order of numbers is (no detour through f64).
-        (Cell::Decimal(a), Cell::Integer(b)) => Some(decimal_order(&a, &Decimal::from(b))),
-        (Cell::Integer(a), Cell::Decimal(b)) => Some(decimal_order(&Decimal::from(a), &b)),
+        (Cell::Decimal(a), Cell::Integer(b)) => Some(decimal::cmp(a, Decimal::from(b))),
+        (Cell::Integer(a), Cell::Decimal(b)) => Some(decimal::cmp(Decimal::from(a), b)),
         (Cell::Temporal(a), Cell::Temporal(b)) => Some(a.total_cmp(&b)),
         (Cell::Text(a), Cell::Text(b)) => Some(a.as_bytes().cmp(b.as_bytes())),
         (left, right) => cell_value(left).sql_cmp(&cell_value(right)),
-    }
-}
-
-/// The order of two decimals, by their mantissas brought to one scale in an `i128` (a column's
-/// values against a constant, TPC-H's `l_discount BETWEEN 0.05 AND 0.07`, `l_quantity < 24`),
-/// instead of the general comparison's alignment; that comparison where the product overflows.
-#[inline]
-fn decimal_order(a: &crate::types::decimal::Decimal, b: &crate::types::decimal::Decimal) -> Ordering {
-    let (a_scale, b_scale) = (a.scale(), b.scale());
-    let raise = |mantissa: i128, by: u32| 10i128.checked_pow(by).and_then(|factor| mantissa.checked_mul(factor));
-    let aligned = match a_scale.cmp(&b_scale) {
-        Ordering::Equal => Some((a.mantissa(), b.mantissa())),
-        Ordering::Less => raise(a.mantissa(), b_scale - a_scale).map(|a| (a, b.mantissa())),
-        Ordering::Greater => raise(b.mantissa(), a_scale - b_scale).map(|b| (a.mantissa(), b)),
-    };
-    match aligned {
-        Some((a, b)) => a.cmp(&b),
-        None => a.cmp(b),
     }
 }
 
@@ -761,23 +743,6 @@ mod tests {
             })
             .collect();
         Batch { columns, len }
-    }
-
-    proptest! {
-        /// The same-scale shortcut orders decimals as the general comparison does.
-        #[test]
-        fn decimal_order_is_the_decimal_order(
-            a in any::<i128>(), a_scale in 0u32..=28, b in any::<i128>(), b_scale in 0u32..=28, small in any::<bool>(),
-        ) {
-            use crate::types::decimal::Decimal;
-            // Mantissas of every size a decimal holds (96 bits), or small ones as columns have.
-            let limit = if small { 1_000_000 } else { 1i128 << 96 };
-            let decimal = |mantissa: i128, scale| Decimal::from_i128_with_scale(mantissa % limit, scale);
-            let (a, b) = (decimal(a, a_scale), decimal(b, b_scale));
-            prop_assert_eq!(decimal_order(&a, &b), a.cmp(&b));
-            let b_same = decimal(b.mantissa(), a_scale);
-            prop_assert_eq!(decimal_order(&a, &b_same), a.cmp(&b_same));
-        }
     }
 
     proptest! {

@@ -226,13 +226,10 @@ pub fn checked(op: char, a: Decimal, b: Decimal) -> Result<Option<Decimal>> {
 /// `rust_decimal`.
 #[inline]
 fn exact_in_i128(op: char, a: Decimal, b: Decimal) -> Option<Decimal> {
-    let (left, right) = (a.mantissa(), b.mantissa());
     let (mantissa, scale) = match op {
-        '*' => (left.checked_mul(right)?, a.scale() + b.scale()),
+        '*' => (a.mantissa().checked_mul(b.mantissa())?, a.scale() + b.scale()),
         '+' | '-' => {
-            let scale = a.scale().max(b.scale());
-            let left = left.checked_mul(10i128.checked_pow(scale - a.scale())?)?;
-            let right = right.checked_mul(10i128.checked_pow(scale - b.scale())?)?;
+            let (left, right, scale) = aligned(a, b)?;
             (if op == '+' { left.checked_add(right)? } else { left.checked_sub(right)? }, scale)
         }
         _ => return None,
@@ -241,6 +238,28 @@ fn exact_in_i128(op: char, a: Decimal, b: Decimal) -> Option<Decimal> {
         return None;
     }
     Decimal::try_from_i128_with_scale(mantissa, scale).ok()
+}
+
+/// The mantissas of `a` and `b` brought to the larger of their scales, in an `i128`, and that
+/// scale; `None` when one overflows.
+#[inline]
+fn aligned(a: Decimal, b: Decimal) -> Option<(i128, i128, u32)> {
+    let scale = a.scale().max(b.scale());
+    let left = a.mantissa().checked_mul(10i128.checked_pow(scale - a.scale())?)?;
+    let right = b.mantissa().checked_mul(10i128.checked_pow(scale - b.scale())?)?;
+    Some((left, right, scale))
+}
+
+/// The order of two decimals: of their mantissas brought to one scale ([`aligned`]) where
+/// they fit an `i128`, else `rust_decimal`'s general comparison (the kernels' and the
+/// prefilter's comparisons: a column's values against a constant, `l_discount BETWEEN 0.05
+/// AND 0.07`, `l_quantity < 24`).
+#[inline]
+pub fn cmp(a: Decimal, b: Decimal) -> std::cmp::Ordering {
+    match aligned(a, b) {
+        Some((left, right, _)) => left.cmp(&right),
+        None => a.cmp(&b),
+    }
 }
 
 /// Rounds to `digits` places, half away from zero (negative `digits` round left of the point).
@@ -352,6 +371,26 @@ mod tests {
         }
         // Past 96 bits it is rust_decimal's.
         assert_eq!(exact_in_i128('*', Decimal::MAX, d("2")), None);
+    }
+
+    proptest::proptest! {
+        /// The order by aligned mantissas is `rust_decimal`'s, over every scale and mantissas
+        /// of every size a decimal holds (96 bits) or small ones, as columns have.
+        #[test]
+        fn cmp_is_the_decimal_order(
+            a in proptest::prelude::any::<i128>(),
+            a_scale in 0u32..=28,
+            b in proptest::prelude::any::<i128>(),
+            b_scale in 0u32..=28,
+            small in proptest::prelude::any::<bool>(),
+        ) {
+            let limit = if small { 1_000_000 } else { 1i128 << 96 };
+            let decimal = |mantissa: i128, scale| Decimal::from_i128_with_scale(mantissa % limit, scale);
+            let (a, b) = (decimal(a, a_scale), decimal(b, b_scale));
+            proptest::prop_assert_eq!(cmp(a, b), a.cmp(&b));
+            let b_same = decimal(b.mantissa(), a_scale);
+            proptest::prop_assert_eq!(cmp(a, b_same), a.cmp(&b_same));
+        }
     }
 
     proptest::proptest! {
