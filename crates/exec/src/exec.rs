@@ -59,7 +59,7 @@ mod window_stream;
 
 pub use evaluate::Evaluate;
 pub use host::Host;
-pub use parallel::parallel_scans_on_this_thread;
+pub use parallel::{parallel_scans_on_this_thread, set_worker_limit, worker_limit};
 
 /// Rows read from the store by the first chunk of a scan (short scans, LIMIT) and by later
 /// chunks (the size doubles up to the second).

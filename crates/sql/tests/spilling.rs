@@ -204,6 +204,30 @@ fn sorts_past_the_memory_limit_spill_and_give_sqlites_order() {
     }
 }
 
+/// Under memory pressure the resource manager lets each statement take a share of its limit
+/// (`Database::set_statement_memory_divisor`): a sort that fits in the whole limit spills
+/// under an eighth of it, gives the same rows, and fits again once the share is restored.
+#[test]
+fn a_smaller_share_of_the_limit_makes_a_sort_spill() {
+    let (schema, rows) = statements();
+    let db = uncached_with_limit(8 * LIMIT);
+    let sqlite = load_with_oracle(&db, &schema, &rows);
+    let mut session = postgres(&db);
+    let sql = "SELECT id FROM l ORDER BY pad DESC, id";
+    let expected = sqlite_rows(&sqlite, sql);
+    let sort_line = |session: &mut tern_sql::Session| {
+        let plan = texts(session, &format!("EXPLAIN ANALYZE {sql}"));
+        plan.into_iter().find(|line| line.contains("Sort")).unwrap()
+    };
+    assert!(!sort_line(&mut session).contains(" spilled="), "fits in the whole limit");
+    db.set_statement_memory_divisor(8);
+    assert_eq!(db.statement_memory_limit(), LIMIT);
+    assert_eq!(texts(&mut session, sql), expected);
+    assert!(sort_line(&mut session).contains(" spilled="), "spills under an eighth");
+    db.set_statement_memory_divisor(1);
+    assert!(!sort_line(&mut session).contains(" spilled="));
+}
+
 /// INTERSECT and EXCEPT whose keys (`l`'s text in each) pass the limit: the keys spill by
 /// partition, on one side or both (`exec/intersect.rs`).
 const SET_QUERIES: &[&str] = &[

@@ -29,11 +29,13 @@
 
 mod dump;
 mod options;
+mod resources;
 mod rows;
 mod types;
 
 pub use options::{MIN_MEMORY_BUDGET, Options, Sizes, SyncPolicy};
 pub use rows::{ColumnIndex, Row, Rows};
+pub use tern_resources::{Allotment, MemoryState};
 pub use tern_sql::{Dialect, Error, IntegrityReport, InterruptHandle, Value};
 pub use types::{FromSql, Params, ToSql};
 
@@ -51,6 +53,8 @@ use std::sync::Arc;
 pub struct Database {
     engine: tern_sql::Database,
     memory: Sizes,
+    /// The resource manager's subscription, while [`Options::adapt_to_resources`] is on.
+    adapter: Option<Arc<dyn tern_resources::Adapt>>,
 }
 
 impl Database {
@@ -71,9 +75,7 @@ impl Database {
     /// # Ok::<(), tern::Error>(())
     /// ```
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Database> {
-        let (engine_options, memory) = options.engine_options_and_sizes()?;
-        let engine = tern_sql::Database::open(path, engine_options)?;
-        Ok(Database { engine, memory })
+        Database::open_engine(&options, |engine_options| tern_sql::Database::open(path, engine_options))
     }
 
     /// A database that lives in memory only (nothing is written to disk).
@@ -84,17 +86,37 @@ impl Database {
     /// A database in memory with the given sizes.
     pub fn open_in_memory_with(options: Options) -> Result<Database> {
         let vfs: Arc<dyn tern_pagestore::Vfs> = Arc::new(tern_pagestore::MemoryVfs::new());
-        let (engine_options, memory) = options.engine_options_and_sizes()?;
-        let engine = tern_sql::Database::open_with(vfs, Path::new("memory.tern"), engine_options)?;
-        Ok(Database { engine, memory })
+        Database::open_engine(&options, |engine_options| {
+            tern_sql::Database::open_with(vfs, Path::new("memory.tern"), engine_options)
+        })
     }
 
     /// Opens (or creates) the database at `path` on the file system `vfs`: an in-memory one,
     /// or one that injects faults, as the reliability tests do.
     pub fn open_with(vfs: Arc<dyn tern_pagestore::Vfs>, path: impl AsRef<Path>, options: Options) -> Result<Database> {
+        Database::open_engine(&options, |engine_options| {
+            tern_sql::Database::open_with(vfs, path.as_ref(), engine_options)
+        })
+    }
+
+    /// Opens the engine with `options` fitted to the process's resources (when they ask to
+    /// adapt), and subscribes it to the resource manager.
+    fn open_engine(
+        options: &Options,
+        open: impl FnOnce(tern_sql::Options) -> Result<tern_sql::Database>,
+    ) -> Result<Database> {
+        let monitor = resources::monitor_for(options);
+        let options = monitor.map_or_else(|| options.clone(), |monitor| options.fitted(&monitor.allotment()));
         let (engine_options, memory) = options.engine_options_and_sizes()?;
-        let engine = tern_sql::Database::open_with(vfs, path.as_ref(), engine_options)?;
-        Ok(Database { engine, memory })
+        let engine = open(engine_options)?;
+        let adapter = monitor.map(|monitor| resources::subscribe(monitor, &engine));
+        Ok(Database { engine, memory, adapter })
+    }
+
+    /// What the resource manager grants the process now (`None` when the database was opened
+    /// with [`Options::adapt_to_resources`] off): cores, workers, memory state and ceiling.
+    pub fn resources(&self) -> Option<Allotment> {
+        self.adapter.as_ref().and(tern_resources::monitor::process()).map(|monitor| monitor.allotment())
     }
 
     /// Checks the whole database, as `tern check` does, and lists every problem: page

@@ -53,6 +53,19 @@ pub struct Options {
     /// table changed since its last ANALYZE (at most every 30 s per table). Off, statistics
     /// are what ANALYZE statements gather.
     pub auto_analyze: bool,
+    /// Size and run the database by what the operating system grants the process, as the
+    /// resource manager reads it (cgroup CPU quota and memory limit, pressure stalls; the
+    /// machine's cores and memory where those are missing), re-read every second:
+    /// - at open, with no `memory_budget`, a process whose memory ceiling is less than twice
+    ///   the four sizes above gets a budget of half the ceiling instead (a 256 MiB container
+    ///   opens with 128 MiB);
+    /// - while running, parallel operators hold at most the cores the quota grants (fewer
+    ///   while the CPU is contended), and a statement may take half its memory limit while
+    ///   memory is tight and an eighth while it is critical, so that it spills sooner.
+    ///
+    /// The worker cap is process-wide. Off, the sizes are used as given and the worker pool
+    /// is the machine's cores.
+    pub adapt_to_resources: bool,
     /// Open an existing database without writing anything to its files, as
     /// `tern check --read-only` does: the log is replayed in memory only, and every statement
     /// that writes fails with SQLSTATE 25006. Automatic ANALYZE does not run. The file is not
@@ -86,6 +99,7 @@ impl Default for Options {
             retry_attempts: 100,
             dialect: tern_sql::Dialect::Sqlite,
             auto_analyze: true,
+            adapt_to_resources: true,
             read_only: false,
         }
     }
@@ -134,6 +148,21 @@ impl Options {
             return Err(invalid(format!("memtable of {} bytes is below 64 KiB", sizes.memtable_size)));
         }
         Ok(Sizes { buffer_pool_size, ..sizes })
+    }
+
+    /// These options as the database opens them under `allotment`: with a memory budget of
+    /// half the memory ceiling when [`Options::adapt_to_resources`] is on, no budget is set,
+    /// and the four sizes add up to more than that (see the field's notes). Otherwise as they
+    /// are.
+    pub fn fitted(&self, allotment: &tern_resources::Allotment) -> Options {
+        let fixed = self.buffer_pool_size + 2 * self.memtable_size + self.result_cache_size + self.query_memory_limit;
+        match allotment.default_memory_budget() {
+            Some(half) if self.adapt_to_resources && self.memory_budget.is_none() && fixed as u64 > half => Options {
+                memory_budget: Some(usize::try_from(half).unwrap_or(usize::MAX).max(MIN_MEMORY_BUDGET)),
+                ..self.clone()
+            },
+            _ => self.clone(),
+        }
     }
 
     /// The SQL engine's settings for these options (for opening a `tern_sql::Database`

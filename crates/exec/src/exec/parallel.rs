@@ -79,11 +79,32 @@ struct WorkerBudget;
 
 static WORKERS_BUSY: AtomicUsize = AtomicUsize::new(0);
 
+/// The most workers the process's scans hold at once, as the resource manager last set it
+/// ([`set_worker_limit`]); 0 for none (the machine's cores).
+static WORKER_LIMIT: AtomicUsize = AtomicUsize::new(0);
+
+/// Caps the workers all parallel scans of the process hold at once (at least one; 0 lifts the
+/// cap). The resource manager calls it as the CPU quota or contention changes; scans running
+/// keep what they claimed, later claims see the new cap.
+pub fn set_worker_limit(limit: usize) {
+    WORKER_LIMIT.store(limit, Ordering::Relaxed);
+}
+
+/// The workers a scan can have now: the machine's cores within [`set_worker_limit`]'s cap.
+pub fn worker_limit() -> usize {
+    WorkerBudget::cores()
+}
+
 impl WorkerBudget {
-    /// The machine's cores, read once (on Linux the call reads cgroup files).
+    /// The machine's cores (read once; on Linux the call reads cgroup files), within the cap
+    /// the resource manager set.
     fn cores() -> usize {
         static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |cores| cores.get()))
+        let machine = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |cores| cores.get()));
+        match WORKER_LIMIT.load(Ordering::Relaxed) {
+            0 => machine,
+            limit => machine.min(limit),
+        }
     }
 
     /// Up to `wanted` workers (at least one: the scan always progresses).

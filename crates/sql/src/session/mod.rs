@@ -82,10 +82,20 @@ struct Shared {
     statistics: RwLock<crate::optimizer::statistics_store::SharedStatistics>,
     /// The rows commits changed per table, for automatic ANALYZE (when it is on).
     analyze_tracker: Option<Arc<crate::optimizer::auto_analyze::Tracker>>,
+    /// What a statement may take of `options.query_memory_limit`, as a divisor (1: all of it):
+    /// the resource manager raises it under memory pressure ([`Database::set_statement_memory_divisor`]).
+    statement_memory_divisor: std::sync::atomic::AtomicUsize,
     options: Options,
 }
 
 impl Shared {
+    /// The configured statement memory limit within the resource manager's divisor.
+    fn statement_memory_limit(&self) -> usize {
+        let limit = self.options.query_memory_limit;
+        let divisor = self.statement_memory_divisor.load(Ordering::Relaxed).max(1);
+        (limit / divisor).max(limit.min(256 << 10))
+    }
+
     /// `catalog`, or a copy of it with the statistics committed since it was taken (kept in
     /// the catalog cache when it is the cached catalog, so later transactions share it).
     fn with_current_statistics(&self, catalog: Arc<Catalog>) -> Arc<Catalog> {
@@ -187,6 +197,7 @@ impl Database {
                 activity: crate::session::activity::Activity::with_analyze_tracker(analyze_tracker.clone()),
                 statistics,
                 analyze_tracker,
+                statement_memory_divisor: std::sync::atomic::AtomicUsize::new(1),
                 options,
             }),
             analyze_worker: None,
@@ -226,6 +237,18 @@ impl Database {
             id,
             setting_changes: Arc::default(),
         }
+    }
+
+    /// Lets each statement started from now on take `1 / divisor` of the configured memory
+    /// limit before it spills or fails (at least 256 KiB, or the limit if smaller): 1 restores
+    /// it. The resource manager raises the divisor while the process is short of memory.
+    pub fn set_statement_memory_divisor(&self, divisor: usize) {
+        self.shared.statement_memory_divisor.store(divisor.max(1), Ordering::Relaxed);
+    }
+
+    /// The bytes a statement started now may materialize.
+    pub fn statement_memory_limit(&self) -> usize {
+        self.shared.statement_memory_limit()
     }
 
     /// The key-value layer, for statistics and checks. Writes made through it directly bypass
@@ -1870,7 +1893,7 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_, 
         activity: &shared.activity,
         entry: activity,
     };
-    let mut exec = Executor::new(&mut open.txn, params, shared.options.query_memory_limit, &host)
+    let mut exec = Executor::new(&mut open.txn, params, shared.statement_memory_limit(), &host)
         .with_interrupt(interrupt)
         .with_dialect(dialect)
         .with_catalog(&catalog)
