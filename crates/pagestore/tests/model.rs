@@ -28,6 +28,8 @@ enum Op {
     Crash,
     Evict,
     TruncateTail,
+    /// Lets the pool fill this many quarters of its slots.
+    Capacity(u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -42,6 +44,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Crash),
         1 => Just(Op::Evict),
         1 => Just(Op::TruncateTail),
+        1 => (0..=4u8).prop_map(Op::Capacity),
     ]
 }
 
@@ -180,6 +183,12 @@ fn run(ops: Vec<Op>) {
                 pool = Some(reopened);
             }
             Op::Evict => current.flush_and_evict().unwrap(),
+            Op::Capacity(quarters) => {
+                let active = current.set_capacity_share(quarters as f64 / 4.0).unwrap();
+                // 8 slots in 2 partitions: at least 2 of each partition's 4 stay usable.
+                assert_eq!(active, (quarters as u64 * 2).max(4), "slots usable at {quarters} quarters");
+                assert_eq!(current.stats().active_slots, active);
+            }
             Op::TruncateTail => {
                 current.truncate_free_tail_now().unwrap();
                 for _ in 0..4 {

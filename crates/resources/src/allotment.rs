@@ -14,7 +14,8 @@
 //!   is under 5% of the ceiling; `Tight` at a 10% stall of some task or under 15% headroom;
 //!   `Ample` otherwise. A statement may take its configured limit when ample, half when
 //!   tight, an eighth when critical, so that sorts, joins and aggregates spill early instead
-//!   of drawing the kernel's OOM killer. The state relaxes one step per reading.
+//!   of drawing the kernel's OOM killer; the buffer pool fills all of its slots, half, or a
+//!   quarter, giving the memory of the others back. The state relaxes one step per reading.
 
 use crate::reading::Reading;
 
@@ -33,6 +34,15 @@ impl MemoryState {
             MemoryState::Ample => 1,
             MemoryState::Tight => 2,
             MemoryState::Critical => 8,
+        }
+    }
+
+    /// The share of its slots the buffer pool may fill.
+    pub fn pool_share(self) -> f64 {
+        match self {
+            MemoryState::Ample => 1.0,
+            MemoryState::Tight => 0.5,
+            MemoryState::Critical => 0.25,
         }
     }
 

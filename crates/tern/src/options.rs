@@ -61,7 +61,8 @@ pub struct Options {
     ///   opens with 128 MiB);
     /// - while running, parallel operators hold at most the cores the quota grants (fewer
     ///   while the CPU is contended), and a statement may take half its memory limit while
-    ///   memory is tight and an eighth while it is critical, so that it spills sooner.
+    ///   memory is tight and an eighth while it is critical, so that it spills sooner, and the
+    ///   buffer pool fills half or a quarter of its slots, giving the rest of its memory back.
     ///
     /// The worker cap is process-wide. Off, the sizes are used as given and the worker pool
     /// is the machine's cores.

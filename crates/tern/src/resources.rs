@@ -1,13 +1,15 @@
 //! An embedded database under the resource manager (`tern-resources`): sized at open from the
 //! memory the process may use, then told while it runs how many workers its parallel
-//! operators may hold and how much memory a statement may take.
+//! operators may hold, how much memory a statement may take and how much of its buffer pool
+//! it may fill.
 //!
 //! ```text
 //!   open ── Options::fitted(allotment) ──▶ sizes (a budget of half the ceiling on a small box)
 //!     └──── monitor.subscribe(adapter)
 //!   every second, on a change:
 //!     adapter.adapt(allotment) ──▶ tern_exec::exec::set_worker_limit(workers)   process-wide
-//!                              └─▶ engine.set_statement_memory_divisor(1 | 2 | 8)
+//!                              ├─▶ engine.set_statement_memory_divisor(1 | 2 | 8)
+//!                              └─▶ buffer pool: all, half or a quarter of its slots
 //! ```
 
 use crate::options::Options;
@@ -23,6 +25,11 @@ impl Adapt for EngineAdapter {
     fn adapt(&self, allotment: &Allotment) {
         tern_exec::exec::set_worker_limit(allotment.workers);
         self.engine.set_statement_memory_divisor(allotment.memory.statement_divisor());
+        // A pool that cannot write back its dirty pages now (a full disk) keeps its size;
+        // the next change of the allotment tries again.
+        if let Err(error) = self.engine.txn_db().set_pool_capacity_share(allotment.memory.pool_share()) {
+            tracing::warn!(%error, "cannot resize the buffer pool to the memory allotment");
+        }
     }
 }
 
@@ -36,4 +43,44 @@ pub(crate) fn subscribe(monitor: &Monitor, engine: &tern_sql::Database) -> Arc<d
     let adapter: Arc<dyn Adapt> = Arc::new(EngineAdapter { engine: engine.clone() });
     monitor.subscribe(&adapter);
     adapter
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Database, Options};
+    use tern_resources::MemoryState;
+
+    fn allotment(memory: MemoryState) -> Allotment {
+        // The machine's cores, so that the process-wide worker cap this sets changes nothing
+        // for tests running beside it.
+        let cores = std::thread::available_parallelism().map_or(1, |cores| cores.get());
+        Allotment { cores, workers: cores, scan_threads: cores, partitions: cores, memory, memory_ceiling: None }
+    }
+
+    #[test]
+    fn the_adapter_shrinks_statements_and_the_pool_under_pressure_and_restores_them() {
+        let options = Options { adapt_to_resources: false, ..Options::default() };
+        let db = Database::open_in_memory_with(options).unwrap();
+        let adapter = EngineAdapter { engine: db.engine().clone() };
+        let limit = db.memory().query_memory_limit;
+        let slots = db.stats().storage.pool.slots;
+        let seen = |db: &Database| (db.engine().statement_memory_limit(), db.stats().storage.pool.active_slots);
+        assert_eq!(seen(&db), (limit, slots));
+        adapter.adapt(&allotment(MemoryState::Critical));
+        let (statement, active) = seen(&db);
+        assert_eq!(statement, limit / 8);
+        assert!(active <= slots / 4 + 64 && active < slots, "{active} of {slots}");
+        adapter.adapt(&allotment(MemoryState::Tight));
+        assert_eq!(seen(&db).0, limit / 2);
+        assert!(seen(&db).1 > active && seen(&db).1 < slots);
+        adapter.adapt(&allotment(MemoryState::Ample));
+        assert_eq!(seen(&db), (limit, slots));
+        // The database works throughout.
+        let conn = db.connect();
+        conn.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1), (2)").unwrap();
+        adapter.adapt(&allotment(MemoryState::Critical));
+        let sum: i64 = conn.query_row("SELECT sum(x) FROM t", (), |row| row.get(0)).unwrap();
+        assert_eq!(sum, 3);
+    }
 }

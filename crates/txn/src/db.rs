@@ -234,6 +234,13 @@ impl TxnDb {
         self.shared.pipeline.published()
     }
 
+    /// Lets the buffer pool fill `share` (0 to 1) of its slots: the resource manager lowers
+    /// it under memory pressure (`tern_pagestore::BufferPool::set_capacity_share`).
+    /// Returns the slots it may fill now.
+    pub fn set_pool_capacity_share(&self, share: f64) -> Result<u64> {
+        Ok(self.shared.db.pool().set_capacity_share(share).map_err(tern_lsm::Error::from)?)
+    }
+
     /// Counters of the LSM below.
     pub fn lsm_stats(&self) -> tern_lsm::Stats {
         self.shared.db.stats()

@@ -78,6 +78,21 @@ impl Frames {
         Ok(Frames { _regions: regions, addresses })
     }
 
+    /// Gives the memory of slot `slot`'s frame (`page_size` bytes) back to the kernel; the
+    /// next touch finds it zeroed. Only where frames are whole, aligned pages of the kernel's
+    /// (a smaller page size shares them: nothing is given back).
+    pub fn release(&self, slot: usize, page_size: usize) {
+        // SAFETY: sysconf has no preconditions.
+        let kernel_page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        let kernel_page = usize::try_from(kernel_page).unwrap_or(usize::MAX);
+        let frame = self.addresses[slot];
+        if page_size.is_multiple_of(kernel_page) && (frame as usize).is_multiple_of(kernel_page) {
+            // SAFETY: the frame lies inside one of our mappings and nobody holds it (the
+            // caller emptied the slot under its partition lock); DONTNEED only drops pages.
+            unsafe { libc::madvise(frame.cast(), page_size, libc::MADV_DONTNEED) };
+        }
+    }
+
     /// Start of slot `slot`'s frame.
     #[inline]
     pub fn frame(&self, slot: usize) -> *mut u8 {

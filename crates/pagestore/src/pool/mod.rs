@@ -34,6 +34,7 @@
 //!   guard holds it shared, a write guard exclusive. A write guard marks the slot dirty on its
 //!   first mutable access.
 
+mod capacity;
 mod descriptor;
 pub(crate) mod frames;
 mod free_slots;
@@ -106,6 +107,11 @@ struct PartitionState {
     free_slots: FreeSlots,
     /// Every slot this partition owns, in clock order.
     slots: Vec<u32>,
+    /// Slots the pool may fill: the first `active` of `slots` (all of them unless the
+    /// capacity was lowered, `capacity.rs`). Free slots are all below it; a slot at or past
+    /// it is retired (empty, its memory given back) or, if it was pinned when the capacity
+    /// fell, still holds its page outside the clock.
+    active: usize,
     hand: usize,
     hits: u64,
     misses: u64,
@@ -378,6 +384,7 @@ impl BufferPool {
                     state: Mutex::new(PartitionState {
                         table: BufferTable::with_capacity_and_hasher(owned.len(), Default::default()),
                         free_slots: FreeSlots::full(owned.len()),
+                        active: owned.len(),
                         slots: owned,
                         hand: 0,
                         hits: 0,
@@ -720,7 +727,7 @@ impl BufferPool {
                 {
                     state.table.remove(&page);
                     self.shared.clear_hint(partition, page);
-                    state.free_slots.insert(self.shared.local_index(slot));
+                    self.shared.free_slot(&mut state, slot);
                 }
             }
         }
@@ -1078,7 +1085,7 @@ impl Shared {
         // Nobody can have pinned a slot that is being filled: a plain store is safe.
         state.table.remove(&page);
         self.descriptors[slot as usize].state.store(0, Ordering::Release);
-        state.free_slots.insert(self.local_index(slot));
+        self.free_slot(state, slot);
         partition.io_done.notify_all();
     }
 
@@ -1117,7 +1124,7 @@ impl Shared {
     /// `(MAX_USAGE_COUNT + 1)` sweeps of the partition).
     fn find_victim(&self, state: &mut PartitionState, partition: usize, page: PageId, claimed: u64) -> Result<Victim> {
         if state.free_slots.len() > 0 {
-            let preferred = self.preferred_index(page, state.slots.len());
+            let preferred = self.preferred_index(page, state.active);
             let index = if state.free_slots.take(preferred) {
                 preferred
             } else {
@@ -1128,7 +1135,8 @@ impl Shared {
             assert!(taken, "free slot {slot} was in use");
             return Ok(Victim::Clean(slot, None));
         }
-        let count = state.slots.len();
+        let count = state.active;
+        state.hand %= count;
         let mut busy_seen = false;
         for _ in 0..count * (crate::limits::MAX_USAGE_COUNT as usize + 1) {
             let slot = state.slots[state.hand];
@@ -1348,7 +1356,7 @@ impl Shared {
             }
             state.table.remove(&page);
             self.clear_hint(partition, page);
-            state.free_slots.insert(self.local_index(slot));
+            self.free_slot(&mut state, slot);
             break;
         }
         Ok(())
@@ -1459,6 +1467,7 @@ impl Shared {
             stats.evictions += state.evictions;
             stats.prefetch_hits += state.prefetch_hits;
             stats.slots_in_use += state.table.len() as u64;
+            stats.active_slots += state.active as u64;
             drop(state);
             stats.reads += partition.reads.load(Ordering::Relaxed);
             stats.writes += partition.writes.load(Ordering::Relaxed);
@@ -1522,13 +1531,20 @@ impl Shared {
                     problems.push(format!("free slot {slot} is also in use or listed twice"));
                 }
             }
-            if state.table.len() + state.free_slots.len() != state.slots.len() {
+            let retired = state.slots[state.active..]
+                .iter()
+                .filter(|&&slot| owner[slot as usize].is_none() && self.descriptors[slot as usize].load() == 0)
+                .count();
+            if state.table.len() + state.free_slots.len() + retired != state.slots.len() {
                 problems.push(format!(
-                    "partition {index}: {} cached + {} free != {} slots",
+                    "partition {index}: {} cached + {} free + {retired} retired != {} slots",
                     state.table.len(),
                     state.free_slots.len(),
                     state.slots.len()
                 ));
+            }
+            if state.free_slots.iter().any(|free| free >= state.active) {
+                problems.push(format!("partition {index}: a free slot lies past the {} active ones", state.active));
             }
         }
         for (slot, descriptor) in self.descriptors.iter().enumerate() {

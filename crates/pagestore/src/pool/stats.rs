@@ -25,6 +25,9 @@ pub struct PoolStats {
     pub checkpoints: u64,
     /// Slots in the pool.
     pub slots: u64,
+    /// Slots the pool may fill now (all of them unless its capacity was lowered:
+    /// [`BufferPool::set_capacity_share`](crate::BufferPool::set_capacity_share)).
+    pub active_slots: u64,
     /// Slots holding a page.
     pub slots_in_use: u64,
     /// Slots holding a page not yet written back.
