@@ -3,6 +3,7 @@
 //! (crash harness), `bench` (workloads against their peers) and `slt` (SQL conformance scripts).
 
 mod check;
+mod resources;
 mod serve;
 mod shell;
 mod torture;
@@ -80,6 +81,10 @@ enum Command {
     Bench(tern_bench::BenchArgs),
     /// Run sqllogictest scripts (files or directories) against an in-memory Tern database.
     Slt(SltArgs),
+    /// Show what the resource manager reads of this machine and process (cgroup quota and
+    /// limits, pressure stalls, NUMA nodes), what it grants Tern, and the sizes a database
+    /// opened with the defaults takes here.
+    Resources(resources::ResourcesArgs),
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -140,6 +145,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             tern_bench::run(&args).with_context(|| format!("tern bench {name} failed"))?;
         }
         Command::Slt(args) => run_slt(&args)?,
+        Command::Resources(args) => resources::run(&args, &mut std::io::stdout().lock())?,
         Command::Check { file, read_only } => return check::run(&file, read_only, &mut std::io::stdout().lock()),
         Command::Torture(TortureCommand::Crash(args)) => {
             let summary = torture::run(&args, &mut std::io::stdout().lock())?;
