@@ -12,7 +12,8 @@
 //!   per worker; partitions a multiple of the NUMA nodes, so each node holds as many.
 //! - **Memory**: `Critical` when every task stalled on memory 5% of the time or the headroom
 //!   is under 5% of the ceiling; `Tight` at a 10% stall of some task or under 15% headroom;
-//!   `Ample` otherwise. A statement may take its configured limit when ample, half when
+//!   `Ample` otherwise; leaving takes more headroom than entering (10% to leave `Critical`,
+//!   25% to leave `Tight`). A statement may take its configured limit when ample, half when
 //!   tight, an eighth when critical, so that sorts, joins and aggregates spill early instead
 //!   of drawing the kernel's OOM killer; the buffer pool fills all of its slots, half, or a
 //!   quarter, giving the memory of the others back. The state relaxes one step per reading.
@@ -77,8 +78,8 @@ impl Allotment {
         let cores = granted_cores(reading);
         let workers = cores;
         let nodes = reading.topology.node_count().max(1);
-        let memory =
-            memory_level(reading).max(previous.map_or(MemoryState::Ample, |previous| previous.memory.relaxed()));
+        let was = previous.map(|previous| previous.memory);
+        let memory = memory_level(reading, was).max(was.map_or(MemoryState::Ample, MemoryState::relaxed));
         Allotment {
             cores,
             workers,
@@ -108,16 +109,23 @@ fn granted_cores(reading: &Reading) -> usize {
     cores.max(1)
 }
 
-/// How short of memory this one reading says the process is.
-fn memory_level(reading: &Reading) -> MemoryState {
+/// How short of memory this reading says the process is. Leaving a state takes more
+/// headroom than entering it (10% to leave `Critical`, 25% to leave `Tight`), so that the
+/// memory a lowered pool or a spilling statement gives back does not at once undo it.
+fn memory_level(reading: &Reading, was: Option<MemoryState>) -> MemoryState {
     let stall = reading.pressure.memory.unwrap_or_default();
     let headroom_share = match (reading.memory_headroom(), reading.memory_ceiling()) {
         (Some(headroom), Some(ceiling)) if ceiling > 0 => headroom as f64 / ceiling as f64,
         _ => 1.0,
     };
-    if stall.full >= 5.0 || headroom_share < 0.05 {
+    let (critical_below, tight_below) = match was {
+        Some(MemoryState::Critical) => (0.10, 0.25),
+        Some(MemoryState::Tight) => (0.05, 0.25),
+        _ => (0.05, 0.15),
+    };
+    if stall.full >= 5.0 || headroom_share < critical_below {
         MemoryState::Critical
-    } else if stall.some >= 10.0 || headroom_share < 0.15 {
+    } else if stall.some >= 10.0 || headroom_share < tight_below {
         MemoryState::Tight
     } else {
         MemoryState::Ample

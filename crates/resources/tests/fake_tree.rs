@@ -167,11 +167,16 @@ fn a_monitor_adapts_as_the_files_change() {
     assert_eq!(monitor.refresh().workers, 8);
     assert_eq!(monitor.reading().pressure.cpu.map(|cpu| cpu.some), Some(50.0));
 
-    // Memory: use near the 384 MiB limit is critical; it relaxes a step per reading.
+    // Memory: use near the 384 MiB limit is critical; it relaxes a step per reading, and
+    // leaving a state takes more headroom than entering it.
     write(root, "sys/fs/cgroup/db.slice/tern/memory.current", &format!("{}\n", 370 * MIB));
     assert_eq!(monitor.refresh().memory, MemoryState::Critical);
-    write(root, "sys/fs/cgroup/db.slice/tern/memory.current", &format!("{}\n", 100 * MIB));
+    write(root, "sys/fs/cgroup/db.slice/tern/memory.current", &format!("{}\n", 350 * MIB));
+    assert_eq!(monitor.refresh().memory, MemoryState::Critical, "9% headroom does not leave critical");
+    write(root, "sys/fs/cgroup/db.slice/tern/memory.current", &format!("{}\n", 310 * MIB));
+    assert_eq!(monitor.refresh().memory, MemoryState::Tight, "19% headroom leaves critical, not tight");
     assert_eq!(monitor.refresh().memory, MemoryState::Tight);
+    write(root, "sys/fs/cgroup/db.slice/tern/memory.current", &format!("{}\n", 100 * MIB));
     assert_eq!(monitor.refresh().memory, MemoryState::Ample);
     // Page cache the group has not touched lately is not counted as used.
     write(root, "sys/fs/cgroup/db.slice/tern/memory.current", &format!("{}\n", 380 * MIB));

@@ -107,7 +107,11 @@ pub struct Shared {
 
 impl Shared {
     pub(crate) fn new(db: tern::Database, config: Config, watchdog: Watchdog) -> Shared {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        // The cores the resource manager grants (the CPU quota and set), else the machine's.
+        let cores = db
+            .resources()
+            .map(|allotment| allotment.cores)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
         let best_effort = config.priority.then(|| crate::pool::LowPriorityPool::new(cores.saturating_sub(1).max(1)));
         Shared {
             db,
