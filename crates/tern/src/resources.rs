@@ -19,6 +19,8 @@ use tern_resources::{Adapt, Allotment, Monitor};
 /// Tells one database's engine, and the process's worker pool, of each new allotment.
 struct EngineAdapter {
     engine: tern_sql::Database,
+    /// Where the allotment comes from (for the reading behind it).
+    monitor: &'static Monitor,
 }
 
 impl Adapt for EngineAdapter {
@@ -30,6 +32,7 @@ impl Adapt for EngineAdapter {
         if let Err(error) = self.engine.txn_db().set_pool_capacity_share(allotment.memory.pool_share()) {
             tracing::warn!(%error, "cannot resize the buffer pool to the memory allotment");
         }
+        self.engine.note_resources(allotment, &self.monitor.reading());
     }
 }
 
@@ -39,8 +42,8 @@ pub(crate) fn monitor_for(options: &Options) -> Option<&'static Monitor> {
 }
 
 /// Subscribes `engine` to `monitor`; the returned handle keeps the subscription alive.
-pub(crate) fn subscribe(monitor: &Monitor, engine: &tern_sql::Database) -> Arc<dyn Adapt> {
-    let adapter: Arc<dyn Adapt> = Arc::new(EngineAdapter { engine: engine.clone() });
+pub(crate) fn subscribe(monitor: &'static Monitor, engine: &tern_sql::Database) -> Arc<dyn Adapt> {
+    let adapter: Arc<dyn Adapt> = Arc::new(EngineAdapter { engine: engine.clone(), monitor });
     monitor.subscribe(&adapter);
     adapter
 }
@@ -62,7 +65,8 @@ mod tests {
     fn the_adapter_shrinks_statements_and_the_pool_under_pressure_and_restores_them() {
         let options = Options { adapt_to_resources: false, ..Options::default() };
         let db = Database::open_in_memory_with(options).unwrap();
-        let adapter = EngineAdapter { engine: db.engine().clone() };
+        let monitor = tern_resources::monitor::process().expect("the process's monitor starts");
+        let adapter = EngineAdapter { engine: db.engine().clone(), monitor };
         let limit = db.memory().query_memory_limit;
         let slots = db.stats().storage.pool.slots;
         let seen = |db: &Database| (db.engine().statement_memory_limit(), db.stats().storage.pool.active_slots);

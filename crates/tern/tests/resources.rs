@@ -1,5 +1,6 @@
 //! The embedded database under the resource manager: fitted at open to the memory the process
-//! may use, and its parallel scans held to the workers it is granted.
+//! may use, its parallel scans held to the workers it is granted, and what it was granted
+//! shown in SQL (`tern_stat_resources`).
 //!
 //! One test function: the worker cap is process-wide, so its steps must not run beside other
 //! tests of this binary.
@@ -84,6 +85,35 @@ fn adapting() {
     assert_eq!(tern_exec::exec::worker_limit(), cores.min(granted.workers));
     let limit = db.engine().statement_memory_limit();
     assert_eq!(limit, (db.memory().query_memory_limit / granted.memory.statement_divisor()).max(256 << 10));
+    // SQL sees the same: tern_stat_resources.
+    let conn = db.connect();
+    let (cores, workers, state, statement, slots, active): (i64, i64, String, i64, i64, i64) = conn
+        .query_row(
+            "SELECT cores, workers, memory_state, statement_memory_limit, pool_slots, pool_active_slots FROM tern_stat_resources",
+            (),
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?)),
+        )
+        .unwrap();
+    assert_eq!((cores as usize, workers as usize), (granted.cores, granted.workers));
+    assert_eq!(state, format!("{:?}", granted.memory).to_lowercase());
+    assert_eq!(statement as usize, limit);
+    let pool = db.stats().storage.pool;
+    assert_eq!((slots as u64, active as u64), (pool.slots, pool.active_slots));
+}
+
+/// A database that does not adapt shows no allotment, but the sizes it runs with.
+fn viewing_without_adapting() {
+    let options = Options { adapt_to_resources: false, ..Options::default() };
+    let db = Database::open_in_memory_with(options).unwrap();
+    let conn = db.connect();
+    let (cores, statement, rows): (Option<i64>, i64, i64) = conn
+        .query_row(
+            "SELECT cores, statement_memory_limit, (SELECT count(*) FROM tern_stat_resources) FROM tern_stat_resources",
+            (),
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!((cores, statement as usize, rows), (None, db.memory().query_memory_limit, 1));
 }
 
 #[test]
@@ -91,4 +121,5 @@ fn the_resource_manager_sizes_and_caps_the_database() {
     fitting();
     worker_cap();
     adapting();
+    viewing_without_adapting();
 }

@@ -1,5 +1,6 @@
 //! The relations of `pg_catalog` computed from what the database's sessions are doing when a
-//! query reads them (`pg_stat_activity`, `pg_stat_user_tables`): their names and columns, and
+//! query reads them (`pg_stat_activity`, `pg_stat_user_tables`, Tern's `tern_stat_resources`):
+//! their names and columns, and
 //! the changes a statement counts against a table. The counters themselves are the front
 //! end's (`tern_sql`'s `session::activity`), reached through the statement's
 //! [`Host`](crate::exec::host::Host).
@@ -65,11 +66,32 @@ pub const STAT_USER_TABLES: &[(&str, &str)] = &[
     ("autoanalyze_count", "bigint"),
 ];
 
+/// `tern_stat_resources`' columns (Tern's own: what the resource manager granted the
+/// database; the rows are the front end's `session::resource_view`).
+pub const STAT_RESOURCES: &[(&str, &str)] = &[
+    ("cores", "integer"),
+    ("workers", "integer"),
+    ("scan_threads", "integer"),
+    ("partitions", "integer"),
+    ("memory_state", "text"),
+    ("memory_ceiling", "bigint"),
+    ("memory_limit", "bigint"),
+    ("memory_used", "bigint"),
+    ("cpu_quota", "double precision"),
+    ("cpu_pressure", "double precision"),
+    ("memory_pressure", "double precision"),
+    ("io_pressure", "double precision"),
+    ("statement_memory_limit", "bigint"),
+    ("pool_slots", "bigint"),
+    ("pool_active_slots", "bigint"),
+];
+
 /// A relation computed from the sessions' activity when a query reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LiveRelation {
     StatActivity,
     StatUserTables,
+    StatResources,
 }
 
 impl LiveRelation {
@@ -77,6 +99,7 @@ impl LiveRelation {
         match name {
             "pg_stat_activity" => Some(LiveRelation::StatActivity),
             "pg_stat_user_tables" | "pg_stat_all_tables" => Some(LiveRelation::StatUserTables),
+            "tern_stat_resources" => Some(LiveRelation::StatResources),
             _ => None,
         }
     }
@@ -85,6 +108,7 @@ impl LiveRelation {
         match self {
             LiveRelation::StatActivity => STAT_ACTIVITY,
             LiveRelation::StatUserTables => STAT_USER_TABLES,
+            LiveRelation::StatResources => STAT_RESOURCES,
         }
     }
 }

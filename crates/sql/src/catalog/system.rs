@@ -164,7 +164,8 @@ fn system_relations() -> &'static [(&'static str, &'static str, bool, i64)] {
 }
 
 fn enumerate_system_relations() -> Vec<(&'static str, &'static str, bool, i64)> {
-    let live = ["pg_stat_activity", "pg_stat_user_tables", "pg_stat_all_tables"].map(|name| ("pg_catalog", name, true));
+    let live = ["pg_stat_activity", "pg_stat_user_tables", "pg_stat_all_tables", "tern_stat_resources"]
+        .map(|name| ("pg_catalog", name, true));
     let empty = crate::catalog::empty_catalogs::names()
         .map(|name| ("pg_catalog", name, matches!(name, "pg_seclabels" | "pg_user_mappings")));
     NAMED_RELATIONS

@@ -34,6 +34,8 @@ pub struct Activity {
     /// Committed changes since each table's last ANALYZE, where automatic ANALYZE counts them
     /// (`n_mod_since_analyze`; otherwise the changes since the database opened).
     analyze_tracker: Option<Arc<crate::optimizer::auto_analyze::Tracker>>,
+    /// What `tern_stat_resources` shows.
+    resources: Mutex<crate::session::resource_view::ResourceView>,
 }
 
 /// One session as `pg_stat_activity` shows it, and what its statements did to tables.
@@ -116,7 +118,18 @@ impl Activity {
         match relation {
             LiveRelation::StatActivity => self.activity_rows(),
             LiveRelation::StatUserTables => self.table_rows(catalog),
+            LiveRelation::StatResources => vec![self.resources.lock().row()],
         }
+    }
+
+    /// What `tern_stat_resources` shows from now on.
+    pub fn set_resources(&self, view: crate::session::resource_view::ResourceView) {
+        *self.resources.lock() = view;
+    }
+
+    /// What `tern_stat_resources` shows now.
+    pub fn resources(&self) -> crate::session::resource_view::ResourceView {
+        self.resources.lock().clone()
     }
 
     fn activity_rows(&self) -> Vec<Vec<Value>> {

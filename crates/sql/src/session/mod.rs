@@ -4,6 +4,7 @@
 pub mod activity;
 pub mod describe;
 pub mod host;
+pub mod resource_view;
 pub mod row_sink;
 pub mod setting_scope;
 
@@ -203,6 +204,7 @@ impl Database {
             analyze_worker: None,
         }
         .with_analyze_worker()
+        .inspect(|database| database.refresh_resource_view(None))
     }
 
     /// Starts the automatic ANALYZE worker when the options ask for one.
@@ -244,6 +246,25 @@ impl Database {
     /// it. The resource manager raises the divisor while the process is short of memory.
     pub fn set_statement_memory_divisor(&self, divisor: usize) {
         self.shared.statement_memory_divisor.store(divisor.max(1), Ordering::Relaxed);
+        self.refresh_resource_view(None);
+    }
+
+    /// Notes what the resource manager granted, for `tern_stat_resources` (with the sizes in
+    /// force after the embedding applied it).
+    pub fn note_resources(&self, allotment: &tern_resources::Allotment, reading: &tern_resources::Reading) {
+        self.refresh_resource_view(Some((allotment.clone(), reading.clone())));
+    }
+
+    /// Rebuilds `tern_stat_resources`' row: `granted` when given, else the one noted before.
+    fn refresh_resource_view(&self, granted: Option<(tern_resources::Allotment, tern_resources::Reading)>) {
+        let pool = self.shared.db.lsm_stats().pool;
+        let granted = granted.or_else(|| self.shared.activity.resources().granted);
+        self.shared.activity.set_resources(resource_view::ResourceView {
+            granted,
+            statement_memory_limit: self.shared.statement_memory_limit(),
+            pool_slots: pool.slots,
+            pool_active_slots: pool.active_slots,
+        });
     }
 
     /// The bytes a statement started now may materialize.
