@@ -84,7 +84,7 @@ static WORKERS_BUSY: AtomicUsize = AtomicUsize::new(0);
 static WORKER_LIMIT: AtomicUsize = AtomicUsize::new(0);
 
 /// Caps the workers all parallel scans of the process hold at once (at least one; 0 lifts the
-/// cap). The resource manager calls it as the CPU quota or contention changes; scans running
+/// cap). The resource manager calls it as the CPU quota or CPU set changes; scans running
 /// keep what they claimed, later claims see the new cap.
 pub fn set_worker_limit(limit: usize) {
     WORKER_LIMIT.store(limit, Ordering::Relaxed);
