@@ -62,7 +62,8 @@ pub struct Options {
     /// - while running, parallel operators hold at most the cores the quota grants (fewer
     ///   while the CPU is contended), and a statement may take half its memory limit while
     ///   memory is tight and an eighth while it is critical, so that it spills sooner, and the
-    ///   buffer pool fills half or a quarter of its slots, giving the rest of its memory back.
+    ///   buffer pool and the result cache keep half or a quarter of their memory, giving the
+    ///   rest back.
     ///
     /// The worker cap is process-wide. Off, the sizes are used as given and the worker pool
     /// is the machine's cores.
@@ -213,6 +214,16 @@ pub(crate) fn tune_allocator() {
         libc::mallopt(libc::M_ARENA_MAX, 2);
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 20);
+    }
+}
+
+/// Hands the C allocator's free memory back to the operating system (glibc's `malloc_trim`),
+/// after caches shrank under memory pressure. Nothing on other platforms.
+pub(crate) fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap memory to the kernel.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 

@@ -9,7 +9,8 @@
 //!   every second, on a change:
 //!     adapter.adapt(allotment) ──▶ tern_exec::exec::set_worker_limit(workers)   process-wide
 //!                              ├─▶ engine.set_statement_memory_divisor(1 | 2 | 8)
-//!                              └─▶ buffer pool: all, half or a quarter of its slots
+//!                              ├─▶ buffer pool: all, half or a quarter of its slots
+//!                              └─▶ result cache: as much of its slab memory
 //! ```
 
 use crate::options::Options;
@@ -29,8 +30,13 @@ impl Adapt for EngineAdapter {
         self.engine.set_statement_memory_divisor(allotment.memory.statement_divisor());
         // A pool that cannot write back its dirty pages now (a full disk) keeps its size;
         // the next change of the allotment tries again.
-        if let Err(error) = self.engine.txn_db().set_pool_capacity_share(allotment.memory.pool_share()) {
+        let share = allotment.memory.pool_share();
+        if let Err(error) = self.engine.txn_db().set_pool_capacity_share(share) {
             tracing::warn!(%error, "cannot resize the buffer pool to the memory allotment");
+        }
+        self.engine.set_result_cache_share(share);
+        if share < 1.0 {
+            crate::options::release_free_memory();
         }
         self.engine.note_resources(allotment, &self.monitor.reading());
     }
@@ -62,7 +68,7 @@ mod tests {
     }
 
     #[test]
-    fn the_adapter_shrinks_statements_and_the_pool_under_pressure_and_restores_them() {
+    fn the_adapter_shrinks_statements_the_pool_and_the_cache_under_pressure_and_restores_them() {
         let options = Options { adapt_to_resources: false, ..Options::default() };
         let db = Database::open_in_memory_with(options).unwrap();
         let monitor = tern_resources::monitor::process().expect("the process's monitor starts");
@@ -80,11 +86,28 @@ mod tests {
         assert!(seen(&db).1 > active && seen(&db).1 < slots);
         adapter.adapt(&allotment(MemoryState::Ample));
         assert_eq!(seen(&db), (limit, slots));
-        // The database works throughout.
+        // The database works throughout; the result cache gives up all but a quarter of its
+        // slabs when critical.
         let conn = db.connect();
-        conn.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1), (2)").unwrap();
+        conn.execute_batch("CREATE TABLE t(x INTEGER PRIMARY KEY, pad TEXT); BEGIN").unwrap();
+        for x in 0..2000 {
+            conn.execute("INSERT INTO t VALUES (?, ?)", (x, "p".repeat(1000))).unwrap();
+        }
+        conn.execute_batch("COMMIT").unwrap();
+        // 1,000 results of 20 KB, each asked for twice (the cache admits what is reused).
+        for _ in 0..2 {
+            for x in 0..1000 {
+                conn.query("SELECT pad FROM t WHERE x >= ? AND x < ? + 20", (x, x)).unwrap();
+            }
+        }
+        let cache = || db.stats().cache.expect("the cache is on");
+        let configured = Options::default().result_cache_size;
+        let filled = cache().allocated_bytes;
+        assert!(filled > configured / 4, "{filled} of {configured}");
         adapter.adapt(&allotment(MemoryState::Critical));
+        assert!(cache().allocated_bytes <= configured / 4, "{} of {configured}", cache().allocated_bytes);
         let sum: i64 = conn.query_row("SELECT sum(x) FROM t", (), |row| row.get(0)).unwrap();
-        assert_eq!(sum, 3);
+        assert_eq!(sum, 1999 * 2000 / 2);
+        adapter.adapt(&allotment(MemoryState::Ample));
     }
 }

@@ -432,6 +432,18 @@ impl ResultCache {
         }
     }
 
+    /// Lets the cache hold `share` (0 to 1) of its slab memory: the resource manager lowers it
+    /// under memory pressure. Lowering frees whole slabs at once, the coldest first, and
+    /// forgets their entries.
+    pub fn set_memory_share(&self, share: f64) {
+        let mut state = self.state.lock();
+        let evicted = state.slab.set_memory_share(share);
+        state.counters.evictions += evicted.len() as u64;
+        for owner in evicted {
+            state.index.remove(&owner);
+        }
+    }
+
     /// Drops every entry (after a schema change).
     pub fn clear(&self) {
         let mut state = self.state.lock();

@@ -320,6 +320,41 @@ impl SlabAllocator {
         self.classes[to].free.pop().expect("a new slab has free slots")
     }
 
+    /// Lets the allocator hold `share` (0 to 1) of its configured slabs, at least one:
+    /// past that, whole slabs are freed, the coldest first (an empty slab, else the slab with
+    /// the fewest items of the class whose least recently used item is oldest). Returns the
+    /// owners of the items evicted. Raising the share only lets later inserts allocate again.
+    pub fn set_memory_share(&mut self, share: f64) -> Vec<u64> {
+        let share = if share.is_finite() { share.clamp(0.0, 1.0) } else { 1.0 };
+        let configured = self.config.memory / self.config.slab_size;
+        self.max_slabs = ((configured as f64 * share).ceil() as usize).clamp(configured.min(1), configured);
+        let mut evicted = Vec::new();
+        while self.slabs > self.max_slabs {
+            let Some((class, slab)) = self.coldest_slab() else { break };
+            drop(self.classes[class].remove_slab(slab, &mut evicted));
+            self.slabs -= 1;
+        }
+        evicted
+    }
+
+    /// The slab to give up first: an empty one, else the emptiest slab of the class whose
+    /// least recently used item is oldest.
+    fn coldest_slab(&self) -> Option<(usize, usize)> {
+        let empty = self.classes.iter().enumerate().find_map(|(index, class)| {
+            class.emptiest_slab().filter(|(_, used)| *used == 0).map(|(slab, _)| (index, slab))
+        });
+        empty.or_else(|| {
+            let (class, _) = self
+                .classes
+                .iter()
+                .enumerate()
+                .filter(|(_, class)| class.live_slabs() > 0 && class.lru_tail != NIL)
+                .map(|(index, class)| (index, class.slots[class.lru_tail as usize].last_used))
+                .min_by_key(|(_, age)| *age)?;
+            self.classes[class].emptiest_slab().map(|(slab, _)| (class, slab))
+        })
+    }
+
     /// The bytes of an item; marks it most recently used.
     pub fn get(&mut self, at: SlotRef) -> &[u8] {
         self.clock += 1;
@@ -412,11 +447,44 @@ mod tests {
         assert_eq!(slab.allocated_bytes(), 2048, "no memory beyond the budget");
     }
 
+    #[test]
+    fn a_lowered_share_frees_the_coldest_slabs_and_a_raised_one_lets_them_grow_back() {
+        let mut slab = SlabAllocator::new(SlabConfig { memory: 4096, ..small() });
+        // Four slabs: two of 16-byte items (the older), one of 512-byte, one of 1024-byte.
+        let mut refs = HashMap::new();
+        for owner in 0..128 {
+            refs.insert(owner, slab.insert(owner, &[1; 16]).unwrap().0);
+        }
+        refs.insert(500, slab.insert(500, &[2; 500]).unwrap().0);
+        refs.insert(900, slab.insert(900, &[3; 900]).unwrap().0);
+        assert_eq!(slab.allocated_bytes(), 4096);
+        let evicted = slab.set_memory_share(0.5);
+        assert_eq!(slab.allocated_bytes(), 2048);
+        assert_eq!(evicted.len(), 128, "the two slabs of the oldest items go");
+        assert!(evicted.iter().all(|owner| *owner < 128));
+        assert_eq!(slab.get(refs[&500]), &[2; 500]);
+        assert_eq!(slab.get(refs[&900]), &[3; 900]);
+        // Held to two slabs: a new class's item evicts rather than allocates.
+        slab.insert(1000, &[4; 200]).unwrap();
+        assert_eq!(slab.allocated_bytes(), 2048);
+        // Never below one slab; raised, it allocates again.
+        slab.set_memory_share(0.0);
+        assert_eq!(slab.allocated_bytes(), 1024);
+        slab.set_memory_share(1.0);
+        for owner in 2000..2064 {
+            slab.insert(owner, &[5; 16]).unwrap();
+        }
+        assert!(slab.allocated_bytes() > 1024);
+        assert!(slab.allocated_bytes() <= 4096);
+    }
+
     #[derive(Debug, Clone)]
     enum Op {
         Insert(usize),
         Get(usize),
         Remove(usize),
+        /// Lets the allocator hold this many quarters of its slabs.
+        Share(u8),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -424,6 +492,7 @@ mod tests {
             3 => (1usize..1100).prop_map(Op::Insert),
             2 => any::<usize>().prop_map(Op::Get),
             1 => any::<usize>().prop_map(Op::Remove),
+            1 => (0..=4u8).prop_map(Op::Share),
         ]
     }
 
@@ -437,6 +506,7 @@ mod tests {
             let mut slab = SlabAllocator::new(small());
             let mut model: HashMap<u64, (SlotRef, Vec<u8>)> = HashMap::new();
             let mut next = 0u64;
+            let mut limit = 4096;
             for op in ops {
                 match op {
                     Op::Insert(len) => {
@@ -466,9 +536,15 @@ mod tests {
                         let (at, _) = model.remove(&owner).unwrap();
                         slab.remove(at);
                     }
+                    Op::Share(quarters) => {
+                        for owner in slab.set_memory_share(quarters as f64 / 4.0) {
+                            prop_assert!(model.remove(&owner).is_some(), "freed an unknown item {}", owner);
+                        }
+                        limit = (quarters as usize * 1024).max(1024);
+                    }
                     _ => {}
                 }
-                prop_assert!(slab.allocated_bytes() <= 4096);
+                prop_assert!(slab.allocated_bytes() <= limit);
                 let stats = slab.class_stats();
                 prop_assert_eq!(stats.iter().map(|class| class.items).sum::<usize>(), model.len());
                 prop_assert_eq!(

@@ -249,6 +249,14 @@ impl Database {
         self.refresh_resource_view(None);
     }
 
+    /// Lets the result cache hold `share` (0 to 1) of its slab memory (the resource manager
+    /// lowers it under memory pressure); nothing when the cache is off.
+    pub fn set_result_cache_share(&self, share: f64) {
+        if let Some(cache) = &self.shared.cache {
+            cache.set_memory_share(share);
+        }
+    }
+
     /// Notes what the resource manager granted, for `tern_stat_resources` (with the sizes in
     /// force after the embedding applied it).
     pub fn note_resources(&self, allotment: &tern_resources::Allotment, reading: &tern_resources::Reading) {
