@@ -9,25 +9,40 @@
 //!   every second, on a change:
 //!     adapter.adapt(allotment) ──▶ tern_exec::exec::set_worker_limit(workers)   process-wide
 //!                              ├─▶ engine.set_statement_memory_divisor(1 | 2 | 8)
+//!                              ├─▶ entering critical: the memtable written out (flushed)
 //!                              ├─▶ buffer pool: all, half or a quarter of its slots
 //!                              └─▶ result cache: as much of its slab memory
 //! ```
 
 use crate::options::Options;
 use std::sync::Arc;
-use tern_resources::{Adapt, Allotment, Monitor};
+use std::sync::atomic::{AtomicBool, Ordering};
+use tern_resources::{Adapt, Allotment, MemoryState, Monitor};
 
 /// Tells one database's engine, and the process's worker pool, of each new allotment.
 struct EngineAdapter {
     engine: tern_sql::Database,
     /// Where the allotment comes from (for the reading behind it).
     monitor: &'static Monitor,
+    /// Whether the last allotment told was critical (entering it flushes the memtable).
+    critical: AtomicBool,
 }
 
 impl Adapt for EngineAdapter {
     fn adapt(&self, allotment: &Allotment) {
         tern_exec::exec::set_worker_limit(allotment.workers);
         self.engine.set_statement_memory_divisor(allotment.memory.statement_divisor());
+        // Entering a memory emergency writes the memtable out, which frees its memory (it
+        // cannot shrink in place). A flush that fails (a full disk, a read-only open) leaves
+        // it in memory, as before.
+        let critical = allotment.memory == MemoryState::Critical;
+        if critical && !self.critical.swap(true, Ordering::Relaxed) {
+            if let Err(error) = self.engine.txn_db().flush() {
+                tracing::warn!(%error, "cannot flush the memtable under memory pressure");
+            }
+        } else if !critical {
+            self.critical.store(false, Ordering::Relaxed);
+        }
         // A pool that cannot write back its dirty pages now (a full disk) keeps its size;
         // the next change of the allotment tries again.
         let share = allotment.memory.pool_share();
@@ -49,7 +64,8 @@ pub(crate) fn monitor_for(options: &Options) -> Option<&'static Monitor> {
 
 /// Subscribes `engine` to `monitor`; the returned handle keeps the subscription alive.
 pub(crate) fn subscribe(monitor: &'static Monitor, engine: &tern_sql::Database) -> Arc<dyn Adapt> {
-    let adapter: Arc<dyn Adapt> = Arc::new(EngineAdapter { engine: engine.clone(), monitor });
+    let adapter: Arc<dyn Adapt> =
+        Arc::new(EngineAdapter { engine: engine.clone(), monitor, critical: AtomicBool::new(false) });
     monitor.subscribe(&adapter);
     adapter
 }
@@ -72,7 +88,7 @@ mod tests {
         let options = Options { adapt_to_resources: false, ..Options::default() };
         let db = Database::open_in_memory_with(options).unwrap();
         let monitor = tern_resources::monitor::process().expect("the process's monitor starts");
-        let adapter = EngineAdapter { engine: db.engine().clone(), monitor };
+        let adapter = EngineAdapter { engine: db.engine().clone(), monitor, critical: AtomicBool::new(false) };
         let limit = db.memory().query_memory_limit;
         let slots = db.stats().storage.pool.slots;
         let seen = |db: &Database| (db.engine().statement_memory_limit(), db.stats().storage.pool.active_slots);
@@ -104,7 +120,9 @@ mod tests {
         let configured = Options::default().result_cache_size;
         let filled = cache().allocated_bytes;
         assert!(filled > configured / 4, "{filled} of {configured}");
+        assert!(db.stats().storage.memtable_bytes > 1 << 20, "2 MB of rows in the memtable");
         adapter.adapt(&allotment(MemoryState::Critical));
+        assert!(db.stats().storage.memtable_bytes < 1 << 20, "entering critical flushed the memtable");
         assert!(cache().allocated_bytes <= configured / 4, "{} of {configured}", cache().allocated_bytes);
         let sum: i64 = conn.query_row("SELECT sum(x) FROM t", (), |row| row.get(0)).unwrap();
         assert_eq!(sum, 1999 * 2000 / 2);
