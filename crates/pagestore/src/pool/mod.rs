@@ -1136,7 +1136,8 @@ impl Shared {
             return Ok(Victim::Clean(slot, None));
         }
         let count = state.active;
-        state.hand %= count;
+        // The hand may lie past a lowered capacity (a partition without slots has no hand).
+        state.hand = state.hand.checked_rem(count).unwrap_or(0);
         let mut busy_seen = false;
         for _ in 0..count * (crate::limits::MAX_USAGE_COUNT as usize + 1) {
             let slot = state.slots[state.hand];
