@@ -1,5 +1,6 @@
 //! Many threads pin, unpin and dirty random pages of a file much larger than the pool, while
-//! one of them checkpoints and empties the pool now and then. Afterwards the pool must be
+//! one of them checkpoints and empties the pool now and then and another lowers and raises its
+//! capacity. Afterwards the pool must be
 //! consistent and every page must hold exactly the last version written to it.
 
 mod common;
@@ -43,6 +44,10 @@ fn run(vfs: Arc<dyn Vfs>, path: &std::path::Path, pages_in_file: usize, partitio
                     }
                     if thread == 1 && operation % 2000 == 1999 {
                         pool.flush_and_evict().unwrap();
+                    }
+                    // The capacity falls and rises under the others' pins (`pool/capacity.rs`).
+                    if thread == 2 && operation % 500 == 499 {
+                        pool.set_capacity_share([0.5, 0.25, 1.0][operation / 500 % 3]).unwrap();
                     }
                 }
             });
