@@ -1917,8 +1917,9 @@ fn batch_priority() {
     }
 }
 
-/// Returns free memory the allocator holds to the operating system (glibc only).
-fn release_free_memory() {
+/// Returns free memory the allocator holds to the operating system (glibc only): after a
+/// flush or compaction under a memory budget, and when caches shrink under memory pressure.
+pub fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks and shrinks the allocator's own free lists.
     unsafe {

@@ -37,7 +37,7 @@ mod wal;
 
 pub use archive::{LogReader, LogRecord};
 pub use batch::{Entries, WriteBatch};
-pub use db::{Db, IntegrityReport, LevelStats, LoggedWrite, Snapshot, Stats, log_paths};
+pub use db::{Db, IntegrityReport, LevelStats, LoggedWrite, Snapshot, Stats, log_paths, release_free_memory};
 pub use error::{Error, Result};
 pub use iter::DbIter;
 pub use options::{MAX_MEMTABLE_SIZE, Options, SyncPolicy};

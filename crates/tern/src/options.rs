@@ -217,16 +217,6 @@ pub(crate) fn tune_allocator() {
     }
 }
 
-/// Hands the C allocator's free memory back to the operating system (glibc's `malloc_trim`),
-/// after caches shrank under memory pressure. Nothing on other platforms.
-pub(crate) fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free heap memory to the kernel.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 fn invalid(message: String) -> Error {
     Error::invalid_parameter(message)
 }

@@ -51,7 +51,7 @@ impl Adapt for EngineAdapter {
         }
         self.engine.set_result_cache_share(share);
         if share < 1.0 {
-            crate::options::release_free_memory();
+            tern_lsm::release_free_memory();
         }
         self.engine.note_resources(allotment, &self.monitor.reading());
     }

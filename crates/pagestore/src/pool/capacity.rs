@@ -16,7 +16,6 @@
 //!                                                     pinned when the capacity fell
 //! ```
 
-use super::descriptor::{DIRTY, busy, pins};
 use super::{BufferPool, PartitionState, Shared};
 use crate::error::Result;
 use std::sync::atomic::Ordering;
@@ -70,7 +69,9 @@ impl Shared {
     }
 
     /// Lowers the partition's active slots to `wanted`, retiring those past it that are free
-    /// or hold a clean page nobody uses. REQUIRES: the partition lock (`state`).
+    /// or hold a clean page nobody uses (a slot below the old count that is not free holds
+    /// a page: it is in the table under the page its descriptor names). REQUIRES: the
+    /// partition lock (`state`).
     fn retire(&self, partition: &super::Partition, state: &mut PartitionState, wanted: usize) {
         let old = state.active;
         state.active = wanted;
@@ -81,32 +82,21 @@ impl Shared {
                 self.frames.release(slot as usize, self.page_size);
                 continue;
             }
-            let descriptor = &self.descriptors[slot as usize];
-            let current = descriptor.load();
-            let idle = pins(current) == 0 && !busy(current) && current & DIRTY == 0;
-            if idle && descriptor.state.compare_exchange(current, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
-                let page = descriptor.page_id.load(Ordering::Relaxed);
-                if state.table.get(&page) == Some(&slot) {
-                    state.table.remove(&page);
-                    self.clear_hint(partition, page);
-                    state.evictions += 1;
-                }
-                self.frames.release(slot as usize, self.page_size);
+            let page = self.descriptors[slot as usize].page_id.load(Ordering::Relaxed);
+            if self.empty_if_idle(partition, state, slot, page) {
+                state.evictions += 1;
             }
         }
     }
 
-    /// Raises the partition's active slots to `wanted`: retired slots become free; a slot
-    /// that kept its page past the old count is in the clock again. REQUIRES: the partition
-    /// lock (`state`).
+    /// Raises the partition's active slots to `wanted`: retired slots (empty: state 0) become
+    /// free; a slot that kept its page past the old count is in the clock again. REQUIRES: the
+    /// partition lock (`state`).
     fn reactivate(&self, state: &mut PartitionState, wanted: usize) {
         let old = state.active;
         state.active = wanted;
         for index in old..wanted {
-            let slot = state.slots[index];
-            let page = self.descriptors[slot as usize].page_id.load(Ordering::Relaxed);
-            let cached = state.table.get(&page) == Some(&slot);
-            if !cached && self.descriptors[slot as usize].load() == 0 {
+            if self.descriptors[state.slots[index] as usize].load() == 0 {
                 state.free_slots.insert(index);
             }
         }

@@ -718,17 +718,7 @@ impl BufferPool {
             let mut state = partition.state.lock();
             let cached: Vec<(PageId, u32)> = state.table.iter().map(|(page, slot)| (*page, *slot)).collect();
             for (page, slot) in cached {
-                let descriptor = &self.shared.descriptors[slot as usize];
-                let current = descriptor.load();
-                if pins(current) == 0
-                    && !busy(current)
-                    && current & DIRTY == 0
-                    && descriptor.state.compare_exchange(current, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
-                {
-                    state.table.remove(&page);
-                    self.shared.clear_hint(partition, page);
-                    self.shared.free_slot(&mut state, slot);
-                }
+                self.shared.empty_if_idle(partition, &mut state, slot, page);
             }
         }
         Ok(())
@@ -1077,6 +1067,22 @@ impl Shared {
             partition.reads.fetch_add(1, Ordering::Relaxed);
         }
         partition.io_done.notify_all();
+    }
+
+    /// Empties `slot`, which holds `page`, if nobody pins it and it is idle and clean: its
+    /// table entry and hint go, and the slot is free again (or retired, past a lowered
+    /// capacity: `capacity.rs`). Returns whether it did. REQUIRES: the partition lock (`state`).
+    fn empty_if_idle(&self, partition: &Partition, state: &mut PartitionState, slot: u32, page: PageId) -> bool {
+        let descriptor = &self.descriptors[slot as usize];
+        let current = descriptor.load();
+        let idle = pins(current) == 0 && !busy(current) && current & DIRTY == 0;
+        if !idle || descriptor.state.compare_exchange(current, 0, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+            return false;
+        }
+        state.table.remove(&page);
+        self.clear_hint(partition, page);
+        self.free_slot(state, slot);
+        true
     }
 
     /// Gives back a claimed slot whose fill failed, and wakes its waiters (who retry and meet

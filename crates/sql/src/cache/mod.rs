@@ -164,6 +164,14 @@ impl State {
         self.index.remove(&hash);
         self.slab.remove(at);
     }
+
+    /// Forgets the entries whose items the slab allocator evicted, counting them.
+    fn forget_evicted(&mut self, evicted: Vec<u64>) {
+        self.counters.evictions += evicted.len() as u64;
+        for owner in evicted {
+            self.index.remove(&owner);
+        }
+    }
 }
 
 /// An item's layout in its slot: snapshot (8 bytes), scanned objects (a varint count, 4 bytes
@@ -393,10 +401,7 @@ impl ResultCache {
             state.counters.too_large += 1;
             return;
         };
-        state.counters.evictions += evicted.len() as u64;
-        for owner in evicted {
-            state.index.remove(&owner);
-        }
+        state.forget_evicted(evicted);
         state.index.insert(hash, at);
         state.counters.stores += 1;
     }
@@ -438,10 +443,7 @@ impl ResultCache {
     pub fn set_memory_share(&self, share: f64) {
         let mut state = self.state.lock();
         let evicted = state.slab.set_memory_share(share);
-        state.counters.evictions += evicted.len() as u64;
-        for owner in evicted {
-            state.index.remove(&owner);
-        }
+        state.forget_evicted(evicted);
     }
 
     /// Drops every entry (after a schema change).

@@ -272,14 +272,7 @@ impl SlabAllocator {
             return self.classes[class].free.pop();
         }
         // Memory is exhausted. A slab another class holds empty moves here for free.
-        let empty = self.classes.iter().enumerate().find_map(|(index, candidate)| {
-            (index != class)
-                .then(|| candidate.emptiest_slab())
-                .flatten()
-                .filter(|(_, used)| *used == 0)
-                .map(|(slab, _)| (index, slab))
-        });
-        if let Some((donor, slab)) = empty {
+        if let Some((donor, slab)) = self.empty_slab(Some(class)) {
             return Some(self.move_slab(donor, slab, class, evicted));
         }
         // Else move one if this class has none, or if another class's oldest item is older
@@ -289,13 +282,7 @@ impl SlabAllocator {
             NIL => None,
             tail => Some(self.classes[class].slots[tail as usize].last_used),
         };
-        let donor = self
-            .classes
-            .iter()
-            .enumerate()
-            .filter(|(index, candidate)| *index != class && candidate.live_slabs() > 0 && candidate.lru_tail != NIL)
-            .map(|(index, candidate)| (index, candidate.slots[candidate.lru_tail as usize].last_used))
-            .min_by_key(|(_, age)| *age);
+        let donor = self.coldest_class(Some(class));
         match (own_tail, donor) {
             (Some(own), Some((_, donor_age))) if own <= donor_age => {}
             (_, Some((donor, _))) => {
@@ -340,19 +327,28 @@ impl SlabAllocator {
     /// The slab to give up first: an empty one, else the emptiest slab of the class whose
     /// least recently used item is oldest.
     fn coldest_slab(&self) -> Option<(usize, usize)> {
-        let empty = self.classes.iter().enumerate().find_map(|(index, class)| {
-            class.emptiest_slab().filter(|(_, used)| *used == 0).map(|(slab, _)| (index, slab))
-        });
-        empty.or_else(|| {
-            let (class, _) = self
-                .classes
-                .iter()
-                .enumerate()
-                .filter(|(_, class)| class.live_slabs() > 0 && class.lru_tail != NIL)
-                .map(|(index, class)| (index, class.slots[class.lru_tail as usize].last_used))
-                .min_by_key(|(_, age)| *age)?;
+        self.empty_slab(None).or_else(|| {
+            let (class, _) = self.coldest_class(None)?;
             self.classes[class].emptiest_slab().map(|(slab, _)| (class, slab))
         })
+    }
+
+    /// A live slab holding no items, of a class other than `except`: its class and index.
+    fn empty_slab(&self, except: Option<usize>) -> Option<(usize, usize)> {
+        self.classes.iter().enumerate().filter(|(index, _)| Some(*index) != except).find_map(|(index, class)| {
+            class.emptiest_slab().filter(|(_, used)| *used == 0).map(|(slab, _)| (index, slab))
+        })
+    }
+
+    /// The class other than `except` holding items whose least recently used item is oldest,
+    /// and that item's age.
+    fn coldest_class(&self, except: Option<usize>) -> Option<(usize, u64)> {
+        self.classes
+            .iter()
+            .enumerate()
+            .filter(|(index, class)| Some(*index) != except && class.live_slabs() > 0 && class.lru_tail != NIL)
+            .map(|(index, class)| (index, class.slots[class.lru_tail as usize].last_used))
+            .min_by_key(|(_, age)| *age)
     }
 
     /// The bytes of an item; marks it most recently used.

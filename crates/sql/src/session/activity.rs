@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tern_exec::catalog::Catalog;
-use tern_exec::catalog::live::{Change, LiveRelation};
+use tern_exec::catalog::live::Change;
 use tern_exec::types::temporal::Temporal;
 use tern_exec::value::Value;
 
@@ -34,8 +34,8 @@ pub struct Activity {
     /// Committed changes since each table's last ANALYZE, where automatic ANALYZE counts them
     /// (`n_mod_since_analyze`; otherwise the changes since the database opened).
     analyze_tracker: Option<Arc<crate::optimizer::auto_analyze::Tracker>>,
-    /// What `tern_stat_resources` shows.
-    resources: Mutex<crate::session::resource_view::ResourceView>,
+    /// What the resource manager granted last, for `tern_stat_resources`.
+    granted: Mutex<Option<crate::session::resource_view::Granted>>,
 }
 
 /// One session as `pg_stat_activity` shows it, and what its statements did to tables.
@@ -113,26 +113,18 @@ impl Activity {
         }
     }
 
-    /// The rows of a live relation.
-    pub fn rows(&self, relation: LiveRelation, catalog: &Catalog) -> Vec<Vec<Value>> {
-        match relation {
-            LiveRelation::StatActivity => self.activity_rows(),
-            LiveRelation::StatUserTables => self.table_rows(catalog),
-            LiveRelation::StatResources => vec![self.resources.lock().row()],
-        }
+    /// Notes what the resource manager granted, for `tern_stat_resources`.
+    pub fn note_granted(&self, granted: crate::session::resource_view::Granted) {
+        *self.granted.lock() = Some(granted);
     }
 
-    /// What `tern_stat_resources` shows from now on.
-    pub fn set_resources(&self, view: crate::session::resource_view::ResourceView) {
-        *self.resources.lock() = view;
+    /// What the resource manager granted last (`None` if the database does not adapt).
+    pub fn granted(&self) -> Option<crate::session::resource_view::Granted> {
+        self.granted.lock().clone()
     }
 
-    /// What `tern_stat_resources` shows now.
-    pub fn resources(&self) -> crate::session::resource_view::ResourceView {
-        self.resources.lock().clone()
-    }
-
-    fn activity_rows(&self) -> Vec<Vec<Value>> {
+    /// `pg_stat_activity`'s rows.
+    pub fn activity_rows(&self) -> Vec<Vec<Value>> {
         let sessions: Vec<(u64, Arc<SessionEntry>)> =
             self.sessions.lock().iter().map(|(id, entry)| (*id, entry.clone())).collect();
         sessions.into_iter().map(|(id, entry)| entry.row(id)).collect()
@@ -148,7 +140,8 @@ impl Activity {
         total
     }
 
-    fn table_rows(&self, catalog: &Catalog) -> Vec<Vec<Value>> {
+    /// `pg_stat_user_tables`' rows.
+    pub fn table_rows(&self, catalog: &Catalog) -> Vec<Vec<Value>> {
         let tables = self.table_counts();
         catalog
             .tables

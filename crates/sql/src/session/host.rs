@@ -45,6 +45,8 @@ pub struct SessionHost<'t> {
     /// tables.
     pub activity: &'t Activity,
     pub entry: &'t SessionEntry,
+    /// The bytes the statement may materialize (`tern_stat_resources` shows it).
+    pub statement_memory_limit: usize,
 }
 
 impl Host for SessionHost<'_> {
@@ -105,7 +107,15 @@ impl Host for SessionHost<'_> {
     }
 
     fn live_rows(&self, relation: LiveRelation, catalog: &Catalog) -> Vec<Row> {
-        self.activity.rows(relation, catalog)
+        match relation {
+            LiveRelation::StatActivity => self.activity.activity_rows(),
+            LiveRelation::StatUserTables => self.activity.table_rows(catalog),
+            LiveRelation::StatResources => {
+                let granted = self.activity.granted();
+                let pool = self.sequences.db.lsm_stats().pool;
+                vec![crate::session::resource_view::row(granted.as_ref(), self.statement_memory_limit, &pool)]
+            }
+        }
     }
 
     fn count_scan(&self, table: u32, sequential: bool, rows: u64) {

@@ -204,7 +204,6 @@ impl Database {
             analyze_worker: None,
         }
         .with_analyze_worker()
-        .inspect(|database| database.refresh_resource_view(None))
     }
 
     /// Starts the automatic ANALYZE worker when the options ask for one.
@@ -246,7 +245,6 @@ impl Database {
     /// it. The resource manager raises the divisor while the process is short of memory.
     pub fn set_statement_memory_divisor(&self, divisor: usize) {
         self.shared.statement_memory_divisor.store(divisor.max(1), Ordering::Relaxed);
-        self.refresh_resource_view(None);
     }
 
     /// Lets the result cache hold `share` (0 to 1) of its slab memory (the resource manager
@@ -257,22 +255,10 @@ impl Database {
         }
     }
 
-    /// Notes what the resource manager granted, for `tern_stat_resources` (with the sizes in
-    /// force after the embedding applied it).
+    /// Notes what the resource manager granted, for `tern_stat_resources` (which reads the
+    /// sizes in force when it is read).
     pub fn note_resources(&self, allotment: &tern_resources::Allotment, reading: &tern_resources::Reading) {
-        self.refresh_resource_view(Some((allotment.clone(), reading.clone())));
-    }
-
-    /// Rebuilds `tern_stat_resources`' row: `granted` when given, else the one noted before.
-    fn refresh_resource_view(&self, granted: Option<(tern_resources::Allotment, tern_resources::Reading)>) {
-        let pool = self.shared.db.lsm_stats().pool;
-        let granted = granted.or_else(|| self.shared.activity.resources().granted);
-        self.shared.activity.set_resources(resource_view::ResourceView {
-            granted,
-            statement_memory_limit: self.shared.statement_memory_limit(),
-            pool_slots: pool.slots,
-            pool_active_slots: pool.active_slots,
-        });
+        self.shared.activity.note_granted((allotment.clone(), reading.clone()));
     }
 
     /// The bytes a statement started now may materialize.
@@ -1872,45 +1858,9 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_, 
         activity,
         mut stream,
     } = run;
-    // The result cache serves queries of transactions that have written nothing (their own
-    // writes would not be in a cached result).
-    let owned_text;
-    let cache = match (&shared.cache, text) {
-        (Some(cache), Cacheable::Text(text)) if open.txn.is_read_only() => Some((cache, text)),
-        (Some(cache), Cacheable::Unknown) if open.txn.is_read_only() => {
-            owned_text = cache_text(statement);
-            owned_text.as_deref().map(|text| (cache, text))
-        }
-        _ => None,
-    };
-    let cache = match (cache, open.txn.snapshot_sequence()) {
-        (Some((cache, text)), Some(snapshot)) => {
-            // The dialect is the version's low bit: the same text may answer differently in each.
-            // So is the time zone when it is not UTC (text input and casts depend on it).
-            let zoned;
-            let text = if tern_exec::types::temporal::session_zone::is_utc() {
-                text
-            } else {
-                zoned = format!("{text}\u{0}{:?}", tern_exec::types::temporal::session_zone::current());
-                zoned.as_str()
-            };
-            let key = ResultCache::key(open.catalog.version << 1 | dialect as u64, text, params);
-            let statement = ResultCache::statement_id(text);
-            if let Some(hit) = cache.lookup(&key, statement, snapshot) {
-                if explicit {
-                    // What the query would have read joins the read set, so certification
-                    // sees it as if it had been scanned (whole tables and indexes: the cache
-                    // keeps only stripes of the keys looked up).
-                    for object in &hit.reads.all_objects() {
-                        let prefix = tern_exec::codec::object_prefix(*object);
-                        open.txn.assume_read_range(&prefix, tern_exec::codec::prefix_end(&prefix).as_deref());
-                    }
-                }
-                return Ok(Outcome::Rows { columns: hit.columns, rows: hit.rows });
-            }
-            Some((cache, key, statement, snapshot))
-        }
-        _ => None,
+    let cache = match cache_lookup(shared, open, statement, params, text, dialect, explicit) {
+        Lookup::Hit(outcome) => return Ok(outcome),
+        Lookup::Miss(cache) => cache,
     };
     let catalog = open.catalog.clone();
     // Catalog relations this statement reads are kept for its catalog ([`crate::catalog::system_cache`]).
@@ -1921,8 +1871,9 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_, 
         sequences: host::SequenceAccess { db: &shared.db, sequences: &shared.sequences, session: sequence_values },
         activity: &shared.activity,
         entry: activity,
+        statement_memory_limit: shared.statement_memory_limit(),
     };
-    let mut exec = Executor::new(&mut open.txn, params, shared.statement_memory_limit(), &host)
+    let mut exec = Executor::new(&mut open.txn, params, host.statement_memory_limit, &host)
         .with_interrupt(interrupt)
         .with_dialect(dialect)
         .with_catalog(&catalog)
@@ -1949,18 +1900,8 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_, 
         inserted.set(Some(rowid));
     }
     let analyzed = exec.take_analyzed();
-    if let Some(mut changed) = new_catalog {
-        changed.version = catalog.version + 1;
-        crate::ddl::comment::prune(&mut changed);
-        crate::optimizer::analyze::drop_removed(&catalog, &mut changed, &exec);
-        exec.put(CATALOG_VERSION_KEY.to_vec(), changed.version.to_be_bytes().to_vec());
-        let previous = exec.get(CATALOG_KEY)?;
-        for (key, value) in crate::catalog::catalog_store::writes(changed.to_bytes(), previous.as_deref())? {
-            match value {
-                Some(value) => exec.put(key, value),
-                None => exec.delete(key),
-            }
-        }
+    if let Some(changed) = new_catalog {
+        let changed = write_catalog(&exec, &catalog, changed)?;
         exec.finish()?;
         open.catalog = Arc::new(changed);
     } else {
@@ -1973,6 +1914,84 @@ fn run_in_transaction(shared: &Shared, open: &mut OpenTransaction, run: Run<'_, 
         open.catalog = Arc::new(with);
     }
     Ok(outcome)
+}
+
+/// What the result cache had for a statement: its answer, or where to store the answer
+/// (none when the statement or the transaction cannot use the cache).
+enum Lookup<'c> {
+    Hit(Outcome),
+    Miss(Option<(&'c ResultCache, Vec<u8>, u64, u64)>),
+}
+
+/// Looks the statement up in the result cache, which serves queries of transactions that have
+/// written nothing (their own writes would not be in a cached result). A hit in an explicit
+/// transaction adds what the query would have read to its read set.
+fn cache_lookup<'c>(
+    shared: &'c Shared,
+    open: &mut OpenTransaction,
+    statement: &sqlparser::ast::Statement,
+    params: &[Value],
+    text: Cacheable<'_>,
+    dialect: Dialect,
+    explicit: bool,
+) -> Lookup<'c> {
+    let owned_text;
+    let cache = match (&shared.cache, text) {
+        (Some(cache), Cacheable::Text(text)) if open.txn.is_read_only() => Some((cache, text)),
+        (Some(cache), Cacheable::Unknown) if open.txn.is_read_only() => {
+            owned_text = cache_text(statement);
+            owned_text.as_deref().map(|text| (cache, text))
+        }
+        _ => None,
+    };
+    let miss = match (cache, open.txn.snapshot_sequence()) {
+        (Some((cache, text)), Some(snapshot)) => {
+            // The dialect is the version's low bit: the same text may answer differently in each.
+            // So is the time zone when it is not UTC (text input and casts depend on it).
+            let zoned;
+            let text = if tern_exec::types::temporal::session_zone::is_utc() {
+                text
+            } else {
+                zoned = format!("{text}\u{0}{:?}", tern_exec::types::temporal::session_zone::current());
+                zoned.as_str()
+            };
+            let key = ResultCache::key(open.catalog.version << 1 | dialect as u64, text, params);
+            let statement = ResultCache::statement_id(text);
+            if let Some(hit) = cache.lookup(&key, statement, snapshot) {
+                if explicit {
+                    // What the query would have read joins the read set, so certification
+                    // sees it as if it had been scanned (whole tables and indexes: the cache
+                    // keeps only stripes of the keys looked up).
+                    for object in &hit.reads.all_objects() {
+                        let prefix = tern_exec::codec::object_prefix(*object);
+                        open.txn.assume_read_range(&prefix, tern_exec::codec::prefix_end(&prefix).as_deref());
+                    }
+                }
+                return Lookup::Hit(Outcome::Rows { columns: hit.columns, rows: hit.rows });
+            }
+            Some((cache, key, statement, snapshot))
+        }
+        _ => None,
+    };
+    Lookup::Miss(miss)
+}
+
+/// `changed` as the statement's new catalog: the next version, its comments and the statistics
+/// of removed objects pruned, written into the transaction (the version key and the catalog's
+/// pages that changed).
+fn write_catalog(exec: &Executor<'_>, catalog: &Catalog, mut changed: Catalog) -> Result<Catalog> {
+    changed.version = catalog.version + 1;
+    crate::ddl::comment::prune(&mut changed);
+    crate::optimizer::analyze::drop_removed(catalog, &mut changed, exec);
+    exec.put(CATALOG_VERSION_KEY.to_vec(), changed.version.to_be_bytes().to_vec());
+    let previous = exec.get(CATALOG_KEY)?;
+    for (key, value) in crate::catalog::catalog_store::writes(changed.to_bytes(), previous.as_deref())? {
+        match value {
+            Some(value) => exec.put(key, value),
+            None => exec.delete(key),
+        }
+    }
+    Ok(changed)
 }
 
 /// The statistics a transaction wrote or deleted ([`crate::optimizer::statistics_store`]), as its catalog
